@@ -1,0 +1,34 @@
+# Every target sets up .venv by itself on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SENTENCE := Your journey starts with one step
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/attncli tokens "$(SENTENCE)"
+	$(VENV)/bin/attncli run --inputs samples/journey.json --variant simple
+	$(VENV)/bin/attncli run "$(SENTENCE)" --variant causal
+	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
+
+lint: $(STAMP)
+	$(PY) -m ruff check attncli tests bench scripts
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

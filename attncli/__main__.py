@@ -1,0 +1,3 @@
+from attncli.cli import main
+
+main()
