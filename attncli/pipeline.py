@@ -1,0 +1,136 @@
+"""run(request) → Result: text → tokens → embeddings → attention; tensors become plain data here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attncli import __version__
+from attncli.attention import VARIANTS, AttentionOutput, build_variant
+from attncli.embed import check_dims, embed
+from attncli.errors import AttnCliError
+from attncli.inputs import InputVectors
+from attncli.result import Result, TokenInfo
+from attncli.tokens import get_encoding, tokenize
+
+
+@dataclass(frozen=True)
+class Request:
+    """Every setting that affects the numbers of one run."""
+
+    text: str | None = None
+    inputs: InputVectors | None = None
+    variant: str = "causal"
+    encoding: str = "gpt2"
+    allow_special: bool = False
+    seed: int = 123
+    emb_dim: int = 8
+    context_length: int | None = None
+    d_out: int | None = None
+    heads: int | None = None
+    dropout: float = 0.0
+    qkv_bias: bool = False
+    device: str = "cpu"
+
+
+def validate(req: Request) -> None:
+    """Reject settings that cannot run, before any work is done."""
+    if req.variant not in VARIANTS:
+        raise AttnCliError(f"unknown variant {req.variant!r} (choose from {', '.join(VARIANTS)})")
+    if not 0.0 <= req.dropout < 1.0 or math.isnan(req.dropout):
+        raise AttnCliError(f"dropout must be in [0, 1) (got {req.dropout})")
+    check_dims(emb_dim=req.emb_dim, d_out=req.d_out, heads=req.heads,
+               context_length=req.context_length)
+    if req.heads is not None and req.heads != 1 and req.variant != "multihead":
+        raise AttnCliError(f"--heads applies to --variant multihead only (got variant "
+                           f"{req.variant!r}, heads={req.heads})")
+    if req.dropout > 0 and req.variant not in ("causal", "multihead"):
+        raise AttnCliError(f"--dropout applies to causal and multihead only (got variant "
+                           f"{req.variant!r})")
+
+
+def resolve_device(name: str) -> torch.device:
+    """cpu, cuda, or auto (cuda when available)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise AttnCliError("--device cuda was asked for, but no CUDA device is available")
+    if name not in ("cpu", "cuda"):
+        raise AttnCliError(f"unknown device {name!r} (choose from cpu, cuda, auto)")
+    return torch.device(name)
+
+
+def _inputs(req: Request) -> tuple[list[TokenInfo], Tensor]:
+    """Token records and the input vectors (T, d_in)."""
+    if req.inputs is not None:
+        tokens = [TokenInfo(i, None, label) for i, label in enumerate(req.inputs.labels)]
+        return tokens, torch.tensor(req.inputs.vectors, dtype=torch.float32)  # (T, d_in)
+    if req.text is None:
+        raise AttnCliError("no input text")
+    pieces = tokenize(req.text, req.encoding, req.allow_special)
+    tokens = [TokenInfo(p.index, p.id, p.label, p.data.hex() if p.data is not None else None)
+              for p in pieces]
+    ids = [p.id for p in pieces if p.id is not None]
+    x = embed(ids, get_encoding(req.encoding).n_vocab, req.emb_dim, req.context_length,
+              req.seed)  # (T, emb_dim)
+    return tokens, x
+
+
+def plain(t: Tensor | None) -> Any:
+    """Nested Python lists of floats; -inf (a masked score) becomes None."""
+    if t is None:
+        return None
+    t = t.detach().to("cpu", torch.float32)
+    if not torch.isfinite(t).all():
+        if torch.isnan(t).any() or torch.isposinf(t).any():
+            raise AttnCliError("the numbers overflowed float32: the inputs are too large")
+        t = t.to(torch.float64).masked_fill(torch.isneginf(t), math.nan)
+        return _nan_to_none(t.tolist())
+    return t.tolist()
+
+
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_nan_to_none(v) for v in value]
+    return None if math.isnan(value) else value
+
+
+def to_result(req: Request, tokens: list[TokenInfo], x: Tensor, out: AttentionOutput,
+              config: dict[str, Any]) -> Result:
+    """The one place tensors become plain data."""
+    stages = {name: plain(getattr(out, name, None)) for name in
+              ("queries", "keys", "values", "scores", "scaled", "masked", "softmax", "dropped",
+               "heads_context")}
+    stages["inputs"] = plain(x)
+    weights, context = plain(out.weights), plain(out.context)
+    stages["weights"], stages["context"] = weights, context
+    return Result(variant=req.variant, config=config, tokens=tokens, weights=weights,
+                  context=context, stages=stages)
+
+
+def run(req: Request) -> Result:
+    """Run one attention variant on the request's text or vectors."""
+    validate(req)
+    device = resolve_device(req.device)
+    tokens, x = _inputs(req)  # x: (T, d_in)
+    d_in = x.shape[1]
+    d_out = req.d_out or d_in
+    heads = req.heads or (2 if req.variant == "multihead" else 1)
+    # Seed right before the module is built, as the book does, so its numbers come out.
+    torch.manual_seed(req.seed)
+    module = build_variant(req.variant, d_in, d_out, num_heads=heads, dropout=req.dropout,
+                           qkv_bias=req.qkv_bias).to(device)
+    with torch.no_grad():
+        out = module(x.to(device))
+    config = {**{k: v for k, v in asdict(req).items() if k not in ("text", "inputs")},
+              "source": "inputs" if req.inputs is not None else "text",
+              "num_tokens": len(tokens), "d_in": d_in, "d_out": module.d_out, "heads": heads,
+              "version": __version__}
+    if req.inputs is not None:
+        for key in ("encoding", "allow_special", "emb_dim", "context_length"):
+            config.pop(key)
+    return to_result(req, tokens, x, out, config)

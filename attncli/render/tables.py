@@ -1,0 +1,97 @@
+"""Coloured number tables that fit the terminal width."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from attncli.render.colors import MASKED_MARK, MASKED_STYLE, cell_style, legend
+
+MIN_PRECISION = 2
+ROW_LABEL_MAX = 16
+
+
+@dataclass(frozen=True)
+class Axis:
+    """Labels of one axis and the original indices they stand for."""
+
+    labels: Sequence[str]
+    indices: Sequence[int]
+    show_index: bool = True
+
+
+def shorten(label: str, limit: int) -> str:
+    """Label cut to at most limit cells, with an ellipsis when cut."""
+    if cell_len(label) <= limit:
+        return label
+    out = ""
+    for ch in label:
+        if cell_len(out + ch) > limit - 1:
+            break
+        out += ch
+    return out + "…"
+
+
+def _table(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
+           precision: int, n_cols: int, vmin: float, vmax: float) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
+    table.add_column("", no_wrap=True, style="bold")
+    for j in range(n_cols):
+        label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4))
+        header = f"{cols.indices[j]}\n{label}" if cols.show_index else label
+        table.add_column(Text(header), justify="right", no_wrap=True)
+    for i, row in enumerate(matrix):
+        label = shorten(rows.labels[i], ROW_LABEL_MAX)
+        cells: list[RenderableType] = [Text(f"{rows.indices[i]} {label}")]
+        for value in row[:n_cols]:
+            if value is None:
+                cells.append(Text(MASKED_MARK, style=MASKED_STYLE, justify="center"))
+            else:
+                cells.append(Text(f"{value:.{precision}f}", style=cell_style(value, vmin, vmax)))
+        table.add_row(*cells)
+    return table
+
+
+def _has_colour(console: Console) -> bool:
+    return not console.no_color and console.color_system is not None
+
+
+def _width(console: Console, table: Table) -> int:
+    """The width table needs, unconstrained by the console."""
+    return Measurement.get(console, console.options.update(max_width=10**6), table).maximum
+
+
+def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
+                  matrix: Sequence[Sequence[float | None]], precision: int,
+                  vmin: float | None = None, vmax: float | None = None) -> RenderableType:
+    """A coloured table of matrix; fewer decimals, then fewer columns, until it fits."""
+    values = [v for row in matrix for v in row if v is not None]
+    vmin = min(values, default=0.0) if vmin is None else vmin
+    vmax = max(values, default=1.0) if vmax is None else vmax
+    width = console.width
+    n_cols = len(cols.labels)
+    parts: list[RenderableType] = [Text(title, style="bold")]
+    p = precision
+    table = _table(rows, cols, matrix, p, n_cols, vmin, vmax)
+    while _width(console, table) > width and p > MIN_PRECISION:
+        p -= 1
+        table = _table(rows, cols, matrix, p, n_cols, vmin, vmax)
+    while _width(console, table) > width and n_cols > 1:
+        n_cols -= 1
+        table = _table(rows, cols, matrix, p, n_cols, vmin, vmax)
+    parts.append(table)
+    if n_cols < len(cols.labels):
+        parts.append(Text(
+            f"showing columns {cols.indices[0]}–{cols.indices[n_cols - 1]} of "
+            f"{len(cols.labels)} ({len(cols.labels) - n_cols} cut to fit {width} columns; "
+            "widen the terminal, or use --json for every number)", style="italic"))
+    masked = any(v is None for row in matrix for v in row[:n_cols])
+    parts.append(legend(vmin, vmax, p, ramp=_has_colour(console), masked=masked))
+    return Group(*parts)

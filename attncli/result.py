@@ -1,0 +1,65 @@
+"""The plain result of one run and its JSON contract (to_dict); no tensors here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Matrix = list[list[float]]
+Stack = list[list[list[float | None]]]
+
+# Every stage a variant may have, in the order the computation runs.
+STAGES = ("inputs", "queries", "keys", "values", "scores", "scaled", "masked", "softmax",
+          "dropped", "weights", "heads_context", "context")
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """One token as shown: index, id (None for --inputs), readable text and exact bytes."""
+
+    index: int
+    id: int | None
+    text: str
+    bytes_hex: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form; "bytes" is absent for --inputs vectors, which have none."""
+        out: dict[str, Any] = {"index": self.index, "id": self.id, "text": self.text}
+        if self.bytes_hex is not None:
+            out["bytes"] = self.bytes_hex
+        return out
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything one run computed, as plain Python data."""
+
+    variant: str
+    config: dict[str, Any]
+    tokens: list[TokenInfo]
+    weights: Stack  # [heads][T][T]
+    context: Matrix  # [T][d_out]
+    stages: dict[str, Any] = field(default_factory=dict)  # name → nested lists, None if absent
+
+    @property
+    def num_heads(self) -> int:
+        """How many heads the weights hold (1 for single-head variants)."""
+        return len(self.weights)
+
+    @property
+    def labels(self) -> list[str]:
+        """The token labels, in order."""
+        return [t.text for t in self.tokens]
+
+    def to_dict(self, stages: list[str] | None = None) -> dict[str, Any]:
+        """The JSON contract; with stages, also a "stages" object holding those named."""
+        out: dict[str, Any] = {
+            "variant": self.variant,
+            "config": self.config,
+            "tokens": [t.to_dict() for t in self.tokens],
+            "weights": self.weights,
+            "context": self.context,
+        }
+        if stages:
+            out["stages"] = {name: self.stages.get(name) for name in stages}
+        return out

@@ -1,0 +1,185 @@
+"""Tokenisation with tiktoken: the bundled GPT-2 vocabulary, readable labels, exact bytes."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+GPT2_VOCAB = Path(__file__).parent / "data" / "gpt2.tiktoken"
+GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+ENDOFTEXT = "<|endoftext|>"
+ALIASES = {"gpt2": "gpt2", "r50k_base": "gpt2"}
+DOWNLOADED = ("cl100k_base", "o200k_base", "p50k_base", "p50k_edit")
+LOAD_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class TokenPiece:
+    """One token: its position, id, readable label and exact bytes."""
+
+    index: int
+    id: int | None
+    label: str
+    data: bytes | None
+
+
+def encoding_names() -> list[str]:
+    """All encoding names --encoding accepts."""
+    return [*ALIASES, *DOWNLOADED]
+
+
+@contextmanager
+def _tiktoken_cache_off() -> Iterator[None]:
+    """Keep tiktoken from copying our bundled file into its download cache."""
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
+
+
+def _bundled_gpt2() -> tiktoken.Encoding:
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext.openai_public import r50k_pat_str
+
+    with _tiktoken_cache_off():
+        # tiktoken's own loader checks the sha256 it expects for r50k_base.
+        ranks = load_tiktoken_bpe(str(GPT2_VOCAB), expected_hash=GPT2_SHA256)
+    return tiktoken.Encoding(
+        name="gpt2",
+        pat_str=r50k_pat_str,
+        mergeable_ranks=ranks,
+        special_tokens={ENDOFTEXT: 50256},
+        explicit_n_vocab=50257,
+    )
+
+
+def _downloaded(name: str) -> tiktoken.Encoding:
+    import tiktoken
+
+    box: dict[str, object] = {}
+
+    def load() -> None:
+        try:
+            box["enc"] = tiktoken.get_encoding(name)
+        except Exception as err:  # noqa: BLE001 - any failure means the files are unreachable
+            box["err"] = err
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(LOAD_TIMEOUT_S)
+    if "enc" in box:
+        return box["enc"]  # type: ignore[return-value]
+    reason = "timed out" if worker.is_alive() else type(box.get("err")).__name__
+    raise AttnCliError(
+        f"encoding {name!r} is not bundled and its vocabulary could not be downloaded ({reason}); "
+        f"put tiktoken's cached file in a folder and set TIKTOKEN_CACHE_DIR to it, "
+        f"or use --encoding gpt2"
+    )
+
+
+@cache
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """The named tiktoken encoding; GPT-2 (r50k_base) comes from the bundled vocabulary."""
+    if name in ALIASES:
+        return _bundled_gpt2()
+    if name in DOWNLOADED:
+        return _downloaded(name)
+    raise AttnCliError(f"unknown encoding {name!r} (choose from {', '.join(encoding_names())})")
+
+
+def encode(text: str, encoding: str = "gpt2", allow_special: bool = False) -> list[int]:
+    """Token ids of text; special-token spellings are plain text unless allow_special."""
+    enc = get_encoding(encoding)
+    if allow_special:
+        return enc.encode(text, allowed_special="all")
+    return enc.encode_ordinary(text)
+
+
+def _visible(text: str) -> str:
+    """Escape control characters and make a whitespace-only label visible."""
+    out = []
+    for ch in text:
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    label = "".join(out)
+    return label.replace(" ", "␣") if label.strip() == "" else label
+
+
+def _char_spans(data: bytes) -> list[tuple[int, int, str | None]]:
+    """(start, end, char) for each UTF-8 character of data; char None for an invalid byte."""
+    spans: list[tuple[int, int, str | None]] = []
+    pos = 0
+    while pos < len(data):
+        for width in (1, 2, 3, 4):
+            try:
+                ch = data[pos:pos + width].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            spans.append((pos, pos + width, ch))
+            pos += width
+            break
+        else:
+            spans.append((pos, pos + 1, None))
+            pos += 1
+    return spans
+
+
+def labels_for(pieces: list[bytes]) -> list[str]:
+    """A readable, non-empty label per token; a byte piece names the character it belongs to."""
+    whole = b"".join(pieces)
+    spans = _char_spans(whole)
+    labels: list[str] = []
+    start = 0
+    for piece in pieces:
+        end = start + len(piece)
+        parts: list[str] = []
+        for s, e, ch in spans:
+            if e <= start or s >= end:
+                continue
+            if ch is None:
+                parts.append(f"\\x{whole[s]:02x}")
+            elif s >= start and e <= end:
+                parts.append(ch)
+            else:
+                # A character split across tokens: name it and the bytes this token holds.
+                first, last = max(s, start) - s + 1, min(e, end) - s
+                rng = str(first) if first == last else f"{first}-{last}"
+                parts.append(f"{ch}[{rng}/{e - s}]")
+        labels.append(_visible("".join(parts)))
+        start = end
+    return labels
+
+
+def tokenize(text: str, encoding: str = "gpt2", allow_special: bool = False) -> list[TokenPiece]:
+    """Tokenise text into pieces with ids, labels and exact bytes."""
+    enc = get_encoding(encoding)
+    ids = encode(text, encoding, allow_special)
+    pieces = [enc.decode_single_token_bytes(i) for i in ids]
+    labels = labels_for(pieces)
+    return [TokenPiece(i, tid, lab, data) for i, (tid, lab, data) in
+            enumerate(zip(ids, labels, pieces, strict=True))]
