@@ -1,0 +1,58 @@
+"""Shared helpers: run the CLI in-process with a pinned width and no colour."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+JOURNEY = ROOT / "samples" / "journey.json"
+SENTENCE = "Your journey starts with one step"
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+
+
+class CliRun:
+    """Exit code, stdout and stderr of one in-process CLI run."""
+
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self) -> Any:
+        return json.loads(self.out, parse_constant=_no_constants)
+
+
+def _no_constants(name: str) -> None:
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):  # noqa: ANN201
+    """Call attncli in-process: cli("run", "text", "--json") → CliRun."""
+    from attncli.cli import execute
+
+    def call(*args: str) -> CliRun:
+        code = execute(list(args))
+        captured = capsys.readouterr()
+        return CliRun(code, captured.out, captured.err)
+
+    return call
+
+
+def attncli_process(*args: str, input: bytes | None = None,
+                    env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run attncli as a real subprocess (python -m attncli)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "attncli", *args], input=input,
+                          capture_output=True, env=full_env, timeout=120, check=False)

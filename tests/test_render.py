@@ -1,0 +1,83 @@
+"""Renderers: colour scale, masked cells, width fitting and escaping."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from attncli.inputs import InputVectors
+from attncli.pipeline import Request, run
+from attncli.render import to_json
+from attncli.render.colors import VIRIDIS, cell_style, colour_of
+from attncli.render.run import render_run
+from tests.conftest import SENTENCE
+
+
+def _render(result, width: int = 100, colour: bool = False, **kwargs) -> str:  # noqa: ANN001
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=colour, no_color=not colour,
+                      color_system="truecolor" if colour else None)
+    console.print(render_run(console, result, **kwargs))
+    return buf.getvalue()
+
+
+def test_colour_scale_ends_and_monotonic_brightness() -> None:
+    assert colour_of(0.0, 0.0, 1.0) == VIRIDIS[0]
+    assert colour_of(1.0, 0.0, 1.0) == VIRIDIS[-1]
+    assert colour_of(5.0, 0.0, 1.0) == VIRIDIS[-1]
+    lum = [sum(colour_of(i / 20, 0, 1)) for i in range(21)]
+    assert lum[-1] > lum[0]
+    assert cell_style(0.0, 0, 1).color.name == "white"
+    assert cell_style(1.0, 0, 1).color.name == "black"
+
+
+def test_table_shows_values_masks_and_labels() -> None:
+    result = run(Request(text=SENTENCE, variant="causal"))
+    text = _render(result)
+    row = result.weights[0][1]
+    assert f"{row[0]:.4f}" in text and f"{row[1]:.4f}" in text
+    assert "·" in text and "masked" in text
+    assert " journey" in text and "Context vectors" in text
+    assert "\x1b[" not in text
+
+
+def test_colour_only_when_asked() -> None:
+    result = run(Request(text=SENTENCE, variant="qkv"))
+    assert "\x1b[" in _render(result, colour=True)
+    assert "\x1b[" not in _render(result, colour=False)
+
+
+def test_markup_in_labels_is_escaped() -> None:
+    vectors = InputVectors(labels=["[bold]x", "[red]"], vectors=[[1.0, 0.0], [0.0, 1.0]])
+    text = _render(run(Request(inputs=vectors, variant="simple")))
+    assert "[bold]x" in text and "[red]" in text
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120])
+def test_fits_the_width(width: int) -> None:
+    result = run(Request(text=" ".join(["word"] * 30), variant="multihead"))
+    text = _render(result, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "cut to fit" in text
+
+
+def test_journey_fits_80_columns_with_four_decimals() -> None:
+    for variant in ("simple", "qkv", "causal", "multihead"):
+        text = _render(run(Request(text=SENTENCE, variant=variant)), width=80)
+        assert "cut to fit" not in text
+        assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_precision_and_head() -> None:
+    result = run(Request(text=SENTENCE, variant="multihead", heads=2))
+    text = _render(result, precision=2, head=1)
+    assert "head 1 of 2" in text and "head 0 of 2" not in text
+    assert f"{result.weights[1][5][0]:.2f}" in text
+
+
+def test_to_json_is_strict() -> None:
+    assert to_json({"a": [1.5, None]}) == '{"a": [1.5, null]}\n'
+    with pytest.raises(ValueError):
+        to_json({"a": float("nan")})
