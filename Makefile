@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
 
 lint: $(STAMP)
-	$(PY) -m ruff check attncli tests bench scripts
+	$(PY) -m ruff check .
 
 test: lint
 	$(PY) -m pytest -q
