@@ -267,9 +267,9 @@ def explain(
 
       attncli explain --inputs samples/journey.json --variant simple --lang zh
 
-      attncli explain "..." --variant multihead --dropout 0.1 --json | jq '.stages.dropped'
+      attncli explain "..." --dropout 0.1 --json | jq .stages.dropped
 
-      attncli explain "..." --show scores,softmax --query journey --save explain.html
+      attncli explain "..." --show scores,softmax --query journey --save x.html
     """
     from attncli.i18n import resolve_lang
     from attncli.pipeline import run as run_pipeline
@@ -320,9 +320,9 @@ def compare(
 
     Examples:
 
-      attncli compare "Your journey starts with one step" --variants simple,causal,multihead
+      attncli compare "one two three four" --variants simple,causal,multihead
 
-      attncli compare --inputs samples/journey.json --variants simple,qkv,causal --d-out 2
+      attncli compare --inputs samples/journey.json --variants simple,qkv
 
       attncli compare "..." --view heatmap --json | jq '.variants[].variant'
     """

@@ -18,7 +18,13 @@ def console() -> Console:
     """The stdout console: colour only on a terminal, NO_COLOR respected (by Rich)."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 here; a closed pipe (`| head`) is not an error for us,
+            # and execute() ends quietly on BrokenPipeError.
+            raise BrokenPipeError
+
+    return Stdout(highlight=False)
 
 
 def emit_text(text: str) -> None:

@@ -131,6 +131,16 @@ def test_demo_piped_from_another_directory(tmp_path: Path) -> None:
     assert "\x1b[" not in out and proc.stderr == b""
 
 
+def test_demo_into_a_closed_pipe_is_quiet() -> None:
+    import subprocess
+
+    cmd = f"{sys.executable} -m attncli demo | head -c 200"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
+                          timeout=120, check=False)
+    assert len(proc.stdout) == 200
+    assert proc.stderr == b"" and proc.returncode == 0
+
+
 def _in(directory: Path, func, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
     old = Path.cwd()
     os.chdir(directory)
