@@ -21,7 +21,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "step": ("Step {k} of {n}", "第 {k} 步（共 {n} 步）"),
     "axes.tokens": ("row = query, column = key", "行 = 查询，列 = 键"),
     "axes.vectors": ("row = token, column = dimension", "行 = 词元，列 = 维度"),
-    "head": ("head {h} of {n}", "第 {h} 个头（共 {n} 个）"),
+    "head": ("head {h} of {n}", "头 {h}（共 {n} 个头）"),
     # Stage titles.
     "title.inputs": ("Inputs X", "输入 X"),
     "title.qkv": ("Queries, keys and values", "查询、键和值"),
@@ -160,8 +160,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "demo.all.text": (
         "Every query at once takes two matrix products: scores = X·Xᵀ, the softmax row by row, "
         "then context = weights·X. Row 1 is the query above.",
-        "同时计算所有查询只需要两次矩阵乘法：注意力分数 = X·Xᵀ，逐行做 softmax，再用上下文 = "
-        "权重·X。第 1 行就是上面那个查询。"),
+        "同时计算所有查询只需要两次矩阵乘法：注意力分数 = X·Xᵀ，逐行做 softmax，最后上下文向量 = "
+        "注意力权重·X。第 1 行就是上面那个查询。"),
     "demo.qkv.title": ("Self-attention with trainable weights (seed 789, d_out = 2)",
                        "带可训练权重的自注意力（种子 789，d_out = 2）"),
     "demo.qkv.text": (
