@@ -15,11 +15,13 @@ import typer
 
 from attncli import __version__
 from attncli.errors import AttnCliError
+from attncli.output import Page, check_outputs, console, deliver, deliver_pages, emit, emit_text
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
-
     from attncli.pipeline import Request
+    from attncli.render.views import ViewOptions
+    from attncli.result import Result
+    from attncli.selection import DisplaySpec
 
 
 class Variant(str, Enum):
@@ -27,6 +29,17 @@ class Variant(str, Enum):
     qkv = "qkv"
     causal = "causal"
     multihead = "multihead"
+
+
+class View(str, Enum):
+    auto = "auto"
+    table = "table"
+    heatmap = "heatmap"
+
+
+class Lang(str, Enum):
+    en = "en"
+    zh = "zh"
 
 
 class Device(str, Enum):
@@ -78,6 +91,31 @@ HeadOpt = Annotated[int | None, typer.Option(
     help="Show only this head (0-based) [default: all].", show_default=False)]
 PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown in tables.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print strict JSON instead of tables.")]
+# How and what to show, shared by run, explain and compare.
+ShowOpt = Annotated[str | None, typer.Option(
+    help="Stages to show, comma-separated, from: inputs, queries, keys, values, scores, scaled, "
+    "masked, softmax, dropped, weights, heads_context, context. With --json, adds them under "
+    '"stages".', show_default=False, metavar="STAGES")]
+QueryOpt = Annotated[str | None, typer.Option(
+    help="One query's view: the keys it attends to, ranked by weight. An index, or a token's "
+    "text when unique (its leading space optional).", show_default=False, metavar="I")]
+ViewOpt = Annotated[View, typer.Option(
+    help="table: numbers; heatmap: coloured blocks (shades without colour); auto: numbers when "
+    "they fit the terminal.")]
+RowsOpt = Annotated[str | None, typer.Option(
+    help="Show only these token rows: a:b, half-open and 0-based like a Python slice (10:20, "
+    "5:, :3, -4:). JSON stays whole and gains \"window\".", show_default=False, metavar="A:B")]
+ColsOpt = Annotated[str | None, typer.Option(
+    help="Show only these key columns of the token × token matrices (scores, weights, ...): c:d.",
+    show_default=False, metavar="C:D")]
+SaveOpt = Annotated[Path | None, typer.Option(
+    help="Also write the rendered output, in colour, to FILE: .svg, .html or .txt.",
+    show_default=False, metavar="FILE")]
+SaveJsonOpt = Annotated[Path | None, typer.Option(
+    help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+LangOpt = Annotated[Lang | None, typer.Option(
+    help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
+    "else en].", show_default=False)]
 
 
 def _version(value: bool) -> None:
@@ -94,25 +132,6 @@ def _root(
     """See attention in your terminal: attncli run "Your journey starts with one step"."""
 
 
-def console() -> Console:
-    """The stdout console: colour only on a terminal, NO_COLOR respected (by Rich)."""
-    from rich.console import Console
-
-    return Console(highlight=False)
-
-
-def emit_text(text: str) -> None:
-    """Write text to stdout as UTF-8, without Rich (which would wrap long lines)."""
-    sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8"))
-    sys.stdout.buffer.flush()
-
-
-def emit(out: Console, renderable: RenderableType) -> None:
-    """Print a renderable to stdout."""
-    out.print(renderable)
-
-
 def build_request(text: str | None, file: Path | None, inputs: Path | None,
                   **settings: Any) -> Request:
     """Read the input (text or vectors) and gather the settings into a Request."""
@@ -124,6 +143,24 @@ def build_request(text: str | None, file: Path | None, inputs: Path | None,
             raise AttnCliError("give TEXT, --file or --inputs, not more than one")
         return Request(inputs=load_inputs(inputs), **settings)
     return Request(text=read_text(text, file), **settings)
+
+
+def display_spec(precision: int, view: View, rows: str | None, cols: str | None,
+                 head: int | None = None, query: str | None = None, show: str | None = None,
+                 lang: str = "en") -> DisplaySpec:
+    """The display options, syntax-checked before any work."""
+    from attncli.result import STAGES
+    from attncli.selection import display_spec as parse
+
+    return parse(precision, view.value, rows, cols, head, query, show, lang, STAGES)
+
+
+def view_options(spec: DisplaySpec, result: Result) -> ViewOptions:
+    """The display options checked against the result (head, windows, query, stages)."""
+    from attncli.selection import resolve
+
+    check_head(spec.head, result.num_heads)
+    return resolve(spec, result)
 
 
 def check_head(head: int | None, num_heads: int) -> None:
@@ -152,6 +189,13 @@ def run(
     head: HeadOpt = None,
     precision: PrecisionOpt = 4,
     as_json: JsonOpt = False,
+    show: ShowOpt = None,
+    query: QueryOpt = None,
+    view: ViewOpt = View.auto,
+    rows: RowsOpt = None,
+    cols: ColsOpt = None,
+    save: SaveOpt = None,
+    save_json: SaveJsonOpt = None,
 ) -> None:
     """Run one attention variant and show its weights and context vectors.
 
@@ -163,23 +207,181 @@ def run(
 
       echo "猫吃鱼" | attncli run - --variant qkv
 
-      attncli run --inputs samples/journey.json --variant simple
+      attncli run --inputs samples/journey.json --variant simple --query journey
+
+      attncli run "..." --show scores,weights,context --save run.svg
+
+      attncli run --file long.txt --view heatmap --rows 0:40 --cols 0:40
     """
     from attncli.pipeline import run as run_pipeline
-    from attncli.render import to_json
     from attncli.render.run import render_run
 
+    spec = display_spec(precision, view, rows, cols, head, query, show)
+    check_outputs(save, save_json)
     request = build_request(
         text, file, inputs, variant=variant.value, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device.value)
     result = run_pipeline(request)
-    check_head(head, result.num_heads)
-    if as_json:
-        emit_text(to_json(result.to_dict()))
-        return
-    out = console()
-    emit(out, render_run(out, result, precision, head))
+    options = view_options(spec, result)
+    doc = result.to_dict(stages=list(options.stages or ()), query=options.query,
+                         window=spec.window(len(result.tokens)))
+    deliver(doc, lambda out: render_run(out, result, options), as_json, save, save_json)
+
+
+@app.command()
+def explain(
+    text: TextArg = None,
+    file: FileOpt = None,
+    inputs: InputsOpt = None,
+    variant: VariantOpt = Variant.causal,
+    encoding: EncodingOpt = "gpt2",
+    allow_special: SpecialOpt = False,
+    seed: SeedOpt = 123,
+    emb_dim: EmbDimOpt = 8,
+    context_length: ContextOpt = None,
+    d_out: DOutOpt = None,
+    heads: HeadsOpt = None,
+    dropout: DropoutOpt = 0.0,
+    qkv_bias: BiasOpt = False,
+    device: DeviceOpt = Device.cpu,
+    head: HeadOpt = None,
+    precision: PrecisionOpt = 4,
+    as_json: JsonOpt = False,
+    show: ShowOpt = None,
+    query: QueryOpt = None,
+    view: ViewOpt = View.auto,
+    rows: RowsOpt = None,
+    cols: ColsOpt = None,
+    save: SaveOpt = None,
+    save_json: SaveJsonOpt = None,
+    lang: LangOpt = None,
+) -> None:
+    """Walk through one variant's computation, stage by stage, each explained in a line.
+
+    With --json, every stage is in "stages", masked cells null, to diff with your own code.
+
+    Examples:
+
+      attncli explain "Your journey starts with one step" --variant causal
+
+      attncli explain --inputs samples/journey.json --variant simple --lang zh
+
+      attncli explain "..." --dropout 0.1 --json | jq .stages.dropped
+
+      attncli explain "..." --show scores,softmax --query journey --save x.html
+    """
+    from attncli.i18n import resolve_lang
+    from attncli.pipeline import run as run_pipeline
+    from attncli.render.explain import render_explain
+
+    spec = display_spec(precision, view, rows, cols, head, query, show,
+                        resolve_lang(lang and lang.value, os.environ))
+    check_outputs(save, save_json)
+    request = build_request(
+        text, file, inputs, variant=variant.value, encoding=encoding,
+        allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
+        d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device.value)
+    result = run_pipeline(request)
+    options = view_options(spec, result)
+    doc = result.to_dict(stages=list(options.stages or result.available_stages()),
+                         query=options.query, window=spec.window(len(result.tokens)))
+    deliver(doc, lambda out: render_explain(out, result, options), as_json, save, save_json)
+
+
+@app.command()
+def compare(
+    text: TextArg = None,
+    file: FileOpt = None,
+    inputs: InputsOpt = None,
+    variants: Annotated[str, typer.Option(
+        help="The variants to compare, comma-separated.")] = "simple,qkv,causal,multihead",
+    encoding: EncodingOpt = "gpt2",
+    allow_special: SpecialOpt = False,
+    seed: SeedOpt = 123,
+    emb_dim: EmbDimOpt = 8,
+    context_length: ContextOpt = None,
+    d_out: DOutOpt = None,
+    heads: HeadsOpt = None,
+    dropout: DropoutOpt = 0.0,
+    qkv_bias: BiasOpt = False,
+    device: DeviceOpt = Device.cpu,
+    precision: PrecisionOpt = 4,
+    as_json: JsonOpt = False,
+    view: ViewOpt = View.auto,
+    rows: RowsOpt = None,
+    cols: ColsOpt = None,
+    save: SaveOpt = None,
+    save_json: SaveJsonOpt = None,
+) -> None:
+    """Compare the attention weights of several variants on the same tokens and embeddings.
+
+    --heads applies to multihead, --dropout to causal and multihead, --d-out to all but simple.
+
+    Examples:
+
+      attncli compare "one two three four" --variants simple,causal,multihead
+
+      attncli compare --inputs samples/journey.json --variants simple,qkv
+
+      attncli compare "..." --view heatmap --json | jq '.variants[].variant'
+    """
+    from attncli.compare import run_compare
+    from attncli.render.compare import render_compare
+    from attncli.selection import parse_names
+
+    names = parse_names(variants, [v.value for v in Variant], "--variants")
+    spec = display_spec(precision, view, rows, cols)
+    check_outputs(save, save_json)
+    base = build_request(
+        text, file, inputs, variant=names[0], encoding=encoding, allow_special=allow_special,
+        seed=seed, emb_dim=emb_dim, context_length=context_length, d_out=d_out, heads=heads,
+        dropout=dropout, qkv_bias=qkv_bias, device=device.value)
+    results = run_compare(base, list(names))
+    options = view_options(spec, results[0])
+    window = spec.window(len(results[0].tokens))
+    doc = {"variants": [result.to_dict(window=window) for result in results]}
+    deliver(doc, lambda out: render_compare(out, results, options), as_json, save, save_json)
+
+
+@app.command()
+def demo(
+    lang: LangOpt = None,
+    no_pause: Annotated[bool, typer.Option(
+        "--no-pause", help="Do not wait for Enter between steps (it never waits when stdin or "
+        "stdout is not a terminal).")] = False,
+    view: ViewOpt = View.auto,
+    precision: PrecisionOpt = 4,
+    save: SaveOpt = None,
+) -> None:
+    """A guided tour of the book's chapter-3 example, "Your journey starts with one step".
+
+    Simple attention for one query, then all six, then qkv, causal (with dropout) and
+    multihead, with the book's settings so the numbers match the book.
+
+    Examples:
+
+      attncli demo
+
+      attncli demo --lang zh --no-pause | less -R
+
+      attncli demo --save demo.html
+    """
+    from attncli.demo import tour
+    from attncli.i18n import resolve_lang
+    from attncli.render.demo import render_outro, render_page, render_title
+    from attncli.render.views import ViewOptions
+
+    check_outputs(save, None)
+    options = ViewOptions(precision=precision, view=view.value,
+                          lang=resolve_lang(lang and lang.value, os.environ))
+    steps = tour()
+    pages: list[Page] = [lambda out: render_title(options.lang)]
+    pages += [lambda out, k=k, step=step: render_page(out, step, k, len(steps), options)
+              for k, step in enumerate(steps, start=1)]
+    pages.append(lambda out: render_outro(options.lang))
+    paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
+    deliver_pages(pages, save, options.lang if paced else None)
 
 
 @app.command()

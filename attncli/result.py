@@ -51,8 +51,18 @@ class Result:
         """The token labels, in order."""
         return [t.text for t in self.tokens]
 
-    def to_dict(self, stages: list[str] | None = None) -> dict[str, Any]:
-        """The JSON contract; with stages, also a "stages" object holding those named."""
+    def available_stages(self) -> list[str]:
+        """The stages this run has, in computation order."""
+        return [name for name in STAGES if self.stages.get(name) is not None]
+
+    def to_dict(self, stages: list[str] | None = None, query: int | None = None,
+                window: dict[str, list[int]] | None = None) -> dict[str, Any]:
+        """The JSON contract; with stages, also a "stages" object holding those named.
+
+        query adds "query": {"index", "token", "weights" ([heads][T])}; window adds the
+        --rows/--cols ranges shown ("window": {"rows": [a, b], "cols": [c, d]}), while every
+        matrix stays whole.
+        """
         out: dict[str, Any] = {
             "variant": self.variant,
             "config": self.config,
@@ -62,4 +72,9 @@ class Result:
         }
         if stages:
             out["stages"] = {name: self.stages.get(name) for name in stages}
+        if query is not None:
+            out["query"] = {"index": query, "token": self.tokens[query].text,
+                            "weights": [head[query] for head in self.weights]}
+        if window is not None:
+            out["window"] = window
         return out

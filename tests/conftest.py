@@ -56,3 +56,20 @@ def attncli_process(*args: str, input: bytes | None = None,
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "attncli", *args], input=input,
                           capture_output=True, env=full_env, timeout=120, check=False)
+
+
+def make_console(width: int = 100, colour: bool = False):  # noqa: ANN201
+    """A console writing to a string: pinned width, colour only when asked."""
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=width, force_terminal=colour, no_color=not colour,
+                   color_system="truecolor" if colour else None, highlight=False)
+
+
+def rendered(build, width: int = 100, colour: bool = False) -> str:  # noqa: ANN001
+    """What build(console) prints on a console of that width."""
+    console = make_console(width, colour)
+    console.print(build(console))
+    return console.file.getvalue()

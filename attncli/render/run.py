@@ -8,7 +8,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from attncli.render.tables import Axis, render_matrix
+from attncli.render.query import render_query
+from attncli.render.stages import render_stage, shown_weights, token_axis
+from attncli.render.tables import Axis
+from attncli.render.views import ViewOptions, render_view
 from attncli.result import Result
 from attncli.tokens import TokenPiece
 
@@ -33,46 +36,44 @@ def describe(result: Result) -> Text:
     return Text.assemble((title, "bold"), " · " + " · ".join(parts))
 
 
-def token_axis(result: Result) -> Axis:
-    """The token labels and their indices."""
-    return Axis(result.labels, list(range(len(result.tokens))))
-
-
-def render_weights(console: Console, result: Result, precision: int,
-                   head: int | None = None) -> list[RenderableType]:
-    """One weights table per head shown (rows: queries, columns: keys)."""
+def render_weights(console: Console, result: Result,
+                   options: ViewOptions) -> list[RenderableType]:
+    """One weights view per head shown (rows: queries, columns: keys)."""
     axis = token_axis(result)
-    heads = range(result.num_heads) if head is None else [head]
     out: list[RenderableType] = []
-    for h in heads:
+    for h in options.heads(result.num_heads):
         which = f" — head {h} of {result.num_heads}" if result.num_heads > 1 else ""
         title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
-        masked = result.stages.get("masked")
-        matrix = result.weights[h]
-        if masked is not None:
-            # Show masked positions as masked, not as the 0.0 weight they became.
-            matrix = [[None if m is None else w for w, m in zip(wr, mr, strict=True)]
-                      for wr, mr in zip(matrix, masked[h], strict=True)]
-        out.append(render_matrix(console, title, axis, axis, matrix, precision, vmin=0.0))
+        # Show masked positions as masked, not as the 0.0 weight they became.
+        matrix = shown_weights(result, result.weights[h], h)
+        out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0))
     return out
 
 
-def render_context(console: Console, result: Result, precision: int) -> RenderableType:
+def render_context(console: Console, result: Result, options: ViewOptions) -> RenderableType:
     """The context vectors: one row per token, one column per output dimension."""
     d_out = len(result.context[0])
     dims = Axis([f"d{j}" for j in range(d_out)], list(range(d_out)), show_index=False)
-    return render_matrix(console, "Context vectors (row = token, column = dimension)",
-                         token_axis(result), dims, result.context, precision)
+    return render_view(console, "Context vectors (row = token, column = dimension)",
+                       token_axis(result), dims, result.context, options, token_cols=False)
 
 
-def render_run(console: Console, result: Result, precision: int = 4,
-               head: int | None = None) -> RenderableType:
-    """The whole `run` view: a description line, the weights tables and the context table."""
+def render_run(console: Console, result: Result,
+               options: ViewOptions | None = None) -> RenderableType:
+    """A description line, the weights and context (or the --show stages), then --query's view."""
+    options = options or ViewOptions()
     parts: list[RenderableType] = [describe(result), Text()]
-    for table in render_weights(console, result, precision, head):
+    if options.stages:
+        tables = [t for name in options.stages for t in render_stage(console, result, name,
+                                                                     options)]
+    else:
+        tables = [*render_weights(console, result, options),
+                  render_context(console, result, options)]
+    for table in tables:
         parts += [table, Text()]
-    parts.append(render_context(console, result, precision))
-    return Group(*parts)
+    if options.query is not None:
+        parts += [render_query(console, result, options), Text()]
+    return Group(*parts[:-1])
 
 
 def render_tokens(pieces: list[TokenPiece], encoding: str) -> RenderableType:

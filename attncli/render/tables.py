@@ -12,7 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from attncli.render.colors import MASKED_MARK, MASKED_STYLE, cell_style, legend
+from attncli.render.colors import MASKED_MARK, MASKED_STYLE, cell_style, has_colour, legend
 
 MIN_PRECISION = 2
 ROW_LABEL_MAX = 16
@@ -59,18 +59,41 @@ def _table(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
     return table
 
 
-def _has_colour(console: Console) -> bool:
-    return not console.no_color and console.color_system is not None
-
-
 def _width(console: Console, table: Table) -> int:
     """The width table needs, unconstrained by the console."""
     return Measurement.get(console, console.options.update(max_width=10**6), table).maximum
 
 
+def _needed(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
+            precision: int, n_cols: int) -> int:
+    """The width the table of the first n_cols columns needs.
+
+    Column widths come from the widest cell, which is a column's minimum or maximum, and the
+    longest row label: one synthetic row of those measures the same as the whole table.
+    """
+    widest: list[float | None] = []
+    for j in range(n_cols):
+        column = [row[j] for row in matrix if row[j] is not None]
+        ends = [min(column), max(column)] if column else [0.0]
+        widest.append(max(ends, key=lambda v: len(f"{v:.{precision}f}")))
+    labels = [f"{i} {shorten(label, ROW_LABEL_MAX)}" for i, label in zip(rows.indices, rows.labels,
+                                                                       strict=True)]
+    longest = max(range(len(labels)), key=lambda i: cell_len(labels[i]), default=0)
+    row_axis = Axis([rows.labels[longest]], [rows.indices[longest]])
+    return _width(console, _table(row_axis, cols, [widest], precision, n_cols, 0.0, 1.0))
+
+
+def fits(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
+         precision: int) -> bool:
+    """Whether the whole table fits the console at MIN_PRECISION decimals (or fewer if asked)."""
+    p = min(precision, MIN_PRECISION)
+    return _needed(console, rows, cols, matrix, p, len(cols.labels)) <= console.width
+
+
 def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
                   matrix: Sequence[Sequence[float | None]], precision: int,
-                  vmin: float | None = None, vmax: float | None = None) -> RenderableType:
+                  vmin: float | None = None, vmax: float | None = None,
+                  show_legend: bool = True) -> RenderableType:
     """A coloured table of matrix; fewer decimals, then fewer columns, until it fits."""
     values = [v for row in matrix for v in row if v is not None]
     vmin = min(values, default=0.0) if vmin is None else vmin
@@ -79,19 +102,19 @@ def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
     n_cols = len(cols.labels)
     parts: list[RenderableType] = [Text(title, style="bold")]
     p = precision
-    table = _table(rows, cols, matrix, p, n_cols, vmin, vmax)
-    while _width(console, table) > width and p > MIN_PRECISION:
+    while _needed(console, rows, cols, matrix, p, n_cols) > width and p > MIN_PRECISION:
         p -= 1
-        table = _table(rows, cols, matrix, p, n_cols, vmin, vmax)
-    while _width(console, table) > width and n_cols > 1:
+    while _needed(console, rows, cols, matrix, p, n_cols) > width and n_cols > 1:
         n_cols -= 1
-        table = _table(rows, cols, matrix, p, n_cols, vmin, vmax)
-    parts.append(table)
+    parts.append(_table(rows, cols, matrix, p, n_cols, vmin, vmax))
     if n_cols < len(cols.labels):
         parts.append(Text(
             f"showing columns {cols.indices[0]}–{cols.indices[n_cols - 1]} of "
             f"{len(cols.labels)} ({len(cols.labels) - n_cols} cut to fit {width} columns; "
-            "widen the terminal, or use --json for every number)", style="italic"))
+            "widen the terminal, use --view heatmap, --cols a:b, or --json for every number)",
+            style="italic"))
     masked = any(v is None for row in matrix for v in row[:n_cols])
-    parts.append(legend(vmin, vmax, p, ramp=_has_colour(console), masked=masked))
+    key = legend(vmin, vmax, p, ramp=has_colour(console), masked=masked)
+    if show_legend and key.plain:
+        parts.append(key)
     return Group(*parts)

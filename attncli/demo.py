@@ -1,0 +1,51 @@
+"""The guided tour of the book's chapter-3 example: which runs `attncli demo` shows, in order."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from attncli.inputs import InputVectors
+from attncli.pipeline import Request, run
+from attncli.result import Result
+
+TRY_IT = ('attncli explain "Your journey starts with one step" --variant multihead',
+          'attncli run "Your journey starts with one step" --query journey',
+          'attncli compare "Your journey starts with one step" --view heatmap')
+
+
+@dataclass(frozen=True)
+class Step:
+    """One page of the tour: its i18n key, a run, the stages shown and what to focus on."""
+
+    key: str
+    result: Result
+    stages: tuple[str, ...]
+    rows: tuple[int, int] | None = None
+    query: int | None = None
+
+
+def journey() -> InputVectors:
+    """The six 3-d vectors of "Your journey starts with one step", shipped in the package."""
+    doc = json.loads(resources.files("attncli").joinpath("data/journey.json").read_text("utf-8"))
+    return InputVectors(labels=doc["tokens"], vectors=doc["vectors"])
+
+
+def tour() -> list[Step]:
+    """The runs of the tour, with the book's settings (d_out = 2, seeds 789 and 123)."""
+    x = journey()
+    simple = run(Request(inputs=x, variant="simple"))
+    qkv = run(Request(inputs=x, variant="qkv", d_out=2, seed=789))
+    causal = run(Request(inputs=x, variant="causal", d_out=2, seed=123))
+    dropout = run(Request(inputs=x, variant="causal", d_out=2, seed=123, dropout=0.5))
+    multihead = run(Request(inputs=x, variant="multihead", d_out=2, heads=2, seed=123))
+    return [
+        Step("intro", simple, ("inputs",)),
+        Step("query", simple, ("scores", "softmax", "context"), rows=(1, 2), query=1),
+        Step("all", simple, ("scores", "softmax", "context")),
+        Step("qkv", qkv, ("queries", "keys", "values", "scaled", "softmax", "context")),
+        Step("causal", causal, ("masked", "softmax", "context")),
+        Step("dropout", dropout, ("dropped",)),
+        Step("multihead", multihead, ("softmax", "heads_context", "context")),
+    ]

@@ -1,0 +1,99 @@
+"""Where output goes: stdout (JSON as plain UTF-8, renders through Rich), --save and --save-json
+files, and pages shown one at a time. rich is imported lazily, so --help stays fast."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+Page = Callable[["Console"], "RenderableType"]
+
+
+def console() -> Console:
+    """The stdout console: colour only on a terminal, NO_COLOR respected (by Rich)."""
+    from rich.console import Console
+
+    class Stdout(Console):
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 here; a closed pipe (`| head`) is not an error for us,
+            # and execute() ends quietly on BrokenPipeError.
+            raise BrokenPipeError
+
+    return Stdout(highlight=False)
+
+
+def emit_text(text: str) -> None:
+    """Write text to stdout as UTF-8, without Rich (which would wrap long lines)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+def emit(out: Console, renderable: RenderableType) -> None:
+    """Print a renderable to stdout."""
+    out.print(renderable)
+
+
+def check_outputs(save: Path | None, save_json: Path | None) -> None:
+    """Reject a bad --save extension or an unwritable path, before any work."""
+    if save is not None or save_json is not None:
+        from attncli.render.export import check_save
+
+        check_save(save, save_json)
+
+
+def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
+            save_json: Path | None) -> None:
+    """Write --save-json and --save, then print the JSON or the rendered view."""
+    from attncli.render import to_json
+
+    out = console()
+    if save_json is not None:
+        from attncli.render.export import write_atomic
+
+        write_atomic(save_json, to_json(doc), "--save-json")
+    if save is not None:
+        save_render([build], save, out.width)
+    if as_json:
+        emit_text(to_json(doc))
+    else:
+        emit(out, build(out))
+
+
+def save_render(pages: list[Page], save: Path, width: int) -> None:
+    """Render pages on a truecolor recording console and write them to save."""
+    from attncli.render.export import export, recording_console, write_atomic
+
+    recorder = recording_console(width)
+    for page in pages:
+        recorder.print(page(recorder))
+    write_atomic(save, export(recorder, save), "--save")
+
+
+def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) -> None:
+    """Print pages one by one, waiting for Enter between them when pause_lang is set."""
+    from rich.text import Text
+
+    from attncli.i18n import text
+
+    out = console()
+    for k, page in enumerate(pages):
+        emit(out, page(out))
+        if pause_lang is not None and 0 < k < len(pages) - 1:
+            try:
+                answer = out.input(Text(text(pause_lang, "demo.pause"), style="dim") + " ")
+            except EOFError:
+                pause_lang = None
+                continue
+            if answer.strip().lower() == "q":
+                pages = pages[:k + 1]
+                break
+    if save is not None:
+        save_render(pages, save, out.width)
+
+

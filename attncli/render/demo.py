@@ -1,0 +1,43 @@
+"""The pages of `attncli demo`: a title, the narration, then the explained stages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.console import Console, Group, RenderableType
+from rich.rule import Rule
+from rich.text import Text
+
+from attncli.demo import TRY_IT, Step
+from attncli.i18n import text
+from attncli.render.explain import render_step, steps_for
+from attncli.render.prose import prose
+from attncli.render.query import render_query
+from attncli.render.views import ViewOptions
+
+
+def render_title(lang: str) -> RenderableType:
+    """The tour's first line."""
+    return Text(text(lang, "demo.title"), style="bold")
+
+
+def render_page(console: Console, step: Step, number: int, total: int,
+                options: ViewOptions) -> RenderableType:
+    """One step of the tour: a rule with its title, the narration, then each stage explained."""
+    lang = options.lang
+    title = Text(f"{number}/{total} · {text(lang, f'demo.{step.key}.title')}", style="bold")
+    parts: list[RenderableType] = [Text(), Rule(title, align="left"),
+                                   prose(console, text(lang, f"demo.{step.key}.text"))]
+    view = replace(options, rows=step.rows, query=step.query)
+    for k, (name, names) in enumerate(steps_for(step.stages), start=1):
+        parts += [Text(), *render_step(console, step.result, name, names, f"{number}.{k}", view)]
+    if step.query is not None:
+        parts += [Text(), render_query(console, step.result, view)]
+    return Group(*parts)
+
+
+def render_outro(lang: str) -> RenderableType:
+    """Where to go next: commands to try on your own text."""
+    lines = [Text(), Rule(), Text(text(lang, "demo.outro"), style="bold")]
+    lines += [Text(f"  {command}") for command in TRY_IT]
+    return Group(*lines)

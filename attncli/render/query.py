@@ -1,0 +1,78 @@
+"""One query's view: the keys it attends to as a ranking of horizontal bars."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from attncli.i18n import text
+from attncli.render.colors import block_style, has_colour
+from attncli.render.tables import shorten
+from attncli.render.views import ViewOptions
+from attncli.result import Result
+
+LABEL_MAX = 16
+BAR_MAX = 40
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(value: float, vmax: float, width: int) -> str:
+    """A horizontal bar of value on 0..vmax, width cells at full length, in eighths of a cell."""
+    eighths = 0 if vmax <= 0 else round(max(min(value / vmax, 1.0), 0.0) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)
+
+
+def ranking(result: Result, query: int, head: int,
+            keys: range | None = None) -> tuple[list[tuple[int, float]], list[int]]:
+    """(key, weight) pairs by falling weight (ties by index), and the masked keys."""
+    keys = keys if keys is not None else range(len(result.tokens))
+    masked_stage = result.stages.get("masked")
+    row = result.weights[head][query]
+    masked = [j for j in keys if masked_stage is not None and masked_stage[head][query][j] is None]
+    pairs = [(j, row[j]) for j in keys if j not in masked]
+    return sorted(pairs, key=lambda p: (-p[1], p[0])), masked
+
+
+def _title(result: Result, query: int, head: int, lang: str) -> str:
+    title = text(lang, "query.title", i=query, label=repr(result.labels[query]))
+    if result.num_heads > 1:
+        title += f" — {text(lang, 'head', h=head, n=result.num_heads)}"
+    return title
+
+
+def render_query_head(console: Console, result: Result, query: int, head: int,
+                      options: ViewOptions) -> RenderableType:
+    """The ranked bars of one head for the query."""
+    keys = range(*options.cols) if options.cols else None
+    pairs, masked = ranking(result, query, head, keys)
+    labels = {j: f"{j} {shorten(result.labels[j], LABEL_MAX)}" for j, _ in pairs}
+    label_w = max((cell_len(s) for s in labels.values()), default=0)
+    value_w = len(f"{1:.{options.precision}f}")
+    width = max(min(BAR_MAX, console.width - label_w - value_w - 3), 4)
+    vmax = max((w for _, w in pairs), default=0.0)
+    colour = has_colour(console)
+    lines = Text(no_wrap=True, overflow="crop")
+    for k, (j, weight) in enumerate(pairs):
+        lines.append(labels[j] + " " * (label_w - cell_len(labels[j]) + 1), style="bold")
+        lines.append(bar(weight, vmax, width),
+                     style=block_style(weight, 0.0, vmax) if colour else "")
+        lines.append(f" {weight:.{options.precision}f}")
+        if k < len(pairs) - 1:
+            lines.append("\n")
+    parts: list[RenderableType] = [Text(_title(result, query, head, options.lang), style="bold"),
+                                   lines]
+    if masked:
+        parts.append(Text(text(options.lang, "query.masked", a=masked[0], b=masked[-1]),
+                          style="dim"))
+    return Group(*parts)
+
+
+def render_query(console: Console, result: Result, options: ViewOptions) -> RenderableType:
+    """The query's ranking for each head shown."""
+    assert options.query is not None
+    parts: list[RenderableType] = []
+    for head in options.heads(result.num_heads):
+        parts += [render_query_head(console, result, options.query, head, options), Text()]
+    return Group(*parts[:-1])

@@ -1,0 +1,117 @@
+"""Any computation stage of a Result as titled matrices: per head, windowed, table or heatmap."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console, RenderableType
+
+from attncli.i18n import STRINGS, text
+from attncli.render.tables import Axis
+from attncli.render.views import ViewOptions, render_view
+from attncli.result import Result
+
+TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
+HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]
+WEIGHT_STAGES = ("softmax", "dropped", "weights")  # in [0, 1]; masked cells shown as masked
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One matrix of a stage, ready to show."""
+
+    caption: str
+    cols: Axis
+    cells: list[list[float | None]]
+    token_cols: bool
+    vmin: float | None = None
+
+
+def token_axis(result: Result) -> Axis:
+    """The token labels and their indices."""
+    return Axis(result.labels, list(range(len(result.tokens))))
+
+
+def dim_axis(size: int, names: list[str] | None = None) -> Axis:
+    """Dimension columns d0, d1, … (or the given names), without index ticks."""
+    return Axis(names or [f"d{j}" for j in range(size)], list(range(size)), show_index=False)
+
+
+def text_key(name: str, variant: str, kind: str) -> str:
+    specific = f"{kind}.{name}.{variant}"
+    return specific if specific in STRINGS else f"{kind}.{name}"
+
+
+def d_k(result: Result) -> int:
+    """The key width the scores are scaled by (head_dim)."""
+    return len(result.stages["keys"][0][0])
+
+
+def stage_title(result: Result, name: str, lang: str) -> str:
+    """The stage's title in lang, with its numbers (d_k, p) filled in."""
+    values: dict[str, Any] = {}
+    if name == "scaled":
+        values = {"d_k": d_k(result), "root": f"{math.sqrt(d_k(result)):.4f}"}
+    elif name == "dropped":
+        values = {"p": result.config.get("dropout")}
+    return text(lang, text_key(name, result.variant, "title"), **values)
+
+
+def shown_weights(result: Result, cells: list[list[float]], head: int) -> list[list[float | None]]:
+    """Weights with the causally masked cells as None, so they show as masked, not as 0."""
+    masked = result.stages.get("masked")
+    if masked is None:
+        return [list(row) for row in cells]
+    return [[None if m is None else w for w, m in zip(wr, mr, strict=True)]
+            for wr, mr in zip(cells, masked[head], strict=True)]
+
+
+def _head_caption(result: Result, head: int, axes: str, lang: str) -> str:
+    if result.num_heads == 1:
+        return text(lang, axes)
+    return f"{text(lang, 'head', h=head, n=result.num_heads)} · {text(lang, axes)}"
+
+
+def panels(result: Result, name: str, options: ViewOptions) -> list[Panel]:
+    """The matrices that show one stage."""
+    data, lang = result.stages[name], options.lang
+    if name in TOKEN_STAGES:
+        return [Panel(_head_caption(result, h, "axes.tokens", lang), token_axis(result),
+                      shown_weights(result, data[h], h) if name in WEIGHT_STAGES else data[h],
+                      True, 0.0 if name in WEIGHT_STAGES else None)
+                for h in options.heads(result.num_heads)]
+    if name in HEAD_STAGES:
+        return [Panel(_head_caption(result, h, "axes.vectors", lang), dim_axis(len(data[h][0])),
+                      data[h], False) for h in options.heads(result.num_heads)]
+    if name == "heads_context":
+        width = len(data[0]) // result.num_heads
+        return [Panel(_head_caption(result, h, "axes.vectors", lang), dim_axis(width),
+                      [row[h * width:(h + 1) * width] for row in data], False)
+                for h in options.heads(result.num_heads)]
+    axes = text(lang, "axes.vectors")
+    if name == "context" and result.stages.get("heads_context") is not None:
+        concat = result.stages["heads_context"]
+        width = len(concat[0]) // result.num_heads
+        names = [f"h{j // width}·d{j % width}" for j in range(len(concat[0]))]
+        return [Panel(f"{text(lang, 'label.concat')} · {axes}", dim_axis(len(names), names),
+                      concat, False),
+                Panel(f"{text(lang, 'label.projected')} · {axes}", dim_axis(len(data[0])), data,
+                      False)]
+    return [Panel(axes, dim_axis(len(data[0])), data, False)]
+
+
+def render_panel(console: Console, title: str, result: Result, panel: Panel,
+                 options: ViewOptions) -> RenderableType:
+    """One panel as a table or heatmap, inside the windows."""
+    return render_view(console, title, token_axis(result), panel.cols, panel.cells, options,
+                       token_cols=panel.token_cols, vmin=panel.vmin)
+
+
+def render_stage(console: Console, result: Result, name: str,
+                 options: ViewOptions) -> list[RenderableType]:
+    """A stage's matrices, each titled with the stage title and its caption."""
+    title = stage_title(result, name, options.lang)
+    return [render_panel(console, f"{title} — {panel.caption}", result, panel, options)
+            for panel in panels(result, name, options)]

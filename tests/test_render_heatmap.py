@@ -1,0 +1,82 @@
+"""Heatmaps: blocks without digits, index ticks, original indices, shades without colour."""
+
+from __future__ import annotations
+
+import re
+
+from attncli.render.colors import SHADES, colour_of, shade_of
+from attncli.render.heatmap import render_heatmap
+from attncli.render.tables import Axis
+from tests.conftest import rendered
+
+
+def _axis(n: int, start: int = 0) -> Axis:
+    return Axis([f"tok{i}" for i in range(start, start + n)], list(range(start, start + n)))
+
+
+def _ramp(rows: int, cols: int) -> list[list[float | None]]:
+    return [[(i * cols + j) / (rows * cols - 1) for j in range(cols)] for i in range(rows)]
+
+
+def _heatmap(matrix, rows: Axis, cols: Axis, width: int = 80, colour: bool = False,  # noqa: ANN001
+             windowable: bool = True) -> str:
+    return rendered(lambda c: render_heatmap(c, "T", rows, cols, matrix, 4, 0.0, 1.0,
+                                             windowable=windowable), width, colour)
+
+
+def test_shades_follow_the_value() -> None:
+    assert [shade_of(v, 0.0, 1.0) for v in (0.0, 0.25, 0.5, 0.75, 1.0)] == list(SHADES)
+    assert shade_of(5.0, 0.0, 1.0) == "█" and shade_of(-1.0, 0.0, 1.0) == " "
+    assert shade_of(3.0, 3.0, 3.0) == SHADES[2]
+
+
+def test_no_colour_uses_shades_and_no_digits_in_cells() -> None:
+    matrix = [[0.0, 0.5, 1.0], [None, 0.25, 0.75]]
+    text = _heatmap(matrix, _axis(2), _axis(3))
+    lines = text.splitlines()
+    assert lines[0] == "T"
+    assert lines[2] == "0 tok0   ▒▒██"
+    assert lines[3] == "1 tok1 · ░░▓▓"
+    assert "shade 0.0000 [ ░▒▓█] 1.0000" in text and "· masked" in text
+    assert "\x1b[" not in text
+    assert not re.search(r"\d", lines[2].split(" ", 2)[2])
+
+
+def test_colour_blocks_use_the_viridis_scale() -> None:
+    text = _heatmap([[0.0, 1.0]], _axis(1), _axis(2), colour=True)
+    low, high = colour_of(0.0, 0, 1), colour_of(1.0, 0, 1)
+    assert f"\x1b[38;2;{low[0]};{low[1]};{low[2]}m██" in text
+    assert f"\x1b[38;2;{high[0]};{high[1]};{high[2]}m██" in text
+    assert "[ ░▒▓█]" not in text
+
+
+def test_ticks_and_original_indices_of_a_window() -> None:
+    rows, cols = _axis(3, start=40), _axis(12, start=10)
+    text = _heatmap(_ramp(3, 12), rows, cols)
+    lines = text.splitlines()
+    # Ticks at the first column and every 5th index, each above its own column (2 cells each).
+    label_w = len("40 tok40 ")
+    assert lines[1][label_w:].rstrip() == "10        15        20"
+    assert [line.split()[0] for line in lines[2:5]] == ["40", "41", "42"]
+    assert "cut" not in text
+
+
+def test_wide_matrix_is_cut_with_a_hint_to_window() -> None:
+    n = 120
+    text = _heatmap(_ramp(2, n), _axis(2), _axis(n), width=60)
+    assert max(len(line) for line in text.splitlines()) <= 60
+    shown = len(text.splitlines()[2]) - len("0 tok0 ")
+    assert 40 <= shown < n
+    note = next(line for line in text.splitlines() if "showing columns" in line)
+    assert f"showing columns 0–{shown - 1} of 0–{n - 1}" in note
+    assert f"--cols {shown}:{n}" in text.replace("\n", " ")
+
+
+def test_narrow_cells_before_cutting_and_dimension_hint() -> None:
+    # 60 columns fit at one cell each in 80 columns, but not at two.
+    text = _heatmap(_ramp(2, 60), _axis(2), _axis(60), width=80)
+    assert "cut" not in text
+    assert len(text.splitlines()[2]) == len("0 tok0 ") + 60
+    assert text.splitlines()[1].split() == ["0", "10", "20", "30", "40", "50"]
+    cut = _heatmap(_ramp(2, 200), _axis(2), _axis(200), width=60, windowable=False)
+    assert "use --json for every number" in cut.replace("\n", " ")
