@@ -16,9 +16,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(VENV)/bin/attncli demo --no-pause
 	$(VENV)/bin/attncli tokens "$(SENTENCE)"
-	$(VENV)/bin/attncli run --inputs samples/journey.json --variant simple
-	$(VENV)/bin/attncli run "$(SENTENCE)" --variant causal
 	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
 
 lint: $(STAMP)
