@@ -180,6 +180,14 @@ def _config_int(config: dict[str, Any], key: str, inferred: int) -> int:
     return value
 
 
+def _config_eps(config: dict[str, Any]) -> float:
+    eps = config.get("layer_norm_epsilon", 1e-5)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise AttnCliError(f"config.json: layer_norm_epsilon must be a small positive number "
+                           f"(got {eps!r})")
+    return float(eps)
+
+
 def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
            shapes: dict[str, tuple[int, ...]], heads: int | None) -> Checkpoint:
     """Sizes from config.json where it has them, else read off the tensor shapes."""
@@ -196,7 +204,7 @@ def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
         n_inner=_config_int(config, "n_inner", fc_shape[-1]),
         n_positions=_config_int(config, "n_positions", n_positions),
         vocab_size=_config_int(config, "vocab_size", vocab_size),
-        layer_norm_epsilon=float(config.get("layer_norm_epsilon", 1e-5)),
+        layer_norm_epsilon=_config_eps(config),
     )  # fmt: skip
     if ckpt.n_layer < 1:
         raise AttnCliError(f"{file} has no transformer blocks (no h.0.* tensors)")
@@ -214,8 +222,8 @@ def _num_heads(config: dict[str, Any], heads: int | None, n_embd: int) -> int:
         raise AttnCliError(f"cannot tell the number of heads of a {n_embd}-wide model without "
                            f"config.json; give it with --heads (standard widths: {standard})")
     if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1 or n_embd % heads:
-        raise AttnCliError(f"heads must divide the model width (got n_embd={n_embd}, "
-                           f"heads={heads})")
+        raise AttnCliError(f"heads must be a positive divisor of the model width (got "
+                           f"n_embd={n_embd}, heads={heads})")
     return heads
 
 

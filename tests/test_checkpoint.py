@@ -55,7 +55,9 @@ def test_bare_file_of_an_odd_width_takes_heads_from_the_caller(tmp_path: Path) -
     assert _error(file) == (
         "cannot tell the number of heads of a 8-wide model without config.json; give it with "
         "--heads (standard widths: 768→12, 1024→16, 1280→20, 1600→25)")
-    assert _error(file, heads=3) == "heads must divide the model width (got n_embd=8, heads=3)"
+    for bad in (3, 0):
+        assert _error(file, heads=bad) == (
+            f"heads must be a positive divisor of the model width (got n_embd=8, heads={bad})")
 
 
 def test_heads_that_disagree_with_the_config(tmp_path: Path) -> None:
@@ -156,6 +158,9 @@ def test_config_with_a_bad_value(tmp_path: Path) -> None:
     write_tiny(tmp_path / "model.safetensors", **TINY)
     _config(tmp_path, n_layer="two")
     assert _error(tmp_path) == "config.json: n_layer must be a positive integer (got 'two')"
+    _config(tmp_path, layer_norm_epsilon="tiny")
+    assert _error(tmp_path) == (
+        "config.json: layer_norm_epsilon must be a small positive number (got 'tiny')")
     (tmp_path / "config.json").write_text("{", encoding="utf-8")
     assert _error(tmp_path).startswith(f"cannot read {tmp_path / 'config.json'}: ")
 
