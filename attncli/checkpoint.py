@@ -1,0 +1,245 @@
+"""Resolve --model to a checked GPT-2 safetensors checkpoint, and read its tensors lazily."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from torch import Tensor
+
+from attncli.errors import AttnCliError
+from attncli.locate import convert_hint, is_pickle, locate_checkpoint
+
+# Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
+STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh")
+# Config switches that change the maths; attncli runs the standard GPT-2 block only.
+STANDARD_OPTIONS = {
+    "scale_attn_weights": True,
+    "scale_attn_by_inverse_layer_idx": False,
+    "add_cross_attention": False,
+}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A GPT-2 safetensors file whose tensors were checked against its config."""
+
+    path: Path  # the .safetensors file
+    source: str  # what the user asked for: a hub name or a path
+    prefix: str  # "" (GPT2Model) or "transformer." (GPT2LMHeadModel)
+    n_layer: int
+    n_head: int
+    n_embd: int
+    n_inner: int  # MLP width, 4·n_embd for every released GPT-2
+    n_positions: int
+    vocab_size: int
+    layer_norm_epsilon: float = 1e-5
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    def layer_index(self, layer: int) -> int:
+        """The 0-based index of layer, which may count from the end (-1 is the last)."""
+        if not -self.n_layer <= layer < self.n_layer:
+            raise AttnCliError(
+                f"layer {layer} is out of range for this {self.n_layer}-layer model "
+                f"(use 0..{self.n_layer - 1}, or -{self.n_layer}..-1 from the end)"
+            )
+        return layer % self.n_layer
+
+    def expected_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every tensor the forward pass reads, without the prefix, and its shape."""
+        d, f = self.n_embd, self.n_inner
+        shapes = {"wte.weight": (self.vocab_size, d), "wpe.weight": (self.n_positions, d)}
+        block = {
+            "ln_1.weight": (d,), "ln_1.bias": (d,),
+            "attn.c_attn.weight": (d, 3 * d), "attn.c_attn.bias": (3 * d,),
+            "attn.c_proj.weight": (d, d), "attn.c_proj.bias": (d,),
+            "ln_2.weight": (d,), "ln_2.bias": (d,),
+            "mlp.c_fc.weight": (d, f), "mlp.c_fc.bias": (f,),
+            "mlp.c_proj.weight": (f, d), "mlp.c_proj.bias": (d,),
+        }  # fmt: skip
+        for layer in range(self.n_layer):
+            shapes.update({f"h.{layer}.{name}": shape for name, shape in block.items()})
+        return shapes
+
+
+class Weights:
+    """An open checkpoint: each lookup reads one tensor from disk as float32."""
+
+    def __init__(self, handle: Any, prefix: str) -> None:
+        self._handle = handle
+        self._prefix = prefix
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self._handle.get_tensor(self._prefix + name).float()
+
+    def rows(self, name: str, indices: Sequence[int]) -> Tensor:
+        """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
+        table = self._handle.get_slice(self._prefix + name)
+        return torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+
+
+@contextmanager
+def open_weights(ckpt: Checkpoint) -> Iterator[Weights]:
+    """Open the checkpoint's file for lazy reads (memory-mapped, never unpickled)."""
+    with _safe_open(ckpt.path) as handle:
+        yield Weights(handle, ckpt.prefix)
+
+
+def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:
+    """Turn a hub name or a path into a checked Checkpoint; heads overrides the inferred count."""
+    file, config_file = locate_checkpoint(model)
+    config = _read_config(config_file) if config_file is not None else {}
+    with _safe_open(file) as handle:
+        tensors = {name: handle.get_slice(name) for name in handle.keys()}
+        shapes = {name: tuple(t.get_shape()) for name, t in tensors.items()}
+        dtypes = {name: t.get_dtype() for name, t in tensors.items()}
+    prefix = _key_prefix(shapes, file)
+    shapes = {k.removeprefix(prefix): v for k, v in shapes.items() if k.startswith(prefix)}
+    ckpt = _build(model, file, prefix, config, shapes, heads)
+    _check_tensors(ckpt, shapes, {k.removeprefix(prefix): v for k, v in dtypes.items()})
+    return ckpt
+
+
+@contextmanager
+def _safe_open(file: Path) -> Iterator[Any]:
+    """safe_open with its errors (truncated, corrupt, not safetensors) turned into ours."""
+    try:
+        handle = safe_open(str(file), framework="pt")
+    except (SafetensorError, OSError) as exc:
+        if is_pickle(file):
+            raise AttnCliError(f"{file} is a pickle checkpoint, not safetensors; "
+                               + convert_hint(file)) from None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AttnCliError(f"cannot read {file} as safetensors (truncated or corrupt?): "
+                           f"{reason}") from None
+    with handle:
+        yield handle
+
+
+def _read_config(config_file: Path) -> dict[str, Any]:
+    """config.json as a dict, refusing models that are not plain GPT-2."""
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AttnCliError(f"cannot read {config_file}: {exc}") from None
+    if not isinstance(config, dict):
+        raise AttnCliError(f"{config_file} is not a JSON object")
+    model_type = config.get("model_type", "gpt2")
+    if model_type != "gpt2":
+        raise AttnCliError(f"{config_file} describes a {model_type!r} model; attncli reads "
+                           f"GPT-2 checkpoints only (model_type 'gpt2')")
+    for option, standard in STANDARD_OPTIONS.items():
+        if config.get(option, standard) != standard:
+            raise AttnCliError(f"{config_file} sets {option}={config[option]!r}; attncli runs "
+                               f"the standard GPT-2 block ({option}={standard!r})")
+    activation = config.get("activation_function", "gelu_new")
+    if activation not in TANH_GELUS:
+        raise AttnCliError(f"{config_file} sets activation_function={activation!r}; attncli "
+                           f"supports GPT-2's tanh GELU only ({', '.join(TANH_GELUS)})")
+    return config
+
+
+def _key_prefix(shapes: dict[str, tuple[int, ...]], file: Path) -> str:
+    for prefix in ("", "transformer."):
+        if f"{prefix}wte.weight" in shapes:
+            return prefix
+    raise AttnCliError(f"{file} has no wte.weight (nor transformer.wte.weight): it is not a "
+                       f"GPT-2 checkpoint")
+
+
+def _table_shape(shapes: dict[str, tuple[int, ...]], name: str, ckpt_file: Path,
+                 prefix: str) -> tuple[int, int]:
+    """The (rows, width) shape of an embedding table, which the sizes are read from."""
+    shape = shapes.get(name)
+    if shape is None:
+        raise AttnCliError(f"{ckpt_file} lacks the tensor {prefix}{name} a GPT-2 needs")
+    if len(shape) != 2:
+        raise AttnCliError(f"tensor {prefix}{name} in {ckpt_file} has shape {shape}, expected "
+                           f"2 dimensions (rows, n_embd)")
+    return shape[0], shape[1]
+
+
+def _config_int(config: dict[str, Any], key: str, inferred: int) -> int:
+    value = config.get(key)
+    if value is None:
+        return inferred
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise AttnCliError(f"config.json: {key} must be a positive integer (got {value!r})")
+    return value
+
+
+def _config_eps(config: dict[str, Any]) -> float:
+    eps = config.get("layer_norm_epsilon", 1e-5)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise AttnCliError(f"config.json: layer_norm_epsilon must be a small positive number "
+                           f"(got {eps!r})")
+    return float(eps)
+
+
+def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
+           shapes: dict[str, tuple[int, ...]], heads: int | None) -> Checkpoint:
+    """Sizes from config.json where it has them, else read off the tensor shapes."""
+    vocab_size, n_embd = _table_shape(shapes, "wte.weight", file, prefix)
+    n_positions, _ = _table_shape(shapes, "wpe.weight", file, prefix)
+    blocks = {int(m[1]) for k in shapes if (m := re.match(r"h\.(\d+)\.", k))}
+    n_embd = _config_int(config, "n_embd", n_embd)
+    fc_shape = shapes.get("h.0.mlp.c_fc.weight", (n_embd, 4 * n_embd))
+    ckpt = Checkpoint(
+        path=file, source=model, prefix=prefix,
+        n_layer=_config_int(config, "n_layer", max(blocks, default=-1) + 1),
+        n_head=_num_heads(config, heads, n_embd),
+        n_embd=n_embd,
+        n_inner=_config_int(config, "n_inner", fc_shape[-1]),
+        n_positions=_config_int(config, "n_positions", n_positions),
+        vocab_size=_config_int(config, "vocab_size", vocab_size),
+        layer_norm_epsilon=_config_eps(config),
+    )  # fmt: skip
+    if ckpt.n_layer < 1:
+        raise AttnCliError(f"{file} has no transformer blocks (no h.0.* tensors)")
+    return ckpt
+
+
+def _num_heads(config: dict[str, Any], heads: int | None, n_embd: int) -> int:
+    configured = config.get("n_head")
+    if heads is not None and configured is not None and heads != configured:
+        raise AttnCliError(f"heads={heads} disagrees with n_head={configured} in config.json")
+    if heads is None:
+        heads = configured if configured is not None else STANDARD_HEADS.get(n_embd)
+    if heads is None:
+        standard = ", ".join(f"{w}→{h}" for w, h in STANDARD_HEADS.items())
+        raise AttnCliError(f"cannot tell the number of heads of a {n_embd}-wide model without "
+                           f"config.json; give it with --heads (standard widths: {standard})")
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1 or n_embd % heads:
+        raise AttnCliError(f"heads must be a positive divisor of the model width (got "
+                           f"n_embd={n_embd}, heads={heads})")
+    return heads
+
+
+def _check_tensors(ckpt: Checkpoint, shapes: dict[str, tuple[int, ...]],
+                   dtypes: dict[str, str]) -> None:
+    """Every needed tensor is present, float, and shaped as the config says."""
+    expected = ckpt.expected_shapes()
+    missing = [ckpt.prefix + name for name in expected if name not in shapes]
+    if missing:
+        listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
+        raise AttnCliError(f"{ckpt.path} lacks {len(missing)} tensor(s) a {ckpt.n_layer}-layer "
+                           f"GPT-2 needs: {listed}")
+    for name, want in expected.items():
+        if shapes[name] != want:
+            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.path} has shape "
+                               f"{shapes[name]}, expected {want}")
+        if dtypes[name] not in FLOAT_DTYPES:
+            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.path} has dtype "
+                               f"{dtypes[name]}, expected one of {', '.join(FLOAT_DTYPES)}")

@@ -1,0 +1,117 @@
+"""Real GPT-2 attention from a local checkpoint: the chapter-4 blocks, run up to one layer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attncli.attention import AttentionOutput, MultiHeadAttention
+from attncli.checkpoint import Checkpoint, Weights, open_weights
+from attncli.errors import AttnCliError
+
+
+@dataclass
+class GPT2Layer:
+    """One layer's attention, what it read, and the residual stream that led there."""
+
+    layer: int  # 0-based index of the layer shown
+    inputs: Tensor  # (T, d_model) ln_1 of the residual stream: what this attention reads
+    output: AttentionOutput  # weights (heads, T, T); context (T, d_model) after c_proj
+    hidden_states: list[Tensor]  # layer + 1 tensors (T, d_model): embeddings, then each block out
+
+
+@dataclass
+class _Step:
+    residual: Tensor  # (T, d_model) the stream entering the block
+    attn_input: Tensor  # (T, d_model) ln_1(residual)
+    attention: AttentionOutput
+
+
+def check_tokens(ckpt: Checkpoint, token_ids: list[int]) -> None:
+    """Refuse empty input, input longer than the model's context, and unknown token ids."""
+    if not token_ids:
+        raise AttnCliError("no tokens to run: the text is empty")
+    if len(token_ids) > ckpt.n_positions:
+        raise AttnCliError(f"{len(token_ids)} tokens is more than this model's context of "
+                           f"{ckpt.n_positions} positions (n_positions); shorten the text")
+    for position, token_id in enumerate(token_ids):
+        if not 0 <= token_id < ckpt.vocab_size:
+            raise AttnCliError(f"token id {token_id} at position {position} is outside the "
+                               f"model's vocabulary (0..{ckpt.vocab_size - 1})")
+
+
+@torch.no_grad()
+def gpt2_attention(ckpt: Checkpoint, token_ids: list[int], layer: int) -> GPT2Layer:
+    """Run blocks 0..layer (negative counts from the end) and return that layer's attention."""
+    index = ckpt.layer_index(layer)
+    check_tokens(ckpt, token_ids)
+    hidden_states: list[Tensor] = []
+    with open_weights(ckpt) as weights:
+        for step in _steps(weights, ckpt, token_ids, last_layer=index):
+            hidden_states.append(step.residual)
+    return GPT2Layer(layer=index, inputs=step.attn_input, output=step.attention,
+                     hidden_states=hidden_states)
+
+
+@torch.no_grad()
+def gpt2_all_layers(ckpt: Checkpoint, token_ids: list[int]) -> Tensor:
+    """Attention weights of every head of every layer, from one forward pass."""
+    check_tokens(ckpt, token_ids)
+    with open_weights(ckpt) as weights:
+        per_layer = [step.attention.weights  # (heads, T, T)
+                     for step in _steps(weights, ckpt, token_ids, last_layer=ckpt.n_layer - 1)]
+    return torch.stack(per_layer)  # (layers, heads, T, T)
+
+
+def load_attention(weights: Weights, ckpt: Checkpoint, layer: int) -> MultiHeadAttention:
+    """Block layer's c_attn and c_proj copied into the chapter-3 MultiHeadAttention."""
+    d = ckpt.n_embd
+    # Conv1D stores weights input-major, y = x @ W + b; nn.Linear wants W transposed.
+    qkv_w = weights[f"h.{layer}.attn.c_attn.weight"]  # (d, 3d): query, key, value side by side
+    qkv_b = weights[f"h.{layer}.attn.c_attn.bias"]  # (3d,)
+    q_w, k_w, v_w = qkv_w.split(d, dim=1)  # each (d, d)
+    q_b, k_b, v_b = qkv_b.split(d)  # each (d,)
+    state = {
+        "W_query.weight": q_w.T, "W_query.bias": q_b,
+        "W_key.weight": k_w.T, "W_key.bias": k_b,
+        "W_value.weight": v_w.T, "W_value.bias": v_b,
+        "out_proj.weight": weights[f"h.{layer}.attn.c_proj.weight"].T,  # (d, d)
+        "out_proj.bias": weights[f"h.{layer}.attn.c_proj.bias"],  # (d,)
+    }  # fmt: skip
+    with torch.device("meta"):  # no random init: every parameter is replaced just below
+        attn = MultiHeadAttention(d_in=d, d_out=d, num_heads=ckpt.n_head, qkv_bias=True)
+    attn.load_state_dict(state, assign=True)
+    return attn.eval()
+
+
+def _layer_norm(weights: Weights, name: str, x: Tensor, eps: float) -> Tensor:
+    scale, shift = weights[f"{name}.weight"], weights[f"{name}.bias"]  # each (d,)
+    return F.layer_norm(x, x.shape[-1:], scale, shift, eps)  # (T, d)
+
+
+def _feed_forward(weights: Weights, block: str, x: Tensor) -> Tensor:
+    hidden = x @ weights[f"{block}.mlp.c_fc.weight"] + weights[f"{block}.mlp.c_fc.bias"]  # (T, f)
+    hidden = F.gelu(hidden, approximate="tanh")  # (T, f) GPT-2's tanh approximation of GELU
+    return hidden @ weights[f"{block}.mlp.c_proj.weight"] + weights[f"{block}.mlp.c_proj.bias"]
+
+
+def _steps(weights: Weights, ckpt: Checkpoint, token_ids: list[int],
+           last_layer: int) -> Iterator[_Step]:
+    """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
+    eps = ckpt.layer_norm_epsilon
+    tok_embeds = weights.rows("wte.weight", token_ids)  # (T, d)
+    pos_embeds = weights.rows("wpe.weight", range(len(token_ids)))  # (T, d)
+    x = tok_embeds + pos_embeds  # (T, d)
+    for layer in range(last_layer + 1):
+        block = f"h.{layer}"
+        attn_input = _layer_norm(weights, f"{block}.ln_1", x, eps)  # (T, d)
+        attention = load_attention(weights, ckpt, layer)(attn_input)
+        yield _Step(residual=x, attn_input=attn_input, attention=attention)
+        if layer == last_layer:
+            return  # the rest of this block is not needed
+        x = x + attention.context  # (T, d) shortcut around attention
+        x = x + _feed_forward(weights, block, _layer_norm(weights, f"{block}.ln_2", x, eps))

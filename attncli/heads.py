@@ -1,0 +1,70 @@
+"""Per-head summaries of attention weights: how spread out each head is and where it looks."""
+
+from __future__ import annotations
+
+from typing import TypedDict, cast
+
+import torch
+from torch import Tensor
+
+from attncli.errors import AttnCliError
+
+MEASURES = ("entropy", "prev", "first", "self", "distance")
+SORT_KEYS = ("layer", "head", *MEASURES)
+
+
+class HeadMeasures(TypedDict):
+    """One head's measures, each a mean over query rows 1..T-1."""
+
+    layer: int
+    head: int
+    entropy: float  # nats; 0 = all weight on one token, ln(i+1) = uniform over row i
+    prev: float  # share of attention on the previous token
+    first: float  # share on token 0, the "attention sink"
+    self: float  # share on the query's own token
+    distance: float  # tokens back, weighted by attention
+
+
+def head_measures(weights: Tensor) -> list[HeadMeasures]:
+    """Measure every head of weights (layers, heads, T, T), rows in layer-then-head order.
+
+    Row 0 is left out of every mean: the first query can only attend to itself, so its
+    weights say nothing about the head.
+    """
+    assert weights.dim() == 4, f"expected (layers, heads, T, T), got {tuple(weights.shape)}"
+    num_tokens = weights.shape[-1]
+    if num_tokens < 2:
+        raise AttnCliError(f"head measures need at least 2 tokens (got {num_tokens})")
+    rows = weights[:, :, 1:, :].double()  # (layers, heads, T-1, T) queries 1..T-1
+    # Row r is query i = r + 1: its previous token is key r, itself key r + 1.
+    prev = rows.diagonal(offset=0, dim1=-2, dim2=-1)  # (layers, heads, T-1)
+    own = rows.diagonal(offset=1, dim1=-2, dim2=-1)  # (layers, heads, T-1)
+    query_pos = torch.arange(1, num_tokens, dtype=rows.dtype)  # (T-1,)
+    key_pos = torch.arange(num_tokens, dtype=rows.dtype)  # (T,)
+    back = query_pos[:, None] - key_pos[None, :]  # (T-1, T) how far key j lies behind query i
+    table = {
+        "entropy": -torch.xlogy(rows, rows).sum(-1).mean(-1),  # (layers, heads); 0·log 0 = 0
+        "prev": prev.mean(-1),  # (layers, heads)
+        "first": rows[..., 0].mean(-1),  # (layers, heads)
+        "self": own.mean(-1),  # (layers, heads)
+        "distance": (rows * back).sum(-1).mean(-1),  # (layers, heads)
+    }
+    values = {name: table[name].tolist() for name in MEASURES}  # plain floats from here on
+    num_layers, num_heads = weights.shape[:2]
+    return [
+        cast(HeadMeasures, {"layer": layer, "head": head}
+             | {name: values[name][layer][head] for name in MEASURES})
+        for layer in range(num_layers)
+        for head in range(num_heads)
+    ]
+
+
+def sort_measures(rows: list[HeadMeasures], key: str) -> list[HeadMeasures]:
+    """Highest measure first (ties by layer, head); `layer` and `head` sort ascending."""
+    if key not in SORT_KEYS:
+        raise AttnCliError(f"unknown sort key {key!r} (choose from {', '.join(SORT_KEYS)})")
+    if key == "layer":
+        return sorted(rows, key=lambda r: (r["layer"], r["head"]))
+    if key == "head":
+        return sorted(rows, key=lambda r: (r["head"], r["layer"]))
+    return sorted(rows, key=lambda r: (-cast(dict[str, float], r)[key], r["layer"], r["head"]))

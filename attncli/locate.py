@@ -1,0 +1,142 @@
+"""Where --model's files are: a path, or a name in the local Hugging Face cache (no downloads)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from attncli.errors import AttnCliError
+
+# GPT-2's official repos moved to this organisation; the cache may hold either spelling.
+HUB_ORG = "openai-community"
+_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+_FILE_SUFFIXES = (".safetensors", ".json", *PICKLE_SUFFIXES)
+
+
+def looks_like_hub_name(model: str) -> bool:
+    """True for `gpt2`, `gpt2-medium` or `org/name`; false for anything shaped like a path."""
+    return bool(_HUB_NAME.fullmatch(model)) and not model.lower().endswith(_FILE_SUFFIXES)
+
+
+def hub_cache_dir() -> Path:
+    """The hub cache folder, chosen the way huggingface_hub chooses it."""
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    cache_home = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(cache_home).expanduser() / "huggingface" / "hub"
+
+
+def hub_repo_id(name: str) -> str:
+    """The canonical repo id of a name: bare `gpt2` lives at openai-community/gpt2."""
+    return name if "/" in name else f"{HUB_ORG}/{name}"
+
+
+def repo_folders(name: str) -> list[str]:
+    """Cache folder names that may hold the model, best first."""
+    org, _, base = hub_repo_id(name).rpartition("/")
+    folders = [f"models--{org}--{base}"]
+    if org == HUB_ORG:
+        # Downloads made before the move are cached under the bare name.
+        legacy = f"models--{base}"
+        folders = [legacy, *folders] if "/" not in name else [*folders, legacy]
+    return folders
+
+
+def _snapshot(repo_dir: Path) -> Path | None:
+    """The snapshot refs/main points at, else the newest snapshot, else None."""
+    snapshots = repo_dir / "snapshots"
+    ref = repo_dir / "refs" / "main"
+    if ref.is_file():
+        revision = ref.read_text(encoding="utf-8").strip()
+        if revision and (snapshots / revision).is_dir():
+            return snapshots / revision
+    if not snapshots.is_dir():
+        return None
+    candidates = [p for p in snapshots.iterdir() if p.is_dir()]
+    return max(candidates, key=lambda p: p.stat().st_mtime, default=None)
+
+
+def find_cached(name: str) -> Path:
+    """The cached snapshot directory of a hub name, preferring one that holds safetensors."""
+    cache = hub_cache_dir()
+    tried = [cache / folder for folder in repo_folders(name)]
+    found = [snap for snap in map(_snapshot, tried) if snap is not None]
+    for snap in found:
+        if (snap / "model.safetensors").is_file():
+            return snap
+    if found:
+        return found[0]  # the checkpoint loader explains what the snapshot lacks
+    repo = hub_repo_id(name)
+    raise AttnCliError(
+        f"{name!r} is not a file or directory, and not in the local Hugging Face cache "
+        f"(looked for {', '.join(str(p) for p in tried)}); attncli never downloads: fetch it "
+        f"once with `hf download {repo} config.json model.safetensors`, or pass a directory "
+        f"holding config.json and model.safetensors"
+    )
+
+
+def locate_checkpoint(model: str) -> tuple[Path, Path | None]:
+    """The safetensors file a hub name or path points at, and the config.json beside it, if any."""
+    path = Path(model).expanduser()
+    if not path.exists():
+        if not looks_like_hub_name(model):
+            raise AttnCliError(f"no such file or directory: {model}")
+        path = find_cached(model)
+    if path.is_dir():
+        file = file_in_dir(path)
+    elif path.suffix.lower() in PICKLE_SUFFIXES:
+        raise AttnCliError(f"refusing to load {path}: {convert_hint(path)}")
+    else:
+        file = path
+    config_file = file.parent / "config.json"
+    return file, config_file if config_file.is_file() else None
+
+
+def file_in_dir(directory: Path) -> Path:
+    """model.safetensors, or the directory's only .safetensors file."""
+    if (directory / "model.safetensors").is_file():
+        return directory / "model.safetensors"
+    if (directory / "model.safetensors.index.json").is_file():
+        raise AttnCliError(f"{directory} holds a sharded checkpoint, which attncli cannot read "
+                           f"yet; merge the shards into one model.safetensors")
+    entries = sorted(p.name for p in directory.iterdir())
+    found = [n for n in entries if n.endswith(".safetensors")]
+    if len(found) == 1:
+        return directory / found[0]
+    if found:
+        raise AttnCliError(f"{directory} holds several .safetensors files ({', '.join(found)}); "
+                           f"pass the one to use")
+    pickles = [n for n in entries if n.lower().endswith(PICKLE_SUFFIXES)]
+    if pickles:
+        raise AttnCliError(f"{directory} has no .safetensors file, only {', '.join(pickles)}; "
+                           + convert_hint(directory / pickles[0]))
+    if not entries:
+        raise AttnCliError(f"directory {directory} is empty; expected config.json and "
+                           f"model.safetensors")
+    shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+    raise AttnCliError(f"directory {directory} has no .safetensors file (found {shown})")
+
+
+def convert_hint(path: Path) -> str:
+    """Why a pickle checkpoint is refused, and the one command that converts it."""
+    return (
+        "pickle files can run code when loaded, so attncli reads safetensors only; convert it "
+        "once with `python -c \"import torch, safetensors.torch as s; "
+        f"d = torch.load('{path}', weights_only=True); "
+        "s.save_file({k: v.contiguous().clone() for k, v in d.items()}, 'model.safetensors')\"`"
+    )
+
+
+def is_pickle(file: Path) -> bool:
+    """True for torch.save's zip format or a bare pickle, whatever the file is called."""
+    try:
+        with open(file, "rb") as raw:
+            magic = raw.read(2)
+    except OSError:
+        return False
+    return magic in (b"PK", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
