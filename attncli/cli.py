@@ -15,6 +15,38 @@ import typer
 
 from attncli import __version__
 from attncli.errors import AttnCliError
+from attncli.options import (
+    BiasOpt,
+    ColsOpt,
+    ContextOpt,
+    Device,
+    DeviceOpt,
+    DOutOpt,
+    DropoutOpt,
+    EmbDimOpt,
+    EncodingOpt,
+    FileOpt,
+    HeadOpt,
+    HeadsOpt,
+    InputsOpt,
+    JsonOpt,
+    LangOpt,
+    LayerOpt,
+    ModelOpt,
+    PrecisionOpt,
+    QueryOpt,
+    RowsOpt,
+    SaveJsonOpt,
+    SaveOpt,
+    SeedOpt,
+    ShowOpt,
+    SpecialOpt,
+    TextArg,
+    Variant,
+    VariantOpt,
+    View,
+    ViewOpt,
+)
 from attncli.output import Page, check_outputs, console, deliver, deliver_pages, emit, emit_text
 
 if TYPE_CHECKING:
@@ -22,30 +54,6 @@ if TYPE_CHECKING:
     from attncli.render.views import ViewOptions
     from attncli.result import Result
     from attncli.selection import DisplaySpec
-
-
-class Variant(str, Enum):
-    simple = "simple"
-    qkv = "qkv"
-    causal = "causal"
-    multihead = "multihead"
-
-
-class View(str, Enum):
-    auto = "auto"
-    table = "table"
-    heatmap = "heatmap"
-
-
-class Lang(str, Enum):
-    en = "en"
-    zh = "zh"
-
-
-class Device(str, Enum):
-    cpu = "cpu"
-    cuda = "cuda"
-    auto = "auto"
 
 
 app = typer.Typer(
@@ -57,66 +65,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-# Options shared by the commands that run attention, declared once.
-TextArg = Annotated[str | None, typer.Argument(
-    help="The text to inspect; '-' reads standard input (as does no TEXT with a pipe).",
-    metavar="TEXT",
-    show_default=False)]
-FileOpt = Annotated[Path | None, typer.Option(
-    "--file", "-f", help="Read the text from this UTF-8 file.", show_default=False)]
-InputsOpt = Annotated[Path | None, typer.Option(
-    help='JSON vectors instead of text: [[...], ...] or {"tokens": [...], "vectors": [...]}.',
-    show_default=False)]
-VariantOpt = Annotated[Variant, typer.Option("--variant", "-v", help="Attention variant.")]
-EncodingOpt = Annotated[str, typer.Option(
-    "--encoding", "-e", help="tiktoken encoding: gpt2 (bundled, alias r50k_base), cl100k_base, "
-    "o200k_base, p50k_base (these need tiktoken's cached files).")]
-SpecialOpt = Annotated[bool, typer.Option("--allow-special",
-    help="Encode text such as <|endoftext|> as the special token, not as plain text.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed for the embeddings and the attention weights.")]
-EmbDimOpt = Annotated[int, typer.Option(help="Embedding size (d_in) for text input.")]
-ContextOpt = Annotated[int | None, typer.Option(
-    help="Rows of the positional embedding table [default: the number of tokens].",
-    show_default=False)]
-DOutOpt = Annotated[int | None, typer.Option(
-    help="Output size of W_query/W_key/W_value [default: d_in].", show_default=False)]
-HeadsOpt = Annotated[int | None, typer.Option(
-    help="Number of heads for multihead [default: 2].", show_default=False)]
-DropoutOpt = Annotated[float, typer.Option(
-    help="Dropout on the attention weights (causal, multihead), applied as in training.")]
-BiasOpt = Annotated[bool, typer.Option("--qkv-bias", help="Give W_query/W_key/W_value a bias.")]
-DeviceOpt = Annotated[Device, typer.Option(help="Where to compute.")]
-HeadOpt = Annotated[int | None, typer.Option(
-    help="Show only this head (0-based) [default: all].", show_default=False)]
-PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown in tables.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print strict JSON instead of tables.")]
-# How and what to show, shared by run, explain and compare.
-ShowOpt = Annotated[str | None, typer.Option(
-    help="Stages to show, comma-separated, from: inputs, queries, keys, values, scores, scaled, "
-    "masked, softmax, dropped, weights, heads_context, context. With --json, adds them under "
-    '"stages".', show_default=False, metavar="STAGES")]
-QueryOpt = Annotated[str | None, typer.Option(
-    help="One query's view: the keys it attends to, ranked by weight. An index, or a token's "
-    "text when unique (its leading space optional).", show_default=False, metavar="I")]
-ViewOpt = Annotated[View, typer.Option(
-    help="table: numbers; heatmap: coloured blocks (shades without colour); auto: numbers when "
-    "they fit the terminal.")]
-RowsOpt = Annotated[str | None, typer.Option(
-    help="Show only these token rows: a:b, half-open and 0-based like a Python slice (10:20, "
-    "5:, :3, -4:). JSON stays whole and gains \"window\".", show_default=False, metavar="A:B")]
-ColsOpt = Annotated[str | None, typer.Option(
-    help="Show only these key columns of the token × token matrices (scores, weights, ...): c:d.",
-    show_default=False, metavar="C:D")]
-SaveOpt = Annotated[Path | None, typer.Option(
-    help="Also write the rendered output, in colour, to FILE: .svg, .html or .txt.",
-    show_default=False, metavar="FILE")]
-SaveJsonOpt = Annotated[Path | None, typer.Option(
-    help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
-LangOpt = Annotated[Lang | None, typer.Option(
-    help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
-    "else en].", show_default=False)]
-
 
 def _version(value: bool) -> None:
     if value:
@@ -143,6 +91,21 @@ def build_request(text: str | None, file: Path | None, inputs: Path | None,
             raise AttnCliError("give TEXT, --file or --inputs, not more than one")
         return Request(inputs=load_inputs(inputs), **settings)
     return Request(text=read_text(text, file), **settings)
+
+
+REQUEST_FIELDS = ("variant", "encoding", "allow_special", "seed", "emb_dim", "context_length",
+                  "d_out", "heads", "dropout", "qkv_bias", "device", "model", "layer")
+
+
+def request_from(options: dict[str, Any]) -> Request:
+    """The Request for a command's options (its locals()): the input read, enums as values."""
+    settings = {key: value.value if isinstance(value, Enum) else value
+                for key, value in options.items() if key in REQUEST_FIELDS and value is not None}
+    if options.get("model") is not None and options.get("variant") is not None:
+        raise AttnCliError("--variant does not apply with --model: the checkpoint's own "
+                           "attention is shown")
+    return build_request(options.get("text"), options.get("file"), options.get("inputs"),
+                         **settings)
 
 
 def display_spec(precision: int, view: View, rows: str | None, cols: str | None,
@@ -175,7 +138,9 @@ def run(
     text: TextArg = None,
     file: FileOpt = None,
     inputs: InputsOpt = None,
-    variant: VariantOpt = Variant.causal,
+    model: ModelOpt = None,
+    layer: LayerOpt = 0,
+    variant: VariantOpt = None,
     encoding: EncodingOpt = "gpt2",
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
@@ -216,12 +181,10 @@ def run(
     from attncli.pipeline import run as run_pipeline
     from attncli.render.run import render_run
 
+    given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show)
     check_outputs(save, save_json)
-    request = build_request(
-        text, file, inputs, variant=variant.value, encoding=encoding,
-        allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
-        d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device.value)
+    request = request_from(given)
     result = run_pipeline(request)
     options = view_options(spec, result)
     doc = result.to_dict(stages=list(options.stages or ()), query=options.query,
@@ -234,7 +197,9 @@ def explain(
     text: TextArg = None,
     file: FileOpt = None,
     inputs: InputsOpt = None,
-    variant: VariantOpt = Variant.causal,
+    model: ModelOpt = None,
+    layer: LayerOpt = 0,
+    variant: VariantOpt = None,
     encoding: EncodingOpt = "gpt2",
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
@@ -275,13 +240,11 @@ def explain(
     from attncli.pipeline import run as run_pipeline
     from attncli.render.explain import render_explain
 
+    given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show,
                         resolve_lang(lang and lang.value, os.environ))
     check_outputs(save, save_json)
-    request = build_request(
-        text, file, inputs, variant=variant.value, encoding=encoding,
-        allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
-        d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device.value)
+    request = request_from(given)
     result = run_pipeline(request)
     options = view_options(spec, result)
     doc = result.to_dict(stages=list(options.stages or result.available_stages()),
@@ -330,13 +293,11 @@ def compare(
     from attncli.render.compare import render_compare
     from attncli.selection import parse_names
 
+    given = locals()
     names = parse_names(variants, [v.value for v in Variant], "--variants")
     spec = display_spec(precision, view, rows, cols)
     check_outputs(save, save_json)
-    base = build_request(
-        text, file, inputs, variant=names[0], encoding=encoding, allow_special=allow_special,
-        seed=seed, emb_dim=emb_dim, context_length=context_length, d_out=d_out, heads=heads,
-        dropout=dropout, qkv_bias=qkv_bias, device=device.value)
+    base = request_from(given)
     results = run_compare(base, list(names))
     options = view_options(spec, results[0])
     window = spec.window(len(results[0].tokens))
@@ -382,6 +343,40 @@ def demo(
     pages.append(lambda out: render_outro(options.lang))
     paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
     deliver_pages(pages, save, options.lang if paced else None)
+
+
+@app.command()
+def heads(
+    text: TextArg = None,
+    file: FileOpt = None,
+    model: ModelOpt = None,
+    allow_special: SpecialOpt = False,
+    sort: Annotated[str, typer.Option(
+        help="Order of the table: layer, head, entropy, prev, first, self or distance "
+        "(measures sort largest first).")] = "layer",
+    precision: Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")] = 3,
+    as_json: JsonOpt = False,
+    save: SaveOpt = None,
+    save_json: SaveJsonOpt = None,
+) -> None:
+    """Every layer × head of a GPT-2 checkpoint at a glance, with measures of what each does.
+
+    Examples:
+
+      attncli heads "The cat sat on the mat because it was tired" --model samples/toy-gpt2
+
+      attncli heads "..." --model gpt2 --sort prev
+
+      attncli heads "..." --model ~/models/gpt2 --json | jq '.heads[0]'
+    """
+    from attncli.pipeline import run_heads
+    from attncli.render.heads import render_heads
+
+    given = locals()
+    check_outputs(save, save_json)
+    result = run_heads(request_from(given), sort)
+    deliver(result.to_dict(), lambda out: render_heads(out, result, precision), as_json, save,
+            save_json)
 
 
 @app.command()

@@ -16,6 +16,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "variant.qkv": ("self-attention with trainable weights", "带可训练权重的自注意力"),
     "variant.causal": ("causal attention", "因果注意力"),
     "variant.multihead": ("multi-head attention", "多头注意力"),
+    "variant.gpt2": ("a trained GPT-2 layer's multi-head attention",
+                     "训练好的 GPT-2 某一层的多头注意力"),
     "explain.header": ("How {variant} turns the inputs into context vectors, step by step.",
                        "{variant}如何一步步把输入变成上下文向量。"),
     "step": ("Step {k} of {n}", "第 {k} 步（共 {n} 步）"),
@@ -24,6 +26,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "head": ("head {h} of {n}", "头 {h}（共 {n} 个头）"),
     # Stage titles.
     "title.inputs": ("Inputs X", "输入 X"),
+    "title.inputs.gpt2": ("Layer input X = ln_1(residual stream)", "该层的输入 X = ln_1(残差流)"),
     "title.qkv": ("Queries, keys and values", "查询、键和值"),
     "title.queries": ("Queries Q = X·W_query", "查询 Q = X·W_query"),
     "title.keys": ("Keys K = X·W_key", "键 K = X·W_key"),
@@ -54,6 +57,18 @@ STRINGS: dict[str, tuple[str, str]] = {
         "(random, seed {seed}), {d_in} numbers per token.",
         "每一行是一个词元的嵌入向量：词元嵌入加上位置嵌入（随机初始化，种子 {seed}），"
         "每个词元 {d_in} 个数。"),
+    "explain.inputs.gpt2": (
+        "Each row is what this layer's attention reads for one token: the residual stream "
+        "(token + position embeddings plus every earlier block's output) after LayerNorm ln_1, "
+        "{d_in} numbers per token.",
+        "每一行是这一层的注意力为一个词元读取的内容：残差流（词元嵌入加位置嵌入，再加上之前每个块的"
+        "输出）经过 LayerNorm ln_1 之后的结果，每个词元 {d_in} 个数。"),
+    "explain.qkv.gpt2": (
+        "The layer's trained weights (c_attn, one fused matrix) project each input into a query "
+        "(what the token looks for), a key (what it offers to be matched against) and a value "
+        "(what it passes on).",
+        "这一层训练好的权重（c_attn，一个融合矩阵）把每个输入投影成查询（这个词元在找什么）、"
+        "键（供别的查询来匹配）和值（它要传递出去的信息）。"),
     "explain.inputs.vectors": (
         "Each row is one token's input vector, given directly (no tokeniser, no embedding "
         "table), {d_in} numbers per token.",

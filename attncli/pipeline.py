@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -14,8 +14,11 @@ from attncli.attention import VARIANTS, AttentionOutput, build_variant
 from attncli.embed import check_dims, embed
 from attncli.errors import AttnCliError
 from attncli.inputs import InputVectors
-from attncli.result import Result, TokenInfo
+from attncli.result import HeadsResult, Result, TokenInfo
 from attncli.tokens import get_encoding, tokenize
+
+if TYPE_CHECKING:
+    from attncli.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True)
@@ -35,10 +38,15 @@ class Request:
     dropout: float = 0.0
     qkv_bias: bool = False
     device: str = "cpu"
+    model: str | None = None  # a GPT-2 checkpoint instead of a chapter-3 variant
+    layer: int = 0
 
 
 def validate(req: Request) -> None:
     """Reject settings that cannot run, before any work is done."""
+    if req.model is not None:
+        validate_model(req)
+        return
     if req.variant not in VARIANTS:
         raise AttnCliError(f"unknown variant {req.variant!r} (choose from {', '.join(VARIANTS)})")
     if not 0.0 <= req.dropout < 1.0 or math.isnan(req.dropout):
@@ -51,6 +59,20 @@ def validate(req: Request) -> None:
     if req.dropout > 0 and req.variant not in ("causal", "multihead"):
         raise AttnCliError(f"--dropout applies to causal and multihead only (got variant "
                            f"{req.variant!r})")
+
+
+def validate_model(req: Request) -> None:
+    """With --model the checkpoint fixes the architecture: refuse settings that cannot apply."""
+    if req.inputs is not None:
+        raise AttnCliError("--model runs on text, not on --inputs vectors")
+    if req.encoding not in ("gpt2", "r50k_base"):
+        raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {req.encoding}")
+    if req.dropout:
+        raise AttnCliError(f"--dropout does not apply with --model (got {req.dropout}): "
+                           "a trained model is inspected as in inference")
+    if req.device == "cuda":
+        raise AttnCliError("--model runs on the CPU; leave out --device cuda")
+    check_dims(heads=req.heads)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -69,12 +91,7 @@ def _inputs(req: Request) -> tuple[list[TokenInfo], Tensor]:
     if req.inputs is not None:
         tokens = [TokenInfo(i, None, label) for i, label in enumerate(req.inputs.labels)]
         return tokens, torch.tensor(req.inputs.vectors, dtype=torch.float32)  # (T, d_in)
-    if req.text is None:
-        raise AttnCliError("no input text")
-    pieces = tokenize(req.text, req.encoding, req.allow_special)
-    tokens = [TokenInfo(p.index, p.id, p.label, p.data.hex() if p.data is not None else None)
-              for p in pieces]
-    ids = [p.id for p in pieces if p.id is not None]
+    tokens, ids = text_tokens(req)
     x = embed(ids, get_encoding(req.encoding).n_vocab, req.emb_dim, req.context_length,
               req.seed)  # (T, emb_dim)
     return tokens, x
@@ -100,7 +117,7 @@ def _nan_to_none(value: Any) -> Any:
 
 
 def to_result(req: Request, tokens: list[TokenInfo], x: Tensor, out: AttentionOutput,
-              config: dict[str, Any]) -> Result:
+              config: dict[str, Any], model: dict[str, Any] | None = None) -> Result:
     """The one place tensors become plain data."""
     stages = {name: plain(getattr(out, name, None)) for name in
               ("queries", "keys", "values", "scores", "scaled", "masked", "softmax", "dropped",
@@ -108,13 +125,78 @@ def to_result(req: Request, tokens: list[TokenInfo], x: Tensor, out: AttentionOu
     stages["inputs"] = plain(x)
     weights, context = plain(out.weights), plain(out.context)
     stages["weights"], stages["context"] = weights, context
-    return Result(variant=req.variant, config=config, tokens=tokens, weights=weights,
-                  context=context, stages=stages)
+    return Result(variant="gpt2" if req.model else req.variant, config=config, tokens=tokens,
+                  weights=weights, context=context, stages=stages, model=model)
+
+
+def text_tokens(req: Request) -> tuple[list[TokenInfo], list[int]]:
+    """Token records and ids of the request's text."""
+    if req.text is None:
+        raise AttnCliError("no input text")
+    pieces = tokenize(req.text, req.encoding, req.allow_special)
+    tokens = [TokenInfo(p.index, p.id, p.label, p.data.hex() if p.data is not None else None)
+              for p in pieces]
+    return tokens, [p.id for p in pieces if p.id is not None]
+
+
+def model_info(ckpt: Checkpoint, layer: int | None = None) -> dict[str, Any]:
+    """The "model" object of the JSON: where the checkpoint is and its shape."""
+    info: dict[str, Any] = {"path": str(ckpt.path), "layers": ckpt.n_layer,
+                            "heads": ckpt.n_head, "d_model": ckpt.n_embd}
+    if layer is not None:
+        info["layer"] = layer
+    return info
+
+
+def run_model(req: Request) -> Result:
+    """Layer req.layer of a GPT-2 checkpoint: its attention over ln_1 of the residual stream."""
+    from attncli.checkpoint import resolve_checkpoint
+    from attncli.gpt2 import gpt2_attention
+
+    ckpt = resolve_checkpoint(req.model or "", req.heads)
+    tokens, ids = text_tokens(req)
+    shown = gpt2_attention(ckpt, ids, req.layer)
+    info = model_info(ckpt, shown.layer)
+    config = {"model": req.model, "layer": shown.layer, "encoding": "gpt2",
+              "allow_special": req.allow_special, "source": "text", "num_tokens": len(tokens),
+              "d_in": ckpt.n_embd, "d_out": ckpt.n_embd, "heads": ckpt.n_head,
+              "version": __version__}
+    return to_result(req, tokens, shown.inputs, shown.output, config, info)
+
+
+THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
+
+
+def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
+    """Every layer × head of a GPT-2 checkpoint: measures and pooled thumbnails."""
+    from attncli.checkpoint import resolve_checkpoint
+    from attncli.gpt2 import gpt2_all_layers
+    from attncli.heads import head_measures, sort_measures
+
+    if req.model is None:
+        raise AttnCliError("attncli heads needs --model PATH|NAME (a local GPT-2 checkpoint)")
+    validate(req)
+    sort_measures([], sort)  # an unknown sort key fails before any work
+    ckpt = resolve_checkpoint(req.model, req.heads)
+    tokens, ids = text_tokens(req)
+    weights = gpt2_all_layers(ckpt, ids)  # (layers, heads, T, T)
+    measures = sort_measures(head_measures(weights), sort)
+    side = min(len(ids), THUMBNAIL)
+    flat = weights.flatten(0, 1).unsqueeze(1)  # (layers·heads, 1, T, T)
+    # Max pooling keeps a sharp one-token pattern visible in a small picture.
+    pooled = torch.nn.functional.adaptive_max_pool2d(flat, side)  # (layers·heads, 1, p, p)
+    thumbs = pooled.view(ckpt.n_layer, ckpt.n_head, side, side)  # (layers, heads, p, p)
+    config = {"model": req.model, "encoding": "gpt2", "allow_special": req.allow_special,
+              "num_tokens": len(tokens), "sort": sort, "version": __version__}
+    return HeadsResult(config=config, model=model_info(ckpt), tokens=tokens,
+                       measures=[dict(m) for m in measures], thumbnails=plain(thumbs))
 
 
 def run(req: Request) -> Result:
     """Run one attention variant on the request's text or vectors."""
     validate(req)
+    if req.model is not None:
+        return run_model(req)
     device = resolve_device(req.device)
     tokens, x = _inputs(req)  # x: (T, d_in)
     d_in = x.shape[1]
@@ -126,7 +208,8 @@ def run(req: Request) -> Result:
                            qkv_bias=req.qkv_bias).to(device)
     with torch.no_grad():
         out = module(x.to(device))
-    config = {**{k: v for k, v in asdict(req).items() if k not in ("text", "inputs")},
+    config = {**{k: v for k, v in asdict(req).items()
+                 if k not in ("text", "inputs", "model", "layer")},
               "source": "inputs" if req.inputs is not None else "text",
               "num_tokens": len(tokens), "d_in": d_in, "d_out": module.d_out, "heads": heads,
               "version": __version__}

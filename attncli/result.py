@@ -40,6 +40,7 @@ class Result:
     weights: Stack  # [heads][T][T]
     context: Matrix  # [T][d_out]
     stages: dict[str, Any] = field(default_factory=dict)  # name → nested lists, None if absent
+    model: dict[str, Any] | None = None  # with --model: path, layers, heads, d_model, layer
 
     @property
     def num_heads(self) -> int:
@@ -70,6 +71,8 @@ class Result:
             "weights": self.weights,
             "context": self.context,
         }
+        if self.model is not None:
+            out["model"] = self.model
         if stages:
             out["stages"] = {name: self.stages.get(name) for name in stages}
         if query is not None:
@@ -78,3 +81,19 @@ class Result:
         if window is not None:
             out["window"] = window
         return out
+
+
+@dataclass(frozen=True)
+class HeadsResult:
+    """Every head of every layer of a model, summarised: `attncli heads`."""
+
+    config: dict[str, Any]
+    model: dict[str, Any]
+    tokens: list[TokenInfo]
+    measures: list[dict[str, Any]]  # one per head: layer, head, entropy, prev, first, self, ...
+    thumbnails: list[list[Matrix]]  # [layers][heads][p][p] weights max-pooled to p ≤ T
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli heads`: the measures of every head, in table order."""
+        return {"config": self.config, "model": self.model,
+                "tokens": [t.to_dict() for t in self.tokens], "heads": self.measures}

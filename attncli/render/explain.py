@@ -28,7 +28,7 @@ def explained_stages(result: Result) -> list[str]:
 def _values(result: Result) -> dict[str, object]:
     c = result.config
     p = c.get("dropout") or 0.0
-    return {"seed": c["seed"], "d_in": c["d_in"], "d_out": c["d_out"], "heads": c["heads"],
+    return {"seed": c.get("seed"), "d_in": c["d_in"], "d_out": c["d_out"], "heads": c["heads"],
             "head_dim": c["d_out"] // c["heads"], "p": p, "scale": f"{1 / (1 - p):.4f}"}
 
 

@@ -26,6 +26,14 @@ VARIANT_TITLES = {
 def describe(result: Result) -> Text:
     """One line naming the variant and the settings that shaped the numbers."""
     c = result.config
+    if result.model is not None:
+        m = result.model
+        return Text.assemble(
+            (f"GPT-2 layer {m['layer']} of {m['layers']} (0-based)", "bold"),
+            f" · {m['heads']} heads · d_model {m['d_model']} · {c['num_tokens']} tokens\n",
+            ("A trained model, not the chapter-3 toy: each weight is how much a query token "
+             f"reads from a key token of layer {m['layer']}'s input, the LayerNorm'd residual "
+             "stream ln_1(h).", "dim"))
     parts = [f"{c['num_tokens']} tokens", f"d_in {c['d_in']} → d_out {c['d_out']}"]
     if result.variant == "multihead":
         parts.append(f"{c['heads']} heads")

@@ -1,0 +1,112 @@
+"""Command-line options shared by several commands, each declared once."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class Variant(str, Enum):
+    simple = "simple"
+    qkv = "qkv"
+    causal = "causal"
+    multihead = "multihead"
+
+
+class View(str, Enum):
+    auto = "auto"
+    table = "table"
+    heatmap = "heatmap"
+
+
+class Lang(str, Enum):
+    en = "en"
+    zh = "zh"
+
+
+class Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+    auto = "auto"
+
+
+class Impl(str, Enum):
+    auto = "auto"
+    naive = "naive"
+    tiled = "tiled"
+
+
+class Pool(str, Enum):
+    max = "max"
+    mean = "mean"
+
+
+# Options shared by the commands that run attention, declared once.
+TextArg = Annotated[str | None, typer.Argument(
+    help="The text to inspect; '-' reads standard input (as does no TEXT with a pipe).",
+    metavar="TEXT",
+    show_default=False)]
+FileOpt = Annotated[Path | None, typer.Option(
+    "--file", "-f", help="Read the text from this UTF-8 file.", show_default=False)]
+InputsOpt = Annotated[Path | None, typer.Option(
+    help='JSON vectors instead of text: [[...], ...] or {"tokens": [...], "vectors": [...]}.',
+    show_default=False)]
+VariantOpt = Annotated[Variant | None, typer.Option(
+    "--variant", "-v", help="Attention variant [default: causal].", show_default=False)]
+EncodingOpt = Annotated[str, typer.Option(
+    "--encoding", "-e", help="tiktoken encoding: gpt2 (bundled, alias r50k_base), cl100k_base, "
+    "o200k_base, p50k_base (these need tiktoken's cached files).")]
+SpecialOpt = Annotated[bool, typer.Option("--allow-special",
+    help="Encode text such as <|endoftext|> as the special token, not as plain text.")]
+SeedOpt = Annotated[int, typer.Option(help="Seed for the embeddings and the attention weights.")]
+EmbDimOpt = Annotated[int, typer.Option(help="Embedding size (d_in) for text input.")]
+ContextOpt = Annotated[int | None, typer.Option(
+    help="Rows of the positional embedding table [default: the number of tokens].",
+    show_default=False)]
+DOutOpt = Annotated[int | None, typer.Option(
+    help="Output size of W_query/W_key/W_value [default: d_in].", show_default=False)]
+HeadsOpt = Annotated[int | None, typer.Option(
+    help="Number of heads for multihead [default: 2].", show_default=False)]
+DropoutOpt = Annotated[float, typer.Option(
+    help="Dropout on the attention weights (causal, multihead), applied as in training.")]
+BiasOpt = Annotated[bool, typer.Option("--qkv-bias", help="Give W_query/W_key/W_value a bias.")]
+DeviceOpt = Annotated[Device, typer.Option(help="Where to compute.")]
+HeadOpt = Annotated[int | None, typer.Option(
+    help="Show only this head (0-based) [default: all].", show_default=False)]
+PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown in tables.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print strict JSON instead of tables.")]
+# How and what to show, shared by run, explain and compare.
+ShowOpt = Annotated[str | None, typer.Option(
+    help="Stages to show, comma-separated, from: inputs, queries, keys, values, scores, scaled, "
+    "masked, softmax, dropped, weights, heads_context, context. With --json, adds them under "
+    '"stages".', show_default=False, metavar="STAGES")]
+QueryOpt = Annotated[str | None, typer.Option(
+    help="One query's view: the keys it attends to, ranked by weight. An index, or a token's "
+    "text when unique (its leading space optional).", show_default=False, metavar="I")]
+ViewOpt = Annotated[View, typer.Option(
+    help="table: numbers; heatmap: coloured blocks (shades without colour); auto: numbers when "
+    "they fit the terminal.")]
+RowsOpt = Annotated[str | None, typer.Option(
+    help="Show only these token rows: a:b, half-open and 0-based like a Python slice (10:20, "
+    "5:, :3, -4:). JSON stays whole and gains \"window\".", show_default=False, metavar="A:B")]
+ColsOpt = Annotated[str | None, typer.Option(
+    help="Show only these key columns of the token × token matrices (scores, weights, ...): c:d.",
+    show_default=False, metavar="C:D")]
+SaveOpt = Annotated[Path | None, typer.Option(
+    help="Also write the rendered output, in colour, to FILE: .svg, .html or .txt.",
+    show_default=False, metavar="FILE")]
+SaveJsonOpt = Annotated[Path | None, typer.Option(
+    help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+LangOpt = Annotated[Lang | None, typer.Option(
+    help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
+    "else en].", show_default=False)]
+# A trained GPT-2 instead of the chapter-3 toy variants.
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", "-m", help="A local GPT-2 checkpoint: a Hugging Face folder (config.json + "
+    "model.safetensors), a .safetensors file, or a name in the local Hugging Face cache "
+    "(gpt2, gpt2-medium, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
+LayerOpt = Annotated[int, typer.Option(
+    help="With --model: the layer to show, 0-based; negative counts from the end.")]

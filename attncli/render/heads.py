@@ -1,0 +1,116 @@
+"""`attncli heads`: every layer × head at a glance, as thumbnails and a table of measures."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+from attncli.render.colors import cell_style, colour_of, has_colour, legend, shade_of
+from attncli.result import HeadsResult, Matrix
+
+MEASURE_HELP = {
+    "entropy": "mean entropy of a row, nats (0 = one token, high = spread out)",
+    "prev": "share of attention on the previous token",
+    "first": "share on the first token (the 'sink')",
+    "self": "share on the token itself",
+    "distance": "mean number of tokens back attended",
+}
+MIN_SIDE = 3
+
+
+def pool(matrix: Matrix, side: int) -> Matrix:
+    """Max-pool a square matrix down to side × side cells."""
+    n = len(matrix)
+    if n <= side:
+        return matrix
+    edges = [round(k * n / side) for k in range(side + 1)]
+    return [[max(matrix[i][j] for i in range(edges[r], edges[r + 1])
+                 for j in range(edges[c], edges[c + 1]))
+             for c in range(side)] for r in range(side)]
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+def _thumbnail_lines(matrix: Matrix, colour: bool) -> list[Text]:
+    """Lines of one thumbnail: half blocks (two rows a line) in colour, shades without."""
+    if not colour:
+        return [Text("".join(shade_of(v, 0.0, 1.0) for v in row)) for row in matrix]
+    lines = []
+    for r in range(0, len(matrix), 2):
+        line = Text()
+        for c, top in enumerate(matrix[r]):
+            bottom = matrix[r + 1][c] if r + 1 < len(matrix) else None
+            bg = None if bottom is None else _hex(colour_of(bottom, 0.0, 1.0))
+            line.append("▀", style=Style(color=_hex(colour_of(top, 0.0, 1.0)), bgcolor=bg))
+        lines.append(line)
+    return lines
+
+
+def render_grid(console: Console, result: HeadsResult) -> RenderableType:
+    """A grid of thumbnails, one row per layer, one column per head, when the width allows."""
+    layers, heads = len(result.thumbnails), len(result.thumbnails[0])
+    label = len(f"L{layers - 1} ")
+    full = len(result.thumbnails[0][0])
+    side = min(full, (console.width - label) // heads - 1)
+    if side < MIN_SIDE:
+        need = label + heads * (MIN_SIDE + 1)
+        return Text(f"(the grid of {layers}×{heads} thumbnails needs {need} columns; the "
+                    f"terminal has {console.width}: see the table, or widen the terminal)",
+                    style="italic")
+    colour = has_colour(console)
+    header = Text(" " * label + "".join(f"h{h}".ljust(side + 1) for h in range(heads)),
+                  style="bold")
+    parts: list[RenderableType] = [header]
+    for layer, row in enumerate(result.thumbnails):
+        pictures = [_thumbnail_lines(pool(m, side), colour) for m in row]
+        for k in range(len(pictures[0])):
+            line = Text()
+            line.append(f"L{layer}".ljust(label) if k == 0 else " " * label, style="bold")
+            for picture in pictures:
+                line.append_text(picture[k])
+                line.append(" ")
+            parts.append(line)
+    n = result.config["num_tokens"]
+    parts.append(Text(f"each picture: query rows × key columns of {n} tokens, max-pooled to "
+                      f"{side}×{side}; scale 0 … 1", style="dim"))
+    if colour:
+        parts.append(legend(0.0, 1.0, 1))
+    return Group(*parts)
+
+
+def render_measures(result: HeadsResult, precision: int) -> RenderableType:
+    """One row per head: the measures that say what it does, each coloured on its range."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("layer", justify="right")
+    table.add_column("head", justify="right")
+    names = list(MEASURE_HELP)
+    for name in names:
+        table.add_column(name, justify="right")
+    ranges = {name: (min(m[name] for m in result.measures), max(m[name] for m in result.measures))
+              for name in names}
+    for m in result.measures:
+        cells = [Text(str(m["layer"])), Text(str(m["head"]))]
+        for name in names:
+            low, high = (0.0, 1.0) if name in ("prev", "first", "self") else ranges[name]
+            cells.append(Text(f"{m[name]:.{precision}f}", style=cell_style(m[name], low, high)))
+        table.add_row(*cells)
+    notes = Text("\n".join(f"{name}: {text}" for name, text in MEASURE_HELP.items()),
+                 style="dim")
+    return Group(table, notes)
+
+
+def render_heads(console: Console, result: HeadsResult, precision: int = 3) -> RenderableType:
+    """The `heads` view: what it shows, the thumbnail grid, then the table of measures."""
+    m = result.model
+    title = Text.assemble(
+        (f"All {m['layers']} layers × {m['heads']} heads", "bold"),
+        f" · {result.config['num_tokens']} tokens · sorted by {result.config['sort']}\n",
+        ("Each head's attention over its layer's input (the LayerNorm'd residual stream); "
+         "layers and heads are 0-based.", "dim"))
+    return Group(title, Text(), render_grid(console, result), Text(),
+                 render_measures(result, precision))
