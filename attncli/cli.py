@@ -97,10 +97,15 @@ REQUEST_FIELDS = ("variant", "encoding", "allow_special", "seed", "emb_dim", "co
                   "d_out", "heads", "dropout", "qkv_bias", "device", "model", "layer")
 
 
-def request_from(options: dict[str, Any]) -> Request:
-    """The Request for a command's options (its locals()): the input read, enums as values."""
-    settings = {key: value.value if isinstance(value, Enum) else value
-                for key, value in options.items() if key in REQUEST_FIELDS and value is not None}
+def request_from(options: dict[str, Any], keep: tuple[str, ...] | None = None) -> Request:
+    """The Request for a command's options (its locals()): the input read, enums as values.
+
+    keep names the stages the command shows (None: all of them), so no others are converted.
+    """
+    settings: dict[str, Any] = {
+        key: value.value if isinstance(value, Enum) else value
+        for key, value in options.items() if key in REQUEST_FIELDS and value is not None}
+    settings["keep"] = keep
     if options.get("model") is not None and options.get("variant") is not None:
         raise AttnCliError("--variant does not apply with --model: the checkpoint's own "
                            "attention is shown")
@@ -184,7 +189,7 @@ def run(
     given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show)
     check_outputs(save, save_json)
-    request = request_from(given)
+    request = request_from(given, keep=("masked", "keys", *(spec.stages or ())))
     result = run_pipeline(request)
     options = view_options(spec, result)
     doc = result.to_dict(stages=list(options.stages or ()), query=options.query,
@@ -297,7 +302,7 @@ def compare(
     names = parse_names(variants, [v.value for v in Variant], "--variants")
     spec = display_spec(precision, view, rows, cols)
     check_outputs(save, save_json)
-    base = request_from(given)
+    base = request_from(given, keep=("masked",))
     results = run_compare(base, list(names))
     options = view_options(spec, results[0])
     window = spec.window(len(results[0].tokens))

@@ -14,7 +14,7 @@ from attncli.attention import VARIANTS, AttentionOutput, build_variant
 from attncli.embed import check_dims, embed
 from attncli.errors import AttnCliError
 from attncli.inputs import InputVectors
-from attncli.result import HeadsResult, Result, TokenInfo
+from attncli.result import STAGES, HeadsResult, Result, TokenInfo
 from attncli.tokens import get_encoding, tokenize
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class Request:
     device: str = "cpu"
     model: str | None = None  # a GPT-2 checkpoint instead of a chapter-3 variant
     layer: int = 0
+    keep: tuple[str, ...] | None = None  # the stages to keep as plain data; None keeps all
 
 
 def validate(req: Request) -> None:
@@ -118,15 +119,19 @@ def _nan_to_none(value: Any) -> Any:
 
 def to_result(req: Request, tokens: list[TokenInfo], x: Tensor, out: AttentionOutput,
               config: dict[str, Any], model: dict[str, Any] | None = None) -> Result:
-    """The one place tensors become plain data."""
-    stages = {name: plain(getattr(out, name, None)) for name in
-              ("queries", "keys", "values", "scores", "scaled", "masked", "softmax", "dropped",
-               "heads_context")}
-    stages["inputs"] = plain(x)
+    """The one place tensors become plain data (only the stages req.keep names, for speed)."""
+    tensors = {name: getattr(out, name, None) for name in
+               ("queries", "keys", "values", "scores", "scaled", "masked", "softmax", "dropped",
+                "heads_context")}
+    tensors["inputs"] = x
+    present = tuple(name for name in STAGES if name in ("weights", "context")
+                    or tensors.get(name) is not None)
+    stages = {name: plain(t) for name, t in tensors.items()
+              if req.keep is None or name in req.keep}
     weights, context = plain(out.weights), plain(out.context)
     stages["weights"], stages["context"] = weights, context
     return Result(variant="gpt2" if req.model else req.variant, config=config, tokens=tokens,
-                  weights=weights, context=context, stages=stages, model=model)
+                  weights=weights, context=context, stages=stages, model=model, present=present)
 
 
 def text_tokens(req: Request) -> tuple[list[TokenInfo], list[int]]:
@@ -209,7 +214,7 @@ def run(req: Request) -> Result:
     with torch.no_grad():
         out = module(x.to(device))
     config = {**{k: v for k, v in asdict(req).items()
-                 if k not in ("text", "inputs", "model", "layer")},
+                 if k not in ("text", "inputs", "model", "layer", "keep")},
               "source": "inputs" if req.inputs is not None else "text",
               "num_tokens": len(tokens), "d_in": d_in, "d_out": module.d_out, "heads": heads,
               "version": __version__}

@@ -41,6 +41,7 @@ class Result:
     context: Matrix  # [T][d_out]
     stages: dict[str, Any] = field(default_factory=dict)  # name → nested lists, None if absent
     model: dict[str, Any] | None = None  # with --model: path, layers, heads, d_model, layer
+    present: tuple[str, ...] | None = None  # every stage the run has, kept in stages or not
 
     @property
     def num_heads(self) -> int:
@@ -54,6 +55,8 @@ class Result:
 
     def available_stages(self) -> list[str]:
         """The stages this run has, in computation order."""
+        if self.present is not None:
+            return list(self.present)
         return [name for name in STAGES if self.stages.get(name) is not None]
 
     def to_dict(self, stages: list[str] | None = None, query: int | None = None,
