@@ -13,12 +13,14 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.errors import AttnCliError
 
 BLOCK_Q = 128  # query rows per tile
-BLOCK_K = 512  # key columns per tile; torch.topk is fastest when a row has ≥ 64·k entries
+BLOCK_K = 512  # key columns per tile
+TOPK_GROUP = 8  # keys per top-k group: a tile keeps one maximum per group, not a topk per row
 # exp() below about -87 returns float32 denormals, which run 25-60× slower on CPU (and exp(-inf)
 # about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
 EXP_FLOOR = -80.0
@@ -112,10 +114,9 @@ def _attend_query_tile(queries: Tensor, keys: Tensor, values: Tensor, rows: slic
         plogp=q_tile.new_zeros(heads, bq),  # (heads, bq)
         acc=q_tile.new_zeros(heads, bq, head_dim),  # (heads, bq, head_dim)
     )
-    # Top-k candidates: each key tile's best k, padded so a short causal row still has k.
-    cand_scores = [q_tile.new_full((heads, bq, k), -torch.inf)]  # [(heads, bq, ≤k)]
-    cand_index = [torch.full((heads, bq, k), -1, device=q_tile.device)]  # [(heads, bq, ≤k)]
     query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
+    stride = -(-block_k // TOPK_GROUP)  # groups per key tile
+    group_max = []  # [(heads, bq, stride)] per key tile
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     key_end = rows.stop if causal else keys.shape[1]
     for k0 in range(0, key_end, block_k):
@@ -128,11 +129,14 @@ def _attend_query_tile(queries: Tensor, keys: Tensor, values: Tensor, rows: slic
             mask = key_pos[None, :] > query_pos[:, None]  # (bq, bk)
             scores.masked_fill_(mask, -torch.inf)  # (heads, bq, bk)
         if k:
-            best, where = scores.topk(min(k, k1 - k0), dim=-1)  # each (heads, bq, ≤k)
-            cand_scores.append(best)
-            cand_index.append(where + k0)
+            group_max.append(_group_max(scores, stride))
         _online_update(state, scores, values[:, k0:k1], mask)
-    _finish_tile(state, torch.cat(cand_scores, -1), torch.cat(cand_index, -1), rows, k, out)
+    lse = _finish_rows(state, rows, out)  # (heads, bq)
+    if k:
+        best, index = _top_keys(q_tile, keys, torch.cat(group_max, -1), query_pos, causal, k,
+                                block_k)
+        out.topk_index[:, rows] = index
+        out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (heads, bq, k); e^-inf = 0
 
 
 def _online_update(state: _RowState, scores: Tensor, values: Tensor, mask: Tensor | None) -> None:
@@ -152,19 +156,50 @@ def _online_update(state: _RowState, scores: Tensor, values: Tensor, mask: Tenso
     state.row_max = new_max
 
 
-def _finish_tile(state: _RowState, cand_scores: Tensor, cand_index: Tensor, rows: slice, k: int,
-                 out: TiledOutput) -> None:
-    """Normalise the tile's running sums and pick its top-k keys from the candidates."""
+def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
+    """Normalise a query tile's running sums into out[rows]; returns its lse (heads, bq)."""
     log_sum = state.row_sum.log()  # (heads, bq)
     lse = state.row_max + log_sum  # (heads, bq)
     out.lse[:, rows] = lse
     # H = -Σ w ln w with w = e^(s-m)/l, so H = ln l - Σ e^(s-m)·(s-m) / l.
     out.entropy[:, rows] = log_sum - state.plogp / state.row_sum
     out.context[:, rows] = state.acc / state.row_sum[..., None]  # (heads, bq, head_dim)
-    best, where = cand_scores.topk(k, dim=-1)  # each (heads, bq, k), heaviest first
-    index = cand_index.gather(-1, where)  # (heads, bq, k)
-    out.topk_index[:, rows] = index.masked_fill_(best == -torch.inf, -1)
-    out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (heads, bq, k); e^-inf = 0
+    return lse
+
+
+def _group_max(scores: Tensor, stride: int) -> Tensor:
+    """Max of each key group {c, c+stride, c+2·stride, ...} of a tile: (heads, bq, stride)."""
+    heads, bq, width = scores.shape
+    if width < stride * TOPK_GROUP:
+        scores = F.pad(scores, (0, stride * TOPK_GROUP - width), value=-torch.inf)
+    # Strided groups reduce across rows of a (g, stride) view, which vectorises well.
+    return scores.view(heads, bq, TOPK_GROUP, stride).amax(dim=-2)  # (heads, bq, stride)
+
+
+def _top_keys(q_tile: Tensor, keys: Tensor, group_max: Tensor, query_pos: Tensor, causal: bool,
+              k: int, block_k: int) -> tuple[Tensor, Tensor]:
+    """Each row's k best scores and their keys, rescored from its k best key groups."""
+    # The k best keys lie in the k groups with the largest maxima: a group holding one of them
+    # is beaten only by groups holding a larger key, of which there are fewer than k.
+    heads, bq, head_dim = q_tile.shape
+    stride = -(-block_k // TOPK_GROUP)  # groups per key tile, as in _attend_query_tile
+    _, group = group_max.topk(min(k, group_max.shape[-1]), dim=-1)  # (heads, bq, kg)
+    column = group % stride  # (heads, bq, kg) first column of each group in its tile
+    offset = torch.arange(TOPK_GROUP, device=q_tile.device) * stride  # (g,)
+    member = ((group // stride * block_k + column)[..., None] + offset).flatten(2)  # (h, bq, m)
+    valid = ((column[..., None] + offset) < block_k).flatten(2) & (member < keys.shape[1])
+    if causal:
+        valid &= member <= query_pos[:, None]  # (heads, bq, m)
+    member.clamp_(max=keys.shape[1] - 1)
+    picked = torch.stack([keys[h].index_select(0, member[h].flatten()) for h in range(heads)])
+    picked = picked.view(heads, bq, -1, head_dim)  # (heads, bq, m, head_dim)
+    scores = (picked * q_tile[:, :, None]).sum(-1).masked_fill_(~valid, -torch.inf)  # (h, bq, m)
+    if scores.shape[-1] < k:  # a short causal row: pad with empty slots
+        scores = F.pad(scores, (0, k - scores.shape[-1]), value=-torch.inf)
+        member = F.pad(member, (0, k - member.shape[-1]), value=-1)
+    best, where = scores.topk(k, dim=-1)  # each (heads, bq, k), heaviest first
+    index = member.gather(-1, where).masked_fill_(best == -torch.inf, -1)  # (heads, bq, k)
+    return best, index
 
 
 @torch.inference_mode()
