@@ -10,6 +10,8 @@ its top-k keys.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
@@ -96,10 +98,32 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                                device=queries.device),  # (heads, N, k)
         topk_weight=queries.new_empty(heads, num_tokens, k),  # (heads, N, k)
     )
-    for q0 in range(0, num_tokens, block_q):
-        _attend_query_tile(queries, keys, values, slice(q0, min(q0 + block_q, num_tokens)),
-                           causal, k, block_k, out)
+    tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
+    # Causal tiles near the end see the most keys: hand them out first so threads end together.
+    _for_each(tiles[::-1], queries.device,
+              lambda rows: _attend_query_tile(queries, keys, values, rows, causal, k, block_k, out))
     return out
+
+
+def _for_each(tiles: list[slice], device: torch.device, task: Callable[[slice], None]) -> None:
+    """Run task on every query tile: on CPU, one tile per thread, each thread single-threaded."""
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads == 1 or len(tiles) == 1:
+        for rows in tiles:
+            task(rows)
+        return
+    # Coarse tasks, as SDPA's CPU kernel runs: thousands of small multi-threaded ops each end in
+    # a barrier, and every barrier stalls while another process holds one of the cores.
+    def run(rows: slice) -> None:
+        with torch.inference_mode():  # grad mode is per thread
+            task(rows)
+
+    try:
+        with ThreadPoolExecutor(min(threads, len(tiles)), initializer=torch.set_num_threads,
+                                initargs=(1,)) as pool:
+            list(pool.map(run, tiles))
+    finally:
+        torch.set_num_threads(threads)  # new threads copy the count the workers last set
 
 
 def _attend_query_tile(queries: Tensor, keys: Tensor, values: Tensor, rows: slice,

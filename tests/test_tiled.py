@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -139,6 +140,25 @@ def test_split_heads_views_match_multihead_attend() -> None:
     torch.testing.assert_close(context, naive.context, atol=1e-5, rtol=0)
     top_weight, top_index = naive.weights.topk(5, dim=-1)  # (heads, T, 5)
     assert torch.equal(out.topk_index, top_index.masked_fill(top_weight == 0, -1))
+
+
+def test_worker_threads_leave_the_thread_count_alone() -> None:
+    q, k, v = random_qkv(2, 200, 8, seed=9)
+    before = torch.get_num_threads()
+    threaded = tiled_attention(q, k, v, causal=True, block_q=16, block_k=32)
+    seen = []
+    later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    later.start()
+    later.join()
+    assert torch.get_num_threads() == before
+    assert seen == [before]
+    torch.set_num_threads(1)  # the sequential path
+    try:
+        sequential = tiled_attention(q, k, v, causal=True, block_q=16, block_k=32)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(threaded.context, sequential.context)
+    assert torch.equal(threaded.topk_index, sequential.topk_index)
 
 
 WINDOWS = [
