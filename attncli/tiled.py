@@ -10,7 +10,7 @@ its top-k keys.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -40,6 +40,19 @@ class TiledOutput:
     entropy: Tensor  # (heads, N) -Σ_j w_ij ln w_ij of each row's weights
     topk_index: Tensor  # (heads, N, k) long, heaviest key first; -1 where a causal row is short
     topk_weight: Tensor  # (heads, N, k) their weights; 0.0 where the index is -1
+
+
+@dataclass
+class _Pass:
+    """What every query tile of one tiled_attention call reads and writes."""
+
+    queries: Tensor  # (heads, N, head_dim)
+    keys: Tensor  # (heads, N, head_dim)
+    values: Tensor  # (heads, N, head_dim)
+    causal: bool
+    k: int  # top-k keys per row
+    block_k: int
+    out: TiledOutput
 
 
 @dataclass
@@ -98,39 +111,54 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                                device=queries.device),  # (heads, N, k)
         topk_weight=queries.new_empty(heads, num_tokens, k),  # (heads, N, k)
     )
+    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
-    _for_each(tiles[::-1], queries.device,
-              lambda rows: _attend_query_tile(queries, keys, values, rows, causal, k, block_k, out))
+    _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
     return out
 
 
-def _for_each(tiles: list[slice], device: torch.device, task: Callable[[slice], None]) -> None:
-    """Run task on every query tile: on CPU, one tile per thread, each thread single-threaded."""
+def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
+    """Attend every query tile; on CPU, worker threads take one tile at a time."""
     threads = torch.get_num_threads()
-    if device.type != "cpu" or threads == 1 or len(tiles) == 1:
-        for rows in tiles:
-            task(rows)
+    workers = min(threads, len(tiles)) if job.queries.device.type == "cpu" else 1
+    pending = iter(tiles)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        if workers > 1:
+            torch.set_num_threads(1)  # this thread only
+        # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
+        rows = job.queries.shape[0] * block_q  # heads · bq
+        num_tokens, stride = job.keys.shape[1], -(-job.block_k // TOPK_GROUP)
+        buffers = (job.queries.new_empty(rows * job.block_k),  # scores
+                   job.queries.new_empty(rows * job.block_k),  # weights
+                   job.queries.new_empty(rows * -(-num_tokens // job.block_k) * stride))  # groups
+        with torch.inference_mode():  # grad mode is per thread
+            while True:
+                with lock:
+                    rows = next(pending, None)
+                if rows is None:
+                    return
+                _attend_query_tile(job, rows, buffers)
+
+    if workers == 1:
+        worker()
         return
     # Coarse tasks, as SDPA's CPU kernel runs: thousands of small multi-threaded ops each end in
     # a barrier, and every barrier stalls while another process holds one of the cores.
-    def run(rows: slice) -> None:
-        with torch.inference_mode():  # grad mode is per thread
-            task(rows)
-
     try:
-        with ThreadPoolExecutor(min(threads, len(tiles)), initializer=torch.set_num_threads,
-                                initargs=(1,)) as pool:
-            list(pool.map(run, tiles))
+        with ThreadPoolExecutor(workers) as pool:
+            for done in [pool.submit(worker) for _ in range(workers)]:
+                done.result()
     finally:
         torch.set_num_threads(threads)  # new threads copy the count the workers last set
 
 
-def _attend_query_tile(queries: Tensor, keys: Tensor, values: Tensor, rows: slice,
-                       causal: bool, k: int, block_k: int, out: TiledOutput) -> None:
+def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, Tensor]) -> None:
     """Stream every key tile a query tile may see through the online softmax; fill out[rows]."""
     # Scaling Q by 1/√d_k once scales every score: the softmax does not saturate as d_k grows.
-    q_tile = queries[:, rows] * (1.0 / math.sqrt(queries.shape[-1]))  # (heads, bq, head_dim)
+    q_tile = job.queries[:, rows] * (1.0 / math.sqrt(job.queries.shape[-1]))  # (h, bq, head_dim)
     heads, bq, head_dim = q_tile.shape
     state = _RowState(
         row_max=q_tile.new_full((heads, bq), -torch.inf),  # (heads, bq)
@@ -139,42 +167,45 @@ def _attend_query_tile(queries: Tensor, keys: Tensor, values: Tensor, rows: slic
         acc=q_tile.new_zeros(heads, bq, head_dim),  # (heads, bq, head_dim)
     )
     query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
-    stride = -(-block_k // TOPK_GROUP)  # groups per key tile
-    group_max = []  # [(heads, bq, stride)] per key tile
+    num_tokens, stride = job.keys.shape[1], -(-job.block_k // TOPK_GROUP)  # stride: groups/tile
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
-    key_end = rows.stop if causal else keys.shape[1]
-    for k0 in range(0, key_end, block_k):
-        k1 = min(k0 + block_k, keys.shape[1])
-        scores = q_tile @ keys[:, k0:k1].transpose(1, 2)  # (heads, bq, bk)
+    starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
+    group_max = _view(buffers[2], heads, bq, len(starts) * stride)  # a maximum per key group
+    for tile, k0 in enumerate(starts):
+        # Causal: the diagonal tile stops at the last query; later keys would all be masked.
+        k1 = min(k0 + job.block_k, rows.stop if job.causal else num_tokens)
+        scores, weights = (_view(b, heads, bq, k1 - k0) for b in buffers[:2])  # (heads, bq, bk)
+        torch.matmul(q_tile, job.keys[:, k0:k1].transpose(1, 2), out=scores)  # (heads, bq, bk)
         mask = None
-        if causal and k1 - 1 > rows.start:
+        if job.causal and k1 - 1 > rows.start:
             # Query i may only look at keys 0..i: future keys get -inf, so weight 0.
             key_pos = torch.arange(k0, k1, device=q_tile.device)  # (bk,)
             mask = key_pos[None, :] > query_pos[:, None]  # (bq, bk)
             scores.masked_fill_(mask, -torch.inf)  # (heads, bq, bk)
-        if k:
-            group_max.append(_group_max(scores, stride))
-        _online_update(state, scores, values[:, k0:k1], mask)
-    lse = _finish_rows(state, rows, out)  # (heads, bq)
-    if k:
-        best, index = _top_keys(q_tile, keys, torch.cat(group_max, -1), query_pos, causal, k,
-                                block_k)
-        out.topk_index[:, rows] = index
-        out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (heads, bq, k); e^-inf = 0
+        if job.k:
+            _group_max(scores, out=group_max[..., tile * stride:(tile + 1) * stride])
+        _online_update(state, scores, weights, job.values[:, k0:k1], mask)
+    lse = _finish_rows(state, rows, job.out)  # (heads, bq)
+    if job.k:
+        best, index = _top_keys(job, q_tile, group_max, query_pos)
+        job.out.topk_index[:, rows] = index
+        job.out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (h, bq, k); e^-inf = 0
 
 
-def _online_update(state: _RowState, scores: Tensor, values: Tensor, mask: Tensor | None) -> None:
-    """Fold one key tile into the running softmax; consumes scores in place."""
+def _online_update(state: _RowState, scores: Tensor, weights: Tensor, values: Tensor,
+                   mask: Tensor | None) -> None:
+    """Fold one key tile into the running softmax; overwrites scores and weights."""
     new_max = torch.maximum(state.row_max, scores.amax(dim=-1))  # (heads, bq)
     # Old terms were relative to the old maximum: rescale them by α = e^(m_old - m_new).
     shift = (state.row_max - new_max).clamp_min_(EXP_FLOOR)  # (heads, bq)
     alpha = shift.exp()  # (heads, bq)
     shifted = scores.sub_(new_max[..., None]).clamp_min_(EXP_FLOOR)  # (heads, bq, bk) s - m
-    p = shifted.exp()  # (heads, bq, bk) e^(s-m)
+    p = torch.exp(shifted, out=weights)  # (heads, bq, bk) e^(s-m)
     if mask is not None:
         p.masked_fill_(mask, 0.0)  # the floor turned -inf into e^-80; masked keys weigh 0
     # Σ p·(s - m_new) = α·(Σ p_old·(s - m_old) + shift·l_old) for the keys already seen.
-    state.plogp = alpha * (state.plogp + shift * state.row_sum) + torch.linalg.vecdot(p, shifted)
+    plogp = shifted.mul_(p).sum(dim=-1)  # (heads, bq)
+    state.plogp = alpha * (state.plogp + shift * state.row_sum) + plogp
     state.row_sum = alpha * state.row_sum + p.sum(dim=-1)  # (heads, bq)
     state.acc.mul_(alpha[..., None]).baddbmm_(p, values)  # (heads, bq, head_dim)
     state.row_max = new_max
@@ -191,37 +222,46 @@ def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
     return lse
 
 
-def _group_max(scores: Tensor, stride: int) -> Tensor:
-    """Max of each key group {c, c+stride, c+2·stride, ...} of a tile: (heads, bq, stride)."""
-    heads, bq, width = scores.shape
-    if width < stride * TOPK_GROUP:
-        scores = F.pad(scores, (0, stride * TOPK_GROUP - width), value=-torch.inf)
-    # Strided groups reduce across rows of a (g, stride) view, which vectorises well.
-    return scores.view(heads, bq, TOPK_GROUP, stride).amax(dim=-2)  # (heads, bq, stride)
+def _view(buffer: Tensor, *shape: int) -> Tensor:
+    """The front of a flat buffer as a contiguous tensor of the given shape."""
+    return buffer[: math.prod(shape)].view(shape)
 
 
-def _top_keys(q_tile: Tensor, keys: Tensor, group_max: Tensor, query_pos: Tensor, causal: bool,
-              k: int, block_k: int) -> tuple[Tensor, Tensor]:
+def _group_max(scores: Tensor, out: Tensor) -> None:
+    """Into out (heads, bq, stride): the max of each key group {c, c+stride, c+2·stride, ...}."""
+    heads, bq, stride = out.shape
+    members = -(-scores.shape[-1] // stride)  # TOPK_GROUP, or fewer in a narrower last tile
+    if scores.shape[-1] < members * stride:
+        scores = F.pad(scores, (0, members * stride - scores.shape[-1]), value=-torch.inf)
+    # Strided groups reduce across rows of a (members, stride) view, which vectorises well.
+    torch.amax(scores.view(heads, bq, members, stride), dim=-2, out=out)
+
+
+def _top_keys(job: _Pass, q_tile: Tensor, group_max: Tensor,
+              query_pos: Tensor) -> tuple[Tensor, Tensor]:
     """Each row's k best scores and their keys, rescored from its k best key groups."""
     # The k best keys lie in the k groups with the largest maxima: a group holding one of them
     # is beaten only by groups holding a larger key, of which there are fewer than k.
     heads, bq, head_dim = q_tile.shape
-    stride = -(-block_k // TOPK_GROUP)  # groups per key tile, as in _attend_query_tile
-    _, group = group_max.topk(min(k, group_max.shape[-1]), dim=-1)  # (heads, bq, kg)
+    num_tokens, stride = job.keys.shape[1], -(-job.block_k // TOPK_GROUP)
+    _, group = group_max.topk(min(job.k, group_max.shape[-1]), dim=-1)  # (heads, bq, kg)
     column = group % stride  # (heads, bq, kg) first column of each group in its tile
     offset = torch.arange(TOPK_GROUP, device=q_tile.device) * stride  # (g,)
-    member = ((group // stride * block_k + column)[..., None] + offset).flatten(2)  # (h, bq, m)
-    valid = ((column[..., None] + offset) < block_k).flatten(2) & (member < keys.shape[1])
-    if causal:
+    member = ((group // stride * job.block_k + column)[..., None] + offset).flatten(2)  # (h,bq,m)
+    valid = ((column[..., None] + offset) < job.block_k).flatten(2) & (member < num_tokens)
+    if job.causal:
         valid &= member <= query_pos[:, None]  # (heads, bq, m)
-    member.clamp_(max=keys.shape[1] - 1)
-    picked = torch.stack([keys[h].index_select(0, member[h].flatten()) for h in range(heads)])
-    picked = picked.view(heads, bq, -1, head_dim)  # (heads, bq, m, head_dim)
-    scores = (picked * q_tile[:, :, None]).sum(-1).masked_fill_(~valid, -torch.inf)  # (h, bq, m)
-    if scores.shape[-1] < k:  # a short causal row: pad with empty slots
-        scores = F.pad(scores, (0, k - scores.shape[-1]), value=-torch.inf)
-        member = F.pad(member, (0, k - member.shape[-1]), value=-1)
-    best, where = scores.topk(k, dim=-1)  # each (heads, bq, k), heaviest first
+    member.clamp_(max=num_tokens - 1)
+    scores = q_tile.new_empty(member.shape)  # (heads, bq, m)
+    picked = q_tile.new_empty(bq * member.shape[-1], head_dim)  # (bq·m, head_dim)
+    for h in range(heads):  # a head at a time keeps the gathered keys small
+        torch.index_select(job.keys[h], 0, member[h].flatten(), out=picked)
+        torch.sum(picked.view(bq, -1, head_dim).mul_(q_tile[h, :, None]), -1, out=scores[h])
+    scores.masked_fill_(~valid, -torch.inf)  # (heads, bq, m)
+    if scores.shape[-1] < job.k:  # a short causal row: pad with empty slots
+        scores = F.pad(scores, (0, job.k - scores.shape[-1]), value=-torch.inf)
+        member = F.pad(member, (0, job.k - member.shape[-1]), value=-1)
+    best, where = scores.topk(job.k, dim=-1)  # each (heads, bq, k), heaviest first
     index = member.gather(-1, where).masked_fill_(best == -torch.inf, -1)  # (heads, bq, k)
     return best, index
 
