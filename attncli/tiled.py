@@ -27,8 +27,8 @@ TOPK_GROUP = 8  # keys per top-k group: a tile keeps one maximum per group, not 
 # about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
 EXP_FLOOR = -80.0
 IMPLS = ("naive", "tiled", "auto")
-NAIVE_STAGES = 5  # (heads, N, N) tensors the naive path keeps: scores, scaled, masked, softmax,
-# weights
+# The (heads, N, N) float32 tensors the naive path keeps: scores, scaled, masked, softmax, weights.
+NAIVE_STAGES = 5
 
 
 @dataclass
@@ -129,11 +129,11 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         if workers > 1:
             torch.set_num_threads(1)  # this thread only
         # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
-        rows = job.queries.shape[0] * block_q  # heads · bq
-        num_tokens, stride = job.keys.shape[1], -(-job.block_k // TOPK_GROUP)
-        buffers = (job.queries.new_empty(rows * job.block_k),  # scores
-                   job.queries.new_empty(rows * job.block_k),  # weights
-                   job.queries.new_empty(rows * -(-num_tokens // job.block_k) * stride))  # groups
+        cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
+        key_tiles = -(-job.keys.shape[1] // job.block_k)
+        buffers = (job.queries.new_empty(cells),  # scores
+                   job.queries.new_empty(cells),  # weights
+                   job.queries.new_empty(cells // job.block_k * key_tiles * _stride(job)))  # groups
         with torch.inference_mode():  # grad mode is per thread
             while True:
                 with lock:
@@ -167,7 +167,7 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
         acc=q_tile.new_zeros(heads, bq, head_dim),  # (heads, bq, head_dim)
     )
     query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
-    num_tokens, stride = job.keys.shape[1], -(-job.block_k // TOPK_GROUP)  # stride: groups/tile
+    num_tokens, stride = job.keys.shape[1], _stride(job)
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
     group_max = _view(buffers[2], heads, bq, len(starts) * stride)  # a maximum per key group
@@ -222,6 +222,11 @@ def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
     return lse
 
 
+def _stride(job: _Pass) -> int:
+    """Top-k groups per key tile: group c of a tile holds its keys c, c+stride, c+2·stride, ..."""
+    return -(-job.block_k // TOPK_GROUP)
+
+
 def _view(buffer: Tensor, *shape: int) -> Tensor:
     """The front of a flat buffer as a contiguous tensor of the given shape."""
     return buffer[: math.prod(shape)].view(shape)
@@ -243,7 +248,7 @@ def _top_keys(job: _Pass, q_tile: Tensor, group_max: Tensor,
     # The k best keys lie in the k groups with the largest maxima: a group holding one of them
     # is beaten only by groups holding a larger key, of which there are fewer than k.
     heads, bq, head_dim = q_tile.shape
-    num_tokens, stride = job.keys.shape[1], -(-job.block_k // TOPK_GROUP)
+    num_tokens, stride = job.keys.shape[1], _stride(job)
     _, group = group_max.topk(min(job.k, group_max.shape[-1]), dim=-1)  # (heads, bq, kg)
     column = group % stride  # (heads, bq, kg) first column of each group in its tile
     offset = torch.arange(TOPK_GROUP, device=q_tile.device) * stride  # (g,)

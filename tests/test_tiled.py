@@ -83,6 +83,8 @@ SHAPES = [
     (12, 257, 64, 128, 512),
     (1, 300, 8, 7, 64),
     (2, 97, 16, 97, 13),
+    (2, 300, 8, 100, 64),  # the causal diagonal tile is cut at a row that is no group boundary
+    (1, 1000, 16, 128, 512),  # the defaults, with a partial last tile
 ]
 
 
