@@ -282,7 +282,7 @@ def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols
     q_rows = queries.index_select(1, row_idx) * (1.0 / math.sqrt(queries.shape[-1]))  # (h, R, d)
     k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
     scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
-    weights = (scores - lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
+    weights = scores.sub_(lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
     if causal:
         weights.masked_fill_(col_idx[None, :] > row_idx[:, None], 0.0)  # (heads, R, C)
     return weights

@@ -145,11 +145,11 @@ def format_row(row: dict) -> str:
             f"  (+{row['extra_mb']:.0f} over {row['baseline_mb']:.0f}){noise}")
 
 
-def median_seconds(cmd: list[str], repeats: int, env: dict) -> float:
+def median_seconds(cmd: list[str], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         times.append(time.perf_counter() - start)
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or [""])[-1]
@@ -159,9 +159,7 @@ def median_seconds(cmd: list[str], repeats: int, env: dict) -> float:
 
 def startup(repeats: int) -> dict:
     """Median wall time of CLI commands against the bare interpreter they run on."""
-    cli = str(Path(sys.executable).parent / "attncli")
-    # This checkout's attncli, even where the venv's editable install points at another.
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = str(Path(sys.executable).parent / "attncli")  # the venv's console script
     py = sys.executable
     pairs = [
         ("attncli --help", [cli, "--help"], "python -c pass", [py, "-c", "pass"]),
@@ -172,14 +170,14 @@ def startup(repeats: int) -> dict:
     rows = []
     for name, cmd, base_name, base in pairs:
         try:
-            seconds = median_seconds(cmd, repeats, env)
+            seconds = median_seconds(cmd, repeats)
         except (OSError, RuntimeError, subprocess.TimeoutExpired) as err:
             rows.append({"command": name, "skipped": str(err)})
             continue
-        base_seconds = median_seconds(base, repeats, env)
+        base_seconds = median_seconds(base, repeats)
         rows.append({"command": name, "seconds": seconds, "baseline": base_name,
                      "baseline_seconds": base_seconds, "overhead_s": seconds - base_seconds})
-    return {"repeats": repeats, "rows": rows}
+    return {"repeats": repeats, "console_script": cli, "rows": rows}
 
 
 def check_targets(rows: list[dict]) -> list[dict]:
@@ -201,13 +199,13 @@ def machine() -> dict:
 
 
 def print_startup(section: dict) -> None:
-    print(f"start-up (median of {section['repeats']} runs)")
+    print(f"start-up of {section['console_script']} (median of {section['repeats']} runs)")
     for row in section["rows"]:
         if "skipped" in row:
             print(f"  {row['command']:<15} skipped: {row['skipped']}")
         else:
             print(f"  {row['command']:<15} {row['seconds']:6.3f} s  vs {row['baseline']}"
-                  f" {row['baseline_seconds']:6.3f} s  → +{row['overhead_s']:.3f} s")
+                  f" {row['baseline_seconds']:6.3f} s  → {row['overhead_s']:+.3f} s")
 
 
 def main() -> None:
