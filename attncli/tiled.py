@@ -95,7 +95,8 @@ def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, blo
         )
 
 
-@torch.inference_mode()
+# no_grad rather than inference_mode: the context may go on into out_proj outside any guard.
+@torch.no_grad()
 def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                     top_k: int = 5, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
                     dropout: float = 0.0) -> TiledOutput:
@@ -134,7 +135,7 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         buffers = (job.queries.new_empty(cells),  # scores
                    job.queries.new_empty(cells),  # weights
                    job.queries.new_empty(cells // job.block_k * key_tiles * _stride(job)))  # groups
-        with torch.inference_mode():  # grad mode is per thread
+        with torch.no_grad():  # grad mode is per thread
             while True:
                 with lock:
                     rows = next(pending, None)
@@ -271,7 +272,7 @@ def _top_keys(job: _Pass, q_tile: Tensor, group_max: Tensor,
     return best, index
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols: range,
                    causal: bool) -> Tensor:
     """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0."""

@@ -140,6 +140,9 @@ def test_split_heads_views_match_multihead_attend() -> None:
     out = tiled_attention(queries, keys, values, causal=True, block_q=16, block_k=32)
     context = out.context.transpose(0, 1).reshape(90, 24)  # (T, d_out), heads side by side
     torch.testing.assert_close(context, naive.context, atol=1e-5, rtol=0)
+    # Plain tensors, not inference tensors: out_proj accepts them outside any grad guard.
+    torch.testing.assert_close(mha.out_proj(context), mha.out_proj(naive.context), atol=1e-5,
+                               rtol=0)
     top_weight, top_index = naive.weights.topk(5, dim=-1)  # (heads, T, 5)
     assert torch.equal(out.topk_index, top_index.masked_fill(top_weight == 0, -1))
 
