@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import torch
@@ -125,6 +125,7 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
     workers = min(threads, len(tiles)) if job.queries.device.type == "cpu" else 1
     pending = iter(tiles)
     lock = threading.Lock()
+    stop = threading.Event()
 
     def worker() -> None:
         if workers > 1:
@@ -132,11 +133,12 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
         cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
         key_tiles = -(-job.keys.shape[1] // job.block_k)
+        groups = cells // job.block_k * key_tiles * _stride(job) if job.k else 0
         buffers = (job.queries.new_empty(cells),  # scores
                    job.queries.new_empty(cells),  # weights
-                   job.queries.new_empty(cells // job.block_k * key_tiles * _stride(job)))  # groups
+                   job.queries.new_empty(groups))  # top-k group maxima
         with torch.no_grad():  # grad mode is per thread
-            while True:
+            while not stop.is_set():
                 with lock:
                     rows = next(pending, None)
                 if rows is None:
@@ -148,12 +150,16 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         return
     # Coarse tasks, as SDPA's CPU kernel runs: thousands of small multi-threaded ops each end in
     # a barrier, and every barrier stalls while another process holds one of the cores.
+    pool = ThreadPoolExecutor(workers)
     try:
-        with ThreadPoolExecutor(workers) as pool:
-            for done in [pool.submit(worker) for _ in range(workers)]:
-                done.result()
+        futures = [pool.submit(worker) for _ in range(workers)]
+        wait(futures, return_when=FIRST_EXCEPTION)
     finally:
+        stop.set()  # after an error or Ctrl-C, the other workers stop at the end of their tile
+        pool.shutdown()
         torch.set_num_threads(threads)  # new threads copy the count the workers last set
+    for done in futures:
+        done.result()  # raises a worker's error here
 
 
 def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, Tensor]) -> None:
@@ -171,7 +177,7 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
     num_tokens, stride = job.keys.shape[1], _stride(job)
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
-    group_max = _view(buffers[2], heads, bq, len(starts) * stride)  # a maximum per key group
+    group_max = _view(buffers[2], heads, bq, len(starts) * stride if job.k else 0)  # per group
     for tile, k0 in enumerate(starts):
         # Causal: the diagonal tile stops at the last query; later keys would all be masked.
         k1 = min(k0 + job.block_k, rows.stop if job.causal else num_tokens)

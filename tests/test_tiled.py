@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
 import torch
 from torch import Tensor
 
+from attncli import tiled
 from attncli.attention import MultiHeadAttention
 from attncli.errors import AttnCliError
 from attncli.tiled import TOPK_GROUP, choose_impl, tiled_attention, weights_window
@@ -164,6 +166,24 @@ def test_worker_threads_leave_the_thread_count_alone() -> None:
         torch.set_num_threads(before)
     assert torch.equal(threaded.context, sequential.context)
     assert torch.equal(threaded.topk_index, sequential.topk_index)
+
+
+def test_worker_errors_reach_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    q, k, v = random_qkv(2, 200, 8, seed=9)
+    attended = []
+
+    def fail_on_third(job: object, rows: slice, buffers: object) -> None:
+        attended.append(rows)
+        time.sleep(0.05)
+        if len(attended) == 3:
+            raise RuntimeError(f"tile {rows.start} failed")
+
+    monkeypatch.setattr(tiled, "_attend_query_tile", fail_on_third)
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="tile .* failed"):
+        tiled_attention(q, k, v, causal=True, block_q=10, block_k=32)
+    assert torch.get_num_threads() == before
+    assert len(attended) < 20  # the other workers stopped instead of finishing all 20 tiles
 
 
 WINDOWS = [
