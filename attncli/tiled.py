@@ -15,14 +15,13 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.tiled_topk import group_max_into, group_stride, top_keys
 
 BLOCK_Q = 128  # query rows per tile
 BLOCK_K = 512  # key columns per tile
-TOPK_GROUP = 8  # keys per top-k group: a tile keeps one maximum per group, not a topk per row
 # exp() below about -87 returns float32 denormals, which run 25-60× slower on CPU (and exp(-inf)
 # about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
 EXP_FLOOR = -80.0
@@ -133,7 +132,7 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
         cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
         key_tiles = -(-job.keys.shape[1] // job.block_k)
-        groups = cells // job.block_k * key_tiles * _stride(job) if job.k else 0
+        groups = cells // job.block_k * key_tiles * group_stride(job.block_k) if job.k else 0
         buffers = (job.queries.new_empty(cells),  # scores
                    job.queries.new_empty(cells),  # weights
                    job.queries.new_empty(groups))  # top-k group maxima
@@ -174,7 +173,7 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
         acc=q_tile.new_zeros(heads, bq, head_dim),  # (heads, bq, head_dim)
     )
     query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
-    num_tokens, stride = job.keys.shape[1], _stride(job)
+    num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
     group_max = _view(buffers[2], heads, bq, len(starts) * stride if job.k else 0)  # per group
@@ -190,11 +189,12 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
             mask = key_pos[None, :] > query_pos[:, None]  # (bq, bk)
             scores.masked_fill_(mask, -torch.inf)  # (heads, bq, bk)
         if job.k:
-            _group_max(scores, out=group_max[..., tile * stride:(tile + 1) * stride])
+            group_max_into(group_max[..., tile * stride:(tile + 1) * stride], scores)
         _online_update(state, scores, weights, job.values[:, k0:k1], mask)
     lse = _finish_rows(state, rows, job.out)  # (heads, bq)
     if job.k:
-        best, index = _top_keys(job, q_tile, group_max, query_pos)
+        best, index = top_keys(q_tile, job.keys, group_max, query_pos, job.causal, job.k,
+                               job.block_k)
         job.out.topk_index[:, rows] = index
         job.out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (h, bq, k); e^-inf = 0
 
@@ -229,53 +229,9 @@ def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
     return lse
 
 
-def _stride(job: _Pass) -> int:
-    """Top-k groups per key tile: group c of a tile holds its keys c, c+stride, c+2·stride, ..."""
-    return -(-job.block_k // TOPK_GROUP)
-
-
 def _view(buffer: Tensor, *shape: int) -> Tensor:
     """The front of a flat buffer as a contiguous tensor of the given shape."""
     return buffer[: math.prod(shape)].view(shape)
-
-
-def _group_max(scores: Tensor, out: Tensor) -> None:
-    """Into out (heads, bq, stride): the max of each key group {c, c+stride, c+2·stride, ...}."""
-    heads, bq, stride = out.shape
-    members = -(-scores.shape[-1] // stride)  # TOPK_GROUP, or fewer in a narrower last tile
-    if scores.shape[-1] < members * stride:
-        scores = F.pad(scores, (0, members * stride - scores.shape[-1]), value=-torch.inf)
-    # Strided groups reduce across rows of a (members, stride) view, which vectorises well.
-    torch.amax(scores.view(heads, bq, members, stride), dim=-2, out=out)
-
-
-def _top_keys(job: _Pass, q_tile: Tensor, group_max: Tensor,
-              query_pos: Tensor) -> tuple[Tensor, Tensor]:
-    """Each row's k best scores and their keys, rescored from its k best key groups."""
-    # The k best keys lie in the k groups with the largest maxima: a group holding one of them
-    # is beaten only by groups holding a larger key, of which there are fewer than k.
-    heads, bq, head_dim = q_tile.shape
-    num_tokens, stride = job.keys.shape[1], _stride(job)
-    _, group = group_max.topk(min(job.k, group_max.shape[-1]), dim=-1)  # (heads, bq, kg)
-    column = group % stride  # (heads, bq, kg) first column of each group in its tile
-    offset = torch.arange(TOPK_GROUP, device=q_tile.device) * stride  # (g,)
-    member = ((group // stride * job.block_k + column)[..., None] + offset).flatten(2)  # (h,bq,m)
-    valid = ((column[..., None] + offset) < job.block_k).flatten(2) & (member < num_tokens)
-    if job.causal:
-        valid &= member <= query_pos[:, None]  # (heads, bq, m)
-    member.clamp_(max=num_tokens - 1)
-    scores = q_tile.new_empty(member.shape)  # (heads, bq, m)
-    picked = q_tile.new_empty(bq * member.shape[-1], head_dim)  # (bq·m, head_dim)
-    for h in range(heads):  # a head at a time keeps the gathered keys small
-        torch.index_select(job.keys[h], 0, member[h].flatten(), out=picked)
-        torch.sum(picked.view(bq, -1, head_dim).mul_(q_tile[h, :, None]), -1, out=scores[h])
-    scores.masked_fill_(~valid, -torch.inf)  # (heads, bq, m)
-    if scores.shape[-1] < job.k:  # a short causal row: pad with empty slots
-        scores = F.pad(scores, (0, job.k - scores.shape[-1]), value=-torch.inf)
-        member = F.pad(member, (0, job.k - member.shape[-1]), value=-1)
-    best, where = scores.topk(job.k, dim=-1)  # each (heads, bq, k), heaviest first
-    index = member.gather(-1, where).masked_fill_(best == -torch.inf, -1)  # (heads, bq, k)
-    return best, index
 
 
 @torch.no_grad()

@@ -14,7 +14,8 @@ from torch import Tensor
 from attncli import tiled
 from attncli.attention import MultiHeadAttention
 from attncli.errors import AttnCliError
-from attncli.tiled import TOPK_GROUP, choose_impl, tiled_attention, weights_window
+from attncli.tiled import choose_impl, tiled_attention, weights_window
+from attncli.tiled_topk import TOPK_GROUP
 
 
 @dataclass
