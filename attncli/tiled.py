@@ -2,9 +2,9 @@
 
 The naive path keeps several (heads, N, N) tensors; here a query tile meets one key tile at a
 time and an online softmax carries each row's running maximum, sum and weighted values, so a
-head never holds more than block_q × block_k scores at once. The same pass yields each row's
-log-sum-exp (from which any window of the weights can be rebuilt exactly), its entropy and
-its top-k keys.
+head holds two block_q × block_k tiles per worker thread (and, for top-k, one maximum per 8
+keys of its query tile's rows). The same pass yields each row's log-sum-exp (from which any
+window of the weights can be rebuilt exactly), its entropy and its top-k keys.
 """
 
 from __future__ import annotations
@@ -111,6 +111,8 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                                device=queries.device),  # (heads, N, k)
         topk_weight=queries.new_empty(heads, num_tokens, k),  # (heads, N, k)
     )
+    if num_tokens == 0:
+        return out
     job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.

@@ -124,6 +124,14 @@ def test_top_k_sizes(top_k: int) -> None:
     assert_agrees(q, k, v, causal=True, top_k=top_k, block_q=16, block_k=24)
 
 
+def test_no_tokens_gives_empty_outputs() -> None:
+    q, k, v = (torch.zeros(2, 0, 4) for _ in range(3))
+    out = tiled_attention(q, k, v, causal=True)
+    assert out.context.shape == (2, 0, 4)
+    assert out.lse.shape == out.entropy.shape == (2, 0)
+    assert out.topk_index.shape == out.topk_weight.shape == (2, 0, 0)
+
+
 def test_short_causal_rows_pad_with_minus_one() -> None:
     q, k, v = random_qkv(1, 6, 4, seed=3)
     out = tiled_attention(q, k, v, causal=True, top_k=5, block_q=4, block_k=2)
