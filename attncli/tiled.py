@@ -1,0 +1,262 @@
+"""Tiled ("flash") attention: exact softmax attention in memory bounded by the tile size.
+
+The naive path keeps several (heads, N, N) tensors; here a query tile meets one key tile at a
+time and an online softmax carries each row's running maximum, sum and weighted values, so a
+head holds two block_q × block_k tiles per worker thread (and, for top-k, one maximum per 8
+keys of its query tile's rows). The same pass yields each row's log-sum-exp (from which any
+window of the weights can be rebuilt exactly), its entropy and its top-k keys.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attncli.errors import AttnCliError
+from attncli.tiled_topk import group_max_into, group_stride, top_keys
+
+BLOCK_Q = 128  # query rows per tile
+BLOCK_K = 512  # key columns per tile
+# exp() below about -87 returns float32 denormals, which run 25-60× slower on CPU (and exp(-inf)
+# about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
+EXP_FLOOR = -80.0
+IMPLS = ("naive", "tiled", "auto")
+# The (heads, N, N) float32 tensors the naive path keeps: scores, scaled, masked, softmax, weights.
+NAIVE_STAGES = 5
+
+
+@dataclass
+class TiledOutput:
+    """What one tiled pass returns; k = min(top_k, N)."""
+
+    context: Tensor  # (heads, N, head_dim) softmax(QKᵀ/√d_k) V
+    lse: Tensor  # (heads, N) log Σ_j exp(s_ij) of the scaled, masked scores s
+    entropy: Tensor  # (heads, N) -Σ_j w_ij ln w_ij of each row's weights
+    topk_index: Tensor  # (heads, N, k) long, heaviest key first; -1 where a causal row is short
+    topk_weight: Tensor  # (heads, N, k) their weights; 0.0 where the index is -1
+
+
+@dataclass
+class _Pass:
+    """What every query tile of one tiled_attention call reads and writes."""
+
+    queries: Tensor  # (heads, N, head_dim)
+    keys: Tensor  # (heads, N, head_dim)
+    values: Tensor  # (heads, N, head_dim)
+    causal: bool
+    k: int  # top-k keys per row
+    block_k: int
+    out: TiledOutput
+
+
+@dataclass
+class _RowState:
+    """Online-softmax state of one query tile, relative to the running row maximum."""
+
+    row_max: Tensor  # (heads, bq) m: largest score seen so far
+    row_sum: Tensor  # (heads, bq) l = Σ e^(s-m)
+    plogp: Tensor  # (heads, bq) Σ e^(s-m)·(s-m), for the entropy
+    acc: Tensor  # (heads, bq, head_dim) Σ e^(s-m)·v
+
+
+def choose_impl(impl: str, num_tokens: int, num_heads: int,
+                budget_bytes: int = 256 * 2**20) -> str:
+    """Resolve --impl: auto picks naive while its float32 (heads, N, N) stages fit the budget."""
+    if impl not in IMPLS:
+        raise AttnCliError(f"unknown impl {impl!r} (choose from {', '.join(IMPLS)})")
+    if impl != "auto":
+        return impl
+    naive_bytes = NAIVE_STAGES * num_heads * num_tokens * num_tokens * 4
+    return "naive" if naive_bytes <= budget_bytes else "tiled"
+
+
+def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, block_q: int,
+                  block_k: int, dropout: float) -> None:
+    if dropout > 0:
+        raise AttnCliError(
+            f"dropout is not supported on the tiled path (got dropout={dropout}); use --impl naive"
+        )
+    shapes = [tuple(t.shape) for t in (queries, keys, values)]
+    if queries.dim() != 3 or len(set(shapes)) != 1:
+        raise AttnCliError(
+            "queries, keys and values must share one (heads, N, head_dim) shape "
+            f"(got {', '.join(map(str, shapes))})"
+        )
+    if top_k < 0 or block_q < 1 or block_k < 1:
+        raise AttnCliError(
+            "top_k must be ≥ 0 and block sizes ≥ 1 "
+            f"(got top_k={top_k}, block_q={block_q}, block_k={block_k})"
+        )
+
+
+# no_grad rather than inference_mode: the context may go on into out_proj outside any guard.
+@torch.no_grad()
+def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
+                    top_k: int = 5, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
+                    dropout: float = 0.0) -> TiledOutput:
+    """Exact scaled dot-product attention over (heads, N, head_dim) inputs, one tile at a time."""
+    _check_inputs(queries, keys, values, top_k, block_q, block_k, dropout)
+    heads, num_tokens, head_dim = queries.shape
+    k = min(top_k, num_tokens)
+    out = TiledOutput(
+        context=torch.empty_like(queries),  # (heads, N, head_dim)
+        lse=queries.new_empty(heads, num_tokens),  # (heads, N)
+        entropy=queries.new_empty(heads, num_tokens),  # (heads, N)
+        topk_index=torch.empty(heads, num_tokens, k, dtype=torch.long,
+                               device=queries.device),  # (heads, N, k)
+        topk_weight=queries.new_empty(heads, num_tokens, k),  # (heads, N, k)
+    )
+    if num_tokens == 0:
+        return out
+    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out)
+    tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
+    # Causal tiles near the end see the most keys: hand them out first so threads end together.
+    _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
+    return out
+
+
+def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
+    """Attend every query tile; on CPU, worker threads take one tile at a time."""
+    threads = torch.get_num_threads()
+    workers = min(threads, len(tiles)) if job.queries.device.type == "cpu" else 1
+    pending = iter(tiles)
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker() -> None:
+        if workers > 1:
+            torch.set_num_threads(1)  # this thread only
+        # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
+        cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
+        key_tiles = -(-job.keys.shape[1] // job.block_k)
+        groups = cells // job.block_k * key_tiles * group_stride(job.block_k) if job.k else 0
+        buffers = (job.queries.new_empty(cells),  # scores
+                   job.queries.new_empty(cells),  # weights
+                   job.queries.new_empty(groups))  # top-k group maxima
+        with torch.no_grad():  # grad mode is per thread
+            while not stop.is_set():
+                with lock:
+                    rows = next(pending, None)
+                if rows is None:
+                    return
+                _attend_query_tile(job, rows, buffers)
+
+    if workers == 1:
+        worker()
+        return
+    # Coarse tasks, as SDPA's CPU kernel runs: thousands of small multi-threaded ops each end in
+    # a barrier, and every barrier stalls while another process holds one of the cores.
+    pool = ThreadPoolExecutor(workers)
+    try:
+        futures = [pool.submit(worker) for _ in range(workers)]
+        wait(futures, return_when=FIRST_EXCEPTION)
+    finally:
+        stop.set()  # after an error or Ctrl-C, the other workers stop at the end of their tile
+        pool.shutdown()
+        torch.set_num_threads(threads)  # new threads copy the count the workers last set
+    for done in futures:
+        done.result()  # raises a worker's error here
+
+
+def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, Tensor]) -> None:
+    """Stream every key tile a query tile may see through the online softmax; fill out[rows]."""
+    # Scaling Q by 1/√d_k once scales every score: the softmax does not saturate as d_k grows.
+    q_tile = job.queries[:, rows] * (1.0 / math.sqrt(job.queries.shape[-1]))  # (h, bq, head_dim)
+    heads, bq, head_dim = q_tile.shape
+    state = _RowState(
+        row_max=q_tile.new_full((heads, bq), -torch.inf),  # (heads, bq)
+        row_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
+        plogp=q_tile.new_zeros(heads, bq),  # (heads, bq)
+        acc=q_tile.new_zeros(heads, bq, head_dim),  # (heads, bq, head_dim)
+    )
+    query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
+    num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
+    # Causal: key tiles starting at or after the last query are wholly above the diagonal.
+    starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
+    group_max = _view(buffers[2], heads, bq, len(starts) * stride if job.k else 0)  # per group
+    for tile, k0 in enumerate(starts):
+        # Causal: the diagonal tile stops at the last query; later keys would all be masked.
+        k1 = min(k0 + job.block_k, rows.stop if job.causal else num_tokens)
+        scores, weights = (_view(b, heads, bq, k1 - k0) for b in buffers[:2])  # (heads, bq, bk)
+        torch.matmul(q_tile, job.keys[:, k0:k1].transpose(1, 2), out=scores)  # (heads, bq, bk)
+        mask = None
+        if job.causal and k1 - 1 > rows.start:
+            # Query i may only look at keys 0..i: future keys get -inf, so weight 0.
+            key_pos = torch.arange(k0, k1, device=q_tile.device)  # (bk,)
+            mask = key_pos[None, :] > query_pos[:, None]  # (bq, bk)
+            scores.masked_fill_(mask, -torch.inf)  # (heads, bq, bk)
+        if job.k:
+            group_max_into(group_max[..., tile * stride:(tile + 1) * stride], scores)
+        _online_update(state, scores, weights, job.values[:, k0:k1], mask)
+    lse = _finish_rows(state, rows, job.out)  # (heads, bq)
+    if job.k:
+        best, index = top_keys(q_tile, job.keys, group_max, query_pos, job.causal, job.k,
+                               job.block_k)
+        job.out.topk_index[:, rows] = index
+        job.out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (h, bq, k); e^-inf = 0
+
+
+def _online_update(state: _RowState, scores: Tensor, weights: Tensor, values: Tensor,
+                   mask: Tensor | None) -> None:
+    """Fold one key tile into the running softmax; overwrites scores and weights."""
+    new_max = torch.maximum(state.row_max, scores.amax(dim=-1))  # (heads, bq)
+    # Old terms were relative to the old maximum: rescale them by α = e^(m_old - m_new).
+    shift = (state.row_max - new_max).clamp_min_(EXP_FLOOR)  # (heads, bq)
+    alpha = shift.exp()  # (heads, bq)
+    shifted = scores.sub_(new_max[..., None]).clamp_min_(EXP_FLOOR)  # (heads, bq, bk) s - m
+    p = torch.exp(shifted, out=weights)  # (heads, bq, bk) e^(s-m)
+    if mask is not None:
+        p.masked_fill_(mask, 0.0)  # the floor turned -inf into e^-80; masked keys weigh 0
+    # Σ p·(s - m_new) = α·(Σ p_old·(s - m_old) + shift·l_old) for the keys already seen.
+    plogp = shifted.mul_(p).sum(dim=-1)  # (heads, bq)
+    state.plogp = alpha * (state.plogp + shift * state.row_sum) + plogp
+    state.row_sum = alpha * state.row_sum + p.sum(dim=-1)  # (heads, bq)
+    state.acc.mul_(alpha[..., None]).baddbmm_(p, values)  # (heads, bq, head_dim)
+    state.row_max = new_max
+
+
+def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
+    """Normalise a query tile's running sums into out[rows]; returns its lse (heads, bq)."""
+    log_sum = state.row_sum.log()  # (heads, bq)
+    lse = state.row_max + log_sum  # (heads, bq)
+    out.lse[:, rows] = lse
+    # H = -Σ w ln w with w = e^(s-m)/l, so H = ln l - Σ e^(s-m)·(s-m) / l.
+    out.entropy[:, rows] = log_sum - state.plogp / state.row_sum
+    out.context[:, rows] = state.acc / state.row_sum[..., None]  # (heads, bq, head_dim)
+    return lse
+
+
+def _view(buffer: Tensor, *shape: int) -> Tensor:
+    """The front of a flat buffer as a contiguous tensor of the given shape."""
+    return buffer[: math.prod(shape)].view(shape)
+
+
+@torch.no_grad()
+def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols: range,
+                   causal: bool) -> Tensor:
+    """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0."""
+    num_tokens = queries.shape[1]
+    row_idx = _range_index(rows, num_tokens, "rows", queries.device)  # (R,)
+    col_idx = _range_index(cols, num_tokens, "cols", queries.device)  # (C,)
+    # Same scaling as the tiled pass, so a row of weights sums to 1 against its stored lse.
+    q_rows = queries.index_select(1, row_idx) * (1.0 / math.sqrt(queries.shape[-1]))  # (h, R, d)
+    k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
+    scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
+    weights = scores.sub_(lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
+    if causal:
+        weights.masked_fill_(col_idx[None, :] > row_idx[:, None], 0.0)  # (heads, R, C)
+    return weights
+
+
+def _range_index(span: range, num_tokens: int, name: str, device: torch.device) -> Tensor:
+    """The positions of span as a long tensor, after checking they lie in 0..N-1."""
+    if len(span) and (min(span) < 0 or max(span) >= num_tokens):
+        raise AttnCliError(
+            f"{name} must lie within 0..{num_tokens - 1} (got {name}={span!r}, N={num_tokens})"
+        )
+    return torch.arange(span.start, span.stop, span.step, device=device)  # (len(span),)

@@ -1,0 +1,283 @@
+"""Tiled attention against the naive softmax(QKᵀ/√d_k) computed with full (heads, N, N) tensors."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+import torch
+from torch import Tensor
+
+from attncli import tiled
+from attncli.attention import MultiHeadAttention
+from attncli.errors import AttnCliError
+from attncli.tiled import choose_impl, tiled_attention, weights_window
+from attncli.tiled_topk import TOPK_GROUP
+
+
+@dataclass
+class Reference:
+    scores: Tensor  # (heads, N, N) scaled, -inf where masked
+    weights: Tensor  # (heads, N, N)
+    context: Tensor  # (heads, N, head_dim)
+    lse: Tensor  # (heads, N)
+    entropy: Tensor  # (heads, N)
+
+
+def naive_reference(queries: Tensor, keys: Tensor, values: Tensor, causal: bool) -> Reference:
+    """The textbook computation with full (heads, N, N) tensors, in the inputs' float32."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])  # (heads, N, N)
+    if causal:
+        n = queries.shape[1]
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -torch.inf)
+    weights = torch.softmax(scores, dim=-1)  # (heads, N, N)
+    return Reference(
+        scores=scores,
+        weights=weights,
+        context=weights @ values,
+        lse=torch.logsumexp(scores, dim=-1),
+        entropy=-torch.special.xlogy(weights, weights).sum(-1),  # 0·ln 0 = 0 for masked keys
+    )
+
+
+def random_qkv(heads: int, n: int, head_dim: int, seed: int,
+               spread: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    """Seeded standard-normal inputs; spread widens queries and keys, and so the scores."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(heads, n, head_dim, generator=gen) for _ in range(3))
+    return q * spread, k * spread, v
+
+
+def expected_topk(ref: Reference, k: int) -> tuple[Tensor, Tensor]:
+    """Naive top-k with the tiled path's convention: index -1, weight 0 past a short row's end."""
+    # Rank by score, not weight: a weight that underflows to 0 is still an allowed key.
+    top_score, top_index = ref.scores.topk(k, dim=-1)  # (heads, N, k)
+    top_index = top_index.masked_fill(top_score == -torch.inf, -1)  # (heads, N, k)
+    return top_index, ref.weights.gather(-1, top_index.clamp(min=0)) * (top_index >= 0)
+
+
+def assert_agrees(queries: Tensor, keys: Tensor, values: Tensor, causal: bool, top_k: int = 5,
+                  **blocks: int) -> None:
+    out = tiled_attention(queries, keys, values, causal, top_k=top_k, **blocks)
+    ref = naive_reference(queries, keys, values, causal)
+    torch.testing.assert_close(out.context, ref.context, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.lse, ref.lse, atol=1e-4, rtol=0)
+    torch.testing.assert_close(out.entropy, ref.entropy, atol=1e-4, rtol=0)
+    k = min(top_k, queries.shape[1])
+    want_index, want_weight = expected_topk(ref, k)
+    assert out.topk_index.dtype == torch.long
+    assert out.topk_index.shape == out.topk_weight.shape == (*queries.shape[:2], k)
+    assert torch.equal(out.topk_index, want_index)
+    # rtol: a weight is e^(s - lse), so it carries the float32 rounding of a large score s.
+    torch.testing.assert_close(out.topk_weight, want_weight, atol=1e-6, rtol=1e-4)
+
+
+# (heads, N, head_dim, block_q, block_k): blocks that divide N, that do not, wider than N, N = 1.
+SHAPES = [
+    (1, 1, 4, 128, 512),
+    (1, 1, 8, 1, 1),
+    (2, 7, 8, 3, 2),
+    (3, 64, 16, 16, 16),
+    (4, 100, 16, 32, 24),
+    (2, 130, 32, 64, 100),
+    (12, 257, 64, 128, 512),
+    (1, 300, 8, 7, 64),
+    (2, 97, 16, 97, 13),
+    (2, 300, 8, 100, 64),  # the causal diagonal tile is cut at a row that is no group boundary
+    (1, 1000, 16, 128, 512),  # the defaults, with a partial last tile
+]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(("heads", "n", "head_dim", "block_q", "block_k"), SHAPES)
+def test_agrees_with_naive(heads: int, n: int, head_dim: int, block_q: int, block_k: int,
+                           causal: bool) -> None:
+    q, k, v = random_qkv(heads, n, head_dim, seed=n * 31 + heads)
+    assert_agrees(q, k, v, causal, block_q=block_q, block_k=block_k)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_agrees_on_random_shapes(seed: int) -> None:
+    gen = torch.Generator().manual_seed(1000 + seed)
+    heads, n, block_q, block_k, top_k = (
+        int(torch.randint(lo, hi, (1,), generator=gen)) for lo, hi in
+        [(1, 5), (1, 200), (1, 70), (1, 90), (0, 12)]
+    )
+    head_dim = (4, 8, 16, 32)[seed % 4]
+    q, k, v = random_qkv(heads, n, head_dim, seed=seed)
+    assert_agrees(q, k, v, causal=seed % 2 == 0, top_k=top_k, block_q=block_q, block_k=block_k)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_large_scores_stay_exact(causal: bool) -> None:
+    # Scores of ±100 and more: most e^(s-m) fall below the exp floor; rows are nearly one-hot.
+    q, k, v = random_qkv(2, 150, 16, seed=7, spread=6.0)
+    assert_agrees(q, k, v, causal, block_q=32, block_k=40)
+
+
+@pytest.mark.parametrize("top_k", [0, 1, 3 * TOPK_GROUP + 1, 80])
+def test_top_k_sizes(top_k: int) -> None:
+    q, k, v = random_qkv(2, 70, 8, seed=top_k)
+    assert_agrees(q, k, v, causal=True, top_k=top_k, block_q=16, block_k=24)
+
+
+def test_no_tokens_gives_empty_outputs() -> None:
+    q, k, v = (torch.zeros(2, 0, 4) for _ in range(3))
+    out = tiled_attention(q, k, v, causal=True)
+    assert out.context.shape == (2, 0, 4)
+    assert out.lse.shape == out.entropy.shape == (2, 0)
+    assert out.topk_index.shape == out.topk_weight.shape == (2, 0, 0)
+
+
+def test_short_causal_rows_pad_with_minus_one() -> None:
+    q, k, v = random_qkv(1, 6, 4, seed=3)
+    out = tiled_attention(q, k, v, causal=True, top_k=5, block_q=4, block_k=2)
+    assert out.topk_index[0, 0].tolist() == [0, -1, -1, -1, -1]
+    assert out.topk_weight[0, 0].tolist() == [pytest.approx(1.0), 0.0, 0.0, 0.0, 0.0]
+    assert sorted(out.topk_index[0, 2, :3].tolist()) == [0, 1, 2]
+    assert out.topk_index[0, 2, 3:].tolist() == [-1, -1]
+
+
+def test_split_heads_views_match_multihead_attend() -> None:
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_in=24, d_out=24, num_heads=3)
+    x = torch.randn(90, 24)  # (T, d_in)
+    queries, keys, values = (mha.split_heads(t) for t in mha.project(x))  # (heads, T, head_dim)
+    with torch.no_grad():
+        naive = mha.attend(queries, keys, values, causal=True, dropout=None)
+    out = tiled_attention(queries, keys, values, causal=True, block_q=16, block_k=32)
+    context = out.context.transpose(0, 1).reshape(90, 24)  # (T, d_out), heads side by side
+    torch.testing.assert_close(context, naive.context, atol=1e-5, rtol=0)
+    # Plain tensors, not inference tensors: out_proj accepts them outside any grad guard.
+    torch.testing.assert_close(mha.out_proj(context), mha.out_proj(naive.context), atol=1e-5,
+                               rtol=0)
+    top_weight, top_index = naive.weights.topk(5, dim=-1)  # (heads, T, 5)
+    assert torch.equal(out.topk_index, top_index.masked_fill(top_weight == 0, -1))
+
+
+def test_worker_threads_leave_the_thread_count_alone() -> None:
+    q, k, v = random_qkv(2, 200, 8, seed=9)
+    before = torch.get_num_threads()
+    threaded = tiled_attention(q, k, v, causal=True, block_q=16, block_k=32)
+    seen = []
+    later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    later.start()
+    later.join()
+    assert torch.get_num_threads() == before
+    assert seen == [before]
+    torch.set_num_threads(1)  # the sequential path
+    try:
+        sequential = tiled_attention(q, k, v, causal=True, block_q=16, block_k=32)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(threaded.context, sequential.context)
+    assert torch.equal(threaded.topk_index, sequential.topk_index)
+
+
+def test_worker_errors_reach_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    q, k, v = random_qkv(2, 200, 8, seed=9)
+    attended = []
+
+    def fail_on_third(job: object, rows: slice, buffers: object) -> None:
+        attended.append(rows)
+        time.sleep(0.05)
+        if len(attended) == 3:
+            raise RuntimeError(f"tile {rows.start} failed")
+
+    monkeypatch.setattr(tiled, "_attend_query_tile", fail_on_third)
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="tile .* failed"):
+        tiled_attention(q, k, v, causal=True, block_q=10, block_k=32)
+    assert torch.get_num_threads() == before
+    assert len(attended) < 20  # the other workers stopped instead of finishing all 20 tiles
+
+
+WINDOWS = [
+    (range(0, 40), range(0, 40)),
+    (range(10, 50), range(0, 64)),  # crosses the diagonal
+    (range(0, 8), range(30, 64)),  # wholly above it
+    (range(63, 64), range(0, 64)),
+    (range(5, 60, 7), range(62, 2, -3)),
+    (range(3, 3), range(0, 10)),
+]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(("rows", "cols"), WINDOWS)
+def test_window_equals_naive_slice(rows: range, cols: range, causal: bool) -> None:
+    q, k, v = random_qkv(3, 64, 16, seed=11)
+    out = tiled_attention(q, k, v, causal, block_q=16, block_k=16)
+    window = weights_window(q, k, out.lse, rows, cols, causal)
+    want = naive_reference(q, k, v, causal).weights[:, list(rows)][:, :, list(cols)]
+    assert window.shape == (3, len(rows), len(cols))
+    torch.testing.assert_close(window, want, atol=1e-6, rtol=0)
+    if causal:
+        above = torch.tensor([[c > r for c in cols] for r in rows], dtype=torch.bool)
+        assert bool((window[:, above] == 0).all())
+
+
+def test_full_window_rows_sum_to_one() -> None:
+    q, k, v = random_qkv(2, 50, 8, seed=5)
+    out = tiled_attention(q, k, v, causal=True, block_q=8, block_k=8)
+    window = weights_window(q, k, out.lse, range(50), range(50), causal=True)
+    torch.testing.assert_close(window.sum(-1), torch.ones(2, 50), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(range(0, 11), range(3)), (range(2), range(-1, 3))])
+def test_window_out_of_range_is_refused(rows: range, cols: range) -> None:
+    q, k, v = random_qkv(1, 10, 4, seed=0)
+    out = tiled_attention(q, k, v, causal=False)
+    with pytest.raises(AttnCliError, match=r"must lie within 0\.\.9 .*N=10"):
+        weights_window(q, k, out.lse, rows, cols, causal=False)
+
+
+def test_dropout_is_refused() -> None:
+    q, k, v = random_qkv(1, 4, 4, seed=0)
+    message = "dropout is not supported on the tiled path (got dropout=0.1); use --impl naive"
+    with pytest.raises(AttnCliError) as info:
+        tiled_attention(q, k, v, causal=True, dropout=0.1)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("shapes", "options", "match"), [
+    (((2, 5, 4), (2, 6, 4), (2, 6, 4)), {}, r"\(2, 5, 4\), \(2, 6, 4\), \(2, 6, 4\)"),
+    (((5, 4), (5, 4), (5, 4)), {}, r"\(5, 4\)"),
+    (((1, 5, 4),) * 3, {"top_k": -1}, "top_k=-1"),
+    (((1, 5, 4),) * 3, {"block_q": 0}, "block_q=0"),
+    (((1, 5, 4),) * 3, {"block_k": 0}, "block_k=0"),
+])
+def test_bad_inputs_are_refused(shapes: tuple, options: dict, match: str) -> None:
+    q, k, v = (torch.zeros(shape) for shape in shapes)
+    with pytest.raises(AttnCliError, match=match):
+        tiled_attention(q, k, v, causal=True, **options)
+
+
+def naive_bytes(heads: int, n: int) -> int:
+    return 5 * heads * n * n * 4  # scores, scaled, masked, softmax, weights in float32
+
+
+@pytest.mark.parametrize(("n", "want"), [(1, "naive"), (1057, "naive"), (1058, "tiled")])
+def test_auto_switches_at_the_default_budget(n: int, want: str) -> None:
+    assert naive_bytes(12, 1057) <= 256 * 2**20 < naive_bytes(12, 1058)
+    assert choose_impl("auto", num_tokens=n, num_heads=12) == want
+
+
+def test_auto_switches_at_a_given_budget() -> None:
+    budget = naive_bytes(3, 200)
+    assert choose_impl("auto", 200, 3, budget_bytes=budget) == "naive"
+    assert choose_impl("auto", 200, 3, budget_bytes=budget - 1) == "tiled"
+
+
+@pytest.mark.parametrize("impl", ["naive", "tiled"])
+def test_explicit_impl_is_kept(impl: str) -> None:
+    assert choose_impl(impl, num_tokens=10**6, num_heads=12) == impl
+    assert choose_impl(impl, num_tokens=1, num_heads=1) == impl
+
+
+def test_unknown_impl_is_refused() -> None:
+    message = r"unknown impl 'flash' \(choose from naive, tiled, auto\)"
+    with pytest.raises(AttnCliError, match=message):
+        choose_impl("flash", num_tokens=10, num_heads=2)
