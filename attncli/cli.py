@@ -355,6 +355,9 @@ def heads(
     text: TextArg = None,
     file: FileOpt = None,
     model: ModelOpt = None,
+    heads: Annotated[int | None, typer.Option(
+        "--heads", help="Heads per layer, for a bare .safetensors file of a non-standard width.",
+        show_default=False)] = None,
     allow_special: SpecialOpt = False,
     sort: Annotated[str, typer.Option(
         help="Order of the table: layer, head, entropy, prev, first, self or distance "
