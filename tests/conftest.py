@@ -32,6 +32,13 @@ class CliRun:
     def json(self) -> Any:
         return json.loads(self.out, parse_constant=_no_constants)
 
+    def assert_usage_error(self, message: str) -> None:
+        """Exit 2, nothing on stdout, and one line on stderr that names the problem."""
+        assert self.code == 2, self.err
+        assert self.out == ""
+        assert self.err.startswith("attncli: error: ") and self.err.count("\n") == 1, self.err
+        assert message in self.err, self.err
+
 
 def _no_constants(name: str) -> None:
     raise ValueError(f"non-strict JSON constant {name}")

@@ -78,11 +78,7 @@ BAD = [
 
 @pytest.mark.parametrize(("args", "message"), BAD)
 def test_bad_input_one_line_exit_2(cli, args: tuple[str, ...], message: str) -> None:  # noqa: ANN001
-    res = cli(*args)
-    assert res.code == 2, res.err
-    assert res.out == ""
-    assert res.err.startswith("attncli: error: ") and res.err.count("\n") == 1
-    assert message in res.err
+    cli(*args).assert_usage_error(message)
 
 
 @pytest.mark.parametrize(("content", "message"), [

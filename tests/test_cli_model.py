@@ -103,8 +103,7 @@ def test_heads_sort_and_table(cli, model) -> None:  # noqa: ANN001
     (("heads", "x"), "head measures need at least 2 tokens"),
 ])
 def test_model_bad_input(cli, model, args: tuple[str, ...], message: str) -> None:  # noqa: ANN001
-    res = cli(*args, "--model", str(model[0]))
-    assert res.code == 2 and message in res.err and res.err.count("\n") == 1, res.err
+    cli(*args, "--model", str(model[0])).assert_usage_error(message)
 
 
 def test_model_missing_and_heads_without_model(cli, tmp_path: Path) -> None:  # noqa: ANN001

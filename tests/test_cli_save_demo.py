@@ -73,11 +73,7 @@ def test_save_json_alongside_the_render(cli, tmp_path: Path) -> None:  # noqa: A
     (("compare", "--inputs", str(JOURNEY)), "heads must divide d_out (got d_out=3, heads=2)"),
 ])
 def test_bad_input_one_line_exit_2(cli, args: tuple[str, ...], message: str) -> None:  # noqa: ANN001
-    res = cli(*args)
-    assert res.code == 2, res.err
-    assert res.out == ""
-    assert res.err.startswith("attncli: error: ") and res.err.count("\n") == 1
-    assert message in res.err
+    cli(*args).assert_usage_error(message)
 
 
 def test_save_onto_a_directory_is_one_line(cli, tmp_path: Path) -> None:  # noqa: ANN001
