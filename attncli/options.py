@@ -110,3 +110,14 @@ ModelOpt = Annotated[str | None, typer.Option(
     "(gpt2, gpt2-medium, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
 LayerOpt = Annotated[int, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end.")]
+# Long inputs: the tiled path.
+ImplOpt = Annotated[Impl, typer.Option(
+    help="naive: every N × N stage in memory; tiled: context, log-sum-exp, entropy and top-k "
+    "without the N × N matrix; auto: naive while its stages fit 256 MiB.")]
+TopKOpt = Annotated[int, typer.Option(
+    "--top-k", min=0, help="Tiled path: the heaviest keys kept for each query.")]
+PoolOpt = Annotated[Pool, typer.Option(
+    help="Tiled path: a heatmap block shows the max or the mean of its weights.")]
+FullOpt = Annotated[bool, typer.Option(
+    "--full", help="Tiled path: put the whole N × N weights in the JSON (refused when it would "
+    "not fit in memory).")]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from attncli.errors import AttnCliError
-from attncli.render.views import ViewOptions
-from attncli.result import Result
+
+if TYPE_CHECKING:
+    from attncli.render.views import ViewOptions
+    from attncli.result import LongResult, Result
 
 CANDIDATES_SHOWN = 8
 
@@ -149,11 +152,20 @@ def check_stages(stages: Sequence[str], available: Sequence[str], variant: str) 
                                f"it has {', '.join(available)}")
 
 
-def resolve(spec: DisplaySpec, result: Result) -> ViewOptions:
+def check_head(head: int | None, num_heads: int) -> None:
+    """Reject a --head outside 0..num_heads-1."""
+    if head is not None and not 0 <= head < num_heads:
+        raise AttnCliError(f"--head {head} is out of range: this run has {num_heads} head(s), "
+                           f"numbered 0 to {num_heads - 1}")
+
+
+def resolve(spec: DisplaySpec, result: Result | LongResult) -> ViewOptions:
     """Check windows, --query and --show against the result and turn them into ViewOptions.
 
-    --head is checked by the CLI's check_head, which every command shares.
+    --head is checked by check_head, which every command shares.
     """
+    from attncli.render.views import ViewOptions
+
     size = len(result.tokens)
     if spec.stages is not None:
         check_stages(spec.stages, result.available_stages(), result.variant)
