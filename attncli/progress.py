@@ -76,7 +76,7 @@ def progress_bar() -> Iterator[ProgressBar]:
         from rich.console import Console
 
         console = Console(stderr=True)
-    bar = ProgressBar(console)
+    bar = ProgressBar(console, DELAY_S)
     try:
         yield bar
     finally:
