@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from attncli.errors import AttnCliError
-from attncli.pooling import pooled_map
+from attncli.pooling import pooled_maps
 from attncli.result import LongResult, PooledMap, TokenInfo
 from attncli.selection import check_head, resolve_query
 from attncli.tiled import TiledOutput, tiled_attention, weights_window
@@ -213,20 +213,23 @@ def stats(out: TiledOutput) -> dict[str, Any]:
 
 
 def maps(t: Tiled, view: LongView, pool: str, progress: Progress | None) -> list[PooledMap]:
-    """Pooled heatmaps of the heads shown, each rebuilt from the lse by row chunks."""
-    heads = t.queries.shape[0]
+    """Pooled heatmaps of the heads shown, each rebuilt from the lse by chunks of rows."""
+    heads, num_tokens = t.queries.shape[:2]
     shown = list(range(heads)) if view.head is None else [view.head]
-    done, total = 0, len(shown) * t.queries.shape[1]
+    done, total = 0, len(shown) * num_tokens
 
-    def report(rows: int) -> None:
+    def report(rows: int) -> None:  # called by one worker at a time
         nonlocal done
         done += rows
         if progress is not None:
             progress("pooling", done, total)
 
-    return [pooled_map(lambda r, c, h=h: weights_window(
-        t.queries[h:h + 1], t.keys[h:h + 1], t.out.lse[h:h + 1], r, c, t.causal)[0],
-        h, t.queries.shape[1], t.causal, pool, view.grid, report) for h in shown]
+    def weights_of(h: int, rows: range, cols: range) -> Tensor:
+        return weights_window(t.queries[h:h + 1], t.keys[h:h + 1], t.out.lse[h:h + 1], rows,
+                              cols, t.causal)[0]  # (R, C)
+
+    return pooled_maps(weights_of, shown, num_tokens, t.causal, pool, view.grid, report,
+                       on_cpu=t.queries.device.type == "cpu")
 
 
 def check_long(view: LongView, num_tokens: int, heads: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import torch
@@ -9,12 +10,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.result import PooledMap
+from attncli.threads import each_in_threads
 
 CHUNK_CELLS = 2**22  # weights rebuilt at a time: 16 MB of float32
 POOLS = ("max", "mean")
 
-# weights_of(rows, cols) → (R, C) one head's exact weights there, 0 where masked.
-WeightsOf = Callable[[range, range], Tensor]
+# weights_of(head, rows, cols) → (R, C) one head's exact weights there, 0 where masked.
+WeightsOf = Callable[[int, range, range], Tensor]
 
 
 def block_edges(num_tokens: int, grid: int) -> list[int]:
@@ -62,31 +64,42 @@ def row_chunks(edges: list[int], num_tokens: int, causal: bool) -> list[tuple[in
     return chunks
 
 
-@torch.no_grad()
-def pooled_map(weights_of: WeightsOf, head: int, num_tokens: int, causal: bool, pool: str,
-               grid: int, report: Callable[[int], None] | None = None) -> PooledMap:
-    """One head's weights pooled into blocks by their max, or by their mean over unmasked cells.
+def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal: bool,
+                pool: str, grid: int, report: Callable[[int], None] | None = None,
+                on_cpu: bool = True) -> list[PooledMap]:
+    """Each head's weights pooled into blocks by their max, or their mean over unmasked cells.
 
-    report(rows) follows each chunk of query rows.
+    Chunks of query rows run in worker threads; report(rows) follows each chunk.
     """
     if pool not in POOLS:
         raise ValueError(f"unknown pool {pool!r}")
     edges = block_edges(num_tokens, grid)
     blocks, size = len(edges) - 1, block_size(edges)
-    pooled = torch.zeros(blocks, blocks, dtype=torch.float64)  # (B, B)
-    for b, rows, keys in row_chunks(edges, num_tokens, causal):
-        weights = weights_of(rows, range(keys))  # (R, keys) ≥ 0, masked cells 0
+    pooled = {h: torch.zeros(blocks, blocks, dtype=torch.float64) for h in heads}  # (B, B) each
+    lock = threading.Lock()
+
+    def work(task: tuple[int, int, range, int], _: None) -> None:
+        head, b, rows, keys = task
+        weights = weights_of(head, rows, range(keys))  # (R, keys) ≥ 0, masked cells 0
         width = -(-keys // size)  # key blocks this chunk reaches
         padded = F.pad(weights, (0, width * size - keys))  # (R, width·size)
         cells = padded.view(len(rows), width, size)  # (R, width, size)
-        if pool == "max":
-            # Weights are ≥ 0 and masked cells 0, so a 0 max only stands in for an empty block.
-            pooled[b, :width] = torch.maximum(pooled[b, :width], cells.amax(dim=(0, 2)).double())
-        else:
-            pooled[b, :width] += cells.double().sum(dim=(0, 2))
-        if report is not None:
-            report(len(rows))
+        # Weights are ≥ 0 and masked cells 0, so a 0 max only stands in for an empty block.
+        part = (cells.amax(dim=(0, 2)) if pool == "max" else cells.sum(dim=(0, 2))).double()
+        with lock:
+            row = pooled[head][b, :width]
+            row.copy_(torch.maximum(row, part) if pool == "max" else row + part)
+            if report is not None:
+                report(len(rows))
+
+    tasks = [(h, *chunk) for h in heads for chunk in row_chunks(edges, num_tokens, causal)]
+    each_in_threads(tasks, work, lambda: None, on_cpu)
     counts = block_counts(edges, causal)  # (B, B)
+    return [_pooled_map(h, edges, pooled[h], counts, pool) for h in heads]
+
+
+def _pooled_map(head: int, edges: list[int], pooled: Tensor, counts: Tensor,
+                pool: str) -> PooledMap:
     if pool == "mean":
         pooled = pooled / counts.clamp(min=1)
     values = [[v if n else None for v, n in zip(row, count_row, strict=True)]

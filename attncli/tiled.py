@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.threads import each_in_threads
 from attncli.tiled_topk import group_max_into, group_stride, top_keys
 
 Progress = Callable[[int, int], None]  # (done, total) units of work
@@ -138,54 +138,27 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
 
 def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
     """Attend every query tile; on CPU, worker threads take one tile at a time."""
-    threads = torch.get_num_threads()
-    workers = min(threads, len(tiles)) if job.queries.device.type == "cpu" else 1
-    pending = iter(tiles)
     lock = threading.Lock()
-    stop = threading.Event()
     done, total = 0, sum(_cells(job, rows) for rows in tiles)
 
-    def worker() -> None:
-        if workers > 1:
-            torch.set_num_threads(1)  # this thread only
+    def buffers() -> tuple[Tensor, Tensor, Tensor]:
         # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
         cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
         key_tiles = -(-job.keys.shape[1] // job.block_k)
         groups = cells // job.block_k * key_tiles * group_stride(job.block_k) if job.k else 0
-        buffers = (job.queries.new_empty(cells),  # scores
-                   job.queries.new_empty(cells),  # weights
-                   job.queries.new_empty(groups))  # top-k group maxima
-        with torch.no_grad():  # grad mode is per thread
-            while not stop.is_set():
-                with lock:
-                    rows = next(pending, None)
-                if rows is None:
-                    return
-                _attend_query_tile(job, rows, buffers)
-                report(rows)
+        return (job.queries.new_empty(cells),  # scores
+                job.queries.new_empty(cells),  # weights
+                job.queries.new_empty(groups))  # top-k group maxima
 
-    def report(rows: slice) -> None:
+    def attend(rows: slice, state: tuple[Tensor, Tensor, Tensor]) -> None:
         nonlocal done
+        _attend_query_tile(job, rows, state)
         if job.progress is not None:
             with lock:  # one caller at a time, with a count that only grows
                 done += _cells(job, rows)
                 job.progress(done, total)
 
-    if workers == 1:
-        worker()
-        return
-    # Coarse tasks, as SDPA's CPU kernel runs: thousands of small multi-threaded ops each end in
-    # a barrier, and every barrier stalls while another process holds one of the cores.
-    pool = ThreadPoolExecutor(workers)
-    try:
-        futures = [pool.submit(worker) for _ in range(workers)]
-        wait(futures, return_when=FIRST_EXCEPTION)
-    finally:
-        stop.set()  # after an error or Ctrl-C, the other workers stop at the end of their tile
-        pool.shutdown()
-        torch.set_num_threads(threads)  # new threads copy the count the workers last set
-    for future in futures:
-        future.result()  # raises a worker's error here
+    each_in_threads(tiles, attend, buffers, on_cpu=job.queries.device.type == "cpu")
 
 
 def _cells(job: _Pass, rows: slice) -> int:

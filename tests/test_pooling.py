@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attncli import pooling
-from attncli.pooling import block_counts, block_edges, pooled_map, row_chunks
+from attncli.pooling import block_counts, block_edges, pooled_maps, row_chunks
 
 
 @pytest.mark.parametrize(("n", "grid", "edges"), [
@@ -46,4 +46,4 @@ def test_row_chunks_cover_every_row_once_with_the_keys_it_needs(
 
 def test_unknown_pool_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown pool 'median'"):
-        pooled_map(lambda r, c: torch.zeros(len(r), len(c)), 0, 4, False, "median", 2)
+        pooled_maps(lambda h, r, c: torch.zeros(len(r), len(c)), [0], 4, False, "median", 2)
