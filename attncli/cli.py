@@ -193,9 +193,9 @@ def run(
       attncli run --file book.txt --variant multihead --heads 12 --d-out 768 --emb-dim 768
       --head 3 --rows 500:520
     """
-    from attncli.long import LongView
     from attncli.pipeline import run as run_pipeline
     from attncli.progress import progress_bar
+    from attncli.selection import LongView
 
     given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show)
@@ -204,8 +204,7 @@ def run(
         raise AttnCliError("--full puts the whole weights matrix in the JSON: use it with --json "
                            "or --save-json")
     request = request_from(given, keep=("masked", "keys", *(spec.stages or ())))
-    shown = LongView(rows=spec.rows, cols=spec.cols, query=spec.query, head=spec.head,
-                     stages=spec.stages, maps=save is not None or not as_json)
+    shown = LongView.of(spec, maps=save is not None or not as_json)
     with progress_bar() as report:
         result = run_pipeline(request, shown, report)
     options = view_options(spec, result)

@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -19,34 +19,17 @@ from torch import Tensor, nn
 from attncli.errors import AttnCliError
 from attncli.pooling import pooled_maps
 from attncli.result import LongResult, PooledMap, TokenInfo
-from attncli.selection import check_head, resolve_query
+from attncli.selection import LongView, check_head, resolve_query
 from attncli.tiled import TiledOutput, tiled_attention, weights_window
-
-if TYPE_CHECKING:
-    from attncli.selection import Window
 
 # (what, done, total): a long run's progress, called from worker threads too.
 Progress = Callable[[str, int, int], None]
 
 CAUSAL = ("causal", "multihead")
 DEFAULT_WINDOW = 64  # the top-left corner a long run's JSON holds without --rows/--cols
-GRID = 128  # the most blocks a pooled heatmap has on each side
 # A weight in the JSON: 4 bytes as float32, ~32 as a Python float in a list, ~20 as JSON text,
 # with room to spare for the text's copies.
 JSON_CELL_BYTES = 4 + 64
-
-
-@dataclass(frozen=True)
-class LongView:
-    """What a long run rebuilds from the log-sum-exp to be shown, beyond its per-row stats."""
-
-    rows: Window | None = None  # --rows: the window's query rows
-    cols: Window | None = None  # --cols: the window's key columns
-    query: str | None = None  # --query: one exact row of weights
-    head: int | None = None  # --head: the only head pooled into a heatmap
-    stages: tuple[str, ...] | None = None  # --show, which the tiled path cannot serve
-    maps: bool = False  # pooled heatmaps of the heads shown, for the terminal
-    grid: int = GRID
 
 
 @dataclass

@@ -20,7 +20,8 @@ from attncli.tokens import get_encoding, tokenize
 
 if TYPE_CHECKING:
     from attncli.checkpoint import Checkpoint
-    from attncli.long import LongView, Progress
+    from attncli.long import Progress
+    from attncli.selection import LongView
 
 
 @dataclass(frozen=True)
@@ -273,8 +274,6 @@ def run(req: Request, view: LongView | None = None, progress: Progress | None = 
 
     view names what a tiled run rebuilds to be shown; progress follows its long passes.
     """
-    from attncli.long import LongView, run_long
-
     validate(req)
     if req.model is not None:
         return run_model(req)
@@ -283,6 +282,9 @@ def run(req: Request, view: LongView | None = None, progress: Progress | None = 
         return naive(req, prep)
     if req.dropout > 0:
         refuse_dropout(req, prep)
+    from attncli.long import run_long  # the tiled path's machinery, only when it is taken
+    from attncli.selection import LongView
+
     return run_long(req.variant, prep.module, prep.x, prep.tokens, prep.config,
                     view or LongView(), req.top_k, req.pool, req.full, progress)
 

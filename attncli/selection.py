@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from attncli.result import LongResult, Result
 
 CANDIDATES_SHOWN = 8
+GRID = 128  # the most blocks a long run's pooled heatmap has on each side
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,25 @@ class DisplaySpec:
         full = Window("", None, None)
         return {"rows": list((self.rows or full).resolve(size)),
                 "cols": list((self.cols or full).resolve(size))}
+
+
+@dataclass(frozen=True)
+class LongView:
+    """What a long run rebuilds from the log-sum-exp to be shown, beyond its per-row stats."""
+
+    rows: Window | None = None  # --rows: the window's query rows
+    cols: Window | None = None  # --cols: the window's key columns
+    query: str | None = None  # --query: one exact row of weights
+    head: int | None = None  # --head: the only head pooled into a heatmap
+    stages: tuple[str, ...] | None = None  # --show, which the tiled path cannot serve
+    maps: bool = False  # pooled heatmaps of the heads shown, for the terminal
+    grid: int = GRID
+
+    @classmethod
+    def of(cls, spec: DisplaySpec, maps: bool) -> LongView:
+        """The windows, query, head and stages of spec; maps for a terminal view."""
+        return cls(rows=spec.rows, cols=spec.cols, query=spec.query, head=spec.head,
+                   stages=spec.stages, maps=maps)
 
 
 def display_spec(precision: int = 4, view: str = "auto", rows: str | None = None,
