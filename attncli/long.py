@@ -129,7 +129,7 @@ def summary(t: Tiled) -> list[dict[str, Any]]:
     shares = {
         "mean_entropy": t.out.entropy[:, rows],
         "first": weight_at(t, rows, torch.zeros_like(rows)),
-        "prev": weight_at(t, rows, rows - 1) if num_tokens > 1 else t.out.lse.new_zeros(1, 1),
+        "prev": weight_at(t, rows, rows - 1) if num_tokens > 1 else t.out.lse[:, :1] * 0,
         "self": weight_at(t, rows, rows),
         "top_k_mass": t.out.topk_weight[:, rows].sum(-1),
         "mean_distance": rows - t.mean_key[:, rows],

@@ -85,7 +85,8 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
         padded = F.pad(weights, (0, width * size - keys))  # (R, width·size)
         cells = padded.view(len(rows), width, size)  # (R, width, size)
         # Weights are ≥ 0 and masked cells 0, so a 0 max only stands in for an empty block.
-        part = (cells.amax(dim=(0, 2)) if pool == "max" else cells.sum(dim=(0, 2))).double()
+        part = (cells.amax(dim=(0, 2)) if pool == "max" else cells.sum(dim=(0, 2)))
+        part = part.to("cpu", torch.float64)  # (width,) beside the others, whatever the device
         with lock:
             row = pooled[head][b, :width]
             row.copy_(torch.maximum(row, part) if pool == "max" else row + part)

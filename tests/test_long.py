@@ -255,13 +255,15 @@ def test_tiled_does_not_apply_with_a_model() -> None:
         run(Request(text="a b", model="gpt2", impl="tiled"))
 
 
-def test_one_token_has_a_summary() -> None:
-    result = run(Request(text="Hello", impl="tiled"))
+@pytest.mark.parametrize("variant", ["causal", "multihead"])
+def test_one_token_has_a_summary(variant: str) -> None:
+    result = run(Request(text="Hello", variant=variant, impl="tiled"))
     assert isinstance(result, LongResult)
-    [row] = result.summary
-    assert row["self"] == pytest.approx(1.0) and row["first"] == pytest.approx(1.0)
-    assert row["prev"] == 0.0 and row["mean_distance"] == pytest.approx(0.0, abs=1e-6)
-    assert result.weights == [[[pytest.approx(1.0)]]]
+    assert len(result.summary) == result.num_heads == (2 if variant == "multihead" else 1)
+    for row in result.summary:
+        assert row["self"] == pytest.approx(1.0) and row["first"] == pytest.approx(1.0)
+        assert row["prev"] == 0.0 and row["mean_distance"] == pytest.approx(0.0, abs=1e-6)
+    assert result.weights == [[[pytest.approx(1.0)]]] * result.num_heads
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
