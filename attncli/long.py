@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
@@ -21,6 +21,9 @@ from attncli.pooling import pooled_maps
 from attncli.result import LongResult, PooledMap, TokenInfo
 from attncli.selection import LongView, check_head, resolve_query
 from attncli.tiled import TiledOutput, tiled_attention, weights_window
+
+if TYPE_CHECKING:
+    from attncli.pipeline import Prepared, Request
 
 # (what, done, total): a long run's progress, called from worker threads too.
 Progress = Callable[[str, int, int], None]
@@ -224,22 +227,20 @@ def check_long(view: LongView, num_tokens: int, heads: int) -> None:
     check_head(view.head, heads)
 
 
-def run_long(variant: str, module: nn.Module, x: Tensor, tokens: list[TokenInfo],
-             config: dict[str, Any], view: LongView, top_k: int, pool: str, full: bool,
+def run_long(req: Request, prep: Prepared, view: LongView,
              progress: Progress | None = None) -> LongResult:
     """The tiled path of `run`: the one place its tensors become plain data."""
-    heads = module.num_heads if variant == "multihead" else 1
-    check_long(view, len(tokens), heads)
+    tokens = prep.tokens
+    check_long(view, len(tokens), prep.heads)
     index = None if view.query is None else resolve_query(view.query, [t.text for t in tokens])
-    rows, cols = window_ranges(view, len(tokens), full)
-    check_window(rows, cols, heads, full)
-    t = attend(module, variant, x, top_k, progress)
-    pooled = maps(t, view, pool, progress) if view.maps else []
+    rows, cols = window_ranges(view, len(tokens), req.full)
+    check_window(rows, cols, prep.heads, req.full)
+    t = attend(prep.module, req.variant, prep.x, req.top_k, progress)
+    pooled = maps(t, view, req.pool, progress) if view.maps else []
     with torch.no_grad():
         return LongResult(
-            variant=variant, config=config, tokens=tokens,
+            variant=req.variant, config=prep.config, tokens=tokens,
             context=t.context.cpu().tolist(), stats=stats(t.out), summary=summary(t),
             window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]},
             weights=window_weights(t, rows, cols),
             query=None if index is None else query_row(t, index, tokens), maps=pooled)
-

@@ -285,8 +285,7 @@ def run(req: Request, view: LongView | None = None, progress: Progress | None = 
     from attncli.long import run_long  # the tiled path's machinery, only when it is taken
     from attncli.selection import LongView
 
-    return run_long(req.variant, prep.module, prep.x, prep.tokens, prep.config,
-                    view or LongView(), req.top_k, req.pool, req.full, progress)
+    return run_long(req, prep, view or LongView(), progress)
 
 
 def run_naive(req: Request, budget_bytes: int = NAIVE_BUDGET) -> Result:
