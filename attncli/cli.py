@@ -190,8 +190,7 @@ def run(
 
       attncli run --file long.txt --view heatmap --rows 0:40 --cols 0:40
 
-      attncli run --file book.txt --variant multihead --heads 12 --d-out 768 --emb-dim 768
-      --head 3 --rows 500:520
+      attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
     """
     from attncli.pipeline import run as run_pipeline
     from attncli.progress import progress_bar

@@ -91,7 +91,8 @@ ViewOpt = Annotated[View, typer.Option(
     "they fit the terminal.")]
 RowsOpt = Annotated[str | None, typer.Option(
     help="Show only these token rows: a:b, half-open and 0-based like a Python slice (10:20, "
-    "5:, :3, -4:). JSON stays whole and gains \"window\".", show_default=False, metavar="A:B")]
+    "5:, :3, -4:). Naive path: JSON stays whole and gains \"window\"; tiled path: its "
+    "weights are those of the window, computed exactly.", show_default=False, metavar="A:B")]
 ColsOpt = Annotated[str | None, typer.Option(
     help="Show only these key columns of the token × token matrices (scores, weights, ...): c:d.",
     show_default=False, metavar="C:D")]
