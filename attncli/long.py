@@ -236,11 +236,14 @@ def run_long(req: Request, prep: Prepared, view: LongView,
     rows, cols = window_ranges(view, len(tokens), req.full)
     check_window(rows, cols, prep.heads, req.full)
     t = attend(prep.module, req.variant, prep.x, req.top_k, progress)
-    pooled = maps(t, view, req.pool, progress) if view.maps else []
     with torch.no_grad():
-        return LongResult(
-            variant=req.variant, config=prep.config, tokens=tokens,
-            context=t.context.cpu().tolist(), stats=stats(t.out), summary=summary(t),
-            window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]},
-            weights=window_weights(t, rows, cols),
-            query=None if index is None else query_row(t, index, tokens), maps=pooled)
+        shown: dict[str, Any] = {
+            "maps": maps(t, view, req.pool, progress) if view.maps else [],
+            "stats": stats(t.out), "summary": summary(t), "weights": window_weights(t, rows, cols),
+            "query": None if index is None else query_row(t, index, tokens)}
+    context = t.context
+    del t  # queries, keys and each head's context go before the context becomes lists
+    return LongResult(variant=req.variant, config=prep.config, tokens=tokens,
+                      context=context.cpu().tolist(),
+                      window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]},
+                      **shown)
