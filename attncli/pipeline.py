@@ -179,7 +179,7 @@ def run_model(req: Request) -> Result:
     info = model_info(ckpt, shown.layer)
     config = {"model": req.model, "layer": shown.layer, "encoding": "gpt2",
               "allow_special": req.allow_special, "source": "text", "num_tokens": len(tokens),
-              "d_in": ckpt.n_embd, "d_out": ckpt.n_embd, "heads": ckpt.n_head,
+              "d_in": ckpt.n_embd, "d_out": ckpt.n_embd, "heads": ckpt.n_head, "impl": "naive",
               "version": __version__}
     return to_result(req, tokens, shown.inputs, shown.output, config, info)
 
