@@ -26,13 +26,18 @@ from attncli.options import (
     EmbDimOpt,
     EncodingOpt,
     FileOpt,
+    FullOpt,
     HeadOpt,
     HeadsOpt,
+    Impl,
+    ImplOpt,
     InputsOpt,
     JsonOpt,
     LangOpt,
     LayerOpt,
     ModelOpt,
+    Pool,
+    PoolOpt,
     PrecisionOpt,
     QueryOpt,
     RowsOpt,
@@ -42,6 +47,7 @@ from attncli.options import (
     ShowOpt,
     SpecialOpt,
     TextArg,
+    TopKOpt,
     Variant,
     VariantOpt,
     View,
@@ -52,7 +58,7 @@ from attncli.output import Page, check_outputs, console, deliver, deliver_pages,
 if TYPE_CHECKING:
     from attncli.pipeline import Request
     from attncli.render.views import ViewOptions
-    from attncli.result import Result
+    from attncli.result import LongResult, Result
     from attncli.selection import DisplaySpec
 
 
@@ -94,7 +100,8 @@ def build_request(text: str | None, file: Path | None, inputs: Path | None,
 
 
 REQUEST_FIELDS = ("variant", "encoding", "allow_special", "seed", "emb_dim", "context_length",
-                  "d_out", "heads", "dropout", "qkv_bias", "device", "model", "layer")
+                  "d_out", "heads", "dropout", "qkv_bias", "device", "model", "layer", "impl",
+                  "top_k", "pool", "full")
 
 
 def request_from(options: dict[str, Any], keep: tuple[str, ...] | None = None) -> Request:
@@ -123,19 +130,12 @@ def display_spec(precision: int, view: View, rows: str | None, cols: str | None,
     return parse(precision, view.value, rows, cols, head, query, show, lang, STAGES)
 
 
-def view_options(spec: DisplaySpec, result: Result) -> ViewOptions:
+def view_options(spec: DisplaySpec, result: Result | LongResult) -> ViewOptions:
     """The display options checked against the result (head, windows, query, stages)."""
-    from attncli.selection import resolve
+    from attncli.selection import check_head, resolve
 
     check_head(spec.head, result.num_heads)
     return resolve(spec, result)
-
-
-def check_head(head: int | None, num_heads: int) -> None:
-    """Reject a --head outside 0..num_heads-1."""
-    if head is not None and not 0 <= head < num_heads:
-        raise AttnCliError(f"--head {head} is out of range: this run has {num_heads} head(s), "
-                           f"numbered 0 to {num_heads - 1}")
 
 
 @app.command()
@@ -166,8 +166,15 @@ def run(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    impl: ImplOpt = Impl.auto,
+    top_k: TopKOpt = 5,
+    pool: PoolOpt = Pool.max,
+    full: FullOpt = False,
 ) -> None:
     """Run one attention variant and show its weights and context vectors.
+
+    Long inputs take the tiled path (--impl auto): per head a summary, a heatmap pooled into
+    blocks, each query's top keys, and with --rows/--cols the exact weights of a window.
 
     Examples:
 
@@ -182,19 +189,41 @@ def run(
       attncli run "..." --show scores,weights,context --save run.svg
 
       attncli run --file long.txt --view heatmap --rows 0:40 --cols 0:40
+
+      attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
     """
     from attncli.pipeline import run as run_pipeline
-    from attncli.render.run import render_run
+    from attncli.progress import progress_bar
+    from attncli.selection import LongView
 
     given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show)
     check_outputs(save, save_json)
+    if full and not (as_json or save_json):
+        raise AttnCliError("--full puts the whole weights matrix in the JSON: use it with --json "
+                           "or --save-json")
     request = request_from(given, keep=("masked", "keys", *(spec.stages or ())))
-    result = run_pipeline(request)
+    shown = LongView.of(spec, maps=save is not None or not as_json)
+    with progress_bar() as report:
+        result = run_pipeline(request, shown, report)
     options = view_options(spec, result)
+    deliver(*run_output(result, spec, options), as_json, save, save_json)
+
+
+def run_output(result: Result | LongResult, spec: DisplaySpec,
+               options: ViewOptions) -> tuple[dict[str, Any], Page]:
+    """The JSON and the renderer of a naive or a tiled run."""
+    from attncli.result import LongResult
+
+    if isinstance(result, LongResult):
+        from attncli.render.long import render_long
+
+        return result.to_dict(), lambda out: render_long(out, result, options)
+    from attncli.render.run import render_run
+
     doc = result.to_dict(stages=list(options.stages or ()), query=options.query,
                          window=spec.window(len(result.tokens)))
-    deliver(doc, lambda out: render_run(out, result, options), as_json, save, save_json)
+    return doc, lambda out: render_run(out, result, options)
 
 
 @app.command()
@@ -226,6 +255,7 @@ def explain(
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
     lang: LangOpt = None,
+    impl: ImplOpt = Impl.auto,
 ) -> None:
     """Walk through one variant's computation, stage by stage, each explained in a line.
 
@@ -242,15 +272,14 @@ def explain(
       attncli explain "..." --show scores,softmax --query journey --save x.html
     """
     from attncli.i18n import resolve_lang
-    from attncli.pipeline import run as run_pipeline
+    from attncli.pipeline import run_naive
     from attncli.render.explain import render_explain
 
     given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show,
                         resolve_lang(lang and lang.value, os.environ))
     check_outputs(save, save_json)
-    request = request_from(given)
-    result = run_pipeline(request)
+    result = run_naive(request_from(given))
     options = view_options(spec, result)
     doc = result.to_dict(stages=list(options.stages or result.available_stages()),
                          query=options.query, window=spec.window(len(result.tokens)))
@@ -281,6 +310,7 @@ def compare(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    impl: ImplOpt = Impl.auto,
 ) -> None:
     """Compare the attention weights of several variants on the same tokens and embeddings.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from attncli.pipeline import Request, run
+from attncli.pipeline import Request, run_naive
 from attncli.result import Result
 
 HAS_DROPOUT = ("causal", "multihead")
@@ -21,4 +21,4 @@ def variant_request(base: Request, variant: str) -> Request:
 
 def run_compare(base: Request, variants: list[str]) -> list[Result]:
     """One result per variant; the same seed gives every variant the same embeddings."""
-    return [run(variant_request(base, variant)) for variant in variants]
+    return [run_naive(variant_request(base, variant)) for variant in variants]

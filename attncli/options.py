@@ -91,7 +91,8 @@ ViewOpt = Annotated[View, typer.Option(
     "they fit the terminal.")]
 RowsOpt = Annotated[str | None, typer.Option(
     help="Show only these token rows: a:b, half-open and 0-based like a Python slice (10:20, "
-    "5:, :3, -4:). JSON stays whole and gains \"window\".", show_default=False, metavar="A:B")]
+    "5:, :3, -4:). Naive path: JSON stays whole and gains \"window\"; tiled path: its "
+    "weights are those of the window, computed exactly.", show_default=False, metavar="A:B")]
 ColsOpt = Annotated[str | None, typer.Option(
     help="Show only these key columns of the token × token matrices (scores, weights, ...): c:d.",
     show_default=False, metavar="C:D")]
@@ -110,3 +111,14 @@ ModelOpt = Annotated[str | None, typer.Option(
     "(gpt2, gpt2-medium, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
 LayerOpt = Annotated[int, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end.")]
+# Long inputs: the tiled path.
+ImplOpt = Annotated[Impl, typer.Option(
+    help="naive: every N × N stage in memory; tiled: context, log-sum-exp, entropy and top-k "
+    "without the N × N matrix; auto: naive while its stages fit 256 MiB.")]
+TopKOpt = Annotated[int, typer.Option(
+    "--top-k", min=0, help="Tiled path: the heaviest keys kept for each query.")]
+PoolOpt = Annotated[Pool, typer.Option(
+    help="Tiled path: a heatmap block shows the max or the mean of its weights.")]
+FullOpt = Annotated[bool, typer.Option(
+    "--full", help="Tiled path: put the whole N × N weights in the JSON (refused when it would "
+    "not fit in memory).")]

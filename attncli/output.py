@@ -34,6 +34,28 @@ def emit_text(text: str) -> None:
     sys.stdout.buffer.flush()
 
 
+def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
+    """Write doc to stdout as strict JSON, a megabyte at a time, never as one whole string."""
+    from attncli.render import json_chunks
+
+    sys.stdout.flush()
+    batch: list[str] = []
+    size = 0
+    try:
+        for chunk in json_chunks(doc):
+            batch.append(chunk)
+            size += len(chunk)
+            if size >= chunk_bytes:
+                sys.stdout.buffer.write("".join(batch).encode("utf-8"))
+                batch, size = [], 0
+        sys.stdout.buffer.write("".join(batch).encode("utf-8"))
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        # Click turns an EPIPE error into exit 1; without an errno it reaches execute(), which
+        # ends quietly, as for the stdout console.
+        raise BrokenPipeError from None
+
+
 def emit(out: Console, renderable: RenderableType) -> None:
     """Print a renderable to stdout."""
     out.print(renderable)
@@ -50,17 +72,16 @@ def check_outputs(save: Path | None, save_json: Path | None) -> None:
 def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
             save_json: Path | None) -> None:
     """Write --save-json and --save, then print the JSON or the rendered view."""
-    from attncli.render import to_json
-
     out = console()
     if save_json is not None:
+        from attncli.render import json_chunks
         from attncli.render.export import write_atomic
 
-        write_atomic(save_json, to_json(doc), "--save-json")
+        write_atomic(save_json, json_chunks(doc), "--save-json")
     if save is not None:
         save_render([build], save, out.width)
     if as_json:
-        emit_text(to_json(doc))
+        emit_json(doc)
     else:
         emit(out, build(out))
 

@@ -14,11 +14,14 @@ from attncli.attention import VARIANTS, AttentionOutput, build_variant
 from attncli.embed import check_dims, embed
 from attncli.errors import AttnCliError
 from attncli.inputs import InputVectors
-from attncli.result import STAGES, HeadsResult, Result, TokenInfo
+from attncli.result import STAGES, HeadsResult, LongResult, Result, TokenInfo
+from attncli.tiled import NAIVE_BUDGET, choose_impl, naive_bytes
 from attncli.tokens import get_encoding, tokenize
 
 if TYPE_CHECKING:
     from attncli.checkpoint import Checkpoint
+    from attncli.long import Progress
+    from attncli.selection import LongView
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,10 @@ class Request:
     model: str | None = None  # a GPT-2 checkpoint instead of a chapter-3 variant
     layer: int = 0
     keep: tuple[str, ...] | None = None  # the stages to keep as plain data; None keeps all
+    impl: str = "auto"  # naive, tiled, or auto: naive while its N × N stages fit NAIVE_BUDGET
+    top_k: int = 5  # tiled: the heaviest keys kept per query row
+    pool: str = "max"  # tiled: how the terminal's heatmaps pool blocks of weights (max, mean)
+    full: bool = False  # tiled: the whole weights matrix in the result, not a window
 
 
 def validate(req: Request) -> None:
@@ -60,6 +67,11 @@ def validate(req: Request) -> None:
     if req.dropout > 0 and req.variant not in ("causal", "multihead"):
         raise AttnCliError(f"--dropout applies to causal and multihead only (got variant "
                            f"{req.variant!r})")
+    choose_impl(req.impl, 0, 1)  # an unknown impl fails here
+    if req.top_k < 0:
+        raise AttnCliError(f"top-k must be 0 or more (got {req.top_k})")
+    if req.pool not in ("max", "mean"):
+        raise AttnCliError(f"unknown pool {req.pool!r} (choose from max, mean)")
 
 
 def validate_model(req: Request) -> None:
@@ -73,6 +85,9 @@ def validate_model(req: Request) -> None:
                            "a trained model is inspected as in inference")
     if req.device == "cuda":
         raise AttnCliError("--model runs on the CPU; leave out --device cuda")
+    if req.impl == "tiled":
+        raise AttnCliError("--impl tiled does not apply with --model: a GPT-2 checkpoint reads "
+                           "at most 1024 tokens, which the naive path shows whole")
     check_dims(heads=req.heads)
 
 
@@ -164,7 +179,7 @@ def run_model(req: Request) -> Result:
     info = model_info(ckpt, shown.layer)
     config = {"model": req.model, "layer": shown.layer, "encoding": "gpt2",
               "allow_special": req.allow_special, "source": "text", "num_tokens": len(tokens),
-              "d_in": ckpt.n_embd, "d_out": ckpt.n_embd, "heads": ckpt.n_head,
+              "d_in": ckpt.n_embd, "d_out": ckpt.n_embd, "heads": ckpt.n_head, "impl": "naive",
               "version": __version__}
     return to_result(req, tokens, shown.inputs, shown.output, config, info)
 
@@ -197,28 +212,97 @@ def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
                        measures=[dict(m) for m in measures], thumbnails=plain(thumbs))
 
 
-def run(req: Request) -> Result:
-    """Run one attention variant on the request's text or vectors."""
-    validate(req)
-    if req.model is not None:
-        return run_model(req)
+@dataclass
+class Prepared:
+    """A run's inputs and module, and the path it takes."""
+
+    tokens: list[TokenInfo]
+    x: Tensor  # (T, d_in) on the run's device
+    module: torch.nn.Module
+    heads: int
+    impl: str  # naive or tiled
+    config: dict[str, Any]
+
+
+def prepare(req: Request, budget_bytes: int) -> Prepared:
+    """Inputs, the seeded module, the path (--impl, auto against budget_bytes) and the config."""
     device = resolve_device(req.device)
     tokens, x = _inputs(req)  # x: (T, d_in)
     d_in = x.shape[1]
     d_out = req.d_out or d_in
     heads = req.heads or (2 if req.variant == "multihead" else 1)
+    impl = choose_impl(req.impl, len(tokens), heads, budget_bytes)
     # Seed right before the module is built, as the book does, so its numbers come out.
     torch.manual_seed(req.seed)
     module = build_variant(req.variant, d_in, d_out, num_heads=heads, dropout=req.dropout,
                            qkv_bias=req.qkv_bias).to(device)
-    with torch.no_grad():
-        out = module(x.to(device))
-    config = {**{k: v for k, v in asdict(req).items()
-                 if k not in ("text", "inputs", "model", "layer", "keep")},
+    skip = ("text", "inputs", "model", "layer", "keep", "impl", "top_k", "pool", "full")
+    tiled = {"top_k": req.top_k, "pool": req.pool} if impl == "tiled" else {}
+    config = {**{k: v for k, v in asdict(req).items() if k not in skip},
               "source": "inputs" if req.inputs is not None else "text",
               "num_tokens": len(tokens), "d_in": d_in, "d_out": module.d_out, "heads": heads,
-              "version": __version__}
+              "impl": impl, **tiled, "version": __version__}
     if req.inputs is not None:
         for key in ("encoding", "allow_special", "emb_dim", "context_length"):
             config.pop(key)
-    return to_result(req, tokens, x, out, config)
+    return Prepared(tokens, x.to(device), module, heads, impl, config)
+
+
+def naive(req: Request, prep: Prepared) -> Result:
+    """The naive path: every (heads, T, T) stage of the module's forward pass."""
+    with torch.no_grad():
+        out = prep.module(prep.x)
+    return to_result(req, prep.tokens, prep.x, out, prep.config)
+
+
+def refuse_dropout(req: Request, prep: Prepared) -> None:
+    """The tiled path has no dropout: say how to get it, and what it costs."""
+    from attncli.long import size_text
+
+    why = "--impl tiled" if req.impl == "tiled" else (
+        f"--impl auto takes it beyond {NAIVE_BUDGET // 2**20} MiB")
+    cost = size_text(naive_bytes(len(prep.tokens), prep.heads))
+    raise AttnCliError(
+        f"--dropout {req.dropout} is not supported on the tiled path ({why}); use --impl naive "
+        f"to apply it (about {cost} for {len(prep.tokens):,} tokens × {prep.heads} head(s)), "
+        "or leave out --dropout")
+
+
+def run(req: Request, view: LongView | None = None, progress: Progress | None = None,
+        budget_bytes: int = NAIVE_BUDGET) -> Result | LongResult:
+    """Run one attention variant on the request's text or vectors, naive or tiled (--impl).
+
+    view names what a tiled run rebuilds to be shown; progress follows its long passes.
+    """
+    validate(req)
+    if req.model is not None:
+        return run_model(req)
+    prep = prepare(req, budget_bytes)
+    if prep.impl == "naive":
+        return naive(req, prep)
+    if req.dropout > 0:
+        refuse_dropout(req, prep)
+    from attncli.long import run_long  # the tiled path's machinery, only when it is taken
+    from attncli.selection import LongView
+
+    return run_long(req, prep, view or LongView(), progress)
+
+
+def run_naive(req: Request, budget_bytes: int = NAIVE_BUDGET) -> Result:
+    """The naive path only, for commands that show every N × N stage; long inputs are refused."""
+    validate(req)
+    if req.impl == "tiled":
+        raise AttnCliError("--impl tiled applies to `attncli run` only: this command shows "
+                           "every N × N stage (use --impl naive or auto)")
+    if req.model is not None:
+        return run_model(req)
+    prep = prepare(req, budget_bytes)
+    if prep.impl == "tiled":
+        from attncli.long import size_text
+
+        raise AttnCliError(
+            f"{len(prep.tokens):,} tokens × {prep.heads} head(s) need about "
+            f"{size_text(naive_bytes(len(prep.tokens), prep.heads))} as full N × N matrices, "
+            f"more than --impl auto allows ({NAIVE_BUDGET // 2**20} MiB); `attncli run` shows "
+            "long inputs, or force this with --impl naive")
+    return naive(req, prep)

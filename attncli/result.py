@@ -100,3 +100,62 @@ class HeadsResult:
         """The JSON contract of `attncli heads`: the measures of every head, in table order."""
         return {"config": self.config, "model": self.model,
                 "tokens": [t.to_dict() for t in self.tokens], "heads": self.measures}
+
+
+@dataclass(frozen=True)
+class PooledMap:
+    """One head's weights pooled into blocks of tokens, for the terminal (not in the JSON)."""
+
+    head: int
+    edges: list[int]  # block b covers tokens edges[b] .. edges[b+1]-1, on both axes
+    values: list[list[float | None]]  # [query block][key block] max or mean; None: all masked
+    counts: list[list[int]]  # unmasked cells per block, so a renderer can pool further
+
+
+@dataclass(frozen=True)
+class LongResult:
+    """A tiled run as plain data: context and per-row stats for every token, weights for a window.
+
+    No N × N matrix is kept unless --full asked for one (then the window is the whole matrix).
+    """
+
+    variant: str
+    config: dict[str, Any]
+    tokens: list[TokenInfo]
+    context: Matrix  # [N][d_out]
+    stats: dict[str, Any]  # lse, entropy: [heads][N]; top_k: {index, weight}: [heads][N][k]
+    summary: list[dict[str, Any]]  # per head: head, mean_entropy, first, prev, self, ...
+    window: dict[str, list[int]]  # {"rows": [a, b], "cols": [c, d]}, half-open
+    weights: Stack  # [heads][b-a][d-c], None where masked
+    query: dict[str, Any] | None = None  # with --query: index, token, weights [heads][N]
+    maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
+
+    @property
+    def num_heads(self) -> int:
+        """How many heads the run has (1 for single-head variants)."""
+        return len(self.summary)
+
+    @property
+    def labels(self) -> list[str]:
+        """The token labels, in order."""
+        return [t.text for t in self.tokens]
+
+    def available_stages(self) -> list[str]:
+        """The stages a tiled run has as plain data."""
+        return ["weights", "context"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of a long run: no N × N matrix unless the window is all of it."""
+        out: dict[str, Any] = {
+            "variant": self.variant,
+            "config": self.config,
+            "tokens": [t.to_dict() for t in self.tokens],
+            "context": self.context,
+            "stats": self.stats,
+            "summary": self.summary,
+            "window": self.window,
+            "weights": self.weights,
+        }
+        if self.query is not None:
+            out["query"] = self.query
+        return out

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from attncli.errors import AttnCliError
-from attncli.render.views import ViewOptions
-from attncli.result import Result
+
+if TYPE_CHECKING:
+    from attncli.render.views import ViewOptions
+    from attncli.result import LongResult, Result
 
 CANDIDATES_SHOWN = 8
+GRID = 128  # the most blocks a long run's pooled heatmap has on each side
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,25 @@ class DisplaySpec:
                 "cols": list((self.cols or full).resolve(size))}
 
 
+@dataclass(frozen=True)
+class LongView:
+    """What a long run rebuilds from the log-sum-exp to be shown, beyond its per-row stats."""
+
+    rows: Window | None = None  # --rows: the window's query rows
+    cols: Window | None = None  # --cols: the window's key columns
+    query: str | None = None  # --query: one exact row of weights
+    head: int | None = None  # --head: the only head pooled into a heatmap
+    stages: tuple[str, ...] | None = None  # --show, which the tiled path cannot serve
+    maps: bool = False  # pooled heatmaps of the heads shown, for the terminal
+    grid: int = GRID
+
+    @classmethod
+    def of(cls, spec: DisplaySpec, maps: bool) -> LongView:
+        """The windows, query, head and stages of spec; maps for a terminal view."""
+        return cls(rows=spec.rows, cols=spec.cols, query=spec.query, head=spec.head,
+                   stages=spec.stages, maps=maps)
+
+
 def display_spec(precision: int = 4, view: str = "auto", rows: str | None = None,
                  cols: str | None = None, head: int | None = None, query: str | None = None,
                  show: str | None = None, lang: str = "en",
@@ -149,11 +172,20 @@ def check_stages(stages: Sequence[str], available: Sequence[str], variant: str) 
                                f"it has {', '.join(available)}")
 
 
-def resolve(spec: DisplaySpec, result: Result) -> ViewOptions:
+def check_head(head: int | None, num_heads: int) -> None:
+    """Reject a --head outside 0..num_heads-1."""
+    if head is not None and not 0 <= head < num_heads:
+        raise AttnCliError(f"--head {head} is out of range: this run has {num_heads} head(s), "
+                           f"numbered 0 to {num_heads - 1}")
+
+
+def resolve(spec: DisplaySpec, result: Result | LongResult) -> ViewOptions:
     """Check windows, --query and --show against the result and turn them into ViewOptions.
 
-    --head is checked by the CLI's check_head, which every command shares.
+    --head is checked by check_head, which every command shares.
     """
+    from attncli.render.views import ViewOptions
+
     size = len(result.tokens)
     if spec.stages is not None:
         check_stages(spec.stages, result.available_stages(), result.variant)

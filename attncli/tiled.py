@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import math
 import threading
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.threads import each_in_threads
 from attncli.tiled_topk import group_max_into, group_stride, top_keys
+
+Progress = Callable[[int, int], None]  # (done, total) units of work
 
 BLOCK_Q = 128  # query rows per tile
 BLOCK_K = 512  # key columns per tile
@@ -26,15 +29,19 @@ BLOCK_K = 512  # key columns per tile
 # about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
 EXP_FLOOR = -80.0
 IMPLS = ("naive", "tiled", "auto")
+NAIVE_BUDGET = 256 * 2**20  # bytes auto lets the naive path use
 # The (heads, N, N) float32 tensors the naive path keeps: scores, scaled, masked, softmax, weights.
 NAIVE_STAGES = 5
+# The stages `run` converts to Python lists (weights, masked): a 24-byte float + an 8-byte slot.
+PLAIN_STAGES, PLAIN_CELL_BYTES = 2, 32
+NAIVE_CELL_BYTES = NAIVE_STAGES * 4 + PLAIN_STAGES * PLAIN_CELL_BYTES  # 84 per (head, query, key)
 
 
 @dataclass
 class TiledOutput:
     """What one tiled pass returns; k = min(top_k, N)."""
 
-    context: Tensor  # (heads, N, head_dim) softmax(QKᵀ/√d_k) V
+    context: Tensor  # (heads, N, d_v) softmax(QKᵀ/√d_k) V
     lse: Tensor  # (heads, N) log Σ_j exp(s_ij) of the scaled, masked scores s
     entropy: Tensor  # (heads, N) -Σ_j w_ij ln w_ij of each row's weights
     topk_index: Tensor  # (heads, N, k) long, heaviest key first; -1 where a causal row is short
@@ -47,11 +54,12 @@ class _Pass:
 
     queries: Tensor  # (heads, N, head_dim)
     keys: Tensor  # (heads, N, head_dim)
-    values: Tensor  # (heads, N, head_dim)
+    values: Tensor  # (heads, N, d_v)
     causal: bool
     k: int  # top-k keys per row
     block_k: int
     out: TiledOutput
+    progress: Progress | None = None
 
 
 @dataclass
@@ -61,18 +69,22 @@ class _RowState:
     row_max: Tensor  # (heads, bq) m: largest score seen so far
     row_sum: Tensor  # (heads, bq) l = Σ e^(s-m)
     plogp: Tensor  # (heads, bq) Σ e^(s-m)·(s-m), for the entropy
-    acc: Tensor  # (heads, bq, head_dim) Σ e^(s-m)·v
+    acc: Tensor  # (heads, bq, d_v) Σ e^(s-m)·v
+
+
+def naive_bytes(num_tokens: int, num_heads: int) -> int:
+    """What the naive path of `run` holds: its float32 (heads, N, N) stages and their lists."""
+    return NAIVE_CELL_BYTES * num_heads * num_tokens * num_tokens
 
 
 def choose_impl(impl: str, num_tokens: int, num_heads: int,
-                budget_bytes: int = 256 * 2**20) -> str:
-    """Resolve --impl: auto picks naive while its float32 (heads, N, N) stages fit the budget."""
+                budget_bytes: int = NAIVE_BUDGET) -> str:
+    """Resolve --impl: auto picks naive while naive_bytes fits the budget, tiled beyond it."""
     if impl not in IMPLS:
         raise AttnCliError(f"unknown impl {impl!r} (choose from {', '.join(IMPLS)})")
     if impl != "auto":
         return impl
-    naive_bytes = NAIVE_STAGES * num_heads * num_tokens * num_tokens * 4
-    return "naive" if naive_bytes <= budget_bytes else "tiled"
+    return "naive" if naive_bytes(num_tokens, num_heads) <= budget_bytes else "tiled"
 
 
 def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, block_q: int,
@@ -82,10 +94,10 @@ def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, blo
             f"dropout is not supported on the tiled path (got dropout={dropout}); use --impl naive"
         )
     shapes = [tuple(t.shape) for t in (queries, keys, values)]
-    if queries.dim() != 3 or len(set(shapes)) != 1:
+    if queries.dim() != 3 or shapes[0] != shapes[1] or shapes[2][:-1] != shapes[0][:-1]:
         raise AttnCliError(
-            "queries, keys and values must share one (heads, N, head_dim) shape "
-            f"(got {', '.join(map(str, shapes))})"
+            "queries and keys must share one (heads, N, head_dim) shape, and values be "
+            f"(heads, N, d_v) (got {', '.join(map(str, shapes))})"
         )
     if top_k < 0 or block_q < 1 or block_k < 1:
         raise AttnCliError(
@@ -98,13 +110,17 @@ def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, blo
 @torch.no_grad()
 def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                     top_k: int = 5, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
-                    dropout: float = 0.0) -> TiledOutput:
-    """Exact scaled dot-product attention over (heads, N, head_dim) inputs, one tile at a time."""
+                    dropout: float = 0.0, progress: Progress | None = None) -> TiledOutput:
+    """Exact scaled dot-product attention over (heads, N, head_dim) inputs, one tile at a time.
+
+    progress(done, total) is called after each query tile, from the worker threads (one at a
+    time), with the score cells attended so far and in all.
+    """
     _check_inputs(queries, keys, values, top_k, block_q, block_k, dropout)
     heads, num_tokens, head_dim = queries.shape
     k = min(top_k, num_tokens)
     out = TiledOutput(
-        context=torch.empty_like(queries),  # (heads, N, head_dim)
+        context=values.new_empty(heads, num_tokens, values.shape[-1]),  # (heads, N, d_v)
         lse=queries.new_empty(heads, num_tokens),  # (heads, N)
         entropy=queries.new_empty(heads, num_tokens),  # (heads, N)
         topk_index=torch.empty(heads, num_tokens, k, dtype=torch.long,
@@ -113,7 +129,7 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
     )
     if num_tokens == 0:
         return out
-    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out)
+    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out, progress)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
     _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
@@ -122,45 +138,32 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
 
 def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
     """Attend every query tile; on CPU, worker threads take one tile at a time."""
-    threads = torch.get_num_threads()
-    workers = min(threads, len(tiles)) if job.queries.device.type == "cpu" else 1
-    pending = iter(tiles)
     lock = threading.Lock()
-    stop = threading.Event()
+    done, total = 0, sum(_cells(job, rows) for rows in tiles)
 
-    def worker() -> None:
-        if workers > 1:
-            torch.set_num_threads(1)  # this thread only
+    def buffers() -> tuple[Tensor, Tensor, Tensor]:
         # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
         cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
         key_tiles = -(-job.keys.shape[1] // job.block_k)
         groups = cells // job.block_k * key_tiles * group_stride(job.block_k) if job.k else 0
-        buffers = (job.queries.new_empty(cells),  # scores
-                   job.queries.new_empty(cells),  # weights
-                   job.queries.new_empty(groups))  # top-k group maxima
-        with torch.no_grad():  # grad mode is per thread
-            while not stop.is_set():
-                with lock:
-                    rows = next(pending, None)
-                if rows is None:
-                    return
-                _attend_query_tile(job, rows, buffers)
+        return (job.queries.new_empty(cells),  # scores
+                job.queries.new_empty(cells),  # weights
+                job.queries.new_empty(groups))  # top-k group maxima
 
-    if workers == 1:
-        worker()
-        return
-    # Coarse tasks, as SDPA's CPU kernel runs: thousands of small multi-threaded ops each end in
-    # a barrier, and every barrier stalls while another process holds one of the cores.
-    pool = ThreadPoolExecutor(workers)
-    try:
-        futures = [pool.submit(worker) for _ in range(workers)]
-        wait(futures, return_when=FIRST_EXCEPTION)
-    finally:
-        stop.set()  # after an error or Ctrl-C, the other workers stop at the end of their tile
-        pool.shutdown()
-        torch.set_num_threads(threads)  # new threads copy the count the workers last set
-    for done in futures:
-        done.result()  # raises a worker's error here
+    def attend(rows: slice, state: tuple[Tensor, Tensor, Tensor]) -> None:
+        nonlocal done
+        _attend_query_tile(job, rows, state)
+        if job.progress is not None:
+            with lock:  # one caller at a time, with a count that only grows
+                done += _cells(job, rows)
+                job.progress(done, total)
+
+    each_in_threads(tiles, attend, buffers, on_cpu=job.queries.device.type == "cpu")
+
+
+def _cells(job: _Pass, rows: slice) -> int:
+    """Score cells one query tile attends: every key, or (causal) those up to its last query."""
+    return (rows.stop - rows.start) * (rows.stop if job.causal else job.keys.shape[1])
 
 
 def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, Tensor]) -> None:
@@ -172,7 +175,7 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
         row_max=q_tile.new_full((heads, bq), -torch.inf),  # (heads, bq)
         row_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
         plogp=q_tile.new_zeros(heads, bq),  # (heads, bq)
-        acc=q_tile.new_zeros(heads, bq, head_dim),  # (heads, bq, head_dim)
+        acc=q_tile.new_zeros(heads, bq, job.values.shape[-1]),  # (heads, bq, d_v)
     )
     query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
     num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
@@ -216,7 +219,7 @@ def _online_update(state: _RowState, scores: Tensor, weights: Tensor, values: Te
     plogp = shifted.mul_(p).sum(dim=-1)  # (heads, bq)
     state.plogp = alpha * (state.plogp + shift * state.row_sum) + plogp
     state.row_sum = alpha * state.row_sum + p.sum(dim=-1)  # (heads, bq)
-    state.acc.mul_(alpha[..., None]).baddbmm_(p, values)  # (heads, bq, head_dim)
+    state.acc.mul_(alpha[..., None]).baddbmm_(p, values)  # (heads, bq, d_v)
     state.row_max = new_max
 
 
@@ -227,7 +230,7 @@ def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
     out.lse[:, rows] = lse
     # H = -Σ w ln w with w = e^(s-m)/l, so H = ln l - Σ e^(s-m)·(s-m) / l.
     out.entropy[:, rows] = log_sum - state.plogp / state.row_sum
-    out.context[:, rows] = state.acc / state.row_sum[..., None]  # (heads, bq, head_dim)
+    out.context[:, rows] = state.acc / state.row_sum[..., None]  # (heads, bq, d_v)
     return lse
 
 

@@ -152,15 +152,18 @@ def _char_spans(data: bytes) -> list[tuple[int, int, str | None]]:
 def labels_for(pieces: list[bytes]) -> list[str]:
     """A readable, non-empty label per token; a byte piece names the character it belongs to."""
     whole = b"".join(pieces)
-    spans = _char_spans(whole)
+    spans = _char_spans(whole)  # in byte order, so each token's characters are a run of them
     labels: list[str] = []
-    start = 0
+    start, first_span = 0, 0
     for piece in pieces:
         end = start + len(piece)
+        while first_span < len(spans) and spans[first_span][1] <= start:
+            first_span += 1
         parts: list[str] = []
-        for s, e, ch in spans:
-            if e <= start or s >= end:
-                continue
+        for k in range(first_span, len(spans)):
+            s, e, ch = spans[k]
+            if s >= end:
+                break
             if ch is None:
                 parts.append(f"\\x{whole[s]:02x}")
             elif s >= start and e <= end:

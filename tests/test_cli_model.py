@@ -33,7 +33,7 @@ def test_run_json_matches_transformers(cli, model, layer: int) -> None:  # noqa:
     torch.testing.assert_close(torch.tensor(doc["weights"]), expected, atol=1e-5, rtol=0)
     torch.testing.assert_close(torch.tensor(doc["context"]), ref["attn"][layer], atol=1e-5,
                                rtol=0)
-    assert doc["variant"] == "gpt2"
+    assert doc["variant"] == "gpt2" and doc["config"]["impl"] == "naive"
     assert doc["model"] == {"path": str(model[0] / "model.safetensors"), "layers": 3, "heads": 4,
                             "d_model": 64, "layer": layer % 3}
 

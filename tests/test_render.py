@@ -87,3 +87,20 @@ def test_to_json_is_strict() -> None:
     assert to_json({"a": [1.5, None]}) == '{"a": [1.5, null]}\n'
     with pytest.raises(ValueError):
         to_json({"a": float("nan")})
+
+
+@pytest.mark.parametrize("doc", [
+    {}, [], {"a": []}, {"a": {}}, [[]], [[], [1.5, None]], {"猫": [[0.1, 2], [3e-9, None]]},
+    {"weights": [[[1.0, None], [0.25, 0.75]]], "nested": [{"x": [[1]]}, {}], "s": "[b] é"},
+])
+def test_json_chunks_join_to_the_same_text(doc: object) -> None:
+    from attncli.render import json_chunks, to_json
+
+    assert "".join(json_chunks(doc)) == to_json(doc)
+
+
+def test_json_chunks_refuse_nan_too() -> None:
+    from attncli.render import json_chunks
+
+    with pytest.raises(ValueError):
+        "".join(json_chunks({"a": [[float("nan")]]}))

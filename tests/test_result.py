@@ -26,3 +26,24 @@ def test_to_dict_additions() -> None:
     assert doc["stages"] == {"masked": [[[0.3, None], [0.1, 0.2]], [[0.4, None], [0.0, 0.0]]]}
     assert doc["query"] == {"index": 1, "token": " b", "weights": [[0.25, 0.75], [0.5, 0.5]]}
     assert doc["window"] == {"rows": [1, 2], "cols": [0, 2]}
+
+
+def test_long_result_json_has_no_maps_and_query_only_when_asked() -> None:
+    from attncli.result import LongResult, PooledMap
+
+    pmap = PooledMap(head=0, edges=[0, 2], values=[[1.0]], counts=[[3]])
+    result = LongResult(
+        variant="causal", config={"impl": "tiled"}, tokens=[TokenInfo(0, 1, "a"),
+                                                            TokenInfo(1, 2, " b")],
+        context=[[0.1], [0.2]], stats={"lse": [[0.0, 0.5]]},
+        summary=[{"head": 0, "mean_entropy": 0.5}], window={"rows": [1, 2], "cols": [0, 2]},
+        weights=[[[0.25, 0.75]]], maps=[pmap])
+    assert result.to_dict() == {
+        "variant": "causal", "config": {"impl": "tiled"},
+        "tokens": [{"index": 0, "id": 1, "text": "a"}, {"index": 1, "id": 2, "text": " b"}],
+        "context": [[0.1], [0.2]], "stats": {"lse": [[0.0, 0.5]]},
+        "summary": [{"head": 0, "mean_entropy": 0.5}], "window": {"rows": [1, 2], "cols": [0, 2]},
+        "weights": [[[0.25, 0.75]]]}
+    assert result.num_heads == 1 and result.labels == ["a", " b"]
+    query = {"index": 1, "token": " b", "weights": [[0.25, 0.75]]}
+    assert LongResult(**{**result.__dict__, "query": query}).to_dict()["query"] == query

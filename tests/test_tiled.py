@@ -124,6 +124,30 @@ def test_top_k_sizes(top_k: int) -> None:
     assert_agrees(q, k, v, causal=True, top_k=top_k, block_q=16, block_k=24)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_values_may_be_wider_or_narrower_than_keys(causal: bool) -> None:
+    q, k, _ = random_qkv(3, 90, 8, seed=5)
+    for d_v in (1, 9, 20):
+        v = torch.randn(3, 90, d_v, generator=torch.Generator().manual_seed(d_v))
+        out = tiled_attention(q, k, v, causal, block_q=16, block_k=24)
+        ref = naive_reference(q, k, v, causal)
+        assert out.context.shape == (3, 90, d_v)
+        torch.testing.assert_close(out.context, ref.context, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_progress_counts_every_score_cell_once(causal: bool) -> None:
+    q, k, v = random_qkv(2, 300, 8, seed=3)
+    calls: list[tuple[int, int]] = []
+    tiled_attention(q, k, v, causal, block_q=32, block_k=64,
+                    progress=lambda done, total: calls.append((done, total)))
+    tiles = [range(q0, min(q0 + 32, 300)) for q0 in range(0, 300, 32)]
+    total = sum(len(t) * (t.stop if causal else 300) for t in tiles)
+    assert len(calls) == len(tiles)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)  # never goes back
+    assert calls[-1] == (total, total) and {t for _, t in calls} == {total}
+
+
 def test_no_tokens_gives_empty_outputs() -> None:
     q, k, v = (torch.zeros(2, 0, 4) for _ in range(3))
     out = tiled_attention(q, k, v, causal=True)
@@ -245,6 +269,7 @@ def test_dropout_is_refused() -> None:
 @pytest.mark.parametrize(("shapes", "options", "match"), [
     (((2, 5, 4), (2, 6, 4), (2, 6, 4)), {}, r"\(2, 5, 4\), \(2, 6, 4\), \(2, 6, 4\)"),
     (((5, 4), (5, 4), (5, 4)), {}, r"\(5, 4\)"),
+    (((2, 5, 4), (2, 5, 4), (2, 6, 4)), {}, r"values be \(heads, N, d_v\) .*\(2, 6, 4\)"),
     (((1, 5, 4),) * 3, {"top_k": -1}, "top_k=-1"),
     (((1, 5, 4),) * 3, {"block_q": 0}, "block_q=0"),
     (((1, 5, 4),) * 3, {"block_k": 0}, "block_k=0"),
@@ -256,13 +281,20 @@ def test_bad_inputs_are_refused(shapes: tuple, options: dict, match: str) -> Non
 
 
 def naive_bytes(heads: int, n: int) -> int:
-    return 5 * heads * n * n * 4  # scores, scaled, masked, softmax, weights in float32
+    # scores, scaled, masked, softmax, weights in float32; weights and masked as Python lists of
+    # floats (a 24-byte float object and an 8-byte list slot each)
+    return (5 * 4 + 2 * 32) * heads * n * n
 
 
-@pytest.mark.parametrize(("n", "want"), [(1, "naive"), (1057, "naive"), (1058, "tiled")])
-def test_auto_switches_at_the_default_budget(n: int, want: str) -> None:
-    assert naive_bytes(12, 1057) <= 256 * 2**20 < naive_bytes(12, 1058)
-    assert choose_impl("auto", num_tokens=n, num_heads=12) == want
+@pytest.mark.parametrize(("heads", "n", "want"), [
+    (12, 1, "naive"), (12, 516, "naive"), (12, 517, "tiled"),
+    (1, 1787, "naive"), (1, 1788, "tiled"),
+])
+def test_auto_switches_at_the_default_budget(heads: int, n: int, want: str) -> None:
+    assert naive_bytes(12, 516) <= 256 * 2**20 < naive_bytes(12, 517)
+    assert naive_bytes(1, 1787) <= 256 * 2**20 < naive_bytes(1, 1788)
+    assert choose_impl("auto", num_tokens=n, num_heads=heads) == want
+    assert tiled.naive_bytes(n, heads) == naive_bytes(heads, n)
 
 
 def test_auto_switches_at_a_given_budget() -> None:

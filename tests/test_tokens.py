@@ -89,3 +89,17 @@ def test_unreachable_encoding_says_how_to_provide_it(monkeypatch: pytest.MonkeyP
     with pytest.raises(AttnCliError, match="TIKTOKEN_CACHE_DIR"):
         get_encoding("cl100k_base")
     assert tiktoken.registry is not None
+
+
+def test_labels_of_a_long_text_take_linear_time() -> None:
+    import time
+
+    from attncli.tokens import tokenize
+
+    start = time.perf_counter()
+    pieces = tokenize("猫吃鱼 and the river town woke slowly. " * 3000)
+    assert len(pieces) > 30_000
+    assert time.perf_counter() - start < 5.0  # was quadratic: minutes for this many tokens
+    assert [p.label for p in pieces[:5]] == ["猫[1/3]", "猫[2/3]", "猫[3/3]", "吃[1-2/3]",
+                                             "吃[3/3]"]
+    assert [p.label for p in pieces[-3:]] == [" slowly", ".", "␣"]

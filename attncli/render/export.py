@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from rich.console import Console
@@ -60,8 +61,8 @@ def export(console: Console, path: Path, title: str = "attncli") -> str:
     return console.export_text()
 
 
-def write_atomic(path: Path, content: str, option: str) -> None:
-    """Write content to path through a temporary file and a rename: all or nothing."""
+def write_atomic(path: Path, content: str | Iterable[str], option: str) -> None:
+    """Write content (text, or pieces of it) to path through a temporary file and a rename."""
     parent = path.parent if str(path.parent) else Path(".")
     try:
         fd, temp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -69,7 +70,7 @@ def write_atomic(path: Path, content: str, option: str) -> None:
         raise AttnCliError(f"cannot write {option} {str(path)!r}: {err.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
+            handle.writelines([content] if isinstance(content, str) else content)
         # mkstemp makes the file private; give it the permissions a plain open() would.
         umask = os.umask(0)
         os.umask(umask)

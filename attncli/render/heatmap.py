@@ -41,7 +41,8 @@ def _ticks(indices: Sequence[int], cell_w: int) -> str:
     return line
 
 
-def _cell(value: float | None, vmin: float, vmax: float, cell_w: int, colour: bool) -> Text:
+def heat_cell(value: float | None, vmin: float, vmax: float, cell_w: int, colour: bool) -> Text:
+    """One cell: a coloured block, a shade without colour, or the masked mark."""
     if value is None:
         return Text(MASKED_MARK.center(cell_w), style=MASKED_STYLE)
     if colour:
@@ -75,7 +76,7 @@ def render_heatmap(console: Console, title: str, rows: Axis, cols: Axis,
     for i, row in enumerate(matrix):
         body.append(labels[i] + " ", style="bold")
         for value in row[:n_cols]:
-            body.append_text(_cell(value, vmin, vmax, cell_w, colour))
+            body.append_text(heat_cell(value, vmin, vmax, cell_w, colour))
         if i < len(matrix) - 1:
             body.append("\n")
     parts: list[RenderableType] = [Text(title, style="bold"), body]

@@ -1,0 +1,108 @@
+"""A long run's heatmap: each cell one block of queries × keys, labelled with its index ranges."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from attncli.render.colors import has_colour, legend, shade_legend
+from attncli.render.heatmap import heat_cell
+from attncli.result import PooledMap
+
+TICK_GAP = 8  # the least distance between the starts of two column ticks
+
+
+def groups(count: int, factor: int) -> list[range]:
+    """count fine blocks gathered factor at a time."""
+    return [range(k, min(k + factor, count)) for k in range(0, count, factor)]
+
+
+def repool(pmap: PooledMap, rows: list[range], cols: list[range],
+           pool: str) -> list[list[float | None]]:
+    """Gather fine blocks: the max of their maxima, or their means weighted by unmasked cells."""
+    out: list[list[float | None]] = []
+    for row_group in rows:
+        line: list[float | None] = []
+        for col_group in cols:
+            cells = [(pmap.values[r][c], pmap.counts[r][c]) for r in row_group
+                     for c in col_group if pmap.values[r][c] is not None]
+            if not cells:
+                line.append(None)
+            elif pool == "max":
+                line.append(max(v for v, _ in cells))
+            else:
+                line.append(sum(v * n for v, n in cells) / sum(n for _, n in cells))
+        out.append(line)
+    return out
+
+
+def span(edges: list[int], blocks: range) -> str:
+    """The token indices a group of blocks covers, as 'a–b'."""
+    return f"{edges[blocks.start]}–{edges[blocks.stop] - 1}"
+
+
+def layout(pmap: PooledMap, width: int) -> tuple[int, int, int]:
+    """(cell width, key blocks per cell, query blocks per cell) that fit width columns.
+
+    Terminal cells are about twice as tall as wide: with one-column cells, a row covers twice
+    the tokens a column does, so the picture stays square.
+    """
+    count = len(pmap.edges) - 1
+    label_w = len(span(pmap.edges, range(count - 1, count))) if count else 1
+    room = max(width - label_w - 1, 1)
+    if 2 * count <= room:
+        return 2, 1, 1
+    per_col = -(-count // room)
+    return 1, per_col, 2 * per_col
+
+
+def _ticks(edges: list[int], cols: list[range], cell_w: int, room: int) -> str:
+    """Start indices of some key groups, above their columns, never closer than TICK_GAP."""
+    line, last = "", -TICK_GAP
+    for k, group in enumerate(cols):
+        pos, label = k * cell_w, str(edges[group.start])
+        clear = pos >= len(line) + (1 if line else 0)
+        if pos - last >= TICK_GAP and clear and pos + len(label) <= room:
+            line += " " * (pos - len(line)) + label
+            last = pos
+    return line
+
+
+def render_pooled(console: Console, pmap: PooledMap, num_heads: int,
+                  pool: str) -> RenderableType:
+    """One head's pooled weights, gathered further to fit the console."""
+    cell_w, per_col, per_row = layout(pmap, console.width)
+    count = len(pmap.edges) - 1
+    rows, cols = groups(count, per_row), groups(count, per_col)
+    # Weights shrink as rows see more keys: scale each row to its largest block, so every row
+    # shows where its queries look.
+    cells = [scaled(line) for line in repool(pmap, rows, cols, pool)]
+    labels = [span(pmap.edges, group) for group in rows]
+    label_w = max(len(label) for label in labels)
+    colour = has_colour(console)
+    vmax = 1.0
+    body = Text(no_wrap=True, overflow="crop")
+    room = console.width - label_w - 1
+    body.append(" " * (label_w + 1) + _ticks(pmap.edges, cols, cell_w, room) + "\n", style="dim")
+    for i, line in enumerate(cells):
+        body.append(labels[i].rjust(label_w) + " ", style="bold")
+        for value in line:
+            body.append_text(heat_cell(value, 0.0, vmax, cell_w, colour))
+        if i < len(cells) - 1:
+            body.append("\n")
+    which = f"head {pmap.head} of {num_heads}: " if num_heads > 1 else ""
+    title = Text(f"Attention weights, {which}{len(rows)} × {len(cols)} blocks, each the {pool} "
+                 "of its weights", style="bold")
+    size = pmap.edges[1] - pmap.edges[0] if count else 0
+    note = Text(f"row = {per_row * size} queries, column = {per_col * size} keys (labels and "
+                "ticks: token indices); each row scaled to its largest block", style="dim")
+    masked = any(v is None for line in cells for v in line)
+    key = (legend(0.0, vmax, 0, masked=masked) if colour
+           else shade_legend(0.0, vmax, 0, masked=masked))
+    return Group(title, note, body, key)
+
+
+def scaled(line: list[float | None]) -> list[float | None]:
+    """A row of blocks divided by its largest."""
+    top = max((v for v in line if v is not None), default=0.0)
+    return [None if v is None else (v / top if top > 0 else 0.0) for v in line]

@@ -1,0 +1,80 @@
+"""The progress bar: drawn on a terminal once work has run a while, never on a pipe."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import threading
+
+from attncli.progress import ProgressBar
+from tests.conftest import ROOT, make_console
+
+TEXT = "Tiled attention keeps memory bounded. " * 120  # about 840 tokens
+
+# Run the CLI with no delay before the bar, so any run would draw it.
+NO_DELAY = ("import sys; import attncli.progress as p; p.DELAY_S = 0.0; "
+            "sys.argv = ['attncli', *sys.argv[1:]]; from attncli.cli import main; main()")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_nothing_is_drawn_before_the_delay_then_the_bar_appears() -> None:
+    console, clock = make_console(width=80), Clock()
+    bar = ProgressBar(console, delay=1.0, clock=clock)
+    bar("attention", 10, 100)
+    assert not bar.shown
+    clock.now = 1.5
+    bar("attention", 50, 100)
+    bar("pooling", 1, 4)
+    assert bar.shown
+    bar.close()
+
+
+def test_without_a_console_nothing_is_ever_drawn() -> None:
+    bar = ProgressBar(None, delay=0.0)
+    bar("attention", 1, 2)
+    assert not bar.shown
+    bar.close()
+
+
+def test_piped_stderr_gets_nothing_even_with_no_delay() -> None:
+    proc = subprocess.run([sys.executable, "-c", NO_DELAY, "run", TEXT, "--impl", "tiled"],
+                          capture_output=True, timeout=120, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b""
+    assert b"Summary per head" in proc.stdout
+
+
+def test_a_terminal_on_stderr_sees_the_bar() -> None:
+    leader, follower = pty.openpty()
+    seen = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    proc = subprocess.run([sys.executable, "-c", NO_DELAY, "run", TEXT, "--impl", "tiled",
+                           "--json"], stdout=subprocess.PIPE, stderr=follower, timeout=120,
+                          check=False, cwd=ROOT)
+    os.close(follower)
+    reader.join(timeout=10)
+    os.close(leader)
+    assert proc.returncode == 0
+    assert b"tiled attention" in seen
+    assert proc.stdout.startswith(b'{"variant": "causal"')

@@ -1,0 +1,64 @@
+"""The long-run renderers: pooled heatmaps gathered further, top-k tables fitted to the width."""
+
+from __future__ import annotations
+
+import pytest
+
+from attncli.pipeline import Request, run
+from attncli.render.long import render_long
+from attncli.render.pooled import groups, layout, repool
+from attncli.render.views import ViewOptions
+from attncli.result import LongResult
+from attncli.selection import LongView
+from tests.conftest import rendered
+
+TEXT = "A [bold]tag[/] and [red] brackets stay text. " * 30
+
+
+def long_run(grid: int = 128, pool: str = "max", **extra: object) -> LongResult:
+    req = Request(text=TEXT, impl="tiled", pool=pool, **extra)  # type: ignore[arg-type]
+    result = run(req, LongView(maps=True, grid=grid))
+    assert isinstance(result, LongResult)
+    return result
+
+
+@pytest.mark.parametrize("pool", ["max", "mean"])
+def test_gathering_blocks_equals_pooling_into_bigger_blocks(pool: str) -> None:
+    fine, coarse = long_run(grid=60, pool=pool), long_run(grid=30, pool=pool)
+    n = len(fine.tokens)
+    assert n == 451
+    assert fine.maps[0].edges == [*range(0, n, 8), n]  # 8 tokens a block
+    assert coarse.maps[0].edges == [*range(0, n, 16), n]  # 16 tokens: two fine blocks
+    count = len(fine.maps[0].edges) - 1
+    gathered = repool(fine.maps[0], groups(count, 2), groups(count, 2), pool)
+    for got, want in zip(gathered, coarse.maps[0].values, strict=True):
+        assert got == [None if w is None else pytest.approx(w, rel=1e-6) for w in want]
+
+
+def test_layout_keeps_the_picture_square_in_tokens_and_within_the_width() -> None:
+    pmap = long_run().maps[0]  # 451 tokens in 113 blocks of 4
+    assert len(pmap.edges) - 1 == 113
+    assert layout(pmap, 80) == (1, 2, 4)  # 57 columns of 8 keys, rows of 16 queries
+    assert layout(pmap, 300) == (2, 1, 1)
+
+
+def test_no_colour_reads_with_shades_and_escaped_labels() -> None:
+    result = long_run()
+    out = rendered(lambda c: render_long(c, result, ViewOptions(rows=(0, 12))), width=80)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "shade 0 [ ░▒▓█] 1" in out and "\x1b[" not in out
+    # Token labels are text, never markup: "[", "bold" and "[/" show as they are.
+    assert "2 bold     bold(2)" in out and "5 [/       ](3)" in out
+    assert "Top 5 keys per query" in out and "queries 0–19" not in out
+
+
+def test_colour_shows_blocks_in_colour() -> None:
+    result = long_run()
+    out = rendered(lambda c: render_long(c, result, ViewOptions()), width=80, colour=True)
+    assert "\x1b[38;2;" in out and "colour 0" in out
+
+
+def test_no_top_keys_says_so() -> None:
+    result = long_run(top_k=0)
+    out = rendered(lambda c: render_long(c, result, ViewOptions()), width=80)
+    assert "--top-k 0: no keys kept" in out and "top-0" in out
