@@ -19,6 +19,7 @@ demo: $(STAMP)
 	$(VENV)/bin/attncli demo --no-pause
 	$(VENV)/bin/attncli tokens "$(SENTENCE)"
 	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
+	$(VENV)/bin/attncli heads --file samples/toy-gpt2/probe.txt --allow-special --model samples/toy-gpt2 --sort prev
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
