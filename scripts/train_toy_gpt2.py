@@ -1,6 +1,6 @@
 """Train the toy GPT-2 in samples/toy-gpt2 on CPU, from a generated corpus; nothing is downloaded.
 
-    python scripts/train_toy_gpt2.py                  # train (a few minutes), save, measure
+    python scripts/train_toy_gpt2.py                  # train (~15 min, 1 thread), save, measure
     python scripts/train_toy_gpt2.py --measure TEXT   # only measure the saved model's heads
 
 The corpus is simple English written by the generator below, tokenised with the bundled
@@ -121,7 +121,7 @@ PROBE = PROBE.replace("{song}", " ".join(melody("mi", "do", 16, random.Random(SE
 
 
 def corpus(rng: random.Random, documents: int) -> str:
-    """Documents, each followed by <|endoftext|> as GPT-2's training documents were."""
+    """Documents between <|endoftext|> tokens, as GPT-2's training documents were."""
     return "".join("<|endoftext|>" + document(rng) for _ in range(documents)) + "<|endoftext|>"
 
 
