@@ -363,13 +363,13 @@ def tokens(
     """
     from attncli.inputs import read_text
     from attncli.render import to_json
+    from attncli.result import TokenInfo
     from attncli.tokens import tokenize
 
     pieces = tokenize(read_text(text, file), encoding, allow_special)
     if as_json:
-        emit_text(to_json({"encoding": encoding, "tokens": [
-            {"index": p.index, "id": p.id, "text": p.label, "bytes": (p.data or b"").hex()}
-            for p in pieces]}))
+        emit_text(to_json({"encoding": encoding,
+                           "tokens": [TokenInfo.of(p).to_dict() for p in pieces]}))
         return
     from attncli.render.run import render_tokens
 

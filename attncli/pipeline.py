@@ -154,8 +154,7 @@ def text_tokens(req: Request) -> tuple[list[TokenInfo], list[int]]:
     if req.text is None:
         raise AttnCliError("no input text")
     pieces = tokenize(req.text, req.encoding, req.allow_special)
-    tokens = [TokenInfo(p.index, p.id, p.label, p.data.hex() if p.data is not None else None)
-              for p in pieces]
+    tokens = [TokenInfo.of(p) for p in pieces]
     return tokens, [p.id for p in pieces if p.id is not None]
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attncli.tokens import TokenPiece
 
 Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]
@@ -21,6 +24,12 @@ class TokenInfo:
     id: int | None
     text: str
     bytes_hex: str | None = None
+
+    @classmethod
+    def of(cls, piece: TokenPiece) -> TokenInfo:
+        """The record of one tokenised piece of text, with its exact bytes."""
+        data = piece.data
+        return cls(piece.index, piece.id, piece.label, None if data is None else data.hex())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form; "bytes" is absent for --inputs vectors, which have none."""
