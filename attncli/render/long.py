@@ -7,7 +7,6 @@ from dataclasses import replace
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -15,7 +14,7 @@ from attncli.render.colors import block_style, has_colour
 from attncli.render.pooled import render_pooled
 from attncli.render.query import bar
 from attncli.render.run import VARIANT_TITLES
-from attncli.render.tables import Axis, shorten
+from attncli.render.tables import Axis, shorten, table_width
 from attncli.render.views import ViewOptions, render_view
 from attncli.result import LongResult
 
@@ -51,10 +50,6 @@ def render_summary(result: LongResult, options: ViewOptions) -> RenderableType:
         f"{result.config['top_k']}: weight on each query's heaviest keys; distance: tokens "
         "back, weighted by attention.", style="dim")
     return Group(Text("Summary per head", style="bold"), table, note)
-
-
-def _width(console: Console, table: Table) -> int:
-    return Measurement.get(console, console.options.update(max_width=10**6), table).maximum
 
 
 def _top_table(result: LongResult, head: int, rows: range, ranks: int, limit: int,
@@ -93,7 +88,7 @@ def render_top_k(console: Console, result: LongResult, head: int,
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
     for ranks, limit, p in tries:
         table = _top_table(result, head, rows, ranks, limit, p, colour)
-        if _width(console, table) <= console.width:
+        if table_width(console, table) <= console.width:
             break
     notes = []
     if options.rows is None and stop < len(result.tokens):

@@ -59,7 +59,7 @@ def _table(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
     return table
 
 
-def _width(console: Console, table: Table) -> int:
+def table_width(console: Console, table: Table) -> int:
     """The width table needs, unconstrained by the console."""
     return Measurement.get(console, console.options.update(max_width=10**6), table).maximum
 
@@ -80,7 +80,7 @@ def _needed(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[
                                                                        strict=True)]
     longest = max(range(len(labels)), key=lambda i: cell_len(labels[i]), default=0)
     row_axis = Axis([rows.labels[longest]], [rows.indices[longest]])
-    return _width(console, _table(row_axis, cols, [widest], precision, n_cols, 0.0, 1.0))
+    return table_width(console, _table(row_axis, cols, [widest], precision, n_cols, 0.0, 1.0))
 
 
 def fits(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
