@@ -76,8 +76,8 @@ def run_case(case: dict) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from attncli.attention import MultiHeadAttention
-    from attncli.tiled import tiled_attention
+    from attncli.core.attention import MultiHeadAttention
+    from attncli.long.tiled import tiled_attention
 
     gen = torch.Generator().manual_seed(123)
     mha = MultiHeadAttention(D_MODEL, D_MODEL, num_heads=HEADS)

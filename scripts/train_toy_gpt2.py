@@ -199,9 +199,9 @@ def save_full_vocab(model: GPT2Model, used: Tensor, out: Path) -> None:
 
 def measure(model_dir: Path, text: str) -> None:
     """Print attncli's head measures of the saved model on text, strongest structure first."""
-    from attncli.checkpoint import resolve_checkpoint
-    from attncli.gpt2 import gpt2_all_layers
-    from attncli.heads import MEASURES, head_measures
+    from attncli.models.checkpoint import resolve_checkpoint
+    from attncli.models.gpt2 import gpt2_all_layers
+    from attncli.models.measures import MEASURES, head_measures
 
     token_ids = gpt2_encoding().encode(text, allowed_special="all")
     rows = head_measures(gpt2_all_layers(resolve_checkpoint(str(model_dir)), token_ids))

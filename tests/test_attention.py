@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attncli.attention import (
+from attncli.core.attention import (
     CausalAttention,
     MultiHeadAttention,
     QKVAttention,

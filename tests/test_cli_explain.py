@@ -15,7 +15,7 @@ from tests.conftest import JOURNEY, SENTENCE
 
 def reference(x: torch.Tensor, variant: str, d_out: int, heads: int, seed: int,
               dropout: float = 0.0) -> dict[str, torch.Tensor]:
-    """The book's construction order and plain torch ops, independent of attncli.attention."""
+    """The book's construction order and plain torch ops, independent of attncli.core.attention."""
     T, d_in = x.shape
     if variant == "simple":
         scores = (x @ x.T)[None]

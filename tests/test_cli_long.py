@@ -121,11 +121,12 @@ def test_a_short_run_imports_nothing_of_the_tiled_path() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from attncli.cli import execute; execute(sys.argv[1:]); "
-            "print(sorted(m for m in sys.modules if m in ('attncli.long', 'attncli.pooling', "
-            "'attncli.render.long', 'attncli.progress', 'rich.progress')))")
+    code = ("import sys; from attncli.cli.app import execute; execute(sys.argv[1:]); "
+            "print(sorted(m for m in sys.modules if m in ('attncli.long.run', "
+            "'attncli.long.pooling', "
+            "'attncli.render.long', 'attncli.cli.progress', 'rich.progress')))")
     proc = subprocess.run([sys.executable, "-c", code, "run", SENTENCE], capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     # The progress bar's module is light and always imported; its Rich bar only on a terminal.
-    assert proc.stdout.strip().splitlines()[-1] == "['attncli.progress']"
+    assert proc.stdout.strip().splitlines()[-1] == "['attncli.cli.progress']"

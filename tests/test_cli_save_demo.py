@@ -106,7 +106,7 @@ def test_demo_in_process_both_languages(cli, tmp_path: Path) -> None:  # noqa: A
 
 
 def test_demo_pauses_on_a_terminal_and_q_quits(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
-    from attncli import output
+    from attncli.cli import output
 
     answers = iter(["", "q"])
     monkeypatch.setattr("builtins.input", lambda *_: next(answers))
@@ -152,7 +152,8 @@ def test_new_commands_have_help_with_examples_without_torch(cli) -> None:  # noq
     for command in ("explain", "compare", "demo"):
         res = cli(command, "--help")
         assert res.code == 0 and "Examples" in res.out
-    code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; from attncli.cli import execute; "
+    code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; "
+            "from attncli.cli.app import execute; "
             "execute(); print('torch' in sys.modules)")
     for command in ("explain", "compare", "demo"):
         proc = subprocess.run([sys.executable, "-c", code, command, "--help"],

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attncli.compare import run_compare, variant_request
-from attncli.pipeline import Request, run
+from attncli.core.compare import run_compare, variant_request
+from attncli.core.pipeline import Request, run
 from tests.conftest import SENTENCE
 
 

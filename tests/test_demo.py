@@ -6,7 +6,7 @@ import json
 
 from rich.cells import cell_len
 
-from attncli.demo import journey, tour
+from attncli.lessons.tour import journey, tour
 from attncli.render.demo import render_outro, render_page, render_title
 from attncli.render.views import ViewOptions
 from tests.conftest import JOURNEY, rendered

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attncli.embed import embed
+from attncli.core.embed import embed
 from attncli.errors import AttnCliError
 
 

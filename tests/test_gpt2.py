@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from attncli.checkpoint import resolve_checkpoint
 from attncli.errors import AttnCliError
-from attncli.gpt2 import gpt2_all_layers, gpt2_attention
+from attncli.models.checkpoint import resolve_checkpoint
+from attncli.models.gpt2 import gpt2_all_layers, gpt2_attention
 from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
 
 SMALL = {"n_layer": 3, "n_head": 4, "n_embd": 64, "n_positions": 128, "vocab_size": 50257}

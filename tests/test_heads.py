@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from attncli.errors import AttnCliError
-from attncli.heads import SORT_KEYS, head_measures, sort_measures
+from attncli.models.measures import SORT_KEYS, head_measures, sort_measures
 
 T = 4
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from attncli.core.inputs import load_inputs, read_text
 from attncli.errors import AttnCliError
-from attncli.inputs import load_inputs, read_text
 
 
 class FakeTTY(io.BytesIO):

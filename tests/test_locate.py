@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from attncli.checkpoint import resolve_checkpoint
 from attncli.errors import AttnCliError
-from attncli.locate import hub_cache_dir, locate_checkpoint, looks_like_hub_name, repo_folders
+from attncli.models.checkpoint import resolve_checkpoint
+from attncli.models.locate import (
+    hub_cache_dir,
+    locate_checkpoint,
+    looks_like_hub_name,
+    repo_folders,
+)
 from tests.gpt2_fixtures import write_tiny
 
 CACHE_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")

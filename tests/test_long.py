@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attncli import long
+from attncli.core.display import LongView, Window
+from attncli.core.pipeline import Request, run, run_naive
+from attncli.core.result import LongResult, Result
 from attncli.errors import AttnCliError
-from attncli.pipeline import Request, run, run_naive
-from attncli.result import LongResult, Result
-from attncli.selection import LongView, Window
-from attncli.tiled import naive_bytes
+from attncli.long import run as long
+from attncli.long.tiled import naive_bytes
 
 TEXT = (("Long documents in bounded memory: every weight of a window is rebuilt exactly from the "
         "log-sum-exp of its row. ") * 5).strip()  # 125 tokens
@@ -184,7 +184,7 @@ def test_pooled_maps_equal_pooling_of_the_naive_weights(variant: str, pool: str)
 
 def test_pooling_in_small_chunks_gives_the_same_map(monkeypatch: pytest.MonkeyPatch) -> None:
     _, whole = both("causal", LongView(maps=True, grid=10))
-    monkeypatch.setattr("attncli.pooling.CHUNK_CELLS", 50)  # a few rows at a time
+    monkeypatch.setattr("attncli.long.pooling.CHUNK_CELLS", 50)  # a few rows at a time
     _, chunked = both("causal", LongView(maps=True, grid=10))
     assert_cells_close(chunked.maps[0].values, whole.maps[0].values, tol=1e-7)
 

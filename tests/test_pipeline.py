@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attncli.core.inputs import load_inputs
+from attncli.core.pipeline import Request, run
+from attncli.core.result import Result
 from attncli.errors import AttnCliError
-from attncli.inputs import load_inputs
-from attncli.pipeline import Request, run
-from attncli.result import Result
 from tests.conftest import JOURNEY, SENTENCE
 
 

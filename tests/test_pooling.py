@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attncli import pooling
-from attncli.pooling import block_counts, block_edges, pooled_maps, row_chunks
+from attncli.long import pooling
+from attncli.long.pooling import block_counts, block_edges, pooled_maps, row_chunks
 
 
 @pytest.mark.parametrize(("n", "grid", "edges"), [

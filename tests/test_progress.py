@@ -8,14 +8,14 @@ import subprocess
 import sys
 import threading
 
-from attncli.progress import ProgressBar
+from attncli.cli.progress import ProgressBar
 from tests.conftest import ROOT, make_console
 
 TEXT = "Tiled attention keeps memory bounded. " * 120  # about 840 tokens
 
 # Run the CLI with no delay before the bar, so any run would draw it.
-NO_DELAY = ("import sys; import attncli.progress as p; p.DELAY_S = 0.0; "
-            "sys.argv = ['attncli', *sys.argv[1:]]; from attncli.cli import main; main()")
+NO_DELAY = ("import sys; import attncli.cli.progress as p; p.DELAY_S = 0.0; "
+            "sys.argv = ['attncli', *sys.argv[1:]]; from attncli.cli.app import main; main()")
 
 
 class Clock:

@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from attncli.inputs import InputVectors
-from attncli.pipeline import Request, run
+from attncli.core.inputs import InputVectors
+from attncli.core.pipeline import Request, run
 from attncli.render import to_json
 from attncli.render.colors import VIRIDIS, cell_style, colour_of
 from attncli.render.run import render_run

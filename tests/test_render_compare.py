@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attncli.compare import run_compare
-from attncli.pipeline import Request
+from attncli.core.compare import run_compare
+from attncli.core.pipeline import Request
 from attncli.render.compare import render_compare
 from attncli.render.views import ViewOptions
 from tests.conftest import SENTENCE, rendered

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from attncli.inputs import load_inputs
-from attncli.pipeline import Request, run
+from attncli.core.inputs import load_inputs
+from attncli.core.pipeline import Request, run
 from attncli.render.explain import (
     explained_stages,
     render_explain,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from attncli.pipeline import Request, run
+from attncli.core.display import LongView
+from attncli.core.pipeline import Request, run
+from attncli.core.result import LongResult
 from attncli.render.long import render_long
 from attncli.render.pooled import groups, layout, repool
 from attncli.render.views import ViewOptions
-from attncli.result import LongResult
-from attncli.selection import LongView
 from tests.conftest import rendered
 
 TEXT = "A [bold]tag[/] and [red] brackets stay text. " * 30

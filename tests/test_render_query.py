@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attncli.inputs import load_inputs
-from attncli.pipeline import Request, run
+from attncli.core.inputs import load_inputs
+from attncli.core.pipeline import Request, run
 from attncli.render.query import bar, ranking, render_query
 from attncli.render.views import ViewOptions
 from tests.conftest import JOURNEY, SENTENCE, rendered

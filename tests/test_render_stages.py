@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attncli.pipeline import Request, run
+from attncli.core.pipeline import Request, run
 from attncli.render.stages import panels, render_stage, shown_weights, stage_title
 from attncli.render.views import ViewOptions
 from tests.conftest import SENTENCE, rendered

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attncli.result import Result, TokenInfo
+from attncli.core.result import Result, TokenInfo
 
 
 def _result() -> Result:
@@ -29,7 +29,7 @@ def test_to_dict_additions() -> None:
 
 
 def test_long_result_json_has_no_maps_and_query_only_when_asked() -> None:
-    from attncli.result import LongResult, PooledMap
+    from attncli.core.result import LongResult, PooledMap
 
     pmap = PooledMap(head=0, edges=[0, 2], values=[[1.0]], counts=[[3]])
     result = LongResult(

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attncli.errors import AttnCliError
-from attncli.inputs import InputVectors
-from attncli.pipeline import Request, run
-from attncli.result import STAGES
-from attncli.selection import (
+from attncli.core.display import (
     Window,
     display_spec,
     parse_names,
@@ -16,6 +12,10 @@ from attncli.selection import (
     resolve,
     resolve_query,
 )
+from attncli.core.inputs import InputVectors
+from attncli.core.pipeline import Request, run
+from attncli.core.result import STAGES
+from attncli.errors import AttnCliError
 
 LABELS = ["Your", " journey", " the", " the", "the", "x"]
 

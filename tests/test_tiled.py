@@ -11,11 +11,11 @@ import pytest
 import torch
 from torch import Tensor
 
-from attncli import tiled
-from attncli.attention import MultiHeadAttention
+from attncli.core.attention import MultiHeadAttention
 from attncli.errors import AttnCliError
-from attncli.tiled import choose_impl, tiled_attention, weights_window
-from attncli.tiled_topk import TOPK_GROUP
+from attncli.long import tiled
+from attncli.long.tiled import choose_impl, tiled_attention, weights_window
+from attncli.long.topk import TOPK_GROUP
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attncli.tiled_topk import TOPK_GROUP, group_max_into, group_stride, top_keys
+from attncli.long.topk import TOPK_GROUP, group_max_into, group_stride, top_keys
 
 
 @pytest.mark.parametrize(("block_k", "width"), [(64, 64), (64, 40), (20, 20), (3, 3), (64, 5)])

@@ -8,8 +8,8 @@ import pytest
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
+from attncli.core.tokens import GPT2_SHA256, GPT2_VOCAB, encode, get_encoding, labels_for, tokenize
 from attncli.errors import AttnCliError
-from attncli.tokens import GPT2_SHA256, GPT2_VOCAB, encode, get_encoding, labels_for, tokenize
 
 TEXTS = [
     "Your journey starts with one step",
@@ -94,7 +94,7 @@ def test_unreachable_encoding_says_how_to_provide_it(monkeypatch: pytest.MonkeyP
 def test_labels_of_a_long_text_take_linear_time() -> None:
     import time
 
-    from attncli.tokens import tokenize
+    from attncli.core.tokens import tokenize
 
     start = time.perf_counter()
     pieces = tokenize("猫吃鱼 and the river town woke slowly. " * 3000)

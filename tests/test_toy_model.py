@@ -6,10 +6,10 @@ from pathlib import Path
 
 import torch
 
-from attncli.checkpoint import resolve_checkpoint
-from attncli.gpt2 import gpt2_all_layers
-from attncli.heads import head_measures
-from attncli.tokens import encode
+from attncli.core.tokens import encode
+from attncli.models.checkpoint import resolve_checkpoint
+from attncli.models.gpt2 import gpt2_all_layers
+from attncli.models.measures import head_measures
 from tests.gpt2_fixtures import hf_reference
 
 TOY = Path(__file__).resolve().parent.parent / "samples" / "toy-gpt2"

@@ -6,11 +6,11 @@ from rich.columns import Columns
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from attncli.core.result import Result
 from attncli.render.colors import has_colour, legend, shade_legend
 from attncli.render.run import VARIANT_TITLES
 from attncli.render.stages import shown_weights, token_axis
 from attncli.render.views import ViewOptions, render_view, uses_heatmap, window
-from attncli.result import Result
 
 
 def _header(results: list[Result]) -> Text:

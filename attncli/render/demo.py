@@ -8,9 +8,9 @@ from rich.console import Console, Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
 
-from attncli.demo import TRY_IT, Step
-from attncli.i18n import text
+from attncli.lessons.tour import TRY_IT, Step
 from attncli.render.explain import render_step, steps_for
+from attncli.render.i18n import text
 from attncli.render.prose import prose
 from attncli.render.query import render_query
 from attncli.render.views import ViewOptions

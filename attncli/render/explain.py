@@ -5,13 +5,13 @@ from __future__ import annotations
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from attncli.i18n import text
+from attncli.core.result import Result
+from attncli.render.i18n import text
 from attncli.render.prose import prose
 from attncli.render.query import render_query
 from attncli.render.run import describe
 from attncli.render.stages import panels, render_panel, stage_title, text_key
 from attncli.render.views import ViewOptions
-from attncli.result import Result
 
 # The walk-through's steps in computation order; Q, K and V are one step.
 STEPS = (("inputs", ("inputs",)), ("qkv", ("queries", "keys", "values")),

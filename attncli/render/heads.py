@@ -8,8 +8,8 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from attncli.core.result import HeadsResult, Matrix
 from attncli.render.colors import cell_style, colour_of, has_colour, legend, shade_of
-from attncli.result import HeadsResult, Matrix
 
 MEASURE_HELP = {
     "entropy": "mean entropy of a row, nats (0 = one token, high = spread out)",

@@ -10,13 +10,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from attncli.core.result import LongResult
 from attncli.render.colors import block_style, has_colour
 from attncli.render.pooled import render_pooled
 from attncli.render.query import bar
 from attncli.render.run import VARIANT_TITLES
 from attncli.render.tables import Axis, shorten, table_width
 from attncli.render.views import ViewOptions, render_view
-from attncli.result import LongResult
 
 TOP_ROWS = 20  # queries in the top-k table without --rows
 QUERY_KEYS = 20  # keys ranked in --query's view

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from attncli.core.result import PooledMap
 from attncli.render.colors import has_colour, legend, shade_legend
 from attncli.render.heatmap import heat_cell
-from attncli.result import PooledMap
 
 TICK_GAP = 8  # the least distance between the starts of two column ticks
 

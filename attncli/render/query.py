@@ -6,11 +6,11 @@ from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from attncli.i18n import text
+from attncli.core.result import Result
 from attncli.render.colors import block_style, has_colour
+from attncli.render.i18n import text
 from attncli.render.tables import shorten
 from attncli.render.views import ViewOptions
-from attncli.result import Result
 
 LABEL_MAX = 16
 BAR_MAX = 40

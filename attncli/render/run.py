@@ -8,12 +8,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from attncli.core.result import Result
+from attncli.core.tokens import TokenPiece
 from attncli.render.query import render_query
 from attncli.render.stages import render_stage, shown_weights, token_axis
 from attncli.render.tables import Axis
 from attncli.render.views import ViewOptions, render_view
-from attncli.result import Result
-from attncli.tokens import TokenPiece
 
 VARIANT_TITLES = {
     "simple": "simple attention",

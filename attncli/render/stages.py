@@ -8,10 +8,10 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
-from attncli.i18n import STRINGS, text
+from attncli.core.result import Result
+from attncli.render.i18n import STRINGS, text
 from attncli.render.tables import Axis
 from attncli.render.views import ViewOptions, render_view
-from attncli.result import Result
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
 HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]

@@ -16,7 +16,7 @@ from attncli.errors import AttnCliError
 if TYPE_CHECKING:
     import tiktoken
 
-GPT2_VOCAB = Path(__file__).parent / "data" / "gpt2.tiktoken"
+GPT2_VOCAB = Path(__file__).parent.parent / "data" / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 ENDOFTEXT = "<|endoftext|>"
 ALIASES = {"gpt2": "gpt2", "r50k_base": "gpt2"}

@@ -10,18 +10,18 @@ import torch
 from torch import Tensor
 
 from attncli import __version__
-from attncli.attention import VARIANTS, AttentionOutput, build_variant
-from attncli.embed import check_dims, embed
+from attncli.core.attention import VARIANTS, AttentionOutput, build_variant
+from attncli.core.embed import check_dims, embed
+from attncli.core.inputs import InputVectors
+from attncli.core.result import STAGES, HeadsResult, LongResult, Result, TokenInfo
+from attncli.core.tokens import get_encoding, tokenize
 from attncli.errors import AttnCliError
-from attncli.inputs import InputVectors
-from attncli.result import STAGES, HeadsResult, LongResult, Result, TokenInfo
-from attncli.tiled import NAIVE_BUDGET, choose_impl, naive_bytes
-from attncli.tokens import get_encoding, tokenize
+from attncli.long.tiled import NAIVE_BUDGET, choose_impl, naive_bytes
 
 if TYPE_CHECKING:
-    from attncli.checkpoint import Checkpoint
-    from attncli.long import Progress
-    from attncli.selection import LongView
+    from attncli.core.display import LongView
+    from attncli.long.run import Progress
+    from attncli.models.checkpoint import Checkpoint
 
 
 @dataclass(frozen=True)
@@ -169,8 +169,8 @@ def model_info(ckpt: Checkpoint, layer: int | None = None) -> dict[str, Any]:
 
 def run_model(req: Request) -> Result:
     """Layer req.layer of a GPT-2 checkpoint: its attention over ln_1 of the residual stream."""
-    from attncli.checkpoint import resolve_checkpoint
-    from attncli.gpt2 import gpt2_attention
+    from attncli.models.checkpoint import resolve_checkpoint
+    from attncli.models.gpt2 import gpt2_attention
 
     ckpt = resolve_checkpoint(req.model or "", req.heads)
     tokens, ids = text_tokens(req)
@@ -188,9 +188,9 @@ THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
 
 def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
     """Every layer × head of a GPT-2 checkpoint: measures and pooled thumbnails."""
-    from attncli.checkpoint import resolve_checkpoint
-    from attncli.gpt2 import gpt2_all_layers
-    from attncli.heads import head_measures, sort_measures
+    from attncli.models.checkpoint import resolve_checkpoint
+    from attncli.models.gpt2 import gpt2_all_layers
+    from attncli.models.measures import head_measures, sort_measures
 
     if req.model is None:
         raise AttnCliError("attncli heads needs --model PATH|NAME (a local GPT-2 checkpoint)")
@@ -256,7 +256,7 @@ def naive(req: Request, prep: Prepared) -> Result:
 
 def refuse_dropout(req: Request, prep: Prepared) -> None:
     """The tiled path has no dropout: say how to get it, and what it costs."""
-    from attncli.long import size_text
+    from attncli.long.run import size_text
 
     why = "--impl tiled" if req.impl == "tiled" else (
         f"--impl auto takes it beyond {NAIVE_BUDGET // 2**20} MiB")
@@ -281,8 +281,8 @@ def run(req: Request, view: LongView | None = None, progress: Progress | None = 
         return naive(req, prep)
     if req.dropout > 0:
         refuse_dropout(req, prep)
-    from attncli.long import run_long  # the tiled path's machinery, only when it is taken
-    from attncli.selection import LongView
+    from attncli.core.display import LongView
+    from attncli.long.run import run_long  # the tiled path's machinery, only when it is taken
 
     return run_long(req, prep, view or LongView(), progress)
 
@@ -297,7 +297,7 @@ def run_naive(req: Request, budget_bytes: int = NAIVE_BUDGET) -> Result:
         return run_model(req)
     prep = prepare(req, budget_bytes)
     if prep.impl == "tiled":
-        from attncli.long import size_text
+        from attncli.long.run import size_text
 
         raise AttnCliError(
             f"{len(prep.tokens):,} tokens × {prep.heads} head(s) need about "

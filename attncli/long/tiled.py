@@ -18,8 +18,8 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
-from attncli.threads import each_in_threads
-from attncli.tiled_topk import group_max_into, group_stride, top_keys
+from attncli.long.threads import each_in_threads
+from attncli.long.topk import group_max_into, group_stride, top_keys
 
 Progress = Callable[[int, int], None]  # (done, total) units of work
 

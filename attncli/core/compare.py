@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from attncli.pipeline import Request, run_naive
-from attncli.result import Result
+from attncli.core.pipeline import Request, run_naive
+from attncli.core.result import Result
 
 HAS_DROPOUT = ("causal", "multihead")
 

@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from attncli.inputs import InputVectors
-from attncli.pipeline import Request, run
-from attncli.result import Result
+from attncli.core.inputs import InputVectors
+from attncli.core.pipeline import Request, run
+from attncli.core.result import Result
 
 TRY_IT = ('attncli explain "Your journey starts with one step" --variant multihead',
           'attncli run "Your journey starts with one step" --query journey',

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attncli.result import PooledMap
-from attncli.threads import each_in_threads
+from attncli.core.result import PooledMap
+from attncli.long.threads import each_in_threads
 
 CHUNK_CELLS = 2**22  # weights rebuilt at a time: 16 MB of float32
 POOLS = ("max", "mean")

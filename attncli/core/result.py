@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from attncli.tokens import TokenPiece
+    from attncli.core.tokens import TokenPiece
 
 Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]

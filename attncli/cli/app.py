@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from attncli import __version__
-from attncli.errors import AttnCliError
-from attncli.invocation import display_spec, request_from, run_output, view_options
-from attncli.options import (
+from attncli.cli.invocation import display_spec, request_from, run_output, view_options
+from attncli.cli.options import (
     BiasOpt,
     ColsOpt,
     ContextOpt,
@@ -52,7 +51,8 @@ from attncli.options import (
     View,
     ViewOpt,
 )
-from attncli.output import Page, check_outputs, console, deliver, deliver_pages, emit, emit_text
+from attncli.cli.output import Page, check_outputs, console, deliver, deliver_pages, emit, emit_text
+from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     pass
@@ -136,9 +136,9 @@ def run(
 
       attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
     """
-    from attncli.pipeline import run as run_pipeline
-    from attncli.progress import progress_bar
-    from attncli.selection import LongView
+    from attncli.cli.progress import progress_bar
+    from attncli.core.display import LongView
+    from attncli.core.pipeline import run as run_pipeline
 
     given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show)
@@ -199,9 +199,9 @@ def explain(
 
       attncli explain "..." --show scores,softmax --query journey --save x.html
     """
-    from attncli.i18n import resolve_lang
-    from attncli.pipeline import run_naive
+    from attncli.core.pipeline import run_naive
     from attncli.render.explain import render_explain
+    from attncli.render.i18n import resolve_lang
 
     given = locals()
     spec = display_spec(precision, view, rows, cols, head, query, show,
@@ -252,9 +252,9 @@ def compare(
 
       attncli compare "..." --view heatmap --json | jq '.variants[].variant'
     """
-    from attncli.compare import run_compare
+    from attncli.core.compare import run_compare
+    from attncli.core.display import parse_names
     from attncli.render.compare import render_compare
-    from attncli.selection import parse_names
 
     given = locals()
     names = parse_names(variants, [v.value for v in Variant], "--variants")
@@ -291,9 +291,9 @@ def demo(
 
       attncli demo --save demo.html
     """
-    from attncli.demo import tour
-    from attncli.i18n import resolve_lang
+    from attncli.lessons.tour import tour
     from attncli.render.demo import render_outro, render_page, render_title
+    from attncli.render.i18n import resolve_lang
     from attncli.render.views import ViewOptions
 
     check_outputs(save, None)
@@ -335,7 +335,7 @@ def heads(
 
       attncli heads "..." --model ~/models/gpt2 --json | jq '.heads[0]'
     """
-    from attncli.pipeline import run_heads
+    from attncli.core.pipeline import run_heads
     from attncli.render.heads import render_heads
 
     given = locals()
@@ -361,10 +361,10 @@ def tokens(
 
       echo "猫吃鱼" | attncli tokens - --json
     """
-    from attncli.inputs import read_text
+    from attncli.core.inputs import read_text
+    from attncli.core.result import TokenInfo
+    from attncli.core.tokens import tokenize
     from attncli.render import to_json
-    from attncli.result import TokenInfo
-    from attncli.tokens import tokenize
 
     pieces = tokenize(read_text(text, file), encoding, allow_special)
     if as_json:

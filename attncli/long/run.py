@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
+from attncli.core.display import LongView, check_head, resolve_query
+from attncli.core.result import LongResult, PooledMap, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.pooling import pooled_maps
-from attncli.result import LongResult, PooledMap, TokenInfo
-from attncli.selection import LongView, check_head, resolve_query
-from attncli.tiled import TiledOutput, tiled_attention, weights_window
+from attncli.long.pooling import pooled_maps
+from attncli.long.tiled import TiledOutput, tiled_attention, weights_window
 
 if TYPE_CHECKING:
-    from attncli.pipeline import Prepared, Request
+    from attncli.core.pipeline import Prepared, Request
 
 # (what, done, total): a long run's progress, called from worker threads too.
 Progress = Callable[[str, int, int], None]

@@ -9,22 +9,22 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attncli.cli.options import View
 from attncli.errors import AttnCliError
-from attncli.options import View
 
 if TYPE_CHECKING:
-    from attncli.output import Page
-    from attncli.pipeline import Request
+    from attncli.cli.output import Page
+    from attncli.core.display import DisplaySpec
+    from attncli.core.pipeline import Request
+    from attncli.core.result import LongResult, Result
     from attncli.render.views import ViewOptions
-    from attncli.result import LongResult, Result
-    from attncli.selection import DisplaySpec
 
 
 def build_request(text: str | None, file: Path | None, inputs: Path | None,
                   **settings: Any) -> Request:
     """Read the input (text or vectors) and gather the settings into a Request."""
-    from attncli.inputs import load_inputs, read_text
-    from attncli.pipeline import Request
+    from attncli.core.inputs import load_inputs, read_text
+    from attncli.core.pipeline import Request
 
     if inputs is not None:
         if text is not None or file is not None:
@@ -58,15 +58,15 @@ def display_spec(precision: int, view: View, rows: str | None, cols: str | None,
                  head: int | None = None, query: str | None = None, show: str | None = None,
                  lang: str = "en") -> DisplaySpec:
     """The display options, syntax-checked before any work."""
-    from attncli.result import STAGES
-    from attncli.selection import display_spec as parse
+    from attncli.core.display import display_spec as parse
+    from attncli.core.result import STAGES
 
     return parse(precision, view.value, rows, cols, head, query, show, lang, STAGES)
 
 
 def view_options(spec: DisplaySpec, result: Result | LongResult) -> ViewOptions:
     """The display options checked against the result (head, windows, query, stages)."""
-    from attncli.selection import check_head, resolve
+    from attncli.core.display import check_head, resolve
 
     check_head(spec.head, result.num_heads)
     return resolve(spec, result)
@@ -75,7 +75,7 @@ def view_options(spec: DisplaySpec, result: Result | LongResult) -> ViewOptions:
 def run_output(result: Result | LongResult, spec: DisplaySpec,
                options: ViewOptions) -> tuple[dict[str, Any], Page]:
     """The JSON and the renderer of a naive or a tiled run."""
-    from attncli.result import LongResult
+    from attncli.core.result import LongResult
 
     if isinstance(result, LongResult):
         from attncli.render.long import render_long

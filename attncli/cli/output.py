@@ -100,7 +100,7 @@ def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) 
     """Print pages one by one, waiting for Enter between them when pause_lang is set."""
     from rich.text import Text
 
-    from attncli.i18n import text
+    from attncli.render.i18n import text
 
     out = console()
     for k, page in enumerate(pages):

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attncli.attention import AttentionOutput, MultiHeadAttention
-from attncli.checkpoint import Checkpoint, Weights, open_weights
+from attncli.core.attention import AttentionOutput, MultiHeadAttention
 from attncli.errors import AttnCliError
+from attncli.models.checkpoint import Checkpoint, Weights, open_weights
 
 
 @dataclass

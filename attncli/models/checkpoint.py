@@ -15,7 +15,7 @@ from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
 from attncli.errors import AttnCliError
-from attncli.locate import convert_hint, is_pickle, locate_checkpoint
+from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
+    from attncli.core.result import LongResult, Result
     from attncli.render.views import ViewOptions
-    from attncli.result import LongResult, Result
 
 CANDIDATES_SHOWN = 8
 GRID = 128  # the most blocks a long run's pooled heatmap has on each side

@@ -1,0 +1,1 @@
+"""The chapter-3 pipeline: text → tokens → embeddings → attention → result."""

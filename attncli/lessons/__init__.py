@@ -1,0 +1,1 @@
+"""Guided demonstrations built on the pipeline: the chapter-3 tour."""

@@ -1,0 +1,1 @@
+"""Trained checkpoints: locating and reading them (safetensors only), GPT-2, head measures."""
