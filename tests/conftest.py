@@ -47,7 +47,7 @@ def _no_constants(name: str) -> None:
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):  # noqa: ANN201
     """Call attncli in-process: cli("run", "text", "--json") → CliRun."""
-    from attncli.cli.app import execute
+    from attncli.cli.main import execute
 
     def call(*args: str) -> CliRun:
         code = execute(list(args))

@@ -134,7 +134,7 @@ def test_subprocess_closed_pipe_is_quiet() -> None:
 
 def test_subprocess_help_does_not_import_torch() -> None:
     code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; "
-            "from attncli.cli.app import execute; "
+            "from attncli.cli.main import execute; "
             "execute(); print('torch' in sys.modules)")
     import subprocess
 

@@ -121,7 +121,7 @@ def test_a_short_run_imports_nothing_of_the_tiled_path() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from attncli.cli.app import execute; execute(sys.argv[1:]); "
+    code = ("import sys; from attncli.cli.main import execute; execute(sys.argv[1:]); "
             "print(sorted(m for m in sys.modules if m in ('attncli.long.run', "
             "'attncli.long.pooling', "
             "'attncli.render.long', 'attncli.cli.progress', 'rich.progress')))")

@@ -153,7 +153,7 @@ def test_new_commands_have_help_with_examples_without_torch(cli) -> None:  # noq
         res = cli(command, "--help")
         assert res.code == 0 and "Examples" in res.out
     code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; "
-            "from attncli.cli.app import execute; "
+            "from attncli.cli.main import execute; "
             "execute(); print('torch' in sys.modules)")
     for command in ("explain", "compare", "demo"):
         proc = subprocess.run([sys.executable, "-c", code, command, "--help"],

@@ -15,7 +15,7 @@ TEXT = "Tiled attention keeps memory bounded. " * 120  # about 840 tokens
 
 # Run the CLI with no delay before the bar, so any run would draw it.
 NO_DELAY = ("import sys; import attncli.cli.progress as p; p.DELAY_S = 0.0; "
-            "sys.argv = ['attncli', *sys.argv[1:]]; from attncli.cli.app import main; main()")
+            "sys.argv = ['attncli', *sys.argv[1:]]; from attncli.cli.main import main; main()")
 
 
 class Clock:
