@@ -36,8 +36,8 @@ def test_tiled_json_holds_no_n_by_n_matrix(cli) -> None:  # noqa: ANN001
     n = len(doc["tokens"])
     assert n == 321
     assert square_matrices(doc, n) == []
-    assert list(doc) == ["variant", "config", "tokens", "context", "stats", "summary", "window",
-                         "weights"]
+    assert list(doc) == ["variant", "config", "tokens", "weights", "context", "stats", "summary",
+                         "window"]
     assert doc["config"]["impl"] == "tiled" and doc["config"]["top_k"] == 5
     assert doc["config"]["pool"] == "max"
     assert doc["window"] == {"rows": [0, 64], "cols": [0, 64]}
@@ -45,8 +45,8 @@ def test_tiled_json_holds_no_n_by_n_matrix(cli) -> None:  # noqa: ANN001
     assert [len(doc["context"]), len(doc["context"][0])] == [n, 8]
     assert [len(doc["stats"]["lse"]), len(doc["stats"]["lse"][0])] == [2, n]
     assert len(doc["stats"]["top_k"]["index"][1][n - 1]) == 5
-    assert set(doc["summary"][1]) == {"head", "mean_entropy", "first", "prev", "self",
-                                      "top_k_mass", "mean_distance"}
+    assert set(doc["summary"][1]) == {"head", "entropy", "first", "prev", "self",
+                                      "top_k_mass", "distance"}
     # The same run asked for the whole matrix has it.
     full = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--heads", "2",
                "--json", "--full").json()

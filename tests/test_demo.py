@@ -6,9 +6,9 @@ import json
 
 from rich.cells import cell_len
 
+from attncli.core.display import Display
 from attncli.lessons.tour import journey, tour
 from attncli.render.demo import render_outro, render_page, render_title
-from attncli.render.views import ViewOptions
 from tests.conftest import JOURNEY, rendered
 
 
@@ -31,14 +31,15 @@ def test_tour_reproduces_the_books_numbers() -> None:
     assert _rounded(steps["qkv"].result.context[0]) == [-0.0739, 0.0713]
     assert _rounded(steps["causal"].result.context[0]) == [-0.4519, 0.2216]
     assert _rounded(steps["multihead"].result.context[0]) == [0.3190, 0.4858]
-    assert steps["dropout"].result.config["dropout"] == 0.5
-    assert (steps["query"].rows, steps["query"].query) == ((1, 2), 1)
+    assert steps["dropout"].result.config.dropout == 0.5
+    assert steps["query"].rows == (1, 2)
+    assert simple.query is not None and simple.query.index == 1
 
 
 def test_pages_render_in_both_languages() -> None:
     steps = tour()
     for lang in ("en", "zh"):
-        options = ViewOptions(lang=lang)
+        options = Display(lang=lang)
         text = rendered(lambda c, o=options: render_page(c, steps[1], 2, 7, o), 80)
         assert "0.1385" in text and "0.4419" in text and "2/7 · " in text
         assert max(cell_len(line) for line in text.splitlines()) <= 80

@@ -6,7 +6,7 @@ import string
 
 import pytest
 
-from attncli.render.i18n import LANGS, STRINGS, resolve_lang, text
+from attncli.i18n import LANGS, STRINGS, resolve_lang, text
 
 BOOK_TERMS = ("注意力分数", "注意力权重", "上下文向量", "因果掩码", "多头注意力")
 

@@ -9,12 +9,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attncli.core.display import LongView, Window
-from attncli.core.pipeline import Request, run, run_naive
-from attncli.core.result import LongResult, Result
+from attncli.core import budget
+from attncli.core.budget import naive_bytes
+from attncli.core.display import Window
+from attncli.core.pipeline import run_naive
+from attncli.core.request import Extract, Request
+from attncli.core.result import Result
 from attncli.errors import AttnCliError
-from attncli.long import run as long
-from attncli.long.tiled import naive_bytes
+from attncli.long.path import run
 
 TEXT = (("Long documents in bounded memory: every weight of a window is rebuilt exactly from the "
         "log-sum-exp of its row. ") * 5).strip()  # 125 tokens
@@ -26,19 +28,19 @@ SETTINGS = {
 }
 
 
-def both(variant: str, view: LongView | None = None, **extra: object) -> tuple[Result, LongResult]:
+def both(variant: str, view: Extract | None = None, **extra: object) -> tuple[Result, Result]:
     """The naive and the tiled run of the same request."""
     req = Request(text=TEXT, variant=variant, **SETTINGS[variant], **extra)  # type: ignore[arg-type]
     tiled = run(replace(req, impl="tiled"), view)
-    assert isinstance(tiled, LongResult)
-    return naive_run(replace(req, impl="naive", pool="max", full=False)), tiled
+    assert tiled.long is not None
+    return naive_run(replace(req, impl="naive", pool=None, top_k=None, full=False)), tiled
 
 
 @functools.cache
 def naive_run(req: Request) -> Result:
     """The naive run of req, once per request: the reference for many tiled runs."""
     result = run(req)
-    assert isinstance(result, Result)
+    assert result.long is None
     return result
 
 
@@ -66,8 +68,9 @@ def test_context_and_config_match_the_naive_path(variant: str) -> None:
     naive, tiled = both(variant)
     assert len(tiled.tokens) == 125
     assert_cells_close(tiled.context, naive.context, tol=1e-5)
-    assert tiled.config == {**naive.config, "impl": "tiled", "top_k": 5, "pool": "max"}
-    assert naive.config["impl"] == "naive"
+    assert tiled.config.to_dict() == {**naive.config.to_dict(), "impl": "tiled", "top_k": 5,
+                                      "pool": "max"}
+    assert naive.config.impl == "naive"
 
 
 WINDOWS = [  # (rows, cols): across the diagonal, odd sizes, one row, one column, the far corner
@@ -78,7 +81,7 @@ WINDOWS = [  # (rows, cols): across the diagonal, odd sizes, one row, one column
 @pytest.mark.parametrize("variant", list(SETTINGS))
 @pytest.mark.parametrize(("rows", "cols"), WINDOWS)
 def test_window_is_the_naive_slice(variant: str, rows: str | None, cols: str | None) -> None:
-    view = LongView(rows=Window("--rows", *map(_int, rows.split(":"))) if rows else None,
+    view = Extract(rows=Window("--rows", *map(_int, rows.split(":"))) if rows else None,
                     cols=Window("--cols", *map(_int, cols.split(":"))) if cols else None)
     naive, tiled = both(variant, view)
     (a, b), (c, d) = tiled.window["rows"], tiled.window["cols"]
@@ -109,20 +112,20 @@ def reference_summary(weights: list[list[float]], top_k: int) -> dict[str, float
     def mean(values: list[float]) -> float:
         return sum(values) / len(values)
     return {
-        "mean_entropy": mean([-sum(w * math.log(w) for w in weights[i] if w > 0) for i in rows]),
+        "entropy": mean([-sum(w * math.log(w) for w in weights[i] if w > 0) for i in rows]),
         "first": mean([weights[i][0] for i in rows]),
         "prev": mean([weights[i][i - 1] for i in rows]),
         "self": mean([weights[i][i] for i in rows]),
         "top_k_mass": mean([sum(sorted(weights[i], reverse=True)[:top_k]) for i in rows]),
-        "mean_distance": mean([sum(w * (i - j) for j, w in enumerate(weights[i])) for i in rows]),
+        "distance": mean([sum(w * (i - j) for j, w in enumerate(weights[i])) for i in rows]),
     }
 
 
 @pytest.mark.parametrize("variant", list(SETTINGS))
 def test_summary_equals_measures_of_the_naive_weights(variant: str) -> None:
     naive, tiled = both(variant, top_k=3)
-    assert [row["head"] for row in tiled.summary] == list(range(naive.num_heads))
-    for head, row in zip(naive.weights, tiled.summary, strict=True):
+    assert [row["head"] for row in tiled.long.summary] == list(range(naive.num_heads))
+    for head, row in zip(naive.weights, tiled.long.summary, strict=True):
         want = reference_summary(head, top_k=3)
         for name, value in want.items():
             assert math.isclose(row[name], value, rel_tol=1e-4, abs_tol=1e-5), (name, row, want)
@@ -130,23 +133,23 @@ def test_summary_equals_measures_of_the_naive_weights(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", ["qkv", "causal"])
 def test_stats_and_query_row_match_the_naive_weights(variant: str) -> None:
-    naive, tiled = both(variant, LongView(query="70"), top_k=4)
+    naive, tiled = both(variant, Extract(query="70"), top_k=4)
     weights = naive_weights(naive)[0]
     for i in (0, 1, 70, 124):
-        index = tiled.stats["top_k"]["index"][0][i]
+        index = tiled.long.stats["top_k"]["index"][0][i]
         order = sorted((j for j, w in enumerate(weights[i]) if w is not None),
                        key=lambda j: -weights[i][j])
         assert index == (order + [-1] * 4)[:4]
-        assert_cells_close(tiled.stats["top_k"]["weight"][0][i],
+        assert_cells_close(tiled.long.stats["top_k"]["weight"][0][i],
                            [weights[i][j] if j >= 0 else 0.0 for j in index])
-        lse, entropy = tiled.stats["lse"][0][i], tiled.stats["entropy"][0][i]
+        lse, entropy = tiled.long.stats["lse"][0][i], tiled.long.stats["entropy"][0][i]
         assert math.isclose(sum(w for w in weights[i] if w) , 1.0, rel_tol=1e-5)
         assert math.isfinite(lse)
         assert math.isclose(entropy, -sum(w * math.log(w) for w in weights[i] if w),
                             abs_tol=1e-4)
     assert tiled.query is not None
-    assert tiled.query["index"] == 70 and tiled.query["token"] == tiled.tokens[70].text
-    assert_cells_close(tiled.query["weights"], [head[70] for head in naive_weights(naive)])
+    assert tiled.query.index == 70 and tiled.query.token == tiled.tokens[70].text
+    assert_cells_close(tiled.query.weights, [head[70] for head in naive_weights(naive)])
 
 
 def reference_pool(weights: list[list[float | None]], edges: list[int],
@@ -171,10 +174,10 @@ def reference_pool(weights: list[list[float | None]], edges: list[int],
 @pytest.mark.parametrize("pool", ["max", "mean"])
 @pytest.mark.parametrize("variant", ["qkv", "multihead"])
 def test_pooled_maps_equal_pooling_of_the_naive_weights(variant: str, pool: str) -> None:
-    naive, tiled = both(variant, LongView(maps=True, grid=9, head=1 if variant == "multihead"
+    naive, tiled = both(variant, Extract(maps=True, grid=9, head=1 if variant == "multihead"
                                           else None), pool=pool)
     h = 1 if variant == "multihead" else 0
-    [pmap] = tiled.maps
+    [pmap] = tiled.long.maps
     assert pmap.head == h
     assert pmap.edges == [0, 14, 28, 42, 56, 70, 84, 98, 112, 125]  # ceil(125 / 9) = 14 a block
     values, counts = reference_pool(naive_weights(naive)[h], pmap.edges, pool)
@@ -183,10 +186,10 @@ def test_pooled_maps_equal_pooling_of_the_naive_weights(variant: str, pool: str)
 
 
 def test_pooling_in_small_chunks_gives_the_same_map(monkeypatch: pytest.MonkeyPatch) -> None:
-    _, whole = both("causal", LongView(maps=True, grid=10))
+    _, whole = both("causal", Extract(maps=True, grid=10))
     monkeypatch.setattr("attncli.long.pooling.CHUNK_CELLS", 50)  # a few rows at a time
-    _, chunked = both("causal", LongView(maps=True, grid=10))
-    assert_cells_close(chunked.maps[0].values, whole.maps[0].values, tol=1e-7)
+    _, chunked = both("causal", Extract(maps=True, grid=10))
+    assert_cells_close(chunked.long.maps[0].values, whole.long.maps[0].values, tol=1e-7)
 
 
 def test_auto_switches_at_the_budget() -> None:
@@ -194,7 +197,7 @@ def test_auto_switches_at_the_budget() -> None:
     at = naive_bytes(125, 3)
     assert isinstance(run(req, budget_bytes=at), Result)
     long_run = run(req, budget_bytes=at - 1)
-    assert isinstance(long_run, LongResult) and long_run.config["impl"] == "tiled"
+    assert long_run.long is not None and long_run.config.impl == "tiled"
     assert isinstance(run_naive(req, budget_bytes=at), Result)
 
 
@@ -221,7 +224,7 @@ def test_dropout_on_the_tiled_path_is_refused_with_the_naive_cost(impl: str, why
 
 
 def test_full_is_refused_when_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(long, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(budget, "available_memory", lambda: 10**6)
     req = Request(text=TEXT, variant="multihead", d_out=12, heads=3, impl="tiled", full=True)
     with pytest.raises(AttnCliError) as info:
         run(req)
@@ -232,18 +235,18 @@ def test_full_is_refused_when_memory_is_short(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_available_memory_reads_meminfo() -> None:
-    free = long.available_memory()
+    free = budget.available_memory()
     assert free is None or free > 0
 
 
 @pytest.mark.parametrize(("view", "message"), [
-    (LongView(stages=("scores",)), "--show picks stages of the naive path, but 125 tokens × 1 "
+    (Extract(stages=("scores",)), "--show picks stages of the naive path, but 125 tokens × 1 "
      "head(s) took the tiled path, which keeps none of them; use --impl naive to see them"),
-    (LongView(head=1), "--head 1 is out of range: this run has 1 head(s), numbered 0 to 0"),
-    (LongView(query="999"), "--query 999 is out of range: this run has 125 tokens, numbered "
+    (Extract(head=1), "--head 1 is out of range: this run has 1 head(s), numbered 0 to 0"),
+    (Extract(query="999"), "--query 999 is out of range: this run has 125 tokens, numbered "
      "0 to 124"),
 ])
-def test_what_the_tiled_path_cannot_show_is_refused_before_work(view: LongView,
+def test_what_the_tiled_path_cannot_show_is_refused_before_work(view: Extract,
                                                                 message: str) -> None:
     with pytest.raises(AttnCliError) as info:
         run(Request(text=TEXT, impl="tiled"), view)
@@ -258,11 +261,11 @@ def test_tiled_does_not_apply_with_a_model() -> None:
 @pytest.mark.parametrize("variant", ["causal", "multihead"])
 def test_one_token_has_a_summary(variant: str) -> None:
     result = run(Request(text="Hello", variant=variant, impl="tiled"))
-    assert isinstance(result, LongResult)
-    assert len(result.summary) == result.num_heads == (2 if variant == "multihead" else 1)
-    for row in result.summary:
+    assert result.long is not None
+    assert len(result.long.summary) == result.num_heads == (2 if variant == "multihead" else 1)
+    for row in result.long.summary:
         assert row["self"] == pytest.approx(1.0) and row["first"] == pytest.approx(1.0)
-        assert row["prev"] == 0.0 and row["mean_distance"] == pytest.approx(0.0, abs=1e-6)
+        assert row["prev"] == 0.0 and row["distance"] == pytest.approx(0.0, abs=1e-6)
     assert result.weights == [[[pytest.approx(1.0)]]] * result.num_heads
 
 
@@ -270,6 +273,6 @@ def test_one_token_has_a_summary(variant: str) -> None:
 def test_cuda_matches_cpu() -> None:
     req = Request(text=TEXT, variant="multihead", d_out=12, heads=3, impl="tiled")
     on_cpu, on_gpu = run(req), run(replace(req, device="cuda"))
-    assert isinstance(on_cpu, LongResult) and isinstance(on_gpu, LongResult)
+    assert on_cpu.long is not None and on_gpu.long is not None
     assert_cells_close(on_gpu.context, on_cpu.context, tol=1e-4)
     assert_cells_close(on_gpu.weights, on_cpu.weights, tol=1e-5)

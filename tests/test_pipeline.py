@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from attncli.core.inputs import load_inputs
-from attncli.core.pipeline import Request, run
+from attncli.core.request import Request
 from attncli.core.result import Result
 from attncli.errors import AttnCliError
+from attncli.long.path import run
 from tests.conftest import JOURNEY, SENTENCE
 
 
@@ -48,7 +49,7 @@ def test_shapes_plain_data_and_rows_sum_to_one(variant: str) -> None:
     for head in result.weights:
         for row in head:
             assert math.isclose(sum(row), 1.0, abs_tol=1e-6)
-    json.dumps(result.to_dict(stages=list(result.stages)), allow_nan=False)
+    json.dumps(result.to_dict(), allow_nan=False)
 
 
 def test_causal_json_masks_as_null_and_zero_weights() -> None:
@@ -89,21 +90,32 @@ def test_dropout_is_visible() -> None:
             assert d == 0.0 or math.isclose(d, s / 0.5, rel_tol=1e-6)
 
 
-@pytest.mark.parametrize(("request_", "message"), [
-    (Request(text="x", variant="nope"), "unknown variant"),
-    (Request(text="x", dropout=1.0), r"dropout must be in \[0, 1\) \(got 1.0\)"),
-    (Request(text="x", dropout=-0.1), "dropout must be in"),
-    (Request(text="x", emb_dim=0), "emb-dim must be a positive integer"),
-    (Request(text="x", d_out=-2), "d-out must be a positive integer"),
-    (Request(text="x", variant="multihead", heads=3), "heads must divide d_out"),
-    (Request(text="x", variant="causal", heads=2), "--heads applies to --variant multihead"),
-    (Request(text="x y z", context_length=2), "3 tokens, more than --context-length 2"),
-    (Request(text="x", variant="simple", dropout=0.1), "--dropout applies to causal"),
-    (Request(text="x", device="tpu"), "unknown device"),
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"variant": "nope"}, "unknown variant"),
+    ({"dropout": 1.0}, r"dropout must be in \[0, 1\) \(got 1.0\)"),
+    ({"dropout": -0.1}, "dropout must be in"),
+    ({"emb_dim": 0}, "emb-dim must be a positive integer"),
+    ({"d_out": -2}, "d-out must be a positive integer"),
+    ({"variant": "multihead", "heads": 3}, "heads must divide d_out"),
+    ({"variant": "causal", "heads": 2}, "--heads applies to --variant multihead"),
+    ({"text": "x y z", "context_length": 2}, "3 tokens, more than --context-length 2"),
+    ({"variant": "simple", "dropout": 0.1}, "--dropout applies to causal"),
+    ({"device": "tpu"}, "unknown device"),
+    ({"seed": 2**64}, r"--seed 18446744073709551616 is out of range"),
+    ({"layer": 2}, "--layer applies with --model only"),
+    ({"impl": "naive", "top_k": 3}, "--top-k applies to the tiled path"),
+    ({"impl": "naive", "pool": "mean"}, "--pool applies to the tiled path"),
+    ({"impl": "naive", "full": True}, "--full applies to the tiled path"),
 ])
-def test_bad_requests(request_: Request, message: str) -> None:
+def test_bad_requests(settings: dict[str, object], message: str) -> None:
+    """Each bad setting is refused where the request is built (or, for sizes, when run)."""
     with pytest.raises(AttnCliError, match=message):
-        run(request_)
+        run(Request(**{"text": "x", **settings}))  # type: ignore[arg-type]
+
+
+def test_context_length_does_not_apply_to_inputs() -> None:
+    with pytest.raises(AttnCliError, match="--context-length applies to text input"):
+        Request(inputs=load_inputs(JOURNEY), context_length=8)
 
 
 def test_overflow_is_an_error_not_nan(tmp_path) -> None:  # noqa: ANN001

@@ -7,12 +7,13 @@ import io
 import pytest
 from rich.console import Console
 
+from attncli.core.display import Display
 from attncli.core.inputs import InputVectors
-from attncli.core.pipeline import Request, run
+from attncli.core.request import Extract, Request
+from attncli.long.path import run
 from attncli.render import to_json
 from attncli.render.colors import VIRIDIS, cell_style, colour_of
 from attncli.render.run import render_run
-from attncli.render.views import ViewOptions
 from tests.conftest import SENTENCE
 
 
@@ -20,7 +21,7 @@ def _render(result, width: int = 100, colour: bool = False, **kwargs) -> str:  #
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=colour, no_color=not colour,
                       color_system="truecolor" if colour else None)
-    console.print(render_run(console, result, ViewOptions(**kwargs)))
+    console.print(render_run(console, result, Display(**kwargs)))
     return buf.getvalue()
 
 
@@ -77,10 +78,12 @@ def test_journey_fits_80_columns_with_four_decimals() -> None:
 
 
 def test_precision_and_head() -> None:
-    result = run(Request(text=SENTENCE, variant="multihead", heads=2))
-    text = _render(result, precision=2, head=1)
+    both = run(Request(text=SENTENCE, variant="multihead", heads=2))
+    result = run(Request(text=SENTENCE, variant="multihead", heads=2), Extract(head=1))
+    text = _render(result, precision=2)
     assert "head 1 of 2" in text and "head 0 of 2" not in text
-    assert f"{result.weights[1][5][0]:.2f}" in text
+    assert result.weights == [both.weights[1]] and result.config.head == 1
+    assert f"{both.weights[1][5][0]:.2f}" in text
 
 
 def test_to_json_is_strict() -> None:

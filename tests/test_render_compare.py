@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from attncli.core.compare import run_compare
-from attncli.core.pipeline import Request
+from attncli.core.compare import Shared, run_compare
+from attncli.core.display import Display, View
+from attncli.core.request import Request
+from attncli.core.variants import Variant
 from attncli.render.compare import render_compare
-from attncli.render.views import ViewOptions
 from tests.conftest import SENTENCE, rendered
 
-VARIANTS = ["simple", "causal", "multihead"]
+VARIANTS = [Variant.simple, Variant.causal, Variant.multihead]
 
 
 def _titles_per_line(text: str) -> list[int]:
@@ -18,9 +19,9 @@ def _titles_per_line(text: str) -> list[int]:
 
 
 def test_side_by_side_when_wide_stacked_when_narrow() -> None:
-    results = run_compare(Request(text=SENTENCE, heads=2), VARIANTS)
-    wide = rendered(lambda c: render_compare(c, results, ViewOptions()), 130)
-    narrow = rendered(lambda c: render_compare(c, results, ViewOptions()), 70)
+    results = run_compare(Request(text=SENTENCE), VARIANTS, Shared(heads=2))
+    wide = rendered(lambda c: render_compare(c, results, Display()), 130)
+    narrow = rendered(lambda c: render_compare(c, results, Display()), 70)
     assert max(_titles_per_line(wide)) == 2 and sum(_titles_per_line(wide)) == 4
     assert _titles_per_line(narrow) == [1, 1, 1, 1]
     for text, width in ((wide, 130), (narrow, 70)):
@@ -31,8 +32,8 @@ def test_side_by_side_when_wide_stacked_when_narrow() -> None:
 
 
 def test_heatmaps_share_one_shade_legend() -> None:
-    results = run_compare(Request(text=SENTENCE), VARIANTS)
-    text = rendered(lambda c: render_compare(c, results, ViewOptions(view="heatmap")), 80)
+    results = run_compare(Request(text=SENTENCE), VARIANTS, Shared())
+    text = rendered(lambda c: render_compare(c, results, Display(view=View.heatmap)), 80)
     assert max(_titles_per_line(text)) >= 2
     assert text.count("[ ░▒▓█]") == 1
     assert "simple, causal, multihead on the same 6 tokens and embeddings (seed 123)" in text

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from attncli.errors import AttnCliError
-from attncli.render.export import (
+from attncli.cli.export import (
     check_save,
     check_writable,
     export,
@@ -19,6 +18,7 @@ from attncli.render.export import (
     save_format,
     write_atomic,
 )
+from attncli.errors import AttnCliError
 
 
 class _Collect(HTMLParser):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rich.cells import cell_len
 
-from attncli.render.i18n import STRINGS
+from attncli.i18n import STRINGS
 from attncli.render.prose import prose
 from tests.conftest import make_console
 

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from attncli.core.pipeline import Request, run
+from attncli.core.display import Display
+from attncli.core.request import Extract, Request
+from attncli.long.path import run
 from attncli.render.stages import panels, render_stage, shown_weights, stage_title
-from attncli.render.views import ViewOptions
 from tests.conftest import SENTENCE, rendered
 
 
 def test_panels_per_head_and_shapes() -> None:
     result = run(Request(text=SENTENCE, variant="multihead", heads=2, d_out=4))
-    options = ViewOptions()
+    options = Display()
     scores = panels(result, "scores", options)
     assert [p.caption for p in scores] == ["head 0 of 2 · row = query, column = key",
                                            "head 1 of 2 · row = query, column = key"]
     assert scores[1].cells == result.stages["scores"][1] and scores[0].token_cols
-    queries = panels(result, "queries", ViewOptions(head=1))
+    one = run(Request(text=SENTENCE, variant="multihead", heads=2, d_out=4), Extract(head=1))
+    queries = panels(one, "queries", options)
     assert len(queries) == 1 and queries[0].cells == result.stages["queries"][1]
+    assert queries[0].caption.startswith("head 1 of 2")
+    assert panels(one, "heads_context", options)[0].cells == [
+        row[2:] for row in result.stages["heads_context"]]
     assert list(queries[0].cols.labels) == ["d0", "d1"] and not queries[0].token_cols
     per_head = panels(result, "heads_context", options)
     assert [row[2:] for row in result.stages["heads_context"]] == per_head[1].cells
@@ -27,11 +32,11 @@ def test_panels_per_head_and_shapes() -> None:
 
 def test_weights_show_masked_cells_as_none() -> None:
     result = run(Request(text=SENTENCE, variant="causal"))
-    cells = shown_weights(result, result.weights[0], 0)
+    cells = shown_weights(result, result.weights[0])
     assert all((cells[i][j] is None) == (j > i) for i in range(6) for j in range(6))
-    assert panels(result, "softmax", ViewOptions())[0].vmin == 0.0
+    assert panels(result, "softmax", Display())[0].vmin == 0.0
     qkv = run(Request(text=SENTENCE, variant="qkv"))
-    assert shown_weights(qkv, qkv.weights[0], 0) == qkv.weights[0]
+    assert shown_weights(qkv, qkv.weights[0]) == qkv.weights[0]
 
 
 def test_titles_carry_d_k_and_p_in_both_languages() -> None:
@@ -46,7 +51,7 @@ def test_titles_carry_d_k_and_p_in_both_languages() -> None:
 
 def test_render_stage_prints_values_and_masks() -> None:
     result = run(Request(text=SENTENCE, variant="causal"))
-    text = rendered(lambda c: [*render_stage(c, result, "masked", ViewOptions())][0], 100)
+    text = rendered(lambda c: [*render_stage(c, result, "masked", Display())][0], 100)
     assert text.startswith("Causal mask applied — row = query, column = key")
     assert f"{result.stages['masked'][0][5][5]:.4f}" in text
     assert text.count("·") >= 15

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from attncli.core.display import Display
 from attncli.render.tables import Axis, fits, render_matrix
-from attncli.render.views import ViewOptions, render_view, window
+from attncli.render.views import render_view, window
 from tests.conftest import make_console, rendered
 
 
@@ -29,21 +30,21 @@ def test_fits_agrees_with_the_rendered_table(n: int, width: int) -> None:
 
 def test_auto_picks_table_or_heatmap() -> None:
     small, big = _matrix(4, 4), _matrix(30, 30)
-    table = rendered(lambda c: render_view(c, "T", _axis(4), _axis(4), small, ViewOptions()), 80)
+    table = rendered(lambda c: render_view(c, "T", _axis(4), _axis(4), small, Display()), 80)
     assert "0.4286" in table and "[ ░▒▓█]" not in table
-    heat = rendered(lambda c: render_view(c, "T", _axis(30), _axis(30), big, ViewOptions()), 80)
+    heat = rendered(lambda c: render_view(c, "T", _axis(30), _axis(30), big, Display()), 80)
     assert "[ ░▒▓█]" in heat and "0.42" not in heat
     forced = rendered(lambda c: render_view(c, "T", _axis(4), _axis(4), small,
-                                            ViewOptions(view="heatmap")), 80)
+                                            Display(view="heatmap")), 80)
     assert "[ ░▒▓█]" in forced
     cut = rendered(lambda c: render_view(c, "T", _axis(30), _axis(30), big,
-                                         ViewOptions(view="table")), 80)
+                                         Display(view="table")), 80)
     assert "cut to fit 80 columns" in cut.replace("\n", " ")
 
 
 def test_window_keeps_original_indices() -> None:
     matrix = _matrix(10, 10)
-    options = ViewOptions(rows=(3, 5), cols=(6, 9))
+    options = Display(rows=(3, 5), cols=(6, 9))
     rows, cols, cells = window(_axis(10), _axis(10), matrix, options, token_cols=True)
     assert list(rows.indices) == [3, 4] and list(cols.indices) == [6, 7, 8]
     assert cells == [[matrix[i][j] for j in (6, 7, 8)] for i in (3, 4)]
@@ -53,7 +54,7 @@ def test_window_keeps_original_indices() -> None:
 
 
 def test_windowed_table_shows_original_labels() -> None:
-    options = ViewOptions(rows=(7, 9), cols=(2, 4))
+    options = Display(rows=(7, 9), cols=(2, 4))
     text = rendered(lambda c: render_view(c, "T", _axis(10), _axis(10), _matrix(10, 10),
                                           options), 80)
     body = text.splitlines()

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from attncli.cli.requests import display_of
 from attncli.core.display import (
+    View,
     Window,
-    display_spec,
     parse_names,
+    parse_stages,
     parse_window,
-    resolve,
+    parse_windows,
     resolve_query,
 )
 from attncli.core.inputs import InputVectors
-from attncli.core.pipeline import Request, run
+from attncli.core.request import Extract, Request
 from attncli.core.result import STAGES
 from attncli.errors import AttnCliError
+from attncli.long.path import run
 
 LABELS = ["Your", " journey", " the", " the", "the", "x"]
 
@@ -84,16 +87,17 @@ def test_bad_queries(spec: str, message: str) -> None:
 
 def test_resolve_against_a_result() -> None:
     vectors = InputVectors(labels=LABELS, vectors=[[float(i), 1.0] for i in range(6)])
-    result = run(Request(inputs=vectors, variant="qkv"))
-    spec = display_spec(rows="1:3", cols="-2:", query="journey", show="scores,weights",
-                        stage_names=STAGES)
-    options = resolve(spec, result)
-    assert (options.rows, options.cols, options.query) == ((1, 3), (4, 6), 1)
-    assert options.stages == ("scores", "weights")
-    assert spec.window(6) == {"rows": [1, 3], "cols": [4, 6]}
-    assert display_spec().window(6) is None
+    rows, cols = parse_windows("1:3", "-2:")
+    stages = parse_stages("scores,weights", STAGES)
+    result = run(Request(inputs=vectors, variant="qkv"),
+                 Extract(stages=stages, rows=rows, cols=cols, query="journey"))
+    display = display_of(result, 4, View.auto, rows, cols, stages)
+    assert (display.rows, display.cols, result.query and result.query.index) == ((1, 3), (4, 6), 1)
+    assert display.stages == ("scores", "weights") and list(result.stages) == list(stages or ())
+    assert result.window == {"rows": [1, 3], "cols": [4, 6]}
+    assert run(Request(inputs=vectors, variant="qkv")).window is None
     with pytest.raises(AttnCliError, match=r"--show masked: this qkv run has no masked stage; "
                                            "it has inputs, queries"):
-        resolve(display_spec(show="masked", stage_names=STAGES), result)
+        run(Request(inputs=vectors, variant="qkv"), Extract(stages=("masked",)))
     with pytest.raises(AttnCliError, match=r"dropped needs --dropout > 0"):
-        resolve(display_spec(show="dropped", stage_names=STAGES), result)
+        run(Request(inputs=vectors, variant="qkv"), Extract(stages=("dropped",)))

@@ -11,10 +11,13 @@ import pytest
 import torch
 from torch import Tensor
 
+from attncli.core import budget
 from attncli.core.attention import MultiHeadAttention
+from attncli.core.budget import choose_impl
+from attncli.core.request import Request
 from attncli.errors import AttnCliError
 from attncli.long import tiled
-from attncli.long.tiled import choose_impl, tiled_attention, weights_window
+from attncli.long.tiled import tiled_attention, weights_window
 from attncli.long.topk import TOPK_GROUP
 
 
@@ -294,7 +297,7 @@ def test_auto_switches_at_the_default_budget(heads: int, n: int, want: str) -> N
     assert naive_bytes(12, 516) <= 256 * 2**20 < naive_bytes(12, 517)
     assert naive_bytes(1, 1787) <= 256 * 2**20 < naive_bytes(1, 1788)
     assert choose_impl("auto", num_tokens=n, num_heads=heads) == want
-    assert tiled.naive_bytes(n, heads) == naive_bytes(heads, n)
+    assert budget.naive_bytes(n, heads) == naive_bytes(heads, n)
 
 
 def test_auto_switches_at_a_given_budget() -> None:
@@ -312,4 +315,4 @@ def test_explicit_impl_is_kept(impl: str) -> None:
 def test_unknown_impl_is_refused() -> None:
     message = r"unknown impl 'flash' \(choose from naive, tiled, auto\)"
     with pytest.raises(AttnCliError, match=message):
-        choose_impl("flash", num_tokens=10, num_heads=2)
+        Request(text="x", impl="flash")

@@ -2,46 +2,17 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from attncli.core.budget import Impl
+from attncli.core.display import Lang, View
+from attncli.core.request import Device, Pool
+from attncli.core.variants import Variant
 
-class Variant(str, Enum):
-    simple = "simple"
-    qkv = "qkv"
-    causal = "causal"
-    multihead = "multihead"
-
-
-class View(str, Enum):
-    auto = "auto"
-    table = "table"
-    heatmap = "heatmap"
-
-
-class Lang(str, Enum):
-    en = "en"
-    zh = "zh"
-
-
-class Device(str, Enum):
-    cpu = "cpu"
-    cuda = "cuda"
-    auto = "auto"
-
-
-class Impl(str, Enum):
-    auto = "auto"
-    naive = "naive"
-    tiled = "tiled"
-
-
-class Pool(str, Enum):
-    max = "max"
-    mean = "mean"
+__all__ = ["Device", "Impl", "Lang", "Pool", "Variant", "View"]
 
 
 # Options shared by the commands that run attention, declared once.
@@ -109,16 +80,19 @@ ModelOpt = Annotated[str | None, typer.Option(
     "--model", "-m", help="A local GPT-2 checkpoint: a Hugging Face folder (config.json + "
     "model.safetensors), a .safetensors file, or a name in the local Hugging Face cache "
     "(gpt2, gpt2-medium, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
-LayerOpt = Annotated[int, typer.Option(
-    help="With --model: the layer to show, 0-based; negative counts from the end.")]
+LayerOpt = Annotated[int | None, typer.Option(
+    help="With --model: the layer to show, 0-based; negative counts from the end [default: 0].",
+    show_default=False)]
 # Long inputs: the tiled path.
 ImplOpt = Annotated[Impl, typer.Option(
     help="naive: every N × N stage in memory; tiled: context, log-sum-exp, entropy and top-k "
     "without the N × N matrix; auto: naive while its stages fit 256 MiB.")]
-TopKOpt = Annotated[int, typer.Option(
-    "--top-k", min=0, help="Tiled path: the heaviest keys kept for each query.")]
-PoolOpt = Annotated[Pool, typer.Option(
-    help="Tiled path: a heatmap block shows the max or the mean of its weights.")]
+TopKOpt = Annotated[int | None, typer.Option(
+    "--top-k", min=0, help="Tiled path: the heaviest keys kept for each query [default: 5].",
+    show_default=False)]
+PoolOpt = Annotated[Pool | None, typer.Option(
+    help="Tiled path: a heatmap block shows the max or the mean of its weights [default: max].",
+    show_default=False)]
 FullOpt = Annotated[bool, typer.Option(
     "--full", help="Tiled path: put the whole N × N weights in the JSON (refused when it would "
     "not fit in memory).")]

@@ -64,7 +64,7 @@ def emit(out: Console, renderable: RenderableType) -> None:
 def check_outputs(save: Path | None, save_json: Path | None) -> None:
     """Reject a bad --save extension or an unwritable path, before any work."""
     if save is not None or save_json is not None:
-        from attncli.render.export import check_save
+        from attncli.cli.export import check_save
 
         check_save(save, save_json)
 
@@ -74,8 +74,8 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
     """Write --save-json and --save, then print the JSON or the rendered view."""
     out = console()
     if save_json is not None:
+        from attncli.cli.export import write_atomic
         from attncli.render import json_chunks
-        from attncli.render.export import write_atomic
 
         write_atomic(save_json, json_chunks(doc), "--save-json")
     if save is not None:
@@ -88,7 +88,7 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
 
 def save_render(pages: list[Page], save: Path, width: int) -> None:
     """Render pages on a truecolor recording console and write them to save."""
-    from attncli.render.export import export, recording_console, write_atomic
+    from attncli.cli.export import export, recording_console, write_atomic
 
     recorder = recording_console(width)
     for page in pages:
@@ -100,7 +100,7 @@ def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) 
     """Print pages one by one, waiting for Enter between them when pause_lang is set."""
     from rich.text import Text
 
-    from attncli.render.i18n import text
+    from attncli.i18n import text
 
     out = console()
     for k, page in enumerate(pages):

@@ -1,4 +1,7 @@
-"""The four attention variants of chapter 3, their registry and their output record."""
+"""The four attention variants of chapter 3, their registry and their output record.
+
+Each variant's traits (causal, heads, dropout, stages) are declared in core/variants.py.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from attncli.core.variants import Variant
 from attncli.errors import AttnCliError
 
 
@@ -34,7 +38,26 @@ def causal_mask(num_tokens: int, device: torch.device | None = None) -> Tensor:
     return torch.triu(ones, diagonal=1)  # (T, T)
 
 
-class SimpleAttention(nn.Module):
+class Attention(nn.Module):
+    """What every variant offers: its forward pass, and its queries, keys and values as the
+    tiled path takes them (unscaled, heads first) with the way its heads' outputs combine."""
+
+    d_out: int
+
+    def forward(self, x: Tensor) -> AttentionOutput:
+        raise NotImplementedError
+
+    def heads_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values (heads, T, head_dim) of x (T, d_in); softmax(q·kᵀ/√head_dim)
+        gives this variant's weights."""
+        raise NotImplementedError
+
+    def combine(self, heads_context: Tensor) -> Tensor:
+        """The context vectors (T, d_out) from each head's context (heads, T, head_dim)."""
+        return heads_context[0]  # (T, d_out) one head
+
+
+class SimpleAttention(Attention):
     """Section 3.3: no trainable weights; scores are dot products of the inputs themselves."""
 
     def __init__(self, d_in: int, d_out: int | None = None, **_: object) -> None:
@@ -45,6 +68,10 @@ class SimpleAttention(nn.Module):
                 f"(got d_in={d_in}, d_out={d_out})"
             )
         self.d_out = d_in
+
+    def heads_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        # Simple attention is unscaled x·xᵀ: √d_in on the queries cancels the 1/√d_k.
+        return x[None] * math.sqrt(x.shape[1]), x[None], x[None]  # (1, T, d_in) each
 
     def forward(self, x: Tensor) -> AttentionOutput:
         attn_scores = x @ x.T  # (T, T); the book does not scale here
@@ -58,7 +85,7 @@ class SimpleAttention(nn.Module):
         )
 
 
-class QKVAttention(nn.Module):
+class QKVAttention(Attention):
     """Section 3.4 (SelfAttention_v2): trainable query, key and value projections."""
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False, **_: object) -> None:
@@ -76,8 +103,12 @@ class QKVAttention(nn.Module):
         values = self.W_value(x)  # (T, d_out)
         return queries, keys, values
 
+    def heads_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        queries, keys, values = self.project(x)  # each (T, d_out)
+        return queries[None], keys[None], values[None]  # (1, T, d_out) each
+
     def attend(self, queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
-               dropout: nn.Module | None) -> AttentionOutput:
+               dropout: nn.Dropout | None) -> AttentionOutput:
         """Scaled dot-product attention over (heads, T, head_dim) inputs."""
         attn_scores = queries @ keys.transpose(-2, -1)  # (heads, T, T)
         # Divide by √d_k so the softmax does not saturate as the head width grows.
@@ -145,6 +176,15 @@ class MultiHeadAttention(QKVAttention):
         """(T, d_out) → (heads, T, head_dim): each head sees its own slice of d_out."""
         return t.view(t.shape[0], self.num_heads, self.head_dim).transpose(0, 1)
 
+    def heads_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        queries, keys, values = self.project(x)  # each (T, d_out)
+        return self.split_heads(queries), self.split_heads(keys), self.split_heads(values)
+
+    def combine(self, heads_context: Tensor) -> Tensor:
+        # Heads side by side again, (T, d_out), then the output projection.
+        num_tokens = heads_context.shape[1]
+        return self.out_proj(heads_context.transpose(0, 1).reshape(num_tokens, -1))  # (T, d_out)
+
     def forward(self, x: Tensor) -> AttentionOutput:
         queries, keys, values = self.project(x)  # each (T, d_out)
         out = self.attend(self.split_heads(queries), self.split_heads(keys),
@@ -154,18 +194,21 @@ class MultiHeadAttention(QKVAttention):
         return out
 
 
-VARIANTS: dict[str, type[nn.Module]] = {
-    "simple": SimpleAttention,
-    "qkv": QKVAttention,
-    "causal": CausalAttention,
-    "multihead": MultiHeadAttention,
+VARIANTS: dict[Variant, type[Attention]] = {
+    Variant.simple: SimpleAttention,
+    Variant.qkv: QKVAttention,
+    Variant.causal: CausalAttention,
+    Variant.multihead: MultiHeadAttention,
 }
 
 
-def build_variant(name: str, d_in: int, d_out: int, num_heads: int = 2, dropout: float = 0.0,
-                  qkv_bias: bool = False) -> nn.Module:
+def build_variant(name: Variant | str, d_in: int, d_out: int, num_heads: int = 2,
+                  dropout: float = 0.0, qkv_bias: bool = False) -> Attention:
     """Construct the named variant; the caller seeds torch first for reproducible weights."""
-    if name not in VARIANTS:
-        raise AttnCliError(f"unknown variant {name!r} (choose from {', '.join(VARIANTS)})")
-    return VARIANTS[name](d_in=d_in, d_out=d_out, num_heads=num_heads, dropout=dropout,
-                          qkv_bias=qkv_bias)
+    try:
+        variant = Variant(name)
+    except ValueError:
+        raise AttnCliError(f"unknown variant {name!r} (choose from "
+                           f"{', '.join(v.value for v in Variant)})") from None
+    return VARIANTS[variant](d_in=d_in, d_out=d_out, num_heads=num_heads, dropout=dropout,
+                             qkv_bias=qkv_bias)

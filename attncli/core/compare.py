@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from attncli.core.pipeline import Request, run_naive
+from attncli.core.display import Window
+from attncli.core.pipeline import run_naive
+from attncli.core.request import Extract, Request
 from attncli.core.result import Result
-
-HAS_DROPOUT = ("causal", "multihead")
-
-
-def variant_request(base: Request, variant: str) -> Request:
-    """base for one variant: --heads only for multihead, --dropout only where there is dropout,
-    --d-out only where there are projections (simple has none)."""
-    return replace(base, variant=variant,
-                   heads=base.heads if variant == "multihead" else None,
-                   dropout=base.dropout if variant in HAS_DROPOUT else 0.0,
-                   d_out=None if variant == "simple" else base.d_out)
+from attncli.core.variants import TRAITS, Variant
 
 
-def run_compare(base: Request, variants: list[str]) -> list[Result]:
+@dataclass(frozen=True)
+class Shared:
+    """The settings every compared variant gets, where it has them."""
+
+    d_out: int | None = None  # variants with projections
+    heads: int | None = None  # multihead
+    dropout: float = 0.0  # causal, multihead
+
+
+def variant_request(base: Request, variant: Variant, shared: Shared) -> Request:
+    """base for one variant: --heads, --dropout and --d-out only where the variant has them."""
+    traits = TRAITS[Variant(variant)]
+    return replace(base, variant=Variant(variant),
+                   heads=shared.heads if traits.multihead else None,
+                   dropout=shared.dropout if traits.dropout else 0.0,
+                   d_out=shared.d_out if traits.projections else None)
+
+
+def run_compare(base: Request, variants: list[Variant], shared: Shared,
+                rows: Window | None = None, cols: Window | None = None) -> list[Result]:
     """One result per variant; the same seed gives every variant the same embeddings."""
-    return [run_naive(variant_request(base, variant)) for variant in variants]
+    extract = Extract(stages=(), rows=rows, cols=cols)
+    return [run_naive(variant_request(base, variant, shared), extract) for variant in variants]

@@ -1,19 +1,18 @@
-"""What to show: stage lists, --rows/--cols windows and --query, parsed and checked."""
+"""What to show: the one display record, and the stage lists, windows and queries it is made of.
+
+It sits below both the computation (which materialises windows and query rows) and the
+renderers (which draw them), so neither imports the other.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from enum import Enum
 
 from attncli.errors import AttnCliError
 
-if TYPE_CHECKING:
-    from attncli.core.result import LongResult, Result
-    from attncli.render.views import ViewOptions
-
 CANDIDATES_SHOWN = 8
-GRID = 128  # the most blocks a long run's pooled heatmap has on each side
 
 
 @dataclass(frozen=True)
@@ -109,60 +108,6 @@ def resolve_query(spec: str, labels: Sequence[str]) -> int:
                        f"{_listing(labels, list(range(size)))}")
 
 
-@dataclass(frozen=True)
-class DisplaySpec:
-    """The display options as given, syntax-checked before any work."""
-
-    precision: int = 4
-    view: str = "auto"
-    rows: Window | None = None
-    cols: Window | None = None
-    head: int | None = None
-    query: str | None = None
-    stages: tuple[str, ...] | None = None
-    lang: str = "en"
-
-    def window(self, size: int) -> dict[str, list[int]] | None:
-        """The JSON "window" object, or None without --rows/--cols."""
-        if self.rows is None and self.cols is None:
-            return None
-        full = Window("", None, None)
-        return {"rows": list((self.rows or full).resolve(size)),
-                "cols": list((self.cols or full).resolve(size))}
-
-
-@dataclass(frozen=True)
-class LongView:
-    """What a long run rebuilds from the log-sum-exp to be shown, beyond its per-row stats."""
-
-    rows: Window | None = None  # --rows: the window's query rows
-    cols: Window | None = None  # --cols: the window's key columns
-    query: str | None = None  # --query: one exact row of weights
-    head: int | None = None  # --head: the only head pooled into a heatmap
-    stages: tuple[str, ...] | None = None  # --show, which the tiled path cannot serve
-    maps: bool = False  # pooled heatmaps of the heads shown, for the terminal
-    grid: int = GRID
-
-    @classmethod
-    def of(cls, spec: DisplaySpec, maps: bool) -> LongView:
-        """The windows, query, head and stages of spec; maps for a terminal view."""
-        return cls(rows=spec.rows, cols=spec.cols, query=spec.query, head=spec.head,
-                   stages=spec.stages, maps=maps)
-
-
-def display_spec(precision: int = 4, view: str = "auto", rows: str | None = None,
-                 cols: str | None = None, head: int | None = None, query: str | None = None,
-                 show: str | None = None, lang: str = "en",
-                 stage_names: Sequence[str] = ()) -> DisplaySpec:
-    """Parse --rows, --cols and --show; their ranges are checked later, against the result."""
-    return DisplaySpec(
-        precision=precision, view=view,
-        rows=None if rows is None else parse_window(rows, "--rows"),
-        cols=None if cols is None else parse_window(cols, "--cols"),
-        head=head, query=query, lang=lang,
-        stages=None if show is None else parse_names(show, stage_names, "--show"))
-
-
 def check_stages(stages: Sequence[str], available: Sequence[str], variant: str) -> None:
     """Reject a --show stage this run does not have, naming those it has."""
     for name in stages:
@@ -172,26 +117,41 @@ def check_stages(stages: Sequence[str], available: Sequence[str], variant: str) 
                                f"it has {', '.join(available)}")
 
 
-def check_head(head: int | None, num_heads: int) -> None:
-    """Reject a --head outside 0..num_heads-1."""
-    if head is not None and not 0 <= head < num_heads:
-        raise AttnCliError(f"--head {head} is out of range: this run has {num_heads} head(s), "
-                           f"numbered 0 to {num_heads - 1}")
 
 
-def resolve(spec: DisplaySpec, result: Result | LongResult) -> ViewOptions:
-    """Check windows, --query and --show against the result and turn them into ViewOptions.
+class View(str, Enum):
+    """How a matrix is drawn."""
 
-    --head is checked by check_head, which every command shares.
-    """
-    from attncli.render.views import ViewOptions
+    auto = "auto"
+    table = "table"
+    heatmap = "heatmap"
 
-    size = len(result.tokens)
-    if spec.stages is not None:
-        check_stages(spec.stages, result.available_stages(), result.variant)
-    return ViewOptions(
-        precision=spec.precision, view=spec.view,
-        rows=None if spec.rows is None else spec.rows.resolve(size),
-        cols=None if spec.cols is None else spec.cols.resolve(size),
-        head=spec.head, stages=spec.stages, lang=spec.lang,
-        query=None if spec.query is None else resolve_query(spec.query, result.labels))
+
+class Lang(str, Enum):
+    """The language of titles and explanations."""
+
+    en = "en"
+    zh = "zh"
+
+
+@dataclass(frozen=True)
+class Display:
+    """The user's view choices, windows and query already resolved against the result."""
+
+    precision: int = 4
+    view: View = View.auto  # table, heatmap, or auto: a table when it fits, else a heatmap
+    rows: tuple[int, int] | None = None  # token rows shown, [a, b)
+    cols: tuple[int, int] | None = None  # key columns of token × token matrices, [c, d)
+    stages: tuple[str, ...] | None = None  # stages picked with --show
+    lang: str = "en"
+
+
+def parse_stages(show: str | None, stage_names: Sequence[str]) -> tuple[str, ...] | None:
+    """--show's stage list, checked against every stage name (None without --show)."""
+    return None if show is None else parse_names(show, stage_names, "--show")
+
+
+def parse_windows(rows: str | None, cols: str | None) -> tuple[Window | None, Window | None]:
+    """--rows and --cols, syntax-checked; their ranges are checked against the result."""
+    return (None if rows is None else parse_window(rows, "--rows"),
+            None if cols is None else parse_window(cols, "--cols"))

@@ -5,14 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attncli.core.request import check_dims
 from attncli.errors import AttnCliError
-
-
-def check_dims(**dims: int | None) -> None:
-    """Reject a non-positive dimension, naming it."""
-    for name, value in dims.items():
-        if value is not None and value < 1:
-            raise AttnCliError(f"{name.replace('_', '-')} must be a positive integer (got {value})")
 
 
 def embed(token_ids: list[int], vocab_size: int, emb_dim: int, context_length: int | None,

@@ -1,4 +1,9 @@
-"""The plain result of one run and its JSON contract (to_dict); no tensors here."""
+"""The plain result of one run and its JSON contract (to_dict); no tensors here.
+
+One Result serves both paths: the naive path holds every weight (and the stages asked for),
+the tiled path the weights of a window plus per-row stats. Its config is a typed record,
+serialised in one place.
+"""
 
 from __future__ import annotations
 
@@ -40,75 +45,94 @@ class TokenInfo:
 
 
 @dataclass(frozen=True)
-class Result:
-    """Everything one run computed, as plain Python data."""
+class TextConfig:
+    """How text became vectors (absent for --inputs)."""
 
-    variant: str
-    config: dict[str, Any]
-    tokens: list[TokenInfo]
-    weights: Stack  # [heads][T][T]
-    context: Matrix  # [T][d_out]
-    stages: dict[str, Any] = field(default_factory=dict)  # name → nested lists, None if absent
-    model: dict[str, Any] | None = None  # with --model: path, layers, heads, d_model, layer
-    present: tuple[str, ...] | None = None  # every stage the run has, kept in stages or not
+    encoding: str
+    allow_special: bool
+    emb_dim: int | None = None  # None with --model: the checkpoint's own embeddings
+    context_length: int | None = None
 
-    @property
-    def num_heads(self) -> int:
-        """How many heads the weights hold (1 for single-head variants)."""
-        return len(self.weights)
 
-    @property
-    def labels(self) -> list[str]:
-        """The token labels, in order."""
-        return [t.text for t in self.tokens]
+@dataclass(frozen=True)
+class RunConfig:
+    """The settings that shaped a run's numbers, as the JSON "config" records them."""
 
-    def available_stages(self) -> list[str]:
-        """The stages this run has, in computation order."""
-        if self.present is not None:
-            return list(self.present)
-        return [name for name in STAGES if self.stages.get(name) is not None]
+    source: str  # text or inputs
+    num_tokens: int
+    d_in: int
+    d_out: int
+    heads: int
+    impl: str  # naive or tiled
+    version: str
+    variant: str | None = None  # a chapter-3 variant; None with --model
+    seed: int | None = None
+    dropout: float | None = None
+    qkv_bias: bool | None = None
+    device: str | None = None
+    model: str | None = None  # with --model: as given
+    layer: int | None = None
+    text: TextConfig | None = None
+    top_k: int | None = None  # tiled path only
+    pool: str | None = None  # tiled path only
+    head: int | None = None  # with --head: the one head the result holds
 
-    def to_dict(self, stages: list[str] | None = None, query: int | None = None,
-                window: dict[str, list[int]] | None = None) -> dict[str, Any]:
-        """The JSON contract; with stages, also a "stages" object holding those named.
-
-        query adds "query": {"index", "token", "weights" ([heads][T])}; window adds the
-        --rows/--cols ranges shown ("window": {"rows": [a, b], "cols": [c, d]}), while every
-        matrix stays whole.
-        """
-        out: dict[str, Any] = {
-            "variant": self.variant,
-            "config": self.config,
-            "tokens": [t.to_dict() for t in self.tokens],
-            "weights": self.weights,
-            "context": self.context,
-        }
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON "config" object."""
+        out: dict[str, Any] = {}
         if self.model is not None:
-            out["model"] = self.model
-        if stages:
-            out["stages"] = {name: self.stages.get(name) for name in stages}
-        if query is not None:
-            out["query"] = {"index": query, "token": self.tokens[query].text,
-                            "weights": [head[query] for head in self.weights]}
-        if window is not None:
-            out["window"] = window
+            out |= {"model": self.model, "layer": self.layer}
+        else:
+            out["variant"] = self.variant
+        if self.text is not None:
+            out |= {"encoding": self.text.encoding, "allow_special": self.text.allow_special}
+            if self.model is None:
+                out |= {"seed": self.seed, "emb_dim": self.text.emb_dim,
+                        "context_length": self.text.context_length}
+        elif self.model is None:
+            out["seed"] = self.seed
+        if self.model is None:
+            out |= {"dropout": self.dropout, "qkv_bias": self.qkv_bias, "device": self.device}
+        out |= {"source": self.source, "num_tokens": self.num_tokens, "d_in": self.d_in,
+                "d_out": self.d_out, "heads": self.heads, "impl": self.impl}
+        if self.impl == "tiled":
+            out |= {"top_k": self.top_k, "pool": self.pool}
+        if self.head is not None:
+            out["head"] = self.head
+        out["version"] = self.version
         return out
 
 
 @dataclass(frozen=True)
-class HeadsResult:
-    """Every head of every layer of a model, summarised: `attncli heads`."""
+class ModelInfo:
+    """Where a checkpoint is and its shape: the JSON "model" object."""
 
-    config: dict[str, Any]
-    model: dict[str, Any]
-    tokens: list[TokenInfo]
-    measures: list[dict[str, Any]]  # one per head: layer, head, entropy, prev, first, self, ...
-    thumbnails: list[list[Matrix]]  # [layers][heads][p][p] weights max-pooled to p ≤ T
+    path: str
+    layers: int
+    heads: int
+    d_model: int
+    layer: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli heads`: the measures of every head, in table order."""
-        return {"config": self.config, "model": self.model,
-                "tokens": [t.to_dict() for t in self.tokens], "heads": self.measures}
+        """The JSON "model" object."""
+        out: dict[str, Any] = {"path": self.path, "layers": self.layers, "heads": self.heads,
+                               "d_model": self.d_model}
+        if self.layer is not None:
+            out["layer"] = self.layer
+        return out
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    """One query's exact weights over every key, per head (None for masked keys)."""
+
+    index: int
+    token: str
+    weights: list[list[float | None]]  # [heads][T]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON "query" object."""
+        return {"index": self.index, "token": self.token, "weights": self.weights}
 
 
 @dataclass(frozen=True)
@@ -122,49 +146,77 @@ class PooledMap:
 
 
 @dataclass(frozen=True)
-class LongResult:
-    """A tiled run as plain data: context and per-row stats for every token, weights for a window.
+class LongStats:
+    """What the tiled path knows of every row without the N × N matrix."""
 
-    No N × N matrix is kept unless --full asked for one (then the window is the whole matrix).
-    """
-
-    variant: str
-    config: dict[str, Any]
-    tokens: list[TokenInfo]
-    context: Matrix  # [N][d_out]
     stats: dict[str, Any]  # lse, entropy: [heads][N]; top_k: {index, weight}: [heads][N][k]
-    summary: list[dict[str, Any]]  # per head: head, mean_entropy, first, prev, self, ...
-    window: dict[str, list[int]]  # {"rows": [a, b], "cols": [c, d]}, half-open
-    weights: Stack  # [heads][b-a][d-c], None where masked
-    query: dict[str, Any] | None = None  # with --query: index, token, weights [heads][N]
+    summary: list[dict[str, Any]]  # per head: head, entropy, first, prev, self, top_k_mass, ...
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything one run computed, as plain Python data: the one result contract."""
+
+    variant: str  # a chapter-3 variant, or the checkpoint's family (gpt2)
+    config: RunConfig
+    tokens: list[TokenInfo]
+    weights: Stack  # [heads][T][T] on the naive path; [heads][b-a][d-c], the window, if tiled
+    context: Matrix  # [T][d_out]
+    stages: dict[str, Any] = field(default_factory=dict)  # name → nested lists (naive path)
+    present: tuple[str, ...] = ("weights", "context")  # every stage the run has, kept or not
+    model: ModelInfo | None = None
+    query: QueryRow | None = None
+    window: dict[str, list[int]] | None = None  # {"rows": [a, b], "cols": [c, d]}, half-open
+    long: LongStats | None = None  # the tiled path's per-row stats
 
     @property
     def num_heads(self) -> int:
-        """How many heads the run has (1 for single-head variants)."""
-        return len(self.summary)
+        """How many heads the result holds (1 for single-head variants, or with --head)."""
+        return len(self.weights)
 
     @property
     def labels(self) -> list[str]:
         """The token labels, in order."""
         return [t.text for t in self.tokens]
 
+    def head_number(self, position: int) -> int:
+        """The run's number of the head held at position (--head keeps one head)."""
+        return position if self.config.head is None else self.config.head
+
     def available_stages(self) -> list[str]:
-        """The stages a tiled run has as plain data."""
-        return ["weights", "context"]
+        """The stages this run has, in computation order."""
+        return list(self.present)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of a long run: no N × N matrix unless the window is all of it."""
-        out: dict[str, Any] = {
-            "variant": self.variant,
-            "config": self.config,
-            "tokens": [t.to_dict() for t in self.tokens],
-            "context": self.context,
-            "stats": self.stats,
-            "summary": self.summary,
-            "window": self.window,
-            "weights": self.weights,
-        }
+        """The JSON contract, the same for every path and command."""
+        out: dict[str, Any] = {"variant": self.variant, "config": self.config.to_dict(),
+                               "tokens": [t.to_dict() for t in self.tokens]}
+        if self.model is not None:
+            out["model"] = self.model.to_dict()
+        out |= {"weights": self.weights, "context": self.context}
+        if self.stages:
+            out["stages"] = self.stages
+        if self.long is not None:
+            out |= {"stats": self.long.stats, "summary": self.long.summary}
         if self.query is not None:
-            out["query"] = self.query
+            out["query"] = self.query.to_dict()
+        if self.window is not None:
+            out["window"] = self.window
         return out
+
+
+@dataclass(frozen=True)
+class HeadsResult:
+    """Every head of every layer of a model, summarised: `attncli heads`."""
+
+    config: dict[str, Any]
+    model: ModelInfo
+    tokens: list[TokenInfo]
+    measures: list[dict[str, Any]]  # one per head: layer, head, entropy, prev, first, self, ...
+    thumbnails: list[list[Matrix]]  # [layers][heads][p][p] weights max-pooled to p ≤ T
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli heads`: the measures of every head, in table order."""
+        return {"config": self.config, "model": self.model.to_dict(),
+                "tokens": [t.to_dict() for t in self.tokens], "heads": self.measures}

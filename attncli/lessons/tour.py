@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from importlib import resources
 
 from attncli.core.inputs import InputVectors
-from attncli.core.pipeline import Request, run
+from attncli.core.pipeline import run_naive
+from attncli.core.request import Extract, Request
 from attncli.core.result import Result
-
-TRY_IT = ('attncli explain "Your journey starts with one step" --variant multihead',
-          'attncli run "Your journey starts with one step" --query journey',
-          'attncli compare "Your journey starts with one step" --view heatmap')
+from attncli.core.variants import Variant
 
 
 @dataclass(frozen=True)
@@ -23,7 +21,6 @@ class Step:
     result: Result
     stages: tuple[str, ...]
     rows: tuple[int, int] | None = None
-    query: int | None = None
 
 
 def journey() -> InputVectors:
@@ -35,14 +32,19 @@ def journey() -> InputVectors:
 def tour() -> list[Step]:
     """The runs of the tour, with the book's settings (d_out = 2, seeds 789 and 123)."""
     x = journey()
-    simple = run(Request(inputs=x, variant="simple"))
-    qkv = run(Request(inputs=x, variant="qkv", d_out=2, seed=789))
-    causal = run(Request(inputs=x, variant="causal", d_out=2, seed=123))
-    dropout = run(Request(inputs=x, variant="causal", d_out=2, seed=123, dropout=0.5))
-    multihead = run(Request(inputs=x, variant="multihead", d_out=2, heads=2, seed=123))
+    every = Extract(stages=None)
+    simple = run_naive(Request(inputs=x, variant=Variant.simple), every)
+    journey_query = run_naive(Request(inputs=x, variant=Variant.simple),
+                              Extract(stages=None, query="1"))
+    qkv = run_naive(Request(inputs=x, variant=Variant.qkv, d_out=2, seed=789), every)
+    causal = run_naive(Request(inputs=x, variant=Variant.causal, d_out=2, seed=123), every)
+    dropout = run_naive(Request(inputs=x, variant=Variant.causal, d_out=2, seed=123,
+                                dropout=0.5), every)
+    multihead = run_naive(Request(inputs=x, variant=Variant.multihead, d_out=2, heads=2,
+                                  seed=123), every)
     return [
         Step("intro", simple, ("inputs",)),
-        Step("query", simple, ("scores", "softmax", "context"), rows=(1, 2), query=1),
+        Step("query", journey_query, ("scores", "softmax", "context"), rows=(1, 2)),
         Step("all", simple, ("scores", "softmax", "context")),
         Step("qkv", qkv, ("queries", "keys", "values", "scaled", "softmax", "context")),
         Step("causal", causal, ("masked", "softmax", "context")),

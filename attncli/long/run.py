@@ -8,31 +8,30 @@ proportional to what they show.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from attncli.core.display import LongView, check_head, resolve_query
-from attncli.core.result import LongResult, PooledMap, TokenInfo
+from attncli.core.attention import Attention
+from attncli.core.budget import check_memory
+from attncli.core.convert import masked_lists
+from attncli.core.display import resolve_query
+from attncli.core.measures import head_means
+from attncli.core.pipeline import Prepared
+from attncli.core.request import Extract, Request
+from attncli.core.result import LongStats, PooledMap, QueryRow, Result, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.long.pooling import pooled_maps
 from attncli.long.tiled import TiledOutput, tiled_attention, weights_window
 
-if TYPE_CHECKING:
-    from attncli.core.pipeline import Prepared, Request
-
 # (what, done, total): a long run's progress, called from worker threads too.
 Progress = Callable[[str, int, int], None]
 
-CAUSAL = ("causal", "multihead")
+SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
 DEFAULT_WINDOW = 64  # the top-left corner a long run's JSON holds without --rows/--cols
-# A weight in the JSON: 4 bytes as float32, ~32 as a Python float in a list, ~20 as JSON text,
-# with room to spare for the text's copies.
-JSON_CELL_BYTES = 4 + 64
 
 
 @dataclass
@@ -51,66 +50,23 @@ class Tiled:
         return self.out.context[..., -1]
 
 
-def size_text(num_bytes: float) -> str:
-    """A byte count for people: 512 MB, 9.1 GB."""
-    return f"{num_bytes / 1e9:.1f} GB" if num_bytes >= 1e9 else f"{num_bytes / 1e6:.0f} MB"
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available now: MemAvailable from /proc/meminfo, else free pages."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def check_memory(cells: int, what: str, hint: str) -> None:
-    """Refuse to turn cells weights into JSON when they would not fit in memory now."""
-    need, free = cells * JSON_CELL_BYTES, available_memory()
-    if free is not None and need > free:
-        raise AttnCliError(f"{what} needs about {size_text(need)} as JSON ({cells:,} weights), "
-                           f"more than the {size_text(free)} of memory available now; {hint}")
-
-
-def qkv_heads(module: nn.Module, variant: str, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Queries, keys and values (heads, N, head_dim) of x (N, d_in), as the kernel takes them."""
-    if variant == "simple":
-        # Simple attention is unscaled x·xᵀ: √d_in on the queries cancels the kernel's 1/√d_k.
-        return x[None] * math.sqrt(x.shape[1]), x[None], x[None]  # (1, N, d_in) each
-    queries, keys, values = module.project(x)  # each (N, d_out)
-    if variant == "multihead":
-        return tuple(module.split_heads(t) for t in (queries, keys, values))  # type: ignore[return-value]
-    return queries[None], keys[None], values[None]  # (1, N, d_out) each
-
-
 @torch.no_grad()
-def attend(module: nn.Module, variant: str, x: Tensor, top_k: int,
+def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
            progress: Progress | None = None) -> Tiled:
     """One tiled pass of the variant over x (N, d_in), and its context vectors (N, d_out)."""
-    queries, keys, values = qkv_heads(module, variant, x)
+    queries, keys, values = module.heads_qkv(x)  # each (heads, N, head_dim)
     heads, num_tokens, _ = values.shape
     # A last value column holding each key's position j makes the pass also return Σ_j w_ij·j.
     positions = torch.arange(num_tokens, dtype=values.dtype, device=values.device)  # (N,)
     with_pos = torch.cat([values, positions.expand(heads, num_tokens)[..., None]], -1)
     report = None if progress is None else (lambda done, total: progress("attention", done, total))
-    out = tiled_attention(queries, keys, with_pos, causal=variant in CAUSAL, top_k=top_k,
+    out = tiled_attention(queries, keys, with_pos, causal=causal, top_k=top_k,
                           progress=report)
     heads_context = out.context[..., :-1]  # (heads, N, head_dim)
     if not (torch.isfinite(out.lse).all() and torch.isfinite(heads_context).all()):
         raise AttnCliError("the numbers overflowed float32: the inputs are too large")
-    if variant == "multihead":
-        # Heads side by side again, (N, d_out), then the output projection.
-        context = module.out_proj(heads_context.transpose(0, 1).reshape(num_tokens, -1))
-    else:
-        context = heads_context[0]  # (N, d_out)
-    return Tiled(queries, keys, variant in CAUSAL, out, context)
+    context = module.combine(heads_context)  # (N, d_out)
+    return Tiled(queries, keys, causal, out, context)
 
 
 def weight_at(t: Tiled, rows: Tensor, cols: Tensor) -> Tensor:
@@ -121,47 +77,34 @@ def weight_at(t: Tiled, rows: Tensor, cols: Tensor) -> Tensor:
 
 
 def summary(t: Tiled) -> list[dict[str, Any]]:
-    """Per head, means over query rows 1..N-1 as `attncli heads` takes them (row 0 when N = 1).
-
-    first, prev and self are the weights on key 0, i-1 and i; top_k_mass the weight of each row's
-    top-k keys; mean_distance the tokens back, i - Σ_j w_ij·j (negative: ahead, without a mask).
-    """
+    """Per head, the head measures as `attncli heads` defines them (row 0 left out unless N = 1),
+    and top_k_mass, the weight of each row's top-k keys."""
     num_tokens = t.queries.shape[1]
     device = t.queries.device
     rows = torch.arange(1 if num_tokens > 1 else 0, num_tokens, device=device)  # (R,)
-    shares = {
-        "mean_entropy": t.out.entropy[:, rows],
-        "first": weight_at(t, rows, torch.zeros_like(rows)),
-        "prev": weight_at(t, rows, rows - 1) if num_tokens > 1 else t.out.lse[:, :1] * 0,
-        "self": weight_at(t, rows, rows),
-        "top_k_mass": t.out.topk_weight[:, rows].sum(-1),
-        "mean_distance": rows - t.mean_key[:, rows],
-    }
-    means = {name: value.double().mean(-1).tolist() for name, value in shares.items()}
-    return [{"head": h, **{name: means[name][h] for name in shares}}
+    shares = head_means(
+        entropy=t.out.entropy[:, rows].double(),  # (heads, R)
+        first=weight_at(t, rows, torch.zeros_like(rows)).double(),  # (heads, R)
+        prev=(weight_at(t, rows, rows - 1) if num_tokens > 1
+              else t.out.lse[:, :1] * 0).double(),  # (heads, R)
+        own=weight_at(t, rows, rows).double(),  # (heads, R)
+        mean_key=t.mean_key[:, rows].double(),  # (heads, R)
+        query_pos=rows.double())  # each mean (heads,)
+    shares["top_k_mass"] = t.out.topk_weight[:, rows].sum(-1).double().mean(-1)  # (heads,)
+    means = {name: value.tolist() for name, value in shares.items()}
+    return [{"head": h, **{name: means[name][h] for name in SUMMARY}}
             for h in range(t.queries.shape[0])]
 
 
-def masked_lists(weights: Tensor, rows: range, cols: range, causal: bool) -> list[Any]:
-    """weights (heads, R, C) as nested lists, None where a causal key lies after its query."""
-    data = weights.cpu().tolist()
-    if causal:
-        for head in data:
-            for i, row in zip(rows, head, strict=True):
-                visible = min(max(i - cols.start + 1, 0), len(cols))  # keys c..i may be seen
-                row[visible:] = [None] * (len(row) - visible)
-    return data
-
-
-def window_ranges(view: LongView, num_tokens: int, full: bool) -> tuple[range, range]:
+def window_ranges(extract: Extract, num_tokens: int, full: bool) -> tuple[range, range]:
     """The window's rows and columns: --full's whole matrix, --rows/--cols, or the corner."""
     if full:
         return range(num_tokens), range(num_tokens)
-    if view.rows is None and view.cols is None:
+    if extract.rows is None and extract.cols is None:
         side = min(num_tokens, DEFAULT_WINDOW)
         return range(side), range(side)
-    rows = view.rows.resolve(num_tokens) if view.rows is not None else (0, num_tokens)
-    cols = view.cols.resolve(num_tokens) if view.cols is not None else (0, num_tokens)
+    rows = extract.rows.resolve(num_tokens) if extract.rows is not None else (0, num_tokens)
+    cols = extract.cols.resolve(num_tokens) if extract.cols is not None else (0, num_tokens)
     return range(*rows), range(*cols)
 
 
@@ -183,12 +126,12 @@ def window_weights(t: Tiled, rows: range, cols: range) -> list[Any]:
     return masked_lists(weights, rows, cols, t.causal)
 
 
-def query_row(t: Tiled, index: int, tokens: list[TokenInfo]) -> dict[str, Any]:
+def query_row(t: Tiled, index: int, tokens: list[TokenInfo]) -> QueryRow:
     """One query's exact weights over every key, per head (None for future keys)."""
     rows, cols = range(index, index + 1), range(t.queries.shape[1])
     weights = weights_window(t.queries, t.keys, t.out.lse, rows, cols, t.causal)  # (h, 1, N)
     data = masked_lists(weights, rows, cols, t.causal)
-    return {"index": index, "token": tokens[index].text, "weights": [head[0] for head in data]}
+    return QueryRow(index, tokens[index].text, [head[0] for head in data])
 
 
 def stats(out: TiledOutput) -> dict[str, Any]:
@@ -198,10 +141,10 @@ def stats(out: TiledOutput) -> dict[str, Any]:
                       "weight": out.topk_weight.cpu().tolist()}}
 
 
-def maps(t: Tiled, view: LongView, pool: str, progress: Progress | None) -> list[PooledMap]:
+def maps(t: Tiled, shown: list[int], pool: str, grid: int,
+         progress: Progress | None) -> list[PooledMap]:
     """Pooled heatmaps of the heads shown, each rebuilt from the lse by chunks of rows."""
-    heads, num_tokens = t.queries.shape[:2]
-    shown = list(range(heads)) if view.head is None else [view.head]
+    num_tokens = t.queries.shape[1]
     done, total = 0, len(shown) * num_tokens
 
     def report(rows: int) -> None:  # called by one worker at a time
@@ -214,36 +157,50 @@ def maps(t: Tiled, view: LongView, pool: str, progress: Progress | None) -> list
         return weights_window(t.queries[h:h + 1], t.keys[h:h + 1], t.out.lse[h:h + 1], rows,
                               cols, t.causal)[0]  # (R, C)
 
-    return pooled_maps(weights_of, shown, num_tokens, t.causal, pool, view.grid, report,
+    return pooled_maps(weights_of, shown, num_tokens, t.causal, pool, grid, report,
                        on_cpu=t.queries.device.type == "cpu")
 
 
-def check_long(view: LongView, num_tokens: int, heads: int) -> None:
-    """Refuse what the tiled path cannot show, before any work."""
-    if view.stages:
+def refuse_stages(extract: Extract, num_tokens: int, heads: int) -> None:
+    """The tiled path keeps no N × N stage: refuse --show before any work."""
+    if extract.stages:
         raise AttnCliError(f"--show picks stages of the naive path, but {num_tokens:,} tokens "
                            f"× {heads} head(s) took the tiled path, which keeps none of them; "
                            "use --impl naive to see them")
-    check_head(view.head, heads)
 
 
-def run_long(req: Request, prep: Prepared, view: LongView,
-             progress: Progress | None = None) -> LongResult:
+def one_head(result: Result, head: int | None) -> Result:
+    """With --head, the result holds that head alone (its weights, stats and summary)."""
+    if head is None or result.long is None:
+        return result
+    long, query = result.long, result.query
+    picked = {"lse": [long.stats["lse"][head]], "entropy": [long.stats["entropy"][head]],
+              "top_k": {name: [rows[head]] for name, rows in long.stats["top_k"].items()}}
+    return replace(result, weights=[result.weights[head]],
+                   long=replace(long, stats=picked, summary=[long.summary[head]]),
+                   query=None if query is None else replace(query, weights=[query.weights[head]]))
+
+
+def run_long(req: Request, prep: Prepared, extract: Extract,
+             progress: Progress | None = None) -> Result:
     """The tiled path of `run`: the one place its tensors become plain data."""
-    tokens = prep.tokens
-    check_long(view, len(tokens), prep.heads)
-    index = None if view.query is None else resolve_query(view.query, [t.text for t in tokens])
-    rows, cols = window_ranges(view, len(tokens), req.full)
-    check_window(rows, cols, prep.heads, req.full)
-    t = attend(prep.module, req.variant, prep.x, req.top_k, progress)
+    tokens, traits = prep.tokens, req.traits
+    refuse_stages(extract, len(tokens), prep.heads)
+    index = None if extract.query is None else resolve_query(extract.query,
+                                                             [t.text for t in tokens])
+    rows, cols = window_ranges(extract, len(tokens), req.full)
+    check_window(rows, cols, 1 if extract.head is not None else prep.heads, req.full)
+    t = attend(prep.module, traits.causal, prep.x, req.keys_kept, progress)
+    shown = list(range(prep.heads)) if extract.head is None else [extract.head]
     with torch.no_grad():
-        shown: dict[str, Any] = {
-            "maps": maps(t, view, req.pool, progress) if view.maps else [],
-            "stats": stats(t.out), "summary": summary(t), "weights": window_weights(t, rows, cols),
-            "query": None if index is None else query_row(t, index, tokens)}
+        long = LongStats(stats=stats(t.out), summary=summary(t),
+                         maps=maps(t, shown, req.pooling.value, extract.grid, progress)
+                         if extract.maps else [])
+        weights = window_weights(t, rows, cols)
+        query = None if index is None else query_row(t, index, tokens)
     context = t.context
     del t  # queries, keys and each head's context go before the context becomes lists
-    return LongResult(variant=req.variant, config=prep.config, tokens=tokens,
-                      context=context.cpu().tolist(),
-                      window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]},
-                      **shown)
+    result = Result(variant=req.kind.value, config=prep.config, tokens=tokens, weights=weights,
+                    context=context.cpu().tolist(), query=query, long=long,
+                    window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]})
+    return one_head(result, extract.head)

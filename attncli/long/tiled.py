@@ -28,13 +28,6 @@ BLOCK_K = 512  # key columns per tile
 # exp() below about -87 returns float32 denormals, which run 25-60× slower on CPU (and exp(-inf)
 # about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
 EXP_FLOOR = -80.0
-IMPLS = ("naive", "tiled", "auto")
-NAIVE_BUDGET = 256 * 2**20  # bytes auto lets the naive path use
-# The (heads, N, N) float32 tensors the naive path keeps: scores, scaled, masked, softmax, weights.
-NAIVE_STAGES = 5
-# The stages `run` converts to Python lists (weights, masked): a 24-byte float + an 8-byte slot.
-PLAIN_STAGES, PLAIN_CELL_BYTES = 2, 32
-NAIVE_CELL_BYTES = NAIVE_STAGES * 4 + PLAIN_STAGES * PLAIN_CELL_BYTES  # 84 per (head, query, key)
 
 
 @dataclass
@@ -70,21 +63,6 @@ class _RowState:
     row_sum: Tensor  # (heads, bq) l = Σ e^(s-m)
     plogp: Tensor  # (heads, bq) Σ e^(s-m)·(s-m), for the entropy
     acc: Tensor  # (heads, bq, d_v) Σ e^(s-m)·v
-
-
-def naive_bytes(num_tokens: int, num_heads: int) -> int:
-    """What the naive path of `run` holds: its float32 (heads, N, N) stages and their lists."""
-    return NAIVE_CELL_BYTES * num_heads * num_tokens * num_tokens
-
-
-def choose_impl(impl: str, num_tokens: int, num_heads: int,
-                budget_bytes: int = NAIVE_BUDGET) -> str:
-    """Resolve --impl: auto picks naive while naive_bytes fits the budget, tiled beyond it."""
-    if impl not in IMPLS:
-        raise AttnCliError(f"unknown impl {impl!r} (choose from {', '.join(IMPLS)})")
-    if impl != "auto":
-        return impl
-    return "naive" if naive_bytes(num_tokens, num_heads) <= budget_bytes else "tiled"
 
 
 def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, block_q: int,

@@ -60,8 +60,9 @@ class Checkpoint:
     def expected_shapes(self) -> dict[str, tuple[int, ...]]:
         """Every tensor the forward pass reads, without the prefix, and its shape."""
         d, f = self.n_embd, self.n_inner
-        shapes = {"wte.weight": (self.vocab_size, d), "wpe.weight": (self.n_positions, d)}
-        block = {
+        shapes: dict[str, tuple[int, ...]] = {"wte.weight": (self.vocab_size, d),
+                                              "wpe.weight": (self.n_positions, d)}
+        block: dict[str, tuple[int, ...]] = {
             "ln_1.weight": (d,), "ln_1.bias": (d,),
             "attn.c_attn.weight": (d, 3 * d), "attn.c_attn.bias": (3 * d,),
             "attn.c_proj.weight": (d, d), "attn.c_proj.bias": (d,),

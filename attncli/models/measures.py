@@ -7,9 +7,9 @@ from typing import TypedDict, cast
 import torch
 from torch import Tensor
 
+from attncli.core.measures import MEASURES, head_means
 from attncli.errors import AttnCliError
 
-MEASURES = ("entropy", "prev", "first", "self", "distance")
 SORT_KEYS = ("layer", "head", *MEASURES)
 
 
@@ -36,19 +36,16 @@ def head_measures(weights: Tensor) -> list[HeadMeasures]:
     if num_tokens < 2:
         raise AttnCliError(f"head measures need at least 2 tokens (got {num_tokens})")
     rows = weights[:, :, 1:, :].double()  # (layers, heads, T-1, T) queries 1..T-1
-    # Row r is query i = r + 1: its previous token is key r, itself key r + 1.
-    prev = rows.diagonal(offset=0, dim1=-2, dim2=-1)  # (layers, heads, T-1)
-    own = rows.diagonal(offset=1, dim1=-2, dim2=-1)  # (layers, heads, T-1)
     query_pos = torch.arange(1, num_tokens, dtype=rows.dtype)  # (T-1,)
     key_pos = torch.arange(num_tokens, dtype=rows.dtype)  # (T,)
-    back = query_pos[:, None] - key_pos[None, :]  # (T-1, T) how far key j lies behind query i
-    table = {
-        "entropy": -torch.xlogy(rows, rows).sum(-1).mean(-1),  # (layers, heads); 0·log 0 = 0
-        "prev": prev.mean(-1),  # (layers, heads)
-        "first": rows[..., 0].mean(-1),  # (layers, heads)
-        "self": own.mean(-1),  # (layers, heads)
-        "distance": (rows * back).sum(-1).mean(-1),  # (layers, heads)
-    }
+    # Row r is query i = r + 1: its previous token is key r, itself key r + 1.
+    table = head_means(
+        entropy=-torch.xlogy(rows, rows).sum(-1),  # (layers, heads, T-1); 0·log 0 = 0
+        first=rows[..., 0],  # (layers, heads, T-1)
+        prev=rows.diagonal(offset=0, dim1=-2, dim2=-1),  # (layers, heads, T-1)
+        own=rows.diagonal(offset=1, dim1=-2, dim2=-1),  # (layers, heads, T-1)
+        mean_key=rows @ key_pos,  # (layers, heads, T-1)
+        query_pos=query_pos)
     values = {name: table[name].tolist() for name in MEASURES}  # plain floats from here on
     num_layers, num_heads = weights.shape[:2]
     return [

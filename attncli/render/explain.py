@@ -5,13 +5,14 @@ from __future__ import annotations
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.render.i18n import text
+from attncli.core.variants import traits_of
+from attncli.i18n import text
 from attncli.render.prose import prose
 from attncli.render.query import render_query
 from attncli.render.run import describe
 from attncli.render.stages import panels, render_panel, stage_title, text_key
-from attncli.render.views import ViewOptions
 
 # The walk-through's steps in computation order; Q, K and V are one step.
 STEPS = (("inputs", ("inputs",)), ("qkv", ("queries", "keys", "values")),
@@ -27,14 +28,14 @@ def explained_stages(result: Result) -> list[str]:
 
 def _values(result: Result) -> dict[str, object]:
     c = result.config
-    p = c.get("dropout") or 0.0
-    return {"seed": c.get("seed"), "d_in": c["d_in"], "d_out": c["d_out"], "heads": c["heads"],
-            "head_dim": c["d_out"] // c["heads"], "p": p, "scale": f"{1 / (1 - p):.4f}"}
+    p = c.dropout or 0.0
+    return {"seed": c.seed, "d_in": c.d_in, "d_out": c.d_out, "heads": c.heads,
+            "head_dim": c.d_out // c.heads, "p": p, "scale": f"{1 / (1 - p):.4f}"}
 
 
-def row_sum_check(console: Console, result: Result, options: ViewOptions) -> Text:
+def row_sum_check(console: Console, result: Result, options: Display) -> Text:
     """The check that each softmax row sums to 1."""
-    sums = [sum(w for w in row) for h in options.heads(result.num_heads)
+    sums = [sum(w for w in row) for h in range(result.num_heads)
             for row in result.stages["softmax"][h]]
     low, high = min(sums), max(sums)
     dev = max(abs(s - 1.0) for s in sums)
@@ -44,15 +45,15 @@ def row_sum_check(console: Console, result: Result, options: ViewOptions) -> Tex
                                high=f"{high:.6f}"), "bold red")
 
 
-def dropout_check(console: Console, result: Result, options: ViewOptions) -> Text:
+def dropout_check(console: Console, result: Result, options: Display) -> Text:
     """How many weights dropout zeroed, and one kept weight before and after its rescaling."""
-    p, masked = result.config["dropout"], result.stages.get("masked")
+    p, causal = result.config.dropout or 0.0, traits_of(result.variant).causal
     zeroed, total, example = 0, 0, None
-    for h in options.heads(result.num_heads):
+    for h in range(result.num_heads):
         for i, (drow, srow) in enumerate(zip(result.stages["dropped"][h],
                                              result.stages["softmax"][h], strict=True)):
             for j, (d, s) in enumerate(zip(drow, srow, strict=True)):
-                if masked is not None and masked[h][i][j] is None:
+                if causal and j > i:
                     continue
                 total += 1
                 zeroed += d == 0.0
@@ -69,7 +70,7 @@ def dropout_check(console: Console, result: Result, options: ViewOptions) -> Tex
 
 
 def render_step(console: Console, result: Result, step: str, names: list[str], number: str,
-                options: ViewOptions) -> list[RenderableType]:
+                options: Display) -> list[RenderableType]:
     """One step: heading, explanation, checks, then its matrices."""
     lang, values = options.lang, _values(result)
     title = text(lang, "title.qkv") if step == "qkv" else stage_title(result, step, lang)
@@ -77,7 +78,7 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
     note = text(lang, text_key(step, result.variant, "explain"), **values)
     if step == "qkv" and result.num_heads > 1:
         note += " " + text(lang, "explain.qkv.heads", **values)
-    if step == "inputs" and result.config.get("source") == "inputs":
+    if step == "inputs" and result.config.source == "inputs":
         note = text(lang, "explain.inputs.vectors", **values)
     parts.append(prose(console, note, "italic"))
     if step == "softmax":
@@ -98,7 +99,7 @@ def steps_for(picked: list[str] | tuple[str, ...]) -> list[tuple[str, list[str]]
     return [(step, names) for step, names in steps if names]
 
 
-def render_explain(console: Console, result: Result, options: ViewOptions) -> RenderableType:
+def render_explain(console: Console, result: Result, options: Display) -> RenderableType:
     """The whole walk-through, then one query's view when asked."""
     picked = list(options.stages) if options.stages else explained_stages(result)
     steps = steps_for(picked)
@@ -108,6 +109,6 @@ def render_explain(console: Console, result: Result, options: ViewOptions) -> Re
     for k, (step, names) in enumerate(steps, start=1):
         number = text(options.lang, "step", k=k, n=len(steps))
         parts += [Text(), *render_step(console, result, step, names, number, options)]
-    if options.query is not None:
+    if result.query is not None:
         parts += [Text(), render_query(console, result, options)]
     return Group(*parts)

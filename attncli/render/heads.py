@@ -108,7 +108,7 @@ def render_heads(console: Console, result: HeadsResult, precision: int = 3) -> R
     """The `heads` view: what it shows, the thumbnail grid, then the table of measures."""
     m = result.model
     title = Text.assemble(
-        (f"All {m['layers']} layers × {m['heads']} heads", "bold"),
+        (f"All {m.layers} layers × {m.heads} heads", "bold"),
         f" · {result.config['num_tokens']} tokens · sorted by {result.config['sort']}\n",
         ("Each head's attention over its layer's input (the LayerNorm'd residual stream); "
          "layers and heads are 0-based.", "dim"))

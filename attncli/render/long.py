@@ -5,56 +5,65 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich import box
-from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.result import LongResult
+from attncli.core.display import Display
+from attncli.core.result import LongStats, Result
+from attncli.core.variants import traits_of
 from attncli.render.colors import block_style, has_colour
 from attncli.render.pooled import render_pooled
-from attncli.render.query import bar
-from attncli.render.run import VARIANT_TITLES
+from attncli.render.query import render_query
+from attncli.render.stages import head_title
 from attncli.render.tables import Axis, shorten, table_width
-from attncli.render.views import ViewOptions, render_view
+from attncli.render.views import render_view
 
 TOP_ROWS = 20  # queries in the top-k table without --rows
-QUERY_KEYS = 20  # keys ranked in --query's view
-SUMMARY = (("mean_entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self", "self"),
-           ("top_k_mass", "top-k"), ("mean_distance", "distance"))
+SUMMARY = (("entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self", "self"),
+           ("top_k_mass", "top-k"), ("distance", "distance"))
 
 
-def render_header(result: LongResult) -> Text:
+def _long(result: Result) -> LongStats:
+    assert result.long is not None, "a tiled run's result"
+    return result.long
+
+
+def _which(result: Result, head: int) -> str:
+    return f" — {head_title(result, head, 'en')}" if result.config.heads > 1 else ""
+
+
+def render_header(result: Result) -> Text:
     """The variant, its sizes, and what the tiled path computed."""
     c = result.config
-    parts = [f"{c['num_tokens']:,} tokens", f"d_in {c['d_in']} → d_out {c['d_out']}",
-             f"{c['heads']} head{'s' if c['heads'] != 1 else ''}", f"seed {c['seed']}"]
+    parts = [f"{c.num_tokens:,} tokens", f"d_in {c.d_in} → d_out {c.d_out}",
+             f"{c.heads} head{'s' if c.heads != 1 else ''}", f"seed {c.seed}"]
     return Text.assemble(
-        (VARIANT_TITLES.get(result.variant, result.variant), "bold"), " · " + " · ".join(parts),
+        (traits_of(result.variant).title, "bold"), " · " + " · ".join(parts),
         ("\ntiled path: context, log-sum-exp, entropy and top-k, without the N×N matrix",
          "dim"))
 
 
-def render_summary(result: LongResult, options: ViewOptions) -> RenderableType:
+def render_summary(result: Result, options: Display) -> RenderableType:
     """One row per head: how spread out it is and where its weight goes."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("head", justify="right")
     for _, title in SUMMARY:
-        table.add_column(title.replace("top-k", f"top-{result.config['top_k']}"), justify="right")
+        table.add_column(title.replace("top-k", f"top-{result.config.top_k}"), justify="right")
     p = min(options.precision, 3)
-    for row in (result.summary[h] for h in options.heads(result.num_heads)):
+    for row in _long(result).summary:
         table.add_row(str(row["head"]), *(f"{row[key]:.{p}f}" for key, _ in SUMMARY))
     note = Text(
         "Means over queries 1 to N-1. entropy: nats (0 = one key takes all); first, prev, "
         "self: weight on token 0, the previous token, the query itself; top-"
-        f"{result.config['top_k']}: weight on each query's heaviest keys; distance: tokens "
+        f"{result.config.top_k}: weight on each query's heaviest keys; distance: tokens "
         "back, weighted by attention.", style="dim")
     return Group(Text("Summary per head", style="bold"), table, note)
 
 
-def _top_table(result: LongResult, head: int, rows: range, ranks: int, limit: int,
+def _top_table(result: Result, head: int, rows: range, ranks: int, limit: int,
                precision: int, colour: bool) -> Table:
-    index, weight = (result.stats["top_k"][name][head] for name in ("index", "weight"))
+    index, weight = (_long(result).stats["top_k"][name][head] for name in ("index", "weight"))
     labels = result.labels
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
     table.add_column("query", no_wrap=True)
@@ -72,13 +81,13 @@ def _top_table(result: LongResult, head: int, rows: range, ranks: int, limit: in
     return table
 
 
-def render_top_k(console: Console, result: LongResult, head: int,
-                 options: ViewOptions) -> RenderableType:
+def render_top_k(console: Console, result: Result, head: int,
+                 options: Display) -> RenderableType:
     """Each query's heaviest keys as 'label(index) weight', fitted to the console."""
-    k = len(result.stats["top_k"]["index"][head][0]) if result.tokens else 0
+    k = len(_long(result).stats["top_k"]["index"][head][0]) if result.tokens else 0
     start, stop = options.rows or (0, min(len(result.tokens), TOP_ROWS))
     rows, colour = range(start, stop), has_colour(console)
-    which = f" — head {head} of {result.num_heads}" if result.num_heads > 1 else ""
+    which = _which(result, head)
     title = Text(f"Top {k} keys per query{which} (label(index) weight)", style="bold")
     if k == 0:
         return Group(title, Text("--top-k 0: no keys kept", style="dim"))
@@ -100,9 +109,10 @@ def render_top_k(console: Console, result: LongResult, head: int,
     return Group(title, table, *(Text(note, style="italic") for note in notes))
 
 
-def render_window(console: Console, result: LongResult, head: int,
-                  options: ViewOptions) -> RenderableType:
+def render_window(console: Console, result: Result, head: int,
+                  options: Display) -> RenderableType:
     """The exact weights of the --rows/--cols window, as a table or heatmap."""
+    assert result.window is not None, "a tiled run holds its window"
     (r0, r1), (c0, c1) = result.window["rows"], result.window["cols"]
     a, b = options.rows or (r0, r1)
     c, d = options.cols or (c0, c1)
@@ -110,50 +120,26 @@ def render_window(console: Console, result: LongResult, head: int,
     labels = result.labels
     rows = Axis([labels[i] for i in range(a, b)], list(range(a, b)))
     cols = Axis([labels[j] for j in range(c, d)], list(range(c, d)))
-    which = f" — head {head} of {result.num_heads}" if result.num_heads > 1 else ""
+    which = _which(result, head)
     title = (f"Attention weights{which}, rows {a}:{b} × columns {c}:{d} (exact, rebuilt from "
              "the log-sum-exp)")
     return render_view(console, title, rows, cols, cells, replace(options, rows=None, cols=None),
                        vmin=0.0)
 
 
-def render_long_query(console: Console, result: LongResult, head: int,
-                      options: ViewOptions) -> RenderableType:
-    """The heaviest keys of --query's exact row, as bars."""
-    assert result.query is not None
-    row = result.query["weights"][head]
-    ranked = sorted((j for j, w in enumerate(row) if w is not None), key=lambda j: -row[j])
-    shown = ranked[:QUERY_KEYS]
-    digits = len(str(max(shown, default=0)))
-    labels = {j: f"{j:>{digits}} {shorten(result.labels[j], 16)}" for j in shown}
-    label_w = max((cell_len(s) for s in labels.values()), default=0)
-    vmax = max((row[j] for j in shown), default=0.0)
-    width = max(min(40, console.width - label_w - options.precision - 5), 4)
-    lines = Text(no_wrap=True, overflow="crop")
-    for n, j in enumerate(shown):
-        lines.append(labels[j].ljust(label_w + 1), style="bold")
-        style = block_style(row[j], 0.0, vmax) if has_colour(console) else ""
-        lines.append(bar(row[j], vmax, width), style=style)
-        lines.append(f" {row[j]:.{options.precision}f}" + ("\n" if n < len(shown) - 1 else ""))
-    i = result.query["index"]
-    which = f" — head {head} of {result.num_heads}" if result.num_heads > 1 else ""
-    title = Text(f"What query {i} ({result.labels[i]!r}) attends to, its {len(shown)} heaviest "
-                 f"keys of {len(ranked):,}{which} (exact row)", style="bold")
-    return Group(title, lines)
-
-
-def render_long(console: Console, result: LongResult, options: ViewOptions) -> RenderableType:
-    """Header, summary, then per head shown: pooled heatmap, top keys, window, query."""
+def render_long(console: Console, result: Result, options: Display) -> RenderableType:
+    """Header, summary, then per head: pooled heatmap, top keys, window; then the query's view."""
     parts: list[RenderableType] = [render_header(result), Text(),
                                    render_summary(result, options)]
-    maps = {pmap.head: pmap for pmap in result.maps}
-    for head in options.heads(result.num_heads):
-        if head in maps:
-            parts += [Text(), render_pooled(console, maps[head], result.num_heads,
-                                            result.config["pool"])]
+    maps = {pmap.head: pmap for pmap in _long(result).maps}
+    for head in range(result.num_heads):
+        number = result.head_number(head)
+        if number in maps:
+            parts += [Text(), render_pooled(console, maps[number], result.config.heads,
+                                            result.config.pool or "max")]
         parts += [Text(), render_top_k(console, result, head, options)]
         if options.rows is not None or options.cols is not None:
             parts += [Text(), render_window(console, result, head, options)]
-        if result.query is not None:
-            parts += [Text(), render_long_query(console, result, head, options)]
+    if result.query is not None:
+        parts += [Text(), render_query(console, result, options)]
     return Group(*parts)

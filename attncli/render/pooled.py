@@ -24,8 +24,8 @@ def repool(pmap: PooledMap, rows: list[range], cols: list[range],
     for row_group in rows:
         line: list[float | None] = []
         for col_group in cols:
-            cells = [(pmap.values[r][c], pmap.counts[r][c]) for r in row_group
-                     for c in col_group if pmap.values[r][c] is not None]
+            cells = [(v, pmap.counts[r][c]) for r in row_group for c in col_group
+                     if (v := pmap.values[r][c]) is not None]
             if not cells:
                 line.append(None)
             elif pool == "max":

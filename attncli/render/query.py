@@ -6,14 +6,16 @@ from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from attncli.core.display import Display
 from attncli.core.result import Result
+from attncli.core.variants import traits_of
+from attncli.i18n import text
 from attncli.render.colors import block_style, has_colour
-from attncli.render.i18n import text
 from attncli.render.tables import shorten
-from attncli.render.views import ViewOptions
 
 LABEL_MAX = 16
 BAR_MAX = 40
+LONG_KEYS = 20  # keys ranked for a tiled run's query
 EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
@@ -28,25 +30,28 @@ def ranking(result: Result, query: int, head: int,
             keys: range | None = None) -> tuple[list[tuple[int, float]], list[int]]:
     """(key, weight) pairs by falling weight (ties by index), and the masked keys."""
     keys = keys if keys is not None else range(len(result.tokens))
-    masked_stage = result.stages.get("masked")
-    row = result.weights[head][query]
-    masked = [j for j in keys if masked_stage is not None and masked_stage[head][query][j] is None]
-    pairs = [(j, row[j]) for j in keys if j not in masked]
+    assert result.query is not None and result.query.index == query
+    row = result.query.weights[head]
+    masked = [j for j in keys if traits_of(result.variant).causal and j > query]
+    pairs = [(j, w) for j in keys if j not in masked and (w := row[j]) is not None]
     return sorted(pairs, key=lambda p: (-p[1], p[0])), masked
 
 
 def _title(result: Result, query: int, head: int, lang: str) -> str:
     title = text(lang, "query.title", i=query, label=repr(result.labels[query]))
-    if result.num_heads > 1:
-        title += f" — {text(lang, 'head', h=head, n=result.num_heads)}"
+    if result.config.heads > 1:
+        title += f" — {text(lang, 'head', h=result.head_number(head), n=result.config.heads)}"
     return title
 
 
 def render_query_head(console: Console, result: Result, query: int, head: int,
-                      options: ViewOptions) -> RenderableType:
+                      options: Display) -> RenderableType:
     """The ranked bars of one head for the query."""
     keys = range(*options.cols) if options.cols else None
     pairs, masked = ranking(result, query, head, keys)
+    total = len(pairs)
+    if result.long is not None:
+        pairs = pairs[:LONG_KEYS]  # a long row: its heaviest keys
     labels = {j: f"{j} {shorten(result.labels[j], LABEL_MAX)}" for j, _ in pairs}
     label_w = max((cell_len(s) for s in labels.values()), default=0)
     value_w = len(f"{1:.{options.precision}f}")
@@ -63,16 +68,19 @@ def render_query_head(console: Console, result: Result, query: int, head: int,
             lines.append("\n")
     parts: list[RenderableType] = [Text(_title(result, query, head, options.lang), style="bold"),
                                    lines]
+    if len(pairs) < total:
+        parts.append(Text(f"its {len(pairs)} heaviest keys of {total:,} (exact row; --json has "
+                          "all)", style="dim"))
     if masked:
         parts.append(Text(text(options.lang, "query.masked", a=masked[0], b=masked[-1]),
                           style="dim"))
     return Group(*parts)
 
 
-def render_query(console: Console, result: Result, options: ViewOptions) -> RenderableType:
+def render_query(console: Console, result: Result, options: Display) -> RenderableType:
     """The query's ranking for each head shown."""
-    assert options.query is not None
+    assert result.query is not None
     parts: list[RenderableType] = []
-    for head in options.heads(result.num_heads):
-        parts += [render_query_head(console, result, options.query, head, options), Text()]
+    for head in range(result.num_heads):
+        parts += [render_query_head(console, result, result.query.index, head, options), Text()]
     return Group(*parts[:-1])

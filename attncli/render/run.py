@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.tokens import TokenPiece
+from attncli.core.variants import traits_of
 from attncli.render.query import render_query
-from attncli.render.stages import render_stage, shown_weights, token_axis
+from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
 from attncli.render.tables import Axis
-from attncli.render.views import ViewOptions, render_view
+from attncli.render.views import render_view
 
-VARIANT_TITLES = {
-    "simple": "simple attention",
-    "qkv": "QKV self-attention",
-    "causal": "causal attention",
-    "multihead": "multi-head attention",
-}
+if TYPE_CHECKING:
+    from attncli.core.tokens import TokenPiece
 
 
 def describe(result: Result) -> Text:
@@ -29,36 +28,36 @@ def describe(result: Result) -> Text:
     if result.model is not None:
         m = result.model
         return Text.assemble(
-            (f"GPT-2 layer {m['layer']} of {m['layers']} (0-based)", "bold"),
-            f" · {m['heads']} heads · d_model {m['d_model']} · {c['num_tokens']} tokens\n",
+            (f"GPT-2 layer {m.layer} of {m.layers} (0-based)", "bold"),
+            f" · {m.heads} heads · d_model {m.d_model} · {c.num_tokens} tokens\n",
             ("A trained model, not the chapter-3 toy: each weight is how much a query token "
-             f"reads from a key token of layer {m['layer']}'s input, the LayerNorm'd residual "
+             f"reads from a key token of layer {m.layer}'s input, the LayerNorm'd residual "
              "stream ln_1(h).", "dim"))
-    parts = [f"{c['num_tokens']} tokens", f"d_in {c['d_in']} → d_out {c['d_out']}"]
-    if result.variant == "multihead":
-        parts.append(f"{c['heads']} heads")
-    if c.get("dropout"):
-        parts.append(f"dropout {c['dropout']}")
-    parts.append(f"seed {c['seed']}")
-    title = VARIANT_TITLES.get(result.variant, result.variant)
-    return Text.assemble((title, "bold"), " · " + " · ".join(parts))
+    traits = traits_of(result.variant)
+    parts = [f"{c.num_tokens} tokens", f"d_in {c.d_in} → d_out {c.d_out}"]
+    if traits.multihead:
+        parts.append(f"{c.heads} heads")
+    if c.dropout:
+        parts.append(f"dropout {c.dropout}")
+    parts.append(f"seed {c.seed}")
+    return Text.assemble((traits.title, "bold"), " · " + " · ".join(parts))
 
 
 def render_weights(console: Console, result: Result,
-                   options: ViewOptions) -> list[RenderableType]:
+                   options: Display) -> list[RenderableType]:
     """One weights view per head shown (rows: queries, columns: keys)."""
     axis = token_axis(result)
     out: list[RenderableType] = []
-    for h in options.heads(result.num_heads):
-        which = f" — head {h} of {result.num_heads}" if result.num_heads > 1 else ""
+    for h in range(result.num_heads):
+        which = f" — {head_title(result, h, 'en')}" if result.config.heads > 1 else ""
         title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
         # Show masked positions as masked, not as the 0.0 weight they became.
-        matrix = shown_weights(result, result.weights[h], h)
+        matrix = shown_weights(result, result.weights[h])
         out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0))
     return out
 
 
-def render_context(console: Console, result: Result, options: ViewOptions) -> RenderableType:
+def render_context(console: Console, result: Result, options: Display) -> RenderableType:
     """The context vectors: one row per token, one column per output dimension."""
     d_out = len(result.context[0])
     dims = Axis([f"d{j}" for j in range(d_out)], list(range(d_out)), show_index=False)
@@ -67,9 +66,16 @@ def render_context(console: Console, result: Result, options: ViewOptions) -> Re
 
 
 def render_run(console: Console, result: Result,
-               options: ViewOptions | None = None) -> RenderableType:
-    """A description line, the weights and context (or the --show stages), then --query's view."""
-    options = options or ViewOptions()
+               options: Display | None = None) -> RenderableType:
+    """A description line, the weights and context (or the --show stages), then --query's view.
+
+    A tiled run shows its summary, pooled heatmaps, top keys and window instead.
+    """
+    options = options or Display()
+    if result.long is not None:
+        from attncli.render.long import render_long  # a tiled run's views
+
+        return render_long(console, result, options)
     parts: list[RenderableType] = [describe(result), Text()]
     if options.stages:
         tables = [t for name in options.stages for t in render_stage(console, result, name,
@@ -79,7 +85,7 @@ def render_run(console: Console, result: Result,
                   render_context(console, result, options)]
     for table in tables:
         parts += [table, Text()]
-    if options.query is not None:
+    if result.query is not None:
         parts += [render_query(console, result, options), Text()]
     return Group(*parts[:-1])
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, RenderableType
 
+from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.render.i18n import STRINGS, text
+from attncli.core.variants import traits_of
+from attncli.i18n import STRINGS, text
 from attncli.render.tables import Axis
-from attncli.render.views import ViewOptions, render_view
+from attncli.render.views import render_view
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
 HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]
@@ -55,45 +58,49 @@ def stage_title(result: Result, name: str, lang: str) -> str:
     if name == "scaled":
         values = {"d_k": d_k(result), "root": f"{math.sqrt(d_k(result)):.4f}"}
     elif name == "dropped":
-        values = {"p": result.config.get("dropout")}
+        values = {"p": result.config.dropout}
     return text(lang, text_key(name, result.variant, "title"), **values)
 
 
-def shown_weights(result: Result, cells: list[list[float]], head: int) -> list[list[float | None]]:
+def shown_weights(result: Result,
+                  cells: Sequence[Sequence[float | None]]) -> list[list[float | None]]:
     """Weights with the causally masked cells as None, so they show as masked, not as 0."""
-    masked = result.stages.get("masked")
-    if masked is None:
+    if not traits_of(result.variant).causal:
         return [list(row) for row in cells]
-    return [[None if m is None else w for w, m in zip(wr, mr, strict=True)]
-            for wr, mr in zip(cells, masked[head], strict=True)]
+    return [[w if j <= i else None for j, w in enumerate(row)] for i, row in enumerate(cells)]
+
+
+def head_title(result: Result, position: int, lang: str) -> str:
+    """"head h of n" for the head held at position."""
+    return text(lang, "head", h=result.head_number(position), n=result.config.heads)
 
 
 def _head_caption(result: Result, head: int, axes: str, lang: str) -> str:
-    if result.num_heads == 1:
+    if result.config.heads == 1:
         return text(lang, axes)
-    return f"{text(lang, 'head', h=head, n=result.num_heads)} · {text(lang, axes)}"
+    return f"{head_title(result, head, lang)} · {text(lang, axes)}"
 
 
-def panels(result: Result, name: str, options: ViewOptions) -> list[Panel]:
+def panels(result: Result, name: str, options: Display) -> list[Panel]:
     """The matrices that show one stage."""
     data, lang = result.stages[name], options.lang
     if name in TOKEN_STAGES:
         return [Panel(_head_caption(result, h, "axes.tokens", lang), token_axis(result),
-                      shown_weights(result, data[h], h) if name in WEIGHT_STAGES else data[h],
+                      shown_weights(result, data[h]) if name in WEIGHT_STAGES else data[h],
                       True, 0.0 if name in WEIGHT_STAGES else None)
-                for h in options.heads(result.num_heads)]
+                for h in range(result.num_heads)]
     if name in HEAD_STAGES:
         return [Panel(_head_caption(result, h, "axes.vectors", lang), dim_axis(len(data[h][0])),
-                      data[h], False) for h in options.heads(result.num_heads)]
+                      data[h], False) for h in range(result.num_heads)]
     if name == "heads_context":
-        width = len(data[0]) // result.num_heads
+        width = len(data[0]) // result.config.heads
         return [Panel(_head_caption(result, h, "axes.vectors", lang), dim_axis(width),
-                      [row[h * width:(h + 1) * width] for row in data], False)
-                for h in options.heads(result.num_heads)]
+                      [row[n * width:(n + 1) * width] for row in data], False)
+                for h, n in ((h, result.head_number(h)) for h in range(result.num_heads))]
     axes = text(lang, "axes.vectors")
     if name == "context" and result.stages.get("heads_context") is not None:
         concat = result.stages["heads_context"]
-        width = len(concat[0]) // result.num_heads
+        width = len(concat[0]) // result.config.heads
         names = [f"h{j // width}·d{j % width}" for j in range(len(concat[0]))]
         return [Panel(f"{text(lang, 'label.concat')} · {axes}", dim_axis(len(names), names),
                       concat, False),
@@ -103,14 +110,14 @@ def panels(result: Result, name: str, options: ViewOptions) -> list[Panel]:
 
 
 def render_panel(console: Console, title: str, result: Result, panel: Panel,
-                 options: ViewOptions) -> RenderableType:
+                 options: Display) -> RenderableType:
     """One panel as a table or heatmap, inside the windows."""
     return render_view(console, title, token_axis(result), panel.cols, panel.cells, options,
                        token_cols=panel.token_cols, vmin=panel.vmin)
 
 
 def render_stage(console: Console, result: Result, name: str,
-                 options: ViewOptions) -> list[RenderableType]:
+                 options: Display) -> list[RenderableType]:
     """A stage's matrices, each titled with the stage title and its caption."""
     title = stage_title(result, name, options.lang)
     return [render_panel(console, f"{title} — {panel.caption}", result, panel, options)

@@ -73,7 +73,7 @@ def _needed(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[
     """
     widest: list[float | None] = []
     for j in range(n_cols):
-        column = [row[j] for row in matrix if row[j] is not None]
+        column = [v for row in matrix if (v := row[j]) is not None]
         ends = [min(column), max(column)] if column else [0.0]
         widest.append(max(ends, key=lambda v: len(f"{v:.{precision}f}")))
     labels = [f"{i} {shorten(label, ROW_LABEL_MAX)}" for i, label in zip(rows.indices, rows.labels,

@@ -3,40 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.console import Console, RenderableType
 
+from attncli.core.display import Display
 from attncli.render.heatmap import render_heatmap
 from attncli.render.tables import Axis, fits, render_matrix
 
-VIEWS = ("auto", "table", "heatmap")
 Cells = Sequence[Sequence[float | None]]
-
-
-@dataclass(frozen=True)
-class ViewOptions:
-    """Display settings shared by every renderer; windows and query are already resolved."""
-
-    precision: int = 4
-    view: str = "auto"  # table, heatmap, or auto: a table when it fits, else a heatmap
-    rows: tuple[int, int] | None = None  # token rows shown, [a, b)
-    cols: tuple[int, int] | None = None  # key columns of token × token matrices, [c, d)
-    head: int | None = None  # one head only
-    query: int | None = None  # one query's ranked view
-    stages: tuple[str, ...] | None = None  # stages picked with --show
-    lang: str = "en"
-
-    def heads(self, num_heads: int) -> list[int]:
-        """The heads to show."""
-        return list(range(num_heads)) if self.head is None else [self.head]
 
 
 def _span(window: tuple[int, int] | None, size: int) -> range:
     return range(size) if window is None else range(*window)
 
 
-def window(rows: Axis, cols: Axis, matrix: Cells, options: ViewOptions,
+def window(rows: Axis, cols: Axis, matrix: Cells, options: Display,
            token_cols: bool) -> tuple[Axis, Axis, list[list[float | None]]]:
     """The part of matrix inside the windows, with the original indices on both axes."""
     row_span = _span(options.rows, len(rows.labels))
@@ -50,14 +31,14 @@ def window(rows: Axis, cols: Axis, matrix: Cells, options: ViewOptions,
 
 
 def uses_heatmap(console: Console, rows: Axis, cols: Axis, cells: Cells,
-                 options: ViewOptions) -> bool:
+                 options: Display) -> bool:
     """Whether the (windowed) matrix shows as a heatmap: when asked, or when numbers do not fit."""
     return options.view == "heatmap" or (
         options.view == "auto" and not fits(console, rows, cols, cells, options.precision))
 
 
 def render_view(console: Console, title: str, rows: Axis, cols: Axis, matrix: Cells,
-                options: ViewOptions, token_cols: bool = True, vmin: float | None = None,
+                options: Display, token_cols: bool = True, vmin: float | None = None,
                 vmax: float | None = None, show_legend: bool = True) -> RenderableType:
     """The windowed matrix as numbers, or as a heatmap when asked or when numbers do not fit."""
     rows, cols, cells = window(rows, cols, matrix, options, token_cols)

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from attncli.cli.app import app
-from attncli.cli.invocation import display_spec, request_from, view_options
 from attncli.cli.options import (
     BiasOpt,
     ColsOpt,
@@ -36,6 +35,8 @@ from attncli.cli.options import (
     ViewOpt,
 )
 from attncli.cli.output import check_outputs, deliver
+from attncli.cli.requests import display_of, read_source
+from attncli.core.display import parse_names, parse_windows
 
 
 @app.command()
@@ -76,17 +77,20 @@ def compare(
 
       attncli compare "..." --view heatmap --json | jq '.variants[].variant'
     """
-    from attncli.core.compare import run_compare
-    from attncli.core.display import parse_names
+    from attncli.core.compare import Shared, run_compare
+    from attncli.core.request import Request
     from attncli.render.compare import render_compare
 
-    given = locals()
     names = parse_names(variants, [v.value for v in Variant], "--variants")
-    spec = display_spec(precision, view, rows, cols)
+    windows = parse_windows(rows, cols)
     check_outputs(save, save_json)
-    base = request_from(given, keep=("masked",))
-    results = run_compare(base, list(names))
-    options = view_options(spec, results[0])
-    window = spec.window(len(results[0].tokens))
-    doc = {"variants": [result.to_dict(window=window) for result in results]}
-    deliver(doc, lambda out: render_compare(out, results, options), as_json, save, save_json)
+    source_text, source_inputs = read_source(text, file, inputs)
+    base = Request(
+        text=source_text, inputs=source_inputs, encoding=encoding, allow_special=allow_special,
+        seed=seed, emb_dim=emb_dim, context_length=context_length, qkv_bias=qkv_bias,
+        device=device, impl=impl)
+    shared = Shared(d_out=d_out, heads=heads, dropout=dropout)
+    results = run_compare(base, [Variant(name) for name in names], shared, *windows)
+    display = display_of(results[0], precision, view, *windows)
+    doc = {"variants": [result.to_dict() for result in results]}
+    deliver(doc, lambda out: render_compare(out, results, display), as_json, save, save_json)

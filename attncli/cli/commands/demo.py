@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from typing import Annotated
 
 import typer
@@ -42,17 +43,17 @@ def demo(
 
       attncli demo --save demo.html
     """
+    from attncli.core.display import Display
+    from attncli.i18n import resolve_lang
     from attncli.lessons.tour import tour
     from attncli.render.demo import render_outro, render_page, render_title
-    from attncli.render.i18n import resolve_lang
-    from attncli.render.views import ViewOptions
 
     check_outputs(save, None)
-    options = ViewOptions(precision=precision, view=view.value,
-                          lang=resolve_lang(lang and lang.value, os.environ))
+    options = Display(precision=precision, view=view,
+                      lang=resolve_lang(lang and lang.value, os.environ))
     steps = tour()
     pages: list[Page] = [lambda out: render_title(options.lang)]
-    pages += [lambda out, k=k, step=step: render_page(out, step, k, len(steps), options)
+    pages += [partial(render_page, step=step, number=k, total=len(steps), options=options)
               for k, step in enumerate(steps, start=1)]
     pages.append(lambda out: render_outro(options.lang))
     paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()

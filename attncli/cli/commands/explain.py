@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from attncli.cli.app import app
-from attncli.cli.invocation import display_spec, request_from, view_options
 from attncli.cli.options import (
     BiasOpt,
     ColsOpt,
@@ -40,6 +39,9 @@ from attncli.cli.options import (
     ViewOpt,
 )
 from attncli.cli.output import check_outputs, deliver
+from attncli.cli.requests import display_of, read_source
+from attncli.core.display import parse_stages, parse_windows
+from attncli.core.result import STAGES
 
 
 @app.command()
@@ -48,7 +50,7 @@ def explain(
     file: FileOpt = None,
     inputs: InputsOpt = None,
     model: ModelOpt = None,
-    layer: LayerOpt = 0,
+    layer: LayerOpt = None,
     variant: VariantOpt = None,
     encoding: EncodingOpt = "gpt2",
     allow_special: SpecialOpt = False,
@@ -88,15 +90,24 @@ def explain(
       attncli explain "..." --show scores,softmax --query journey --save x.html
     """
     from attncli.core.pipeline import run_naive
+    from attncli.core.request import Extract, Request
+    from attncli.i18n import resolve_lang
+    from attncli.models.run import run_model
     from attncli.render.explain import render_explain
-    from attncli.render.i18n import resolve_lang
 
-    given = locals()
-    spec = display_spec(precision, view, rows, cols, head, query, show,
-                        resolve_lang(lang and lang.value, os.environ))
+    windows = parse_windows(rows, cols)
+    stages = parse_stages(show, STAGES)
     check_outputs(save, save_json)
-    result = run_naive(request_from(given))
-    options = view_options(spec, result)
-    doc = result.to_dict(stages=list(options.stages or result.available_stages()),
-                         query=options.query, window=spec.window(len(result.tokens)))
-    deliver(doc, lambda out: render_explain(out, result, options), as_json, save, save_json)
+    source_text, source_inputs = read_source(text, file, inputs)
+    request = Request(
+        text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
+        allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
+        d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
+        layer=layer, impl=impl)
+    extract = Extract(stages=stages, rows=windows[0], cols=windows[1], query=query, head=head)
+    result = (run_model(request, extract) if request.model is not None
+              else run_naive(request, extract))
+    display = display_of(result, precision, view, *windows, stages,
+                         resolve_lang(lang and lang.value, os.environ))
+    deliver(result.to_dict(), lambda out: render_explain(out, result, display), as_json, save,
+            save_json)

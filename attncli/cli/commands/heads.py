@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from attncli.cli.app import app
-from attncli.cli.invocation import request_from
 from attncli.cli.options import (
     FileOpt,
     JsonOpt,
@@ -18,6 +17,7 @@ from attncli.cli.options import (
     TextArg,
 )
 from attncli.cli.output import check_outputs, deliver
+from attncli.cli.requests import read_source
 
 
 @app.command()
@@ -47,11 +47,13 @@ def heads(
 
       attncli heads "..." --model ~/models/gpt2 --json | jq '.heads[0]'
     """
-    from attncli.core.pipeline import run_heads
+    from attncli.core.request import Request
+    from attncli.models.run import run_heads
     from attncli.render.heads import render_heads
 
-    given = locals()
     check_outputs(save, save_json)
-    result = run_heads(request_from(given), sort)
+    source_text, _ = read_source(text, file)
+    request = Request(text=source_text, model=model, heads=heads, allow_special=allow_special)
+    result = run_heads(request, sort)
     deliver(result.to_dict(), lambda out: render_heads(out, result, precision), as_json, save,
             save_json)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from attncli.cli.app import app
-from attncli.cli.invocation import display_spec, request_from, run_output, view_options
 from attncli.cli.options import (
     BiasOpt,
     ColsOpt,
@@ -24,7 +23,6 @@ from attncli.cli.options import (
     JsonOpt,
     LayerOpt,
     ModelOpt,
-    Pool,
     PoolOpt,
     PrecisionOpt,
     QueryOpt,
@@ -41,6 +39,9 @@ from attncli.cli.options import (
     ViewOpt,
 )
 from attncli.cli.output import check_outputs, deliver
+from attncli.cli.requests import display_of, read_source
+from attncli.core.display import parse_stages, parse_windows
+from attncli.core.result import STAGES
 from attncli.errors import AttnCliError
 
 
@@ -50,7 +51,7 @@ def run(
     file: FileOpt = None,
     inputs: InputsOpt = None,
     model: ModelOpt = None,
-    layer: LayerOpt = 0,
+    layer: LayerOpt = None,
     variant: VariantOpt = None,
     encoding: EncodingOpt = "gpt2",
     allow_special: SpecialOpt = False,
@@ -73,8 +74,8 @@ def run(
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
     impl: ImplOpt = Impl.auto,
-    top_k: TopKOpt = 5,
-    pool: PoolOpt = Pool.max,
+    top_k: TopKOpt = None,
+    pool: PoolOpt = None,
     full: FullOpt = False,
 ) -> None:
     """Run one attention variant and show its weights and context vectors.
@@ -99,18 +100,28 @@ def run(
       attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
     """
     from attncli.cli.progress import progress_bar
-    from attncli.core.display import LongView
-    from attncli.core.pipeline import run as run_pipeline
+    from attncli.core.request import Extract, Request
+    from attncli.long.path import run as run_attention
+    from attncli.models.run import run_model
+    from attncli.render.run import render_run
 
-    given = locals()
-    spec = display_spec(precision, view, rows, cols, head, query, show)
+    windows = parse_windows(rows, cols)
+    stages = parse_stages(show, STAGES)
     check_outputs(save, save_json)
     if full and not (as_json or save_json):
         raise AttnCliError("--full puts the whole weights matrix in the JSON: use it with --json "
                            "or --save-json")
-    request = request_from(given, keep=("masked", "keys", *(spec.stages or ())))
-    shown = LongView.of(spec, maps=save is not None or not as_json)
+    source_text, source_inputs = read_source(text, file, inputs)
+    request = Request(
+        text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
+        allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
+        d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
+        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full)
+    extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
+                      head=head, maps=save is not None or not as_json)
     with progress_bar() as report:
-        result = run_pipeline(request, shown, report)
-    options = view_options(spec, result)
-    deliver(*run_output(result, spec, options), as_json, save, save_json)
+        result = (run_model(request, extract) if request.model is not None
+                  else run_attention(request, extract, report))
+    display = display_of(result, precision, view, *windows, stages)
+    deliver(result.to_dict(), lambda out: render_run(out, result, display), as_json, save,
+            save_json)

@@ -1,0 +1,184 @@
+"""One typed, frozen request per run: every setting that affects the numbers, checked once.
+
+A command builds it from named keyword arguments; the computation reads only its fields.
+What a run materialises beyond weights and context (stages, a window, a query row) is an
+Extract; how anything is drawn never travels down here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+from attncli.core.budget import Impl
+from attncli.core.display import Window
+from attncli.core.inputs import InputVectors
+from attncli.core.variants import TRAITS, Traits, Variant
+from attncli.errors import AttnCliError
+
+GPT2_ENCODINGS = ("gpt2", "r50k_base")
+DEFAULT_TOP_K = 5
+# torch.manual_seed takes any integer that fits in 64 bits, signed or not.
+SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
+
+
+class Device(str, Enum):
+    """Where attention is computed."""
+
+    cpu = "cpu"
+    cuda = "cuda"
+    auto = "auto"
+
+
+class Pool(str, Enum):
+    """How a long run's heatmap block summarises its weights."""
+
+    max = "max"
+    mean = "mean"
+
+
+def check_dims(**dims: int | None) -> None:
+    """Reject a non-positive dimension, naming it."""
+    for name, value in dims.items():
+        if value is not None and value < 1:
+            raise AttnCliError(f"{name.replace('_', '-')} must be a positive integer (got {value})")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Every setting that affects the numbers of one run; invalid combinations never exist."""
+
+    text: str | None = None
+    inputs: InputVectors | None = None
+    variant: Variant | None = None  # None: causal, or a checkpoint's own attention with --model
+    encoding: str = "gpt2"
+    allow_special: bool = False
+    seed: int = 123
+    emb_dim: int = 8
+    context_length: int | None = None
+    d_out: int | None = None
+    heads: int | None = None
+    dropout: float = 0.0
+    qkv_bias: bool = False
+    device: Device = Device.cpu
+    model: str | None = None  # a checkpoint instead of a chapter-3 variant
+    layer: int | None = None  # with --model: the layer shown (default 0)
+    impl: Impl = Impl.auto
+    top_k: int | None = None  # tiled: the heaviest keys kept per query row (default 5)
+    pool: Pool | None = None  # tiled: how heatmap blocks pool their weights (default max)
+    full: bool = False  # tiled: the whole weights matrix in the result, not a window
+
+    def __post_init__(self) -> None:
+        for name, kind in (("impl", Impl), ("device", Device)):
+            object.__setattr__(self, name, _choice(kind, getattr(self, name), name))
+        if self.variant is not None:
+            object.__setattr__(self, "variant", _choice(Variant, self.variant, "variant"))
+        if self.pool is not None:
+            object.__setattr__(self, "pool", _choice(Pool, self.pool, "pool"))
+        _check(self)
+
+    @property
+    def kind(self) -> Variant:
+        """The chapter-3 variant this request runs."""
+        return self.variant or Variant.causal
+
+    @property
+    def traits(self) -> Traits:
+        """What the variant computes."""
+        return TRAITS[self.kind]
+
+    @property
+    def num_heads(self) -> int:
+        """Heads of a chapter-3 variant: --heads, or the variant's default."""
+        return self.heads or self.traits.default_heads
+
+    @property
+    def keys_kept(self) -> int:
+        """Top keys the tiled path keeps per query."""
+        return DEFAULT_TOP_K if self.top_k is None else self.top_k
+
+    @property
+    def pooling(self) -> Pool:
+        """How the tiled path pools heatmap blocks."""
+        return self.pool or Pool.max
+
+
+def _choice(kind: type[Enum], value: object, name: str) -> Enum:
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in kind)
+        raise AttnCliError(f"unknown {name} {value!r} (choose from {choices})") from None
+
+
+def _check(req: Request) -> None:
+    """Reject settings that cannot run, before any work is done."""
+    if (req.text is None) == (req.inputs is None):
+        raise AttnCliError("give TEXT, --file or --inputs, not more than one")
+    if not SEED_MIN <= req.seed <= SEED_MAX:
+        raise AttnCliError(f"--seed {req.seed} is out of range: a seed is a whole number from "
+                           f"{SEED_MIN} to {SEED_MAX}")
+    if req.layer is not None and req.model is None:
+        raise AttnCliError("--layer applies with --model only (a checkpoint's layers)")
+    if req.impl is Impl.naive:
+        for given, option in ((req.top_k is not None, "--top-k"), (req.pool is not None, "--pool"),
+                              (req.full, "--full")):
+            if given:
+                raise AttnCliError(f"{option} applies to the tiled path, not with --impl naive")
+    if req.inputs is not None and req.context_length is not None:
+        raise AttnCliError("--context-length applies to text input, not to --inputs vectors "
+                           "(they carry no positional embedding)")
+    if req.top_k is not None and req.top_k < 0:
+        raise AttnCliError(f"top-k must be 0 or more (got {req.top_k})")
+    if req.model is not None:
+        _check_model(req)
+    else:
+        _check_variant(req)
+
+
+def _check_variant(req: Request) -> None:
+    traits = req.traits
+    if not 0.0 <= req.dropout < 1.0 or math.isnan(req.dropout):
+        raise AttnCliError(f"dropout must be in [0, 1) (got {req.dropout})")
+    check_dims(emb_dim=req.emb_dim, d_out=req.d_out, heads=req.heads,
+               context_length=req.context_length)
+    if req.heads is not None and req.heads != 1 and not traits.multihead:
+        raise AttnCliError(f"--heads applies to --variant multihead only (got variant "
+                           f"{req.kind.value!r}, heads={req.heads})")
+    if req.dropout > 0 and not traits.dropout:
+        raise AttnCliError(f"--dropout applies to causal and multihead only (got variant "
+                           f"{req.kind.value!r})")
+
+
+def _check_model(req: Request) -> None:
+    """With --model the checkpoint fixes the architecture: refuse settings that cannot apply."""
+    if req.variant is not None:
+        raise AttnCliError("--variant does not apply with --model: the checkpoint's own "
+                           "attention is shown")
+    if req.inputs is not None:
+        raise AttnCliError("--model runs on text, not on --inputs vectors")
+    if req.encoding not in GPT2_ENCODINGS:
+        raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {req.encoding}")
+    if req.dropout:
+        raise AttnCliError(f"--dropout does not apply with --model (got {req.dropout}): "
+                           "a trained model is inspected as in inference")
+    if req.device is Device.cuda:
+        raise AttnCliError("--model runs on the CPU; leave out --device cuda")
+    if req.impl is Impl.tiled:
+        raise AttnCliError("--impl tiled does not apply with --model: a GPT-2 checkpoint reads "
+                           "at most 1024 tokens, which the naive path shows whole")
+    check_dims(heads=req.heads)
+
+
+@dataclass(frozen=True)
+class Extract:
+    """What a run materialises as plain data beyond its weights and context."""
+
+    stages: tuple[str, ...] | None = None  # naive path: stages kept (None: every stage)
+    rows: Window | None = None  # --rows: the window's query rows
+    cols: Window | None = None  # --cols: the window's key columns
+    query: str | None = None  # --query: one query's exact row, an index or a token's text
+    head: int | None = None  # --head: the result holds this head alone
+    maps: bool = False  # tiled path: pooled heatmaps of the heads, for a terminal or --save
+    grid: int = field(default=128)  # tiled path: the most heatmap blocks on each side

@@ -1,0 +1,111 @@
+"""The layout is the architecture: arrows point down, render/ never computes, no import loops."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "attncli"
+# Lower ranks sit below higher ones; a module imports its own part or parts ranked lower.
+RANKS = {"errors": 0, "i18n": 0, "core": 1, "long": 2, "models": 2, "render": 2, "lessons": 3,
+         "cli": 4}
+# render/ receives results: of core it reads only these torch-free records.
+RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants"}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        found[name] = path
+    return found
+
+
+def _imports(path: Path, runtime_only: bool) -> set[str]:
+    """attncli modules imported by path (at any depth), leaving out `if TYPE_CHECKING:` blocks."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attncli"):
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("attncli")}
+    modules = _modules()
+    return {n for n in names if n in modules}
+
+
+def test_arrows_point_down() -> None:
+    wrong = []
+    for module, path in _modules().items():
+        part = _part(module)
+        if part not in RANKS:
+            continue
+        for target in _imports(path, runtime_only=True):
+            other = _part(target)
+            if other == part or other in ("__init__",):
+                continue
+            if part == "render" and other == "core" and target not in RENDER_READS:
+                wrong.append(f"{module} → {target} (render/ never imports the computation)")
+            elif RANKS.get(other, 0) >= RANKS[part] and not (part == "render" and other == "core"):
+                wrong.append(f"{module} → {target}")
+    assert wrong == []
+
+
+def test_no_import_loops() -> None:
+    graph = {m: {t for t in _imports(p, runtime_only=True) if t != m}
+             for m, p in _modules().items()}
+    state: dict[str, int] = {}
+    loops: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == 1:
+                loops.append(" → ".join([*stack[stack.index(nxt):], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for node in graph:
+        if node not in state:
+            visit(node, [node])
+    assert loops == []
+
+
+@pytest.mark.parametrize("part", sorted(RANKS))
+def test_parts_stay_small(part: str) -> None:
+    folder = PACKAGE / part
+    if not folder.is_dir():
+        return
+    modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+    assert len(modules) <= 14, f"{part}/ has {len(modules)} modules"
+    long = {p.name: n for p in modules if (n := len(p.read_text().splitlines())) > 300}
+    assert long == {}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["tokens", "one two"],
+                                  ["run", "--help"]])
+def test_these_never_import_torch(args: list[str]) -> None:
+    code = ("import sys; from attncli.cli.main import execute; execute(sys.argv[1:]); "
+            "print('torch' in sys.modules, 'attncli.core.pipeline' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False False"
