@@ -12,6 +12,7 @@ import typer
 
 import attncli.cli.commands  # noqa: F401  (registers every command on the app)
 from attncli.cli.app import app
+from attncli.cli.streams import quiet_stdout, setup_streams, write_error
 from attncli.errors import AttnCliError
 
 
@@ -21,10 +22,22 @@ def _is_click_error(err: BaseException) -> bool:
 
 def fail(message: str, code: int = 2) -> int:
     """The one place an error becomes a line on stderr and an exit code."""
-    sys.stdout.flush()
-    sys.stderr.write(f"attncli: error: {message}\n")
-    sys.stderr.flush()
+    from attncli.core.tokens import visible
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # the error being reported may be this very stream's
+    try:
+        sys.stderr.write(f"attncli: error: {visible(message)}\n")  # escaped: one line, no ESC
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # no stderr: the exit code still tells
     return code
+
+
+def _pipe_closed(err: SystemExit) -> bool:
+    return err.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper"
 
 
 def execute(argv: list[str] | None = None) -> int:
@@ -37,12 +50,22 @@ def execute(argv: list[str] | None = None) -> int:
         return fail(str(err), err.exit_code)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        quiet_stdout()
         return 0
     except KeyboardInterrupt:
         return fail("interrupted", 130)
+    except SystemExit as err:
+        # Click ends a closed pipe with sys.exit(1); like any closed pipe, it ends quietly here.
+        return 0 if _pipe_closed(err) else err.code if isinstance(err.code, int) else 1
+    except OSError as err:  # a failed write to stdout: closed, disk full (files raise ours)
+        return fail(write_error(err), 1)
+    except MemoryError:
+        return fail("out of memory: the input or the sizes asked for are too large for this "
+                    "machine", 2)
     except Exception as err:
+        if type(err).__name__ == "NoArgsIsHelpError":
+            err.show()  # type: ignore[attr-defined]  (bare `attncli`: the help, plainly, on stderr)
+            return 2
         if _is_click_error(err):
             return fail(err.format_message(), getattr(err, "exit_code", 2))  # type: ignore[attr-defined]
         raise
@@ -50,12 +73,18 @@ def execute(argv: list[str] | None = None) -> int:
 
 def main() -> None:
     """Console-script entry point."""
+    setup_streams()
     code = execute()
     try:
         sys.stdout.flush()
     except BrokenPipeError:
+        quiet_stdout()
+    except OSError as err:
+        code = code or fail(write_error(err), 1)
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
         pass
-    sys.stderr.flush()
     if "torch" in sys.modules:
         # Interpreter shutdown after importing torch costs ~0.3 s; nothing is left to clean up.
         os._exit(code)

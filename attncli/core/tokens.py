@@ -124,10 +124,17 @@ def _visible(text: str) -> str:
             out.append("\\r")
         elif ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0:
             out.append(f"\\x{ord(ch):02x}")
+        elif 0xD800 <= ord(ch) < 0xE000:  # a lone surrogate, which no output encoding holds
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     label = "".join(out)
     return label.replace(" ", "␣") if label.strip() == "" else label
+
+
+def visible(text: str) -> str:
+    """text as a terminal may show it: control characters escaped as `tokens` shows them."""
+    return _visible(text)
 
 
 def _char_spans(data: bytes) -> list[tuple[int, int, str | None]]:
