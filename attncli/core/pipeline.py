@@ -14,6 +14,7 @@ from attncli.core.attention import VARIANTS, AttentionOutput, build_variant
 from attncli.core.embed import check_dims, embed
 from attncli.core.inputs import InputVectors
 from attncli.core.result import STAGES, HeadsResult, LongResult, Result, TokenInfo
+from attncli.core.sizes import check_module, check_naive, check_seed
 from attncli.core.tokens import get_encoding, tokenize
 from attncli.errors import AttnCliError
 from attncli.long.tiled import NAIVE_BUDGET, choose_impl, naive_bytes
@@ -52,6 +53,7 @@ class Request:
 
 def validate(req: Request) -> None:
     """Reject settings that cannot run, before any work is done."""
+    check_seed(req.seed)
     if req.model is not None:
         validate_model(req)
         return
@@ -231,6 +233,11 @@ def prepare(req: Request, budget_bytes: int) -> Prepared:
     d_out = req.d_out or d_in
     heads = req.heads or (2 if req.variant == "multihead" else 1)
     impl = choose_impl(req.impl, len(tokens), heads, budget_bytes)
+    check_module(d_in, d_out, len(tokens), req.variant == "multihead", f"--d-out {d_out}"
+                 if req.d_out else f"--inputs {d_in:,}-wide vectors" if req.inputs
+                 else f"--emb-dim {d_in}")
+    if impl == "naive":
+        check_naive(naive_bytes(len(tokens), heads), len(tokens), heads)
     # Seed right before the module is built, as the book does, so its numbers come out.
     torch.manual_seed(req.seed)
     module = build_variant(req.variant, d_in, d_out, num_heads=heads, dropout=req.dropout,

@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attncli.core.sizes import check_tokens
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ def tokenize(text: str, encoding: str = "gpt2", allow_special: bool = False) -> 
     """Tokenise text into pieces with ids, labels and exact bytes."""
     enc = get_encoding(encoding)
     ids = encode(text, encoding, allow_special)
+    check_tokens(len(ids))
     pieces = [enc.decode_single_token_bytes(i) for i in ids]
     labels = labels_for(pieces)
     return [TokenPiece(i, tid, lab, data) for i, (tid, lab, data) in

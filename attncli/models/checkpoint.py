@@ -14,6 +14,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
+from attncli.core.sizes import check_checkpoint_claims
 from attncli.errors import AttnCliError
 from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint
 
@@ -194,6 +195,7 @@ def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
     vocab_size, n_embd = _table_shape(shapes, "wte.weight", file, prefix)
     n_positions, _ = _table_shape(shapes, "wpe.weight", file, prefix)
     blocks = {int(m[1]) for k in shapes if (m := re.match(r"h\.(\d+)\.", k))}
+    check_checkpoint_claims(config, blocks, file)
     n_embd = _config_int(config, "n_embd", n_embd)
     fc_shape = shapes.get("h.0.mlp.c_fc.weight", (n_embd, 4 * n_embd))
     ckpt = Checkpoint(
