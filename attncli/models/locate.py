@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from attncli.errors import AttnCliError
@@ -130,6 +132,21 @@ def convert_hint(path: Path) -> str:
         f"d = torch.load('{path}', weights_only=True); "
         "s.save_file({k: v.contiguous().clone() for k, v in d.items()}, 'model.safetensors')\"`"
     )
+
+
+@contextmanager
+def utf8_name(file: Path) -> Iterator[str]:
+    """A UTF-8 name for file, which safetensors requires: /proc/self/fd/N when its path is not."""
+    try:
+        str(file).encode("utf-8")
+    except UnicodeEncodeError:  # a directory named in another encoding, kept as surrogates
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    yield str(file)
 
 
 def is_pickle(file: Path) -> bool:
