@@ -78,9 +78,10 @@ def _vector(row: object, index: int) -> list[float]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise AttnCliError(f"--inputs vector {index} holds a non-number: {json.dumps(value)}")
         if not finite(value):
-            shown = str(value) if len(str(value)) < 24 else f"{str(value)[:12]}... a number"
-            raise AttnCliError(f"--inputs vector {index} holds a number float32 cannot hold "
-                               f"({shown})")
+            shown = str(value) if len(str(value)) < 24 else f"{str(value)[:12]}..."
+            kind = ("a non-finite number" if str(value) in ("inf", "-inf")
+                    else "a number float32 cannot hold")
+            raise AttnCliError(f"--inputs vector {index} holds {kind} ({shown})")
         out.append(float(value))
     return out
 

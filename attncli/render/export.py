@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -13,6 +14,9 @@ from rich.console import Console
 
 from attncli.errors import AttnCliError
 
+# Names of the process's own streams: written through the open stream, not opened again.
+STANDARD_STREAMS = {"/dev/stdout": "stdout", "/dev/fd/1": "stdout", "/proc/self/fd/1": "stdout",
+                    "/dev/stderr": "stderr", "/dev/fd/2": "stderr", "/proc/self/fd/2": "stderr"}
 SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
 
 
@@ -96,13 +100,25 @@ def write_atomic(path: Path, content: str | Iterable[str], option: str) -> None:
     except OSError:
         node = None
     try:
-        if node is not None and not stat.S_ISREG(node.st_mode):
+        stream = STANDARD_STREAMS.get(str(path))
+        if stream is not None:  # into the open stream itself, after what was printed before
+            _write_stream(stream, pieces)
+        elif node is not None and not stat.S_ISREG(node.st_mode) or str(path).startswith(
+                ("/dev/", "/proc/")):
             with open(path, "w", encoding="utf-8", errors="replace") as handle:
                 handle.writelines(pieces)
         else:
             _replace(Path(os.path.realpath(path)), pieces, node)
     except OSError as err:
         raise AttnCliError(f"cannot write {option} {str(path)!r}: {err.strerror}") from None
+
+
+def _write_stream(name: str, pieces: Iterable[str]) -> None:
+    stream = getattr(sys, name)
+    stream.flush()
+    for piece in pieces:
+        stream.write(piece)
+    stream.flush()
 
 
 def _replace(target: Path, pieces: Iterable[str], node: os.stat_result | None) -> None:
