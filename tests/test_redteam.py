@@ -141,6 +141,8 @@ CASES = [
      "name the same file", ("link.txt",)),
     ("files", "attncli run x --json --save-json /dev/stdout", 0, None, ()),
     ("files", "attncli run x --save-json /dev/null", 0, None, ()),
+    ("files", "mknod dev c 1 3 && attncli run x --save-json dev --save ln.txt && test -c dev",
+     0, None, ("dev", "ln.txt")),
     ("files", "attncli run x --save-json nowhere/o.json", 2, "does not exist", ()),
 ]
 
