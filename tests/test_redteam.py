@@ -15,7 +15,9 @@ import resource
 import shlex
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,13 +149,30 @@ CASES = [
 ]
 
 
+def _attack(workdir: Path, command: str) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
+    """Run one case in its own fresh directory: the process, and the names it added there."""
+    workdir.mkdir()
+    make_fixtures(workdir)
+    before = set(os.listdir(workdir))
+    proc = shell(command, workdir)
+    return proc, set(os.listdir(workdir)) - before
+
+
+@pytest.fixture(scope="module")
+def attacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every case, run three at a time: each one mostly waits for torch to load."""
+    root = tmp_path_factory.mktemp("redteam")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {case[1]: pool.submit(_attack, root / f"case{k}", case[1])
+                   for k, case in enumerate(CASES)}
+    return {command: future.result() for command, future in futures.items()}
+
+
 @pytest.mark.parametrize(("kind", "command", "code", "line", "written"), CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_hostile_invocation(tmp_path: Path, kind: str, command: str, code: int,
+def test_hostile_invocation(attacks: dict[str, Any], kind: str, command: str, code: int,
                             line: str | None, written: tuple[str, ...]) -> None:
-    make_fixtures(tmp_path)
-    before = set(os.listdir(tmp_path))
-    proc = shell(command, tmp_path)
+    proc, added = attacks[command]
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == code, err
     assert "Traceback" not in err
@@ -163,7 +182,7 @@ def test_hostile_invocation(tmp_path: Path, kind: str, command: str, code: int,
         assert err.count("\n") == 1 and err.startswith("attncli: error: "), err
         assert line in err, err
         assert "\x1b" not in err
-    assert set(os.listdir(tmp_path)) - before == set(written)
+    assert added == set(written)
     if code == 0 and "--json" in command and "|" not in command:
         for doc in proc.stdout.splitlines():  # each JSON document is one line
             json.loads(doc, parse_constant=_strict)
