@@ -12,7 +12,7 @@ import typer
 
 import attncli.cli.commands  # noqa: F401  (registers every command on the app)
 from attncli.cli.app import app
-from attncli.cli.streams import quiet_stdout, setup_streams, write_error
+from attncli.cli.streams import WRITE_ERRNOS, quiet_stdout, setup_streams, write_error
 from attncli.errors import AttnCliError
 
 
@@ -56,8 +56,12 @@ def execute(argv: list[str] | None = None) -> int:
         return fail("interrupted", 130)
     except SystemExit as err:
         # Click ends a closed pipe with sys.exit(1); like any closed pipe, it ends quietly here.
-        return 0 if _pipe_closed(err) else err.code if isinstance(err.code, int) else 1
+        if _pipe_closed(err) or err.code is None:
+            return 0
+        return err.code if isinstance(err.code, int) else 1
     except OSError as err:  # a failed write to stdout: closed, disk full (files raise ours)
+        if err.errno not in WRITE_ERRNOS:
+            raise
         return fail(write_error(err), 1)
     except MemoryError:
         return fail("out of memory: the input or the sizes asked for are too large for this "

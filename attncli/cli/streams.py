@@ -13,6 +13,8 @@ import io
 import os
 import sys
 
+# What a write to a closed descriptor, a full disk, a quota or a failing device reports.
+WRITE_ERRNOS = (errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
 MIN_WIDTH, MAX_WIDTH = 20, 1000  # console columns; COLUMNS outside this range is clamped
 
 
