@@ -130,6 +130,8 @@ CASES = [
     ("seeds", "attncli run x --seed -9223372036854775809", 2, "is out of range", ()),
     ("seeds", "attncli run x --seed 18446744073709551615", 0, None, ()),
     ("small", f"attncli run x --save {'a' * 256}.txt", 2, "File name too long", ()),
+    ("small", f"attncli run x --model {'a' * 300}", 2, "File name too long", ()),
+    ("small", f"attncli run --file {'a' * 300}", 2, "File name too long", ()),
     ("small", f"attncli run x --save {'a' * 250}.txt", 0, None, (f"{'a' * 250}.txt",)),
     ("small", "attncli run x --model \"$(printf 'a\\nb\\033[31m')\"", 2,
      "no such file or directory: a\\nb\\x1b[31m", ()),

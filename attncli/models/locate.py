@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterator
@@ -85,6 +86,11 @@ def find_cached(name: str) -> Path:
 def locate_checkpoint(model: str) -> tuple[Path, Path | None]:
     """The safetensors file a hub name or path points at, and the config.json beside it, if any."""
     path = Path(model).expanduser()
+    try:
+        path.stat()
+    except OSError as err:  # a name over 255 bytes, a loop of links
+        if err.errno in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise AttnCliError(f"--model {model!r}: {err.strerror}") from None
     if not path.exists():
         if not looks_like_hub_name(model):
             raise AttnCliError(f"no such file or directory: {model}")
