@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from attncli.core.sizes import finite, json_limit, read_limited, read_path_limited
+from attncli.core.sizes import (
+    INPUTS_BLOWUP,
+    check_fits,
+    finite,
+    json_limit,
+    read_limited,
+    read_path_limited,
+)
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 
@@ -93,6 +100,8 @@ def _reject_constant(name: str) -> float:
 def load_inputs(path: Path) -> InputVectors:
     """Vectors from a JSON file: a list of N equal-length lists, or {"tokens", "vectors"}."""
     raw = _decode(_read_path(path, "--inputs"), f"--inputs {str(path)!r}")
+    check_fits(INPUTS_BLOWUP * len(raw), f"--inputs {str(path)!r} ({len(raw):,} bytes) needs "
+               "its numbers as Python floats")
     try:
         doc = json.loads(raw, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:

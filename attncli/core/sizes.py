@@ -23,6 +23,8 @@ FLOAT_BYTES = 4  # float32
 TOKEN_BYTES = 1024
 # A cell of a (T, d) stage the naive path converts to a Python list: a float and its slot.
 LIST_CELL_BYTES = 32
+# --inputs JSON as Python objects: "0," (2 bytes) becomes a float (24) and a list slot (8).
+INPUTS_BLOWUP = 16
 UNKNOWN_MEMORY = 2**40  # the bound used where the memory available cannot be read
 SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1  # what torch.manual_seed accepts
 
@@ -53,13 +55,17 @@ def _address_space_left() -> int | None:
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
+    return max(soft - _vm_size(), 0)
+
+
+def _vm_size() -> int:
+    """Bytes of address space this process holds now (0 where /proc cannot tell)."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
-            used = next(int(line.split()[1]) * 1024 for line in status
+            return next(int(line.split()[1]) * 1024 for line in status
                         if line.startswith("VmSize:"))
     except (OSError, ValueError, StopIteration):
-        used = 0
-    return max(soft - used, 0)
+        return 0
 
 
 def available_bytes() -> int:
