@@ -224,7 +224,7 @@ def test_dropout_on_the_tiled_path_is_refused_with_the_naive_cost(impl: str, why
 
 
 def test_full_is_refused_when_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "available_memory", lambda: 10**6)
+    monkeypatch.setattr(budget, "available_bytes", lambda: 10**6)
     req = Request(text=TEXT, variant="multihead", d_out=12, heads=3, impl="tiled", full=True)
     with pytest.raises(AttnCliError) as info:
         run(req)
@@ -235,7 +235,7 @@ def test_full_is_refused_when_memory_is_short(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_available_memory_reads_meminfo() -> None:
-    free = budget.available_memory()
+    free = budget.available_bytes()
     assert free is None or free > 0
 
 

@@ -1,5 +1,15 @@
 """The command line: the Typer app, its options, and where output goes."""
 
-from attncli.cli.main import main
+import sys
+
+
+def main() -> None:
+    """Console-script entry point; Ctrl-C while the CLI is still loading exits 130 quietly."""
+    try:
+        from attncli.cli.main import main as run
+    except KeyboardInterrupt:
+        sys.exit(130)
+    run()
+
 
 __all__ = ["main"]

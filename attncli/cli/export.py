@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -12,6 +14,9 @@ from rich.console import Console
 
 from attncli.errors import AttnCliError
 
+# Names of the process's own streams: written through the open stream, not opened again.
+STANDARD_STREAMS = {"/dev/stdout": "stdout", "/dev/fd/1": "stdout", "/proc/self/fd/1": "stdout",
+                    "/dev/stderr": "stderr", "/dev/fd/2": "stderr", "/proc/self/fd/2": "stderr"}
 SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
 
 
@@ -26,23 +31,44 @@ def save_format(path: Path) -> str:
 
 def check_writable(path: Path, option: str) -> None:
     """Reject a path that cannot be written, before any work is done."""
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
+    try:
+        node = os.stat(path)
+    except FileNotFoundError:
+        node = None
+    except OSError as err:  # a name too long, a loop of links, a component that is a file
+        raise AttnCliError(f"{option} {str(path)!r}: {err.strerror}") from None
+    if node is not None and stat.S_ISDIR(node.st_mode):
         raise AttnCliError(f"{option} {str(path)!r} is a directory, not a file")
+    if node is not None and not stat.S_ISREG(node.st_mode):
+        if not os.access(path, os.W_OK):  # a device or FIFO is written into, as `>` would
+            raise AttnCliError(f"{option} {str(path)!r} is not writable")
+        return
+    parent = Path(os.path.realpath(path)).parent
     if not parent.is_dir():
-        raise AttnCliError(f"{option} {str(path)!r}: the directory {str(parent)!r} does not exist")
+        shown = path.parent if str(path.parent) else Path(".")
+        raise AttnCliError(f"{option} {str(path)!r}: the directory {str(shown)!r} does not exist")
     if not os.access(parent, os.W_OK):
         raise AttnCliError(f"{option} {str(path)!r}: the directory {str(parent)!r} "
                            "is not writable")
 
 
 def check_save(save: Path | None, save_json: Path | None) -> None:
-    """Check --save's extension and both paths, before any work."""
+    """Check --save's extension and both paths, and that they are two files, before any work."""
     if save is not None:
         save_format(save)
         check_writable(save, "--save")
     if save_json is not None:
         check_writable(save_json, "--save-json")
+    if save is not None and save_json is not None and _same_file(save, save_json):
+        raise AttnCliError(f"--save {str(save)!r} and --save-json {str(save_json)!r} name the "
+                           "same file; give them two paths")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def recording_console(width: int) -> Console:
@@ -62,20 +88,54 @@ def export(console: Console, path: Path, title: str = "attncli") -> str:
 
 
 def write_atomic(path: Path, content: str | Iterable[str], option: str) -> None:
-    """Write content (text, or pieces of it) to path through a temporary file and a rename."""
-    parent = path.parent if str(path.parent) else Path(".")
+    """Write content (text, or pieces of it) to path: the whole new file or nothing.
+
+    A regular file (or a new one) is written to a temporary file beside it and renamed over it,
+    whatever interrupts the write (Ctrl-C included); a link is followed, so the file it points to
+    is replaced. A device or FIFO is written into directly, as a shell's `>` would.
+    """
+    pieces = [content] if isinstance(content, str) else content
     try:
-        fd, temp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+        node = os.stat(path)
+    except OSError:
+        node = None
+    try:
+        stream = STANDARD_STREAMS.get(str(path))
+        if stream is not None:  # into the open stream itself, after what was printed before
+            _write_stream(stream, pieces)
+        elif node is not None and not stat.S_ISREG(node.st_mode) or str(path).startswith(
+                ("/dev/", "/proc/")):
+            with open(path, "w", encoding="utf-8", errors="replace") as handle:
+                handle.writelines(pieces)
+        else:
+            _replace(Path(os.path.realpath(path)), pieces, node)
     except OSError as err:
         raise AttnCliError(f"cannot write {option} {str(path)!r}: {err.strerror}") from None
+
+
+def _write_stream(name: str, pieces: Iterable[str]) -> None:
+    stream = getattr(sys, name)
+    stream.flush()
+    for piece in pieces:
+        stream.write(piece)
+    stream.flush()
+
+
+def _replace(target: Path, pieces: Iterable[str], node: os.stat_result | None) -> None:
+    """Write pieces to a temporary file beside target and rename it over target."""
+    # A short temporary name: one built from a 250-byte target name would pass 255 bytes.
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".attncli-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines([content] if isinstance(content, str) else content)
-        # mkstemp makes the file private; give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
-        os.replace(temp, path)
-    except OSError as err:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
+            handle.writelines(pieces)
+        if node is not None:
+            os.chmod(temp, stat.S_IMODE(node.st_mode))  # the file keeps its permissions
+        else:
+            # mkstemp makes the file private; give it the permissions a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, target)
+    except BaseException:
         Path(temp).unlink(missing_ok=True)
-        raise AttnCliError(f"cannot write {option} {str(path)!r}: {err.strerror}") from None
+        raise

@@ -12,19 +12,28 @@ import typer
 
 import attncli.cli.commands  # noqa: F401  (registers every command on the app)
 from attncli.cli.app import app
+from attncli.cli.streams import WRITE_ERRNOS, quiet_stdout, setup_streams, write_error
 from attncli.errors import AttnCliError
-
-
-def _is_click_error(err: BaseException) -> bool:
-    return any(cls.__name__ == "ClickException" for cls in type(err).__mro__)
 
 
 def fail(message: str, code: int = 2) -> int:
     """The one place an error becomes a line on stderr and an exit code."""
-    sys.stdout.flush()
-    sys.stderr.write(f"attncli: error: {message}\n")
-    sys.stderr.flush()
+    from attncli.core.tokens import visible
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # the error being reported may be this very stream's
+    try:
+        sys.stderr.write(f"attncli: error: {visible(message)}\n")  # escaped: one line, no ESC
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # no stderr: the exit code still tells
     return code
+
+
+def _pipe_closed(err: SystemExit) -> bool:
+    return err.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper"
 
 
 def execute(argv: list[str] | None = None) -> int:
@@ -37,25 +46,48 @@ def execute(argv: list[str] | None = None) -> int:
         return fail(str(err), err.exit_code)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        quiet_stdout()
         return 0
     except KeyboardInterrupt:
         return fail("interrupted", 130)
+    except SystemExit as err:
+        # Click ends a closed pipe with sys.exit(1); like any closed pipe, it ends quietly here.
+        if _pipe_closed(err) or err.code is None:
+            return 0
+        return err.code if isinstance(err.code, int) else 1
+    except OSError as err:  # a failed write to stdout: closed, disk full (files raise ours)
+        if err.errno not in WRITE_ERRNOS:
+            raise
+        return fail(write_error(err), 1)
+    except MemoryError:
+        return fail("out of memory: the input or the sizes asked for are too large for this "
+                    "machine", 2)
     except Exception as err:
-        if _is_click_error(err):
-            return fail(err.format_message(), getattr(err, "exit_code", 2))  # type: ignore[attr-defined]
+        # Typer raises its own copy of click's exceptions, so they are known by class name.
+        names = {cls.__name__ for cls in type(err).__mro__}
+        if "NoArgsIsHelpError" in names:
+            err.show()  # type: ignore[attr-defined]  # bare `attncli`: the help, plainly
+            return 2
+        if "ClickException" in names:
+            message = err.format_message()  # type: ignore[attr-defined]
+            return fail(message, getattr(err, "exit_code", 2))
         raise
 
 
 def main() -> None:
     """Console-script entry point."""
+    setup_streams()
     code = execute()
     try:
         sys.stdout.flush()
     except BrokenPipeError:
+        quiet_stdout()
+    except OSError as err:
+        code = code or fail(write_error(err), 1)
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
         pass
-    sys.stderr.flush()
     if "torch" in sys.modules:
         # Interpreter shutdown after importing torch costs ~0.3 s; nothing is left to clean up.
         os._exit(code)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attncli.cli.streams import clamp_width
+
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
@@ -24,13 +26,15 @@ def console() -> Console:
             # and execute() ends quietly on BrokenPipeError.
             raise BrokenPipeError
 
-    return Stdout(highlight=False)
+    out = Stdout(highlight=False)
+    out.width = clamp_width(out.width)  # COLUMNS=0 would print nothing, 10⁸ never finish
+    return out
 
 
 def emit_text(text: str) -> None:
     """Write text to stdout as UTF-8, without Rich (which would wrap long lines)."""
     sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.write(text.encode("utf-8", "replace"))
     sys.stdout.buffer.flush()
 
 
@@ -46,9 +50,9 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
             batch.append(chunk)
             size += len(chunk)
             if size >= chunk_bytes:
-                sys.stdout.buffer.write("".join(batch).encode("utf-8"))
+                sys.stdout.buffer.write("".join(batch).encode("utf-8", "replace"))
                 batch, size = [], 0
-        sys.stdout.buffer.write("".join(batch).encode("utf-8"))
+        sys.stdout.buffer.write("".join(batch).encode("utf-8", "replace"))
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # Click turns an EPIPE error into exit 1; without an errno it reaches execute(), which

@@ -3,10 +3,12 @@ of path (--impl auto) that follows from them."""
 
 from __future__ import annotations
 
-import os
 from enum import Enum
 
+from attncli.core.sizes import available_bytes, size_text
 from attncli.errors import AttnCliError
+
+__all__ = ["Impl", "available_bytes", "choose_impl", "naive_bytes", "size_text"]
 
 
 class Impl(str, Enum):
@@ -42,29 +44,9 @@ def choose_impl(impl: Impl, num_tokens: int, num_heads: int,
     return Impl.naive if naive_bytes(num_tokens, num_heads) <= budget_bytes else Impl.tiled
 
 
-def size_text(num_bytes: float) -> str:
-    """A byte count for people: 512 MB, 9.1 GB."""
-    return f"{num_bytes / 1e9:.1f} GB" if num_bytes >= 1e9 else f"{num_bytes / 1e6:.0f} MB"
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available now: MemAvailable from /proc/meminfo, else free pages."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def check_memory(cells: int, what: str, hint: str) -> None:
     """Refuse to turn cells weights into JSON when they would not fit in memory now."""
-    need, free = cells * JSON_CELL_BYTES, available_memory()
-    if free is not None and need > free:
+    need, free = cells * JSON_CELL_BYTES, available_bytes()
+    if need > free:
         raise AttnCliError(f"{what} needs about {size_text(need)} as JSON ({cells:,} weights), "
                            f"more than the {size_text(free)} of memory available now; {hint}")

@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from attncli.core.request import check_dims
+from attncli.core.sizes import check_embedding
 from attncli.errors import AttnCliError
 
 
@@ -19,6 +20,7 @@ def embed(token_ids: list[int], vocab_size: int, emb_dim: int, context_length: i
         raise AttnCliError(
             f"the text has {num_tokens} tokens, more than --context-length {context_length}"
         )
+    check_embedding(vocab_size, emb_dim, context_length)
     torch.manual_seed(seed)
     # Draw the tables exactly as torch.nn.Embedding does (normal_ in construction order),
     # without building modules: the seeded numbers are the same.

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from attncli.core.sizes import (
+    INPUTS_BLOWUP,
+    check_fits,
+    finite,
+    json_limit,
+    read_limited,
+    read_path_limited,
+)
+from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 
 
@@ -31,7 +39,7 @@ def _decode(data: bytes, source: str) -> str:
 
 def _read_path(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_path_limited(path, what)
     except FileNotFoundError:
         raise AttnCliError(f"{what} {str(path)!r} does not exist") from None
     except IsADirectoryError:
@@ -48,7 +56,7 @@ def read_text(text: str | None, file: Path | None, stdin: BinaryIO | None = None
     if file is not None:
         result = _decode(_read_path(file, "--file"), f"--file {str(file)!r}")
     elif text == "-" or (text is None and not _is_tty(stream)):
-        result = _decode(stream.read(), "standard input")
+        result = _decode(read_limited(stream, "standard input"), "standard input")
     elif text is None:
         raise AttnCliError("no input text (usage: attncli COMMAND TEXT, or '-' to read standard "
                            "input, or --file PATH)")
@@ -76,8 +84,11 @@ def _vector(row: object, index: int) -> list[float]:
     for value in row:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise AttnCliError(f"--inputs vector {index} holds a non-number: {json.dumps(value)}")
-        if not math.isfinite(value):
-            raise AttnCliError(f"--inputs vector {index} holds a non-finite number ({value})")
+        if not finite(value):
+            shown = str(value) if len(str(value)) < 24 else f"{str(value)[:12]}..."
+            kind = ("a non-finite number" if str(value) in ("inf", "-inf")
+                    else "a number float32 cannot hold")
+            raise AttnCliError(f"--inputs vector {index} holds {kind} ({shown})")
         out.append(float(value))
     return out
 
@@ -89,12 +100,16 @@ def _reject_constant(name: str) -> float:
 def load_inputs(path: Path) -> InputVectors:
     """Vectors from a JSON file: a list of N equal-length lists, or {"tokens", "vectors"}."""
     raw = _decode(_read_path(path, "--inputs"), f"--inputs {str(path)!r}")
+    check_fits(INPUTS_BLOWUP * len(raw), f"--inputs {str(path)!r} ({len(raw):,} bytes) needs "
+               "its numbers as Python floats")
     try:
         doc = json.loads(raw, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
         raise AttnCliError(
             f"--inputs {str(path)!r} is not valid JSON ({err.msg} at line {err.lineno})"
         ) from None
+    except (ValueError, RecursionError) as err:  # a 5,000-digit integer; nesting 3,000 deep
+        raise AttnCliError(f"--inputs {str(path)!r} cannot be read: {json_limit(err)}") from None
     labels = None
     if isinstance(doc, dict):
         if "vectors" not in doc:
@@ -113,4 +128,5 @@ def load_inputs(path: Path) -> InputVectors:
             or not all(isinstance(t, str) for t in labels)):
         raise AttnCliError(f'--inputs "tokens" must be a list of {len(vectors)} strings, '
                            "one per vector")
-    return InputVectors(labels=[t if t.strip() else "␣" for t in labels], vectors=vectors)
+    return InputVectors(labels=[visible(t) if t.strip() else "␣" for t in labels],
+                        vectors=vectors)

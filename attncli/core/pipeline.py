@@ -18,6 +18,7 @@ from attncli.core.display import check_stages, resolve_query
 from attncli.core.embed import embed
 from attncli.core.request import Device, Extract, Request
 from attncli.core.result import STAGES, QueryRow, Result, RunConfig, TextConfig, TokenInfo
+from attncli.core.sizes import check_module, check_naive
 from attncli.core.tokens import get_encoding, tokenize
 from attncli.errors import AttnCliError
 
@@ -87,6 +88,12 @@ def prepare(req: Request, head: int | None = None, budget_bytes: int = NAIVE_BUD
     heads = req.num_heads
     impl = choose_impl(req.impl, len(tokens), heads, budget_bytes)
     check_head(head, heads)
+    d_out = req.d_out or d_in
+    check_module(d_in, d_out, len(tokens), req.traits.multihead, f"--d-out {d_out}"
+                 if req.d_out else f"--inputs {d_in:,}-wide vectors" if req.inputs
+                 else f"--emb-dim {d_in}")
+    if impl is Impl.naive:
+        check_naive(naive_bytes(len(tokens), heads), len(tokens), heads)
     # Seed right before the module is built, as the book does, so its numbers come out.
     torch.manual_seed(req.seed)
     module = build_variant(req.kind, d_in, req.d_out or d_in, num_heads=heads,

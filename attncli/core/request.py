@@ -14,13 +14,12 @@ from enum import Enum
 from attncli.core.budget import Impl
 from attncli.core.display import Window
 from attncli.core.inputs import InputVectors
+from attncli.core.sizes import check_seed
 from attncli.core.variants import TRAITS, Traits, Variant
 from attncli.errors import AttnCliError
 
 GPT2_ENCODINGS = ("gpt2", "r50k_base")
 DEFAULT_TOP_K = 5
-# torch.manual_seed takes any integer that fits in 64 bits, signed or not.
-SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
 
 
 class Device(str, Enum):
@@ -116,9 +115,7 @@ def _check(req: Request) -> None:
     """Reject settings that cannot run, before any work is done."""
     if (req.text is None) == (req.inputs is None):
         raise AttnCliError("give TEXT, --file or --inputs, not more than one")
-    if not SEED_MIN <= req.seed <= SEED_MAX:
-        raise AttnCliError(f"--seed {req.seed} is out of range: a seed is a whole number from "
-                           f"{SEED_MIN} to {SEED_MAX}")
+    check_seed(req.seed)
     if req.layer is not None and req.model is None:
         raise AttnCliError("--layer applies with --model only (a checkpoint's layers)")
     if req.impl is Impl.naive:

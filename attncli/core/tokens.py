@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attncli.core.sizes import check_tokens
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
@@ -124,10 +125,17 @@ def _visible(text: str) -> str:
             out.append("\\r")
         elif ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0:
             out.append(f"\\x{ord(ch):02x}")
+        elif 0xD800 <= ord(ch) < 0xE000:  # a lone surrogate, which no output encoding holds
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     label = "".join(out)
     return label.replace(" ", "␣") if label.strip() == "" else label
+
+
+def visible(text: str) -> str:
+    """text as a terminal may show it: control characters escaped as `tokens` shows them."""
+    return _visible(text)
 
 
 def _char_spans(data: bytes) -> list[tuple[int, int, str | None]]:
@@ -182,6 +190,7 @@ def tokenize(text: str, encoding: str = "gpt2", allow_special: bool = False) -> 
     """Tokenise text into pieces with ids, labels and exact bytes."""
     enc = get_encoding(encoding)
     ids = encode(text, encoding, allow_special)
+    check_tokens(len(ids))
     pieces = [enc.decode_single_token_bytes(i) for i in ids]
     labels = labels_for(pieces)
     return [TokenPiece(i, tid, lab, data) for i, (tid, lab, data) in

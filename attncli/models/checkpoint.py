@@ -14,8 +14,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
+from attncli.core.sizes import check_checkpoint_claims
 from attncli.errors import AttnCliError
-from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint
+from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint, utf8_name
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}
@@ -83,12 +84,20 @@ class Weights:
         self._prefix = prefix
 
     def __getitem__(self, name: str) -> Tensor:
-        return self._handle.get_tensor(self._prefix + name).float()
+        return finite_weights(self._handle.get_tensor(self._prefix + name).float(), name)
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
         table = self._handle.get_slice(self._prefix + name)
-        return torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+        rows = torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+        return finite_weights(rows, name)
+
+
+def finite_weights(t: Tensor, name: str) -> Tensor:
+    """t, unless it holds NaN or infinity, which would pass through every layer."""
+    if not torch.isfinite(t).all():
+        raise AttnCliError(f"tensor {name} of the checkpoint holds NaN or infinite values")
+    return t
 
 
 @contextmanager
@@ -117,7 +126,8 @@ def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:
 def _safe_open(file: Path) -> Iterator[Any]:
     """safe_open with its errors (truncated, corrupt, not safetensors) turned into ours."""
     try:
-        handle = safe_open(str(file), framework="pt")
+        with utf8_name(file) as name:
+            handle = safe_open(name, framework="pt")
     except (SafetensorError, OSError) as exc:
         if is_pickle(file):
             raise AttnCliError(f"{file} is a pickle checkpoint, not safetensors; "
@@ -195,6 +205,7 @@ def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
     vocab_size, n_embd = _table_shape(shapes, "wte.weight", file, prefix)
     n_positions, _ = _table_shape(shapes, "wpe.weight", file, prefix)
     blocks = {int(m[1]) for k in shapes if (m := re.match(r"h\.(\d+)\.", k))}
+    check_checkpoint_claims(config, blocks, file)
     n_embd = _config_int(config, "n_embd", n_embd)
     fc_shape = shapes.get("h.0.mlp.c_fc.weight", (n_embd, 4 * n_embd))
     ckpt = Checkpoint(

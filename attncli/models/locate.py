@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from attncli.errors import AttnCliError
@@ -83,6 +86,11 @@ def find_cached(name: str) -> Path:
 def locate_checkpoint(model: str) -> tuple[Path, Path | None]:
     """The safetensors file a hub name or path points at, and the config.json beside it, if any."""
     path = Path(model).expanduser()
+    try:
+        path.stat()
+    except OSError as err:  # a name over 255 bytes, a loop of links
+        if err.errno in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise AttnCliError(f"--model {model!r}: {err.strerror}") from None
     if not path.exists():
         if not looks_like_hub_name(model):
             raise AttnCliError(f"no such file or directory: {model}")
@@ -130,6 +138,21 @@ def convert_hint(path: Path) -> str:
         f"d = torch.load('{path}', weights_only=True); "
         "s.save_file({k: v.contiguous().clone() for k, v in d.items()}, 'model.safetensors')\"`"
     )
+
+
+@contextmanager
+def utf8_name(file: Path) -> Iterator[str]:
+    """A UTF-8 name for file, which safetensors requires: /proc/self/fd/N when its path is not."""
+    try:
+        str(file).encode("utf-8")
+    except UnicodeEncodeError:  # a directory named in another encoding, kept as surrogates
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    yield str(file)
 
 
 def is_pickle(file: Path) -> bool:

@@ -1,0 +1,186 @@
+"""Sizes estimated before they are allocated: what would not fit ends in one line naming the option.
+
+Each check compares an estimate in bytes with the memory available now (MemAvailable, and the
+address space an RLIMIT_AS leaves), so a request too large fails with exit 2 instead of a
+MemoryError, or growing until the machine kills it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from attncli.errors import AttnCliError
+
+READ_LIMIT = 64 * 2**20  # bytes read from --file, --inputs or standard input
+FLOAT_BYTES = 4  # float32
+# One token as the pipeline keeps it: id, TokenPiece, label, TokenInfo and its JSON record
+# (about 920 bytes measured on 280,001 tokens), with room to spare.
+TOKEN_BYTES = 1024
+# A cell of a (T, d) stage the naive path converts to a Python list: a float and its slot.
+LIST_CELL_BYTES = 32
+# --inputs JSON as Python objects: "0," (2 bytes) becomes a float (24) and a list slot (8).
+INPUTS_BLOWUP = 16
+UNKNOWN_MEMORY = 2**40  # the bound used where the memory available cannot be read
+SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1  # what torch.manual_seed accepts
+
+
+def size_text(num_bytes: float) -> str:
+    """A byte count for people: 512 MB, 9.1 GB."""
+    if num_bytes >= 1e12:
+        return f"{num_bytes / 1e12:,.1f} TB"
+    return f"{num_bytes / 1e9:.1f} GB" if num_bytes >= 1e9 else f"{num_bytes / 1e6:.0f} MB"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _address_space_left() -> int | None:
+    """What RLIMIT_AS leaves of the address space, or None without a limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(soft - _vm_size(), 0)
+
+
+def _vm_size() -> int:
+    """Bytes of address space this process holds now (0 where /proc cannot tell)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) * 1024 for line in status
+                        if line.startswith("VmSize:"))
+    except (OSError, ValueError, StopIteration):
+        return 0
+
+
+def available_bytes() -> int:
+    """Bytes that may be allocated now: the smaller of free memory and the address space left."""
+    known = [b for b in (_meminfo_available(), _address_space_left()) if b is not None]
+    return min(known) if known else UNKNOWN_MEMORY
+
+
+def check_fits(need: int, what: str, hint: str = "") -> None:
+    """Refuse what needs more than half the memory available: estimates are rough, and the
+    process, its temporaries and the rest of the machine need the other half."""
+    free = available_bytes()
+    if need > free // 2:
+        raise AttnCliError(f"{what} ({size_text(need)}), more than half the {size_text(free)} "
+                           f"available{'; ' + hint if hint else ''}")
+
+
+def check_embedding(vocab_size: int, emb_dim: int, context_length: int) -> None:
+    """The token table (vocab, emb_dim) and position table (context_length, emb_dim)."""
+    token_table = vocab_size * emb_dim * FLOAT_BYTES
+    pos_table = context_length * emb_dim * FLOAT_BYTES
+    if pos_table > token_table:
+        what = (f"--context-length {context_length} needs a {context_length:,} × {emb_dim:,} "
+                "positional embedding table")
+    else:
+        what = f"--emb-dim {emb_dim} needs a {vocab_size:,} × {emb_dim:,} embedding table"
+    check_fits(token_table + pos_table, what)
+
+
+def check_module(d_in: int, d_out: int, num_tokens: int, multihead: bool, option: str) -> None:
+    """W_query, W_key, W_value (d_in, d_out), out_proj (d_out, d_out), and the (T, d_out) stages.
+
+    option names what set the sizes: "--d-out 9", "--emb-dim 9" or "--inputs vectors 9 wide".
+    """
+    weights = (3 * d_in * d_out + (d_out * d_out if multihead else 0)) * FLOAT_BYTES
+    # queries, keys, values, context and heads_context as tensors; two of them also as lists.
+    stages = num_tokens * d_out * (5 * FLOAT_BYTES + 2 * LIST_CELL_BYTES)
+    matrices = f"three {d_in:,} × {d_out:,} weight matrices" + (
+        f" and a {d_out:,} × {d_out:,} out_proj" if multihead else "")
+    check_fits(weights + stages, f"{option} needs {matrices} and {num_tokens:,} × {d_out:,} "
+               "stages")
+
+
+def check_naive(num_bytes: int, num_tokens: int, heads: int) -> None:
+    """--impl naive forced on an input whose (heads, N, N) stages would not fit."""
+    check_fits(num_bytes, f"--impl naive on {num_tokens:,} tokens × {heads} head(s) needs "
+               f"{heads} × {num_tokens:,} × {num_tokens:,} matrices for each stage",
+               "use --impl auto (the tiled path) for long inputs")
+
+
+def check_tokens(num_tokens: int) -> None:
+    """The token records of a long text, before they are made."""
+    check_fits(num_tokens * TOKEN_BYTES, f"the text's {num_tokens:,} tokens need their records",
+               "split the text")
+
+
+def check_seed(seed: int) -> None:
+    """A seed torch can take."""
+    if not SEED_MIN <= seed <= SEED_MAX:
+        raise AttnCliError(f"--seed {seed} is out of range (use {SEED_MIN}..{SEED_MAX})")
+
+
+def read_limited(stream: BinaryIO, what: str, limit: int = READ_LIMIT) -> bytes:
+    """At most limit bytes of stream; more (a huge file, /dev/zero) is refused."""
+    try:
+        if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            size = os.fstat(stream.fileno()).st_size
+            if size > limit:
+                raise AttnCliError(f"{what} holds {size:,} bytes, more than the "
+                                   f"{limit // 2**20} MiB attncli reads")
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's BytesIO): the read below is bounded anyway
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise AttnCliError(f"{what} goes on past the {limit // 2**20} MiB attncli reads "
+                           "(a device or pipe that never ends?)")
+    return data
+
+
+def read_path_limited(path: Path, what: str) -> bytes:
+    """At most READ_LIMIT bytes of the file at path (OSError for the caller to word)."""
+    with open(path, "rb") as stream:
+        return read_limited(stream, f"{what} {str(path)!r}")
+
+
+def finite(value: int | float) -> bool:
+    """True for a number float32 can hold: an integer of 400 digits is not one."""
+    return abs(value) <= 3.4e38 if isinstance(value, int) else math.isfinite(value) and abs(
+        value) <= 3.4e38
+
+
+def json_limit(err: Exception) -> str:
+    """Why Python's JSON reader gave up on a valid but hostile document."""
+    if isinstance(err, RecursionError):
+        return "its lists or objects are nested too deeply"
+    return str(err).split(";")[0]
+
+
+LAYER_BOUND = 1000  # layers; GPT-2 XL has 48
+CONFIG_INTS = ("n_layer", "n_head", "n_embd", "n_inner", "n_positions", "vocab_size")
+
+
+def check_checkpoint_claims(config: dict[str, Any], blocks: set[int], file: Path) -> None:
+    """config.json's sizes have JSON integer types, and no more layers are claimed than held."""
+    for key in CONFIG_INTS:
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}..."
+            raise AttnCliError(f"config.json: {key} must be a positive integer (got {shown})")
+    held = len(blocks)
+    claimed = config.get("n_layer")
+    # A few missing blocks are listed by name later; an absurd claim is refused before that.
+    if claimed is not None and claimed > max(held, LAYER_BOUND):
+        raise AttnCliError(f"config.json claims n_layer={claimed:,}, but {file} holds tensors "
+                           f"for {held:,} block(s)")
+    if claimed is None and blocks and max(blocks) >= max(held, LAYER_BOUND):
+        raise AttnCliError(f"{file} names a tensor for layer {max(blocks):,}, but holds tensors "
+                           f"for {held:,} block(s); layers must be numbered 0..{held - 1}")
