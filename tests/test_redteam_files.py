@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from attncli.cli.export import write_atomic
 
+from attncli.cli.export import write_atomic
 from attncli.errors import AttnCliError
 from tests.test_redteam import ATTNCLI, limit_memory
 
