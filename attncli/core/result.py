@@ -131,12 +131,12 @@ class LongResult:
     variant: str
     config: dict[str, Any]
     tokens: list[TokenInfo]
-    context: Matrix  # [N][d_out]
-    stats: dict[str, Any]  # lse, entropy: [heads][N]; top_k: {index, weight}: [heads][N][k]
+    context: Any  # (N, d_out) float32 numpy array
+    stats: dict[str, Any]  # numpy: lse, entropy (heads, N); top_k: {index, weight} (heads, N, k)
     summary: list[dict[str, Any]]  # per head: head, mean_entropy, first, prev, self, ...
     window: dict[str, list[int]]  # {"rows": [a, b], "cols": [c, d]}, half-open
-    weights: Stack  # [heads][b-a][d-c], None where masked
-    query: dict[str, Any] | None = None  # with --query: index, token, weights [heads][N]
+    weights: Any  # (heads, b-a, d-c) float32 numpy array, NaN where masked (null in the JSON)
+    query: dict[str, Any] | None = None  # with --query: index, token, weights (heads, N) numpy
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
 
     @property

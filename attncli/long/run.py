@@ -142,14 +142,12 @@ def summary(t: Tiled) -> list[dict[str, Any]]:
             for h in range(t.queries.shape[0])]
 
 
-def masked_lists(weights: Tensor, rows: range, cols: range, causal: bool) -> list[Any]:
-    """weights (heads, R, C) as nested lists, None where a causal key lies after its query."""
-    data = weights.cpu().tolist()
+def masked_lists(weights: Tensor, rows: range, cols: range, causal: bool) -> Any:
+    """weights (heads, R, C) as a float32 numpy array, NaN where a causal key lies after its query."""
+    data = weights.cpu().numpy()  # (heads, R, C)
     if causal:
-        for head in data:
-            for i, row in zip(rows, head, strict=True):
-                visible = min(max(i - cols.start + 1, 0), len(cols))  # keys c..i may be seen
-                row[visible:] = [None] * (len(row) - visible)
+        row_pos = torch.arange(rows.start, rows.stop)[:, None]  # (R, 1)
+        data[:, (torch.arange(cols.start, cols.stop)[None, :] > row_pos).numpy()] = math.nan
     return data
 
 
@@ -178,7 +176,7 @@ def check_window(rows: range, cols: range, heads: int, full: bool) -> None:
 
 
 def window_weights(t: Tiled, rows: range, cols: range) -> list[Any]:
-    """The window's weights [heads][R][C] as plain data, None where masked."""
+    """The window's weights (heads, R, C) as a float32 numpy array, NaN where masked."""
     weights = weights_window(t.queries, t.keys, t.out.lse, rows, cols, t.causal)  # (h, R, C)
     return masked_lists(weights, rows, cols, t.causal)
 
@@ -188,14 +186,14 @@ def query_row(t: Tiled, index: int, tokens: list[TokenInfo]) -> dict[str, Any]:
     rows, cols = range(index, index + 1), range(t.queries.shape[1])
     weights = weights_window(t.queries, t.keys, t.out.lse, rows, cols, t.causal)  # (h, 1, N)
     data = masked_lists(weights, rows, cols, t.causal)
-    return {"index": index, "token": tokens[index].text, "weights": [head[0] for head in data]}
+    return {"index": index, "token": tokens[index].text, "weights": data[:, 0]}
 
 
 def stats(out: TiledOutput) -> dict[str, Any]:
-    """The per-row stats of every head as plain data."""
-    return {"lse": out.lse.cpu().tolist(), "entropy": out.entropy.cpu().tolist(),
-            "top_k": {"index": out.topk_index.cpu().tolist(),
-                      "weight": out.topk_weight.cpu().tolist()}}
+    """The per-row stats of every head as numpy arrays."""
+    return {"lse": out.lse.cpu().numpy(), "entropy": out.entropy.cpu().numpy(),
+            "top_k": {"index": out.topk_index.cpu().numpy(),
+                      "weight": out.topk_weight.cpu().numpy()}}
 
 
 def maps(t: Tiled, view: LongView, pool: str, progress: Progress | None) -> list[PooledMap]:
@@ -244,6 +242,6 @@ def run_long(req: Request, prep: Prepared, view: LongView,
     context = t.context
     del t  # queries, keys and each head's context go before the context becomes lists
     return LongResult(variant=req.variant, config=prep.config, tokens=tokens,
-                      context=context.cpu().tolist(),
+                      context=context.cpu().numpy(),
                       window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]},
                       **shown)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from rich import box
@@ -22,6 +23,12 @@ TOP_ROWS = 20  # queries in the top-k table without --rows
 QUERY_KEYS = 20  # keys ranked in --query's view
 SUMMARY = (("mean_entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self", "self"),
            ("top_k_mass", "top-k"), ("mean_distance", "distance"))
+
+
+def plain(values: Sequence[float | None]) -> list[float | None]:
+    """A row of numbers (a list, or a numpy array with NaN for masked) as floats and None."""
+    row = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [None if v is None or v != v else v for v in row]
 
 
 def render_header(result: LongResult) -> Text:
@@ -106,7 +113,7 @@ def render_window(console: Console, result: LongResult, head: int,
     (r0, r1), (c0, c1) = result.window["rows"], result.window["cols"]
     a, b = options.rows or (r0, r1)
     c, d = options.cols or (c0, c1)
-    cells = [row[c - c0:d - c0] for row in result.weights[head][a - r0:b - r0]]
+    cells = [plain(row[c - c0:d - c0]) for row in result.weights[head][a - r0:b - r0]]
     labels = result.labels
     rows = Axis([labels[i] for i in range(a, b)], list(range(a, b)))
     cols = Axis([labels[j] for j in range(c, d)], list(range(c, d)))
@@ -121,7 +128,7 @@ def render_long_query(console: Console, result: LongResult, head: int,
                       options: ViewOptions) -> RenderableType:
     """The heaviest keys of --query's exact row, as bars."""
     assert result.query is not None
-    row = result.query["weights"][head]
+    row = plain(result.query["weights"][head])
     ranked = sorted((j for j, w in enumerate(row) if w is not None), key=lambda j: -row[j])
     shown = ranked[:QUERY_KEYS]
     digits = len(str(max(shown, default=0)))
