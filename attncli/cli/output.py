@@ -56,6 +56,14 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
         raise BrokenPipeError from None
 
 
+def emit_streamed(write: Callable[[Console], None]) -> None:
+    """Let write print to the stdout console as it goes (a listing printed in chunks)."""
+    try:
+        write(console())
+    except BrokenPipeError:
+        raise BrokenPipeError from None  # as in emit_json: execute() ends quietly
+
+
 def emit(out: Console, renderable: RenderableType) -> None:
     """Print a renderable to stdout."""
     out.print(renderable)

@@ -143,7 +143,7 @@ def summary(t: Tiled) -> list[dict[str, Any]]:
 
 
 def masked_lists(weights: Tensor, rows: range, cols: range, causal: bool) -> Any:
-    """weights (heads, R, C) as a float32 numpy array, NaN where a causal key lies after its query."""
+    """weights (heads, R, C) as a float32 numpy array, NaN where a causal key follows its query."""
     data = weights.cpu().numpy()  # (heads, R, C)
     if causal:
         row_pos = torch.arange(rows.start, rows.stop)[:, None]  # (R, 1)

@@ -16,11 +16,15 @@ import numpy as np
 import orjson
 
 OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+NESTED = (list, tuple, dict, np.ndarray, Iterator)
 CHUNK_CELLS = 2**16  # numbers per piece of a large array: about a megabyte of text
 
 
 def json_pieces(data: Any) -> Iterator[bytes]:
-    """data as strict UTF-8 JSON in pieces of at most about a megabyte, with a trailing newline."""
+    """data as strict UTF-8 JSON in pieces of at most about a megabyte, with a trailing newline.
+
+    An iterator is written as a list, its items taken one at a time.
+    """
     yield from _pieces(data)
     yield b"\n"
 
@@ -31,7 +35,11 @@ def dumps(data: Any) -> bytes:
 
 
 def _pieces(value: Any) -> Iterator[bytes]:
-    if isinstance(value, dict):
+    if isinstance(value, dict) and not any(isinstance(v, NESTED) for v in value.values()):
+        for item in value.values():
+            _check_finite(item)
+        yield orjson.dumps(value, option=OPTIONS)
+    elif isinstance(value, dict):
         opening = b"{"
         for key, item in value.items():
             yield opening + orjson.dumps(str(key)) + b":"
@@ -42,14 +50,14 @@ def _pieces(value: Any) -> Iterator[bytes]:
         if value.dtype.kind == "f" and np.isinf(value).any():
             raise ValueError("Out of range float values are not JSON compliant: infinity")
         yield from _array(value)
-    elif isinstance(value, (list, tuple)) and value and isinstance(
-            value[0], (list, tuple, dict, np.ndarray)):
+    elif isinstance(value, Iterator) or (isinstance(value, (list, tuple)) and value and
+                                         isinstance(value[0], NESTED)):
         opening = b"["
-        for item in value:
+        for item in value:  # one item at a time: an iterator's items are made as they go out
             yield opening
             yield from _pieces(item)
             opening = b","
-        yield b"]"
+        yield b"[]" if opening == b"[" else b"]"
     else:
         _check_finite(value)
         yield orjson.dumps(value, option=OPTIONS)
