@@ -17,6 +17,8 @@ import orjson
 
 OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 NESTED = (list, tuple, dict, np.ndarray, Iterator)
+SCALARS = (str, int, bool, type(None))
+BATCH_ITEMS = 2048  # flat dicts of a list written by one orjson call
 CHUNK_CELLS = 2**16  # numbers per piece of a large array: about a megabyte of text
 
 
@@ -35,11 +37,10 @@ def dumps(data: Any) -> bytes:
 
 
 def _pieces(value: Any) -> Iterator[bytes]:
-    if isinstance(value, dict) and not any(isinstance(v, NESTED) for v in value.values()):
-        for item in value.values():
-            _check_finite(item)
-        yield orjson.dumps(value, option=OPTIONS)
-    elif isinstance(value, dict):
+    if isinstance(value, dict):
+        if _flat(value):
+            yield orjson.dumps(value, option=OPTIONS)
+            return
         opening = b"{"
         for key, item in value.items():
             yield opening + orjson.dumps(str(key)) + b":"
@@ -50,17 +51,45 @@ def _pieces(value: Any) -> Iterator[bytes]:
         if value.dtype.kind == "f" and np.isinf(value).any():
             raise ValueError("Out of range float values are not JSON compliant: infinity")
         yield from _array(value)
-    elif isinstance(value, Iterator) or (isinstance(value, (list, tuple)) and value and
-                                         isinstance(value[0], NESTED)):
-        opening = b"["
-        for item in value:  # one item at a time: an iterator's items are made as they go out
-            yield opening
-            yield from _pieces(item)
-            opening = b","
-        yield b"[]" if opening == b"[" else b"]"
+    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], NESTED) or (
+            not isinstance(value, (list, tuple, str, bytes)) and isinstance(value, Iterator)):
+        yield from _items(value)
     else:
         _check_finite(value)
         yield orjson.dumps(value, option=OPTIONS)
+
+
+def _flat(value: dict[Any, Any]) -> bool:
+    """Whether a dict holds scalars only (checked finite), so orjson may write it at once."""
+    for item in value.values():
+        kind = type(item)
+        if kind is float:
+            _check_finite(item)
+        elif kind not in SCALARS:
+            return False
+    return True
+
+
+def _items(items: Any) -> Iterator[bytes]:
+    """A list (or an iterator's items) as a JSON list; runs of flat dicts go out together."""
+    opening, batch = b"[", []
+    for item in items:
+        if type(item) is dict and _flat(item):
+            batch.append(item)
+            if len(batch) >= BATCH_ITEMS:
+                yield opening + orjson.dumps(batch, option=OPTIONS)[1:-1]
+                opening, batch = b",", []
+            continue
+        if batch:
+            yield opening + orjson.dumps(batch, option=OPTIONS)[1:-1]
+            opening, batch = b",", []
+        yield opening
+        yield from _pieces(item)
+        opening = b","
+    if batch:
+        yield opening + orjson.dumps(batch, option=OPTIONS)[1:-1]
+        opening = b","
+    yield b"[]" if opening == b"[" else b"]"
 
 
 def _array(a: np.ndarray) -> Iterator[bytes]:

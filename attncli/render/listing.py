@@ -83,25 +83,36 @@ def print_listing(console: Console, title: str | None, columns: Sequence[Column]
     _print_rows(console, columns, widths, pads, batch, plain)
 
 
+def width_of(cell: str) -> int:
+    """Terminal cells a string takes: its length when ASCII (the common case, in C)."""
+    return len(cell) if cell.isascii() else cell_len(cell)
+
+
+def _line(row: Sequence[str], widths: Sequence[int], columns: Sequence[Column],
+          pads: list[tuple[int, int]]) -> list[tuple[str, str]] | None:
+    """The padded cells of a one-line row with their styles; None when a cell must fold."""
+    cells = []
+    for cell, width, (left, right), column in zip(row, widths, pads, columns, strict=True):
+        gap = width - width_of(cell)
+        if gap < 0 or "\n" in cell:
+            return None
+        body = " " * gap + cell if column.justify == "right" else cell + " " * gap
+        cells.append((" " * left + body + " " * right, column.style))
+    return cells
+
+
 def _print_rows(console: Console, columns: Sequence[Column], widths: Sequence[int],
                 pads: list[tuple[int, int]], rows: list[Sequence[str]], plain: bool) -> None:
     lines: list[Text | str] = []
     for row in rows:
-        sizes = [cell_len(cell) for cell in row]
-        if any(s > w for s, w in zip(sizes, widths, strict=True)) or any("\n" in c for c in row):
+        cells = _line(row, widths, columns, pads)
+        if cells is None:  # a row that folds onto more lines: Rich lays it out, as before
             _flush(console, lines, plain)
             lines = []
             one = _table(None, columns, widths, show_header=False)
             one.add_row(*(Text(cell) for cell in row))
             console.print(one)
-            continue
-        cells = []
-        for cell, size, width, (left, right), column in zip(row, sizes, widths, pads, columns,
-                                                            strict=True):
-            gap = " " * (width - size)
-            body = gap + cell if column.justify == "right" else cell + gap
-            cells.append((" " * left + body + " " * right, column.style))
-        if plain:
+        elif plain:
             lines.append(" ".join(text for text, _ in cells))
         else:
             line = Text()
@@ -135,16 +146,15 @@ def print_tokens(console: Console, pieces: Sequence[TokenPiece], encoding: str) 
     title = escape(f"{len(pieces)} tokens ({encoding})")
     widest = [0, 0, 0, 0]
     extremes: list[tuple[str, str, str, str]] = []
-    for p in pieces:
-        cells = _token_cells(p)
-        sizes = [cell_len(c) for c in cells]
-        if any(s > w for s, w in zip(sizes, widest, strict=True)):
-            widest = [max(s, w) for s, w in zip(sizes, widest, strict=True)]
-            extremes.append(cells)
-    # The longest word of a label decides how narrow its folding column may get.
-    longest = max(pieces, key=lambda p: max(map(cell_len, p.label.split() or [""])),
-                  default=None)
-    if longest is not None:
-        extremes.append(_token_cells(longest))
+    if pieces:
+        label_w = [width_of(p.label) for p in pieces]
+        # The rows holding each column's widest cell, and the label with the longest word
+        # (which decides how narrow a folding column may get).
+        picks = [pieces[-1], max(pieces, key=lambda p: p.id or 0),
+                 pieces[max(range(len(pieces)), key=label_w.__getitem__)],
+                 max(pieces, key=lambda p: len(p.data or b"")),
+                 max(pieces, key=lambda p: max(map(width_of, p.label.split() or [""])))]
+        extremes = [_token_cells(p) for p in picks]
+        widest = [max(width_of(row[k]) for row in extremes) for k in range(4)]
     widths = column_widths(console, title, TOKEN_COLUMNS, widest, extremes)
     print_listing(console, title, TOKEN_COLUMNS, widths, map(_token_cells, pieces))
