@@ -62,3 +62,21 @@ def test_no_top_keys_says_so() -> None:
     result = long_run(top_k=0)
     out = rendered(lambda c: render_long(c, result, ViewOptions()), width=80)
     assert "--top-k 0: no keys kept" in out and "top-0" in out
+
+
+@pytest.mark.parametrize("variant", ["causal", "multihead"])
+def test_top_k_width_counted_equals_what_rich_measures(variant: str) -> None:
+    from rich.console import Console
+
+    from attncli.render.long import _top_table, top_width
+    from attncli.render.tables import table_width
+
+    result = run(Request(text="猫吃鱼 [bold] " * 30 + "a long-winded-word " * 10,
+                         variant=variant, impl="tiled", top_k=4))
+    assert isinstance(result, LongResult)
+    console = Console(width=80, color_system=None)
+    for rows in (range(0, 3), range(5, 40), range(len(result.tokens) - 7, len(result.tokens))):
+        for ranks, limit, precision in ((4, 10, 4), (3, 6, 2), (1, 3, 0), (2, 16, 1)):
+            table = _top_table(result, 0, rows, ranks, limit, precision, False)
+            assert top_width(result, 0, rows, ranks, limit, precision) == table_width(console,
+                                                                                     table)

@@ -16,7 +16,7 @@ from attncli.render.colors import block_style, has_colour
 from attncli.render.pooled import render_pooled
 from attncli.render.query import bar
 from attncli.render.run import VARIANT_TITLES
-from attncli.render.tables import Axis, shorten, table_width
+from attncli.render.tables import Axis, shorten
 from attncli.render.views import ViewOptions, render_view
 
 TOP_ROWS = 20  # queries in the top-k table without --rows
@@ -79,6 +79,22 @@ def _top_table(result: LongResult, head: int, rows: range, ranks: int, limit: in
     return table
 
 
+def top_width(result: LongResult, head: int, rows: range, ranks: int, limit: int,
+              precision: int) -> int:
+    """The width _top_table needs, counted without building it: per column its widest cell,
+    plus a left pad and a divider for every column after the first."""
+    index, weight = (result.stats["top_k"][name][head] for name in ("index", "weight"))
+    labels = result.labels
+    widths = [max([cell_len("query"), *(cell_len(f"{i} {shorten(labels[i], limit)}")
+                                        for i in rows)])]
+    for r in range(ranks):
+        cells = [0 if j < 0 else cell_len(shorten(labels[j].strip() or labels[j], limit))
+                 + len(f"({j}) {w:.{precision}f}")
+                 for j, w in ((index[i][r], weight[i][r]) for i in rows)]
+        widths.append(max(cell_len(f"key {r + 1}"), *cells) + 2)
+    return sum(widths)
+
+
 def render_top_k(console: Console, result: LongResult, head: int,
                  options: ViewOptions) -> RenderableType:
     """Each query's heaviest keys as 'label(index) weight', fitted to the console."""
@@ -94,9 +110,9 @@ def render_top_k(console: Console, result: LongResult, head: int,
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
     for ranks, limit, p in tries:
-        table = _top_table(result, head, rows, ranks, limit, p, colour)
-        if table_width(console, table) <= console.width:
+        if top_width(result, head, rows, ranks, limit, p) <= console.width:
             break
+    table = _top_table(result, head, rows, ranks, limit, p, colour)
     notes = []
     if options.rows is None and stop < len(result.tokens):
         notes.append(f"queries {start}–{stop - 1} of {len(result.tokens):,}; see others with "
