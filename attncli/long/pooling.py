@@ -66,13 +66,14 @@ def row_chunks(edges: list[int], num_tokens: int, causal: bool) -> list[tuple[in
 
 def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal: bool,
                 pool: str, grid: int, report: Callable[[int], None] | None = None,
-                on_cpu: bool = True) -> list[PooledMap]:
+                on_cpu: bool = True, log_weights: bool = False) -> list[PooledMap]:
     """Each head's weights pooled into blocks by their max, or their mean over unmasked cells.
 
-    Chunks of query rows run in worker threads; report(rows) follows each chunk.
+    Chunks of query rows run in worker threads; report(rows) follows each chunk. With
+    log_weights (max only), weights_of returns ln w, -inf where masked, and e^max ln w is taken.
     """
-    if pool not in POOLS:
-        raise ValueError(f"unknown pool {pool!r}")
+    if pool not in POOLS or (log_weights and pool != "max"):
+        raise ValueError(f"unknown pool {pool!r}" + (" for log weights" if log_weights else ""))
     edges = block_edges(num_tokens, grid)
     blocks, size = len(edges) - 1, block_size(edges)
     pooled = {h: torch.zeros(blocks, blocks, dtype=torch.float64) for h in heads}  # (B, B) each
@@ -82,10 +83,13 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
         head, b, rows, keys = task
         weights = weights_of(head, rows, range(keys))  # (R, keys) ≥ 0, masked cells 0
         width = -(-keys // size)  # key blocks this chunk reaches
-        padded = F.pad(weights, (0, width * size - keys))  # (R, width·size)
+        empty = -torch.inf if log_weights else 0.0
+        padded = F.pad(weights, (0, width * size - keys), value=empty)  # (R, width·size)
         cells = padded.view(len(rows), width, size)  # (R, width, size)
         # Weights are ≥ 0 and masked cells 0, so a 0 max only stands in for an empty block.
         part = (cells.amax(dim=(0, 2)) if pool == "max" else cells.sum(dim=(0, 2)))
+        if log_weights:
+            part = part.exp()  # (width,) e^-inf = 0 for an empty block
         part = part.to("cpu", torch.float64)  # (width,) beside the others, whatever the device
         with lock:
             row = pooled[head][b, :width]

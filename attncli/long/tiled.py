@@ -241,8 +241,11 @@ def _view(buffer: Tensor, *shape: int) -> Tensor:
 
 @torch.no_grad()
 def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols: range,
-                   causal: bool) -> Tensor:
-    """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0."""
+                   causal: bool, log: bool = False) -> Tensor:
+    """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0.
+
+    With log, their logarithms (masked cells -inf), for a caller that keeps few of them.
+    """
     num_tokens = queries.shape[1]
     row_idx = _range_index(rows, num_tokens, "rows", queries.device)  # (R,)
     col_idx = _range_index(cols, num_tokens, "cols", queries.device)  # (C,)
@@ -250,7 +253,12 @@ def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols
     q_rows = queries.index_select(1, row_idx) * (1.0 / math.sqrt(queries.shape[-1]))  # (h, R, d)
     k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
     scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
-    weights = scores.sub_(lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
+    weights = scores.sub_(lse.index_select(1, row_idx)[..., None])  # (heads, R, C) ln w
+    if log:
+        if causal:
+            weights.masked_fill_(col_idx[None, :] > row_idx[:, None], -torch.inf)
+        return weights
+    weights.exp_()  # (heads, R, C)
     if causal:
         weights.masked_fill_(col_idx[None, :] > row_idx[:, None], 0.0)  # (heads, R, C)
     return weights
