@@ -9,14 +9,17 @@ Python float prints as the shortest text that reads back as the same float64 (as
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 
+if TYPE_CHECKING:
+    import numpy as np
+
 OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-NESTED = (list, tuple, dict, np.ndarray, Iterator)
+NESTED = (list, tuple, dict, Iterator)
 SCALARS = (str, int, bool, type(None))
 BATCH_ITEMS = 2048  # flat dicts of a list written by one orjson call
 CHUNK_CELLS = 2**16  # numbers per piece of a large array: about a megabyte of text
@@ -47,16 +50,25 @@ def _pieces(value: Any) -> Iterator[bytes]:
             yield from _pieces(item)
             opening = b","
         yield b"{}" if opening == b"{" else b"}"
-    elif isinstance(value, np.ndarray):
+    elif _is_array(value):
+        import numpy as np
+
         if value.dtype.kind == "f" and np.isinf(value).any():
             raise ValueError("Out of range float values are not JSON compliant: infinity")
         yield from _array(value)
-    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], NESTED) or (
+    elif isinstance(value, (list, tuple)) and value and (
+            isinstance(value[0], NESTED) or _is_array(value[0])) or (
             not isinstance(value, (list, tuple, str, bytes)) and isinstance(value, Iterator)):
         yield from _items(value)
     else:
         _check_finite(value)
         yield orjson.dumps(value, option=OPTIONS)
+
+
+def _is_array(value: Any) -> bool:
+    """Whether value is a numpy array; none can be while numpy is not imported (`tokens`)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
 
 
 def _flat(value: dict[Any, Any]) -> bool:
@@ -94,6 +106,8 @@ def _items(items: Any) -> Iterator[bytes]:
 
 def _array(a: np.ndarray) -> Iterator[bytes]:
     """A numpy array as nested lists, NaN as null, in pieces of about CHUNK_CELLS numbers."""
+    import numpy as np
+
     if a.ndim < 2 or a.size <= CHUNK_CELLS:
         yield orjson.dumps(np.ascontiguousarray(a), option=OPTIONS)
         return
@@ -120,6 +134,8 @@ def _check_finite(value: Any) -> None:
         if not math.isfinite(value):
             raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
     elif isinstance(value, (list, tuple)) and value:
+        import numpy as np
+
         try:
             numbers = np.array(value, dtype=np.float64)  # None becomes NaN
         except (TypeError, ValueError):
