@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.core.result import PooledMap
@@ -83,11 +82,13 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
         head, b, rows, keys = task
         weights = weights_of(head, rows, range(keys))  # (R, keys) ≥ 0, masked cells 0
         width = -(-keys // size)  # key blocks this chunk reaches
-        empty = -torch.inf if log_weights else 0.0
-        padded = F.pad(weights, (0, width * size - keys), value=empty)  # (R, width·size)
-        cells = padded.view(len(rows), width, size)  # (R, width, size)
+        whole = keys // size * size  # columns of the full key blocks; a last short one follows
+        cells = weights[:, :whole].view(len(rows), whole // size, size)  # (R, blocks, size)
+        reduce = torch.amax if pool == "max" else torch.sum
         # Weights are ≥ 0 and masked cells 0, so a 0 max only stands in for an empty block.
-        part = (cells.amax(dim=(0, 2)) if pool == "max" else cells.sum(dim=(0, 2)))
+        part = reduce(cells, dim=(0, 2))  # (blocks,)
+        if whole < keys:
+            part = torch.cat([part, reduce(weights[:, whole:]).reshape(1)])  # (width,)
         if log_weights:
             part = part.exp()  # (width,) e^-inf = 0 for an empty block
         part = part.to("cpu", torch.float64)  # (width,) beside the others, whatever the device

@@ -254,13 +254,16 @@ def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols
     k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
     scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
     weights = scores.sub_(lse.index_select(1, row_idx)[..., None])  # (heads, R, C) ln w
-    if log:
-        if causal:
-            weights.masked_fill_(col_idx[None, :] > row_idx[:, None], -torch.inf)
-        return weights
-    weights.exp_()  # (heads, R, C)
-    if causal:
-        weights.masked_fill_(col_idx[None, :] > row_idx[:, None], 0.0)  # (heads, R, C)
+    if not log:
+        weights.exp_()  # (heads, R, C)
+    if causal and len(cols):
+        # Only keys after the first query can be masked: fill those columns, not every one.
+        first = 0
+        if cols.step == 1 and len(rows):
+            first = min(max(min(rows) + 1 - cols.start, 0), len(cols))
+        fill = -torch.inf if log else 0.0
+        tail = weights[..., first:]  # (heads, R, C - first)
+        tail.masked_fill_(col_idx[first:][None, :] > row_idx[:, None], fill)
     return weights
 
 
