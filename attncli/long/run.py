@@ -113,11 +113,18 @@ def attend(module: nn.Module, variant: str, x: Tensor, top_k: int,
     return Tiled(queries, keys, variant in CAUSAL, out, context)
 
 
-def weight_at(t: Tiled, rows: Tensor, cols: Tensor) -> Tensor:
-    """(heads, R) the weights w[rows[r], cols[r]] for each r, exact from the lse."""
-    q = t.queries[:, rows] * (1.0 / math.sqrt(t.queries.shape[-1]))  # (heads, R, head_dim)
-    scores = (q * t.keys[:, cols]).sum(-1)  # (heads, R)
-    return (scores - t.out.lse[:, rows]).exp()  # (heads, R)
+def weight_at(t: Tiled, rows: Tensor, cols: Tensor, chunk: int = 2048) -> Tensor:
+    """(heads, R) the weights w[rows[r], cols[r]] for each r, exact from the lse.
+
+    chunk rows at a time, so the gathered queries and keys stay a few megabytes.
+    """
+    parts = []
+    for s in range(0, len(rows), chunk):
+        r, c = rows[s:s + chunk], cols[s:s + chunk]  # (R',) each
+        q = t.queries[:, r] * (1.0 / math.sqrt(t.queries.shape[-1]))  # (heads, R', head_dim)
+        scores = (q * t.keys[:, c]).sum(-1)  # (heads, R')
+        parts.append((scores - t.out.lse[:, r]).exp())  # (heads, R')
+    return torch.cat(parts, -1) if parts else t.out.lse[:, :0]  # (heads, R)
 
 
 def summary(t: Tiled) -> list[dict[str, Any]]:
