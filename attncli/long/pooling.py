@@ -104,6 +104,14 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
     return [_pooled_map(h, edges, pooled[h], counts, pool) for h in heads]
 
 
+def maps_from_blocks(log_max: Tensor, heads: list[int], edges: list[int],
+                     causal: bool) -> list[PooledMap]:
+    """Max-pooled maps of the heads from the tiled pass's ln block maxima (heads, B, B)."""
+    counts = block_counts(edges, causal)  # (B, B)
+    return [_pooled_map(h, edges, log_max[h].to("cpu", torch.float64).exp(), counts, "max")
+            for h in heads]
+
+
 def _pooled_map(head: int, edges: list[int], pooled: Tensor, counts: Tensor,
                 pool: str) -> PooledMap:
     if pool == "mean":

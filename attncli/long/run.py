@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from attncli.core.display import LongView, check_head, resolve_query
 from attncli.core.result import LongResult, PooledMap, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.long.pooling import pooled_maps
+from attncli.long.pooling import block_edges, block_size, maps_from_blocks, pooled_maps
 from attncli.long.tiled import TiledOutput, tiled_attention, weights_window
 
 if TYPE_CHECKING:
@@ -92,8 +92,11 @@ def qkv_heads(module: nn.Module, variant: str, x: Tensor) -> tuple[Tensor, Tenso
 
 @torch.no_grad()
 def attend(module: nn.Module, variant: str, x: Tensor, top_k: int,
-           progress: Progress | None = None) -> Tiled:
-    """One tiled pass of the variant over x (N, d_in), and its context vectors (N, d_out)."""
+           progress: Progress | None = None, pool_size: int = 0) -> Tiled:
+    """One tiled pass of the variant over x (N, d_in), and its context vectors (N, d_out).
+
+    pool_size > 0 also max-pools the weights into blocks of that many tokens a side.
+    """
     queries, keys, values = qkv_heads(module, variant, x)
     heads, num_tokens, _ = values.shape
     # A last value column holding each key's position j makes the pass also return Σ_j w_ij·j.
@@ -101,7 +104,7 @@ def attend(module: nn.Module, variant: str, x: Tensor, top_k: int,
     with_pos = torch.cat([values, positions.expand(heads, num_tokens)[..., None]], -1)
     report = None if progress is None else (lambda done, total: progress("attention", done, total))
     out = tiled_attention(queries, keys, with_pos, causal=variant in CAUSAL, top_k=top_k,
-                          progress=report)
+                          progress=report, pool_size=pool_size)
     heads_context = out.context[..., :-1]  # (heads, N, head_dim)
     if not (torch.isfinite(out.lse).all() and torch.isfinite(heads_context).all()):
         raise AttnCliError("the numbers overflowed float32: the inputs are too large")
@@ -207,6 +210,8 @@ def maps(t: Tiled, view: LongView, pool: str, progress: Progress | None) -> list
     """Pooled heatmaps of the heads shown, each rebuilt from the lse by chunks of rows."""
     heads, num_tokens = t.queries.shape[:2]
     shown = list(range(heads)) if view.head is None else [view.head]
+    if t.out.pooled is not None:  # max-pooled by the tiled pass itself
+        return maps_from_blocks(t.out.pooled, shown, block_edges(num_tokens, view.grid), t.causal)
     done, total = 0, len(shown) * num_tokens
 
     def report(rows: int) -> None:  # called by one worker at a time
@@ -242,7 +247,10 @@ def run_long(req: Request, prep: Prepared, view: LongView,
     index = None if view.query is None else resolve_query(view.query, [t.text for t in tokens])
     rows, cols = window_ranges(view, len(tokens), req.full)
     check_window(rows, cols, prep.heads, req.full)
-    t = attend(prep.module, req.variant, prep.x, req.top_k, progress)
+    # Max pooling happens inside the tiled pass; mean pooling rebuilds the weights afterwards.
+    pool_size = (block_size(block_edges(len(tokens), view.grid))
+                 if view.maps and req.pool == "max" else 0)
+    t = attend(prep.module, req.variant, prep.x, req.top_k, progress, pool_size)
     with torch.no_grad():
         shown: dict[str, Any] = {
             "maps": maps(t, view, req.pool, progress) if view.maps else [],
