@@ -65,14 +65,13 @@ def row_chunks(edges: list[int], num_tokens: int, causal: bool) -> list[tuple[in
 
 def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal: bool,
                 pool: str, grid: int, report: Callable[[int], None] | None = None,
-                on_cpu: bool = True, log_weights: bool = False) -> list[PooledMap]:
+                on_cpu: bool = True) -> list[PooledMap]:
     """Each head's weights pooled into blocks by their max, or their mean over unmasked cells.
 
-    Chunks of query rows run in worker threads; report(rows) follows each chunk. With
-    log_weights (max only), weights_of returns ln w, -inf where masked, and e^max ln w is taken.
+    Chunks of query rows run in worker threads; report(rows) follows each chunk.
     """
-    if pool not in POOLS or (log_weights and pool != "max"):
-        raise ValueError(f"unknown pool {pool!r}" + (" for log weights" if log_weights else ""))
+    if pool not in POOLS:
+        raise ValueError(f"unknown pool {pool!r}")
     edges = block_edges(num_tokens, grid)
     blocks, size = len(edges) - 1, block_size(edges)
     pooled = {h: torch.zeros(blocks, blocks, dtype=torch.float64) for h in heads}  # (B, B) each
@@ -89,8 +88,6 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
         part = reduce(cells, dim=(0, 2))  # (blocks,)
         if whole < keys:
             part = torch.cat([part, reduce(weights[:, whole:]).reshape(1)])  # (width,)
-        if log_weights:
-            part = part.exp()  # (width,) e^-inf = 0 for an empty block
         part = part.to("cpu", torch.float64)  # (width,) beside the others, whatever the device
         with lock:
             row = pooled[head][b, :width]

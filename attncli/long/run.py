@@ -220,14 +220,12 @@ def maps(t: Tiled, view: LongView, pool: str, progress: Progress | None) -> list
         if progress is not None:
             progress("pooling", done, total)
 
-    log = pool == "max"  # the max of ln w, then one exp per block, not one per weight
-
     def weights_of(h: int, rows: range, cols: range) -> Tensor:
         return weights_window(t.queries[h:h + 1], t.keys[h:h + 1], t.out.lse[h:h + 1], rows,
-                              cols, t.causal, log=log)[0]  # (R, C)
+                              cols, t.causal)[0]  # (R, C)
 
     return pooled_maps(weights_of, shown, num_tokens, t.causal, pool, view.grid, report,
-                       on_cpu=t.queries.device.type == "cpu", log_weights=log)
+                       on_cpu=t.queries.device.type == "cpu")
 
 
 def check_long(view: LongView, num_tokens: int, heads: int) -> None:

@@ -259,11 +259,8 @@ def _view(buffer: Tensor, *shape: int) -> Tensor:
 
 @torch.no_grad()
 def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols: range,
-                   causal: bool, log: bool = False) -> Tensor:
-    """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0.
-
-    With log, their logarithms (masked cells -inf), for a caller that keeps few of them.
-    """
+                   causal: bool) -> Tensor:
+    """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0."""
     num_tokens = queries.shape[1]
     row_idx = _range_index(rows, num_tokens, "rows", queries.device)  # (R,)
     col_idx = _range_index(cols, num_tokens, "cols", queries.device)  # (C,)
@@ -271,17 +268,14 @@ def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols
     q_rows = queries.index_select(1, row_idx) * (1.0 / math.sqrt(queries.shape[-1]))  # (h, R, d)
     k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
     scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
-    weights = scores.sub_(lse.index_select(1, row_idx)[..., None])  # (heads, R, C) ln w
-    if not log:
-        weights.exp_()  # (heads, R, C)
+    weights = scores.sub_(lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
     if causal and len(cols):
         # Only keys after the first query can be masked: fill those columns, not every one.
         first = 0
         if cols.step == 1 and len(rows):
             first = min(max(min(rows) + 1 - cols.start, 0), len(cols))
-        fill = -torch.inf if log else 0.0
         tail = weights[..., first:]  # (heads, R, C - first)
-        tail.masked_fill_(col_idx[first:][None, :] > row_idx[:, None], fill)
+        tail.masked_fill_(col_idx[first:][None, :] > row_idx[:, None], 0.0)
     return weights
 
 
