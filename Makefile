@@ -30,6 +30,7 @@ test: lint
 
 bench: $(STAMP)
 	$(PY) bench/bench.py
+	$(PY) bench/e2e.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

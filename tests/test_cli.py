@@ -132,6 +132,21 @@ def test_subprocess_closed_pipe_is_quiet() -> None:
     assert proc.returncode == 0
 
 
+@pytest.mark.parametrize("extra", [(), ("--json",)])
+def test_subprocess_tokens_closed_pipe_stops_quietly(extra: tuple[str, ...],
+                                                     tmp_path: Path) -> None:
+    import subprocess
+
+    big = tmp_path / "big.txt"
+    big.write_text(" hello [world]" * 40_000, encoding="utf-8")
+    cmd = f"{sys.executable} -m attncli tokens --file {big} {' '.join(extra)} | head -1"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    first = proc.stdout.decode()
+    assert first.startswith('{"encoding":"gpt2"' if extra else "160000 tokens (gpt2)")
+
+
 def test_subprocess_help_does_not_import_torch() -> None:
     code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; "
             "from attncli.cli.main import execute; "

@@ -12,7 +12,7 @@ from attncli.core.inputs import InputVectors
 from attncli.core.request import Extract, Request
 from attncli.long.path import run
 from attncli.render import to_json
-from attncli.render.colors import VIRIDIS, cell_style, colour_of
+from attncli.render.draw.colors import VIRIDIS, cell_style, colour_of
 from attncli.render.run import render_run
 from tests.conftest import SENTENCE
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from attncli.render.colors import SHADES, colour_of, shade_of
-from attncli.render.heatmap import render_heatmap
-from attncli.render.tables import Axis
+from attncli.render.draw.colors import SHADES, colour_of, shade_of
+from attncli.render.draw.heatmap import render_heatmap
+from attncli.render.draw.tables import Axis
 from tests.conftest import rendered
 
 

@@ -8,8 +8,8 @@ from attncli.core.display import Display
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
 from attncli.long.path import run
+from attncli.render.draw.pooled import groups, layout, repool
 from attncli.render.long import render_long
-from attncli.render.pooled import groups, layout, repool
 from tests.conftest import rendered
 
 TEXT = "A [bold]tag[/] and [red] brackets stay text. " * 30
@@ -62,3 +62,21 @@ def test_no_top_keys_says_so() -> None:
     result = long_run(top_k=0)
     out = rendered(lambda c: render_long(c, result, Display()), width=80)
     assert "--top-k 0: no keys kept" in out and "top-0" in out
+
+
+@pytest.mark.parametrize("variant", ["causal", "multihead"])
+def test_top_k_width_counted_equals_what_rich_measures(variant: str) -> None:
+    from rich.console import Console
+
+    from attncli.render.draw.tables import table_width
+    from attncli.render.long import _top_table, top_width
+
+    result = run(Request(text="猫吃鱼 [bold] " * 30 + "a long-winded-word " * 10,
+                         variant=variant, impl="tiled", top_k=4))
+    assert result.long is not None
+    console = Console(width=80, color_system=None)
+    for rows in (range(0, 3), range(5, 40), range(len(result.tokens) - 7, len(result.tokens))):
+        for ranks, limit, precision in ((4, 10, 4), (3, 6, 2), (1, 3, 0), (2, 16, 1)):
+            table = _top_table(result, 0, rows, ranks, limit, precision, False)
+            assert top_width(result, 0, rows, ranks, limit, precision) == table_width(console,
+                                                                                     table)

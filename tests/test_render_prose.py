@@ -6,7 +6,7 @@ import pytest
 from rich.cells import cell_len
 
 from attncli.i18n import STRINGS
-from attncli.render.prose import prose
+from attncli.render.draw.prose import prose
 from tests.conftest import make_console
 
 

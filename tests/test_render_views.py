@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from attncli.core.display import Display
-from attncli.render.tables import Axis, fits, render_matrix
-from attncli.render.views import render_view, window
+from attncli.render.draw.tables import Axis, fits, render_matrix
+from attncli.render.draw.views import render_view, window
 from tests.conftest import make_console, rendered
 
 

@@ -316,3 +316,26 @@ def test_unknown_impl_is_refused() -> None:
     message = r"unknown impl 'flash' \(choose from naive, tiled, auto\)"
     with pytest.raises(AttnCliError, match=message):
         Request(text="x", impl="flash")
+
+
+@pytest.mark.parametrize(("causal", "n", "grid"), [(True, 300, 43), (False, 300, 5),
+                                                   (True, 1000, 25), (True, 5, 2), (False, 129, 1)])
+def test_pooled_blocks_in_the_pass_equal_pooling_the_rebuilt_weights(causal: bool, n: int,
+                                                                     grid: int) -> None:
+    from attncli.long.pooling import block_edges, block_size, pooled_maps
+
+    size = block_size(block_edges(n, grid))
+    gen = torch.Generator().manual_seed(n + grid)
+    q, k, v = (torch.randn(3, n, 16, generator=gen) for _ in range(3))
+    out = tiled_attention(q, k, v, causal=causal, top_k=2, block_q=64, block_k=96, pool_size=size)
+    assert out.pooled is not None
+
+    def weights_of(h: int, rows: range, cols: range) -> torch.Tensor:
+        return weights_window(q[h:h + 1], k[h:h + 1], out.lse[h:h + 1], rows, cols, causal)[0]
+
+    maps = pooled_maps(weights_of, [0, 1, 2], n, causal, "max", grid)
+    for h, pmap in enumerate(maps):
+        got = out.pooled[h].exp()
+        want = torch.tensor([[0.0 if v is None else v for v in row] for row in pmap.values],
+                            dtype=torch.float64)
+        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-7)

@@ -103,3 +103,13 @@ def test_labels_of_a_long_text_take_linear_time() -> None:
     assert [p.label for p in pieces[:5]] == ["猫[1/3]", "猫[2/3]", "猫[3/3]", "吃[1-2/3]",
                                              "吃[3/3]"]
     assert [p.label for p in pieces[-3:]] == [" slowly", ".", "␣"]
+
+
+@pytest.mark.parametrize("text", ["plain English words", "猫吃鱼 🐈‍⬛ naïve → ×", "a\x00b\n\t é",
+                                  "日本語のテキスト" * 5 + " mixed ascii 🎉" * 3])
+def test_fast_labels_equal_the_character_spans(text: str) -> None:
+    from attncli.core.tokens import _labels_of_run, encode, get_encoding, labels_for
+
+    enc = get_encoding("gpt2")
+    pieces = [enc.decode_single_token_bytes(i) for i in encode(text)]
+    assert labels_for(pieces) == _labels_of_run(pieces)

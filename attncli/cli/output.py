@@ -40,24 +40,32 @@ def emit_text(text: str) -> None:
 
 def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
     """Write doc to stdout as strict JSON, a megabyte at a time, never as one whole string."""
-    from attncli.render import json_chunks
+    from attncli.render.jsonout import json_pieces
 
     sys.stdout.flush()
-    batch: list[str] = []
+    batch: list[bytes] = []
     size = 0
     try:
-        for chunk in json_chunks(doc):
+        for chunk in json_pieces(doc):
             batch.append(chunk)
             size += len(chunk)
             if size >= chunk_bytes:
-                sys.stdout.buffer.write("".join(batch).encode("utf-8", "replace"))
+                sys.stdout.buffer.write(b"".join(batch))
                 batch, size = [], 0
-        sys.stdout.buffer.write("".join(batch).encode("utf-8", "replace"))
+        sys.stdout.buffer.write(b"".join(batch))
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         # Click turns an EPIPE error into exit 1; without an errno it reaches execute(), which
         # ends quietly, as for the stdout console.
         raise BrokenPipeError from None
+
+
+def emit_streamed(write: Callable[[Console], None]) -> None:
+    """Let write print to the stdout console as it goes (a listing printed in chunks)."""
+    try:
+        write(console())
+    except BrokenPipeError:
+        raise BrokenPipeError from None  # as in emit_json: execute() ends quietly
 
 
 def emit(out: Console, renderable: RenderableType) -> None:
@@ -79,9 +87,9 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
     out = console()
     if save_json is not None:
         from attncli.cli.export import write_atomic
-        from attncli.render import json_chunks
+        from attncli.render.jsonout import json_pieces
 
-        write_atomic(save_json, json_chunks(doc), "--save-json")
+        write_atomic(save_json, (piece.decode() for piece in json_pieces(doc)), "--save-json")
     if save is not None:
         save_render([build], save, out.width)
     if as_json:

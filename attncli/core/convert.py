@@ -30,12 +30,10 @@ def _nan_to_none(value: Any) -> Any:
     return None if math.isnan(value) else value
 
 
-def masked_lists(weights: Tensor, rows: range, cols: range, causal: bool) -> list[Any]:
-    """weights (heads, R, C) as nested lists, None where a causal key lies after its query."""
-    data = weights.cpu().tolist()
+def masked_lists(weights: Tensor, rows: range, cols: range, causal: bool) -> Any:
+    """weights (heads, R, C) as a float32 numpy array, NaN where a causal key follows its query."""
+    data = weights.cpu().numpy()  # (heads, R, C)
     if causal:
-        for head in data:
-            for i, row in zip(rows, head, strict=True):
-                visible = min(max(i - cols.start + 1, 0), len(cols))  # keys c..i may be seen
-                row[visible:] = [None] * (len(row) - visible)
+        row_pos = torch.arange(rows.start, rows.stop)[:, None]  # (R, 1)
+        data[:, (torch.arange(cols.start, cols.stop)[None, :] > row_pos).numpy()] = math.nan
     return data

@@ -128,7 +128,7 @@ class QueryRow:
 
     index: int
     token: str
-    weights: list[list[float | None]]  # [heads][T]
+    weights: Any  # [heads][T] lists, or a (heads, T) numpy array with NaN where masked
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON "query" object."""
@@ -149,7 +149,7 @@ class PooledMap:
 class LongStats:
     """What the tiled path knows of every row without the N × N matrix."""
 
-    stats: dict[str, Any]  # lse, entropy: [heads][N]; top_k: {index, weight}: [heads][N][k]
+    stats: dict[str, Any]  # numpy: lse, entropy (heads, N); top_k: {index, weight} (heads, N, k)
     summary: list[dict[str, Any]]  # per head: head, entropy, first, prev, self, top_k_mass, ...
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
 
@@ -161,8 +161,11 @@ class Result:
     variant: str  # a chapter-3 variant, or the checkpoint's family (gpt2)
     config: RunConfig
     tokens: list[TokenInfo]
-    weights: Stack  # [heads][T][T] on the naive path; [heads][b-a][d-c], the window, if tiled
-    context: Matrix  # [T][d_out]
+    # Naive path: nested lists, weights [heads][T][T], context [T][d_out]. Tiled path: float32
+    # numpy arrays (written fast by render/jsonout), weights the window (heads, b-a, d-c) with
+    # NaN where masked (null in the JSON), context (T, d_out).
+    weights: Any
+    context: Any
     stages: dict[str, Any] = field(default_factory=dict)  # name → nested lists (naive path)
     present: tuple[str, ...] = ("weights", "context")  # every stage the run has, kept or not
     model: ModelInfo | None = None

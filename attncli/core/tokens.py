@@ -115,6 +115,8 @@ def encode(text: str, encoding: str = "gpt2", allow_special: bool = False) -> li
 
 def _visible(text: str) -> str:
     """Escape control characters and make a whitespace-only label visible."""
+    if text.isprintable():  # nothing to escape: the common case, in C
+        return text.replace(" ", "␣") if text.strip() == "" else text
     out = []
     for ch in text:
         if ch == "\n":
@@ -159,6 +161,28 @@ def _char_spans(data: bytes) -> list[tuple[int, int, str | None]]:
 
 def labels_for(pieces: list[bytes]) -> list[str]:
     """A readable, non-empty label per token; a byte piece names the character it belongs to."""
+    # A piece holding whole characters decodes on its own; a character split across pieces
+    # leaves each of them undecodable, so every run of those starts and ends on a boundary.
+    labels: list[str | None] = []
+    for piece in pieces:
+        try:
+            labels.append(_visible(piece.decode("utf-8")))
+        except UnicodeDecodeError:
+            labels.append(None)
+    k = 0
+    while k < len(pieces):
+        if labels[k] is None:
+            end = k
+            while end < len(pieces) and labels[end] is None:
+                end += 1
+            labels[k:end] = _labels_of_run(pieces[k:end])
+            k = end
+        k += 1
+    return labels  # type: ignore[return-value]
+
+
+def _labels_of_run(pieces: list[bytes]) -> list[str]:
+    """Labels of pieces that together hold whole characters, split ones named byte by byte."""
     whole = b"".join(pieces)
     spans = _char_spans(whole)  # in byte order, so each token's characters are a run of them
     labels: list[str] = []

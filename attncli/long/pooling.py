@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.core.result import PooledMap
@@ -82,10 +81,13 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
         head, b, rows, keys = task
         weights = weights_of(head, rows, range(keys))  # (R, keys) ≥ 0, masked cells 0
         width = -(-keys // size)  # key blocks this chunk reaches
-        padded = F.pad(weights, (0, width * size - keys))  # (R, width·size)
-        cells = padded.view(len(rows), width, size)  # (R, width, size)
+        whole = keys // size * size  # columns of the full key blocks; a last short one follows
+        cells = weights[:, :whole].view(len(rows), whole // size, size)  # (R, blocks, size)
+        reduce = torch.amax if pool == "max" else torch.sum
         # Weights are ≥ 0 and masked cells 0, so a 0 max only stands in for an empty block.
-        part = (cells.amax(dim=(0, 2)) if pool == "max" else cells.sum(dim=(0, 2)))
+        part = reduce(cells, dim=(0, 2))  # (blocks,)
+        if whole < keys:
+            part = torch.cat([part, reduce(weights[:, whole:]).reshape(1)])  # (width,)
         part = part.to("cpu", torch.float64)  # (width,) beside the others, whatever the device
         with lock:
             row = pooled[head][b, :width]
@@ -97,6 +99,14 @@ def pooled_maps(weights_of: WeightsOf, heads: list[int], num_tokens: int, causal
     each_in_threads(tasks, work, lambda: None, on_cpu)
     counts = block_counts(edges, causal)  # (B, B)
     return [_pooled_map(h, edges, pooled[h], counts, pool) for h in heads]
+
+
+def maps_from_blocks(log_max: Tensor, heads: list[int], edges: list[int],
+                     causal: bool) -> list[PooledMap]:
+    """Max-pooled maps of the heads from the tiled pass's ln block maxima (heads, B, B)."""
+    counts = block_counts(edges, causal)  # (B, B)
+    return [_pooled_map(h, edges, log_max[h].to("cpu", torch.float64).exp(), counts, "max")
+            for h in heads]
 
 
 def _pooled_map(head: int, edges: list[int], pooled: Tensor, counts: Tensor,

@@ -21,10 +21,10 @@ from attncli.core.convert import masked_lists
 from attncli.core.display import resolve_query
 from attncli.core.measures import head_means
 from attncli.core.pipeline import Prepared
-from attncli.core.request import Extract, Request
+from attncli.core.request import Extract, Pool, Request
 from attncli.core.result import LongStats, PooledMap, QueryRow, Result, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.long.pooling import pooled_maps
+from attncli.long.pooling import block_edges, block_size, maps_from_blocks, pooled_maps
 from attncli.long.tiled import TiledOutput, tiled_attention, weights_window
 
 # (what, done, total): a long run's progress, called from worker threads too.
@@ -52,8 +52,11 @@ class Tiled:
 
 @torch.no_grad()
 def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
-           progress: Progress | None = None) -> Tiled:
-    """One tiled pass of the variant over x (N, d_in), and its context vectors (N, d_out)."""
+           progress: Progress | None = None, pool_size: int = 0) -> Tiled:
+    """One tiled pass of the variant over x (N, d_in), and its context vectors (N, d_out).
+
+    pool_size > 0 also max-pools the weights into blocks of that many tokens a side.
+    """
     queries, keys, values = module.heads_qkv(x)  # each (heads, N, head_dim)
     heads, num_tokens, _ = values.shape
     # A last value column holding each key's position j makes the pass also return Σ_j w_ij·j.
@@ -61,7 +64,7 @@ def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
     with_pos = torch.cat([values, positions.expand(heads, num_tokens)[..., None]], -1)
     report = None if progress is None else (lambda done, total: progress("attention", done, total))
     out = tiled_attention(queries, keys, with_pos, causal=causal, top_k=top_k,
-                          progress=report)
+                          progress=report, pool_size=pool_size)
     heads_context = out.context[..., :-1]  # (heads, N, head_dim)
     if not (torch.isfinite(out.lse).all() and torch.isfinite(heads_context).all()):
         raise AttnCliError("the numbers overflowed float32: the inputs are too large")
@@ -69,11 +72,18 @@ def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
     return Tiled(queries, keys, causal, out, context)
 
 
-def weight_at(t: Tiled, rows: Tensor, cols: Tensor) -> Tensor:
-    """(heads, R) the weights w[rows[r], cols[r]] for each r, exact from the lse."""
-    q = t.queries[:, rows] * (1.0 / math.sqrt(t.queries.shape[-1]))  # (heads, R, head_dim)
-    scores = (q * t.keys[:, cols]).sum(-1)  # (heads, R)
-    return (scores - t.out.lse[:, rows]).exp()  # (heads, R)
+def weight_at(t: Tiled, rows: Tensor, cols: Tensor, chunk: int = 2048) -> Tensor:
+    """(heads, R) the weights w[rows[r], cols[r]] for each r, exact from the lse.
+
+    chunk rows at a time, so the gathered queries and keys stay a few megabytes.
+    """
+    parts = []
+    for s in range(0, len(rows), chunk):
+        r, c = rows[s:s + chunk], cols[s:s + chunk]  # (R',) each
+        q = t.queries[:, r] * (1.0 / math.sqrt(t.queries.shape[-1]))  # (heads, R', head_dim)
+        scores = (q * t.keys[:, c]).sum(-1)  # (heads, R')
+        parts.append((scores - t.out.lse[:, r]).exp())  # (heads, R')
+    return torch.cat(parts, -1) if parts else t.out.lse[:, :0]  # (heads, R)
 
 
 def summary(t: Tiled) -> list[dict[str, Any]]:
@@ -121,7 +131,7 @@ def check_window(rows: range, cols: range, heads: int, full: bool) -> None:
 
 
 def window_weights(t: Tiled, rows: range, cols: range) -> list[Any]:
-    """The window's weights [heads][R][C] as plain data, None where masked."""
+    """The window's weights (heads, R, C) as a float32 numpy array, NaN where masked."""
     weights = weights_window(t.queries, t.keys, t.out.lse, rows, cols, t.causal)  # (h, R, C)
     return masked_lists(weights, rows, cols, t.causal)
 
@@ -131,20 +141,22 @@ def query_row(t: Tiled, index: int, tokens: list[TokenInfo]) -> QueryRow:
     rows, cols = range(index, index + 1), range(t.queries.shape[1])
     weights = weights_window(t.queries, t.keys, t.out.lse, rows, cols, t.causal)  # (h, 1, N)
     data = masked_lists(weights, rows, cols, t.causal)
-    return QueryRow(index, tokens[index].text, [head[0] for head in data])
+    return QueryRow(index, tokens[index].text, data[:, 0])
 
 
 def stats(out: TiledOutput) -> dict[str, Any]:
-    """The per-row stats of every head as plain data."""
-    return {"lse": out.lse.cpu().tolist(), "entropy": out.entropy.cpu().tolist(),
-            "top_k": {"index": out.topk_index.cpu().tolist(),
-                      "weight": out.topk_weight.cpu().tolist()}}
+    """The per-row stats of every head as numpy arrays."""
+    return {"lse": out.lse.cpu().numpy(), "entropy": out.entropy.cpu().numpy(),
+            "top_k": {"index": out.topk_index.cpu().numpy(),
+                      "weight": out.topk_weight.cpu().numpy()}}
 
 
 def maps(t: Tiled, shown: list[int], pool: str, grid: int,
          progress: Progress | None) -> list[PooledMap]:
     """Pooled heatmaps of the heads shown, each rebuilt from the lse by chunks of rows."""
     num_tokens = t.queries.shape[1]
+    if t.out.pooled is not None:  # max-pooled by the tiled pass itself
+        return maps_from_blocks(t.out.pooled, shown, block_edges(num_tokens, grid), t.causal)
     done, total = 0, len(shown) * num_tokens
 
     def report(rows: int) -> None:  # called by one worker at a time
@@ -173,12 +185,12 @@ def one_head(result: Result, head: int | None) -> Result:
     """With --head, the result holds that head alone (its weights, stats and summary)."""
     if head is None or result.long is None:
         return result
-    long, query = result.long, result.query
-    picked = {"lse": [long.stats["lse"][head]], "entropy": [long.stats["entropy"][head]],
-              "top_k": {name: [rows[head]] for name, rows in long.stats["top_k"].items()}}
-    return replace(result, weights=[result.weights[head]],
-                   long=replace(long, stats=picked, summary=[long.summary[head]]),
-                   query=None if query is None else replace(query, weights=[query.weights[head]]))
+    long, query, one = result.long, result.query, slice(head, head + 1)
+    picked = {"lse": long.stats["lse"][one], "entropy": long.stats["entropy"][one],
+              "top_k": {name: rows[one] for name, rows in long.stats["top_k"].items()}}
+    return replace(result, weights=result.weights[one],
+                   long=replace(long, stats=picked, summary=long.summary[one]),
+                   query=None if query is None else replace(query, weights=query.weights[one]))
 
 
 def run_long(req: Request, prep: Prepared, extract: Extract,
@@ -190,7 +202,10 @@ def run_long(req: Request, prep: Prepared, extract: Extract,
                                                              [t.text for t in tokens])
     rows, cols = window_ranges(extract, len(tokens), req.full)
     check_window(rows, cols, 1 if extract.head is not None else prep.heads, req.full)
-    t = attend(prep.module, traits.causal, prep.x, req.keys_kept, progress)
+    # Max pooling happens inside the tiled pass; mean pooling rebuilds the weights afterwards.
+    pool_size = (block_size(block_edges(len(tokens), extract.grid))
+                 if extract.maps and req.pooling is Pool.max else 0)
+    t = attend(prep.module, traits.causal, prep.x, req.keys_kept, progress, pool_size)
     shown = list(range(prep.heads)) if extract.head is None else [extract.head]
     with torch.no_grad():
         long = LongStats(stats=stats(t.out), summary=summary(t),
@@ -201,6 +216,6 @@ def run_long(req: Request, prep: Prepared, extract: Extract,
     context = t.context
     del t  # queries, keys and each head's context go before the context becomes lists
     result = Result(variant=req.kind.value, config=prep.config, tokens=tokens, weights=weights,
-                    context=context.cpu().tolist(), query=query, long=long,
+                    context=context.cpu().numpy(), query=query, long=long,
                     window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]})
     return one_head(result, extract.head)

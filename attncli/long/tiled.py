@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.long.blockmax import block_max_into, fold_rows
 from attncli.long.threads import each_in_threads
 from attncli.long.topk import group_max_into, group_stride, top_keys
 
@@ -39,6 +40,8 @@ class TiledOutput:
     entropy: Tensor  # (heads, N) -Σ_j w_ij ln w_ij of each row's weights
     topk_index: Tensor  # (heads, N, k) long, heaviest key first; -1 where a causal row is short
     topk_weight: Tensor  # (heads, N, k) their weights; 0.0 where the index is -1
+    # With pool_size: (heads, B, B) ln of each block's largest weight (-inf: all masked).
+    pooled: Tensor | None = None
 
 
 @dataclass
@@ -53,6 +56,8 @@ class _Pass:
     block_k: int
     out: TiledOutput
     progress: Progress | None = None
+    pool_size: int = 0  # tokens per side of a max-pooled block; 0: none
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -88,11 +93,13 @@ def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, blo
 @torch.no_grad()
 def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                     top_k: int = 5, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
-                    dropout: float = 0.0, progress: Progress | None = None) -> TiledOutput:
+                    dropout: float = 0.0, progress: Progress | None = None,
+                    pool_size: int = 0) -> TiledOutput:
     """Exact scaled dot-product attention over (heads, N, head_dim) inputs, one tile at a time.
 
     progress(done, total) is called after each query tile, from the worker threads (one at a
-    time), with the score cells attended so far and in all.
+    time), with the score cells attended so far and in all. pool_size > 0 also max-pools the
+    weights into blocks of pool_size × pool_size tokens (out.pooled, as logarithms).
     """
     _check_inputs(queries, keys, values, top_k, block_q, block_k, dropout)
     heads, num_tokens, head_dim = queries.shape
@@ -105,9 +112,13 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
                                device=queries.device),  # (heads, N, k)
         topk_weight=queries.new_empty(heads, num_tokens, k),  # (heads, N, k)
     )
+    if pool_size > 0:
+        blocks = -(-num_tokens // pool_size)
+        out.pooled = queries.new_full((heads, blocks, blocks), -torch.inf)  # (heads, B, B)
     if num_tokens == 0:
         return out
-    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out, progress)
+    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out, progress,
+                pool_size)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
     _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
@@ -160,6 +171,9 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
     group_max = _view(buffers[2], heads, bq, len(starts) * stride if job.k else 0)  # per group
+    pooled = job.out.pooled
+    row_block = None if pooled is None else q_tile.new_full((heads, bq, pooled.shape[-1]),
+                                                            -torch.inf)  # (heads, bq, B)
     for tile, k0 in enumerate(starts):
         # Causal: the diagonal tile stops at the last query; later keys would all be masked.
         k1 = min(k0 + job.block_k, rows.stop if job.causal else num_tokens)
@@ -173,8 +187,12 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
             scores.masked_fill_(mask, -torch.inf)  # (heads, bq, bk)
         if job.k:
             group_max_into(group_max[..., tile * stride:(tile + 1) * stride], scores)
+        if row_block is not None:
+            block_max_into(row_block, scores, k0, job.pool_size)
         _online_update(state, scores, weights, job.values[:, k0:k1], mask)
     lse = _finish_rows(state, rows, job.out)  # (heads, bq)
+    if row_block is not None and job.out.pooled is not None:
+        fold_rows(job.out.pooled, row_block, lse, rows, job.pool_size, job.lock)
     if job.k:
         best, index = top_keys(q_tile, job.keys, group_max, query_pos, job.causal, job.k,
                                job.block_k)
@@ -229,8 +247,13 @@ def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols
     k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
     scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
     weights = scores.sub_(lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
-    if causal:
-        weights.masked_fill_(col_idx[None, :] > row_idx[:, None], 0.0)  # (heads, R, C)
+    if causal and len(cols):
+        # Only keys after the first query can be masked: fill those columns, not every one.
+        first = 0
+        if cols.step == 1 and len(rows):
+            first = min(max(min(rows) + 1 - cols.start, 0), len(cols))
+        tail = weights[..., first:]  # (heads, R, C - first)
+        tail.masked_fill_(col_idx[first:][None, :] > row_idx[:, None], 0.0)
     return weights
 
 

@@ -9,9 +9,9 @@ from rich.text import Text
 from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.core.variants import traits_of
-from attncli.render.colors import has_colour, legend, shade_legend
+from attncli.render.draw.colors import has_colour, legend, shade_legend
+from attncli.render.draw.views import render_view, uses_heatmap, window
 from attncli.render.stages import shown_weights, token_axis
-from attncli.render.views import render_view, uses_heatmap, window
 
 
 def _header(results: list[Result]) -> Text:

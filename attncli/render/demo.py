@@ -11,8 +11,8 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.i18n import text
+from attncli.render.draw.prose import prose
 from attncli.render.explain import render_step, steps_for
-from attncli.render.prose import prose
 from attncli.render.query import render_query
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.core.variants import traits_of
 from attncli.i18n import text
-from attncli.render.prose import prose
+from attncli.render.draw.prose import prose
 from attncli.render.query import render_query
 from attncli.render.run import describe
 from attncli.render.stages import panels, render_panel, stage_title, text_key

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.core.result import HeadsResult, Matrix
-from attncli.render.colors import cell_style, colour_of, has_colour, legend, shade_of
+from attncli.render.draw.colors import cell_style, colour_of, has_colour, legend, shade_of
 
 MEASURE_HELP = {
     "entropy": "mean entropy of a row, nats (0 = one token, high = spread out)",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -12,12 +13,12 @@ from rich.text import Text
 from attncli.core.display import Display
 from attncli.core.result import LongStats, Result
 from attncli.core.variants import traits_of
-from attncli.render.colors import block_style, has_colour
-from attncli.render.pooled import render_pooled
-from attncli.render.query import render_query
+from attncli.render.draw.colors import block_style, has_colour
+from attncli.render.draw.pooled import render_pooled
+from attncli.render.draw.tables import Axis, shorten
+from attncli.render.draw.views import render_view
+from attncli.render.query import plain, render_query
 from attncli.render.stages import head_title
-from attncli.render.tables import Axis, shorten, table_width
-from attncli.render.views import render_view
 
 TOP_ROWS = 20  # queries in the top-k table without --rows
 SUMMARY = (("entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self", "self"),
@@ -81,6 +82,22 @@ def _top_table(result: Result, head: int, rows: range, ranks: int, limit: int,
     return table
 
 
+def top_width(result: Result, head: int, rows: range, ranks: int, limit: int,
+              precision: int) -> int:
+    """The width _top_table needs, counted without building it: per column its widest cell,
+    plus a left pad and a divider for every column after the first."""
+    index, weight = (_long(result).stats["top_k"][name][head] for name in ("index", "weight"))
+    labels = result.labels
+    widths = [max([cell_len("query"), *(cell_len(f"{i} {shorten(labels[i], limit)}")
+                                        for i in rows)])]
+    for r in range(ranks):
+        cells = [0 if j < 0 else cell_len(shorten(labels[j].strip() or labels[j], limit))
+                 + len(f"({j}) {w:.{precision}f}")
+                 for j, w in ((index[i][r], weight[i][r]) for i in rows)]
+        widths.append(max(cell_len(f"key {r + 1}"), *cells) + 2)
+    return sum(widths)
+
+
 def render_top_k(console: Console, result: Result, head: int,
                  options: Display) -> RenderableType:
     """Each query's heaviest keys as 'label(index) weight', fitted to the console."""
@@ -96,9 +113,9 @@ def render_top_k(console: Console, result: Result, head: int,
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
     for ranks, limit, p in tries:
-        table = _top_table(result, head, rows, ranks, limit, p, colour)
-        if table_width(console, table) <= console.width:
+        if top_width(result, head, rows, ranks, limit, p) <= console.width:
             break
+    table = _top_table(result, head, rows, ranks, limit, p, colour)
     notes = []
     if options.rows is None and stop < len(result.tokens):
         notes.append(f"queries {start}–{stop - 1} of {len(result.tokens):,}; see others with "
@@ -116,7 +133,7 @@ def render_window(console: Console, result: Result, head: int,
     (r0, r1), (c0, c1) = result.window["rows"], result.window["cols"]
     a, b = options.rows or (r0, r1)
     c, d = options.cols or (c0, c1)
-    cells = [row[c - c0:d - c0] for row in result.weights[head][a - r0:b - r0]]
+    cells = [plain(row[c - c0:d - c0]) for row in result.weights[head][a - r0:b - r0]]
     labels = result.labels
     rows = Axis([labels[i] for i in range(a, b)], list(range(a, b)))
     cols = Axis([labels[j] for j in range(c, d)], list(range(c, d)))

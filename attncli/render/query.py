@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
@@ -10,8 +12,8 @@ from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.core.variants import traits_of
 from attncli.i18n import text
-from attncli.render.colors import block_style, has_colour
-from attncli.render.tables import shorten
+from attncli.render.draw.colors import block_style, has_colour
+from attncli.render.draw.tables import shorten
 
 LABEL_MAX = 16
 BAR_MAX = 40
@@ -26,12 +28,18 @@ def bar(value: float, vmax: float, width: int) -> str:
     return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)
 
 
+def plain(values: Sequence[float | None]) -> list[float | None]:
+    """A row of numbers (a list, or a numpy array with NaN for masked) as floats and None."""
+    row = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [None if v is None or v != v else v for v in row]
+
+
 def ranking(result: Result, query: int, head: int,
             keys: range | None = None) -> tuple[list[tuple[int, float]], list[int]]:
     """(key, weight) pairs by falling weight (ties by index), and the masked keys."""
     keys = keys if keys is not None else range(len(result.tokens))
     assert result.query is not None and result.query.index == query
-    row = result.query.weights[head]
+    row = plain(result.query.weights[head])
     masked = [j for j in keys if traits_of(result.variant).causal and j > query]
     pairs = [(j, w) for j in keys if j not in masked and (w := row[j]) is not None]
     return sorted(pairs, key=lambda p: (-p[1], p[0])), masked

@@ -13,10 +13,10 @@ from rich.text import Text
 from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.core.variants import traits_of
+from attncli.render.draw.tables import Axis
+from attncli.render.draw.views import render_view
 from attncli.render.query import render_query
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
-from attncli.render.tables import Axis
-from attncli.render.views import render_view
 
 if TYPE_CHECKING:
     from attncli.core.tokens import TokenPiece

@@ -13,8 +13,8 @@ from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.core.variants import traits_of
 from attncli.i18n import STRINGS, text
-from attncli.render.tables import Axis
-from attncli.render.views import render_view
+from attncli.render.draw.tables import Axis
+from attncli.render.draw.views import render_view
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
 HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]

@@ -10,7 +10,7 @@ from attncli.cli.options import (
     SpecialOpt,
     TextArg,
 )
-from attncli.cli.output import console, emit, emit_text
+from attncli.cli.output import emit_json, emit_streamed
 
 
 @app.command()
@@ -32,13 +32,11 @@ def tokens(
     from attncli.core.inputs import read_text
     from attncli.core.result import TokenInfo
     from attncli.core.tokens import tokenize
-    from attncli.render import to_json
 
     pieces = tokenize(read_text(text, file), encoding, allow_special)
     if as_json:
-        emit_text(to_json({"encoding": encoding,
-                           "tokens": [TokenInfo.of(p).to_dict() for p in pieces]}))
+        emit_json({"encoding": encoding, "tokens": (TokenInfo.of(p).to_dict() for p in pieces)})
         return
-    from attncli.render.run import render_tokens
+    from attncli.render.draw.listing import print_tokens
 
-    emit(console(), render_tokens(pieces, encoding))
+    emit_streamed(lambda out: print_tokens(out, pieces, encoding))

@@ -8,7 +8,7 @@ from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from attncli.render.colors import (
+from attncli.render.draw.colors import (
     MASKED_MARK,
     MASKED_STYLE,
     block_style,
@@ -17,7 +17,7 @@ from attncli.render.colors import (
     shade_legend,
     shade_of,
 )
-from attncli.render.tables import Axis, shorten
+from attncli.render.draw.tables import Axis, shorten
 
 LABEL_MAX = 12
 

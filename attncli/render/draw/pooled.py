@@ -6,8 +6,8 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from attncli.core.result import PooledMap
-from attncli.render.colors import has_colour, legend, shade_legend
-from attncli.render.heatmap import heat_cell
+from attncli.render.draw.colors import has_colour, legend, shade_legend
+from attncli.render.draw.heatmap import heat_cell
 
 TICK_GAP = 8  # the least distance between the starts of two column ticks
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich.console import Console, RenderableType
 
 from attncli.core.display import Display
-from attncli.render.heatmap import render_heatmap
-from attncli.render.tables import Axis, fits, render_matrix
+from attncli.render.draw.heatmap import render_heatmap
+from attncli.render.draw.tables import Axis, fits, render_matrix
 
 Cells = Sequence[Sequence[float | None]]
 

@@ -12,7 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from attncli.render.colors import MASKED_MARK, MASKED_STYLE, cell_style, has_colour, legend
+from attncli.render.draw.colors import MASKED_MARK, MASKED_STYLE, cell_style, has_colour, legend
 
 MIN_PRECISION = 2
 ROW_LABEL_MAX = 16
@@ -64,30 +64,46 @@ def table_width(console: Console, table: Table) -> int:
     return Measurement.get(console, console.options.update(max_width=10**6), table).maximum
 
 
-def _needed(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
-            precision: int, n_cols: int) -> int:
-    """The width the table of the first n_cols columns needs.
+def label_width(rows: Axis) -> int:
+    """Cells the row-label column of _table needs: its longest 'index label'."""
+    return max((cell_len(f"{i} {shorten(label, ROW_LABEL_MAX)}")
+                for i, label in zip(rows.indices, rows.labels, strict=True)), default=0)
 
-    Column widths come from the widest cell, which is a column's minimum or maximum, and the
-    longest row label: one synthetic row of those measures the same as the whole table.
+
+def column_width(cols: Axis, matrix: Sequence[Sequence[float | None]], precision: int,
+                 j: int) -> int:
+    """Cells column j of _table needs, without padding: its header lines or widest cell.
+
+    A number's width is its formatted length, and the widest is the column's minimum or maximum.
     """
-    widest: list[float | None] = []
-    for j in range(n_cols):
-        column = [v for row in matrix if (v := row[j]) is not None]
-        ends = [min(column), max(column)] if column else [0.0]
-        widest.append(max(ends, key=lambda v: len(f"{v:.{precision}f}")))
-    labels = [f"{i} {shorten(label, ROW_LABEL_MAX)}" for i, label in zip(rows.indices, rows.labels,
-                                                                       strict=True)]
-    longest = max(range(len(labels)), key=lambda i: cell_len(labels[i]), default=0)
-    row_axis = Axis([rows.labels[longest]], [rows.indices[longest]])
-    return table_width(console, _table(row_axis, cols, [widest], precision, n_cols, 0.0, 1.0))
+    label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4))
+    header = f"{cols.indices[j]}\n{label}" if cols.show_index else label
+    width = max(cell_len(line) for line in header.split("\n"))
+    column = [v for row in matrix if (v := row[j]) is not None]
+    if column:
+        width = max(width, *(len(f"{v:.{precision}f}") for v in (min(column), max(column))))
+    if len(column) < len(matrix):
+        width = max(width, cell_len(MASKED_MARK))
+    return width
+
+
+def columns_that_fit(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
+                     precision: int, width: int) -> int:
+    """How many leading columns of _table fit width cells (0: not even one), counted without
+    building it: the label column, then per column its cells, a left pad and a divider."""
+    used = label_width(rows)
+    for j in range(len(cols.labels)):
+        used += column_width(cols, matrix, precision, j) + 2
+        if used > width:
+            return j
+    return len(cols.labels)
 
 
 def fits(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
          precision: int) -> bool:
     """Whether the whole table fits the console at MIN_PRECISION decimals (or fewer if asked)."""
     p = min(precision, MIN_PRECISION)
-    return _needed(console, rows, cols, matrix, p, len(cols.labels)) <= console.width
+    return columns_that_fit(rows, cols, matrix, p, console.width) == len(cols.labels)
 
 
 def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
@@ -102,10 +118,9 @@ def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
     n_cols = len(cols.labels)
     parts: list[RenderableType] = [Text(title, style="bold")]
     p = precision
-    while _needed(console, rows, cols, matrix, p, n_cols) > width and p > MIN_PRECISION:
+    while columns_that_fit(rows, cols, matrix, p, width) < n_cols and p > MIN_PRECISION:
         p -= 1
-    while _needed(console, rows, cols, matrix, p, n_cols) > width and n_cols > 1:
-        n_cols -= 1
+    n_cols = max(columns_that_fit(rows, cols, matrix, p, width), 1)
     parts.append(_table(rows, cols, matrix, p, n_cols, vmin, vmax))
     if n_cols < len(cols.labels):
         parts.append(Text(

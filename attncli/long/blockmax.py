@@ -1,0 +1,36 @@
+"""Max-pooled weights in the tiled pass: each block of queries × keys, its largest weight.
+
+Since w_ij = e^(s_ij - lse_i), the largest weight of a block is e^(max over its cells of
+s_ij - lse_i): a query tile keeps each row's largest score per key block as the key tiles stream
+by, subtracts the row's lse once it is known, and keeps the largest per query block. No score is
+computed twice and no exp is taken per weight.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch import Tensor
+
+
+def block_max_into(row_block: Tensor, scores: Tensor, k0: int, size: int) -> None:
+    """Fold a key tile's scores (heads, bq, bk), keys k0.., into row_block (heads, bq, B)."""
+    k1 = k0 + scores.shape[-1]
+    for b in range(k0 // size, -(-k1 // size)):
+        lo, hi = max(b * size, k0) - k0, min((b + 1) * size, k1) - k0
+        torch.maximum(row_block[..., b], scores[..., lo:hi].amax(dim=-1), out=row_block[..., b])
+
+
+def fold_rows(pooled: Tensor, row_block: Tensor, lse: Tensor, rows: slice, size: int,
+              lock: threading.Lock) -> None:
+    """Merge a finished query tile into pooled (heads, B, B): ln of each block's largest weight.
+
+    row_block (heads, bq, B) holds the rows' largest scores per key block, lse (heads, bq) theirs.
+    """
+    log_weights = row_block - lse[..., None]  # (heads, bq, B) ln of each row's largest weight
+    for b in range(rows.start // size, -(-rows.stop // size)):
+        lo, hi = max(b * size, rows.start) - rows.start, min((b + 1) * size, rows.stop) - rows.start
+        part = log_weights[:, lo:hi].amax(dim=1)  # (heads, B)
+        with lock:  # tiles in other threads may share this query block
+            torch.maximum(pooled[:, b], part, out=pooled[:, b])

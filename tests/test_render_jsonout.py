@@ -1,0 +1,63 @@
+"""The fast JSON writer: strict, float32-exact, the same bytes however it is cut into pieces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attncli.render import jsonout
+from attncli.render.jsonout import dumps, json_pieces
+
+DOCS = [{}, [], {"a": []}, {"a": [1.5, None, "x"], "b": {"c": [[1, 2], [3]]}}, [[{"k": 1}]],
+        {"t": "猫 \"quoted\" \n"}, 0.1, None, [True, False, 3]]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_plain_data_reads_back_as_the_standard_library_writes_it(doc: object) -> None:
+    assert json.loads(dumps(doc)) == json.loads(json.dumps(doc))
+    assert dumps(doc).endswith(b"\n")
+
+
+@pytest.mark.parametrize("shape", [(0,), (7,), (5, 3), (300, 500), (3, 200, 300), (2, 0)])
+def test_float32_arrays_round_trip_exactly_with_nan_as_null(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal(shape) * rng.choice([1e-30, 1.0, 1e20], shape)).astype(np.float32)
+    a[rng.random(shape) < 0.2] = np.nan
+    back = json.loads(dumps({"a": a}))["a"]
+    assert np.array_equal(np.array(back, dtype=np.float64).shape, a.shape)
+    flat, want = np.array(back, dtype=np.float64).ravel(), a.ravel()
+    nulls = [v is None for v in np.array(back, dtype=object).ravel()]
+    assert nulls == np.isnan(want).tolist()
+    assert np.array_equal(flat[~np.isnan(want)].astype(np.float32), want[~np.isnan(want)])
+
+
+def test_pieces_join_to_the_same_bytes_whatever_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(2)
+    doc = {"w": rng.standard_normal((4, 50, 30)).astype(np.float32),
+           "i": np.arange(120).reshape(40, 3), "l": [[0.5, None]] * 3}
+    whole = dumps(doc)
+    monkeypatch.setattr(jsonout, "CHUNK_CELLS", 7)
+    pieces = list(json_pieces(doc))
+    assert len(pieces) > 20 and b"".join(pieces) == whole
+    assert json.loads(whole)["i"] == np.arange(120).reshape(40, 3).tolist()
+
+
+@pytest.mark.parametrize("doc", [float("nan"), {"a": [1.0, float("inf")]}, [[float("nan")]],
+                                 {"a": np.array([1.0, np.inf], dtype=np.float32)},
+                                 [0.5, float("-inf"), None]])
+def test_infinity_and_nan_outside_arrays_are_refused(doc: object) -> None:
+    with pytest.raises(ValueError):
+        dumps(doc)
+
+
+def test_same_data_same_bytes() -> None:
+    a = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
+    assert dumps({"a": a}) == dumps({"a": a.copy()})
+
+
+def test_an_iterator_is_written_as_a_list_item_by_item() -> None:
+    doc = {"tokens": ({"index": i, "text": f"t{i}"} for i in range(3)), "none": iter(())}
+    assert json.loads(dumps(doc)) == {"tokens": [{"index": i, "text": f"t{i}"} for i in range(3)],
+                                      "none": []}
