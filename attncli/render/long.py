@@ -11,10 +11,12 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.core.result import LongResult
-from attncli.render.colors import block_style, has_colour
+from attncli.render.colors import block_style, cell_style
+from attncli.render.palette import depth_of
 from attncli.render.pooled import render_pooled
 from attncli.render.query import bar
 from attncli.render.run import VARIANT_TITLES
+from attncli.render.scales import weight_top
 from attncli.render.tables import Axis, shorten, table_width
 from attncli.render.views import ViewOptions, render_view
 
@@ -53,7 +55,7 @@ def render_summary(result: LongResult, options: ViewOptions) -> RenderableType:
 
 
 def _top_table(result: LongResult, head: int, rows: range, ranks: int, limit: int,
-               precision: int, colour: bool) -> Table:
+               precision: int, depth: str | None) -> Table:
     index, weight = (result.stats["top_k"][name][head] for name in ("index", "weight"))
     labels = result.labels
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
@@ -66,7 +68,9 @@ def _top_table(result: LongResult, head: int, rows: range, ranks: int, limit: in
             label = labels[j].strip() or labels[j]
             cell = Text("" if j < 0 else f"{shorten(label, limit)}({j}) ")
             if j >= 0:
-                cell.append(f"{w:.{precision}f}", style=block_style(w, 0.0, 1.0) if colour else "")
+                # Weights on coloured cells with black or white text: readable on any background.
+                style = cell_style(w, 0.0, 1.0, depth) if depth is not None else ""
+                cell.append(f"{w:.{precision}f}", style=style)
             cells.append(cell)
         table.add_row(*cells)
     return table
@@ -77,7 +81,7 @@ def render_top_k(console: Console, result: LongResult, head: int,
     """Each query's heaviest keys as 'label(index) weight', fitted to the console."""
     k = len(result.stats["top_k"]["index"][head][0]) if result.tokens else 0
     start, stop = options.rows or (0, min(len(result.tokens), TOP_ROWS))
-    rows, colour = range(start, stop), has_colour(console)
+    rows, depth = range(start, stop), depth_of(console)
     which = f" — head {head} of {result.num_heads}" if result.num_heads > 1 else ""
     title = Text(f"Top {k} keys per query{which} (label(index) weight)", style="bold")
     if k == 0:
@@ -87,7 +91,7 @@ def render_top_k(console: Console, result: LongResult, head: int,
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
     for ranks, limit, p in tries:
-        table = _top_table(result, head, rows, ranks, limit, p, colour)
+        table = _top_table(result, head, rows, ranks, limit, p, depth)
         if table_width(console, table) <= console.width:
             break
     notes = []
@@ -113,8 +117,9 @@ def render_window(console: Console, result: LongResult, head: int,
     which = f" — head {head} of {result.num_heads}" if result.num_heads > 1 else ""
     title = (f"Attention weights{which}, rows {a}:{b} × columns {c}:{d} (exact, rebuilt from "
              "the log-sum-exp)")
+    top = weight_top(result.weights, options.scale)
     return render_view(console, title, rows, cols, cells, replace(options, rows=None, cols=None),
-                       vmin=0.0)
+                       vmin=0.0, vmax=top, scale=options.scale)
 
 
 def render_long_query(console: Console, result: LongResult, head: int,
@@ -132,7 +137,8 @@ def render_long_query(console: Console, result: LongResult, head: int,
     lines = Text(no_wrap=True, overflow="crop")
     for n, j in enumerate(shown):
         lines.append(labels[j].ljust(label_w + 1), style="bold")
-        style = block_style(row[j], 0.0, vmax) if has_colour(console) else ""
+        depth = depth_of(console)
+        style = block_style(row[j], 0.0, vmax, depth) if depth is not None else ""
         lines.append(bar(row[j], vmax, width), style=style)
         lines.append(f" {row[j]:.{options.precision}f}" + ("\n" if n < len(shown) - 1 else ""))
     i = result.query["index"]
@@ -140,6 +146,11 @@ def render_long_query(console: Console, result: LongResult, head: int,
     title = Text(f"What query {i} ({result.labels[i]!r}) attends to, its {len(shown)} heaviest "
                  f"keys of {len(ranked):,}{which} (exact row)", style="bold")
     return Group(title, lines)
+
+
+def _pooled_top(result: LongResult, scale: str) -> float | None:
+    """The top of the pooled maps' shared range (None: each map its own)."""
+    return weight_top([pmap.values for pmap in result.maps], scale)
 
 
 def render_long(console: Console, result: LongResult, options: ViewOptions) -> RenderableType:
@@ -150,7 +161,8 @@ def render_long(console: Console, result: LongResult, options: ViewOptions) -> R
     for head in options.heads(result.num_heads):
         if head in maps:
             parts += [Text(), render_pooled(console, maps[head], result.num_heads,
-                                            result.config["pool"])]
+                                            result.config["pool"], options.scale,
+                                            _pooled_top(result, options.scale))]
         parts += [Text(), render_top_k(console, result, head, options)]
         if options.rows is not None or options.cols is not None:
             parts += [Text(), render_window(console, result, head, options)]

@@ -7,8 +7,9 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from attncli.core.result import Result
-from attncli.render.colors import block_style, has_colour
+from attncli.render.colors import block_style
 from attncli.render.i18n import text
+from attncli.render.palette import depth_of
 from attncli.render.tables import shorten
 from attncli.render.views import ViewOptions
 
@@ -52,12 +53,12 @@ def render_query_head(console: Console, result: Result, query: int, head: int,
     value_w = len(f"{1:.{options.precision}f}")
     width = max(min(BAR_MAX, console.width - label_w - value_w - 3), 4)
     vmax = max((w for _, w in pairs), default=0.0)
-    colour = has_colour(console)
+    depth = depth_of(console)
     lines = Text(no_wrap=True, overflow="crop")
     for k, (j, weight) in enumerate(pairs):
         lines.append(labels[j] + " " * (label_w - cell_len(labels[j]) + 1), style="bold")
         lines.append(bar(weight, vmax, width),
-                     style=block_style(weight, 0.0, vmax) if colour else "")
+                     style=block_style(weight, 0.0, vmax, depth) if depth is not None else "")
         lines.append(f" {weight:.{options.precision}f}")
         if k < len(pairs) - 1:
             lines.append("\n")

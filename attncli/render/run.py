@@ -11,6 +11,7 @@ from rich.text import Text
 from attncli.core.result import Result
 from attncli.core.tokens import TokenPiece
 from attncli.render.query import render_query
+from attncli.render.scales import signed_top, weight_top
 from attncli.render.stages import render_stage, shown_weights, token_axis
 from attncli.render.tables import Axis
 from attncli.render.views import ViewOptions, render_view
@@ -49,12 +50,15 @@ def render_weights(console: Console, result: Result,
     """One weights view per head shown (rows: queries, columns: keys)."""
     axis = token_axis(result)
     out: list[RenderableType] = []
-    for h in options.heads(result.num_heads):
+    # Show masked positions as masked, not as the 0.0 weight they became.
+    shown = {h: shown_weights(result, result.weights[h], h)
+             for h in options.heads(result.num_heads)}
+    top = weight_top(shown.values(), options.scale)
+    for h, matrix in shown.items():
         which = f" — head {h} of {result.num_heads}" if result.num_heads > 1 else ""
         title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
-        # Show masked positions as masked, not as the 0.0 weight they became.
-        matrix = shown_weights(result, result.weights[h], h)
-        out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0))
+        out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0, vmax=top,
+                               scale=options.scale))
     return out
 
 
@@ -63,7 +67,8 @@ def render_context(console: Console, result: Result, options: ViewOptions) -> Re
     d_out = len(result.context[0])
     dims = Axis([f"d{j}" for j in range(d_out)], list(range(d_out)), show_index=False)
     return render_view(console, "Context vectors (row = token, column = dimension)",
-                       token_axis(result), dims, result.context, options, token_cols=False)
+                       token_axis(result), dims, result.context, options, token_cols=False,
+                       vmax=signed_top([result.context], options.scale), scale="shared")
 
 
 def render_run(console: Console, result: Result,
