@@ -39,6 +39,12 @@ class Impl(str, Enum):
     tiled = "tiled"
 
 
+class Scale(str, Enum):
+    shared = "shared"
+    table = "table"
+    unit = "unit"
+
+
 class Pool(str, Enum):
     max = "max"
     mean = "mean"
@@ -101,6 +107,9 @@ SaveOpt = Annotated[Path | None, typer.Option(
     show_default=False, metavar="FILE")]
 SaveJsonOpt = Annotated[Path | None, typer.Option(
     help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+ScaleOpt = Annotated[Scale, typer.Option(
+    help="Colour range: shared (one range for every table of a quantity, so heads compare), "
+    "table (each table its own), unit (weights on a fixed 0-1).")]
 LangOpt = Annotated[Lang | None, typer.Option(
     help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
     "else en].", show_default=False)]

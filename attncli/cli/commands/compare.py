@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -28,6 +29,8 @@ from attncli.cli.options import (
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     SpecialOpt,
     TextArg,
@@ -62,6 +65,7 @@ def compare(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     impl: ImplOpt = Impl.auto,
 ) -> None:
     """Compare the attention weights of several variants on the same tokens and embeddings.
@@ -86,7 +90,7 @@ def compare(
     check_outputs(save, save_json)
     base = request_from(given, keep=("masked",))
     results = run_compare(base, list(names))
-    options = view_options(spec, results[0])
+    options = replace(view_options(spec, results[0]), scale=scale.value)
     window = spec.window(len(results[0].tokens))
     doc = {"variants": [result.to_dict(window=window) for result in results]}
     deliver(doc, lambda out: render_compare(out, results, options), as_json, save, save_json)

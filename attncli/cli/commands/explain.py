@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from attncli.cli.app import app
 from attncli.cli.invocation import display_spec, request_from, view_options
@@ -31,6 +32,8 @@ from attncli.cli.options import (
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     ShowOpt,
     SpecialOpt,
@@ -70,6 +73,7 @@ def explain(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     lang: LangOpt = None,
     impl: ImplOpt = Impl.auto,
 ) -> None:
@@ -96,7 +100,7 @@ def explain(
                         resolve_lang(lang and lang.value, os.environ))
     check_outputs(save, save_json)
     result = run_naive(request_from(given))
-    options = view_options(spec, result)
+    options = replace(view_options(spec, result), scale=scale.value)
     doc = result.to_dict(stages=list(options.stages or result.available_stages()),
                          query=options.query, window=spec.window(len(result.tokens)))
     deliver(doc, lambda out: render_explain(out, result, options), as_json, save, save_json)

@@ -14,6 +14,8 @@ from attncli.cli.options import (
     ModelOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SpecialOpt,
     TextArg,
 )
@@ -36,6 +38,7 @@ def heads(
     as_json: JsonOpt = False,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
 ) -> None:
     """Every layer × head of a GPT-2 checkpoint at a glance, with measures of what each does.
 
@@ -49,9 +52,10 @@ def heads(
     """
     from attncli.core.pipeline import run_heads
     from attncli.render.heads import render_heads
+    from attncli.render.page import page_extra
 
     given = locals()
     check_outputs(save, save_json)
     result = run_heads(request_from(given), sort)
-    deliver(result.to_dict(), lambda out: render_heads(out, result, precision), as_json, save,
-            save_json)
+    deliver(result.to_dict(), lambda out: render_heads(out, result, precision, scale.value),
+            as_json, save, save_json, page_extra(result))

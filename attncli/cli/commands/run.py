@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from attncli.cli.app import app
 from attncli.cli.invocation import display_spec, request_from, run_output, view_options
 from attncli.cli.options import (
@@ -31,6 +33,8 @@ from attncli.cli.options import (
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     ShowOpt,
     SpecialOpt,
@@ -72,6 +76,7 @@ def run(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     impl: ImplOpt = Impl.auto,
     top_k: TopKOpt = 5,
     pool: PoolOpt = Pool.max,
@@ -112,5 +117,7 @@ def run(
     shown = LongView.of(spec, maps=save is not None or not as_json)
     with progress_bar() as report:
         result = run_pipeline(request, shown, report)
-    options = view_options(spec, result)
-    deliver(*run_output(result, spec, options), as_json, save, save_json)
+    options = replace(view_options(spec, result), scale=scale.value)
+    from attncli.render.page import page_extra
+
+    deliver(*run_output(result, spec, options), as_json, save, save_json, page_extra(result))
