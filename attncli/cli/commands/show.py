@@ -83,8 +83,9 @@ def _output(saved: Any, spec: Any, first: Any, scale: str) -> tuple[dict[str, An
     """The JSON and the renderer for what the file holds."""
     if saved.kind == "heads":
         from attncli.render.heads import render_measures
+        from attncli.render.palette import depth_of
 
-        return saved.doc, lambda out: render_measures(first, 3)
+        return saved.doc, lambda out: render_measures(first, 3, depth_of(out))
     options = replace(view_options(spec, first), scale=scale)
     if saved.kind == "long":
         from attncli.render.long import render_long
