@@ -82,3 +82,12 @@ def test_narrow_cells_before_cutting_and_dimension_hint() -> None:
     assert text.splitlines()[1].split() == ["0", "10", "20", "30", "40", "50"]
     cut = _heatmap(_ramp(2, 200), _axis(2), _axis(200), width=60, windowable=False)
     assert "use --json for every number" in cut.replace("\n", " ")
+
+
+def test_column_labels_downwards_only_when_each_character_fits() -> None:
+    from attncli.render.heatmap import column_labels
+
+    assert column_labels([" cat", "猫"], 2) == ["c 猫", "a", "t"]
+    assert column_labels(["cat"], 1) == []  # one-cell columns: ticks only
+    assert column_labels(["a\tb"], 2) == []  # a control character never goes on screen
+    assert column_labels(["abcdefghijk"], 2)[-1] == "h"  # at most 8 characters

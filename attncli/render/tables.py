@@ -17,7 +17,7 @@ from attncli.render.palette import TRUECOLOR, depth_of
 
 MIN_PRECISION = 2
 ROW_LABEL_MAX = 16
-LABEL_MAX = 12  # a column label longer than this is cut, even with room
+LABEL_MAX = 16  # a column label longer than this is cut, even with room
 
 
 @dataclass(frozen=True)
