@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Headless Chromium with every network path closed, recording each request it makes."""
-    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium import webdriver  # the test extra has it: a missing selenium is a failure
     from selenium.webdriver.chrome.service import Service
 
     os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not look for drivers online
