@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from attncli.core.budget import Impl
-from attncli.core.display import Lang, View
+from attncli.core.display import Lang, Scale, View
 from attncli.core.request import Device, Pool
 from attncli.core.variants import Variant
 
-__all__ = ["Device", "Impl", "Lang", "Pool", "Variant", "View"]
+__all__ = ["Device", "Impl", "Lang", "Pool", "Scale", "Variant", "View"]
 
 
 # Options shared by the commands that run attention, declared once.
@@ -72,6 +72,9 @@ SaveOpt = Annotated[Path | None, typer.Option(
     show_default=False, metavar="FILE")]
 SaveJsonOpt = Annotated[Path | None, typer.Option(
     help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+ScaleOpt = Annotated[Scale, typer.Option(
+    help="Colour range: shared (one range for every table of a quantity, so heads compare), "
+    "table (each table its own), unit (weights on a fixed 0-1).")]
 LangOpt = Annotated[Lang | None, typer.Option(
     help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
     "else en].", show_default=False)]

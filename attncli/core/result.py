@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from attncli.core.variants import MODEL_TRAITS, SAVED_TRAITS, TRAITS, Traits, Variant
+
 if TYPE_CHECKING:
     from attncli.core.tokens import TokenPiece
 
@@ -179,6 +181,16 @@ class Result:
     def labels(self) -> list[str]:
         """The token labels, in order."""
         return [t.text for t in self.tokens]
+
+    @property
+    def traits(self) -> Traits:
+        """What the variant computes: a chapter-3 variant's, a checkpoint's, or saved weights'."""
+        if self.model is not None:
+            return MODEL_TRAITS
+        try:
+            return TRAITS[Variant(self.variant)]
+        except ValueError:
+            return SAVED_TRAITS
 
     def head_number(self, position: int) -> int:
         """The run's number of the head held at position (--head keeps one head)."""

@@ -7,7 +7,6 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.variants import traits_of
 from attncli.i18n import text
 from attncli.render.prose import prose
 from attncli.render.query import render_query
@@ -47,7 +46,7 @@ def row_sum_check(console: Console, result: Result, options: Display) -> Text:
 
 def dropout_check(console: Console, result: Result, options: Display) -> Text:
     """How many weights dropout zeroed, and one kept weight before and after its rescaling."""
-    p, causal = result.config.dropout or 0.0, traits_of(result.variant).causal
+    p, causal = result.config.dropout or 0.0, result.traits.causal
     zeroed, total, example = 0, 0, None
     for h in range(result.num_heads):
         for i, (drow, srow) in enumerate(zip(result.stages["dropped"][h],

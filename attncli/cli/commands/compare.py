@@ -27,6 +27,8 @@ from attncli.cli.options import (
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     SpecialOpt,
     TextArg,
@@ -63,6 +65,7 @@ def compare(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     impl: ImplOpt = Impl.auto,
 ) -> None:
     """Compare the attention weights of several variants on the same tokens and embeddings.
@@ -91,6 +94,6 @@ def compare(
         device=device, impl=impl)
     shared = Shared(d_out=d_out, heads=heads, dropout=dropout)
     results = run_compare(base, [Variant(name) for name in names], shared, *windows)
-    display = display_of(results[0], precision, view, *windows)
+    display = display_of(results[0], precision, view, *windows, scale=scale)
     doc = {"variants": [result.to_dict() for result in results]}
     deliver(doc, lambda out: render_compare(out, results, display), as_json, save, save_json)

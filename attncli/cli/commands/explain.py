@@ -30,6 +30,8 @@ from attncli.cli.options import (
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     ShowOpt,
     SpecialOpt,
@@ -72,6 +74,7 @@ def explain(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     lang: LangOpt = None,
     impl: ImplOpt = Impl.auto,
 ) -> None:
@@ -108,6 +111,6 @@ def explain(
     result = (run_model(request, extract) if request.model is not None
               else run_naive(request, extract))
     display = display_of(result, precision, view, *windows, stages,
-                         resolve_lang(lang and lang.value, os.environ))
+                         resolve_lang(lang and lang.value, os.environ), scale)
     deliver(result.to_dict(), lambda out: render_explain(out, result, display), as_json, save,
             save_json)

@@ -29,6 +29,8 @@ from attncli.cli.options import (
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     ShowOpt,
     SpecialOpt,
@@ -73,6 +75,7 @@ def run(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     impl: ImplOpt = Impl.auto,
     top_k: TopKOpt = None,
     pool: PoolOpt = None,
@@ -103,6 +106,7 @@ def run(
     from attncli.core.request import Extract, Request
     from attncli.long.path import run as run_attention
     from attncli.models.run import run_model
+    from attncli.render.page import page_extra
     from attncli.render.run import render_run
 
     windows = parse_windows(rows, cols)
@@ -122,6 +126,6 @@ def run(
     with progress_bar() as report:
         result = (run_model(request, extract) if request.model is not None
                   else run_attention(request, extract, report))
-    display = display_of(result, precision, view, *windows, stages)
+    display = display_of(result, precision, view, *windows, stages, scale=scale)
     deliver(result.to_dict(), lambda out: render_run(out, result, display), as_json, save,
-            save_json)
+            save_json, page_extra(result))
