@@ -171,7 +171,12 @@ def run_model(req: Request) -> Result:
     """Layer req.layer of a GPT-2 checkpoint: its attention over ln_1 of the residual stream."""
     from attncli.models.checkpoint import resolve_checkpoint
     from attncli.models.gpt2 import gpt2_attention
+    from attncli.models.llama_checkpoint import family_of
 
+    if family_of(req.model or ""):
+        from attncli.models.llama_run import run_llama
+
+        return run_llama(req)
     ckpt = resolve_checkpoint(req.model or "", req.heads)
     tokens, ids = text_tokens(req)
     shown = gpt2_attention(ckpt, ids, req.layer)
@@ -196,6 +201,12 @@ def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
         raise AttnCliError("attncli heads needs --model PATH|NAME (a local GPT-2 checkpoint)")
     validate(req)
     sort_measures([], sort)  # an unknown sort key fails before any work
+    from attncli.models.llama_checkpoint import family_of
+
+    if family_of(req.model):
+        from attncli.models.llama_run import run_llama_heads
+
+        return run_llama_heads(req, sort)
     ckpt = resolve_checkpoint(req.model, req.heads)
     tokens, ids = text_tokens(req)
     weights = gpt2_all_layers(ckpt, ids)  # (layers, heads, T, T)
