@@ -110,3 +110,22 @@ def hf_tokenize(directory: Path, text: str, allow_special: bool = False) -> HFTo
     pieces = [TokenPiece(i, tid, label, chunk) for i, (tid, label, chunk) in
               enumerate(zip(encoding.ids, labels, data, strict=True))]
     return HFTokens(pieces=pieces, before=before, after=after, name="tokenizer.json")
+
+
+def model_tokens(model: str, text: str,
+                 allow_special: bool) -> tuple[dict[str, Any], list[TokenPiece], str]:
+    """`tokens --model`: the JSON document, the pieces, and the tokenizer's name for titles."""
+    from attncli.core.result import TokenInfo
+    from attncli.models.llama_checkpoint import family_of, model_folder
+
+    folder = model_folder(model)
+    if folder is None or family_of(model) is None:
+        raise AttnCliError(f"tokens --model reads a Llama-family folder's tokenizer.json; "
+                           f"{model} is not one (GPT-2 checkpoints use --encoding gpt2)")
+    tokens = hf_tokenize(folder, text, allow_special)
+    doc = {"model": model, "tokenizer": {"file": tokens.name, "bos": tokens.before[0]
+                                         if tokens.before else None,
+                                         "added_before": tokens.before,
+                                         "added_after": tokens.after},
+           "tokens": [TokenInfo.of(p).to_dict() for p in tokens.pieces]}
+    return doc, tokens.pieces, f"{folder.name}/{tokens.name}"

@@ -59,7 +59,7 @@ def _config(req: Request, ckpt: LlamaCheckpoint, tokens: list[TokenInfo],
     spec = ckpt.spec
     return {"model": req.model, "tokenizer": added, "allow_special": req.allow_special,
             "source": "text", "num_tokens": len(tokens),
-            "d_in": spec.d_model, "d_out": spec.d_model, "heads": spec.num_heads,
+            "d_in": spec.d_model, "d_out": spec.num_heads * spec.head_dim, "heads": spec.num_heads,
             "impl": "naive", "version": __version__}
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from attncli.render.llama import LLAMA_STRINGS
+
 LANGS = ("en", "zh")
 
 STRINGS: dict[str, tuple[str, str]] = {
@@ -209,6 +211,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "demo.outro": ("Try it on your own text:", "在你自己的文本上试试："),
     "demo.pause": ("Enter: next step · q: quit", "回车：下一步 · q：退出"),
 }
+
+STRINGS |= LLAMA_STRINGS  # the Llama family's stages and explanations
 
 
 def text(lang: str, key: str, **values: object) -> str:

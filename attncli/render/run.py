@@ -10,6 +10,7 @@ from rich.text import Text
 
 from attncli.core.result import Result
 from attncli.core.tokens import TokenPiece
+from attncli.render.llama import describe_llama, kv_note
 from attncli.render.query import render_query
 from attncli.render.stages import render_stage, shown_weights, token_axis
 from attncli.render.tables import Axis
@@ -26,6 +27,8 @@ VARIANT_TITLES = {
 def describe(result: Result) -> Text:
     """One line naming the variant and the settings that shaped the numbers."""
     c = result.config
+    if result.model is not None and "architecture" in result.model:
+        return describe_llama(result)
     if result.model is not None:
         m = result.model
         return Text.assemble(
@@ -51,6 +54,7 @@ def render_weights(console: Console, result: Result,
     out: list[RenderableType] = []
     for h in options.heads(result.num_heads):
         which = f" — head {h} of {result.num_heads}" if result.num_heads > 1 else ""
+        which += kv_note(result, h)
         title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
         # Show masked positions as masked, not as the 0.0 weight they became.
         matrix = shown_weights(result, result.weights[h], h)

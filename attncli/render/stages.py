@@ -10,11 +10,13 @@ from rich.console import Console, RenderableType
 
 from attncli.core.result import Result
 from attncli.render.i18n import STRINGS, text
+from attncli.render.llama import kv_note
 from attncli.render.tables import Axis
 from attncli.render.views import ViewOptions, render_view
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
-HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]
+HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
+               "keys_rope")  # [h][T][head_dim]
 WEIGHT_STAGES = ("softmax", "dropped", "weights")  # in [0, 1]; masked cells shown as masked
 
 
@@ -71,7 +73,8 @@ def shown_weights(result: Result, cells: list[list[float]], head: int) -> list[l
 def _head_caption(result: Result, head: int, axes: str, lang: str) -> str:
     if result.num_heads == 1:
         return text(lang, axes)
-    return f"{text(lang, 'head', h=head, n=result.num_heads)} · {text(lang, axes)}"
+    kv = kv_note(result, head)
+    return f"{text(lang, 'head', h=head, n=result.num_heads)}{kv} · {text(lang, axes)}"
 
 
 def panels(result: Result, name: str, options: ViewOptions) -> list[Panel]:
