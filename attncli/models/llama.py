@@ -16,17 +16,10 @@ from torch import Tensor
 
 from attncli.core.attention import AttentionOutput, causal_mask
 from attncli.errors import AttnCliError
+from attncli.models.activations import activation
 from attncli.models.llama_config import LlamaSpec
 from attncli.models.rope import apply_rope, rope_tables
 from attncli.models.shards import ShardedWeights
-
-ACTIVATIONS = {
-    "silu": F.silu,
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
-}
 
 
 @dataclass
@@ -121,7 +114,7 @@ def grouped_attention(weights: ShardedWeights, spec: LlamaSpec, layer: int, x: T
 
 def _feed_forward(weights: ShardedWeights, spec: LlamaSpec, block: str, x: Tensor) -> Tensor:
     """SwiGLU: down(act(gate(x)) · up(x))."""
-    act = ACTIVATIONS[spec.hidden_act]
+    act = activation(spec.hidden_act, "hidden_act")
     gate = act(_linear(weights, f"{block}.mlp.gate_proj", x))  # (T, d_ff)
     hidden = gate * _linear(weights, f"{block}.mlp.up_proj", x)  # (T, d_ff)
     return _linear(weights, f"{block}.mlp.down_proj", hidden)  # (T, d_model)
