@@ -25,6 +25,24 @@ def test_each_activation_equals_transformers(name: str) -> None:
     assert_close(ACTIVATIONS[name](x), ACT2FN[name](x), atol=1e-6, rtol=1e-6)
 
 
+def test_a_sharded_half_precision_gpt2_matches_transformers(tmp_path) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(4)
+    model = GPT2LMHeadModel(GPT2Config(initializer_range=0.2, bos_token_id=0, eos_token_id=0,
+                                       **SMALL)).half()
+    model.save_pretrained(tmp_path, safe_serialization=True, max_shard_size="20KB")
+    assert len(list(tmp_path.glob("model-*.safetensors"))) > 1
+    reference = GPT2LMHeadModel.from_pretrained(tmp_path, dtype=torch.float32,
+                                                attn_implementation="eager").eval()
+    ckpt = resolve_checkpoint(str(tmp_path))
+    assert ckpt.path == tmp_path / "model.safetensors.index.json"
+    ref = hf_reference(reference, IDS)
+    for layer in range(ckpt.n_layer):
+        got = gpt2_attention(ckpt, IDS, layer)
+        assert_close(got.output.weights, ref["attentions"][layer], atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("config", [
     {"scale_attn_weights": False},
     {"scale_attn_by_inverse_layer_idx": True},

@@ -160,7 +160,7 @@ def _write_config(folder: Path, **changes: Any) -> None:
 @pytest.mark.parametrize(("changes", "named"), [
     ({"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}},
      "rope_scaling.rope_type='yarn'"),
-    ({"hidden_act": "gelu_fast"}, "hidden_act='gelu_fast'"),
+    ({"hidden_act": "xielu"}, "hidden_act='xielu'"),
     ({"attn_logit_softcapping": 50.0}, "attn_logit_softcapping=50.0"),
     ({"attention_chunk_size": 8}, "attention_chunk_size=8"),
     ({"layer_types": ["chunked_attention"] * 3}, "'chunked_attention'"),

@@ -17,6 +17,7 @@ from torch import Tensor
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
 from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint
+from attncli.models.shards import open_shard_set
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}
@@ -116,6 +117,10 @@ def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:
 @contextmanager
 def _safe_open(file: Path) -> Iterator[Any]:
     """safe_open with its errors (truncated, corrupt, not safetensors) turned into ours."""
+    if file.name.endswith(".safetensors.index.json"):
+        with open_shard_set(file.parent) as shards:  # a sharded checkpoint, read as one file
+            yield shards
+        return
     try:
         handle = safe_open(str(file), framework="pt")
     except (SafetensorError, OSError) as exc:

@@ -54,22 +54,50 @@ def _open(file: Path) -> Iterator[Any]:
         yield handle
 
 
-class ShardedWeights:
-    """Open shards: each lookup reads one tensor from disk and computes in float32."""
+class ShardSet:
+    """Open shards behind safe_open's own interface: keys, get_slice and get_tensor."""
 
-    def __init__(self, files: dict[str, Path], handles: dict[Path, Any], prefix: str) -> None:
+    def __init__(self, files: dict[str, Path], handles: dict[Path, Any]) -> None:
         self._files = files
         self._handles = handles
-        self._prefix = prefix
 
-    def __contains__(self, name: str) -> bool:
-        return self._prefix + name in self._files
+    def keys(self) -> list[str]:
+        """Every tensor name, in every shard."""
+        return list(self._files)
 
-    def _slice(self, name: str) -> Any:
-        key = self._prefix + name
+    def get_slice(self, key: str) -> Any:
+        """A lazy view of one tensor, from the shard that holds it."""
         if key not in self._files:
             raise AttnCliError(f"the checkpoint lacks the tensor {key}")
         return self._handles[self._files[key]].get_slice(key)
+
+    def get_tensor(self, key: str) -> Tensor:
+        """One whole tensor, in its stored dtype."""
+        return self.get_slice(key)[:]
+
+
+@contextmanager
+def open_shard_set(directory: Path) -> Iterator[ShardSet]:
+    """Open every shard of a model folder (model.safetensors or the index's) for lazy reads."""
+    files = weight_files(directory)
+    with ExitStack() as stack:
+        handles = {file: stack.enter_context(_open(file)) for file in sorted(set(files.values()))}
+        yield ShardSet(files, handles)
+
+
+class ShardedWeights:
+    """Open shards: each lookup reads one tensor from disk and computes in float32."""
+
+    def __init__(self, shards: ShardSet, prefix: str) -> None:
+        self._shards = shards
+        self._names = set(shards.keys())
+        self._prefix = prefix
+
+    def __contains__(self, name: str) -> bool:
+        return self._prefix + name in self._names
+
+    def _slice(self, name: str) -> Any:
+        return self._shards.get_slice(self._prefix + name)
 
     def __getitem__(self, name: str) -> Tensor:
         return self._slice(name)[:].float()
@@ -90,8 +118,6 @@ class ShardedWeights:
 
 @contextmanager
 def open_sharded(directory: Path, prefix: str = "") -> Iterator[ShardedWeights]:
-    """Open every shard of a model folder for lazy reads."""
-    files = weight_files(directory)
-    with ExitStack() as stack:
-        handles = {file: stack.enter_context(_open(file)) for file in sorted(set(files.values()))}
-        yield ShardedWeights(files, handles, prefix)
+    """Open every shard of a model folder for lazy float32 reads of prefix + name."""
+    with open_shard_set(directory) as shards:
+        yield ShardedWeights(shards, prefix)
