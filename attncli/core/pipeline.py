@@ -85,7 +85,9 @@ def validate_model(req: Request) -> None:
                            "a trained model is inspected as in inference")
     if req.device == "cuda":
         raise AttnCliError("--model runs on the CPU; leave out --device cuda")
-    if req.impl == "tiled":
+    from attncli.models.llama_checkpoint import family_of
+
+    if req.impl == "tiled" and not family_of(req.model or ""):
         raise AttnCliError("--impl tiled does not apply with --model: a GPT-2 checkpoint reads "
                            "at most 1024 tokens, which the naive path shows whole")
     check_dims(heads=req.heads)
@@ -167,8 +169,12 @@ def model_info(ckpt: Checkpoint, layer: int | None = None) -> dict[str, Any]:
     return info
 
 
-def run_model(req: Request) -> Result:
-    """Layer req.layer of a GPT-2 checkpoint: its attention over ln_1 of the residual stream."""
+def run_model(req: Request, view: LongView | None = None, progress: Progress | None = None,
+              budget_bytes: int | None = None) -> Result | LongResult:
+    """Layer req.layer of a checkpoint: its attention over the normalised residual stream.
+
+    A Llama-family model may take the tiled path when budget_bytes is given (`run` only).
+    """
     from attncli.models.checkpoint import resolve_checkpoint
     from attncli.models.gpt2 import gpt2_attention
     from attncli.models.llama_checkpoint import family_of
@@ -176,7 +182,7 @@ def run_model(req: Request) -> Result:
     if family_of(req.model or ""):
         from attncli.models.llama_run import run_llama
 
-        return run_llama(req)
+        return run_llama(req, view, progress, budget_bytes)
     ckpt = resolve_checkpoint(req.model or "", req.heads)
     tokens, ids = text_tokens(req)
     shown = gpt2_attention(ckpt, ids, req.layer)
@@ -286,7 +292,7 @@ def run(req: Request, view: LongView | None = None, progress: Progress | None = 
     """
     validate(req)
     if req.model is not None:
-        return run_model(req)
+        return run_model(req, view, progress, budget_bytes)
     prep = prepare(req, budget_bytes)
     if prep.impl == "naive":
         return naive(req, prep)

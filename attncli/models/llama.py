@@ -163,3 +163,77 @@ def llama_all_layers(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[i
     per_layer = [step.attention.weights  # (heads, T, T)
                  for step in llama_steps(weights, spec, token_ids, last_layer=spec.n_layer - 1)]
     return torch.stack(per_layer)  # (layers, heads, T, T)
+
+
+def _rotated(weights: ShardedWeights, spec: LlamaSpec, layer: int, x: Tensor, cos: Tensor,
+             sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Queries (heads, T, hd), keys and values (kv_heads, T, hd) of block layer, after RoPE."""
+    num_tokens, name = x.shape[0], f"layers.{layer}.self_attn"
+    shape = (num_tokens, -1, spec.head_dim)
+    queries = _linear(weights, f"{name}.q_proj", x).view(shape).transpose(0, 1)  # (h, T, hd)
+    keys = _linear(weights, f"{name}.k_proj", x).view(shape).transpose(0, 1)  # (kv, T, hd)
+    values = _linear(weights, f"{name}.v_proj", x).view(shape).transpose(0, 1)  # (kv, T, hd)
+    if spec.qk_norm:
+        queries = rms_norm(queries, weights[f"{name}.q_norm.weight"], spec.rms_eps)
+        keys = rms_norm(keys, weights[f"{name}.k_norm.weight"], spec.rms_eps)
+    return apply_rope(queries, cos, sin), apply_rope(keys, cos, sin), values
+
+
+@torch.no_grad()
+def llama_layer_input(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int],
+                      layer: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Layer's input (T, d_model) and RoPE tables, earlier blocks run without their weights.
+
+    For long inputs: PyTorch's fused attention never builds the (T, T) weights it does not
+    need to keep.
+    """
+    check_tokens(spec, token_ids)
+    x = weights.rows("embed_tokens.weight", token_ids)  # (T, d_model)
+    cos, sin = rope_tables(spec, len(token_ids))  # each (T, rotary_dim)
+    for index in range(layer):
+        block = f"layers.{index}"
+        attn_input = rms_norm(x, weights[f"{block}.input_layernorm.weight"], spec.rms_eps)
+        queries, keys, values = _rotated(weights, spec, index, attn_input, cos, sin)
+        group = spec.group_size
+        window = spec.layer_windows[index]
+        mask = None if window is None else ~window_mask(len(token_ids), window)  # True: seen
+        heads_context = F.scaled_dot_product_attention(
+            queries, keys.repeat_interleave(group, 0), values.repeat_interleave(group, 0),
+            attn_mask=mask, is_causal=mask is None)  # (heads, T, head_dim)
+        heads_context = heads_context.transpose(0, 1).reshape(len(token_ids), -1)  # (T, h·hd)
+        x = x + _linear(weights, f"{block}.self_attn.o_proj", heads_context)  # (T, d_model)
+        normed = rms_norm(x, weights[f"{block}.post_attention_layernorm.weight"], spec.rms_eps)
+        x = x + _feed_forward(weights, spec, block, normed)  # (T, d_model)
+    attn_input = rms_norm(x, weights[f"layers.{layer}.input_layernorm.weight"], spec.rms_eps)
+    return attn_input, cos, sin
+
+
+class RotaryProjection(torch.nn.Module):
+    """One Llama layer as the tiled path takes a module: project, split_heads and out_proj.
+
+    Its queries and keys come out already rotated, and the keys and values of each kv head
+    repeated for every query head of its group, so the kernel runs plain multi-head attention.
+    """
+
+    def __init__(self, weights: ShardedWeights, spec: LlamaSpec, layer: int, cos: Tensor,
+                 sin: Tensor) -> None:
+        super().__init__()
+        self.weights, self.spec, self.layer, self.cos, self.sin = weights, spec, layer, cos, sin
+        self.num_heads, self.head_dim = spec.num_heads, spec.head_dim
+
+    def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """RoPE'd queries and keys, and values, each (T, heads · head_dim)."""
+        queries, keys, values = _rotated(self.weights, self.spec, self.layer, x, self.cos,
+                                         self.sin)
+        group = self.spec.group_size
+        keys, values = keys.repeat_interleave(group, 0), values.repeat_interleave(group, 0)
+        return tuple(t.transpose(0, 1).reshape(x.shape[0], -1)  # type: ignore[return-value]
+                     for t in (queries, keys, values))
+
+    def split_heads(self, t: Tensor) -> Tensor:
+        """(T, heads · head_dim) → (heads, T, head_dim)."""
+        return t.view(t.shape[0], self.num_heads, self.head_dim).transpose(0, 1)
+
+    def out_proj(self, heads_context: Tensor) -> Tensor:
+        """o_proj: (T, heads · head_dim) → (T, d_model)."""
+        return _linear(self.weights, f"layers.{self.layer}.self_attn.o_proj", heads_context)

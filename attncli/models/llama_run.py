@@ -9,14 +9,16 @@ import torch
 
 from attncli import __version__
 from attncli.core.pipeline import THUMBNAIL, plain, to_result
-from attncli.core.result import HeadsResult, Result, TokenInfo
+from attncli.core.result import HeadsResult, LongResult, Result, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.hf_tokens import hf_tokenize
 from attncli.models.llama import llama_all_layers, llama_attention
 from attncli.models.llama_checkpoint import LlamaCheckpoint, open_llama, resolve_llama
 
 if TYPE_CHECKING:
+    from attncli.core.display import LongView
     from attncli.core.pipeline import Request
+    from attncli.long.run import Progress
 
 VARIANT = "llama"  # the Result's variant for the whole family; model.architecture says which
 # The stages these models add, in computation order: after Q, K, V and before the scores.
@@ -63,10 +65,39 @@ def _config(req: Request, ckpt: LlamaCheckpoint, tokens: list[TokenInfo],
             "impl": "naive", "version": __version__}
 
 
-def run_llama(req: Request) -> Result:
-    """Layer req.layer of a Llama-family model: its attention over the RMSNorm'd stream."""
+def _impl(req: Request, ckpt: LlamaCheckpoint, num_tokens: int,
+          budget_bytes: int | None) -> str:
+    """naive or tiled: --impl, or auto against the budget; None budget means naive only."""
+    from attncli.long.run import size_text
+    from attncli.long.tiled import NAIVE_BUDGET, choose_impl, naive_bytes
+
+    heads = ckpt.spec.num_heads
+    impl = choose_impl(req.impl, num_tokens, heads, budget_bytes or NAIVE_BUDGET)
+    if impl == "tiled" and budget_bytes is None:
+        raise AttnCliError(
+            f"{num_tokens:,} tokens × {heads} heads need about "
+            f"{size_text(naive_bytes(num_tokens, heads))} as full N × N matrices, more than "
+            f"--impl auto allows ({NAIVE_BUDGET // 2**20} MiB); `attncli run` shows long "
+            "inputs, or force this with --impl naive")
+    window = ckpt.spec.layer_windows[ckpt.spec.layer_index(req.layer)]
+    if impl == "tiled" and window is not None and window < num_tokens:
+        raise AttnCliError(
+            f"layer {req.layer} has a sliding window of {window} tokens, which the tiled path "
+            f"does not implement; use --impl naive, or at most {window} tokens")
+    return impl
+
+
+def run_llama(req: Request, view: LongView | None = None, progress: Progress | None = None,
+              budget_bytes: int | None = None) -> Result | LongResult:
+    """Layer req.layer of a Llama-family model: its attention over the RMSNorm'd stream.
+
+    Long inputs take the tiled path when budget_bytes allows it (`attncli run`).
+    """
     ckpt = resolve_llama(req.model or "")
     tokens, ids, added = llama_tokens(ckpt, req)
+    if _impl(req, ckpt, len(ids), budget_bytes) == "tiled":
+        return _run_long(req, ckpt, tokens, ids, _config(req, ckpt, tokens, added), view,
+                         progress)
     with open_llama(ckpt) as weights:
         shown = llama_attention(weights, ckpt.spec, ids, req.layer)
     config = {**_config(req, ckpt, tokens, added), "layer": shown.layer}
@@ -80,6 +111,29 @@ def run_llama(req: Request) -> Result:
     at = present.index("values") + 1 if "values" in present else len(present)
     present[at:at] = list(extra)
     return replace(result, variant=VARIANT, stages=stages, present=tuple(present))
+
+
+def _run_long(req: Request, ckpt: LlamaCheckpoint, tokens: list[TokenInfo], ids: list[int],
+              config: dict[str, Any], view: LongView | None,
+              progress: Progress | None) -> LongResult:
+    """The tiled path: earlier layers through fused attention, the shown one tile by tile."""
+    from attncli.core.display import LongView
+    from attncli.core.pipeline import Prepared
+    from attncli.long.run import run_long
+    from attncli.models.llama import RotaryProjection, llama_layer_input
+
+    spec = ckpt.spec
+    layer = spec.layer_index(req.layer)
+    info = llama_info(ckpt, layer)
+    config = {**config, "layer": layer, "impl": "tiled", "top_k": req.top_k, "pool": req.pool,
+              **{key: info[key] for key in ("architecture", "kv_heads", "head_dim", "window")}}
+    with open_llama(ckpt) as weights:
+        x, cos, sin = llama_layer_input(weights, spec, ids, layer)  # x: (T, d_model)
+        module = RotaryProjection(weights, spec, layer, cos, sin)
+        prep = Prepared(tokens, x, module, spec.num_heads, "tiled", config)
+        # The module hands the kernel rotated, group-repeated heads: multi-head attention.
+        result = run_long(replace(req, variant="multihead"), prep, view or LongView(), progress)
+    return replace(result, variant=VARIANT)
 
 
 def run_llama_heads(req: Request, sort: str) -> HeadsResult:
