@@ -94,6 +94,14 @@ def test_allow_special_means_what_it_means_for_gpt2(cli, models) -> None:
     assert [t["id"] for t in special][-1] == 2
 
 
+def test_options_that_cannot_apply_are_refused(cli, models) -> None:
+    folder = str(models["llama"][0])
+    cli("run", TEXT, "--model", folder, "--heads", "2").assert_usage_error(
+        "heads=2 disagrees with num_attention_heads=4 in config.json")
+    cli("run", TEXT, "--model", folder, "--encoding", "cl100k_base").assert_usage_error(
+        "not --encoding cl100k_base")
+
+
 def test_a_refused_key_is_one_line_exit_2(cli, models, tmp_path: Path) -> None:
     import json
     import shutil

@@ -186,3 +186,12 @@ def test_a_missing_or_misshapen_tensor_is_refused(models, tmp_path: Path) -> Non
     _write_config(folder, intermediate_size=48, num_hidden_layers=4)
     with pytest.raises(AttnCliError, match="lacks .* tensor"):
         resolve_llama(str(folder))
+
+
+def test_kv_cache_size_shows_what_gqa_saves(models) -> None:
+    from attncli.models.llama_config import kv_cache_values
+
+    spec = resolve_llama(str(models["llama"][0])).spec
+    assert kv_cache_values(spec, 100) == 2 * 3 * 2 * 100 * 8  # 2 × layers × kv_heads × T × hd
+    mha = kv_cache_values(spec, 100) * spec.num_heads // spec.kv_heads
+    assert mha == 2 * 3 * 4 * 100 * 8  # without GQA: one key and value head per query head

@@ -85,9 +85,9 @@ def validate_model(req: Request) -> None:
                            "a trained model is inspected as in inference")
     if req.device == "cuda":
         raise AttnCliError("--model runs on the CPU; leave out --device cuda")
-    from attncli.models.llama_checkpoint import family_of
+    from attncli.models.llama_checkpoint import is_llama_family
 
-    if req.impl == "tiled" and not family_of(req.model or ""):
+    if req.impl == "tiled" and not is_llama_family(req.model or ""):
         raise AttnCliError("--impl tiled does not apply with --model: a GPT-2 checkpoint reads "
                            "at most 1024 tokens, which the naive path shows whole")
     check_dims(heads=req.heads)

@@ -45,6 +45,14 @@ def family_of(model: str) -> str | None:
     return family if family in FAMILIES else None
 
 
+def is_llama_family(model: str) -> bool:
+    """True when --model is a Llama-family folder; false for anything else, even a bad path."""
+    try:
+        return family_of(model) is not None
+    except AttnCliError:
+        return False
+
+
 def expected_shapes(spec: LlamaSpec, layers: range) -> dict[str, tuple[int, ...]]:
     """Every tensor the forward pass through layers reads, without the prefix, and its shape."""
     d, f, hd = spec.d_model, spec.d_ff, spec.head_dim

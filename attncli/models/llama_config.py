@@ -176,3 +176,11 @@ def llama_spec(directory: Path, config: dict[str, Any]) -> LlamaSpec:
         rotary_dim=rotary_dim - rotary_dim % 2, hidden_act=config.get("hidden_act", "silu"),
         qk_norm=family == "qwen3", layer_windows=layer_windows(config, family, n_layer),
     )  # fmt: skip
+
+
+def kv_cache_values(spec: LlamaSpec, num_tokens: int) -> int:
+    """Numbers a KV cache holds for num_tokens: 2 × layers × kv_heads × T × head_dim.
+
+    GQA shrinks it by num_heads / kv_heads against one key and value per query head.
+    """
+    return 2 * spec.n_layer * spec.kv_heads * num_tokens * spec.head_dim

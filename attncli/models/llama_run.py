@@ -46,6 +46,9 @@ def llama_tokens(ckpt: LlamaCheckpoint,
     """Token records, ids, and the "tokenizer" JSON: what its post-processor added."""
     if req.text is None:
         raise AttnCliError("no input text")
+    if req.heads is not None and req.heads != ckpt.spec.num_heads:
+        raise AttnCliError(f"heads={req.heads} disagrees with num_attention_heads="
+                           f"{ckpt.spec.num_heads} in config.json")
     if req.encoding not in ("gpt2", "r50k_base"):
         raise AttnCliError(f"--model uses the checkpoint's own tokenizer.json, not --encoding "
                            f"{req.encoding}")

@@ -75,5 +75,5 @@ def describe_llama(result: Result) -> Text:
         f" · {m['heads']} query heads, {m['kv_heads']} kv heads · head_dim {m['head_dim']} · "
         f"d_model {m['d_model']} · RoPE θ {m['rope_theta']:g} ({rope}) · {mask} · "
         f"{c['num_tokens']} tokens\n",
-        ("A trained model: each weight is how much a query token reads from a key token of "
-         f"layer {m['layer']}'s input, the RMSNorm'd residual stream.", "dim"))
+        ("The checkpoint's own weights: each weight is how much a query token reads from a key "
+         f"token of layer {m['layer']}'s input, the RMSNorm'd residual stream.", "dim"))

@@ -37,7 +37,7 @@ def heads(
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
 ) -> None:
-    """Every layer × head of a GPT-2 checkpoint at a glance, with measures of what each does.
+    """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance, with measures.
 
     Examples:
 
