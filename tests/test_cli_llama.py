@@ -114,3 +114,12 @@ def test_a_refused_key_is_one_line_exit_2(cli, models, tmp_path: Path) -> None:
     assert got.code == 2
     assert got.err.startswith("attncli: error: config.json sets rope_scaling.rope_type=")
     assert len(got.err.strip().splitlines()) == 1
+
+
+def test_show_picks_the_llama_stages(cli, models) -> None:
+    folder = str(models["qwen3"][0])
+    doc = cli("run", TEXT, "--model", folder, "--show", "queries_rope,keys_norm", "--json").json()
+    assert list(doc["stages"]) == ["queries_rope", "keys_norm"]
+    assert "Keys after k_norm" in cli("run", TEXT, "--model", folder, "--show", "keys_norm").out
+    cli("run", TEXT, "--model", str(models["llama"][0]), "--show", "keys_norm"
+        ).assert_usage_error("this llama run has no keys_norm stage")

@@ -12,8 +12,9 @@ Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]
 
 # Every stage a variant may have, in the order the computation runs.
-STAGES = ("inputs", "queries", "keys", "values", "scores", "scaled", "masked", "softmax",
-          "dropped", "weights", "heads_context", "context")
+STAGES = ("inputs", "queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
+          "keys_rope", "scores", "scaled", "masked", "softmax", "dropped", "weights",
+          "heads_context", "context")  # *_norm, *_rope: the Llama family only
 
 
 @dataclass(frozen=True)
