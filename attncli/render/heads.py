@@ -107,10 +107,12 @@ def render_measures(result: HeadsResult, precision: int) -> RenderableType:
 def render_heads(console: Console, result: HeadsResult, precision: int = 3) -> RenderableType:
     """The `heads` view: what it shows, the thumbnail grid, then the table of measures."""
     m = result.model
+    norm = "RMSNorm'd" if "architecture" in m else "LayerNorm'd"
     title = Text.assemble(
         (f"All {m['layers']} layers × {m['heads']} heads", "bold"),
+        f" ({m['kv_heads']} kv heads)" if m.get("kv_heads", m["heads"]) != m["heads"] else "",
         f" · {result.config['num_tokens']} tokens · sorted by {result.config['sort']}\n",
-        ("Each head's attention over its layer's input (the LayerNorm'd residual stream); "
+        (f"Each head's attention over its layer's input (the {norm} residual stream); "
          "layers and heads are 0-based.", "dim"))
     return Group(title, Text(), render_grid(console, result), Text(),
                  render_measures(result, precision))
