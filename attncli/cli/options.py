@@ -80,9 +80,10 @@ LangOpt = Annotated[Lang | None, typer.Option(
     "else en].", show_default=False)]
 # A trained GPT-2 instead of the chapter-3 toy variants.
 ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help="A local GPT-2 checkpoint: a Hugging Face folder (config.json + "
-    "model.safetensors), a .safetensors file, or a name in the local Hugging Face cache "
-    "(gpt2, gpt2-medium, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
+    "--model", "-m", help="A local GPT-2 or Llama-family (llama, mistral, qwen2, qwen3) "
+    "checkpoint: a Hugging Face folder (config.json + model.safetensors or shards), a "
+    ".safetensors file, or a name in the local Hugging Face cache (gpt2, "
+    "Qwen/Qwen2.5-0.5B, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
 LayerOpt = Annotated[int | None, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end [default: 0].",
     show_default=False)]

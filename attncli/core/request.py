@@ -159,15 +159,13 @@ def _check_model(req: Request) -> None:
     if req.inputs is not None:
         raise AttnCliError("--model runs on text, not on --inputs vectors")
     if req.encoding not in GPT2_ENCODINGS:
-        raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {req.encoding}")
+        raise AttnCliError(f"--model uses the checkpoint's own tokenizer, not --encoding "
+                           f"{req.encoding}")
     if req.dropout:
         raise AttnCliError(f"--dropout does not apply with --model (got {req.dropout}): "
                            "a trained model is inspected as in inference")
     if req.device is Device.cuda:
         raise AttnCliError("--model runs on the CPU; leave out --device cuda")
-    if req.impl is Impl.tiled:
-        raise AttnCliError("--impl tiled does not apply with --model: a GPT-2 checkpoint reads "
-                           "at most 1024 tokens, which the naive path shows whole")
     check_dims(heads=req.heads)
 
 

@@ -11,6 +11,7 @@ from torch import Tensor
 
 from attncli.core.attention import AttentionOutput, MultiHeadAttention
 from attncli.errors import AttnCliError
+from attncli.models.activations import activation
 from attncli.models.checkpoint import Checkpoint, Weights, open_weights
 
 
@@ -85,7 +86,17 @@ def load_attention(weights: Weights, ckpt: Checkpoint, layer: int) -> MultiHeadA
     with torch.device("meta"):  # no random init: every parameter is replaced just below
         attn = MultiHeadAttention(d_in=d, d_out=d, num_heads=ckpt.n_head, qkv_bias=True)
     attn.load_state_dict(state, assign=True)
+    attn.score_scale = score_scale(ckpt, layer)
     return attn.eval()
+
+
+def score_scale(ckpt: Checkpoint, layer: int) -> float | None:
+    """The factor on Q·Kᵀ when the config changes it, else None (the usual 1/√head_dim)."""
+    if ckpt.scale_attn_weights and not ckpt.scale_attn_by_inverse_layer_idx:
+        return None
+    scale = ckpt.head_dim**-0.5 if ckpt.scale_attn_weights else 1.0
+    # scale_attn_by_inverse_layer_idx (Mistral's GPT-2 runs) also divides by layer + 1.
+    return scale / (layer + 1) if ckpt.scale_attn_by_inverse_layer_idx else scale
 
 
 def _layer_norm(weights: Weights, name: str, x: Tensor, eps: float) -> Tensor:
@@ -93,9 +104,9 @@ def _layer_norm(weights: Weights, name: str, x: Tensor, eps: float) -> Tensor:
     return F.layer_norm(x, x.shape[-1:], scale, shift, eps)  # (T, d)
 
 
-def _feed_forward(weights: Weights, block: str, x: Tensor) -> Tensor:
+def _feed_forward(weights: Weights, ckpt: Checkpoint, block: str, x: Tensor) -> Tensor:
     hidden = x @ weights[f"{block}.mlp.c_fc.weight"] + weights[f"{block}.mlp.c_fc.bias"]  # (T, f)
-    hidden = F.gelu(hidden, approximate="tanh")  # (T, f) GPT-2's tanh approximation of GELU
+    hidden = activation(ckpt.activation_function)(hidden)  # (T, f) GPT-2's own: the tanh GELU
     return hidden @ weights[f"{block}.mlp.c_proj.weight"] + weights[f"{block}.mlp.c_proj.bias"]
 
 
@@ -114,4 +125,5 @@ def _steps(weights: Weights, ckpt: Checkpoint, token_ids: list[int],
         if layer == last_layer:
             return  # the rest of this block is not needed
         x = x + attention.context  # (T, d) shortcut around attention
-        x = x + _feed_forward(weights, block, _layer_norm(weights, f"{block}.ln_2", x, eps))
+        x = x + _feed_forward(weights, ckpt, block,
+                              _layer_norm(weights, f"{block}.ln_2", x, eps))

@@ -15,9 +15,12 @@ from attncli.render.stages import panels, render_panel, stage_title, text_key
 
 # The walk-through's steps in computation order; Q, K and V are one step.
 STEPS = (("inputs", ("inputs",)), ("qkv", ("queries", "keys", "values")),
+         ("qk_norm", ("queries_norm", "keys_norm")), ("rope", ("queries_rope", "keys_rope")),
          ("scores", ("scores",)), ("scaled", ("scaled",)), ("masked", ("masked",)),
          ("softmax", ("softmax",)), ("dropped", ("dropped",)), ("weights", ("weights",)),
          ("heads_context", ("heads_context",)), ("context", ("context",)))
+
+GROUPED = ("qkv", "qk_norm", "rope")  # steps that show several stages, each titled
 
 
 def explained_stages(result: Result) -> list[str]:
@@ -72,7 +75,7 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
                 options: Display) -> list[RenderableType]:
     """One step: heading, explanation, checks, then its matrices."""
     lang, values = options.lang, _values(result)
-    title = text(lang, "title.qkv") if step == "qkv" else stage_title(result, step, lang)
+    title = text(lang, f"title.{step}") if step in GROUPED else stage_title(result, step, lang)
     parts: list[RenderableType] = [Text(f"{number} · {title}", style="bold underline")]
     note = text(lang, text_key(step, result.variant, "explain"), **values)
     if step == "qkv" and result.num_heads > 1:
@@ -86,7 +89,7 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
         parts.append(dropout_check(console, result, options))
     for name in names:
         for panel in panels(result, name, options):
-            caption = f"{stage_title(result, name, lang)} — {panel.caption}" if step == "qkv" \
+            caption = f"{stage_title(result, name, lang)} — {panel.caption}" if step in GROUPED \
                 else panel.caption
             parts += [Text(), render_panel(console, caption, result, panel, options)]
     return parts

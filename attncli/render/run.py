@@ -12,6 +12,7 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
+from attncli.render.llama import describe_llama, kv_note
 from attncli.render.query import render_query
 from attncli.render.scales import signed_top, weight_top
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 def describe(result: Result) -> Text:
     """One line naming the variant and the settings that shaped the numbers."""
     c = result.config
+    if result.model is not None and result.model.family is not None:
+        return describe_llama(result)
     if result.model is not None:
         m = result.model
         return Text.assemble(
@@ -53,6 +56,7 @@ def render_weights(console: Console, result: Result,
     top = weight_top(shown.values(), options.scale)
     for h, matrix in shown.items():
         which = f" — {head_title(result, h, 'en')}" if result.config.heads > 1 else ""
+        which += kv_note(result, h)
         title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
         out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0, vmax=top,
                                scale=options.scale))

@@ -12,12 +12,14 @@ from rich.console import Console, RenderableType
 from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.i18n import STRINGS, text
+from attncli.render.llama import kv_note
 from attncli.render.scales import signed_top, weight_top
 from attncli.render.tables import Axis
 from attncli.render.views import render_view
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
-HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]
+HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
+               "keys_rope")  # [h][T][head_dim]
 WEIGHT_STAGES = ("softmax", "dropped", "weights")  # in [0, 1]; masked cells shown as masked
 
 
@@ -79,7 +81,7 @@ def head_title(result: Result, position: int, lang: str) -> str:
 def _head_caption(result: Result, head: int, axes: str, lang: str) -> str:
     if result.config.heads == 1:
         return text(lang, axes)
-    return f"{head_title(result, head, lang)} · {text(lang, axes)}"
+    return f"{head_title(result, head, lang)}{kv_note(result, head)} · {text(lang, axes)}"
 
 
 def panels(result: Result, name: str, options: Display) -> list[Panel]:

@@ -40,7 +40,7 @@ def heads(
     save_json: SaveJsonOpt = None,
     scale: ScaleOpt = Scale.shared,
 ) -> None:
-    """Every layer × head of a GPT-2 checkpoint at a glance, with measures of what each does.
+    """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance, with measures.
 
     Examples:
 

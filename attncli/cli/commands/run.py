@@ -103,6 +103,7 @@ def run(
       attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
     """
     from attncli.cli.progress import progress_bar
+    from attncli.core.budget import NAIVE_BUDGET
     from attncli.core.request import Extract, Request
     from attncli.long.path import run as run_attention
     from attncli.models.run import run_model
@@ -124,7 +125,7 @@ def run(
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=save is not None or not as_json)
     with progress_bar() as report:
-        result = (run_model(request, extract) if request.model is not None
+        result = (run_model(request, extract, report, NAIVE_BUDGET) if request.model is not None
                   else run_attention(request, extract, report))
     display = display_of(result, precision, view, *windows, stages, scale=scale)
     deliver(result.to_dict(), lambda out: render_run(out, result, display), as_json, save,
