@@ -35,7 +35,7 @@ def build_request(text: str | None, file: Path | None, inputs: Path | None,
 
 REQUEST_FIELDS = ("variant", "encoding", "allow_special", "seed", "emb_dim", "context_length",
                   "d_out", "heads", "dropout", "qkv_bias", "device", "model", "layer", "impl",
-                  "top_k", "pool", "full")
+                  "top_k", "pool", "full", "positions")
 
 
 def request_from(options: dict[str, Any], keep: tuple[str, ...] | None = None) -> Request:

@@ -48,6 +48,7 @@ class Request:
     top_k: int = 5  # tiled: the heaviest keys kept per query row
     pool: str = "max"  # tiled: how the terminal's heatmaps pool blocks of weights (max, mean)
     full: bool = False  # tiled: the whole weights matrix in the result, not a window
+    positions: bool = True  # text: add the positional embedding to the token embedding
 
 
 def validate(req: Request) -> None:
@@ -61,6 +62,8 @@ def validate(req: Request) -> None:
         raise AttnCliError(f"dropout must be in [0, 1) (got {req.dropout})")
     check_dims(emb_dim=req.emb_dim, d_out=req.d_out, heads=req.heads,
                context_length=req.context_length)
+    if not req.positions and req.inputs is not None:
+        raise AttnCliError("--no-positions applies to text: --inputs vectors are used as given")
     if req.heads is not None and req.heads != 1 and req.variant != "multihead":
         raise AttnCliError(f"--heads applies to --variant multihead only (got variant "
                            f"{req.variant!r}, heads={req.heads})")
@@ -80,6 +83,9 @@ def validate_model(req: Request) -> None:
         raise AttnCliError("--model runs on text, not on --inputs vectors")
     if req.encoding not in ("gpt2", "r50k_base"):
         raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {req.encoding}")
+    if not req.positions:
+        raise AttnCliError("--no-positions does not apply with --model: GPT-2 was trained with "
+                           "its positional embeddings")
     if req.dropout:
         raise AttnCliError(f"--dropout does not apply with --model (got {req.dropout}): "
                            "a trained model is inspected as in inference")
@@ -109,7 +115,7 @@ def _inputs(req: Request) -> tuple[list[TokenInfo], Tensor]:
         return tokens, torch.tensor(req.inputs.vectors, dtype=torch.float32)  # (T, d_in)
     tokens, ids = text_tokens(req)
     x = embed(ids, get_encoding(req.encoding).n_vocab, req.emb_dim, req.context_length,
-              req.seed)  # (T, emb_dim)
+              req.seed, req.positions)  # (T, emb_dim)
     return tokens, x
 
 
@@ -242,7 +248,7 @@ def prepare(req: Request, budget_bytes: int) -> Prepared:
               "num_tokens": len(tokens), "d_in": d_in, "d_out": module.d_out, "heads": heads,
               "impl": impl, **tiled, "version": __version__}
     if req.inputs is not None:
-        for key in ("encoding", "allow_special", "emb_dim", "context_length"):
+        for key in ("encoding", "allow_special", "emb_dim", "context_length", "positions"):
             config.pop(key)
     return Prepared(tokens, x.to(device), module, heads, impl, config)
 
