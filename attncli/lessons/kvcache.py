@@ -6,7 +6,6 @@ before t is projected again. Without the cache, every step rebuilds the prefix's
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +16,10 @@ from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.setup import CAUSAL, Lesson, finish_context, heads_qkv, max_abs
 
-TOLERANCE = 1e-6  # a step's weights against row t of the full pass
+# A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
+# rounding of one-row and whole-text matrix products adds up layer by layer.
+TOLERANCE = (1e-6, 1e-5)
+MODEL_TOLERANCE = (1e-5, 1e-4)
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,6 @@ class Decoded:
     weights: list[Tensor] = field(default_factory=list)
     context: list[Tensor] = field(default_factory=list)
     cache_bytes: list[int] = field(default_factory=list)
-    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,12 @@ class KVCacheResult:
     totals: dict[str, Any]
 
     @property
+    def ok(self) -> bool:
+        """Whether every step matched the full pass within the tolerance."""
+        weights, context = MODEL_TOLERANCE if self.config.get("model") else TOLERANCE
+        return self.weights_max_abs_diff <= weights and self.context_max_abs_diff <= context
+
+    @property
     def max_abs_diff(self) -> float:
         """The largest difference from the full pass, weights and context together."""
         return max(self.weights_max_abs_diff, self.context_max_abs_diff)
@@ -104,7 +111,6 @@ def decode_variant(lesson: Lesson) -> Decoded:
     heads, head_dim = lesson.heads, lesson.head_dim
     k_cache = lesson.x.new_empty(heads, 0, head_dim)  # (heads, 0, head_dim)
     v_cache = lesson.x.new_empty(heads, 0, head_dim)  # (heads, 0, head_dim)
-    start = time.perf_counter()
     for t in range(lesson.x.shape[0]):
         # Only token t is projected; the cache already holds keys and values of 0..t-1.
         queries, keys, values = heads_qkv(lesson, lesson.x[t:t + 1])  # each (heads, 1, hd)
@@ -117,7 +123,6 @@ def decode_variant(lesson: Lesson) -> Decoded:
         out.weights.append(attn_weights[:, 0])  # (heads, t+1)
         out.context.append(finish_context(lesson, heads_context)[0])  # (d_out,)
         out.cache_bytes.append(k_cache.nbytes + v_cache.nbytes)
-    out.seconds = time.perf_counter() - start
     return out
 
 
@@ -129,11 +134,10 @@ def variant_shape(lesson: Lesson) -> Shape:
 
 
 @torch.no_grad()
-def full_pass(lesson: Lesson) -> tuple[Tensor, Tensor, float]:
-    """The ordinary causal forward pass: weights (heads, T, T), context (T, d_out), seconds."""
-    start = time.perf_counter()
+def full_pass(lesson: Lesson) -> tuple[Tensor, Tensor]:
+    """The ordinary causal forward pass: weights (heads, T, T), context (T, d_out)."""
     out = lesson.module(lesson.x)
-    return out.weights, out.context, time.perf_counter() - start
+    return out.weights, out.context
 
 
 def check_variant(variant: str) -> None:
@@ -145,9 +149,9 @@ def check_variant(variant: str) -> None:
 
 
 def assemble(config: dict[str, Any], tokens: list[TokenInfo], shape: Shape, decoded: Decoded,
-             full: tuple[Tensor, Tensor, float]) -> KVCacheResult:
+             full: tuple[Tensor, Tensor]) -> KVCacheResult:
     """Plain steps, the check of each against row t of the full pass, and the totals."""
-    full_weights, full_context, prefill_seconds = full  # (heads, T, T), (T, d_out)
+    full_weights, full_context = full  # (heads, T, T), (T, d_out)
     steps, diff, context_diff = [], 0.0, 0.0
     for t, (weights, context) in enumerate(zip(decoded.weights, decoded.context, strict=True)):
         diff = max(diff, max_abs(weights, full_weights[:, t, :t + 1]),
@@ -164,8 +168,8 @@ def assemble(config: dict[str, Any], tokens: list[TokenInfo], shape: Shape, deco
               "last_step_macs_recompute": steps[-1].macs_recompute,
               "macs_cached": cached, "macs_recompute": recompute,
               "prefill_macs": prefill_macs(shape, len(steps)),
-              "prefill_seconds": prefill_seconds, "decode_seconds": decoded.seconds,
-              "cache_bytes": steps[-1].cache_bytes}
+              "cache_bytes": steps[-1].cache_bytes,
+              "weights_max_abs_diff": diff, "context_max_abs_diff": context_diff}
     return KVCacheResult(config, tokens, steps, diff, context_diff, totals)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +61,6 @@ def decode_gpt2(ckpt: Checkpoint, weights: Weights, token_ids: list[int], layer:
     # The weights are read once; each lookup would read the file again.
     table = {name: weights[name] for b in blocks for name in _norm_and_mlp(b.name)}
     cached = _Cached(table)
-    start = time.perf_counter()
     for t, token_id in enumerate(token_ids):
         x = weights.rows("wte.weight", [token_id]) + weights.rows("wpe.weight", [t])  # (1, d)
         for i, block in enumerate(blocks):
@@ -75,7 +73,6 @@ def decode_gpt2(ckpt: Checkpoint, weights: Weights, token_ids: list[int], layer:
             x = x + _feed_forward(cached, block.name, _layer_norm(cached, f"{block.name}.ln_2",
                                                                   x, eps))  # (1, d)
         out.cache_bytes.append(sum(b.k_cache.nbytes + b.v_cache.nbytes for b in blocks))
-    out.seconds = time.perf_counter() - start
     return out
 
 
@@ -102,8 +99,6 @@ def kvcache_gpt2(ckpt: Checkpoint, tokens: list[TokenInfo], token_ids: list[int]
     check_tokens(ckpt, token_ids)
     with open_weights(ckpt) as weights:
         decoded = decode_gpt2(ckpt, weights, token_ids, index)
-    start = time.perf_counter()
     full = gpt2_attention(ckpt, token_ids, index)
-    seconds = time.perf_counter() - start
     return assemble({**config, "layer": index}, tokens, gpt2_shape(ckpt), decoded,
-                    (full.output.weights, full.output.context, seconds))
+                    (full.output.weights, full.output.context))

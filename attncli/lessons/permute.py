@@ -36,6 +36,8 @@ class PermuteResult:
     """`attncli permute`: two orders of the same tokens, with and without positions."""
 
     config: dict[str, Any]
+    text_a: str
+    text_b: str
     tokens_a: list[TokenInfo]
     tokens_b: list[TokenInfo]
     permutation: list[int]  # for each position of B, the position in A of the same token
@@ -104,6 +106,7 @@ def permute(spec: LessonSpec, text_a: str, text_b: str) -> PermuteResult:
     permutation = find_permutation(ids_a, ids_b, labels)
     return PermuteResult(
         config={k: v for k, v in spec.config().items() if k != "positions"},
-        tokens_a=tokens_a, tokens_b=tokens_b, permutation=permutation,
+        text_a=text_a, text_b=text_b, tokens_a=tokens_a, tokens_b=tokens_b,
+        permutation=permutation,
         without_positions=_case(spec, text_a, text_b, permutation, False),
         with_positions=_case(spec, text_a, text_b, permutation, True))
