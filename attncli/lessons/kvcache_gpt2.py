@@ -11,7 +11,9 @@ from torch import Tensor
 
 from attncli.core.attention import MultiHeadAttention
 from attncli.core.result import TokenInfo
+from attncli.errors import AttnCliError
 from attncli.lessons.kvcache import Decoded, KVCacheResult, Shape, assemble
+from attncli.lessons.setup import LessonSpec, text_tokens
 from attncli.models.checkpoint import Checkpoint, Weights, open_weights
 from attncli.models.gpt2 import (
     _feed_forward,
@@ -102,3 +104,24 @@ def kvcache_gpt2(ckpt: Checkpoint, tokens: list[TokenInfo], token_ids: list[int]
     full = gpt2_attention(ckpt, token_ids, index)
     return assemble({**config, "layer": index}, tokens, gpt2_shape(ckpt), decoded,
                     (full.output.weights, full.output.context))
+
+
+def kvcache_model(spec: LessonSpec, model: str, layer: int,
+                  variant_given: bool = False) -> KVCacheResult:
+    """`attncli kvcache --model`: the checkpoint fixes the architecture; refuse the rest."""
+    from attncli.models.checkpoint import resolve_checkpoint
+
+    if variant_given:
+        raise AttnCliError("--variant does not apply with --model: the checkpoint's own "
+                           "attention is decoded")
+    if spec.inputs is not None or spec.text is None:
+        raise AttnCliError("--model runs on text, not on --inputs vectors")
+    if not spec.positions:
+        raise AttnCliError("--no-positions does not apply with --model: GPT-2 was trained with "
+                           "its positional embeddings")
+    if spec.encoding not in ("gpt2", "r50k_base"):
+        raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {spec.encoding}")
+    ckpt = resolve_checkpoint(model)
+    tokens, ids = text_tokens(spec, spec.text)
+    config = {"model": model, "heads": ckpt.n_head, "d_out": ckpt.n_embd}
+    return kvcache_gpt2(ckpt, tokens, ids, layer, config)
