@@ -25,7 +25,7 @@ MIN_TOKENS = 128
 BLOCK = 64  # query rows and key columns per tile of the measured tiled pass
 PROJECT_TO = (32768, 131072)
 NAIVE_LIMIT = 2 * 2**30  # the naive path is skipped where it would need more than this
-FIT_POINTS = 3  # the exponents are fitted over the largest sizes, where fixed tiles matter least
+FIT_POINTS = 3  # the exponents are fitted over the largest sizes' increments
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,18 @@ def sizes(max_tokens: int) -> list[int]:
     return [MIN_TOKENS * 2**k for k in range(int(math.log2(max_tokens / MIN_TOKENS)) + 1)]
 
 
+def growth(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """What each doubling adds: value(N) - value(N/2). A fixed part (the tiled path's tiles)
+    cancels, and c + a·N^p grows by a·N^p·(1 - 2^-p): the same exponent p."""
+    if len(points) < 3:
+        return points  # one increment fits no line: fall back to the values themselves
+    return [(n, v - prev) for (_, prev), (n, v) in zip(points, points[1:], strict=False)]
+
+
 def fit_exponent(points: list[tuple[int, float]]) -> float | None:
-    """The slope of log(value) against log(tokens), least squares; None under two points."""
-    points = [(n, v) for n, v in points if v > 0][-FIT_POINTS:]
+    """The growth exponent p: the least-squares slope of log(growth) against log(tokens),
+    over the largest sizes; None when fewer than two points are positive."""
+    points = [(n, v) for n, v in growth(points) if v > 0][-FIT_POINTS:]
     if len(points) < 2:
         return None
     xs = [math.log(n) for n, _ in points]

@@ -111,10 +111,11 @@ STRINGS: dict[str, tuple[str, str]] = {
                      "词元数|朴素用时|朴素字节|分块用时|分块字节"),
     "cost.would_need": ("would need {size}", "需要 {size}"),
     "cost.bars": ("Peak bytes, one scale for both paths", "峰值字节，两条路径同一比例"),
-    "cost.fit": ("Growth exponents (log-log fit over the largest sizes): naive bytes {nb}, "
-                 "tiled bytes {tb}; naive time {ns}, tiled time {ts}.",
-                 "增长指数（在最大的几个规模上做对数-对数拟合）：朴素字节 {nb}，分块字节 {tb}；"
-                 "朴素用时 {ns}，分块用时 {ts}。"),
+    "cost.fit": ("Growth exponents, fitted on a log-log scale to what each doubling adds (so "
+                 "fixed-size tiles do not hide the growth): naive bytes {nb}, tiled bytes {tb}; "
+                 "naive time {ns}, tiled time {ts}.",
+                 "增长指数（在对数-对数坐标上拟合每次翻倍所增加的量，这样固定大小的块不会掩盖增长）："
+                 "朴素字节 {nb}，分块字节 {tb}；朴素用时 {ns}，分块用时 {ts}。"),
     "cost.projection": ("At {n} tokens the naive path would need {naive}; the tiled path {tiled}.",
                         "在 {n} 个词元时，朴素路径需要 {naive}；分块路径需要 {tiled}。"),
     "cost.check": ("Check: the tiled context equals the naive one at every size both ran "

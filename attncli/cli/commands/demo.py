@@ -17,6 +17,7 @@ from attncli.cli.options import (
     ViewOpt,
 )
 from attncli.cli.output import Page, check_outputs, deliver_pages
+from attncli.errors import AttnCliError
 
 
 @app.command()
@@ -28,11 +29,15 @@ def demo(
     view: ViewOpt = View.auto,
     precision: PrecisionOpt = 4,
     save: SaveOpt = None,
+    chapter: Annotated[str | None, typer.Option(
+        help="Show only this chapter: intro, query, all, qkv, causal, dropout, multihead, "
+        "order, kvcache, flash or cost.", show_default=False, metavar="NAME")] = None,
 ) -> None:
     """A guided tour of the book's chapter-3 example, "Your journey starts with one step".
 
     Simple attention for one query, then all six, then qkv, causal (with dropout) and
-    multihead, with the book's settings so the numbers match the book.
+    multihead, with the book's settings so the numbers match the book. Then why attention
+    matters: word order (猫吃鱼/鱼吃猫), the KV cache, flash attention and the O(n²) cost.
 
     Examples:
 
@@ -41,8 +46,13 @@ def demo(
       attncli demo --lang zh --no-pause | less -R
 
       attncli demo --save demo.html
+
+      attncli demo --chapter kvcache --lang zh
     """
+    from attncli.lessons.chapters import CHAPTERS
+    from attncli.lessons.chapters import chapter as chapter_result
     from attncli.lessons.tour import tour
+    from attncli.render.chapters import render_chapter
     from attncli.render.demo import render_outro, render_page, render_title
     from attncli.render.i18n import resolve_lang
     from attncli.render.views import ViewOptions
@@ -51,9 +61,19 @@ def demo(
     options = ViewOptions(precision=precision, view=view.value,
                           lang=resolve_lang(lang and lang.value, os.environ))
     steps = tour()
-    pages: list[Page] = [lambda out: render_title(options.lang)]
-    pages += [lambda out, k=k, step=step: render_page(out, step, k, len(steps), options)
-              for k, step in enumerate(steps, start=1)]
+    total = len(steps) + len(CHAPTERS)
+    book = [lambda out, k=k, step=step: render_page(out, step, k, total, options)
+            for k, step in enumerate(steps, start=1)]
+    lessons = [lambda out, k=k, key=key: render_chapter(out, key, chapter_result(key), k, total,
+                                                        options.lang)
+               for k, key in enumerate(CHAPTERS, start=len(steps) + 1)]
+    names = [step.key for step in steps] + list(CHAPTERS)
+    chosen = [*book, *lessons]
+    if chapter is not None:
+        if chapter not in names:
+            raise AttnCliError(f"unknown chapter {chapter!r} (choose from {', '.join(names)})")
+        chosen = [chosen[names.index(chapter)]]
+    pages: list[Page] = [lambda out: render_title(options.lang), *chosen]
     pages.append(lambda out: render_outro(options.lang))
     paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
     deliver_pages(pages, save, options.lang if paced else None)
