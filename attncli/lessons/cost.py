@@ -132,7 +132,8 @@ def measure(num_tokens: int, heads: int, head_dim: int, seed: int,
         return CostRow(num_tokens, None, None, tiled_seconds, tiled_bytes), 0.0
     naive_bytes, naive_seconds = peak_bytes(naive_pass, inputs)
     with torch.no_grad():
-        diff = max_abs(tiled_context, naive_pass())
+        heads_side_by_side = tiled_context.transpose(0, 1).reshape(num_tokens, -1)  # (N, d_out)
+        diff = max_abs(heads_side_by_side, naive_pass())  # naive: (N, d_out), heads side by side
     return CostRow(num_tokens, naive_seconds, naive_bytes, tiled_seconds, tiled_bytes), diff
 
 
