@@ -52,3 +52,18 @@ def test_demo_cost_chapter_is_quick(cli) -> None:  # noqa: ANN001
 
 def test_size_text() -> None:
     assert [size_text(v) for v in (512, 1536, 3 * 2**20)] == ["512 B", "1.5 KiB", "3.0 MiB"]
+
+
+def test_lesson_commands_have_help_with_examples_without_torch(cli) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; "
+            "from attncli.cli.main import execute; "
+            "execute(); print('torch' in sys.modules)")
+    for command in ("permute", "kvcache", "flash", "cost"):
+        res = cli(command, "--help")
+        assert res.code == 0 and "Examples" in res.out, command
+        proc = subprocess.run([sys.executable, "-c", code, command, "--help"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.stdout.strip().splitlines()[-1] == "False", command

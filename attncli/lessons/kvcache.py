@@ -19,7 +19,7 @@ from attncli.lessons.setup import CAUSAL, Lesson, finish_context, heads_qkv, max
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
 # rounding of one-row and whole-text matrix products adds up layer by layer.
 TOLERANCE = (1e-6, 1e-5)
-MODEL_TOLERANCE = (1e-5, 1e-5)
+MODEL_TOLERANCE = (1e-5, 1e-4)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from attncli.render.tables import Axis, render_matrix
 if TYPE_CHECKING:
     from attncli.lessons.flash import FlashResult, FlashStep
 
-SHOWN_ACC = 4  # accumulator entries shown per block; --json has them all
+SHOWN_ACC = 3  # accumulator entries shown per block; --json has them all
 WEIGHTS_OK, CONTEXT_OK = 1e-6, 1e-5  # against the naive full pass
 
 
@@ -41,7 +41,7 @@ def _row(step: FlashStep, lang: str, precision: int) -> list[str]:
 def _steps_table(result: FlashResult, lang: str, precision: int) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
     for k, name in enumerate(text(lang, "flash.columns").split("|")):
-        table.add_column(name, justify="left" if k in (1, 6) else "right")
+        table.add_column(name, justify="left" if k in (1, 6) else "right", no_wrap=k != 1)
     for step in result.steps:
         table.add_row(*_row(step, lang, precision), style="dim" if step.skipped else "")
     return table

@@ -76,12 +76,12 @@ STRINGS: dict[str, tuple[str, str]] = {
                     "Flash Attention 的在线 softmax：查询 {i}（{label}），每块 {block} 个键"),
     "flash.explain": (
         "The keys are processed in blocks (分块). Each block's scores may raise the running "
-        "maximum m; what was summed so far is then rescaled by exp(m_old − m_new), so the "
-        "softmax never needs the whole row of scores at once.",
+        "maximum m; what was summed so far is then rescaled by exp(m_old − m_new) (column "
+        "rescale), so the softmax never needs the whole row of scores at once.",
         "键按块处理（分块）。每一块的分数可能提高当前最大值 m；之前累加的结果随之乘以 "
-        "exp(m_old − m_new) 重新缩放，因此在线 softmax 从不需要一次拿到整行分数。"),
-    "flash.columns": ("keys|scaled scores|block max|m|exp(m_old − m_new)|l|accumulator",
-                      "键|缩放后的分数|块内最大值|m|exp(m_old − m_new)|l|累加器"),
+        "exp(m_old − m_new) 重新缩放（“重缩放”一列），因此在线 softmax 从不需要一次拿到整行分数。"),
+    "flash.columns": ("keys|scaled scores|block max|m|rescale|l|accumulator",
+                      "键|缩放后的分数|块内最大值|m|重缩放|l|累加器"),
     "flash.skipped": ("skipped: every key is after the query", "跳过：这些键都在查询之后"),
     "flash.final": ("Final weights exp(s − m) / l and context vector acc / l, then the check:",
                     "最终权重 exp(s − m) / l 与上下文向量 acc / l，然后检查："),
