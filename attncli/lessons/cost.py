@@ -22,7 +22,7 @@ from attncli.lessons.setup import max_abs
 from attncli.long.tiled import tiled_attention
 
 MIN_TOKENS = 128
-BLOCK = 64  # query rows and key columns per tile of the measured tiled pass
+BLOCK = 128  # query rows and key columns per tile of the measured tiled pass
 PROJECT_TO = (32768, 131072)
 NAIVE_LIMIT = 2 * 2**30  # the naive path is skipped where it would need more than this
 FIT_POINTS = 3  # the exponents are fitted over the largest sizes' increments
