@@ -121,7 +121,7 @@ def kvcache_model(spec: LessonSpec, model: str, layer: int,
                            "its positional embeddings")
     if spec.encoding not in ("gpt2", "r50k_base"):
         raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {spec.encoding}")
-    ckpt = resolve_checkpoint(model)
+    ckpt = resolve_checkpoint(model, spec.heads)  # --heads overrides an inferred head count
     tokens, ids = text_tokens(spec, spec.text)
     config = {"model": model, "heads": ckpt.n_head, "d_out": ckpt.n_embd}
     return kvcache_gpt2(ckpt, tokens, ids, layer, config)
