@@ -37,6 +37,9 @@ EmbDimOpt = Annotated[int, typer.Option(help="Embedding size (d_in) for text inp
 ContextOpt = Annotated[int | None, typer.Option(
     help="Rows of the positional embedding table [default: the number of tokens].",
     show_default=False)]
+PositionsOpt = Annotated[bool, typer.Option(
+    "--positions/--no-positions", help="Add the positional embedding to each token's embedding "
+    "(text input); without it attention cannot tell word order apart.")]
 DOutOpt = Annotated[int | None, typer.Option(
     help="Output size of W_query/W_key/W_value [default: d_in].", show_default=False)]
 HeadsOpt = Annotated[int | None, typer.Option(

@@ -55,6 +55,7 @@ class TextConfig:
     allow_special: bool
     emb_dim: int | None = None  # None with --model: the checkpoint's own embeddings
     context_length: int | None = None
+    positions: bool | None = None  # chapter-3 text: the positional embedding added or not
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ class RunConfig:
             out["allow_special"] = self.text.allow_special
             if self.model is None:
                 out |= {"seed": self.seed, "emb_dim": self.text.emb_dim,
-                        "context_length": self.text.context_length}
+                        "context_length": self.text.context_length,
+                        "positions": self.text.positions}
         elif self.model is None:
             out["seed"] = self.seed
         if self.model is None:

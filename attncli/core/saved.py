@@ -114,7 +114,8 @@ def _config(doc: Any) -> RunConfig:
     if "encoding" in doc:
         text = TextConfig(_typed(doc, "encoding", str), _typed(doc, "allow_special", bool),
                           _typed(doc, "emb_dim", int, None),
-                          _typed(doc, "context_length", int, None))
+                          _typed(doc, "context_length", int, None),
+                          _typed(doc, "positions", bool, None))
     return RunConfig(
         source=_typed(doc, "source", str, "saved"), num_tokens=_typed(doc, "num_tokens", int, 0),
         d_in=_typed(doc, "d_in", int, 0), d_out=_typed(doc, "d_out", int, 0),

@@ -25,6 +25,7 @@ from attncli.cli.options import (
     LangOpt,
     LayerOpt,
     ModelOpt,
+    PositionsOpt,
     PrecisionOpt,
     QueryOpt,
     RowsOpt,
@@ -58,6 +59,7 @@ def explain(
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
     emb_dim: EmbDimOpt = 8,
+    positions: PositionsOpt = True,
     context_length: ContextOpt = None,
     d_out: DOutOpt = None,
     heads: HeadsOpt = None,
@@ -106,7 +108,7 @@ def explain(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
-        layer=layer, impl=impl)
+        layer=layer, impl=impl, positions=positions)
     extract = Extract(stages=stages, rows=windows[0], cols=windows[1], query=query, head=head)
     result = (run_model(request, extract) if request.model is not None
               else run_naive(request, extract))

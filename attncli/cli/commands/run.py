@@ -24,6 +24,7 @@ from attncli.cli.options import (
     LayerOpt,
     ModelOpt,
     PoolOpt,
+    PositionsOpt,
     PrecisionOpt,
     QueryOpt,
     RowsOpt,
@@ -59,6 +60,7 @@ def run(
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
     emb_dim: EmbDimOpt = 8,
+    positions: PositionsOpt = True,
     context_length: ContextOpt = None,
     d_out: DOutOpt = None,
     heads: HeadsOpt = None,
@@ -121,7 +123,7 @@ def run(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
-        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full)
+        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full, positions=positions)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=save is not None or not as_json)
     with progress_bar() as report:
