@@ -254,8 +254,10 @@ def test_what_the_tiled_path_cannot_show_is_refused_before_work(view: Extract,
 
 
 def test_tiled_does_not_apply_with_a_model() -> None:
-    with pytest.raises(AttnCliError, match="--impl tiled does not apply with --model"):
-        run(Request(text="a b", model="gpt2", impl="tiled"))
+    from attncli.models.run import run_model
+
+    with pytest.raises(AttnCliError, match="--impl tiled does not apply to a GPT-2 checkpoint"):
+        run_model(Request(text="a b", model="gpt2", impl="tiled"))
 
 
 @pytest.mark.parametrize("variant", ["causal", "multihead"])

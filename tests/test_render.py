@@ -31,8 +31,8 @@ def test_colour_scale_ends_and_monotonic_brightness() -> None:
     assert colour_of(5.0, 0.0, 1.0) == VIRIDIS[-1]
     lum = [sum(colour_of(i / 20, 0, 1)) for i in range(21)]
     assert lum[-1] > lum[0]
-    assert cell_style(0.0, 0, 1).color.name == "white"
-    assert cell_style(1.0, 0, 1).color.name == "black"
+    assert cell_style(0.0, 0, 1).color.triplet == (255, 255, 255)
+    assert cell_style(1.0, 0, 1).color.triplet == (0, 0, 0)
 
 
 def test_table_shows_values_masks_and_labels() -> None:

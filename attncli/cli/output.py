@@ -74,15 +74,24 @@ def check_outputs(save: Path | None, save_json: Path | None) -> None:
 
 
 def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
-            save_json: Path | None) -> None:
-    """Write --save-json and --save, then print the JSON or the rendered view."""
+            save_json: Path | None, extra: dict[str, Any] | None = None) -> None:
+    """Write --save-json and --save, then print the JSON or the rendered view.
+
+    --save x.html writes the interactive page of doc (extra: what only the page draws).
+    """
+    from attncli.cli.export import write_atomic
+
     out = console()
     if save_json is not None:
-        from attncli.cli.export import write_atomic
         from attncli.render import json_chunks
 
         write_atomic(save_json, json_chunks(doc), "--save-json")
-    if save is not None:
+    if save is not None and save.name.lower().endswith((".html", ".htm")) \
+            and not save.name.lower().endswith(".term.html"):
+        from attncli.render.page import render_page
+
+        write_atomic(save, render_page(doc, f"attncli · {save.stem}", extra), "--save")
+    elif save is not None:
         save_render([build], save, out.width)
     if as_json:
         emit_json(doc)

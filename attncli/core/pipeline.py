@@ -50,7 +50,7 @@ def _inputs(req: Request) -> tuple[list[TokenInfo], Tensor]:
         return tokens, torch.tensor(req.inputs.vectors, dtype=torch.float32)  # (T, d_in)
     tokens, ids = text_tokens(req)
     x = embed(ids, get_encoding(req.encoding).n_vocab, req.emb_dim, req.context_length,
-              req.seed)  # (T, emb_dim)
+              req.seed, req.positions)  # (T, emb_dim)
     return tokens, x
 
 
@@ -70,7 +70,7 @@ def config_of(req: Request, num_tokens: int, d_in: int, d_out: int, heads: int,
               impl: Impl, head: int | None) -> RunConfig:
     """The typed config of a chapter-3 run."""
     text = None if req.inputs is not None else TextConfig(
-        req.encoding, req.allow_special, req.emb_dim, req.context_length)
+        req.encoding, req.allow_special, req.emb_dim, req.context_length, req.positions)
     tiled = impl is Impl.tiled
     return RunConfig(
         source="inputs" if req.inputs is not None else "text", num_tokens=num_tokens,

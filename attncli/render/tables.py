@@ -12,10 +12,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from attncli.render.colors import MASKED_MARK, MASKED_STYLE, cell_style, has_colour, legend
+from attncli.render.colors import MASKED_MARK, MASKED_STYLE, cell_style, legend
+from attncli.render.palette import TRUECOLOR, depth_of
 
 MIN_PRECISION = 2
 ROW_LABEL_MAX = 16
+LABEL_MAX = 16  # a column label longer than this is cut, even with room
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,12 @@ def shorten(label: str, limit: int) -> str:
 
 
 def _table(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
-           precision: int, n_cols: int, vmin: float, vmax: float) -> Table:
+           precision: int, n_cols: int, vmin: float, vmax: float, depth: str | None = TRUECOLOR,
+           diverging: bool = False, label_max: int = 0) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
     table.add_column("", no_wrap=True, style="bold")
     for j in range(n_cols):
-        label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4))
+        label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4, label_max))
         header = f"{cols.indices[j]}\n{label}" if cols.show_index else label
         table.add_column(Text(header), justify="right", no_wrap=True)
     for i, row in enumerate(matrix):
@@ -54,7 +57,8 @@ def _table(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
             if value is None:
                 cells.append(Text(MASKED_MARK, style=MASKED_STYLE, justify="center"))
             else:
-                cells.append(Text(f"{value:.{precision}f}", style=cell_style(value, vmin, vmax)))
+                style = "" if depth is None else cell_style(value, vmin, vmax, depth, diverging)
+                cells.append(Text(f"{value:.{precision}f}", style=style))
         table.add_row(*cells)
     return table
 
@@ -65,7 +69,7 @@ def table_width(console: Console, table: Table) -> int:
 
 
 def _needed(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
-            precision: int, n_cols: int) -> int:
+            precision: int, n_cols: int, label_max: int = 0) -> int:
     """The width the table of the first n_cols columns needs.
 
     Column widths come from the widest cell, which is a column's minimum or maximum, and the
@@ -80,7 +84,8 @@ def _needed(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[
                                                                        strict=True)]
     longest = max(range(len(labels)), key=lambda i: cell_len(labels[i]), default=0)
     row_axis = Axis([rows.labels[longest]], [rows.indices[longest]])
-    return table_width(console, _table(row_axis, cols, [widest], precision, n_cols, 0.0, 1.0))
+    return table_width(console, _table(row_axis, cols, [widest], precision, n_cols, 0.0, 1.0,
+                                       label_max=label_max))
 
 
 def fits(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
@@ -93,8 +98,9 @@ def fits(console: Console, rows: Axis, cols: Axis, matrix: Sequence[Sequence[flo
 def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
                   matrix: Sequence[Sequence[float | None]], precision: int,
                   vmin: float | None = None, vmax: float | None = None,
-                  show_legend: bool = True) -> RenderableType:
-    """A coloured table of matrix; fewer decimals, then fewer columns, until it fits."""
+                  show_legend: bool = True, diverging: bool = False,
+                  scale: str | None = None) -> RenderableType:
+    """A coloured table of matrix; whole labels, fewer decimals, fewer columns, until it fits."""
     values = [v for row in matrix for v in row if v is not None]
     vmin = min(values, default=0.0) if vmin is None else vmin
     vmax = max(values, default=1.0) if vmax is None else vmax
@@ -102,11 +108,15 @@ def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
     n_cols = len(cols.labels)
     parts: list[RenderableType] = [Text(title, style="bold")]
     p = precision
+    # Column labels whole while there is room, else cut to the numbers' width.
+    label_max = LABEL_MAX if _needed(console, rows, cols, matrix, p, n_cols,
+                                     LABEL_MAX) <= width else 0
     while _needed(console, rows, cols, matrix, p, n_cols) > width and p > MIN_PRECISION:
         p -= 1
     while _needed(console, rows, cols, matrix, p, n_cols) > width and n_cols > 1:
         n_cols -= 1
-    parts.append(_table(rows, cols, matrix, p, n_cols, vmin, vmax))
+    depth = depth_of(console)
+    parts.append(_table(rows, cols, matrix, p, n_cols, vmin, vmax, depth, diverging, label_max))
     if n_cols < len(cols.labels):
         parts.append(Text(
             f"showing columns {cols.indices[0]}–{cols.indices[n_cols - 1]} of "
@@ -114,7 +124,8 @@ def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
             "widen the terminal, use --view heatmap, --cols a:b, or --json for every number)",
             style="italic"))
     masked = any(v is None for row in matrix for v in row[:n_cols])
-    key = legend(vmin, vmax, p, ramp=has_colour(console), masked=masked)
+    key = legend(vmin, vmax, p, ramp=depth is not None, masked=masked, depth=depth or TRUECOLOR,
+                 diverging=diverging, scale=scale)
     if show_legend and key.plain:
         parts.append(key)
     return Group(*parts)
