@@ -151,7 +151,9 @@ def test_heatmap_view_and_windows(cli) -> None:  # noqa: ANN001
     lines = res.out.splitlines()
     heat = lines[lines.index(next(line for line in lines if line.startswith("Attention"))) + 1:]
     assert heat[0].split() == ["5", "10", "15", "20"]
-    assert [line.split()[0] for line in heat[1:5]] == ["10", "11", "12", "13"]
+    # Below the ticks, the column labels written downwards, then the rows.
+    start = next(k for k, line in enumerate(heat) if line.startswith("10 "))
+    assert [line.split()[0] for line in heat[start:start + 4]] == ["10", "11", "12", "13"]
     doc = cli("run", words, "--rows", "10:14", "--cols", "5:", "--json").json()
     assert doc["window"] == {"rows": [10, 14], "cols": [5, len(doc["tokens"])]}
     assert len(doc["weights"][0]) == len(doc["tokens"])

@@ -74,8 +74,8 @@ BAD = [
     (("explain", "x", "--full"), "No such option: --full"),
     (("explain", "x", "--impl", "tiled"), "--impl tiled applies to `attncli run` only"),
     (("compare", "x", "--impl", "tiled"), "--impl tiled applies to `attncli run` only"),
-    (("run", "x", "--model", "gpt2", "--impl", "tiled"), "--impl tiled does not apply with "
-     "--model"),
+    (("run", "x", "--model", "gpt2", "--impl", "tiled"), "--impl tiled does not apply to a "
+     "GPT-2 checkpoint"),
     (("run", "x y", "--impl", "tiled", "--dropout", "0.1"), "use --impl naive to apply it"),
     (("run", "x y", "--impl", "tiled", "--show", "scores"), "--show picks stages of the naive"),
     (("run", "x y", "--impl", "tiled", "--rows", "5:9"), "--rows 5:9 is out of range"),

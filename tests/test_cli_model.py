@@ -96,7 +96,7 @@ def test_heads_sort_and_table(cli, model) -> None:  # noqa: ANN001
 @pytest.mark.parametrize(("args", "message"), [
     (("run", "x", "--variant", "qkv"), "--variant does not apply with --model"),
     (("run", "x", "--dropout", "0.1"), "--dropout does not apply with --model"),
-    (("run", "x", "--encoding", "cl100k_base"), "GPT-2's own encoding"),
+    (("run", "x", "--encoding", "cl100k_base"), "the checkpoint's own tokenizer"),
     (("run", "x", "--layer", "3"), "layer 3 is out of range"),
     (("run", " ".join(["word"] * 40)), "more than this model's context of 32"),
     (("heads", "x", "--sort", "nope"), "unknown sort key 'nope'"),

@@ -32,13 +32,14 @@ class _Text(HTMLParser):
 
 @pytest.mark.parametrize("command", ["run", "explain"])
 def test_save_svg_html_text(cli, tmp_path: Path, command: str) -> None:  # noqa: ANN001
-    for name in ("out.svg", "out.html", "out.txt"):
+    # .term.html is the terminal's copy; .html is the interactive page (tests/test_page.py).
+    for name in ("out.svg", "out.term.html", "out.txt"):
         res = cli(command, SENTENCE, "--query", "journey", "--save", str(tmp_path / name))
         assert res.code == 0 and res.err == ""
         assert "Attention" in res.out  # the terminal still gets its render
     svg = _svg_text(tmp_path / "out.svg")
     parser = _Text()
-    parser.feed((tmp_path / "out.html").read_text())
+    parser.feed((tmp_path / "out.term.html").read_text())
     html = "".join(parser.parts).replace("\xa0", " ")
     text = (tmp_path / "out.txt").read_text()
     for content in (svg, html, text):
@@ -48,7 +49,7 @@ def test_save_svg_html_text(cli, tmp_path: Path, command: str) -> None:  # noqa:
     assert "\x1b[" not in text
     # The files are coloured although the terminal (NO_COLOR in these tests) is not.
     assert "#440154" in (tmp_path / "out.svg").read_text().lower()
-    assert sorted(os.listdir(tmp_path)) == ["out.html", "out.svg", "out.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["out.svg", "out.term.html", "out.txt"]
 
 
 def test_save_json_alongside_the_render(cli, tmp_path: Path) -> None:  # noqa: ANN001

@@ -11,6 +11,7 @@ import pytest
 from attncli.errors import AttnCliError
 from attncli.models.checkpoint import resolve_checkpoint
 from attncli.models.locate import (
+    file_in_dir,
     hub_cache_dir,
     locate_checkpoint,
     looks_like_hub_name,
@@ -151,8 +152,6 @@ def test_directory_with_several_files(tmp_path: Path) -> None:
         "pass the one to use")
 
 
-def test_sharded_directory(tmp_path: Path) -> None:
+def test_sharded_directory_is_read_through_its_index(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors.index.json").write_text("{}", encoding="utf-8")
-    assert _error(str(tmp_path)) == (
-        f"{tmp_path} holds a sharded checkpoint, which attncli cannot read yet; merge the "
-        "shards into one model.safetensors")
+    assert file_in_dir(tmp_path) == tmp_path / "model.safetensors.index.json"

@@ -5,18 +5,19 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
 import pytest
 import torch
 
-from attncli.core import budget
-from attncli.core.budget import naive_bytes
+from attncli.core import sizes as budget
 from attncli.core.display import Window
 from attncli.core.pipeline import run_naive
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
+from attncli.core.sizes import naive_bytes
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from attncli.render.jsonout import dumps
@@ -229,14 +230,15 @@ def test_dropout_on_the_tiled_path_is_refused_with_the_naive_cost(impl: str, why
 
 
 def test_full_is_refused_when_memory_is_short(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(budget, "available_bytes", lambda: 10**6)
+    # A JSON cell of 1 MB: the 46,875 weights need 46.9 GB, more than this machine has.
+    monkeypatch.setattr(budget, "JSON_CELL_BYTES", 10**6)
     req = Request(text=TEXT, variant="multihead", d_out=12, heads=3, impl="tiled", full=True)
     with pytest.raises(AttnCliError) as info:
         run(req)
-    assert str(info.value) == (
-        "--full: 3 head(s) × 125 × 125 tokens needs about 3 MB as JSON (46,875 weights), more "
-        "than the 1 MB of memory available now; leave out --full, or pick a window with "
-        "--rows a:b --cols c:d")
+    assert re.fullmatch(
+        r"--full: 3 head\(s\) × 125 × 125 tokens needs about 46\.9 GB as JSON \(46,875 weights\), "
+        r"more than the [\d.]+ [MG]B of memory available now; leave out --full, or pick a window "
+        r"with --rows a:b --cols c:d", str(info.value)), str(info.value)
 
 
 def test_available_memory_reads_meminfo() -> None:
@@ -259,8 +261,10 @@ def test_what_the_tiled_path_cannot_show_is_refused_before_work(view: Extract,
 
 
 def test_tiled_does_not_apply_with_a_model() -> None:
-    with pytest.raises(AttnCliError, match="--impl tiled does not apply with --model"):
-        run(Request(text="a b", model="gpt2", impl="tiled"))
+    from attncli.models.run import run_model
+
+    with pytest.raises(AttnCliError, match="--impl tiled does not apply to a GPT-2 checkpoint"):
+        run_model(Request(text="a b", model="gpt2", impl="tiled"))
 
 
 @pytest.mark.parametrize("variant", ["causal", "multihead"])

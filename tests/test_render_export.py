@@ -42,7 +42,8 @@ def _recorded(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
 
 
 @pytest.mark.parametrize(("name", "kind"), [
-    ("a.svg", "svg"), ("a.SVG", "svg"), ("a.html", "html"), ("a.htm", "html"), ("a.txt", "text"),
+    ("a.svg", "svg"), ("a.SVG", "svg"), ("a.html", "page"), ("a.htm", "page"),
+    ("a.term.html", "html"), ("a.TERM.HTML", "html"), ("a.txt", "text"),
 ])
 def test_format_by_extension(name: str, kind: str) -> None:
     assert save_format(Path(name)) == kind

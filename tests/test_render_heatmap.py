@@ -35,11 +35,13 @@ def test_no_colour_uses_shades_and_no_digits_in_cells() -> None:
     text = _heatmap(matrix, _axis(2), _axis(3))
     lines = text.splitlines()
     assert lines[0] == "T"
-    assert lines[2] == "0 tok0   ▒▒██"
-    assert lines[3] == "1 tok1 · ░░▓▓"
+    # The column labels, written downwards above their columns, then the rows.
+    assert lines[2:6] == ["       t t t", "       o o o", "       k k k", "       0 1 2"]
+    assert lines[6] == "0 tok0   ▒▒██"
+    assert lines[7] == "1 tok1 · ░░▓▓"
     assert "shade 0.0000 [ ░▒▓█] 1.0000" in text and "· masked" in text
     assert "\x1b[" not in text
-    assert not re.search(r"\d", lines[2].split(" ", 2)[2])
+    assert not re.search(r"\d", lines[6].split(" ", 2)[2])
 
 
 def test_colour_blocks_use_the_viridis_scale() -> None:
@@ -57,7 +59,7 @@ def test_ticks_and_original_indices_of_a_window() -> None:
     # Ticks at the first column and every 5th index, each above its own column (2 cells each).
     label_w = len("40 tok40 ")
     assert lines[1][label_w:].rstrip() == "10        15        20"
-    assert [line.split()[0] for line in lines[2:5]] == ["40", "41", "42"]
+    assert [line.split()[0] for line in lines[7:10]] == ["40", "41", "42"]
     assert "cut" not in text
 
 
@@ -80,3 +82,12 @@ def test_narrow_cells_before_cutting_and_dimension_hint() -> None:
     assert text.splitlines()[1].split() == ["0", "10", "20", "30", "40", "50"]
     cut = _heatmap(_ramp(2, 200), _axis(2), _axis(200), width=60, windowable=False)
     assert "use --json for every number" in cut.replace("\n", " ")
+
+
+def test_column_labels_downwards_only_when_each_character_fits() -> None:
+    from attncli.render.draw.heatmap import column_labels
+
+    assert column_labels([" cat", "猫"], 2) == ["c 猫", "a", "t"]
+    assert column_labels(["cat"], 1) == []  # one-cell columns: ticks only
+    assert column_labels(["a\tb"], 2) == []  # a control character never goes on screen
+    assert column_labels(["abcdefghijk"], 2)[-1] == "h"  # at most 8 characters

@@ -46,7 +46,7 @@ def test_no_colour_reads_with_shades_and_escaped_labels() -> None:
     result = long_run()
     out = rendered(lambda c: render_long(c, result, Display(rows=(0, 12))), width=80)
     assert max(len(line) for line in out.splitlines()) <= 80
-    assert "shade 0 [ ░▒▓█] 1" in out and "\x1b[" not in out
+    assert "shade 0.000 [ ░▒▓█] 1.000" in out and "shared scale" in out and "\x1b[" not in out
     # Token labels are text, never markup: "[", "bold" and "[/" show as they are.
     assert "2 bold     bold(2)" in out and "5 [/       ](3)" in out
     assert "Top 5 keys per query" in out and "queries 0–19" not in out

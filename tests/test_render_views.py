@@ -61,3 +61,16 @@ def test_windowed_table_shows_original_labels() -> None:
     assert body[1].split() == ["2", "3"] and body[2].split() == ["t2", "t3"]
     assert [line.split()[0] for line in body[4:6]] == ["7", "8"]
     assert f"{(7 - 2) / 7:.4f}" in body[4]
+
+
+def test_table_column_labels_stay_whole_while_there_is_room() -> None:
+    from attncli.render.draw.tables import Axis, render_matrix
+    from tests.conftest import rendered
+
+    axis = Axis(["a", " extraordinary", "b"], [0, 1, 2])
+    matrix = [[0.5, 0.25, 0.25]] * 3
+    wide = rendered(lambda c: render_matrix(c, "T", axis, axis, matrix, 4), width=100)
+    assert wide.splitlines()[2].split() == ["a", "extraordinary", "b"]
+    # Without room for the whole label, it is cut to the numbers' width before any column goes.
+    narrow = rendered(lambda c: render_matrix(c, "T", axis, axis, matrix, 4), width=40)
+    assert narrow.splitlines()[2].split() == ["a", "extra…", "b"]

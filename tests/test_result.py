@@ -18,7 +18,7 @@ TOKENS = [TokenInfo(0, 1, "a"), TokenInfo(1, 2, " b")]
 def _config(impl: str = "naive", head: int | None = None) -> RunConfig:
     return RunConfig(source="text", num_tokens=2, d_in=4, d_out=4, heads=2, impl=impl,
                      version="0", variant="multihead", seed=1, dropout=0.0, qkv_bias=False,
-                     device="cpu", text=TextConfig("gpt2", False, 4, None),
+                     device="cpu", text=TextConfig("gpt2", False, 4, None, True),
                      top_k=5 if impl == "tiled" else None, pool="max" if impl == "tiled" else None,
                      head=head)
 
@@ -37,7 +37,7 @@ def test_available_stages_in_computation_order() -> None:
 def test_config_is_serialised_in_one_place() -> None:
     assert _config().to_dict() == {
         "variant": "multihead", "encoding": "gpt2", "allow_special": False, "seed": 1,
-        "emb_dim": 4, "context_length": None, "dropout": 0.0, "qkv_bias": False,
+        "emb_dim": 4, "context_length": None, "positions": True, "dropout": 0.0, "qkv_bias": False,
         "device": "cpu", "source": "text", "num_tokens": 2, "d_in": 4, "d_out": 4, "heads": 2,
         "impl": "naive", "version": "0"}
     assert _config("tiled", head=1).to_dict() | {} == {

@@ -11,10 +11,10 @@ import pytest
 import torch
 from torch import Tensor
 
-from attncli.core import budget
+from attncli.core import sizes as budget
 from attncli.core.attention import MultiHeadAttention
-from attncli.core.budget import choose_impl
 from attncli.core.request import Request
+from attncli.core.sizes import choose_impl
 from attncli.errors import AttnCliError
 from attncli.long import tiled
 from attncli.long.tiled import tiled_attention, weights_window

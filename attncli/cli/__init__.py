@@ -8,6 +8,7 @@ def main() -> None:
     try:
         from attncli.cli.main import main as run
     except KeyboardInterrupt:
+        sys.stderr.write("attncli: error: interrupted\n")
         sys.exit(130)
     run()
 

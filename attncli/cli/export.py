@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -17,12 +18,17 @@ from attncli.errors import AttnCliError
 # Names of the process's own streams: written through the open stream, not opened again.
 STANDARD_STREAMS = {"/dev/stdout": "stdout", "/dev/fd/1": "stdout", "/proc/self/fd/1": "stdout",
                     "/dev/stderr": "stderr", "/dev/fd/2": "stderr", "/proc/self/fd/2": "stderr"}
-SAVE_FORMATS = {".svg": "svg", ".html": "html", ".htm": "html", ".txt": "text"}
+SAVE_FORMATS = {".svg": "svg", ".html": "page", ".htm": "page", ".term.html": "html",
+                ".txt": "text"}
+# A system monospace stack: a saved picture fetches no font and looks the same offline.
+MONOSPACE = ("ui-monospace, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', "
+             "'Noto Sans Mono', monospace")
 
 
 def save_format(path: Path) -> str:
-    """svg, html or text, from the file's extension."""
-    kind = SAVE_FORMATS.get(path.suffix.lower())
+    """svg, page (the interactive page), html (.term.html: the terminal's look) or text."""
+    name = path.name.lower()
+    kind = "html" if name.endswith(".term.html") else SAVE_FORMATS.get(path.suffix.lower())
     if kind is None:
         raise AttnCliError(f"--save {str(path)!r}: unknown extension {path.suffix or '(none)'!r} "
                            f"(use {', '.join(SAVE_FORMATS)})")
@@ -77,12 +83,21 @@ def recording_console(width: int) -> Console:
                    color_system="truecolor", no_color=False, highlight=False, legacy_windows=False)
 
 
+def offline_svg_format() -> str:
+    """Rich's SVG template without its web fonts and link: a system monospace stack instead."""
+    from rich._export_format import CONSOLE_SVG_FORMAT
+
+    svg = re.sub(r"\s*@font-face \{\{.*?\}\}", "", CONSOLE_SVG_FORMAT, flags=re.S)
+    svg = re.sub(r"\s*<!-- Generated with Rich[^>]*-->", "", svg)
+    return svg.replace("font-family: Fira Code, monospace", f"font-family: {MONOSPACE}")
+
+
 def export(console: Console, path: Path, title: str = "attncli") -> str:
     """What the recording console printed, as SVG, HTML or plain text by path's extension."""
     kind = save_format(path)
     if kind == "svg":
-        return console.export_svg(title=title)
-    if kind == "html":
+        return console.export_svg(title=title, code_format=offline_svg_format())
+    if kind in ("html", "page"):
         return console.export_html()
     return console.export_text()
 

@@ -38,8 +38,8 @@ def _pipe_closed(err: SystemExit) -> bool:
 
 def execute(argv: list[str] | None = None) -> int:
     """Run the CLI on argv and return the exit code; no traceback for bad input."""
-    command = typer.main.get_command(app)
     try:
+        command = typer.main.get_command(app)  # inside: Ctrl-C while it is built exits 130 too
         code = command.main(args=argv, prog_name="attncli", standalone_mode=False)
         return code if isinstance(code, int) else 0
     except AttnCliError as err:

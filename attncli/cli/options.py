@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from attncli.core.budget import Impl
-from attncli.core.display import Lang, View
+from attncli.core.display import Lang, Scale, View
 from attncli.core.request import Device, Pool
+from attncli.core.sizes import Impl
 from attncli.core.variants import Variant
 
-__all__ = ["Device", "Impl", "Lang", "Pool", "Variant", "View"]
+__all__ = ["Device", "Impl", "Lang", "Pool", "Scale", "Variant", "View"]
 
 
 # Options shared by the commands that run attention, declared once.
@@ -37,6 +37,9 @@ EmbDimOpt = Annotated[int, typer.Option(help="Embedding size (d_in) for text inp
 ContextOpt = Annotated[int | None, typer.Option(
     help="Rows of the positional embedding table [default: the number of tokens].",
     show_default=False)]
+PositionsOpt = Annotated[bool, typer.Option(
+    "--positions/--no-positions", help="Add the positional embedding to each token's embedding "
+    "(text input); without it attention cannot tell word order apart.")]
 DOutOpt = Annotated[int | None, typer.Option(
     help="Output size of W_query/W_key/W_value [default: d_in].", show_default=False)]
 HeadsOpt = Annotated[int | None, typer.Option(
@@ -72,14 +75,18 @@ SaveOpt = Annotated[Path | None, typer.Option(
     show_default=False, metavar="FILE")]
 SaveJsonOpt = Annotated[Path | None, typer.Option(
     help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+ScaleOpt = Annotated[Scale, typer.Option(
+    help="Colour range: shared (one range for every table of a quantity, so heads compare), "
+    "table (each table its own), unit (weights on a fixed 0-1).")]
 LangOpt = Annotated[Lang | None, typer.Option(
     help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
     "else en].", show_default=False)]
 # A trained GPT-2 instead of the chapter-3 toy variants.
 ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help="A local GPT-2 checkpoint: a Hugging Face folder (config.json + "
-    "model.safetensors), a .safetensors file, or a name in the local Hugging Face cache "
-    "(gpt2, gpt2-medium, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
+    "--model", "-m", help="A local GPT-2 or Llama-family (llama, mistral, qwen2, qwen3) "
+    "checkpoint: a Hugging Face folder (config.json + model.safetensors or shards), a "
+    ".safetensors file, or a name in the local Hugging Face cache (gpt2, "
+    "Qwen/Qwen2.5-0.5B, ...). Never downloads.", show_default=False, metavar="PATH|NAME")]
 LayerOpt = Annotated[int | None, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end [default: 0].",
     show_default=False)]

@@ -31,13 +31,6 @@ def console() -> Console:
     return out
 
 
-def emit_text(text: str) -> None:
-    """Write text to stdout as UTF-8, without Rich (which would wrap long lines)."""
-    sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8", "replace"))
-    sys.stdout.buffer.flush()
-
-
 def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
     """Write doc to stdout as strict JSON, a megabyte at a time, never as one whole string."""
     from attncli.render.jsonout import json_pieces
@@ -82,15 +75,24 @@ def check_outputs(save: Path | None, save_json: Path | None) -> None:
 
 
 def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
-            save_json: Path | None) -> None:
-    """Write --save-json and --save, then print the JSON or the rendered view."""
+            save_json: Path | None, extra: dict[str, Any] | None = None) -> None:
+    """Write --save-json and --save, then print the JSON or the rendered view.
+
+    --save x.html writes the interactive page of doc (extra: what only the page draws).
+    """
+    from attncli.cli.export import write_atomic
+
     out = console()
     if save_json is not None:
-        from attncli.cli.export import write_atomic
         from attncli.render.jsonout import json_pieces
 
         write_atomic(save_json, (piece.decode() for piece in json_pieces(doc)), "--save-json")
-    if save is not None:
+    if save is not None and save.name.lower().endswith((".html", ".htm")) \
+            and not save.name.lower().endswith(".term.html"):
+        from attncli.render.page import render_page
+
+        write_atomic(save, render_page(doc, f"attncli · {save.stem}", extra), "--save")
+    elif save is not None:
         save_render([build], save, out.width)
     if as_json:
         emit_json(doc)

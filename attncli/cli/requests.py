@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attncli.core.display import Display, View, Window
+from attncli.core.display import Display, Scale, View, Window
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
@@ -28,9 +28,10 @@ def read_source(text: str | None, file: Path | None,
 
 def display_of(result: Result, precision: int, view: View, rows: Window | None = None,
                cols: Window | None = None, stages: tuple[str, ...] | None = None,
-               lang: str = "en") -> Display:
+               lang: str = "en", scale: Scale = Scale.shared) -> Display:
     """The display record for a result: --rows/--cols resolved against its tokens."""
     size = len(result.tokens)
     return Display(precision=precision, view=view,
                    rows=None if rows is None else rows.resolve(size),
-                   cols=None if cols is None else cols.resolve(size), stages=stages, lang=lang)
+                   cols=None if cols is None else cols.resolve(size), stages=stages, lang=lang,
+                   scale=scale.value)

@@ -88,6 +88,8 @@ class SimpleAttention(Attention):
 class QKVAttention(Attention):
     """Section 3.4 (SelfAttention_v2): trainable query, key and value projections."""
 
+    score_scale: float | None = None  # None: 1/√d_k; a checkpoint may ask for another factor
+
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False, **_: object) -> None:
         super().__init__()
         self.d_out = d_out
@@ -112,7 +114,8 @@ class QKVAttention(Attention):
         """Scaled dot-product attention over (heads, T, head_dim) inputs."""
         attn_scores = queries @ keys.transpose(-2, -1)  # (heads, T, T)
         # Divide by √d_k so the softmax does not saturate as the head width grows.
-        scaled = attn_scores / math.sqrt(keys.shape[-1])  # (heads, T, T)
+        scaled = attn_scores / math.sqrt(keys.shape[-1]) if self.score_scale is None \
+            else attn_scores * self.score_scale  # (heads, T, T)
         masked = None
         if causal:
             # Query i may only look at keys 0..i: future positions get -inf, so weight 0.

@@ -127,6 +127,14 @@ class View(str, Enum):
     heatmap = "heatmap"
 
 
+class Scale(str, Enum):
+    """The colour range: one per quantity in the command, one per table, or weights on 0-1."""
+
+    shared = "shared"
+    table = "table"
+    unit = "unit"
+
+
 class Lang(str, Enum):
     """The language of titles and explanations."""
 
@@ -144,6 +152,7 @@ class Display:
     cols: tuple[int, int] | None = None  # key columns of token × token matrices, [c, d)
     stages: tuple[str, ...] | None = None  # stages picked with --show
     lang: str = "en"
+    scale: str = "shared"  # colour range: shared per quantity, per table, or unit (0-1 weights)
 
 
 def parse_stages(show: str | None, stage_names: Sequence[str]) -> tuple[str, ...] | None:

@@ -12,13 +12,20 @@ from torch import Tensor
 
 from attncli import __version__
 from attncli.core.attention import Attention, AttentionOutput, build_variant
-from attncli.core.budget import NAIVE_BUDGET, Impl, choose_impl, naive_bytes, size_text
 from attncli.core.convert import plain
 from attncli.core.display import check_stages, resolve_query
 from attncli.core.embed import embed
 from attncli.core.request import Device, Extract, Request
 from attncli.core.result import STAGES, QueryRow, Result, RunConfig, TextConfig, TokenInfo
-from attncli.core.sizes import check_module, check_naive
+from attncli.core.sizes import (
+    NAIVE_BUDGET,
+    Impl,
+    check_module,
+    check_naive,
+    choose_impl,
+    naive_bytes,
+    size_text,
+)
 from attncli.core.tokens import get_encoding, tokenize
 from attncli.errors import AttnCliError
 
@@ -50,7 +57,7 @@ def _inputs(req: Request) -> tuple[list[TokenInfo], Tensor]:
         return tokens, torch.tensor(req.inputs.vectors, dtype=torch.float32)  # (T, d_in)
     tokens, ids = text_tokens(req)
     x = embed(ids, get_encoding(req.encoding).n_vocab, req.emb_dim, req.context_length,
-              req.seed)  # (T, emb_dim)
+              req.seed, req.positions)  # (T, emb_dim)
     return tokens, x
 
 
@@ -70,7 +77,7 @@ def config_of(req: Request, num_tokens: int, d_in: int, d_out: int, heads: int,
               impl: Impl, head: int | None) -> RunConfig:
     """The typed config of a chapter-3 run."""
     text = None if req.inputs is not None else TextConfig(
-        req.encoding, req.allow_special, req.emb_dim, req.context_length)
+        req.encoding, req.allow_special, req.emb_dim, req.context_length, req.positions)
     tiled = impl is Impl.tiled
     return RunConfig(
         source="inputs" if req.inputs is not None else "text", num_tokens=num_tokens,

@@ -11,10 +11,9 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-from attncli.core.budget import Impl
 from attncli.core.display import Window
 from attncli.core.inputs import InputVectors
-from attncli.core.sizes import check_seed
+from attncli.core.sizes import Impl, check_seed
 from attncli.core.variants import TRAITS, Traits, Variant
 from attncli.errors import AttnCliError
 
@@ -67,6 +66,7 @@ class Request:
     top_k: int | None = None  # tiled: the heaviest keys kept per query row (default 5)
     pool: Pool | None = None  # tiled: how heatmap blocks pool their weights (default max)
     full: bool = False  # tiled: the whole weights matrix in the result, not a window
+    positions: bool = True  # text: add the positional embedding to the token embedding
 
     def __post_init__(self) -> None:
         for name, kind in (("impl", Impl), ("device", Device)):
@@ -123,6 +123,8 @@ def _check(req: Request) -> None:
                               (req.full, "--full")):
             if given:
                 raise AttnCliError(f"{option} applies to the tiled path, not with --impl naive")
+    if not req.positions and req.inputs is not None:
+        raise AttnCliError("--no-positions applies to text: --inputs vectors are used as given")
     if req.inputs is not None and req.context_length is not None:
         raise AttnCliError("--context-length applies to text input, not to --inputs vectors "
                            "(they carry no positional embedding)")
@@ -156,15 +158,16 @@ def _check_model(req: Request) -> None:
     if req.inputs is not None:
         raise AttnCliError("--model runs on text, not on --inputs vectors")
     if req.encoding not in GPT2_ENCODINGS:
-        raise AttnCliError(f"--model uses GPT-2's own encoding, not --encoding {req.encoding}")
+        raise AttnCliError(f"--model uses the checkpoint's own tokenizer, not --encoding "
+                           f"{req.encoding}")
+    if not req.positions:
+        raise AttnCliError("--no-positions does not apply with --model: a trained model is "
+                           "inspected with the positions it was trained with")
     if req.dropout:
         raise AttnCliError(f"--dropout does not apply with --model (got {req.dropout}): "
                            "a trained model is inspected as in inference")
     if req.device is Device.cuda:
         raise AttnCliError("--model runs on the CPU; leave out --device cuda")
-    if req.impl is Impl.tiled:
-        raise AttnCliError("--impl tiled does not apply with --model: a GPT-2 checkpoint reads "
-                           "at most 1024 tokens, which the naive path shows whole")
     check_dims(heads=req.heads)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from attncli.core.variants import MODEL_TRAITS, SAVED_TRAITS, TRAITS, Traits, Variant
+
 if TYPE_CHECKING:
     from attncli.core.tokens import TokenPiece
 
@@ -17,8 +19,9 @@ Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]
 
 # Every stage a variant may have, in the order the computation runs.
-STAGES = ("inputs", "queries", "keys", "values", "scores", "scaled", "masked", "softmax",
-          "dropped", "weights", "heads_context", "context")
+STAGES = ("inputs", "queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
+          "keys_rope", "scores", "scaled", "masked", "softmax", "dropped", "weights",
+          "heads_context", "context")  # *_norm, *_rope: the Llama family only
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,11 @@ class TokenInfo:
 class TextConfig:
     """How text became vectors (absent for --inputs)."""
 
-    encoding: str
+    encoding: str | None  # None: the checkpoint's own tokenizer.json (see RunConfig.tokenizer)
     allow_special: bool
     emb_dim: int | None = None  # None with --model: the checkpoint's own embeddings
     context_length: int | None = None
+    positions: bool | None = None  # chapter-3 text: the positional embedding added or not
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class RunConfig:
     top_k: int | None = None  # tiled path only
     pool: str | None = None  # tiled path only
     head: int | None = None  # with --head: the one head the result holds
+    tokenizer: dict[str, Any] | None = None  # a checkpoint's tokenizer.json: what it added
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON "config" object."""
@@ -84,11 +89,16 @@ class RunConfig:
             out |= {"model": self.model, "layer": self.layer}
         else:
             out["variant"] = self.variant
+        if self.tokenizer is not None:
+            out["tokenizer"] = self.tokenizer
         if self.text is not None:
-            out |= {"encoding": self.text.encoding, "allow_special": self.text.allow_special}
+            if self.text.encoding is not None:
+                out["encoding"] = self.text.encoding
+            out["allow_special"] = self.text.allow_special
             if self.model is None:
                 out |= {"seed": self.seed, "emb_dim": self.text.emb_dim,
-                        "context_length": self.text.context_length}
+                        "context_length": self.text.context_length,
+                        "positions": self.text.positions}
         elif self.model is None:
             out["seed"] = self.seed
         if self.model is None:
@@ -104,6 +114,19 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class FamilyInfo:
+    """A Llama-family checkpoint's attention: grouped kv heads, RoPE, sliding window."""
+
+    architecture: str  # llama, mistral, qwen2 or qwen3
+    kv_heads: int
+    head_dim: int
+    rope_theta: float
+    rope_scaling: str  # default, linear, dynamic or llama3
+    sliding_window: int | None  # the config's window (None: none)
+    window: int | None = None  # the shown layer's own window (None: the full causal mask)
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     """Where a checkpoint is and its shape: the JSON "model" object."""
 
@@ -112,13 +135,26 @@ class ModelInfo:
     heads: int
     d_model: int
     layer: int | None = None
+    family: FamilyInfo | None = None  # Llama-family models only
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON "model" object."""
-        out: dict[str, Any] = {"path": self.path, "layers": self.layers, "heads": self.heads,
-                               "d_model": self.d_model}
+        out: dict[str, Any] = {"path": self.path}
+        if self.family is not None:
+            out["architecture"] = self.family.architecture
+        out |= {"layers": self.layers, "heads": self.heads}
+        if self.family is not None:
+            f = self.family
+            out |= {"kv_heads": f.kv_heads, "head_dim": f.head_dim}
+        out["d_model"] = self.d_model
+        if self.family is not None:
+            f = self.family
+            out |= {"rope_theta": f.rope_theta, "rope_scaling": f.rope_scaling,
+                    "sliding_window": f.sliding_window}
         if self.layer is not None:
             out["layer"] = self.layer
+            if self.family is not None:
+                out["window"] = self.family.window
         return out
 
 
@@ -182,6 +218,16 @@ class Result:
     def labels(self) -> list[str]:
         """The token labels, in order."""
         return [t.text for t in self.tokens]
+
+    @property
+    def traits(self) -> Traits:
+        """What the variant computes: a chapter-3 variant's, a checkpoint's, or saved weights'."""
+        if self.model is not None:
+            return MODEL_TRAITS
+        try:
+            return TRAITS[Variant(self.variant)]
+        except ValueError:
+            return SAVED_TRAITS
 
     def head_number(self, position: int) -> int:
         """The run's number of the head held at position (--head keeps one head)."""

@@ -49,13 +49,7 @@ TRAITS: dict[Variant, Traits] = {
                               default_heads=2),
 }
 
-# A trained checkpoint's attention, as a result's variant: causal, many heads, no dropout.
+# A trained checkpoint's attention: causal, many heads, no dropout.
 MODEL_TRAITS = Traits("trained model attention", causal=True, multihead=True)
-
-
-def traits_of(variant: str) -> Traits:
-    """The traits of a result's variant name (a chapter-3 variant, or a model's)."""
-    try:
-        return TRAITS[Variant(variant)]
-    except ValueError:
-        return MODEL_TRAITS
+# Weights read back from a file with no settings: nothing is assumed, not even a mask.
+SAVED_TRAITS = Traits("saved weights", multihead=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attncli.core.budget import NAIVE_BUDGET, Impl, naive_bytes, size_text
 from attncli.core.pipeline import Prepared, naive, prepare
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
+from attncli.core.sizes import NAIVE_BUDGET, Impl, naive_bytes, size_text
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:

@@ -16,13 +16,13 @@ import torch
 from torch import Tensor
 
 from attncli.core.attention import Attention
-from attncli.core.budget import check_memory
 from attncli.core.convert import masked_lists
 from attncli.core.display import resolve_query
 from attncli.core.measures import head_means
 from attncli.core.pipeline import Prepared
 from attncli.core.request import Extract, Pool, Request
 from attncli.core.result import LongStats, PooledMap, QueryRow, Result, TokenInfo
+from attncli.core.sizes import check_memory
 from attncli.errors import AttnCliError
 from attncli.long.pooling import block_edges, block_size, maps_from_blocks, pooled_maps
 from attncli.long.tiled import TiledOutput, tiled_attention, weights_window

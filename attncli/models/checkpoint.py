@@ -16,16 +16,15 @@ from torch import Tensor
 
 from attncli.core.sizes import check_checkpoint_claims
 from attncli.errors import AttnCliError
+from attncli.models.activations import activation
 from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint, utf8_name
+from attncli.models.shards import open_shard_set
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
-TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh")
-# Config switches that change the maths; attncli runs the standard GPT-2 block only.
+# Config switches that change the maths and that attncli does not run.
 STANDARD_OPTIONS = {
-    "scale_attn_weights": True,
-    "scale_attn_by_inverse_layer_idx": False,
     "add_cross_attention": False,
 }
 
@@ -44,6 +43,9 @@ class Checkpoint:
     n_positions: int
     vocab_size: int
     layer_norm_epsilon: float = 1e-5
+    activation_function: str = "gelu_new"  # the MLP's; GPT-2's own is the tanh GELU
+    scale_attn_weights: bool = True  # scores ÷ √head_dim
+    scale_attn_by_inverse_layer_idx: bool = False  # scores ÷ (layer + 1) as well
 
     @property
     def head_dim(self) -> int:
@@ -125,6 +127,10 @@ def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:
 @contextmanager
 def _safe_open(file: Path) -> Iterator[Any]:
     """safe_open with its errors (truncated, corrupt, not safetensors) turned into ours."""
+    if file.name.endswith(".safetensors.index.json"):
+        with open_shard_set(file.parent) as shards:  # a sharded checkpoint, read as one file
+            yield shards
+        return
     try:
         with utf8_name(file) as name:
             handle = safe_open(name, framework="pt")
@@ -155,10 +161,12 @@ def _read_config(config_file: Path) -> dict[str, Any]:
         if config.get(option, standard) != standard:
             raise AttnCliError(f"{config_file} sets {option}={config[option]!r}; attncli runs "
                                f"the standard GPT-2 block ({option}={standard!r})")
-    activation = config.get("activation_function", "gelu_new")
-    if activation not in TANH_GELUS:
-        raise AttnCliError(f"{config_file} sets activation_function={activation!r}; attncli "
-                           f"supports GPT-2's tanh GELU only ({', '.join(TANH_GELUS)})")
+    activation(str(config.get("activation_function", "gelu_new")),  # an unknown one fails
+               source=str(config_file))
+    for option in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx"):
+        if not isinstance(config.get(option, False), bool):
+            raise AttnCliError(f"{config_file}: {option} must be true or false "
+                               f"(got {config[option]!r})")
     return config
 
 
@@ -217,6 +225,9 @@ def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
         n_positions=_config_int(config, "n_positions", n_positions),
         vocab_size=_config_int(config, "vocab_size", vocab_size),
         layer_norm_epsilon=_config_eps(config),
+        activation_function=str(config.get("activation_function", "gelu_new")),
+        scale_attn_weights=config.get("scale_attn_weights", True),
+        scale_attn_by_inverse_layer_idx=config.get("scale_attn_by_inverse_layer_idx", False),
     )  # fmt: skip
     if ckpt.n_layer < 1:
         raise AttnCliError(f"{file} has no transformer blocks (no h.0.* tensors)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -11,7 +12,14 @@ from torch import Tensor
 
 from attncli.core.attention import AttentionOutput, MultiHeadAttention
 from attncli.errors import AttnCliError
+from attncli.models.activations import activation
 from attncli.models.checkpoint import Checkpoint, Weights, open_weights
+
+
+class Tensors(Protocol):
+    """Anything that looks tensors up by name: an open checkpoint, or tensors read once."""
+
+    def __getitem__(self, name: str) -> Tensor: ...
 
 
 @dataclass
@@ -85,17 +93,29 @@ def load_attention(weights: Weights, ckpt: Checkpoint, layer: int) -> MultiHeadA
     with torch.device("meta"):  # no random init: every parameter is replaced just below
         attn = MultiHeadAttention(d_in=d, d_out=d, num_heads=ckpt.n_head, qkv_bias=True)
     attn.load_state_dict(state, assign=True)
+    attn.score_scale = score_scale(ckpt, layer)
     return attn.eval()
 
 
-def _layer_norm(weights: Weights, name: str, x: Tensor, eps: float) -> Tensor:
+def score_scale(ckpt: Checkpoint, layer: int) -> float | None:
+    """The factor on Q·Kᵀ when the config changes it, else None (the usual 1/√head_dim)."""
+    if ckpt.scale_attn_weights and not ckpt.scale_attn_by_inverse_layer_idx:
+        return None
+    scale = ckpt.head_dim**-0.5 if ckpt.scale_attn_weights else 1.0
+    # scale_attn_by_inverse_layer_idx (Mistral's GPT-2 runs) also divides by layer + 1.
+    return scale / (layer + 1) if ckpt.scale_attn_by_inverse_layer_idx else scale
+
+
+def layer_norm(weights: Tensors, name: str, x: Tensor, eps: float) -> Tensor:
+    """GPT-2's LayerNorm name (its .weight and .bias) over the last axis of x."""
     scale, shift = weights[f"{name}.weight"], weights[f"{name}.bias"]  # each (d,)
     return F.layer_norm(x, x.shape[-1:], scale, shift, eps)  # (T, d)
 
 
-def _feed_forward(weights: Weights, block: str, x: Tensor) -> Tensor:
+def feed_forward(weights: Tensors, ckpt: Checkpoint, block: str, x: Tensor) -> Tensor:
+    """The block's MLP: c_fc, the checkpoint's activation, c_proj."""
     hidden = x @ weights[f"{block}.mlp.c_fc.weight"] + weights[f"{block}.mlp.c_fc.bias"]  # (T, f)
-    hidden = F.gelu(hidden, approximate="tanh")  # (T, f) GPT-2's tanh approximation of GELU
+    hidden = activation(ckpt.activation_function)(hidden)  # (T, f) GPT-2's own: the tanh GELU
     return hidden @ weights[f"{block}.mlp.c_proj.weight"] + weights[f"{block}.mlp.c_proj.bias"]
 
 
@@ -108,10 +128,11 @@ def _steps(weights: Weights, ckpt: Checkpoint, token_ids: list[int],
     x = tok_embeds + pos_embeds  # (T, d)
     for layer in range(last_layer + 1):
         block = f"h.{layer}"
-        attn_input = _layer_norm(weights, f"{block}.ln_1", x, eps)  # (T, d)
+        attn_input = layer_norm(weights, f"{block}.ln_1", x, eps)  # (T, d)
         attention = load_attention(weights, ckpt, layer)(attn_input)
         yield _Step(residual=x, attn_input=attn_input, attention=attention)
         if layer == last_layer:
             return  # the rest of this block is not needed
         x = x + attention.context  # (T, d) shortcut around attention
-        x = x + _feed_forward(weights, block, _layer_norm(weights, f"{block}.ln_2", x, eps))
+        x = x + feed_forward(weights, ckpt, block,
+                              layer_norm(weights, f"{block}.ln_2", x, eps))

@@ -110,8 +110,7 @@ def file_in_dir(directory: Path) -> Path:
     if (directory / "model.safetensors").is_file():
         return directory / "model.safetensors"
     if (directory / "model.safetensors.index.json").is_file():
-        raise AttnCliError(f"{directory} holds a sharded checkpoint, which attncli cannot read "
-                           f"yet; merge the shards into one model.safetensors")
+        return directory / "model.safetensors.index.json"  # sharded: read through the index
     entries = sorted(p.name for p in directory.iterdir())
     found = [n for n in entries if n.endswith(".safetensors")]
     if len(found) == 1:

@@ -8,8 +8,9 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.variants import traits_of
-from attncli.render.draw.colors import has_colour, legend, shade_legend
+from attncli.render.draw.colors import legend, shade_legend
+from attncli.render.draw.palette import depth_of
+from attncli.render.draw.scales import weight_top
 from attncli.render.draw.views import render_view, uses_heatmap, window
 from attncli.render.stages import shown_weights, token_axis
 
@@ -25,23 +26,27 @@ def _header(results: list[Result]) -> Text:
 def _legend(console: Console, cells: list[list[list[float | None]]], vmax: float,
             heatmap: bool, options: Display) -> Text:
     masked = any(v is None for matrix in cells for row in matrix for v in row)
-    if has_colour(console) or not heatmap:
-        return legend(0.0, vmax, options.precision, ramp=has_colour(console), masked=masked)
-    return shade_legend(0.0, vmax, options.precision, masked=masked)
+    depth = depth_of(console)
+    if depth is not None or not heatmap:
+        return legend(0.0, vmax, options.precision, ramp=depth is not None, masked=masked,
+                      depth=depth or "truecolor", scale=options.scale)
+    return shade_legend(0.0, vmax, options.precision, masked=masked, scale=options.scale)
 
 
 def render_compare(console: Console, results: list[Result],
                    options: Display) -> RenderableType:
     """One weights panel per variant and head, side by side where they fit, one legend."""
     axis = token_axis(results[0])
-    named = [(traits_of(r.variant).title
+    named = [(r.traits.title
               + (f" · head {h}" if r.num_heads > 1 else ""), shown_weights(r, r.weights[h]))
              for r in results for h in range(r.num_heads)]
     shown = [window(axis, axis, cells, options, True) for _, cells in named]
-    # One colour scale for every panel, so equal weights look equal across variants.
-    vmax = max((v for _, _, m in shown for row in m for v in row if v is not None), default=1.0)
-    panels = [render_view(console, title, axis, axis, cells, options, vmin=0.0, vmax=vmax,
-                          show_legend=False) for title, cells in named]
+    # One colour scale for every panel (--scale shared), so equal weights look equal.
+    top = weight_top([m for _, _, m in shown], options.scale)
+    panels = [render_view(console, title, axis, axis, cells, options, vmin=0.0, vmax=top,
+                          show_legend=top is None) for title, cells in named]
     heatmap = any(uses_heatmap(console, *part, options) for part in shown)
-    return Group(_header(results), Text(), Columns(panels, padding=(1, 4)),
-                 _legend(console, [m for _, _, m in shown], vmax, heatmap, options))
+    parts: list[RenderableType] = [_header(results), Text(), Columns(panels, padding=(1, 4))]
+    if top is not None:
+        parts.append(_legend(console, [m for _, _, m in shown], top, heatmap, options))
+    return Group(*parts)

@@ -7,7 +7,6 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.variants import traits_of
 from attncli.i18n import text
 from attncli.render.draw.prose import prose
 from attncli.render.query import render_query
@@ -16,9 +15,12 @@ from attncli.render.stages import panels, render_panel, stage_title, text_key
 
 # The walk-through's steps in computation order; Q, K and V are one step.
 STEPS = (("inputs", ("inputs",)), ("qkv", ("queries", "keys", "values")),
+         ("qk_norm", ("queries_norm", "keys_norm")), ("rope", ("queries_rope", "keys_rope")),
          ("scores", ("scores",)), ("scaled", ("scaled",)), ("masked", ("masked",)),
          ("softmax", ("softmax",)), ("dropped", ("dropped",)), ("weights", ("weights",)),
          ("heads_context", ("heads_context",)), ("context", ("context",)))
+
+GROUPED = ("qkv", "qk_norm", "rope")  # steps that show several stages, each titled
 
 
 def explained_stages(result: Result) -> list[str]:
@@ -47,7 +49,7 @@ def row_sum_check(console: Console, result: Result, options: Display) -> Text:
 
 def dropout_check(console: Console, result: Result, options: Display) -> Text:
     """How many weights dropout zeroed, and one kept weight before and after its rescaling."""
-    p, causal = result.config.dropout or 0.0, traits_of(result.variant).causal
+    p, causal = result.config.dropout or 0.0, result.traits.causal
     zeroed, total, example = 0, 0, None
     for h in range(result.num_heads):
         for i, (drow, srow) in enumerate(zip(result.stages["dropped"][h],
@@ -73,7 +75,7 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
                 options: Display) -> list[RenderableType]:
     """One step: heading, explanation, checks, then its matrices."""
     lang, values = options.lang, _values(result)
-    title = text(lang, "title.qkv") if step == "qkv" else stage_title(result, step, lang)
+    title = text(lang, f"title.{step}") if step in GROUPED else stage_title(result, step, lang)
     parts: list[RenderableType] = [Text(f"{number} · {title}", style="bold underline")]
     note = text(lang, text_key(step, result.variant, "explain"), **values)
     if step == "qkv" and result.num_heads > 1:
@@ -87,7 +89,7 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
         parts.append(dropout_check(console, result, options))
     for name in names:
         for panel in panels(result, name, options):
-            caption = f"{stage_title(result, name, lang)} — {panel.caption}" if step == "qkv" \
+            caption = f"{stage_title(result, name, lang)} — {panel.caption}" if step in GROUPED \
                 else panel.caption
             parts += [Text(), render_panel(console, caption, result, panel, options)]
     return parts

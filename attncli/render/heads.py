@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from rich import box
+from rich.color import Color
 from rich.console import Console, Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from attncli.core.result import HeadsResult, Matrix
-from attncli.render.draw.colors import cell_style, colour_of, has_colour, legend, shade_of
+from attncli.render.draw.colors import cell_style, legend, shade_of
+from attncli.render.draw.palette import TRUECOLOR, depth_of, swatch
 
 MEASURE_HELP = {
     "entropy": "mean entropy of a row, nats (0 = one token, high = spread out)",
@@ -32,26 +34,33 @@ def pool(matrix: Matrix, side: int) -> Matrix:
              for c in range(side)] for r in range(side)]
 
 
-def _hex(rgb: tuple[int, int, int]) -> str:
-    return "#{:02x}{:02x}{:02x}".format(*rgb)
-
-
-def _thumbnail_lines(matrix: Matrix, colour: bool) -> list[Text]:
+def _thumbnail_lines(matrix: Matrix, depth: str | None, vmax: float) -> list[Text]:
     """Lines of one thumbnail: half blocks (two rows a line) in colour, shades without."""
-    if not colour:
-        return [Text("".join(shade_of(v, 0.0, 1.0) for v in row)) for row in matrix]
+    if depth is None:
+        return [Text("".join(shade_of(v, 0.0, vmax) for v in row)) for row in matrix]
+    def colour(value: float) -> Color:
+        return swatch(value / vmax if vmax > 0 else 0.5, depth).color
+
     lines = []
     for r in range(0, len(matrix), 2):
         line = Text()
         for c, top in enumerate(matrix[r]):
             bottom = matrix[r + 1][c] if r + 1 < len(matrix) else None
-            bg = None if bottom is None else _hex(colour_of(bottom, 0.0, 1.0))
-            line.append("▀", style=Style(color=_hex(colour_of(top, 0.0, 1.0)), bgcolor=bg))
+            bg = None if bottom is None else colour(bottom)
+            line.append("▀", style=Style(color=colour(top), bgcolor=bg))
         lines.append(line)
     return lines
 
 
-def render_grid(console: Console, result: HeadsResult) -> RenderableType:
+def thumbnail_top(result: HeadsResult, scale: str, matrix: Matrix) -> float:
+    """The top of a thumbnail's range: 1 (unit), its own largest weight (table), or all heads'."""
+    if scale == "unit":
+        return 1.0
+    pictures = [matrix] if scale == "table" else [m for row in result.thumbnails for m in row]
+    return max((v for m in pictures for line in m for v in line), default=1.0) or 1.0
+
+
+def render_grid(console: Console, result: HeadsResult, scale: str = "shared") -> RenderableType:
     """A grid of thumbnails, one row per layer, one column per head, when the width allows."""
     layers, heads = len(result.thumbnails), len(result.thumbnails[0])
     label = len(f"L{layers - 1} ")
@@ -62,12 +71,13 @@ def render_grid(console: Console, result: HeadsResult) -> RenderableType:
         return Text(f"(the grid of {layers}×{heads} thumbnails needs {need} columns; the "
                     f"terminal has {console.width}: see the table, or widen the terminal)",
                     style="italic")
-    colour = has_colour(console)
+    depth = depth_of(console)
     header = Text(" " * label + "".join(f"h{h}".ljust(side + 1) for h in range(heads)),
                   style="bold")
     parts: list[RenderableType] = [header]
     for layer, row in enumerate(result.thumbnails):
-        pictures = [_thumbnail_lines(pool(m, side), colour) for m in row]
+        pictures = [_thumbnail_lines(pool(m, side), depth, thumbnail_top(result, scale, m))
+                    for m in row]
         for k in range(len(pictures[0])):
             line = Text()
             line.append(f"L{layer}".ljust(label) if k == 0 else " " * label, style="bold")
@@ -76,14 +86,19 @@ def render_grid(console: Console, result: HeadsResult) -> RenderableType:
                 line.append(" ")
             parts.append(line)
     n = result.config["num_tokens"]
+    top = thumbnail_top(result, scale, [])
     parts.append(Text(f"each picture: query rows × key columns of {n} tokens, max-pooled to "
-                      f"{side}×{side}; scale 0 … 1", style="dim"))
-    if colour:
-        parts.append(legend(0.0, 1.0, 1))
+                      f"{side}×{side}", style="dim"))
+    if depth is not None and scale != "table":
+        parts.append(legend(0.0, top, 2, depth=depth, scale=scale))
+    elif scale == "table":
+        parts.append(Text("table scale: each picture from 0 to its own largest weight",
+                          style="dim"))
     return Group(*parts)
 
 
-def render_measures(result: HeadsResult, precision: int) -> RenderableType:
+def render_measures(result: HeadsResult, precision: int,
+                    depth: str | None = TRUECOLOR) -> RenderableType:
     """One row per head: the measures that say what it does, each coloured on its range."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("layer", justify="right")
@@ -97,20 +112,25 @@ def render_measures(result: HeadsResult, precision: int) -> RenderableType:
         cells = [Text(str(m["layer"])), Text(str(m["head"]))]
         for name in names:
             low, high = (0.0, 1.0) if name in ("prev", "first", "self") else ranges[name]
-            cells.append(Text(f"{m[name]:.{precision}f}", style=cell_style(m[name], low, high)))
+            style = cell_style(m[name], low, high, depth) if depth is not None else ""
+            cells.append(Text(f"{m[name]:.{precision}f}", style=style))
         table.add_row(*cells)
     notes = Text("\n".join(f"{name}: {text}" for name, text in MEASURE_HELP.items()),
                  style="dim")
     return Group(table, notes)
 
 
-def render_heads(console: Console, result: HeadsResult, precision: int = 3) -> RenderableType:
+def render_heads(console: Console, result: HeadsResult, precision: int = 3,
+                 scale: str = "shared") -> RenderableType:
     """The `heads` view: what it shows, the thumbnail grid, then the table of measures."""
     m = result.model
+    norm = "RMSNorm'd" if m.family is not None else "LayerNorm'd"
     title = Text.assemble(
         (f"All {m.layers} layers × {m.heads} heads", "bold"),
+        f" ({m.family.kv_heads} kv heads)"
+        if m.family is not None and m.family.kv_heads != m.heads else "",
         f" · {result.config['num_tokens']} tokens · sorted by {result.config['sort']}\n",
-        ("Each head's attention over its layer's input (the LayerNorm'd residual stream); "
+        (f"Each head's attention over its layer's input (the {norm} residual stream); "
          "layers and heads are 0-based.", "dim"))
-    return Group(title, Text(), render_grid(console, result), Text(),
-                 render_measures(result, precision))
+    return Group(title, Text(), render_grid(console, result, scale), Text(),
+                 render_measures(result, precision, depth_of(console)))

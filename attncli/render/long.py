@@ -12,9 +12,10 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import LongStats, Result
-from attncli.core.variants import traits_of
-from attncli.render.draw.colors import block_style, has_colour
+from attncli.render.draw.colors import cell_style
+from attncli.render.draw.palette import depth_of
 from attncli.render.draw.pooled import render_pooled
+from attncli.render.draw.scales import weight_top
 from attncli.render.draw.tables import Axis, shorten
 from attncli.render.draw.views import render_view
 from attncli.render.query import plain, render_query
@@ -40,7 +41,7 @@ def render_header(result: Result) -> Text:
     parts = [f"{c.num_tokens:,} tokens", f"d_in {c.d_in} → d_out {c.d_out}",
              f"{c.heads} head{'s' if c.heads != 1 else ''}", f"seed {c.seed}"]
     return Text.assemble(
-        (traits_of(result.variant).title, "bold"), " · " + " · ".join(parts),
+        (result.traits.title, "bold"), " · " + " · ".join(parts),
         ("\ntiled path: context, log-sum-exp, entropy and top-k, without the N×N matrix",
          "dim"))
 
@@ -63,7 +64,7 @@ def render_summary(result: Result, options: Display) -> RenderableType:
 
 
 def _top_table(result: Result, head: int, rows: range, ranks: int, limit: int,
-               precision: int, colour: bool) -> Table:
+               precision: int, depth: str | None) -> Table:
     index, weight = (_long(result).stats["top_k"][name][head] for name in ("index", "weight"))
     labels = result.labels
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
@@ -76,7 +77,9 @@ def _top_table(result: Result, head: int, rows: range, ranks: int, limit: int,
             label = labels[j].strip() or labels[j]
             cell = Text("" if j < 0 else f"{shorten(label, limit)}({j}) ")
             if j >= 0:
-                cell.append(f"{w:.{precision}f}", style=block_style(w, 0.0, 1.0) if colour else "")
+                # Weights on coloured cells with black or white text: readable on any background.
+                style = cell_style(w, 0.0, 1.0, depth) if depth is not None else ""
+                cell.append(f"{w:.{precision}f}", style=style)
             cells.append(cell)
         table.add_row(*cells)
     return table
@@ -103,7 +106,7 @@ def render_top_k(console: Console, result: Result, head: int,
     """Each query's heaviest keys as 'label(index) weight', fitted to the console."""
     k = len(_long(result).stats["top_k"]["index"][head][0]) if result.tokens else 0
     start, stop = options.rows or (0, min(len(result.tokens), TOP_ROWS))
-    rows, colour = range(start, stop), has_colour(console)
+    rows, depth = range(start, stop), depth_of(console)
     which = _which(result, head)
     title = Text(f"Top {k} keys per query{which} (label(index) weight)", style="bold")
     if k == 0:
@@ -115,7 +118,7 @@ def render_top_k(console: Console, result: Result, head: int,
     for ranks, limit, p in tries:
         if top_width(result, head, rows, ranks, limit, p) <= console.width:
             break
-    table = _top_table(result, head, rows, ranks, limit, p, colour)
+    table = _top_table(result, head, rows, ranks, limit, p, depth)
     notes = []
     if options.rows is None and stop < len(result.tokens):
         notes.append(f"queries {start}–{stop - 1} of {len(result.tokens):,}; see others with "
@@ -140,8 +143,14 @@ def render_window(console: Console, result: Result, head: int,
     which = _which(result, head)
     title = (f"Attention weights{which}, rows {a}:{b} × columns {c}:{d} (exact, rebuilt from "
              "the log-sum-exp)")
+    top = weight_top(result.weights, options.scale)
     return render_view(console, title, rows, cols, cells, replace(options, rows=None, cols=None),
-                       vmin=0.0)
+                       vmin=0.0, vmax=top, scale=options.scale)
+
+
+def _pooled_top(result: Result, scale: str) -> float | None:
+    """The top of the pooled maps' shared range (None: each map its own)."""
+    return weight_top([pmap.values for pmap in _long(result).maps], scale)
 
 
 def render_long(console: Console, result: Result, options: Display) -> RenderableType:
@@ -153,7 +162,8 @@ def render_long(console: Console, result: Result, options: Display) -> Renderabl
         number = result.head_number(head)
         if number in maps:
             parts += [Text(), render_pooled(console, maps[number], result.config.heads,
-                                            result.config.pool or "max")]
+                                            result.config.pool or "max", options.scale,
+                                            _pooled_top(result, options.scale))]
         parts += [Text(), render_top_k(console, result, head, options)]
         if options.rows is not None or options.cols is not None:
             parts += [Text(), render_window(console, result, head, options)]

@@ -10,9 +10,9 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.variants import traits_of
 from attncli.i18n import text
-from attncli.render.draw.colors import block_style, has_colour
+from attncli.render.draw.colors import block_style
+from attncli.render.draw.palette import depth_of
 from attncli.render.draw.tables import shorten
 
 LABEL_MAX = 16
@@ -40,7 +40,7 @@ def ranking(result: Result, query: int, head: int,
     keys = keys if keys is not None else range(len(result.tokens))
     assert result.query is not None and result.query.index == query
     row = plain(result.query.weights[head])
-    masked = [j for j in keys if traits_of(result.variant).causal and j > query]
+    masked = [j for j in keys if result.traits.causal and j > query]
     pairs = [(j, w) for j in keys if j not in masked and (w := row[j]) is not None]
     return sorted(pairs, key=lambda p: (-p[1], p[0])), masked
 
@@ -65,12 +65,12 @@ def render_query_head(console: Console, result: Result, query: int, head: int,
     value_w = len(f"{1:.{options.precision}f}")
     width = max(min(BAR_MAX, console.width - label_w - value_w - 3), 4)
     vmax = max((w for _, w in pairs), default=0.0)
-    colour = has_colour(console)
+    depth = depth_of(console)
     lines = Text(no_wrap=True, overflow="crop")
     for k, (j, weight) in enumerate(pairs):
         lines.append(labels[j] + " " * (label_w - cell_len(labels[j]) + 1), style="bold")
         lines.append(bar(weight, vmax, width),
-                     style=block_style(weight, 0.0, vmax) if colour else "")
+                     style=block_style(weight, 0.0, vmax, depth) if depth is not None else "")
         lines.append(f" {weight:.{options.precision}f}")
         if k < len(pairs) - 1:
             lines.append("\n")

@@ -12,9 +12,10 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.variants import traits_of
+from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
+from attncli.render.llama import describe_llama, kv_note
 from attncli.render.query import render_query
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 def describe(result: Result) -> Text:
     """One line naming the variant and the settings that shaped the numbers."""
     c = result.config
+    if result.model is not None and result.model.family is not None:
+        return describe_llama(result)
     if result.model is not None:
         m = result.model
         return Text.assemble(
@@ -33,7 +36,7 @@ def describe(result: Result) -> Text:
             ("A trained model, not the chapter-3 toy: each weight is how much a query token "
              f"reads from a key token of layer {m.layer}'s input, the LayerNorm'd residual "
              "stream ln_1(h).", "dim"))
-    traits = traits_of(result.variant)
+    traits = result.traits
     parts = [f"{c.num_tokens} tokens", f"d_in {c.d_in} → d_out {c.d_out}"]
     if traits.multihead:
         parts.append(f"{c.heads} heads")
@@ -48,12 +51,15 @@ def render_weights(console: Console, result: Result,
     """One weights view per head shown (rows: queries, columns: keys)."""
     axis = token_axis(result)
     out: list[RenderableType] = []
-    for h in range(result.num_heads):
+    # Show masked positions as masked, not as the 0.0 weight they became.
+    shown = {h: shown_weights(result, result.weights[h]) for h in range(result.num_heads)}
+    top = weight_top(shown.values(), options.scale)
+    for h, matrix in shown.items():
         which = f" — {head_title(result, h, 'en')}" if result.config.heads > 1 else ""
+        which += kv_note(result, h)
         title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
-        # Show masked positions as masked, not as the 0.0 weight they became.
-        matrix = shown_weights(result, result.weights[h])
-        out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0))
+        out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0, vmax=top,
+                               scale=options.scale))
     return out
 
 
@@ -62,7 +68,8 @@ def render_context(console: Console, result: Result, options: Display) -> Render
     d_out = len(result.context[0])
     dims = Axis([f"d{j}" for j in range(d_out)], list(range(d_out)), show_index=False)
     return render_view(console, "Context vectors (row = token, column = dimension)",
-                       token_axis(result), dims, result.context, options, token_cols=False)
+                       token_axis(result), dims, result.context, options, token_cols=False,
+                       vmax=signed_top([result.context], options.scale), scale="shared")
 
 
 def render_run(console: Console, result: Result,

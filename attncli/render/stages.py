@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.console import Console, RenderableType
 
 from attncli.core.display import Display
 from attncli.core.result import Result
-from attncli.core.variants import traits_of
 from attncli.i18n import STRINGS, text
+from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
+from attncli.render.llama import kv_note
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
-HEAD_STAGES = ("queries", "keys", "values")  # [h][T][head_dim]
+HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
+               "keys_rope")  # [h][T][head_dim]
 WEIGHT_STAGES = ("softmax", "dropped", "weights")  # in [0, 1]; masked cells shown as masked
 
 
@@ -30,6 +32,7 @@ class Panel:
     cells: list[list[float | None]]
     token_cols: bool
     vmin: float | None = None
+    vmax: float | None = None  # the shared top of the stage's range (None: the table's own)
 
 
 def token_axis(result: Result) -> Axis:
@@ -65,7 +68,7 @@ def stage_title(result: Result, name: str, lang: str) -> str:
 def shown_weights(result: Result,
                   cells: Sequence[Sequence[float | None]]) -> list[list[float | None]]:
     """Weights with the causally masked cells as None, so they show as masked, not as 0."""
-    if not traits_of(result.variant).causal:
+    if not result.traits.causal:
         return [list(row) for row in cells]
     return [[w if j <= i else None for j, w in enumerate(row)] for i, row in enumerate(cells)]
 
@@ -78,11 +81,19 @@ def head_title(result: Result, position: int, lang: str) -> str:
 def _head_caption(result: Result, head: int, axes: str, lang: str) -> str:
     if result.config.heads == 1:
         return text(lang, axes)
-    return f"{head_title(result, head, lang)} · {text(lang, axes)}"
+    return f"{head_title(result, head, lang)}{kv_note(result, head)} · {text(lang, axes)}"
 
 
 def panels(result: Result, name: str, options: Display) -> list[Panel]:
-    """The matrices that show one stage."""
+    """The matrices that show one stage, on one range when --scale is shared (or unit)."""
+    found = _panels(result, name, options)
+    cells = [panel.cells for panel in found]
+    top = (weight_top(cells, options.scale) if name in WEIGHT_STAGES
+           else signed_top(cells, options.scale))
+    return [replace(panel, vmax=top) for panel in found]
+
+
+def _panels(result: Result, name: str, options: Display) -> list[Panel]:
     data, lang = result.stages[name], options.lang
     if name in TOKEN_STAGES:
         return [Panel(_head_caption(result, h, "axes.tokens", lang), token_axis(result),
@@ -113,7 +124,9 @@ def render_panel(console: Console, title: str, result: Result, panel: Panel,
                  options: Display) -> RenderableType:
     """One panel as a table or heatmap, inside the windows."""
     return render_view(console, title, token_axis(result), panel.cols, panel.cells, options,
-                       token_cols=panel.token_cols, vmin=panel.vmin)
+                       token_cols=panel.token_cols, vmin=panel.vmin, vmax=panel.vmax,
+                       scale="shared" if options.scale == "unit" and panel.vmin is None
+                       else options.scale)
 
 
 def render_stage(console: Console, result: Result, name: str,

@@ -1,5 +1,15 @@
 """One module per command; importing this package registers them all on the app, in help order."""
 
-from attncli.cli.commands import compare, demo, explain, heads, run, tokens
+from attncli.cli.commands import (
+    compare,
+    demo,
+    explain,
+    heads,
+    lessons,
+    models,
+    run,
+    show,
+    tokens,
+)
 
-__all__ = ["compare", "demo", "explain", "heads", "run", "tokens"]
+__all__ = ["compare", "demo", "explain", "heads", "lessons", "models", "run", "show", "tokens"]

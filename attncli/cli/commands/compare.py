@@ -23,10 +23,13 @@ from attncli.cli.options import (
     ImplOpt,
     InputsOpt,
     JsonOpt,
+    PositionsOpt,
     PrecisionOpt,
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     SpecialOpt,
     TextArg,
@@ -50,6 +53,7 @@ def compare(
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
     emb_dim: EmbDimOpt = 8,
+    positions: PositionsOpt = True,
     context_length: ContextOpt = None,
     d_out: DOutOpt = None,
     heads: HeadsOpt = None,
@@ -63,6 +67,7 @@ def compare(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     impl: ImplOpt = Impl.auto,
 ) -> None:
     """Compare the attention weights of several variants on the same tokens and embeddings.
@@ -88,9 +93,9 @@ def compare(
     base = Request(
         text=source_text, inputs=source_inputs, encoding=encoding, allow_special=allow_special,
         seed=seed, emb_dim=emb_dim, context_length=context_length, qkv_bias=qkv_bias,
-        device=device, impl=impl)
+        device=device, impl=impl, positions=positions)
     shared = Shared(d_out=d_out, heads=heads, dropout=dropout)
     results = run_compare(base, [Variant(name) for name in names], shared, *windows)
-    display = display_of(results[0], precision, view, *windows)
+    display = display_of(results[0], precision, view, *windows, scale=scale)
     doc = {"variants": [result.to_dict() for result in results]}
     deliver(doc, lambda out: render_compare(out, results, display), as_json, save, save_json)

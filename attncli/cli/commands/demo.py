@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from functools import partial
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,10 @@ from attncli.cli.options import (
     ViewOpt,
 )
 from attncli.cli.output import Page, check_outputs, deliver_pages
+from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
 
 
 @app.command()
@@ -29,11 +33,15 @@ def demo(
     view: ViewOpt = View.auto,
     precision: PrecisionOpt = 4,
     save: SaveOpt = None,
+    chapter: Annotated[str | None, typer.Option(
+        help="Show only this chapter: intro, query, all, qkv, causal, dropout, multihead, "
+        "order, kvcache, flash or cost.", show_default=False, metavar="NAME")] = None,
 ) -> None:
     """A guided tour of the book's chapter-3 example, "Your journey starts with one step".
 
     Simple attention for one query, then all six, then qkv, causal (with dropout) and
-    multihead, with the book's settings so the numbers match the book.
+    multihead, with the book's settings so the numbers match the book. Then why attention
+    matters: word order (猫吃鱼/鱼吃猫), the KV cache, flash attention and the O(n²) cost.
 
     Examples:
 
@@ -42,9 +50,12 @@ def demo(
       attncli demo --lang zh --no-pause | less -R
 
       attncli demo --save demo.html
+
+      attncli demo --chapter kvcache --lang zh
     """
     from attncli.core.display import Display
     from attncli.i18n import resolve_lang
+    from attncli.lessons.chapters import CHAPTERS
     from attncli.lessons.tour import tour
     from attncli.render.demo import render_outro, render_page, render_title
 
@@ -52,9 +63,28 @@ def demo(
     options = Display(precision=precision, view=view,
                       lang=resolve_lang(lang and lang.value, os.environ))
     steps = tour()
-    pages: list[Page] = [lambda out: render_title(options.lang)]
-    pages += [partial(render_page, step=step, number=k, total=len(steps), options=options)
-              for k, step in enumerate(steps, start=1)]
+    total = len(steps) + len(CHAPTERS)
+    book: list[Page] = [partial(render_page, step=step, number=k, total=total, options=options)
+                        for k, step in enumerate(steps, start=1)]
+    lessons: list[Page] = [
+        partial(_chapter_page, key=key, number=k, total=total, lang=options.lang)
+        for k, key in enumerate(CHAPTERS, start=len(steps) + 1)]
+    names = [step.key for step in steps] + list(CHAPTERS)
+    chosen = [*book, *lessons]
+    if chapter is not None:
+        if chapter not in names:
+            raise AttnCliError(f"unknown chapter {chapter!r} (choose from {', '.join(names)})")
+        chosen = [chosen[names.index(chapter)]]
+    pages: list[Page] = [lambda out: render_title(options.lang), *chosen]
     pages.append(lambda out: render_outro(options.lang))
     paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
     deliver_pages(pages, save, options.lang if paced else None)
+
+
+def _chapter_page(out: Console, key: str, number: int, total: int,
+                  lang: str) -> RenderableType:
+    """One of the lesson chapters, computed only when its page is shown."""
+    from attncli.lessons.chapters import chapter
+    from attncli.render.lessons.chapters import render_chapter
+
+    return render_chapter(out, key, chapter(key), number, total, lang)

@@ -25,11 +25,14 @@ from attncli.cli.options import (
     LangOpt,
     LayerOpt,
     ModelOpt,
+    PositionsOpt,
     PrecisionOpt,
     QueryOpt,
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     ShowOpt,
     SpecialOpt,
@@ -56,6 +59,7 @@ def explain(
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
     emb_dim: EmbDimOpt = 8,
+    positions: PositionsOpt = True,
     context_length: ContextOpt = None,
     d_out: DOutOpt = None,
     heads: HeadsOpt = None,
@@ -72,6 +76,7 @@ def explain(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     lang: LangOpt = None,
     impl: ImplOpt = Impl.auto,
 ) -> None:
@@ -103,11 +108,11 @@ def explain(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
-        layer=layer, impl=impl)
+        layer=layer, impl=impl, positions=positions)
     extract = Extract(stages=stages, rows=windows[0], cols=windows[1], query=query, head=head)
     result = (run_model(request, extract) if request.model is not None
               else run_naive(request, extract))
     display = display_of(result, precision, view, *windows, stages,
-                         resolve_lang(lang and lang.value, os.environ))
+                         resolve_lang(lang and lang.value, os.environ), scale)
     deliver(result.to_dict(), lambda out: render_explain(out, result, display), as_json, save,
             save_json)

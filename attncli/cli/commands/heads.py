@@ -13,6 +13,8 @@ from attncli.cli.options import (
     ModelOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SpecialOpt,
     TextArg,
 )
@@ -36,8 +38,9 @@ def heads(
     as_json: JsonOpt = False,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
 ) -> None:
-    """Every layer × head of a GPT-2 checkpoint at a glance, with measures of what each does.
+    """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance, with measures.
 
     Examples:
 
@@ -50,10 +53,11 @@ def heads(
     from attncli.core.request import Request
     from attncli.models.run import run_heads
     from attncli.render.heads import render_heads
+    from attncli.render.page import page_extra
 
     check_outputs(save, save_json)
     source_text, _ = read_source(text, file)
     request = Request(text=source_text, model=model, heads=heads, allow_special=allow_special)
     result = run_heads(request, sort)
-    deliver(result.to_dict(), lambda out: render_heads(out, result, precision), as_json, save,
-            save_json)
+    deliver(result.to_dict(), lambda out: render_heads(out, result, precision, scale.value),
+            as_json, save, save_json, page_extra(result))

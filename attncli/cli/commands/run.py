@@ -24,11 +24,14 @@ from attncli.cli.options import (
     LayerOpt,
     ModelOpt,
     PoolOpt,
+    PositionsOpt,
     PrecisionOpt,
     QueryOpt,
     RowsOpt,
     SaveJsonOpt,
     SaveOpt,
+    Scale,
+    ScaleOpt,
     SeedOpt,
     ShowOpt,
     SpecialOpt,
@@ -57,6 +60,7 @@ def run(
     allow_special: SpecialOpt = False,
     seed: SeedOpt = 123,
     emb_dim: EmbDimOpt = 8,
+    positions: PositionsOpt = True,
     context_length: ContextOpt = None,
     d_out: DOutOpt = None,
     heads: HeadsOpt = None,
@@ -73,6 +77,7 @@ def run(
     cols: ColsOpt = None,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
+    scale: ScaleOpt = Scale.shared,
     impl: ImplOpt = Impl.auto,
     top_k: TopKOpt = None,
     pool: PoolOpt = None,
@@ -101,8 +106,10 @@ def run(
     """
     from attncli.cli.progress import progress_bar
     from attncli.core.request import Extract, Request
+    from attncli.core.sizes import NAIVE_BUDGET
     from attncli.long.path import run as run_attention
     from attncli.models.run import run_model
+    from attncli.render.page import page_extra
     from attncli.render.run import render_run
 
     windows = parse_windows(rows, cols)
@@ -116,12 +123,12 @@ def run(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
-        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full)
+        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full, positions=positions)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=save is not None or not as_json)
     with progress_bar() as report:
-        result = (run_model(request, extract) if request.model is not None
+        result = (run_model(request, extract, report, NAIVE_BUDGET) if request.model is not None
                   else run_attention(request, extract, report))
-    display = display_of(result, precision, view, *windows, stages)
+    display = display_of(result, precision, view, *windows, stages, scale=scale)
     deliver(result.to_dict(), lambda out: render_run(out, result, display), as_json, save,
-            save_json)
+            save_json, page_extra(result))

@@ -7,6 +7,7 @@ from attncli.cli.options import (
     EncodingOpt,
     FileOpt,
     JsonOpt,
+    ModelOpt,
     SpecialOpt,
     TextArg,
 )
@@ -20,6 +21,7 @@ def tokens(
     encoding: EncodingOpt = "gpt2",
     allow_special: SpecialOpt = False,
     as_json: JsonOpt = False,
+    model: ModelOpt = None,
 ) -> None:
     """Show how the text splits into tokens: index, id, label and exact bytes.
 
@@ -28,12 +30,22 @@ def tokens(
       attncli tokens "Your journey starts with one step"
 
       echo "猫吃鱼" | attncli tokens - --json
+
+      attncli tokens "猫吃鱼" --model Qwen/Qwen2.5-0.5B
     """
     from attncli.core.inputs import read_text
     from attncli.core.result import TokenInfo
     from attncli.core.tokens import tokenize
 
-    pieces = tokenize(read_text(text, file), encoding, allow_special)
+    if model is not None:
+        from attncli.models.hf_tokens import model_tokens
+
+        doc, pieces, encoding = model_tokens(model, read_text(text, file), allow_special)
+        if as_json:
+            emit_json(doc)
+            return
+    else:
+        pieces = tokenize(read_text(text, file), encoding, allow_special)
     if as_json:
         emit_json({"encoding": encoding, "tokens": (TokenInfo.of(p).to_dict() for p in pieces)})
         return

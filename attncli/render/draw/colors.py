@@ -1,4 +1,5 @@
-"""The one mapping from a value to a colour: viridis, sequential and colour-blind safe."""
+"""The one mapping from a value to a colour: viridis for weights, RdBu centred on 0 for signed
+stages, at the terminal's depth (render/palette.py), with text that reads on every cell."""
 
 from __future__ import annotations
 
@@ -6,78 +7,93 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
-# Ten evenly spaced stops of matplotlib's viridis.
-VIRIDIS = ((0x44, 0x01, 0x54), (0x48, 0x28, 0x78), (0x3E, 0x49, 0x89), (0x31, 0x68, 0x8E),
-           (0x26, 0x82, 0x8E), (0x1F, 0x9E, 0x89), (0x35, 0xB7, 0x79), (0x6E, 0xCE, 0x58),
-           (0xB5, 0xDE, 0x2B), (0xFD, 0xE7, 0x25))
+from attncli.render.draw.palette import TRUECOLOR, VIRIDIS, depth_of, interpolate, swatch
+
+__all__ = ["VIRIDIS", "depth_of"]
+
 MASKED_STYLE = Style(color="grey50", dim=True)
 MASKED_MARK = "·"
 # Shades from low to high, for heatmaps without colour.
 SHADES = " ░▒▓█"
+SCALES = ("shared", "table", "unit")
+SCALE_NOTES = {
+    "shared": "shared scale",
+    "table": "per-table scale",
+    "unit": "unit scale",
+}
 
 
 def has_colour(console: Console) -> bool:
     """Whether the console shows colour (not NO_COLOR, not a monochrome terminal)."""
-    return not console.no_color and console.color_system is not None
+    return depth_of(console) is not None
 
 
-def _fraction(value: float, vmin: float, vmax: float) -> float:
+def _fraction(value: float, vmin: float, vmax: float, diverging: bool = False) -> float:
+    if diverging:
+        # Zero is the middle of the map, whatever the range: ±the larger end.
+        half = max(abs(vmin), abs(vmax))
+        return 0.5 if half <= 0 else min(max(0.5 + 0.5 * value / half, 0.0), 1.0)
     span = vmax - vmin
     return 0.5 if span <= 0 else min(max((value - vmin) / span, 0.0), 1.0)
 
 
 def colour_of(value: float, vmin: float, vmax: float) -> tuple[int, int, int]:
-    """The viridis colour of value on the scale vmin (dark) … vmax (bright)."""
-    pos = _fraction(value, vmin, vmax) * (len(VIRIDIS) - 1)
-    low = min(int(pos), len(VIRIDIS) - 2)
-    frac = pos - low
-    a, b = VIRIDIS[low], VIRIDIS[low + 1]
-    r, g, bl = (round(a[i] + (b[i] - a[i]) * frac) for i in range(3))
-    return r, g, bl
+    """The truecolor viridis colour of value on the scale vmin (dark) … vmax (bright)."""
+    return interpolate(VIRIDIS, _fraction(value, vmin, vmax))
 
 
-def cell_style(value: float, vmin: float, vmax: float) -> Style:
-    """Background from the scale, with black or white text, whichever reads better."""
-    r, g, b = colour_of(value, vmin, vmax)
-    luminance = (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
-    fg = "black" if luminance > 0.45 else "white"
-    return Style(color=fg, bgcolor=f"#{r:02x}{g:02x}{b:02x}")
+def cell_style(value: float, vmin: float, vmax: float, depth: str = TRUECOLOR,
+               diverging: bool = False) -> Style:
+    """Background from the scale at depth, with black or white text, whichever contrasts more."""
+    return swatch(_fraction(value, vmin, vmax, diverging), depth, diverging).cell()
 
 
-def block_style(value: float, vmin: float, vmax: float) -> Style:
-    """Foreground colour from the scale, for coloured blocks and bars."""
-    r, g, b = colour_of(value, vmin, vmax)
-    return Style(color=f"#{r:02x}{g:02x}{b:02x}")
+def block_style(value: float, vmin: float, vmax: float, depth: str = TRUECOLOR,
+                diverging: bool = False) -> Style:
+    """Foreground colour from the scale at depth, for coloured blocks and bars."""
+    return swatch(_fraction(value, vmin, vmax, diverging), depth, diverging).block()
 
 
-def shade_of(value: float, vmin: float, vmax: float) -> str:
+def shade_of(value: float, vmin: float, vmax: float, diverging: bool = False) -> str:
     """One shade character for value, from blank (vmin) to full block (vmax)."""
-    return SHADES[round(_fraction(value, vmin, vmax) * (len(SHADES) - 1))]
+    return SHADES[round(_fraction(value, vmin, vmax, diverging) * (len(SHADES) - 1))]
 
 
-def shade_legend(vmin: float, vmax: float, precision: int, masked: bool = False) -> Text:
-    """One line: the shades between their end values, and the masked mark if used."""
-    text = Text(f"shade {vmin:.{precision}f} ", style="dim")
-    text.append(f"[{SHADES}]")
-    text.append(f" {vmax:.{precision}f}   ", style="dim")
+def _ends(vmin: float, vmax: float, diverging: bool) -> tuple[float, float]:
+    half = max(abs(vmin), abs(vmax))
+    return (-half, half) if diverging else (vmin, vmax)
+
+
+def _tail(text: Text, masked: bool, scale: str | None) -> Text:
     if masked:
         text.append(MASKED_MARK, style=MASKED_STYLE)
-        text.append(" masked (future token)", style="dim")
+        text.append(" masked (future token)   ", style="dim")
+    if scale is not None:
+        text.append(SCALE_NOTES.get(scale, scale), style="dim")
+    text.rstrip()
     return text
+
+
+def shade_legend(vmin: float, vmax: float, precision: int, masked: bool = False,
+                 diverging: bool = False, scale: str | None = None) -> Text:
+    """One line: the shades between their end values, the scale, and the masked mark if used."""
+    low, high = _ends(vmin, vmax, diverging)
+    text = Text(f"shade {low:.{precision}f} ", style="dim")
+    text.append(f"[{SHADES}]")
+    text.append(f" {high:.{precision}f}   ", style="dim")
+    return _tail(text, masked, scale)
 
 
 def legend(vmin: float, vmax: float, precision: int, ramp: bool = True, masked: bool = False,
-           steps: int = 12) -> Text:
-    """One line: the colour ramp between its end values, and the masked mark if used."""
+           steps: int = 12, depth: str = TRUECOLOR, diverging: bool = False,
+           scale: str | None = None) -> Text:
+    """One line: the colour ramp between its end values, the scale, and the masked mark."""
+    low, high = _ends(vmin, vmax, diverging)
     text = Text()
     if ramp:
-        text.append(f"colour {vmin:.{precision}f} ", style="dim")
-    for i in range(steps if ramp else 0):
-        value = vmin + (vmax - vmin) * i / (steps - 1)
-        text.append("█", style=Style(color=cell_style(value, vmin, vmax).bgcolor))
-    if ramp:
-        text.append(f" {vmax:.{precision}f}   ", style="dim")
-    if masked:
-        text.append(MASKED_MARK, style=MASKED_STYLE)
-        text.append(" masked (future token)", style="dim")
-    return text
+        text.append(f"colour {low:.{precision}f} ", style="dim")
+        for i in range(steps):
+            fraction = i / (steps - 1)
+            text.append("█", style=swatch(fraction, depth, diverging).block())
+        text.append(f" {high:.{precision}f}   ", style="dim")
+    return _tail(text, masked, scale)

@@ -12,14 +12,15 @@ from attncli.render.draw.colors import (
     MASKED_MARK,
     MASKED_STYLE,
     block_style,
-    has_colour,
     legend,
     shade_legend,
     shade_of,
 )
+from attncli.render.draw.palette import depth_of
 from attncli.render.draw.tables import Axis, shorten
 
 LABEL_MAX = 12
+COLUMN_LABEL_MAX = 8  # characters of a column's label, written downwards above it
 
 
 def _row_labels(rows: Axis) -> list[str]:
@@ -41,13 +42,25 @@ def _ticks(indices: Sequence[int], cell_w: int) -> str:
     return line
 
 
-def heat_cell(value: float | None, vmin: float, vmax: float, cell_w: int, colour: bool) -> Text:
-    """One cell: a coloured block, a shade without colour, or the masked mark."""
+def column_labels(labels: Sequence[str], cell_w: int) -> list[str]:
+    """Column labels written downwards, one character a line, when each character fits a cell."""
+    cut = [(label.strip() or label)[:COLUMN_LABEL_MAX] for label in labels]
+    if cell_w < 2 or any(cell_len(ch) > cell_w or not ch.isprintable() for s in cut for ch in s):
+        return []
+    depth = max((len(s) for s in cut), default=0)
+    return ["".join((s[k] if k < len(s) else "") + " " * (cell_w - cell_len(s[k] if k < len(s)
+                                                                             else ""))
+                    for s in cut).rstrip() for k in range(depth)]
+
+
+def heat_cell(value: float | None, vmin: float, vmax: float, cell_w: int,
+              depth: str | None, diverging: bool = False) -> Text:
+    """One cell: a coloured block at depth, a shade without colour, or the masked mark."""
     if value is None:
         return Text(MASKED_MARK.center(cell_w), style=MASKED_STYLE)
-    if colour:
-        return Text("█" * cell_w, style=block_style(value, vmin, vmax))
-    return Text(shade_of(value, vmin, vmax) * cell_w)
+    if depth is not None:
+        return Text("█" * cell_w, style=block_style(value, vmin, vmax, depth, diverging))
+    return Text(shade_of(value, vmin, vmax, diverging) * cell_w)
 
 
 def _cut_note(cols: Axis, n_cols: int, width: int, windowable: bool) -> Text:
@@ -62,21 +75,24 @@ def _cut_note(cols: Axis, n_cols: int, width: int, windowable: bool) -> Text:
 def render_heatmap(console: Console, title: str, rows: Axis, cols: Axis,
                    matrix: Sequence[Sequence[float | None]], precision: int, vmin: float,
                    vmax: float, show_legend: bool = True,
-                   windowable: bool = True) -> RenderableType:
-    """Rows of coloured blocks (shades without colour) under index ticks, cut to the width."""
-    colour = has_colour(console)
+                   windowable: bool = True, diverging: bool = False,
+                   scale: str | None = None) -> RenderableType:
+    """Rows of coloured blocks (shades without colour) under labels or ticks, cut to the width."""
+    depth = depth_of(console)
     labels = _row_labels(rows)
     room = max(console.width - cell_len(labels[0]) - 1, 1)
     total = len(cols.labels)
     cell_w = 2 if 2 * total <= room else 1
     n_cols = min(total, max(room // cell_w, 1))
     body = Text(no_wrap=True, overflow="crop")
-    body.append(" " * (cell_len(labels[0]) + 1) + _ticks(cols.indices[:n_cols], cell_w) + "\n",
-                style="dim")
+    indent = " " * (cell_len(labels[0]) + 1)
+    body.append(indent + _ticks(cols.indices[:n_cols], cell_w) + "\n", style="dim")
+    for line in column_labels(cols.labels[:n_cols], cell_w):
+        body.append(indent + line + "\n", style="dim")
     for i, row in enumerate(matrix):
         body.append(labels[i] + " ", style="bold")
         for value in row[:n_cols]:
-            body.append_text(heat_cell(value, vmin, vmax, cell_w, colour))
+            body.append_text(heat_cell(value, vmin, vmax, cell_w, depth, diverging))
         if i < len(matrix) - 1:
             body.append("\n")
     parts: list[RenderableType] = [Text(title, style="bold"), body]
@@ -84,6 +100,8 @@ def render_heatmap(console: Console, title: str, rows: Axis, cols: Axis,
         parts.append(_cut_note(cols, n_cols, console.width, windowable))
     masked = any(v is None for row in matrix for v in row[:n_cols])
     if show_legend:
-        parts.append(legend(vmin, vmax, precision, masked=masked) if colour
-                     else shade_legend(vmin, vmax, precision, masked=masked))
+        parts.append(legend(vmin, vmax, precision, masked=masked, depth=depth, diverging=diverging,
+                            scale=scale) if depth is not None
+                     else shade_legend(vmin, vmax, precision, masked=masked, diverging=diverging,
+                                       scale=scale))
     return Group(*parts)

@@ -6,8 +6,9 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from attncli.core.result import PooledMap
-from attncli.render.draw.colors import has_colour, legend, shade_legend
+from attncli.render.draw.colors import legend, shade_legend
 from attncli.render.draw.heatmap import heat_cell
+from attncli.render.draw.palette import depth_of
 
 TICK_GAP = 8  # the least distance between the starts of two column ticks
 
@@ -68,26 +69,27 @@ def _ticks(edges: list[int], cols: list[range], cell_w: int, room: int) -> str:
     return line
 
 
-def render_pooled(console: Console, pmap: PooledMap, num_heads: int,
-                  pool: str) -> RenderableType:
-    """One head's pooled weights, gathered further to fit the console."""
+def render_pooled(console: Console, pmap: PooledMap, num_heads: int, pool: str,
+                  scale: str = "shared", top: float | None = None) -> RenderableType:
+    """One head's pooled weights, gathered further to fit the console, on the --scale range."""
     cell_w, per_col, per_row = layout(pmap, console.width)
     count = len(pmap.edges) - 1
     rows, cols = groups(count, per_row), groups(count, per_col)
-    # Weights shrink as rows see more keys: scale each row to its largest block, so every row
-    # shows where its queries look.
-    cells = [scaled(line) for line in repool(pmap, rows, cols, pool)]
+    cells = repool(pmap, rows, cols, pool)
+    if top is None:
+        scale = "table"
+        top = max((v for line in cells for v in line if v is not None), default=1.0)
     labels = [span(pmap.edges, group) for group in rows]
     label_w = max(len(label) for label in labels)
-    colour = has_colour(console)
-    vmax = 1.0
+    depth = depth_of(console)
+    vmax = top
     body = Text(no_wrap=True, overflow="crop")
     room = console.width - label_w - 1
     body.append(" " * (label_w + 1) + _ticks(pmap.edges, cols, cell_w, room) + "\n", style="dim")
     for i, line in enumerate(cells):
         body.append(labels[i].rjust(label_w) + " ", style="bold")
         for value in line:
-            body.append_text(heat_cell(value, 0.0, vmax, cell_w, colour))
+            body.append_text(heat_cell(value, 0.0, vmax, cell_w, depth))
         if i < len(cells) - 1:
             body.append("\n")
     which = f"head {pmap.head} of {num_heads}: " if num_heads > 1 else ""
@@ -95,14 +97,9 @@ def render_pooled(console: Console, pmap: PooledMap, num_heads: int,
                  "of its weights", style="bold")
     size = pmap.edges[1] - pmap.edges[0] if count else 0
     note = Text(f"row = {per_row * size} queries, column = {per_col * size} keys (labels and "
-                "ticks: token indices); each row scaled to its largest block", style="dim")
+                "ticks: token indices)", style="dim")
     masked = any(v is None for line in cells for v in line)
-    key = (legend(0.0, vmax, 0, masked=masked) if colour
-           else shade_legend(0.0, vmax, 0, masked=masked))
+    key = (legend(0.0, vmax, 3, masked=masked, depth=depth, scale=scale) if depth is not None
+           else shade_legend(0.0, vmax, 3, masked=masked, scale=scale))
     return Group(title, note, body, key)
 
-
-def scaled(line: list[float | None]) -> list[float | None]:
-    """A row of blocks divided by its largest."""
-    top = max((v for v in line if v is not None), default=0.0)
-    return [None if v is None else (v / top if top > 0 else 0.0) for v in line]

@@ -39,14 +39,23 @@ def uses_heatmap(console: Console, rows: Axis, cols: Axis, cells: Cells,
 
 def render_view(console: Console, title: str, rows: Axis, cols: Axis, matrix: Cells,
                 options: Display, token_cols: bool = True, vmin: float | None = None,
-                vmax: float | None = None, show_legend: bool = True) -> RenderableType:
-    """The windowed matrix as numbers, or as a heatmap when asked or when numbers do not fit."""
+                vmax: float | None = None, show_legend: bool = True,
+                scale: str | None = None) -> RenderableType:
+    """The windowed matrix as numbers, or as a heatmap when asked or when numbers do not fit.
+
+    vmin fixed (0 for weights): a sequential map; vmin None: a signed quantity, on a diverging
+    map centred on 0. vmax None: this table's range; scale names the range for the legend.
+    """
     rows, cols, cells = window(rows, cols, matrix, options, token_cols)
     values = [v for row in cells for v in row if v is not None]
-    vmin = min(values, default=0.0) if vmin is None else vmin
-    vmax = max(values, default=1.0) if vmax is None else vmax
+    diverging = vmin is None
+    if vmax is None:
+        scale = "table"
+        vmax = max((abs(v) for v in values) if diverging else values, default=1.0)
+    vmin = -vmax if vmin is None else vmin
     if uses_heatmap(console, rows, cols, cells, options):
         return render_heatmap(console, title, rows, cols, cells, options.precision, vmin, vmax,
-                              show_legend=show_legend, windowable=token_cols)
+                              show_legend=show_legend, windowable=token_cols,
+                              diverging=diverging, scale=scale)
     return render_matrix(console, title, rows, cols, cells, options.precision, vmin, vmax,
-                         show_legend=show_legend)
+                         show_legend=show_legend, diverging=diverging, scale=scale)

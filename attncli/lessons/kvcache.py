@@ -1,0 +1,186 @@
+"""Decoding token by token with a key/value cache, each step checked against the full causal pass.
+
+At step t the query is token t and the cache holds the keys and values of tokens 0..t: nothing
+before t is projected again. Without the cache, every step rebuilds the prefix's keys and values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attncli.core.result import TokenInfo
+from attncli.errors import AttnCliError
+from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs
+
+# A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
+# rounding of one-row and whole-text matrix products adds up layer by layer.
+TOLERANCE = (1e-6, 1e-5)
+MODEL_TOLERANCE = (1e-5, 1e-4)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the multiply-adds depend on: layers, widths and one token's per-layer work."""
+
+    layers: int
+    d_in: int
+    d_out: int
+    token_macs: int  # one token through one layer, outside attention: q, k, v, out, MLP
+
+    def step_macs(self, cache_len: int, cached: bool) -> int:
+        """Multiply-adds of one decoding step whose query sees cache_len keys.
+
+        One new token goes through every layer: its projections, then Q·Kᵀ and weights·V over
+        cache_len keys. Without a cache the prefix's keys and values are rebuilt in every
+        layer, and below the last layer that needs the prefix's whole pass through the layer.
+        """
+        new_token = self.layers * (self.token_macs + 2 * cache_len * self.d_out)
+        if cached:
+            return new_token
+        prefix = cache_len - 1
+        prefix_layer = prefix * self.token_macs + self.d_out * prefix * (prefix + 1)
+        return new_token + (self.layers - 1) * prefix_layer + prefix * 2 * self.d_in * self.d_out
+
+
+@dataclass
+class Decoded:
+    """What a decoder computed: per step weights (heads, t+1), context (d_out,), cache bytes."""
+
+    weights: list[Tensor] = field(default_factory=list)
+    context: list[Tensor] = field(default_factory=list)
+    cache_bytes: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KVStep:
+    """One decoding step as plain data."""
+
+    index: int
+    token: str
+    cache_len: int
+    cache_bytes: int
+    weights: list[list[float]]  # [heads][t + 1]
+    context: list[float]  # [d_out]
+    macs_cached: int
+    macs_recompute: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of one step."""
+        return {"index": self.index, "token": self.token, "cache_len": self.cache_len,
+                "cache_bytes": self.cache_bytes, "weights": self.weights,
+                "context": self.context, "macs_cached": self.macs_cached,
+                "macs_recompute": self.macs_recompute}
+
+
+@dataclass(frozen=True)
+class KVCacheResult:
+    """`attncli kvcache`: every step, the check against the full pass, and the totals."""
+
+    config: dict[str, Any]
+    tokens: list[TokenInfo]
+    steps: list[KVStep]
+    weights_max_abs_diff: float  # every step's weights against row t of the full pass
+    context_max_abs_diff: float  # every step's context against row t of the full pass
+    totals: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        """Whether every step matched the full pass within the tolerance."""
+        weights, context = MODEL_TOLERANCE if self.config.get("model") else TOLERANCE
+        return self.weights_max_abs_diff <= weights and self.context_max_abs_diff <= context
+
+    @property
+    def max_abs_diff(self) -> float:
+        """The largest difference from the full pass, weights and context together."""
+        return max(self.weights_max_abs_diff, self.context_max_abs_diff)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli kvcache`."""
+        return {"steps": [s.to_dict() for s in self.steps], "max_abs_diff": self.max_abs_diff,
+                "totals": self.totals}
+
+
+@torch.no_grad()
+def decode_variant(lesson: Lesson) -> Decoded:
+    """A chapter-3 causal variant, one token at a time, with its keys and values cached."""
+    out = Decoded()
+    heads, head_dim = lesson.heads, lesson.head_dim
+    k_cache = lesson.x.new_empty(heads, 0, head_dim)  # (heads, 0, head_dim)
+    v_cache = lesson.x.new_empty(heads, 0, head_dim)  # (heads, 0, head_dim)
+    for t in range(lesson.x.shape[0]):
+        # Only token t is projected; the cache already holds keys and values of 0..t-1.
+        queries, keys, values = heads_qkv(lesson, lesson.x[t:t + 1])  # each (heads, 1, hd)
+        k_cache = torch.cat([k_cache, keys], dim=1)  # (heads, t+1, head_dim)
+        v_cache = torch.cat([v_cache, values], dim=1)  # (heads, t+1, head_dim)
+        # No mask: the cache holds only keys 0..t, the ones query t may see.
+        attn_scores = queries @ k_cache.transpose(1, 2) * lesson.scale  # (heads, 1, t+1)
+        attn_weights = torch.softmax(attn_scores, dim=-1)  # (heads, 1, t+1)
+        heads_context = (attn_weights @ v_cache).transpose(0, 1).reshape(1, -1)  # (1, d_out)
+        out.weights.append(attn_weights[:, 0])  # (heads, t+1)
+        out.context.append(finish_context(lesson, heads_context)[0])  # (d_out,)
+        out.cache_bytes.append(k_cache.nbytes + v_cache.nbytes)
+    return out
+
+
+def variant_shape(lesson: Lesson) -> Shape:
+    """A chapter-3 variant is one layer: q, k, v projections, and out_proj for multihead."""
+    d_in, d_out = lesson.x.shape[1], lesson.module.d_out
+    out_proj = d_out * d_out if hasattr(lesson.module, "out_proj") else 0
+    return Shape(layers=1, d_in=d_in, d_out=d_out, token_macs=3 * d_in * d_out + out_proj)
+
+
+@torch.no_grad()
+def full_pass(lesson: Lesson) -> tuple[Tensor, Tensor]:
+    """The ordinary causal forward pass: weights (heads, T, T), context (T, d_out)."""
+    out = lesson.module(lesson.x)
+    return out.weights, out.context
+
+
+def check_variant(variant: str, causal: bool) -> None:
+    """A KV cache needs causal attention: otherwise each new token changes the earlier rows."""
+    if not causal:
+        raise AttnCliError(
+            f"kvcache needs a causal variant (causal or multihead; got {variant!r}): without "
+            "the mask every token sees later ones, so earlier rows change as tokens arrive")
+
+
+def assemble(config: dict[str, Any], tokens: list[TokenInfo], shape: Shape, decoded: Decoded,
+             full: tuple[Tensor, Tensor]) -> KVCacheResult:
+    """Plain steps, the check of each against row t of the full pass, and the totals."""
+    full_weights, full_context = full  # (heads, T, T), (T, d_out)
+    steps, diff, context_diff = [], 0.0, 0.0
+    for t, (weights, context) in enumerate(zip(decoded.weights, decoded.context, strict=True)):
+        diff = max(diff, max_abs(weights, full_weights[:, t, :t + 1]),
+                   float(full_weights[:, t, t + 1:].abs().max()) if t + 1 < len(tokens) else 0)
+        context_diff = max(context_diff, max_abs(context, full_context[t]))
+        steps.append(KVStep(t, tokens[t].text, t + 1, decoded.cache_bytes[t], weights.tolist(),
+                            context.tolist(), shape.step_macs(t + 1, True),
+                            shape.step_macs(t + 1, False)))
+    cached = sum(s.macs_cached for s in steps)
+    recompute = sum(s.macs_recompute for s in steps)
+    totals = {"tokens": len(steps), "layers": shape.layers,
+              "first_step_macs": steps[0].macs_cached,
+              "last_step_macs_cached": steps[-1].macs_cached,
+              "last_step_macs_recompute": steps[-1].macs_recompute,
+              "macs_cached": cached, "macs_recompute": recompute,
+              "prefill_macs": prefill_macs(shape, len(steps)),
+              "cache_bytes": steps[-1].cache_bytes,
+              "weights_max_abs_diff": diff, "context_max_abs_diff": context_diff}
+    return KVCacheResult(config, tokens, steps, diff, context_diff, totals)
+
+
+def prefill_macs(shape: Shape, num_tokens: int) -> int:
+    """One causal pass over all tokens at once: each layer, every token, half the score matrix."""
+    causal_cells = num_tokens * (num_tokens + 1) // 2  # query i sees keys 0..i
+    return shape.layers * (num_tokens * shape.token_macs + 2 * causal_cells * shape.d_out)
+
+
+def kvcache(lesson: Lesson, config: dict[str, Any]) -> KVCacheResult:
+    """Decode a chapter-3 causal variant step by step and check it against its full pass."""
+    check_variant(config["variant"], lesson.causal)
+    return assemble(config, lesson.tokens, variant_shape(lesson), decode_variant(lesson),
+                    full_pass(lesson))

@@ -1,0 +1,114 @@
+"""Attention without positions is permutation-equivariant: 「猫吃鱼」 looks like 「鱼吃猫」."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from attncli.core.request import Request
+from attncli.core.result import Stack, TokenInfo
+from attncli.errors import AttnCliError
+from attncli.lessons.setup import build, lesson_config, max_abs, text_tokens
+
+TOLERANCE = 1e-6  # max |diff| at or below which B's numbers are A's reordered
+
+
+@dataclass(frozen=True)
+class PermuteCase:
+    """A and B run with or without positions, and how far B is from A reordered."""
+
+    positions: bool
+    equivariant: bool
+    max_abs_diff: float  # over the weights and the context vectors
+    weights_a: Stack  # [heads][T][T]
+    weights_b: Stack  # [heads][T][T]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of one case."""
+        return {"equivariant": self.equivariant, "max_abs_diff": self.max_abs_diff,
+                "weights_a": self.weights_a, "weights_b": self.weights_b}
+
+
+@dataclass(frozen=True)
+class PermuteResult:
+    """`attncli permute`: two orders of the same tokens, with and without positions."""
+
+    config: dict[str, Any]
+    text_a: str
+    text_b: str
+    tokens_a: list[TokenInfo]
+    tokens_b: list[TokenInfo]
+    permutation: list[int]  # for each position of B, the position in A of the same token
+    without_positions: PermuteCase
+    with_positions: PermuteCase
+    causal: bool = False  # the variant's trait: the causal mask carries order by itself
+
+    @property
+    def masked(self) -> bool:
+        """Whether the variant has the causal mask, which carries order by itself."""
+        return self.causal
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli permute`."""
+        return {"a": {"tokens": [t.to_dict() for t in self.tokens_a]},
+                "b": {"tokens": [t.to_dict() for t in self.tokens_b]},
+                "permutation": self.permutation,
+                "without_positions": self.without_positions.to_dict(),
+                "with_positions": self.with_positions.to_dict()}
+
+
+def find_permutation(ids_a: list[int], ids_b: list[int], labels: dict[int, str]) -> list[int]:
+    """For each position of B, the position in A of the same token; equal tokens in order."""
+    if Counter(ids_a) != Counter(ids_b):
+        only_a = Counter(ids_a) - Counter(ids_b)
+        only_b = Counter(ids_b) - Counter(ids_a)
+        raise AttnCliError(
+            "the two texts must hold the same tokens in another order; "
+            f"only in A: {_describe(only_a, labels)}; only in B: {_describe(only_b, labels)}")
+    where: dict[int, deque[int]] = defaultdict(deque)
+    for i, token_id in enumerate(ids_a):
+        where[token_id].append(i)
+    return [where[token_id].popleft() for token_id in ids_b]
+
+
+def _describe(counts: Counter[int], labels: dict[int, str]) -> str:
+    if not counts:
+        return "nothing"
+    return ", ".join(f"{labels[token_id]!r} (id {token_id})" + (f" ×{n}" if n > 1 else "")
+                     for token_id, n in counts.items())
+
+
+def _case(spec: Request, text_a: str, text_b: str, permutation: list[int],
+          positions: bool) -> PermuteCase:
+    """Run A and B with the same seed; compare B with A's rows and columns reordered."""
+    spec = replace(spec, positions=positions)
+    a, b = build(spec, text_a), build(spec, text_b)
+    # float64 so that rounding cannot hide, or fake, the finding.
+    with torch.no_grad():
+        out_a = a.module.double()(a.x.double())
+        out_b = b.module.double()(b.x.double())
+    perm = torch.tensor(permutation)  # (T,)
+    reordered = out_a.weights[:, perm][:, :, perm]  # (heads, T, T) A's weights in B's order
+    diff = max(max_abs(out_b.weights, reordered), max_abs(out_b.context, out_a.context[perm]))
+    return PermuteCase(positions, diff <= TOLERANCE, diff, out_a.weights.tolist(),
+                       out_b.weights.tolist())
+
+
+def permute(spec: Request, text_a: str, text_b: str) -> PermuteResult:
+    """The permutation from A to B and both cases (without, then with positions)."""
+    if spec.inputs is not None:
+        raise AttnCliError("permute runs on two texts, not on --inputs vectors")
+    tokens_a, ids_a = text_tokens(spec, text_a)
+    tokens_b, ids_b = text_tokens(spec, text_b)
+    labels = {t.id: t.text for t in [*tokens_a, *tokens_b] if t.id is not None}
+    permutation = find_permutation(ids_a, ids_b, labels)
+    return PermuteResult(
+        config={k: v for k, v in lesson_config(spec).items() if k != "positions"},
+        text_a=text_a, text_b=text_b, tokens_a=tokens_a, tokens_b=tokens_b,
+        permutation=permutation,
+        without_positions=_case(spec, text_a, text_b, permutation, False),
+        with_positions=_case(spec, text_a, text_b, permutation, True),
+        causal=spec.traits.causal)

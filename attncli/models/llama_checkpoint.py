@@ -1,0 +1,90 @@
+"""Resolve --model to a checked Llama-family folder: config, shards, tensor shapes and dtypes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from attncli.errors import AttnCliError
+from attncli.models.llama_config import LlamaSpec, llama_spec, model_folder, read_config
+from attncli.models.shards import FLOAT_DTYPES, ShardedWeights, open_sharded, weight_files
+
+
+@dataclass(frozen=True)
+class LlamaCheckpoint:
+    """A checked model folder: its spec and the key prefix of its tensors."""
+
+    spec: LlamaSpec
+    source: str  # what the user asked for: a hub name or a path
+    prefix: str  # "model." (…ForCausalLM) or "" (the bare …Model)
+
+    @property
+    def directory(self) -> Path:
+        return self.spec.directory
+
+
+def expected_shapes(spec: LlamaSpec, layers: range) -> dict[str, tuple[int, ...]]:
+    """Every tensor the forward pass through layers reads, without the prefix, and its shape."""
+    d, f, hd = spec.d_model, spec.d_ff, spec.head_dim
+    q, kv = spec.num_heads * hd, spec.kv_heads * hd
+    block: dict[str, tuple[int, ...]] = {
+        "input_layernorm.weight": (d,), "post_attention_layernorm.weight": (d,),
+        "self_attn.q_proj.weight": (q, d), "self_attn.k_proj.weight": (kv, d),
+        "self_attn.v_proj.weight": (kv, d), "self_attn.o_proj.weight": (d, q),
+        "mlp.gate_proj.weight": (f, d), "mlp.up_proj.weight": (f, d),
+        "mlp.down_proj.weight": (d, f),
+    }  # fmt: skip
+    if spec.qk_norm:
+        block |= {"self_attn.q_norm.weight": (hd,), "self_attn.k_norm.weight": (hd,)}
+    shapes: dict[str, tuple[int, ...]] = {"embed_tokens.weight": (spec.vocab_size, d)}
+    for layer in layers:
+        shapes |= {f"layers.{layer}.{name}": shape for name, shape in block.items()}
+    return shapes
+
+
+def _check(ckpt: LlamaCheckpoint, weights: ShardedWeights) -> None:
+    """Every tensor the run reads is present, float, and shaped as config.json says."""
+    spec = ckpt.spec
+    expected = expected_shapes(spec, range(spec.n_layer))
+    bias_shapes = {"q_proj": spec.num_heads * spec.head_dim, "k_proj": spec.kv_heads
+                   * spec.head_dim, "v_proj": spec.kv_heads * spec.head_dim, "o_proj": spec.d_model}
+    for layer in range(spec.n_layer):
+        for proj, width in bias_shapes.items():
+            name = f"layers.{layer}.self_attn.{proj}.bias"
+            if name in weights:  # Qwen2's q/k/v bias, or Llama's attention_bias
+                expected[name] = (width,)
+    missing = [ckpt.prefix + name for name in expected if name not in weights]
+    if missing:
+        listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
+        raise AttnCliError(f"{ckpt.directory} lacks {len(missing)} tensor(s) a "
+                           f"{spec.n_layer}-layer {spec.architecture} needs: {listed}")
+    for name, want in expected.items():
+        if weights.shape(name) != want:
+            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.directory} has shape "
+                               f"{weights.shape(name)}, expected {want}")
+        if weights.dtype(name) not in FLOAT_DTYPES:
+            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.directory} has dtype "
+                               f"{weights.dtype(name)}, expected one of {', '.join(FLOAT_DTYPES)}")
+
+
+def resolve_llama(model: str) -> LlamaCheckpoint:
+    """Turn a hub name or a folder path into a checked LlamaCheckpoint (headers only are read)."""
+    folder = model_folder(model)
+    if folder is None or not (folder / "config.json").is_file():
+        raise AttnCliError(f"{model}: a Llama-family model is a folder with config.json")
+    spec = llama_spec(folder, read_config(folder))
+    names = weight_files(folder)
+    prefix = "model." if "model.embed_tokens.weight" in names else ""
+    ckpt = LlamaCheckpoint(spec=spec, source=model, prefix=prefix)
+    with open_llama(ckpt) as weights:
+        _check(ckpt, weights)
+    return ckpt
+
+
+@contextmanager
+def open_llama(ckpt: LlamaCheckpoint) -> Iterator[ShardedWeights]:
+    """The checkpoint's shards, open for lazy float32 reads."""
+    with open_sharded(ckpt.directory, ckpt.prefix) as weights:
+        yield weights

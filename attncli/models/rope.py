@@ -1,0 +1,73 @@
+"""Rotary position embeddings (RoPE): the frequencies of each rope_type, and the rotation."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from attncli.models.llama_config import LlamaSpec
+
+
+def base_inv_freq(theta: float, rotary_dim: int) -> Tensor:
+    """θ_k = theta^(-2k/dim): one angular speed per pair of dimensions."""
+    exponents = torch.arange(0, rotary_dim, 2, dtype=torch.int64).float() / rotary_dim  # (dim/2,)
+    return 1.0 / (theta**exponents)  # (dim/2,)
+
+
+def _llama3(inv_freq: Tensor, scaling: dict[str, float]) -> Tensor:
+    """Llama 3.1: slow (long-wavelength) pairs divided by factor, fast ones kept, a ramp between."""
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq  # (dim/2,)
+    slow = torch.where(wavelen > old_context / low, inv_freq / factor, inv_freq)  # (dim/2,)
+    smooth = (old_context / wavelen - low) / (high - low)  # (dim/2,) 0 → slow end, 1 → fast end
+    ramp = (1 - smooth) * slow / factor + smooth * slow  # (dim/2,)
+    medium = (wavelen >= old_context / high) & (wavelen <= old_context / low)  # (dim/2,)
+    return torch.where(medium, ramp, slow)  # (dim/2,)
+
+
+def inv_freq(spec: LlamaSpec, num_tokens: int) -> Tensor:
+    """The angular speed of each rotated pair, after the config's rope_scaling."""
+    scaling, dim = spec.rope_scaling, spec.rotary_dim
+    rope_type = scaling.get("rope_type", "default")
+    if rope_type == "dynamic":
+        # NTK-aware: past the trained length, raise the base so the slowest pair still fits.
+        seq_len = max(num_tokens, spec.max_positions)
+        factor = scaling["factor"]
+        base = spec.rope_theta * ((factor * seq_len / spec.max_positions) - (factor - 1)) ** (
+            dim / (dim - 2))
+        return base_inv_freq(base, dim)
+    freqs = base_inv_freq(spec.rope_theta, dim)  # (dim/2,)
+    if rope_type == "linear":
+        return freqs / scaling["factor"]  # positions squeezed by factor
+    if rope_type == "llama3":
+        return _llama3(freqs, scaling)
+    return freqs
+
+
+def rope_tables(spec: LlamaSpec, num_tokens: int) -> tuple[Tensor, Tensor]:
+    """cos and sin of every position's angles, each (T, rotary_dim), halves repeated."""
+    positions = torch.arange(num_tokens, dtype=torch.float32)  # (T,)
+    angles = positions[:, None] * inv_freq(spec, num_tokens)[None, :]  # (T, dim/2)
+    angles = torch.cat((angles, angles), dim=-1)  # (T, dim) pair k is dims k and k + dim/2
+    return angles.cos(), angles.sin()
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """(x1, x2) → (-x2, x1) on the two halves of the last dimension."""
+    x1, x2 = x.chunk(2, dim=-1)  # each (..., dim/2)
+    return torch.cat((-x2, x1), dim=-1)  # (..., dim)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Turn each pair of x (heads, T, head_dim) by its position's angle; extra dims pass through.
+
+    A query at position i and a key at position j then meet at angle i - j: their dot product
+    depends on how far apart they are, not where they are.
+    """
+    rotary_dim = cos.shape[-1]
+    turned, kept = x[..., :rotary_dim], x[..., rotary_dim:]  # partial rotary keeps the tail
+    turned = turned * cos + rotate_half(turned) * sin  # (heads, T, rotary_dim)
+    return torch.cat((turned, kept), dim=-1)  # (heads, T, head_dim)

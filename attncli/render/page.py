@@ -1,0 +1,63 @@
+"""--save page.html: one self-contained interactive page, no script, style or font from outside.
+
+The page holds the command's --json document in <script type="application/json"
+id="attncli-data">, render-only extras (heads' thumbnails, a long run's pooled maps) in
+#attncli-extra, and the plain JavaScript and CSS of render/assets/, written for attncli.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from importlib import resources
+from typing import Any
+
+from attncli.render.jsonout import json_pieces
+
+# Only inline script and style, and nothing from the network, whatever a token's text holds.
+POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+          "img-src data:")
+
+
+def asset(name: str) -> str:
+    """The text of one of the page's files, shipped as package data."""
+    return resources.files("attncli.render").joinpath("assets", name).read_text("utf-8")
+
+
+def script_safe(chunk: str) -> str:
+    """JSON text that cannot end its <script> element: '</' and '<!--' escaped, still JSON."""
+    return chunk.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def render_page(doc: dict[str, Any], title: str = "attncli",
+                extra: dict[str, Any] | None = None) -> Iterator[str]:
+    """The page's HTML, in pieces (a long run's JSON is written a row at a time)."""
+    yield ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+           f"<meta http-equiv=\"Content-Security-Policy\" content=\"{POLICY}\">\n"
+           f"<title>{html.escape(title)}</title>\n<style>\n{asset('page.css')}</style>\n"
+           "</head>\n<body>\n<h1 id=\"attncli-title\">attncli</h1>\n"
+           "<noscript>This page needs JavaScript; the data is in the attncli-data "
+           "element.</noscript>\n<div id=\"attncli-controls\"></div>\n"
+           "<div id=\"attncli-tokens\" aria-label=\"tokens\"></div>\n<div class=\"layout\">\n"
+           "<div id=\"attncli-maps\"></div>\n<div id=\"attncli-focus\" aria-live=\"polite\">"
+           "</div>\n<div id=\"attncli-lines\"></div>\n</div>\n<div id=\"attncli-extras\"></div>\n"
+           "<div id=\"attncli-tooltip\" hidden></div>\n"
+           "<script type=\"application/json\" id=\"attncli-data\">")
+    for piece in json_pieces(doc):
+        yield script_safe(piece.decode())
+    yield "</script>\n<script type=\"application/json\" id=\"attncli-extra\">"
+    for piece in json_pieces(extra or {}):
+        yield script_safe(piece.decode())
+    yield f"</script>\n<script>\n{asset('page.js')}</script>\n</body>\n</html>\n"
+
+
+def page_extra(result: object) -> dict[str, Any]:
+    """What the page draws beyond the JSON: heads' thumbnails, a long run's pooled maps."""
+    from attncli.core.result import HeadsResult, Result
+
+    if isinstance(result, HeadsResult):
+        return {"thumbnails": result.thumbnails}
+    if isinstance(result, Result) and result.long is not None:
+        return {"pooled": [{"head": m.head, "edges": m.edges, "values": m.values}
+                           for m in result.long.maps]}
+    return {}

@@ -1,0 +1,111 @@
+"""`attncli kvcache`: every step against the full causal pass and SDPA; bytes, MACs, JSON keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attncli.core.request import Request
+from attncli.lessons.kvcache import kvcache
+from attncli.lessons.setup import build, heads_qkv, lesson_config
+from tests.conftest import SENTENCE
+from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
+
+STEP_KEYS = {"index", "token", "cache_len", "cache_bytes", "weights", "context", "macs_cached",
+             "macs_recompute"}
+
+
+def test_json_keys_are_pinned(cli) -> None:  # noqa: ANN001
+    doc = cli("kvcache", SENTENCE, "--json").json()
+    assert set(doc) == {"steps", "max_abs_diff", "totals"}
+    assert all(set(step) == STEP_KEYS for step in doc["steps"])
+    assert set(doc["totals"]) == {"tokens", "layers", "first_step_macs", "last_step_macs_cached",
+                                  "last_step_macs_recompute", "macs_cached", "macs_recompute",
+                                  "prefill_macs", "cache_bytes", "weights_max_abs_diff",
+                                  "context_max_abs_diff"}
+    assert [s["index"] for s in doc["steps"]] == list(range(6))
+    assert [s["cache_len"] for s in doc["steps"]] == list(range(1, 7))
+    assert doc["steps"][1]["token"] == " journey"
+
+
+@pytest.mark.parametrize(("variant", "heads"), [("causal", 1), ("multihead", 2),
+                                                ("multihead", 4)])
+def test_each_step_is_row_t_of_the_full_pass(variant: str, heads: int) -> None:
+    spec = Request(text=SENTENCE, variant=variant, heads=heads if heads > 1 else None,
+                      d_out=8)
+    lesson = build(spec)
+    result = kvcache(lesson, lesson_config(spec))
+    with torch.no_grad():
+        full = lesson.module(lesson.x)  # the ordinary full pass
+        queries, keys, values = heads_qkv(lesson, lesson.x)  # each (heads, T, head_dim)
+        reference = F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
+        heads_context = reference.transpose(0, 1).reshape(len(result.steps), -1)  # (T, d_out)
+        out_proj = getattr(lesson.module, "out_proj", None)
+        sdpa_context = heads_context if out_proj is None else out_proj(heads_context)
+    for t, step in enumerate(result.steps):
+        weights = torch.tensor(step.weights)  # (heads, t+1)
+        assert weights.shape == (heads, t + 1)
+        assert float((weights - full.weights[:, t, :t + 1]).abs().max()) <= 1e-6
+        assert float((torch.tensor(step.context) - full.context[t]).abs().max()) <= 1e-5
+        assert float((torch.tensor(step.context) - sdpa_context[t]).abs().max()) <= 1e-5
+    assert result.max_abs_diff <= 1e-5 and result.ok
+
+
+def test_cache_bytes_and_macs() -> None:
+    spec = Request(text=SENTENCE, variant="multihead", heads=2, emb_dim=8, d_out=8)
+    result = kvcache(build(spec), lesson_config(spec))
+    d_in = d_out = 8
+    for t, step in enumerate(result.steps):
+        assert step.cache_bytes == 2 * 1 * 2 * (t + 1) * 4 * 4  # 2 × layers × heads × t × hd × 4
+        new_token = 3 * d_in * d_out + d_out * d_out + 2 * (t + 1) * d_out
+        assert step.macs_cached == new_token
+        assert step.macs_recompute == new_token + t * 2 * d_in * d_out  # the prefix's K and V
+    totals = result.totals
+    assert totals["prefill_macs"] == totals["macs_cached"]  # the same work, done at once
+    assert totals["macs_recompute"] > totals["macs_cached"]
+    assert totals["first_step_macs"] == result.steps[0].macs_cached
+    assert totals["cache_bytes"] == result.steps[-1].cache_bytes
+
+
+def test_bad_input_exits_2(cli) -> None:  # noqa: ANN001
+    cli("kvcache", "one two", "--variant", "qkv").assert_usage_error("kvcache needs a causal")
+    cli("kvcache", "one two", "--head", "3").assert_usage_error("--head 3 is out of range")
+    cli("kvcache", "x", "--model", "samples/toy-gpt2", "--variant", "causal").assert_usage_error(
+        "--variant does not apply with --model")
+
+
+def test_prints_the_check_and_the_totals(cli) -> None:  # noqa: ANN001
+    res = cli("kvcache", SENTENCE, "--variant", "multihead")
+    assert res.code == 0 and "Check: each step equals row t of the full causal pass" in res.out
+    assert "Prefill" in res.out
+    zh = cli("kvcache", SENTENCE, "--lang", "zh")
+    assert "键值缓存" in zh.out.replace("\n", "")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
+    directory = tmp_path_factory.mktemp("gpt2-kv")
+    reference = save_hf_gpt2(directory, seed=7, n_layer=3, n_head=4, n_embd=64, n_positions=32)
+    return directory, reference
+
+
+@pytest.mark.parametrize(("layer", "weights_tol", "context_tol"),
+                         [(0, 1e-6, 1e-5), (2, 1e-5, 1e-5)])
+def test_gpt2_steps_match_transformers(cli, model, layer: int, weights_tol: float,  # noqa: ANN001
+                                       context_tol: float) -> None:
+    doc = cli("kvcache", "The cat sat on the mat because", "--model", str(model[0]),
+              "--layer", str(layer), "--json").json()
+    ids = [step["token"] for step in doc["steps"]]
+    assert len(ids) == 7
+    run = cli("run", "The cat sat on the mat because", "--model", str(model[0]), "--json").json()
+    ref = hf_reference(model[1], [t["id"] for t in run["tokens"]])
+    for t, step in enumerate(doc["steps"]):
+        expected = ref["attentions"][layer][:, t, :t + 1]  # (heads, t+1)
+        assert float((torch.tensor(step["weights"]) - expected).abs().max()) <= weights_tol
+        assert float((torch.tensor(step["context"]) - ref["attn"][layer][t]).abs().max()) <= \
+            context_tol
+        assert step["cache_bytes"] == 2 * 3 * 4 * (t + 1) * 16 * 4
+    assert doc["totals"]["layers"] == 3

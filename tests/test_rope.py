@@ -1,0 +1,63 @@
+"""RoPE: attncli's frequencies and rotation against transformers' own functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attncli.models.llama_config import llama_spec
+from attncli.models.rope import apply_rope, inv_freq, rope_tables
+
+BASE = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+        "num_hidden_layers": 1, "intermediate_size": 8, "vocab_size": 10,
+        "max_position_embeddings": 16}
+SCALINGS = [
+    {"rope_type": "default", "rope_theta": 10000.0},
+    {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0},
+    {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 8, "rope_theta": 500000.0},
+]
+
+
+@pytest.mark.parametrize("params", SCALINGS, ids=lambda p: p["rope_type"])
+@pytest.mark.parametrize("num_tokens", [10, 40])  # within, and past, max_position_embeddings
+def test_inv_freq_equals_transformers(params: dict, num_tokens: int) -> None:
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    spec = llama_spec(Path("."), {**BASE, "rope_parameters": params})
+    config = LlamaConfig(**{k: v for k, v in BASE.items() if k != "model_type"},
+                         rope_parameters=params)
+    if params["rope_type"] == "default":
+        expected = 1.0 / (10000.0 ** (torch.arange(0, 16, 2).float() / 16))
+    else:
+        seq_len = num_tokens if params["rope_type"] == "dynamic" else None
+        expected, _ = ROPE_INIT_FUNCTIONS[params["rope_type"]](config, "cpu", seq_len=seq_len)
+    assert_close(inv_freq(spec, num_tokens), expected, atol=0, rtol=1e-6)
+
+
+def test_partial_rotary_turns_the_leading_dims_as_gpt_neox_does() -> None:
+    from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+
+    spec = llama_spec(Path("."), {**BASE, "partial_rotary_factor": 0.25})
+    assert spec.rotary_dim == 4
+    cos, sin = rope_tables(spec, 7)  # each (T, 4)
+    q, k = torch.randn(4, 7, 16), torch.randn(4, 7, 16)
+    q_ref, k_ref = apply_rotary_pos_emb(q[None], k[None], cos[None], sin[None])
+    assert_close(apply_rope(q, cos, sin), q_ref[0])
+    assert_close(apply_rope(k, cos, sin), k_ref[0])
+    assert torch.equal(apply_rope(q, cos, sin)[..., 4:], q[..., 4:])
+
+
+def test_rotation_keeps_length_and_depends_on_distance_only() -> None:
+    spec = llama_spec(Path("."), BASE)
+    cos, sin = rope_tables(spec, 12)
+    v = torch.randn(1, 1, 16).expand(1, 12, 16)  # one vector at every position
+    turned = apply_rope(v, cos, sin)[0]  # (T, 16)
+    assert_close(turned.norm(dim=-1), v[0].norm(dim=-1))
+    dots = turned @ turned.T  # (T, T)
+    assert_close(dots[3, 1], dots[9, 7])  # both two positions apart
