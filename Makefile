@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SENTENCE := Your journey starts with one step
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint test-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,10 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: lint
+test-deps:
+	@bash scripts/test-deps.sh
+
+test: lint test-deps
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
