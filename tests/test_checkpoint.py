@@ -140,8 +140,8 @@ def test_not_gpt2_at_all(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("values", "message"), [
-    ({"model_type": "llama"}, "describes a 'llama' model; attncli reads GPT-2 checkpoints only "
-                              "(model_type 'gpt2')"),
+    ({"model_type": "bert"}, "describes a 'bert' model; attncli reads GPT-2 (model_type "
+                             "'gpt2') and Llama-family (llama, mistral, qwen2, qwen3) checkpoints"),
     ({"add_cross_attention": True}, "sets add_cross_attention=True; attncli runs the standard "
                                     "GPT-2 block (add_cross_attention=False)"),
     ({"activation_function": "prelu"}, "sets activation_function='prelu', which attncli does "

@@ -6,24 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from attncli.models.locate import hub_cache_dir
+from attncli.models.llama_config import FAMILIES
+from attncli.models.locate import hub_cache_dir, snapshot_of
 
-LLAMA_FAMILY = ("llama", "mistral", "qwen2", "qwen3")
 INDEX = "model.safetensors.index.json"
-
-
-def _snapshot(repo_dir: Path) -> Path | None:
-    """The snapshot refs/main points at, else the newest one."""
-    snapshots = repo_dir / "snapshots"
-    ref = repo_dir / "refs" / "main"
-    if ref.is_file():
-        revision = ref.read_text(encoding="utf-8").strip()
-        if revision and (snapshots / revision).is_dir():
-            return snapshots / revision
-    if not snapshots.is_dir():
-        return None
-    candidates = [p for p in snapshots.iterdir() if p.is_dir()]
-    return max(candidates, key=lambda p: p.stat().st_mtime, default=None)
 
 
 def _weight_files(folder: Path) -> list[Path]:
@@ -52,7 +38,7 @@ def describe_folder(name: str, folder: Path) -> dict[str, Any] | None:
     if arch == "gpt2":
         layers, heads = config.get("n_layer", 12), config.get("n_head", 12)
         kv_heads = heads
-    elif arch in LLAMA_FAMILY:
+    elif arch in FAMILIES:
         layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
         kv_heads = config.get("num_key_value_heads", heads)
     else:
@@ -69,7 +55,7 @@ def cached_models(cache: Path | None = None) -> dict[str, Any]:
     if cache.is_dir():
         for repo_dir in sorted(cache.glob("models--*")):
             name = repo_dir.name.removeprefix("models--").replace("--", "/")
-            snapshot = _snapshot(repo_dir)
+            snapshot = snapshot_of(repo_dir)
             row = describe_folder(name, snapshot) if snapshot is not None else None
             if row is not None:
                 rows.append(row)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +16,13 @@ from torch import Tensor
 from attncli.core.sizes import check_checkpoint_claims
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
-from attncli.models.locate import convert_hint, is_pickle, locate_checkpoint, utf8_name
+from attncli.models.locate import (
+    convert_hint,
+    is_pickle,
+    locate_checkpoint,
+    read_config_file,
+    utf8_name,
+)
 from attncli.models.shards import open_shard_set
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
@@ -147,16 +152,12 @@ def _safe_open(file: Path) -> Iterator[Any]:
 
 def _read_config(config_file: Path) -> dict[str, Any]:
     """config.json as a dict, refusing models that are not plain GPT-2."""
-    try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AttnCliError(f"cannot read {config_file}: {exc}") from None
-    if not isinstance(config, dict):
-        raise AttnCliError(f"{config_file} is not a JSON object")
+    config = read_config_file(config_file)
     model_type = config.get("model_type", "gpt2")
     if model_type != "gpt2":
         raise AttnCliError(f"{config_file} describes a {model_type!r} model; attncli reads "
-                           f"GPT-2 checkpoints only (model_type 'gpt2')")
+                           "GPT-2 (model_type 'gpt2') and Llama-family (llama, mistral, qwen2, "
+                           "qwen3) checkpoints")
     for option, standard in STANDARD_OPTIONS.items():
         if config.get(option, standard) != standard:
             raise AttnCliError(f"{config_file} sets {option}={config[option]!r}; attncli runs "

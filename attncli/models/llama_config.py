@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.locate import find_cached, looks_like_hub_name
+from attncli.models.locate import find_cached, looks_like_hub_name, read_config_file
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
@@ -75,14 +74,7 @@ class LlamaSpec:
 
 def read_config(directory: Path) -> dict[str, Any]:
     """config.json of a model folder as a dict."""
-    file = directory / "config.json"
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AttnCliError(f"cannot read {file}: {exc}") from None
-    if not isinstance(config, dict):
-        raise AttnCliError(f"{file} is not a JSON object")
-    return config
+    return read_config_file(directory / "config.json")
 
 
 def _int(config: dict[str, Any], key: str, default: int | None = None) -> int:

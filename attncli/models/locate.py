@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from attncli.errors import AttnCliError
 
@@ -50,7 +52,7 @@ def repo_folders(name: str) -> list[str]:
     return folders
 
 
-def _snapshot(repo_dir: Path) -> Path | None:
+def snapshot_of(repo_dir: Path) -> Path | None:
     """The snapshot refs/main points at, else the newest snapshot, else None."""
     snapshots = repo_dir / "snapshots"
     ref = repo_dir / "refs" / "main"
@@ -68,7 +70,7 @@ def find_cached(name: str) -> Path:
     """The cached snapshot directory of a hub name, preferring one that holds safetensors."""
     cache = hub_cache_dir()
     tried = [cache / folder for folder in repo_folders(name)]
-    found = [snap for snap in map(_snapshot, tried) if snap is not None]
+    found = [snap for snap in map(snapshot_of, tried) if snap is not None]
     for snap in found:
         if (snap / "model.safetensors").is_file():
             return snap
@@ -162,3 +164,14 @@ def is_pickle(file: Path) -> bool:
     except OSError:
         return False
     return magic in (b"PK", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+def read_config_file(file: Path) -> dict[str, Any]:
+    """A checkpoint's config.json as a dict; unreadable or not an object is one line."""
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AttnCliError(f"cannot read {file}: {exc}") from None
+    if not isinstance(config, dict):
+        raise AttnCliError(f"{file} is not a JSON object")
+    return config
