@@ -30,6 +30,7 @@ class Shape:
     d_in: int
     d_out: int
     token_macs: int  # one token through one layer, outside attention: q, k, v, out, MLP
+    kv_width: int | None = None  # k and v projection width when narrower than d_out (GQA)
 
     def step_macs(self, cache_len: int, cached: bool) -> int:
         """Multiply-adds of one decoding step whose query sees cache_len keys.
@@ -43,7 +44,8 @@ class Shape:
             return new_token
         prefix = cache_len - 1
         prefix_layer = prefix * self.token_macs + self.d_out * prefix * (prefix + 1)
-        return new_token + (self.layers - 1) * prefix_layer + prefix * 2 * self.d_in * self.d_out
+        kv_width = self.d_out if self.kv_width is None else self.kv_width
+        return new_token + (self.layers - 1) * prefix_layer + prefix * 2 * self.d_in * kv_width
 
 
 @dataclass

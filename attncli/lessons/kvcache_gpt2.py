@@ -108,16 +108,29 @@ def kvcache_gpt2(ckpt: Checkpoint, tokens: list[TokenInfo], token_ids: list[int]
 
 
 def kvcache_model(req: Request) -> KVCacheResult:
-    """`attncli kvcache --model`: the request (checked like run's) names a GPT-2 checkpoint."""
+    """`attncli kvcache --model`: the request (checked like run's) names a checkpoint."""
     from attncli.models.checkpoint import resolve_checkpoint
     from attncli.models.llama_config import is_llama_family
 
     if req.model is None or req.text is None:
         raise AttnCliError("kvcache --model runs a checkpoint on text")
     if is_llama_family(req.model):
-        raise AttnCliError("kvcache --model decodes GPT-2 checkpoints; a Llama-family model is "
-                           "shown by run, explain and heads")
+        return _kvcache_llama_model(req)
     ckpt = resolve_checkpoint(req.model, req.heads)  # --heads overrides an inferred head count
     tokens, ids = text_tokens(req, req.text)
     config = {"model": req.model, "heads": ckpt.n_head, "d_out": ckpt.n_embd}
     return kvcache_gpt2(ckpt, tokens, ids, req.layer or 0, config)
+
+
+def _kvcache_llama_model(req: Request) -> KVCacheResult:
+    """A Llama-family folder, read with its own tokenizer."""
+    from attncli.lessons.kvcache_llama import kvcache_llama
+    from attncli.models.llama_checkpoint import resolve_llama
+    from attncli.models.llama_run import llama_tokens
+
+    ckpt = resolve_llama(req.model or "")
+    tokens, ids, _ = llama_tokens(ckpt, req)
+    spec = ckpt.spec
+    config = {"model": req.model, "heads": spec.num_heads, "kv_heads": spec.kv_heads,
+              "d_out": spec.d_model}
+    return kvcache_llama(ckpt, tokens, ids, req.layer or 0, config)
