@@ -71,7 +71,9 @@ def test_deeper_steps_are_rows_of_the_full_pass(models: dict[str, tuple[Path, An
                                                 name: str) -> None:
     folder = models[name][0]
     result = _decode(folder, 2)
-    assert result.config["layer"] == 2
+    spec = resolve_llama(str(folder)).spec
+    assert result.config == {"model": str(folder), "heads": 4, "kv_heads": spec.kv_heads,
+                             "d_out": 32, "layer": 2}
     assert result.weights_max_abs_diff <= 1e-5
     # One-row and whole-text float32 products round differently, and two blocks amplify it.
     ckpt = resolve_llama(str(folder))

@@ -134,7 +134,8 @@ def kvcache(
     """Decode token by token with a key/value cache, each step checked against the full pass.
 
     Per step: the query's weights over the cache, the cache's length and bytes, and the
-    multiply-adds with the cache and without it. Causal variants, or a GPT-2 with --model.
+    multiply-adds with the cache and without it. Causal variants, or with --model a GPT-2 or
+    Llama-family checkpoint (its cache holds kv_heads per layer: what GQA saves).
 
     Examples:
 
