@@ -1,4 +1,5 @@
-"""A GPT-2 checkpoint decoded token by token, every layer with its own key/value cache."""
+"""A GPT-2 checkpoint decoded token by token, every layer with its own key/value cache; and
+`kvcache --model`, which sends a Llama-family folder to kvcache_llama."""
 
 from __future__ import annotations
 
