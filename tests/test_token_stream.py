@@ -18,6 +18,8 @@ TEXTS = [
     "<|endoftext|>" * 30 + "a",
     "ab" * 500,  # one pre-token after another, no space to cut at
     " " * 700 + "x" + "\n" * 300,
+    "odd spaces\u3000 a\u2003 b\x85 c\x1c d\u200b e\u00a0 f\u180e g \u2028 h " * 40,
+    "a <|endoftext|> b <|endoftext|>c  <|endoftext|>  d " * 30,
     "",
     "x",
 ]

@@ -3,13 +3,10 @@ are those of the whole text, and the first tokens are ready before the last are 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from attncli.core.tokens import TokenPiece, get_encoding, labels_for
-
-if TYPE_CHECKING:
-    import regex
 
 FIRST_CHARS = 2048  # the first piece is small, so the first rows come out at once
 CHUNK_CHARS = 1 << 16  # later pieces: about 64 KB of text each
@@ -41,42 +38,41 @@ def token_bounds(text: str, encoding: str = "gpt2") -> tuple[int, int]:
 def text_parts(text: str, encoding: str = "gpt2", allow_special: bool = False,
                first: int = FIRST_CHARS, size: int = CHUNK_CHARS) -> Iterator[str]:
     """Consecutive parts of text whose encodings, joined, are the encoding of the whole text."""
-    import regex
-
     enc = get_encoding(encoding)
-    pattern = regex.compile(enc._pat_str)
     if not allow_special:
-        yield from _cut(text, pattern, first, size)
+        yield from _cut(text, first, size)
         return
     # tiktoken first splits off the special tokens, then pre-tokenises each stretch between them
     # as a string of its own; so do we.
-    specials = regex.compile("|".join(regex.escape(s) for s in enc.special_tokens_set))
+    specials = re.compile("|".join(map(re.escape, sorted(enc.special_tokens_set))))
     start = 0
     for match in specials.finditer(text):
         if match.start() > start:
-            yield from _cut(text[start:match.start()], pattern, first, size)
+            yield from _cut(text[start:match.start()], first, size)
         yield match.group()
         start = match.end()
     if start < len(text):
-        yield from _cut(text[start:], pattern, first, size)
+        yield from _cut(text[start:], first, size)
 
 
-def _cut(text: str, pattern: regex.Pattern[str], first: int, size: int) -> Iterator[str]:
-    """text in parts of about first, then size, characters, cut between two pre-tokens.
+def _cut(text: str, first: int, size: int) -> Iterator[str]:
+    """text in parts of about first, then size, characters, each cut before a space that follows
+    a non-space character.
 
-    A cut follows a pre-token that ends in a non-space character. tiktoken's patterns never look
-    behind, and look ahead only past whitespace (`\\s+(?!\\S)`), which that pre-token's own
-    last character stops; so each part, pre-tokenised alone, gives the whole text's pre-tokens.
+    No pre-token of tiktoken's patterns (r50k, p50k, cl100k, o200k) holds a non-space character
+    followed by a space: a space only ever starts one, or lies in a run of whitespace. So such a
+    space starts a pre-token, and the one before it ends in a non-space character, which stops
+    the patterns' only look-ahead (`\\s+(?!\\S)`); they never look behind. Each part,
+    pre-tokenised alone, therefore gives the whole text's pre-tokens, and encodes to its ids.
     """
-    if len(text) <= first:
-        if text:
-            yield text
-        return
     start, target = 0, first
-    for match in pattern.finditer(text):
-        cut = match.start()
-        if cut >= start + target and not text[cut - 1].isspace():
-            yield text[start:cut]
-            start, target = cut, size
+    while len(text) - start > target:
+        cut = text.find(" ", start + target)
+        while cut > 0 and text[cut - 1].isspace():
+            cut = text.find(" ", cut + 1)
+        if cut <= 0:
+            break
+        yield text[start:cut]
+        start, target = cut, size
     if start < len(text):
         yield text[start:]
