@@ -60,23 +60,24 @@ def test_a_text_of_one_chunk_streams_as_the_whole_table(text: str, width: int) -
 
 
 def test_a_streamed_table_takes_its_widths_from_bounds_and_the_first_chunk() -> None:
-    # Index and id are as wide as the largest possible (19 bytes: 2 digits; id 50256: 5),
-    # label and bytes as the first chunk's widest ("there", 20 74 68 65 72 65).
-    lines = ["tokens (gpt2)                               ",
-             "index      id   token      bytes            ",
-             "────────────────────────────────────────────",
-             "    0   17250   Hi         48 69            ",
-             "    1   13328    猫[1/3]   20 e7            ",
-             "    2     234   猫[2/3]    8c               ",
-             "    3     104   猫[3/3]    ab               ",
-             "    4     612    there     20 74 68 65 72 65",
-             "    5      11   ,          2c               ",
-             "    6     685    [         20 5b            ",
-             "    7   36575   bold       62 6f 6c 64      ",
-             "    8      60   ]          5d               ",
-             "    9      87   x          78               ",
+    # Index and id are as wide as the largest possible (19 bytes: 2 digits; id 50256: 5), label
+    # and bytes as the first chunk's widest ("Hi 猫": "猫[1/3]", "20 e7"), then widened towards
+    # 16 cells and 16 bytes while the width allows.
+    lines = ["tokens (gpt2)                                               ",
+             "index      id   token              bytes                    ",
+             "────────────────────────────────────────────────────────────",
+             "    0   17250   Hi                 48 69                    ",
+             "    1   13328    猫[1/3]           20 e7                    ",
+             "    2     234   猫[2/3]            8c                       ",
+             "    3     104   猫[3/3]            ab                       ",
+             "    4     612    there             20 74 68 65 72 65        ",
+             "    5      11   ,                  2c                       ",
+             "    6     685    [                 20 5b                    ",
+             "    7   36575   bold               62 6f 6c 64              ",
+             "    8      60   ]                  5d                       ",
+             "    9      87   x                  78                       ",
              "10 tokens (gpt2)"]
-    assert _streamed("Hi 猫 there, [bold]x", 60, 5, 5) == "\n".join(lines) + "\n"
+    assert _streamed("Hi 猫 there, [bold]x", 60, 3, 3) == "\n".join(lines) + "\n"
 
 
 @pytest.mark.parametrize("width", [24, 40, 80])
@@ -91,8 +92,8 @@ def test_a_long_streamed_table_fits_and_counts(width: int) -> None:
 
 
 def test_a_later_cell_wider_than_the_first_chunks_folds() -> None:
-    out = _streamed("Hi 猫 there, [bold]x", 60, 3, 3).splitlines()
-    # The first chunk is "Hi 猫": its widest bytes cell is "20 e7", so " there" folds.
-    assert out[7:10] == ["    4     612    there     20 74",
-                         "                           68 65",
-                         "                           72 65"]
+    out = _streamed("Hi 猫 there, [bold]x", 30, 3, 3).splitlines()
+    # At 30 cells there is no room beyond the first chunk's "20 e7", so " there" folds.
+    assert out[10:13] == ["    4     612    there   20 74",
+                          "                         68 65",
+                          "                         72 65"]

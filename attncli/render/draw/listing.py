@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 
 CHUNK_ROWS = 512  # rows formatted before they are written
+# Room a streamed token table keeps for labels and bytes beyond its first chunk's (as far as the
+# width allows): most GPT-2 tokens hold up to 16 characters, and a wider cell folds.
+LABEL_ROOM, BYTES_ROOM = 16, 16
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,8 @@ def print_token_stream(console: Console, chunks: Iterator[list[TokenPiece]], enc
         print_tokens(console, first, encoding)
         return
     title = escape(f"tokens ({encoding})")
-    bound = (str(bounds[0]), str(bounds[1]), "", "")
-    widths = _token_widths(console, title, first, bound)
+    widths = _token_widths(console, title, first, (str(bounds[0]), str(bounds[1]), "", ""))
+    _make_room(widths, console.width, {2: LABEL_ROOM, 3: 3 * BYTES_ROOM - 1})
     count = 0
 
     def rows() -> Iterator[tuple[str, str, str, str]]:
@@ -179,6 +182,15 @@ def print_token_stream(console: Console, chunks: Iterator[list[TokenPiece]], enc
 
     print_listing(console, title, TOKEN_COLUMNS, widths, rows())
     console.print(escape(f"{count} tokens ({encoding})"), soft_wrap=True)
+
+
+def _make_room(widths: list[int], width: int, room: dict[int, int]) -> None:
+    """Widen the columns of room towards their widths there, in order, as far as width allows."""
+    spare = width - sum(widths) - sum(a + b for a, b in _pads(len(widths))) - (len(widths) - 1)
+    for k, target in room.items():
+        grow = max(min(spare, target - widths[k]), 0)
+        widths[k] += grow
+        spare -= grow
 
 
 def _token_widths(console: Console, title: str, pieces: Sequence[TokenPiece],
