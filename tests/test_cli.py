@@ -43,6 +43,19 @@ def test_byte_identical_json(cli) -> None:  # noqa: ANN001
     assert cli(*args).out == cli(*args).out
 
 
+@pytest.mark.parametrize("extra", [(), ("--allow-special",)])
+def test_tokens_json_of_a_long_text_is_the_whole_texts(cli, extra: tuple[str, ...],  # noqa: ANN001
+                                                       tmp_path: Path) -> None:
+    from attncli.core.result import TokenInfo
+    from attncli.core.tokens import tokenize
+
+    text = "Hi 猫 there,  <|endoftext|> [bold]x 🙂\n" * 400  # about 14,000 characters: 8 pieces
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8")
+    doc = cli("tokens", "--file", str(tmp_path / "t.txt"), "--json", *extra).json()
+    whole = tokenize(text, "gpt2", allow_special=bool(extra))
+    assert doc == {"encoding": "gpt2", "tokens": [TokenInfo.of(p).to_dict() for p in whole]}
+
+
 def test_tokens_json(cli) -> None:  # noqa: ANN001
     doc = cli("tokens", "猫吃鱼", "--json").json()
     assert len(doc["tokens"]) == 8

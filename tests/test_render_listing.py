@@ -9,8 +9,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from attncli.core.token_stream import token_bounds, token_chunks
-from attncli.core.tokens import tokenize
+from attncli.core.tokens import token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
 from attncli.render.draw.listing import print_token_stream, print_tokens
 from attncli.render.run import render_tokens

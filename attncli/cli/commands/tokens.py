@@ -35,7 +35,7 @@ def tokens(
     """
     from attncli.core.inputs import read_text
     from attncli.core.result import TokenInfo
-    from attncli.core.token_stream import token_bounds, token_chunks
+    from attncli.core.tokens import token_bounds, token_chunks
     from attncli.render.draw.listing import print_token_stream, print_tokens
 
     source = read_text(text, file)
