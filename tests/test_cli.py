@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,20 @@ def test_run_table(cli) -> None:  # noqa: ANN001
 def test_byte_identical_json(cli) -> None:  # noqa: ANN001
     args = ("run", SENTENCE, "--variant", "multihead", "--dropout", "0.3", "--json")
     assert cli(*args).out == cli(*args).out
+
+
+@pytest.mark.parametrize("extra", [(), ("--allow-special",)])
+def test_tokens_json_of_a_long_text_is_the_whole_texts(cli, extra: tuple[str, ...],  # noqa: ANN001
+                                                       tmp_path: Path) -> None:
+    from attncli.core.result import TokenInfo
+    from attncli.core.tokens import tokenize
+
+    text = "Hi 猫 there,  <|endoftext|> [bold]x 🙂\n" * 400  # about 14,000 characters: 8 pieces
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8")
+    doc = cli("tokens", "--file", str(tmp_path / "t.txt"), "--json", *extra).json()
+    # --file loses the text's one trailing newline.
+    whole = tokenize(text.removesuffix("\n"), "gpt2", allow_special=bool(extra))
+    assert doc == {"encoding": "gpt2", "tokens": [TokenInfo.of(p).to_dict() for p in whole]}
 
 
 def test_tokens_json(cli) -> None:  # noqa: ANN001
@@ -144,7 +159,23 @@ def test_subprocess_tokens_closed_pipe_stops_quietly(extra: tuple[str, ...],
                           timeout=120, check=False)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     first = proc.stdout.decode()
-    assert first.startswith('{"encoding":"gpt2"' if extra else "160000 tokens (gpt2)")
+    # A streamed table cannot know its token count before its first row: the count comes last.
+    assert first.startswith('{"encoding":"gpt2"' if extra else "tokens (gpt2)")
+
+
+def test_subprocess_streamed_tokens_table_ends_with_its_count(tmp_path: Path) -> None:
+    import subprocess
+
+    big = tmp_path / "big.txt"
+    big.write_text(" hello [world]" * 40_000, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "attncli", "tokens", "--file", str(big)],
+                          capture_output=True, timeout=120, check=False,
+                          env={**os.environ, "COLUMNS": "80"})
+    lines = proc.stdout.decode().splitlines()
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert lines[3].split() == ["0", "23748", "hello", "20", "68", "65", "6c", "6c", "6f"]
+    assert lines[-2].split() == ["159999", "60", "]", "5d"]
+    assert lines[-1] == "160000 tokens (gpt2)" and len(lines) == 160000 + 4
 
 
 def test_subprocess_help_does_not_import_torch() -> None:

@@ -6,11 +6,12 @@ import io
 import re
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 
-from attncli.core.tokens import tokenize
+from attncli.core.tokens import token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
-from attncli.render.draw.listing import print_tokens
+from attncli.render.draw.listing import print_token_stream, print_tokens
 from attncli.render.run import render_tokens
 
 TEXTS = ["Your journey starts with one step", "Hello 猫吃鱼 ================ world\n\tx",
@@ -42,3 +43,56 @@ def test_colour_dims_the_bytes_and_keeps_the_text() -> None:
     coloured = _new(text, 80, color_system="truecolor", force_terminal=True)
     assert "\x1b[2m" in coloured
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == _old(text, 80)
+
+
+def _streamed(text: str, width: int, first: int, size: int) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    print_token_stream(console, token_chunks(text, first=first, size=size), "gpt2",
+                       token_bounds(text))
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("width", [24, 80])
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_text_of_one_chunk_streams_as_the_whole_table(text: str, width: int) -> None:
+    assert _streamed(text, width, 10**6, 10**6) == _new(text, width, color_system=None)
+
+
+def test_a_streamed_table_takes_its_widths_from_bounds_and_the_first_chunk() -> None:
+    # Index and id are as wide as the largest possible (19 bytes: 2 digits; id 50256: 5), label
+    # and bytes as the first chunk's widest ("Hi 猫": "猫[1/3]", "20 e7"), then widened towards
+    # 16 cells and 16 bytes while the width allows.
+    lines = ["tokens (gpt2)                                               ",
+             "index      id   token              bytes                    ",
+             "────────────────────────────────────────────────────────────",
+             "    0   17250   Hi                 48 69                    ",
+             "    1   13328    猫[1/3]           20 e7                    ",
+             "    2     234   猫[2/3]            8c                       ",
+             "    3     104   猫[3/3]            ab                       ",
+             "    4     612    there             20 74 68 65 72 65        ",
+             "    5      11   ,                  2c                       ",
+             "    6     685    [                 20 5b                    ",
+             "    7   36575   bold               62 6f 6c 64              ",
+             "    8      60   ]                  5d                       ",
+             "    9      87   x                  78                       ",
+             "10 tokens (gpt2)"]
+    assert _streamed("Hi 猫 there, [bold]x", 60, 3, 3) == "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("width", [24, 40, 80])
+def test_a_long_streamed_table_fits_and_counts(width: int) -> None:
+    text = "word 猫 " * 300 + "a much longer stretch of words arrives later " * 20
+    out = _streamed(text, width, 50, 200).splitlines()
+    pieces = tokenize(text, "gpt2", False)
+    assert out[0].startswith("tokens (gpt2)") and out[-1] == f"{len(pieces)} tokens (gpt2)"
+    assert all(cell_len(line) <= width for line in out)
+    firsts = [int(line.split()[0]) for line in out[3:-1] if line[:6].strip().isdigit()]
+    assert firsts == list(range(len(pieces)))
+
+
+def test_a_later_cell_wider_than_the_first_chunks_folds() -> None:
+    out = _streamed("Hi 猫 there, [bold]x", 30, 3, 3).splitlines()
+    # At 30 cells there is no room beyond the first chunk's "20 e7", so " there" folds.
+    assert out[10:13] == ["    4     612    there   20 74",
+                          "                         68 65",
+                          "                         72 65"]

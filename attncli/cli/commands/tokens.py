@@ -35,20 +35,23 @@ def tokens(
     """
     from attncli.core.inputs import read_text
     from attncli.core.result import TokenInfo
-    from attncli.core.tokens import tokenize
+    from attncli.core.tokens import token_bounds, token_chunks
+    from attncli.render.draw.listing import print_token_stream, print_tokens
 
+    source = read_text(text, file)
     if model is not None:
         from attncli.models.hf_tokens import model_tokens
 
-        doc, pieces, encoding = model_tokens(model, read_text(text, file), allow_special)
+        doc, pieces, encoding = model_tokens(model, source, allow_special)
         if as_json:
             emit_json(doc)
-            return
-    else:
-        pieces = tokenize(read_text(text, file), encoding, allow_special)
-    if as_json:
-        emit_json({"encoding": encoding, "tokens": (TokenInfo.of(p).to_dict() for p in pieces)})
+        else:
+            emit_streamed(lambda out: print_tokens(out, pieces, encoding))
         return
-    from attncli.render.draw.listing import print_tokens
-
-    emit_streamed(lambda out: print_tokens(out, pieces, encoding))
+    chunks = token_chunks(source, encoding, allow_special)
+    if as_json:
+        emit_json({"encoding": encoding,
+                   "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)})
+        return
+    bounds = token_bounds(source, encoding)
+    emit_streamed(lambda out: print_token_stream(out, chunks, encoding, bounds))

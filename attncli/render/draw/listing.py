@@ -7,8 +7,9 @@ the first line appears at once, memory stays flat, and a closed pipe stops the w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from rich import box
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 
 
 CHUNK_ROWS = 512  # rows formatted before they are written
+# Room a streamed token table keeps for labels and bytes beyond its first chunk's (as far as the
+# width allows): most GPT-2 tokens hold up to 16 characters, and a wider cell folds.
+LABEL_ROOM, BYTES_ROOM = 16, 16
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,51 @@ def _token_cells(p: TokenPiece) -> tuple[str, str, str, str]:
 def print_tokens(console: Console, pieces: Sequence[TokenPiece], encoding: str) -> None:
     """The tokenisation as a table (index, id, label, bytes), printed as it is formatted."""
     title = escape(f"{len(pieces)} tokens ({encoding})")
+    widths = _token_widths(console, title, pieces)
+    print_listing(console, title, TOKEN_COLUMNS, widths, map(_token_cells, pieces))
+
+
+def print_token_stream(console: Console, chunks: Iterator[list[TokenPiece]], encoding: str,
+                       bounds: tuple[int, int]) -> None:
+    """The tokenisation as a table, its rows printed while later chunks are still tokenised.
+
+    A text of one chunk prints as print_tokens does. A longer one cannot know its widest cells
+    before its first row: the index and id columns take the width of bounds (the largest index
+    and id possible), the label and bytes columns that of the first chunk (a wider cell later
+    folds), and the token count comes last, under the table.
+    """
+    first = next(chunks, [])
+    second = next(chunks, None)
+    if second is None:
+        print_tokens(console, first, encoding)
+        return
+    title = escape(f"tokens ({encoding})")
+    widths = _token_widths(console, title, first, (str(bounds[0]), str(bounds[1]), "", ""))
+    _make_room(widths, console.width, {2: LABEL_ROOM, 3: 3 * BYTES_ROOM - 1})
+    count = 0
+
+    def rows() -> Iterator[tuple[str, str, str, str]]:
+        nonlocal count
+        for chunk in chain([first, second], chunks):
+            count += len(chunk)
+            yield from map(_token_cells, chunk)
+
+    print_listing(console, title, TOKEN_COLUMNS, widths, rows())
+    console.print(escape(f"{count} tokens ({encoding})"), soft_wrap=True)
+
+
+def _make_room(widths: list[int], width: int, room: dict[int, int]) -> None:
+    """Widen the columns of room towards their widths there, in order, as far as width allows."""
+    spare = width - sum(widths) - sum(a + b for a, b in _pads(len(widths))) - (len(widths) - 1)
+    for k, target in room.items():
+        grow = max(min(spare, target - widths[k]), 0)
+        widths[k] += grow
+        spare -= grow
+
+
+def _token_widths(console: Console, title: str, pieces: Sequence[TokenPiece],
+                  bound: tuple[str, str, str, str] | None = None) -> list[int]:
+    """Column widths of the token table whose rows are pieces (and bound, a row not printed)."""
     widest = [0, 0, 0, 0]
     extremes: list[tuple[str, str, str, str]] = []
     if pieces:
@@ -158,6 +207,8 @@ def print_tokens(console: Console, pieces: Sequence[TokenPiece], encoding: str) 
                  max(pieces, key=lambda p: len(p.data or b"")),
                  max(pieces, key=lambda p: max(map(width_of, p.label.split() or [""])))]
         extremes = [_token_cells(p) for p in picks]
+    if bound is not None:
+        extremes.append(bound)
+    if extremes:
         widest = [max(width_of(row[k]) for row in extremes) for k in range(4)]
-    widths = column_widths(console, title, TOKEN_COLUMNS, widest, extremes)
-    print_listing(console, title, TOKEN_COLUMNS, widths, map(_token_cells, pieces))
+    return column_widths(console, title, TOKEN_COLUMNS, widest, extremes)
