@@ -23,11 +23,10 @@ from attncli.models.locate import (
     read_config_file,
     utf8_name,
 )
-from attncli.models.shards import open_shard_set
+from attncli.models.shards import check_tensors, open_shard_set
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}
-FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 # Config switches that change the maths and that attncli does not run.
 STANDARD_OPTIONS = {
     "add_cross_attention": False,
@@ -254,16 +253,5 @@ def _num_heads(config: dict[str, Any], heads: int | None, n_embd: int) -> int:
 def _check_tensors(ckpt: Checkpoint, shapes: dict[str, tuple[int, ...]],
                    dtypes: dict[str, str]) -> None:
     """Every needed tensor is present, float, and shaped as the config says."""
-    expected = ckpt.expected_shapes()
-    missing = [ckpt.prefix + name for name in expected if name not in shapes]
-    if missing:
-        listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
-        raise AttnCliError(f"{ckpt.path} lacks {len(missing)} tensor(s) a {ckpt.n_layer}-layer "
-                           f"GPT-2 needs: {listed}")
-    for name, want in expected.items():
-        if shapes[name] != want:
-            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.path} has shape "
-                               f"{shapes[name]}, expected {want}")
-        if dtypes[name] not in FLOAT_DTYPES:
-            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.path} has dtype "
-                               f"{dtypes[name]}, expected one of {', '.join(FLOAT_DTYPES)}")
+    check_tensors(ckpt.expected_shapes(), shapes.__getitem__, dtypes.__getitem__,
+                  shapes.__contains__, ckpt.prefix, ckpt.path, f"{ckpt.n_layer}-layer GPT-2")

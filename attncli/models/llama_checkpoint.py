@@ -9,7 +9,7 @@ from pathlib import Path
 
 from attncli.errors import AttnCliError
 from attncli.models.llama_config import LlamaSpec, llama_spec, model_folder, read_config
-from attncli.models.shards import FLOAT_DTYPES, ShardedWeights, open_sharded, weight_files
+from attncli.models.shards import ShardedWeights, check_tensors, open_sharded, weight_files
 
 
 @dataclass(frozen=True)
@@ -55,18 +55,9 @@ def _check(ckpt: LlamaCheckpoint, weights: ShardedWeights) -> None:
             name = f"layers.{layer}.self_attn.{proj}.bias"
             if name in weights:  # Qwen2's q/k/v bias, or Llama's attention_bias
                 expected[name] = (width,)
-    missing = [ckpt.prefix + name for name in expected if name not in weights]
-    if missing:
-        listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
-        raise AttnCliError(f"{ckpt.directory} lacks {len(missing)} tensor(s) a "
-                           f"{spec.n_layer}-layer {spec.architecture} needs: {listed}")
-    for name, want in expected.items():
-        if weights.shape(name) != want:
-            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.directory} has shape "
-                               f"{weights.shape(name)}, expected {want}")
-        if weights.dtype(name) not in FLOAT_DTYPES:
-            raise AttnCliError(f"tensor {ckpt.prefix}{name} in {ckpt.directory} has dtype "
-                               f"{weights.dtype(name)}, expected one of {', '.join(FLOAT_DTYPES)}")
+    check_tensors(expected, weights.shape, weights.dtype, weights.__contains__, ckpt.prefix,
+                  ckpt.directory,
+                  f"{spec.n_layer}-layer {spec.architecture}")
 
 
 def resolve_llama(model: str) -> LlamaCheckpoint:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -121,3 +121,21 @@ def open_sharded(directory: Path, prefix: str = "") -> Iterator[ShardedWeights]:
     """Open every shard of a model folder for lazy float32 reads of prefix + name."""
     with open_shard_set(directory) as shards:
         yield ShardedWeights(shards, prefix)
+
+
+def check_tensors(expected: dict[str, tuple[int, ...]], shape: Callable[[str], tuple[int, ...]],
+                  dtype: Callable[[str], str], has: Callable[[str], bool], prefix: str,
+                  where: object, model: str) -> None:
+    """Every tensor a run reads is present, float, and shaped as the config says: one line
+    naming the first that is not (model: what needs them, e.g. "3-layer GPT-2")."""
+    missing = [prefix + name for name in expected if not has(name)]
+    if missing:
+        listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
+        raise AttnCliError(f"{where} lacks {len(missing)} tensor(s) a {model} needs: {listed}")
+    for name, want in expected.items():
+        if shape(name) != want:
+            raise AttnCliError(f"tensor {prefix}{name} in {where} has shape {shape(name)}, "
+                               f"expected {want}")
+        if dtype(name) not in FLOAT_DTYPES:
+            raise AttnCliError(f"tensor {prefix}{name} in {where} has dtype {dtype(name)}, "
+                               f"expected one of {', '.join(FLOAT_DTYPES)}")
