@@ -6,16 +6,33 @@ import io
 import re
 
 import pytest
+from rich import box
 from rich.cells import cell_len
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
-from attncli.core.tokens import token_bounds, token_chunks, tokenize
+from attncli.core.tokens import TokenPiece, token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
 from attncli.render.draw.listing import print_token_stream, print_tokens
-from attncli.render.run import render_tokens
 
 TEXTS = ["Your journey starts with one step", "Hello 猫吃鱼 ================ world\n\tx",
          "a", " [bold]markup[/bold] " * 30, "word " * 700 + "=" * 64 + " end", ""]
+
+
+def render_tokens(pieces: list[TokenPiece], encoding: str) -> RenderableType:
+    """The reference: the tokens as the one whole Rich table attncli printed before streaming."""
+    table = Table(title=escape(f"{len(pieces)} tokens ({encoding})"), title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("index", justify="right")
+    table.add_column("id", justify="right")
+    table.add_column("token", overflow="fold")
+    table.add_column("bytes", overflow="fold", style="dim")
+    for p in pieces:
+        table.add_row(str(p.index), str(p.id), Text(p.label),
+                      p.data.hex(" ") if p.data is not None else "")
+    return table
 
 
 def _old(text: str, width: int) -> str:

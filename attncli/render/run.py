@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from attncli.core.display import Display
@@ -20,7 +17,7 @@ from attncli.render.query import render_query
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
 
 if TYPE_CHECKING:
-    from attncli.core.tokens import TokenPiece
+    pass
 
 
 def describe(result: Result) -> Text:
@@ -95,17 +92,3 @@ def render_run(console: Console, result: Result,
     if result.query is not None:
         parts += [render_query(console, result, options), Text()]
     return Group(*parts[:-1])
-
-
-def render_tokens(pieces: list[TokenPiece], encoding: str) -> RenderableType:
-    """The tokenisation as a table: index, id, label and bytes."""
-    table = Table(title=escape(f"{len(pieces)} tokens ({encoding})"), title_justify="left",
-                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("index", justify="right")
-    table.add_column("id", justify="right")
-    table.add_column("token", overflow="fold")
-    table.add_column("bytes", overflow="fold", style="dim")
-    for p in pieces:
-        table.add_row(str(p.index), str(p.id), Text(p.label),
-                      p.data.hex(" ") if p.data is not None else "")
-    return table
