@@ -76,8 +76,11 @@ def _attend(weights: ShardedWeights, spec: LlamaSpec, layer: int, cache: _LayerC
     seen_values = cache.values[:, start:].unsqueeze(1)  # (kv, 1, n, hd)
     # GQA: the group_size query heads of a group read one cached head, which is never copied.
     grouped = queries.view(kv_heads, spec.group_size, 1, head_dim)  # (kv, group, 1, hd)
-    attn_scores = grouped @ seen_keys.transpose(-2, -1)  # (kv, group, 1, n)
-    attn_weights = torch.softmax(attn_scores / math.sqrt(head_dim), dim=-1)  # (kv, group, 1, n)
+    # Scores and softmax in float64, rounded once to the model dtype: the step's weights differ
+    # from the full pass only by that pass's own rounding, not by two roundings added up.
+    attn_scores = grouped.double() @ seen_keys.double().transpose(-2, -1)  # (kv, group, 1, n)
+    attn_weights = torch.softmax(attn_scores / math.sqrt(head_dim),
+                                 dim=-1).to(grouped.dtype)  # (kv, group, 1, n)
     heads_context = (attn_weights @ seen_values).reshape(1, -1)  # (1, heads · hd)
     shown = attn_weights.new_zeros(spec.num_heads, cache_len)  # (heads, t+1) 0 outside window
     shown[:, start:] = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
