@@ -69,6 +69,10 @@ def assert_agrees(queries: Tensor, keys: Tensor, values: Tensor, causal: bool, t
     torch.testing.assert_close(out.context, ref.context, atol=1e-5, rtol=0)
     torch.testing.assert_close(out.lse, ref.lse, atol=1e-4, rtol=0)
     torch.testing.assert_close(out.entropy, ref.entropy, atol=1e-4, rtol=0)
+    key_pos = torch.arange(queries.shape[1], dtype=torch.float64)  # (N,)
+    want_mean_key = ref.weights.double() @ key_pos  # (heads, N) Σ_j w_ij·j
+    torch.testing.assert_close(out.mean_key.double(), want_mean_key,
+                               atol=1e-5 * max(queries.shape[1], 1), rtol=0)
     k = min(top_k, queries.shape[1])
     want_index, want_weight = expected_topk(ref, k)
     assert out.topk_index.dtype == torch.long
@@ -339,3 +343,17 @@ def test_pooled_blocks_in_the_pass_equal_pooling_the_rebuilt_weights(causal: boo
         want = torch.tensor([[0.0 if v is None else v for v in row] for row in pmap.values],
                             dtype=torch.float64)
         torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-7)
+
+
+def test_flushing_denormals_stays_in_the_workers() -> None:
+    # The pass flushes float32 denormals to 0 in its threads; the caller's thread keeps them.
+    q, k, v = random_qkv(2, 300, 8, seed=3, spread=6.0)
+    before = torch.get_num_threads()
+    for threads in (1, 2):  # 1: this thread does the work itself
+        torch.set_num_threads(threads)
+        try:
+            tiled_attention(q, k, v, causal=True, block_q=16, block_k=32)
+        finally:
+            torch.set_num_threads(before)
+        tiny = torch.tensor([1e-38]) / 10  # 1e-39, a denormal
+        assert tiny.item() > 0

@@ -41,13 +41,13 @@ class Tiled:
     queries: Tensor  # (heads, N, head_dim) unscaled: the kernel divides by √head_dim
     keys: Tensor  # (heads, N, head_dim)
     causal: bool
-    out: TiledOutput  # its context holds one extra column: Σ_j w_ij·j
+    out: TiledOutput
     context: Tensor  # (N, d_out) the module's output
 
     @property
     def mean_key(self) -> Tensor:
         """(heads, N) Σ_j w_ij·j, the attention-weighted mean key position of each row."""
-        return self.out.context[..., -1]
+        return self.out.mean_key
 
 
 @torch.no_grad()
@@ -58,17 +58,12 @@ def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
     pool_size > 0 also max-pools the weights into blocks of that many tokens a side.
     """
     queries, keys, values = module.heads_qkv(x)  # each (heads, N, head_dim)
-    heads, num_tokens, _ = values.shape
-    # A last value column holding each key's position j makes the pass also return Σ_j w_ij·j.
-    positions = torch.arange(num_tokens, dtype=values.dtype, device=values.device)  # (N,)
-    with_pos = torch.cat([values, positions.expand(heads, num_tokens)[..., None]], -1)
     report = None if progress is None else (lambda done, total: progress("attention", done, total))
-    out = tiled_attention(queries, keys, with_pos, causal=causal, top_k=top_k,
+    out = tiled_attention(queries, keys, values, causal=causal, top_k=top_k,
                           progress=report, pool_size=pool_size)
-    heads_context = out.context[..., :-1]  # (heads, N, head_dim)
-    if not (torch.isfinite(out.lse).all() and torch.isfinite(heads_context).all()):
+    if not (torch.isfinite(out.lse).all() and torch.isfinite(out.context).all()):
         raise AttnCliError("the numbers overflowed float32: the inputs are too large")
-    context = module.combine(heads_context)  # (N, d_out)
+    context = module.combine(out.context)  # (N, d_out)
     return Tiled(queries, keys, causal, out, context)
 
 

@@ -26,9 +26,14 @@ Progress = Callable[[int, int], None]  # (done, total) units of work
 
 BLOCK_Q = 128  # query rows per tile
 BLOCK_K = 512  # key columns per tile
-# exp() below about -87 returns float32 denormals, which run 25-60× slower on CPU (and exp(-inf)
-# about 3×); e^-80 ≈ 1.8e-35 is already invisible beside the row maximum's e^0 = 1.
-EXP_FLOOR = -80.0
+# e^x is taken as 2^(x·log2 e): torch's exp2 runs about twice as fast as its exp on CPU.
+LOG2E = 1 / math.log(2)
+# A masked score: finite, so that 0 · (s - m) stays 0 in the entropy sum, and far enough down that
+# e^(s-m) is 0. Anything at or below MASKED_BELOW is read back as masked (-inf).
+MASKED, MASKED_BELOW = -1e30, -1e29
+# Rescaling by α = e^(m_old - m_new): the first tile's m_old is -inf; the floor keeps
+# (m_old - m_new)·l_old at 0 instead of -inf · 0.
+SHIFT_FLOOR = -80.0
 
 
 @dataclass
@@ -38,6 +43,7 @@ class TiledOutput:
     context: Tensor  # (heads, N, d_v) softmax(QKᵀ/√d_k) V
     lse: Tensor  # (heads, N) log Σ_j exp(s_ij) of the scaled, masked scores s
     entropy: Tensor  # (heads, N) -Σ_j w_ij ln w_ij of each row's weights
+    mean_key: Tensor  # (heads, N) Σ_j w_ij·j, each row's weighted mean key position
     topk_index: Tensor  # (heads, N, k) long, heaviest key first; -1 where a causal row is short
     topk_weight: Tensor  # (heads, N, k) their weights; 0.0 where the index is -1
     # With pool_size: (heads, B, B) ln of each block's largest weight (-inf: all masked).
@@ -55,6 +61,7 @@ class _Pass:
     k: int  # top-k keys per row
     block_k: int
     out: TiledOutput
+    positions: Tensor  # (N,) each key's position j as a float
     progress: Progress | None = None
     pool_size: int = 0  # tokens per side of a max-pooled block; 0: none
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,6 +74,7 @@ class _RowState:
     row_max: Tensor  # (heads, bq) m: largest score seen so far
     row_sum: Tensor  # (heads, bq) l = Σ e^(s-m)
     plogp: Tensor  # (heads, bq) Σ e^(s-m)·(s-m), for the entropy
+    key_sum: Tensor  # (heads, bq) Σ e^(s-m)·j, for the mean key position
     acc: Tensor  # (heads, bq, d_v) Σ e^(s-m)·v
 
 
@@ -108,6 +116,7 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
         context=values.new_empty(heads, num_tokens, values.shape[-1]),  # (heads, N, d_v)
         lse=queries.new_empty(heads, num_tokens),  # (heads, N)
         entropy=queries.new_empty(heads, num_tokens),  # (heads, N)
+        mean_key=queries.new_empty(heads, num_tokens),  # (heads, N)
         topk_index=torch.empty(heads, num_tokens, k, dtype=torch.long,
                                device=queries.device),  # (heads, N, k)
         topk_weight=queries.new_empty(heads, num_tokens, k),  # (heads, N, k)
@@ -117,8 +126,9 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
         out.pooled = queries.new_full((heads, blocks, blocks), -torch.inf)  # (heads, B, B)
     if num_tokens == 0:
         return out
-    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out, progress,
-                pool_size)
+    positions = torch.arange(num_tokens, dtype=queries.dtype, device=queries.device)  # (N,)
+    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out, positions,
+                progress, pool_size)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
     _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
@@ -131,6 +141,9 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
     done, total = 0, sum(_cells(job, rows) for rows in tiles)
 
     def buffers() -> tuple[Tensor, Tensor, Tensor]:
+        # e^x under about -87 is a float32 denormal, 3-4× slower to make and use unless this
+        # thread flushes it to 0 (a weight below 1.2e-38, invisible beside the row maximum's 1).
+        torch.set_flush_denormal(True)
         # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
         cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
         key_tiles = -(-job.keys.shape[1] // job.block_k)
@@ -147,7 +160,10 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
                 done += _cells(job, rows)
                 job.progress(done, total)
 
-    each_in_threads(tiles, attend, buffers, on_cpu=job.queries.device.type == "cpu")
+    try:
+        each_in_threads(tiles, attend, buffers, on_cpu=job.queries.device.type == "cpu")
+    finally:
+        torch.set_flush_denormal(False)  # this thread may have been a worker: back to the default
 
 
 def _cells(job: _Pass, rows: slice) -> int:
@@ -158,12 +174,13 @@ def _cells(job: _Pass, rows: slice) -> int:
 def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, Tensor]) -> None:
     """Stream every key tile a query tile may see through the online softmax; fill out[rows]."""
     # Scaling Q by 1/√d_k once scales every score: the softmax does not saturate as d_k grows.
-    q_tile = job.queries[:, rows] * (1.0 / math.sqrt(job.queries.shape[-1]))  # (h, bq, head_dim)
+    q_tile = job.queries[:, rows] * (1.0 / math.sqrt(job.queries.shape[-1]))  # (h, bq, hd)
     heads, bq, head_dim = q_tile.shape
     state = _RowState(
         row_max=q_tile.new_full((heads, bq), -torch.inf),  # (heads, bq)
         row_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
         plogp=q_tile.new_zeros(heads, bq),  # (heads, bq)
+        key_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
         acc=q_tile.new_zeros(heads, bq, job.values.shape[-1]),  # (heads, bq, d_v)
     )
     query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
@@ -179,19 +196,18 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
         k1 = min(k0 + job.block_k, rows.stop if job.causal else num_tokens)
         scores, weights = (_view(b, heads, bq, k1 - k0) for b in buffers[:2])  # (heads, bq, bk)
         torch.matmul(q_tile, job.keys[:, k0:k1].transpose(1, 2), out=scores)  # (heads, bq, bk)
-        mask = None
         if job.causal and k1 - 1 > rows.start:
-            # Query i may only look at keys 0..i: future keys get -inf, so weight 0.
+            # Query i may only look at keys 0..i: future keys get weight e^(MASKED - m) = 0.
             key_pos = torch.arange(k0, k1, device=q_tile.device)  # (bk,)
-            mask = key_pos[None, :] > query_pos[:, None]  # (bq, bk)
-            scores.masked_fill_(mask, -torch.inf)  # (heads, bq, bk)
+            scores.masked_fill_(key_pos[None, :] > query_pos[:, None], MASKED)  # (h, bq, bk)
         if job.k:
             group_max_into(group_max[..., tile * stride:(tile + 1) * stride], scores)
         if row_block is not None:
             block_max_into(row_block, scores, k0, job.pool_size)
-        _online_update(state, scores, weights, job.values[:, k0:k1], mask)
+        _online_update(state, scores, weights, job.values[:, k0:k1], job.positions[k0:k1])
     lse = _finish_rows(state, rows, job.out)  # (heads, bq)
     if row_block is not None and job.out.pooled is not None:
+        row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
         fold_rows(job.out.pooled, row_block, lse, rows, job.pool_size, job.lock)
     if job.k:
         best, index = top_keys(q_tile, job.keys, group_max, query_pos, job.causal, job.k,
@@ -201,20 +217,19 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
 
 
 def _online_update(state: _RowState, scores: Tensor, weights: Tensor, values: Tensor,
-                   mask: Tensor | None) -> None:
+                   positions: Tensor) -> None:
     """Fold one key tile into the running softmax; overwrites scores and weights."""
     new_max = torch.maximum(state.row_max, scores.amax(dim=-1))  # (heads, bq)
     # Old terms were relative to the old maximum: rescale them by α = e^(m_old - m_new).
-    shift = (state.row_max - new_max).clamp_min_(EXP_FLOOR)  # (heads, bq)
+    shift = (state.row_max - new_max).clamp_min_(SHIFT_FLOOR)  # (heads, bq)
     alpha = shift.exp()  # (heads, bq)
-    shifted = scores.sub_(new_max[..., None]).clamp_min_(EXP_FLOOR)  # (heads, bq, bk) s - m
-    p = torch.exp(shifted, out=weights)  # (heads, bq, bk) e^(s-m)
-    if mask is not None:
-        p.masked_fill_(mask, 0.0)  # the floor turned -inf into e^-80; masked keys weigh 0
+    shifted = scores.sub_(new_max[..., None])  # (heads, bq, bk) s - m; masked keys about -1e30
+    p = torch.mul(shifted, LOG2E, out=weights).exp2_()  # (heads, bq, bk) e^(s-m); masked 0
     # Σ p·(s - m_new) = α·(Σ p_old·(s - m_old) + shift·l_old) for the keys already seen.
     plogp = shifted.mul_(p).sum(dim=-1)  # (heads, bq)
     state.plogp = alpha * (state.plogp + shift * state.row_sum) + plogp
     state.row_sum = alpha * state.row_sum + p.sum(dim=-1)  # (heads, bq)
+    state.key_sum = alpha * state.key_sum + p @ positions  # (heads, bq)
     state.acc.mul_(alpha[..., None]).baddbmm_(p, values)  # (heads, bq, d_v)
     state.row_max = new_max
 
@@ -226,6 +241,7 @@ def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
     out.lse[:, rows] = lse
     # H = -Σ w ln w with w = e^(s-m)/l, so H = ln l - Σ e^(s-m)·(s-m) / l.
     out.entropy[:, rows] = log_sum - state.plogp / state.row_sum
+    out.mean_key[:, rows] = state.key_sum / state.row_sum
     out.context[:, rows] = state.acc / state.row_sum[..., None]  # (heads, bq, d_v)
     return lse
 
