@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from attncli.render.draw.colors import SHADES, colour_of, shade_of
 from attncli.render.draw.heatmap import render_heatmap
 from attncli.render.draw.tables import Axis
@@ -91,3 +93,18 @@ def test_column_labels_downwards_only_when_each_character_fits() -> None:
     assert column_labels(["cat"], 1) == []  # one-cell columns: ticks only
     assert column_labels(["a\tb"], 2) == []  # a control character never goes on screen
     assert column_labels(["abcdefghijk"], 2)[-1] == "h"  # at most 8 characters
+
+
+def test_scale_tops_agree_for_lists_and_masked_arrays() -> None:
+    import numpy as np
+
+    from attncli.render.draw.scales import signed_top, weight_top
+
+    lists = [[[0.1, None], [0.7, 0.2]], [[None, None]], [[-0.9, 0.3]]]
+    arrays = [np.array([[np.nan if v is None else v for v in row] for row in t], dtype=np.float32)
+              for t in lists]
+    assert weight_top(arrays, "shared") == pytest.approx(weight_top(lists, "shared")) == 0.7
+    assert signed_top(arrays, "shared") == pytest.approx(signed_top(lists, "shared")) == 0.9
+    empty = np.full((2, 2), np.nan)
+    assert weight_top([empty], "shared") == weight_top([[[None]]], "shared") == 1.0
+    assert weight_top(arrays, "table") is None and weight_top(arrays, "unit") == 1.0

@@ -158,12 +158,12 @@ def render_long(console: Console, result: Result, options: Display) -> Renderabl
     parts: list[RenderableType] = [render_header(result), Text(),
                                    render_summary(result, options)]
     maps = {pmap.head: pmap for pmap in _long(result).maps}
+    top = _pooled_top(result, options.scale) if maps else None  # one range for every head
     for head in range(result.num_heads):
         number = result.head_number(head)
         if number in maps:
             parts += [Text(), render_pooled(console, maps[number], result.config.heads,
-                                            result.config.pool or "max", options.scale,
-                                            _pooled_top(result, options.scale))]
+                                            result.config.pool or "max", options.scale, top)]
         parts += [Text(), render_top_k(console, result, head, options)]
         if options.rows is not None or options.cols is not None:
             parts += [Text(), render_window(console, result, head, options)]

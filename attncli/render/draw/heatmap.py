@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
+from rich.style import Style
 from rich.text import Text
 
 from attncli.render.draw.colors import (
@@ -53,14 +54,28 @@ def column_labels(labels: Sequence[str], cell_w: int) -> list[str]:
                     for s in cut).rstrip() for k in range(depth)]
 
 
-def heat_cell(value: float | None, vmin: float, vmax: float, cell_w: int,
-              depth: str | None, diverging: bool = False) -> Text:
+def heat_piece(value: float | None, vmin: float, vmax: float, cell_w: int,
+               depth: str | None, diverging: bool = False) -> tuple[str, Style | None]:
     """One cell: a coloured block at depth, a shade without colour, or the masked mark."""
     if value is None:
-        return Text(MASKED_MARK.center(cell_w), style=MASKED_STYLE)
+        return MASKED_MARK.center(cell_w), MASKED_STYLE
     if depth is not None:
-        return Text("█" * cell_w, style=block_style(value, vmin, vmax, depth, diverging))
-    return Text(shade_of(value, vmin, vmax, diverging) * cell_w)
+        return "█" * cell_w, block_style(value, vmin, vmax, depth, diverging)
+    return shade_of(value, vmin, vmax, diverging) * cell_w, None
+
+
+def append_cells(body: Text, cells: Iterable[tuple[str, Style | None]]) -> None:
+    """Append cells to body, one span per run of equal style: Rich's cost grows with spans."""
+    run: list[str] = []
+    run_style: Style | None = None
+    for text, style in cells:
+        if style != run_style and run:
+            body.append("".join(run), run_style)
+            run = []
+        run.append(text)
+        run_style = style
+    if run:
+        body.append("".join(run), run_style)
 
 
 def _cut_note(cols: Axis, n_cols: int, width: int, windowable: bool) -> Text:
@@ -91,8 +106,8 @@ def render_heatmap(console: Console, title: str, rows: Axis, cols: Axis,
         body.append(indent + line + "\n", style="dim")
     for i, row in enumerate(matrix):
         body.append(labels[i] + " ", style="bold")
-        for value in row[:n_cols]:
-            body.append_text(heat_cell(value, vmin, vmax, cell_w, depth, diverging))
+        append_cells(body, (heat_piece(value, vmin, vmax, cell_w, depth, diverging)
+                            for value in row[:n_cols]))
         if i < len(matrix) - 1:
             body.append("\n")
     parts: list[RenderableType] = [Text(title, style="bold"), body]

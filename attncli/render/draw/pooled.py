@@ -7,7 +7,7 @@ from rich.text import Text
 
 from attncli.core.result import PooledMap
 from attncli.render.draw.colors import legend, shade_legend
-from attncli.render.draw.heatmap import heat_cell
+from attncli.render.draw.heatmap import append_cells, heat_piece
 from attncli.render.draw.palette import depth_of
 
 TICK_GAP = 8  # the least distance between the starts of two column ticks
@@ -88,8 +88,7 @@ def render_pooled(console: Console, pmap: PooledMap, num_heads: int, pool: str,
     body.append(" " * (label_w + 1) + _ticks(pmap.edges, cols, cell_w, room) + "\n", style="dim")
     for i, line in enumerate(cells):
         body.append(labels[i].rjust(label_w) + " ", style="bold")
-        for value in line:
-            body.append_text(heat_cell(value, 0.0, vmax, cell_w, depth))
+        append_cells(body, (heat_piece(value, 0.0, vmax, cell_w, depth) for value in line))
         if i < len(cells) - 1:
             body.append("\n")
     which = f"head {pmap.head} of {num_heads}: " if num_heads > 1 else ""
