@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -45,6 +46,18 @@ def test_ids_match_tiktoken(text: str) -> None:
                             special_tokens={"<|endoftext|>": 50256})
     assert encode(text) == ref.encode(text, disallowed_special=())
     assert encode(text, allow_special=True) == ref.encode(text, allowed_special="all")
+
+
+def test_bundled_ranks_match_tiktokens_reader(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from attncli.core import tokens
+
+    assert tokens._bundled_ranks() == load_tiktoken_bpe(str(GPT2_VOCAB), GPT2_SHA256)
+    damaged = tmp_path / "gpt2.tiktoken"
+    damaged.write_bytes(GPT2_VOCAB.read_bytes().replace(b" 100\n", b" 101\n", 1))
+    monkeypatch.setattr(tokens, "GPT2_VOCAB", damaged)
+    with pytest.raises(AttnCliError, match="damaged"):
+        tokens._bundled_ranks()
 
 
 def test_known_ids() -> None:
