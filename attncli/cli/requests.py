@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 def read_source(text: str | None, file: Path | None,
                 inputs: Path | None = None) -> tuple[str | None, InputVectors | None]:
     """The run's input: text (TEXT, '-', --file or piped stdin), or --inputs vectors."""
+    from attncli.cli.streams import after_imports
     from attncli.core.inputs import load_inputs, read_text
 
+    after_imports()  # the command's imports are done by now
     if inputs is not None:
         if text is not None or file is not None:
             raise AttnCliError("give TEXT, --file or --inputs, not more than one")

@@ -1,4 +1,5 @@
-"""The process's standard streams, made safe before any work, as coreutils treats them.
+"""The process's standard streams, made safe before any work, as coreutils treats them (and its
+cycle collector, kept off while the CLI loads).
 
 A closed stdin reads as empty, a closed stdout fails at the first write with one line, a closed
 stderr swallows messages (the exit code still tells), and a character the output encoding cannot
@@ -9,6 +10,7 @@ opened later never lands on 0, 1 or 2 and receives output meant for a stream.
 from __future__ import annotations
 
 import errno
+import gc
 import io
 import os
 import sys
@@ -42,6 +44,13 @@ def _fill(fd: int, flags: int) -> None:
     if null != fd:
         os.dup2(null, fd)
         os.close(null)
+
+
+def after_imports() -> None:
+    """Turn the cycle collector back on (main turned it off), with everything the imports made
+    moved out of its reach: those objects live until exit, and walking them costs time."""
+    gc.freeze()
+    gc.enable()
 
 
 def setup_streams() -> None:
