@@ -188,3 +188,24 @@ def test_subprocess_help_does_not_import_torch() -> None:
         proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                               text=True, timeout=60, check=False)
         assert proc.stdout.strip().splitlines()[-1] == "False", (args, proc.stdout)
+
+
+def test_cycle_collector_is_off_while_loading_and_back_once_input_is_read() -> None:
+    # A fresh interpreter: the console script's function, before its submodule shadows the name.
+    script = """if True:
+        import gc
+        import attncli.cli
+        entry = attncli.cli.main
+        import attncli.cli.main as loaded
+        loaded.main = lambda: print(gc.isenabled())
+        entry()
+        from attncli.cli.requests import read_source
+        assert read_source("some text", None) == ("some text", None)
+        print(gc.isenabled())
+    """
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
