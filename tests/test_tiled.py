@@ -357,3 +357,11 @@ def test_flushing_denormals_stays_in_the_workers() -> None:
             torch.set_num_threads(before)
         tiny = torch.tensor([1e-38]) / 10  # 1e-39, a denormal
         assert tiny.item() > 0
+
+
+def test_scores_down_among_the_masked_are_refused() -> None:
+    q, k, v = random_qkv(1, 40, 4, seed=1)
+    q = torch.full_like(q, 1e15)
+    k = -torch.ones_like(k) * 1e15  # every score about -2e30
+    with pytest.raises(AttnCliError, match="too large"):
+        tiled_attention(q, k, v, causal=True, block_q=16, block_k=16)

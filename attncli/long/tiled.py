@@ -132,6 +132,10 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
     _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
+    if bool((out.lse <= MASKED_BELOW).any()):
+        # A row whose largest score is down where masked keys are put: its keys would read as
+        # masked. Only inputs of magnitude ~1e15 get there.
+        raise AttnCliError("the scores reach below -1e29: the inputs are too large for float32")
     return out
 
 
