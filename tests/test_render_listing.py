@@ -15,7 +15,7 @@ from rich.text import Text
 
 from attncli.core.tokens import TokenPiece, token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
-from attncli.render.draw.listing import print_token_stream, print_tokens
+from attncli.render.draw.token_table import print_token_stream, print_tokens
 
 TEXTS = ["Your journey starts with one step", "Hello 猫吃鱼 ================ world\n\tx",
          "a", " [bold]markup[/bold] " * 30, "word " * 700 + "=" * 64 + " end", ""]

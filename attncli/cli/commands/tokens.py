@@ -36,7 +36,7 @@ def tokens(
     from attncli.core.inputs import read_text
     from attncli.core.result import TokenInfo
     from attncli.core.tokens import token_bounds, token_chunks
-    from attncli.render.draw.listing import print_token_stream, print_tokens
+    from attncli.render.draw.token_table import print_token_stream, print_tokens
 
     source = read_text(text, file)
     if model is not None:
