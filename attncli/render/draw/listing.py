@@ -9,7 +9,7 @@ cell keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rich import box
@@ -203,17 +203,18 @@ def _styled_line(row: Sequence[Cell], widths: Sequence[int], columns: Sequence[C
             plain.append(" ")  # the divider between two columns
             pos += 1
         after = width - before - width_of(text)
-        plain.append(" " * (left + before) + text + " " * (after + right))
+        piece = " " * (left + before) + text + " " * (after + right)
+        plain.append(piece)
+        # Spans count characters, not cells: a wide character is one of each.
         if column.style:
-            spans.append(Span(pos, pos + left + width + right, column.style))
+            spans.append(Span(pos, pos + len(piece), column.style))
         if isinstance(cell, Text):
-            body = pos + left
             if cell.style:
-                spans.append(Span(body, body + width, cell.style))
-            start = body + before
+                spans.append(Span(pos + left, pos + len(piece) - right, cell.style))
+            start = pos + left + before
             spans += [Span(start + s.start, start + min(s.end, len(text)), s.style)
                       for s in cell.spans if s.start < len(text)]
-        pos += left + width + right
+        pos += len(piece)
     return Text("".join(plain), spans=spans)
 
 
