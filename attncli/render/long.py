@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from rich import box
 from rich.cells import cell_len
@@ -33,6 +34,11 @@ SUMMARY = (("entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self"
 def _long(result: Result) -> LongStats:
     assert result.long is not None, "a tiled run's result"
     return result.long
+
+
+def plain_list(values: Any) -> list[Any]:
+    """A nested list of numbers, from a numpy array or a list."""
+    return values.tolist() if hasattr(values, "tolist") else values
 
 
 def _which(result: Result, head: int) -> str:
@@ -71,10 +77,12 @@ class _TopK:
     """The top-k listing of one head: its cells, and their widths counted without formatting."""
 
     def __init__(self, result: Result, head: int, rows: range) -> None:
-        self.index, self.weight = (_long(result).stats["top_k"][name][head]
+        # As Python lists (a run's are numpy arrays): read one number at a time, much faster.
+        self.index, self.weight = (plain_list(_long(result).stats["top_k"][name][head])
                                    for name in ("index", "weight"))
         self.labels, self.rows = result.labels, rows
         self._widths: dict[tuple[int, int], int] = {}  # (token, limit) → cells of its label
+        self._scans: dict[int, list[tuple[int, int]]] = {}  # limit → what _scan found
 
     def label(self, j: int, limit: int) -> str:
         return shorten(self.labels[j].strip() or self.labels[j], limit)
@@ -84,24 +92,32 @@ class _TopK:
             self._widths[j, limit] = cell_len(self.label(j, limit))
         return self._widths[j, limit]
 
+    def _scan(self, limit: int) -> list[tuple[int, int]]:
+        """Per column, at this label limit, its widest cell (a key's without its weight) and a
+        row that holds it; one pass over the rows, kept for the next try."""
+        if limit not in self._scans:
+            def query_w(i: int) -> int:
+                return len(str(i)) + 1 + cell_len(shorten(self.labels[i], limit))
+
+            first = max(self.rows, key=query_w, default=self.rows.start)
+            found = [(query_w(first) if self.rows else 0, first)]
+            for r in range(len(self.index[0]) if self.index else 0):
+                best, holder = 0, first
+                for i in self.rows:
+                    j = self.index[i][r]
+                    if j >= 0 and (w := self._label_w(j, limit) + len(str(j)) + 3) > best:
+                        best, holder = w, i
+                found.append((best, holder))
+            self._scans[limit] = found
+        return self._scans[limit]
+
     def widest(self, ranks: int, limit: int, precision: int) -> tuple[list[int], list[int]]:
         """Per column its widest cell, and a row that holds it: 'i label', then per rank
         'label(j) weight' (a weight in [0, 1] takes the same width at any value)."""
         weight_w = len(f"{1:.{precision}f}")
-        first = max(self.rows, key=lambda i: len(str(i)) + 1 + cell_len(
-            shorten(self.labels[i], limit)), default=self.rows.start)
-        widths = [len(str(first)) + 1 + cell_len(shorten(self.labels[first], limit))
-                  if self.rows else 0]
-        holders = [first]
-        for r in range(ranks):
-            best, holder = 0, first
-            for i in self.rows:
-                j = self.index[i][r]
-                if j >= 0 and (w := self._label_w(j, limit) + len(str(j)) + 3 + weight_w) > best:
-                    best, holder = w, i
-            widths.append(best)
-            holders.append(holder)
-        return widths, holders
+        found = self._scan(limit)[:ranks + 1]
+        widths = [w + (weight_w if k and w else 0) for k, (w, _) in enumerate(found)]
+        return widths, [holder for _, holder in found]
 
     def cells(self, i: int, ranks: int, limit: int, precision: int,
               depth: str | None) -> list[Text]:
@@ -124,9 +140,9 @@ class _TopK:
 
 
 def top_width(result: Result, head: int, rows: range, ranks: int, limit: int,
-              precision: int) -> int:
+              precision: int, top: _TopK | None = None) -> int:
     """The width the top-k listing needs, counted without formatting its rows."""
-    widths, _ = _TopK(result, head, rows).widest(ranks, limit, precision)
+    widths, _ = (top or _TopK(result, head, rows)).widest(ranks, limit, precision)
     return listing_width(_with_headers(widths), TOP_PAD)
 
 
@@ -134,9 +150,8 @@ def _with_headers(widths: list[int]) -> list[int]:
     return [max(w, cell_len("query" if k == 0 else f"key {k}")) for k, w in enumerate(widths)]
 
 
-def _top_listing(console: Console, result: Result, head: int, rows: range, ranks: int,
-                 limit: int, precision: int) -> Listing:
-    top = _TopK(result, head, rows)
+def _top_listing(console: Console, top: _TopK, rows: range, ranks: int, limit: int,
+                 precision: int) -> Listing:
     columns = [Column("query", no_wrap=True),
                *(Column(f"key {r + 1}", no_wrap=True) for r in range(ranks))]
     widest, holders = top.widest(ranks, limit, precision)
@@ -168,10 +183,11 @@ def render_top_k(console: Console, result: Result, head: int,
     p = min(options.precision, 2)
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
+    top = _TopK(result, head, rows)
     for ranks, limit, p in tries:
-        if top_width(result, head, rows, ranks, limit, p) <= console.width:
+        if top_width(result, head, rows, ranks, limit, p, top) <= console.width:
             break
-    listing = _top_listing(console, result, head, rows, ranks, limit, p)
+    listing = _top_listing(console, top, rows, ranks, limit, p)
     notes = []
     if options.rows is None and stop < len(result.tokens):
         notes.append(f"queries {start}–{stop - 1} of {len(result.tokens):,}; see others with "

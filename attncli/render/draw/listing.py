@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.control import strip_control_codes
 from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style
@@ -99,6 +100,9 @@ class Listing:
         print_listing(console, self.title, self.columns, self.widths, self.rows(), self.pad)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if _squeezed(self.widths, self.pad):  # as in print_listing
+            yield _whole(self.title, self.columns, self.rows(), self.pad)
+            return
         yield _table(self.title, self.columns, self.widths, pad=self.pad)
         pads = _pads(len(self.columns), self.pad)
         for row in self.rows():
@@ -141,6 +145,11 @@ def print_listing(console: Console, title: str | None, columns: Sequence[Column]
                   widths: Sequence[int], rows: Iterable[Sequence[Cell]],
                   pad: Pad = (1, 1)) -> None:
     """Print the title, the header and the rows, CHUNK_ROWS at a time, as one table would."""
+    if _squeezed(widths, pad):
+        # Rich squeezed a column to nothing (a terminal far too narrow for the columns): no
+        # line can be laid out as it would, so the whole table is Rich's.
+        console.print(_whole(title, columns, rows, pad))
+        return
     console.print(_table(title, columns, widths, pad=pad))
     pads = _pads(len(columns), pad)
     plain = console.color_system is None
@@ -157,10 +166,16 @@ def _fitted(cell: Cell, width: int, justify: str) -> tuple[str, int] | None:
     """The cell's text as a table lays it out on one line, and the spaces before it; None when
     the cell must fold or wrap."""
     text = cell.plain if isinstance(cell, Text) else cell
+    if not text.isprintable():
+        # A str loses the control codes a Text drops (bell, backspace, \v, \f, \r); what is
+        # still not printable (a new line, a tab, ESC, a format character) Rich lays out.
+        text = strip_control_codes(text)
+        if not text.isprintable():
+            return None
     if justify != "left":
         text = text.rstrip()
     gap = width - width_of(text)
-    if gap < 0 or "\n" in text:
+    if gap < 0:
         return None
     return text, gap if justify == "right" else gap // 2 if justify == "center" else 0
 
@@ -224,6 +239,20 @@ def _one_row(row: Sequence[Cell], columns: Sequence[Column], widths: Sequence[in
     one = _table(None, columns, widths, show_header=False, pad=pad)
     one.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in row))
     return one
+
+
+def _squeezed(widths: Sequence[int], pad: Pad) -> bool:
+    """Whether a column has no width left, with its padding (Rich would give it one cell)."""
+    return any(w < 0 or w + a + b <= 0 for w, (a, b) in zip(widths, _pads(len(widths), pad),
+                                                            strict=True))
+
+
+def _whole(title: str | None, columns: Sequence[Column], rows: Iterable[Sequence[Cell]],
+           pad: Pad) -> Table:
+    table = _table(title, columns, pad=pad)
+    for row in rows:
+        table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in row))
+    return table
 
 
 def _print_rows(console: Console, columns: Sequence[Column], widths: Sequence[int],

@@ -64,15 +64,19 @@ def _listing(console: Console, rows: Axis, cols: Axis,
                      *(_widest_number(matrix, j, precision) for j in range(n_cols))]]
         widths = column_widths(console, None, columns, widest, extremes, PAD)
 
+    masked = Text(MASKED_MARK, style=MASKED_STYLE, justify="center")  # read, never changed
+    plain = console.color_system is None  # no styles: numbers as plain strings, faster
+
     def cells() -> Iterator[list[Cell]]:
         for i, row in enumerate(matrix):
-            out: list[Cell] = [Text(f"{rows.indices[i]} {shorten(rows.labels[i], ROW_LABEL_MAX)}")]
+            out: list[Cell] = [f"{rows.indices[i]} {shorten(rows.labels[i], ROW_LABEL_MAX)}"]
             for value in row[:n_cols]:
                 if value is None:
-                    out.append(Text(MASKED_MARK, style=MASKED_STYLE, justify="center"))
+                    out.append(masked)
+                elif plain or depth is None:
+                    out.append(f"{value:.{precision}f}")
                 else:
-                    style = "" if depth is None else cell_style(value, vmin, vmax, depth,
-                                                                diverging)
+                    style = cell_style(value, vmin, vmax, depth, diverging)
                     out.append(Text(f"{value:.{precision}f}", style=style))
             yield out
 
