@@ -37,6 +37,7 @@ import regex
 # A space after a non-space (the cut is before the space), or a non-word character other than an
 # apostrophe after a letter (checked further: punctuation or symbol after a letter).
 _SIMPLE = re.compile(r"(?<=\S) |(?<=[^\W\d_])(?=[^\w\s'])")
+_SPACE = re.compile(r"(?<=\S) ")
 # Runs of caseless letters, found fast with the regex module's tables (tiktoken's own
 # dependency), which may be newer than Python's: what they find is checked with Python's.
 _RUN = regex.compile(r"[\p{Lo}\p{Lm}]+")
@@ -75,8 +76,11 @@ class Cuts:
     """The safe cut points of one text, found left to right (each search starts where the last
     ended, so a long text is scanned once)."""
 
-    def __init__(self, text: str, vocabulary: Callable[[], Vocabulary]) -> None:
-        self.text, self.vocabulary = text, vocabulary  # read only when a run must be cut
+    def __init__(self, text: str, vocabulary: Callable[[], Vocabulary] | None) -> None:
+        # vocabulary is read only when a run must be cut; None: cut before spaces only (the one
+        # kind that also holds for the pre-tokenisers of HF tokenizers that attncli streams).
+        self.text, self.vocabulary = text, vocabulary
+        self._pattern = _SIMPLE if vocabulary is not None else _SPACE
         self._simple = -1  # the next simple cut found, or len(text) when there is none
         self._run: tuple[int, int] | None = None  # the caseless run last scanned: [start, end)
 
@@ -85,7 +89,7 @@ class Cuts:
         if self._simple >= pos:
             return self._simple
         text, at = self.text, pos
-        while (match := _SIMPLE.search(text, at)) is not None:
+        while (match := self._pattern.search(text, at)) is not None:
             cut = match.start()
             if text[cut] == " " or (text[cut - 1].isalpha()
                                     and unicodedata.category(text[cut])[0] in "PS"):
@@ -97,6 +101,8 @@ class Cuts:
 
     def in_runs(self, pos: int, stop: int) -> int:
         """The first cut of the third kind in [pos, stop), or -1."""
+        if self.vocabulary is None:
+            return -1
         text, vocabulary = self.text, self.vocabulary()
         margin, pairs = vocabulary.margin, vocabulary.pairs
         b = max(pos, margin)
