@@ -123,7 +123,8 @@ def test_a_later_cell_wider_than_the_first_chunks_folds() -> None:
 
 SEEDS = int(os.environ.get("ATTNCLI_LISTING_SEEDS", "40"))
 CELLS = ["", "a", "word", "two words", " lead", "trail ", "猫吃鱼", "🙂x", "[bold]x[/]", "a\rb",
-         "tab\there", "bell\x07", "nul\x00x", "zw\u200bsp", "two\nlines", "123456789012345678", "é",
+         "tab\there", "bell\x07", "nul\x00x", "zw\u200bsp", "nb\u00a0sp\u3000", "two\nlines",
+         "123456789012345678", "é",
          "a much longer cell that will have to fold or be cut"]
 
 

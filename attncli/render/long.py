@@ -36,7 +36,7 @@ def _long(result: Result) -> LongStats:
     return result.long
 
 
-def plain_list(values: Any) -> list[Any]:
+def _as_lists(values: Any) -> list[Any]:
     """A nested list of numbers, from a numpy array or a list."""
     return values.tolist() if hasattr(values, "tolist") else values
 
@@ -78,7 +78,7 @@ class _TopK:
 
     def __init__(self, result: Result, head: int, rows: range) -> None:
         # As Python lists (a run's are numpy arrays): read one number at a time, much faster.
-        self.index, self.weight = (plain_list(_long(result).stats["top_k"][name][head])
+        self.index, self.weight = (_as_lists(_long(result).stats["top_k"][name][head])
                                    for name in ("index", "weight"))
         self.labels, self.rows = result.labels, rows
         self._widths: dict[tuple[int, int], int] = {}  # (token, limit) → cells of its label

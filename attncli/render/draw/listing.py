@@ -9,6 +9,7 @@ cell keeps them.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -168,9 +169,10 @@ def _fitted(cell: Cell, width: int, justify: str) -> tuple[str, int] | None:
     text = cell.plain if isinstance(cell, Text) else cell
     if not text.isprintable():
         # A str loses the control codes a Text drops (bell, backspace, \v, \f, \r); what is
-        # still not printable (a new line, a tab, ESC, a format character) Rich lays out.
+        # still not printable but a space (a new line, a tab, ESC, a format character) Rich lays
+        # out.
         text = strip_control_codes(text)
-        if not text.isprintable():
+        if any(not ch.isprintable() and unicodedata.category(ch) != "Zs" for ch in text):
             return None
     if justify != "left":
         text = text.rstrip()
