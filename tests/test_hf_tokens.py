@@ -3,6 +3,7 @@ text is encoded whole where the tokenizer's stages do not allow cutting it."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ WORDS = ["The", " cat", " sat", "猫吃鱼", "，", "。", " 東京は", "🙂",
          "<|begin|>", "<|end|>", "<s>", "<tag>", " <tag> ", "[bold]", "a" * 20]
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=int(os.environ.get("ATTNCLI_HF_EXAMPLES", "60")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(words=st.lists(st.sampled_from(WORDS), max_size=30), special=st.booleans(),
        sizes=st.tuples(st.integers(1, 12), st.integers(1, 30)))

@@ -83,12 +83,15 @@ def token_bytes(token: str, byte_level: bool, special: bool) -> bytes:
     return token.replace("▁", " ").encode("utf-8")
 
 
-def _added(ids: list[int], text_ids: list[int],
-           tokens: list[str]) -> tuple[list[str], list[str]]:
-    """The tokens before and after text_ids in ids: what the post-processor added (BOS, EOS)."""
+def _added(tokenizer: Any) -> tuple[int, int]:
+    """How many tokens the post-processor puts before and after a text (BOS, EOS), learnt from
+    a probe whose own tokens cannot be mistaken for them."""
+    probe = "x"
+    ids = tokenizer.encode(probe, add_special_tokens=True).ids
+    text_ids = tokenizer.encode(probe, add_special_tokens=False).ids
     n = len(text_ids)
-    start = next((k for k in range(len(ids) - n + 1) if ids[k : k + n] == text_ids), 0)
-    return tokens[:start], tokens[start + n :]
+    start = next((k for k in range(len(ids) - n + 1) if ids[k:k + n] == text_ids), 0)
+    return start, len(ids) - start - n
 
 
 def hf_tokenize(directory: Path, text: str, allow_special: bool = False) -> HFTokens:
@@ -98,10 +101,10 @@ def hf_tokenize(directory: Path, text: str, allow_special: bool = False) -> HFTo
     """
     tokenizer = load_tokenizer(directory)
     encoding = _encode(tokenizer, text, allow_special, True)
-    plain = _encode(tokenizer, text, allow_special, False)
-    before, after = _added(encoding.ids, plain.ids, encoding.tokens)
-    pieces = _pieces(tokenizer, _triples(encoding), 0)
-    return HFTokens(pieces=pieces, before=before, after=after, name="tokenizer.json")
+    before, after = _added(tokenizer)
+    pieces = _Labeller(tokenizer).pieces(_triples(encoding), 0)
+    return HFTokens(pieces=pieces, before=encoding.tokens[:before],
+                    after=encoding.tokens[len(encoding.tokens) - after:], name="tokenizer.json")
 
 
 Triple = tuple[int, str, int]  # a token's id, its vocabulary entry, and 1 for a special token
@@ -119,19 +122,21 @@ def _triples(encoding: Any) -> list[Triple]:
     return list(zip(encoding.ids, encoding.tokens, encoding.special_tokens_mask, strict=True))
 
 
-def _pieces(tokenizer: Any, triples: list[Triple], start: int) -> list[TokenPiece]:
-    """Labelled pieces of these tokens, numbered from start."""
-    specials = _specials(tokenizer)
-    byte_level = _is_byte_level(tokenizer)
-    data = [token_bytes(tok, byte_level, special=bool(mask) or tok in specials)
-            for _, tok, mask in triples]
-    labels = labels_for(data)
-    return [TokenPiece(start + k, tid, label, chunk) for k, ((tid, _, _), label, chunk) in
-            enumerate(zip(triples, labels, data, strict=True))]
+class _Labeller:
+    """Turns a tokenizer's tokens into labelled pieces (what it asks of tokenizer.json, once)."""
 
+    def __init__(self, tokenizer: Any) -> None:
+        self.byte_level = _is_byte_level(tokenizer)
+        self.specials = {t.content for t in tokenizer.get_added_tokens_decoder().values()
+                         if t.special}
 
-def _specials(tokenizer: Any) -> set[str]:
-    return {t.content for t in tokenizer.get_added_tokens_decoder().values() if t.special}
+    def pieces(self, triples: list[Triple], start: int) -> list[TokenPiece]:
+        """Labelled pieces of these tokens, numbered from start."""
+        data = [token_bytes(tok, self.byte_level, special=bool(mask) or tok in self.specials)
+                for _, tok, mask in triples]
+        labels = labels_for(data)
+        return [TokenPiece(start + k, tid, label, chunk) for k, ((tid, _, _), label, chunk) in
+                enumerate(zip(triples, labels, data, strict=True))]
 
 
 # The pre-tokenisers of Llama-family tokenizers where a space after a non-space always starts a
@@ -164,7 +169,7 @@ def streams(tokenizer: Any, allow_special: bool) -> bool:
     if model.get("dropout") or spec.get("truncation") or spec.get("padding"):
         return False
     # An added token that may be split out of the text must hold no space and take none.
-    return all(not (added["lstrip"] or added["rstrip"] or added["single_word"]
+    return all(not (added.get("lstrip") or added.get("rstrip") or added.get("single_word")
                     or any(ch.isspace() for ch in added["content"]))
                for added in spec.get("added_tokens", [])
                if allow_special or not added.get("special"))
@@ -198,19 +203,19 @@ def hf_token_chunks(directory: Path, text: str, allow_special: bool = False,
     if second is None or not streams(tokenizer, allow_special):
         tokens = hf_tokenize(directory, text, allow_special)
         return tokens.before, tokens.after, iter([tokens.pieces])
-    encoding = _encode(tokenizer, head, allow_special, True)
-    plain = _triples(_encode(tokenizer, head, allow_special, False))
-    start = next(k for k in range(len(encoding.ids)) if encoding.ids[k:k + len(plain)] ==
-                 [tid for tid, _, _ in plain])
-    before, after = _triples(encoding)[:start], _triples(encoding)[start + len(plain):]
+    encoding = _triples(_encode(tokenizer, head, allow_special, True))
+    count_before, count_after = _added(tokenizer)
+    before, after = encoding[:count_before], encoding[len(encoding) - count_after:]
+    plain = encoding[count_before:len(encoding) - count_after]
+    labeller = _Labeller(tokenizer)
 
     def chunks() -> Chunks:
         index, current = 0, before + plain
         for part in chain([second], parts):
-            yield (done := _pieces(tokenizer, current, index))
+            yield (done := labeller.pieces(current, index))
             index += len(done)
             current = _triples(_encode(tokenizer, part, allow_special, False))
-        yield _pieces(tokenizer, current + after, index)
+        yield labeller.pieces(current + after, index)
 
     return [t for _, t, _ in before], [t for _, t, _ in after], chunks()
 

@@ -85,7 +85,8 @@ class Cuts:
         self._run: tuple[int, int] | None = None  # the caseless run last scanned: [start, end)
 
     def simple(self, pos: int) -> int:
-        """The first cut at or after pos of the first two kinds (len(text) when none)."""
+        """The first cut at or after pos of the first two kinds (of the first, with no
+        vocabulary), or len(text) when there is none."""
         if self._simple >= pos:
             return self._simple
         text, at = self.text, pos
