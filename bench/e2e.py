@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/e2e.py              # the run modes on 8,192 tokens, and tokens on 1 MB
     .venv/bin/python bench/e2e.py --repeats 1
+    .venv/bin/python bench/e2e.py --cases top-k,cjk   # only the streamed listings' cases
 
 Wall time and peak RSS of each command come from os.wait4's rusage of that child alone. The
 machine may be shared: each mode runs right after its own SDPA script, and the ratio compares
@@ -28,6 +29,10 @@ MODES = [("table", []), ("table --rows 0:4", ["--rows", "0:4"]), ("--json", ["--
          ("--view heatmap", ["--view", "heatmap"])]
 RATIO_LIMIT, PEAK_LIMIT_MB = 1.5, 700
 TOKENS_RATIO_LIMIT, TOKENS_PEAK_LIMIT_MB, HEAD_LIMIT_S = 2.0, 300, 1.5
+# The long run's top-k listing over every query row (#14): the window needs --cols to fit memory,
+# and prints its 8,192 rows per head too.
+TOP_K_ROWS = ["--rows", f"0:{N_TOKENS}", "--cols", "0:8"]
+CASES = ("run", "tokens", "top-k", "cjk")
 # The reference: what a user would write to get the same attention from PyTorch.
 SDPA_SCRIPT = f"""
 import torch
@@ -97,6 +102,73 @@ def tokens_cases(cli: str, big: Path, repeats: int) -> list[dict]:
     return rows
 
 
+def first_lines(cmd: list[str], marker: bytes) -> dict:
+    """Wall seconds to the first line, to the first line after the one that starts with marker
+    (the first row under its header and rule), and to exit; peak RSS (MB); lines printed."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = row = None
+    lines, after = 0, -1
+    for line in proc.stdout:
+        lines += 1
+        now = time.perf_counter() - start
+        first = now if first is None else first
+        if after < 0 and line.startswith(marker):
+            after = lines
+        if row is None and after > 0 and lines == after + 3:
+            row = now
+    _, status, usage = os.wait4(proc.pid, 0)
+    err = proc.stderr.read().decode(errors="replace").strip()
+    code = os.waitstatus_to_exitcode(status)
+    return {"seconds": time.perf_counter() - start, "first_line_s": first, "first_row_s": row,
+            "lines": lines, "peak_mb": usage.ru_maxrss / 1024, "exit": code,
+            "error": err.splitlines()[-1] if code and err else None}
+
+
+def top_k_case(cli: str, text_file: Path, repeats: int) -> list[dict]:
+    """The long run's top-k listing (and window) over every query row: the first line, the
+    first top-k row, completion, peak RSS."""
+    cmd = [cli, *RUN, "--file", str(text_file), *TOP_K_ROWS]
+    runs = [first_lines(cmd, b"Top 5 keys per query") for _ in range(repeats)]
+    row = {"case": f"run … {' '.join(TOP_K_ROWS)}", **min(runs, key=lambda r: r["seconds"]),
+           "peak_mb": max(r["peak_mb"] for r in runs), "all_seconds": [r["seconds"] for r in runs]}
+    print(f"{row['case']:<32} first line {row['first_line_s']:5.2f} s, first top-k row "
+          f"{row['first_row_s']:5.2f} s, done {row['seconds']:6.2f} s, {row['lines']:,} lines, "
+          f"{row['peak_mb']:4.0f} MB{'  ' + row['error'] if row['error'] else ''}", flush=True)
+    return [row]
+
+
+def cjk_cases(cli: str, folder: Path, repeats: int) -> list[dict]:
+    """`tokens | head -1` on about 1 MB of CJK text: prose with its punctuation, and the same
+    characters with none (cut inside runs of letters), each against the whole table."""
+    rows = []
+    for name, text in (("CJK prose", cjk_text(True)), ("CJK, no punctuation", cjk_text(False))):
+        path = folder / f"{name.split(',')[0].replace(' ', '-')}-{len(rows)}.txt"
+        path.write_text(text, encoding="utf-8")
+        head = best([f"{cli} tokens --file {path} | head -1"], repeats, shell=True)
+        table = best([cli, "tokens", "--file", str(path)], repeats)
+        as_json = best([cli, "tokens", "--file", str(path), "--json"], repeats)
+        row = {"case": f"tokens {name}", "bytes": len(text.encode()), "head": head,
+               "table": table, "json": as_json,
+               "met": head["seconds"] <= HEAD_LIMIT_S and table["peak_mb"] <= TOKENS_PEAK_LIMIT_MB
+               and table["seconds"] <= TOKENS_RATIO_LIMIT * as_json["seconds"]}
+        rows.append(row)
+        print(f"{row['case']:<28} | head -1 {head['seconds']:5.2f} s {head['peak_mb']:4.0f} MB; "
+              f"table {table['seconds']:5.2f} s {table['peak_mb']:4.0f} MB; --json "
+              f"{as_json['seconds']:5.2f} s  {'met' if row['met'] else 'MISSED'}", flush=True)
+    return rows
+
+
+def cjk_text(punctuation: bool) -> str:
+    """About 1 MB of Chinese and Japanese, with its own punctuation or with none."""
+    prose = ("我们一起学习注意力机制，猫吃鱼，狗吃肉。東京は日本の首都です。"
+             "注意力让每个词元从前面的词元中读取信息。")
+    if not punctuation:
+        prose = "".join(ch for ch in prose if ch not in "，。")
+    return (prose * (1_000_000 // len(prose.encode()) + 1))[:1_000_000 // 3]
+
+
 def big_text() -> str:
     """About 1 MB of English prose (this project's README, repeated)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -107,7 +179,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help=f"which groups to run, of {', '.join(CASES)}")
     args = parser.parse_args()
+    cases = args.cases.split(",")
     cli = str(Path(sys.executable).parent / "attncli")
     with tempfile.TemporaryDirectory() as tmp:
         text_file, big = Path(tmp) / "hello.txt", Path(tmp) / "prose.txt"
@@ -115,9 +190,15 @@ def main() -> None:
         big.write_text(big_text(), encoding="utf-8")
         print(f"end to end: `attncli {' '.join(RUN)} --file F`, F = ' hello' × {N_TOKENS:,}; "
               f"best of {args.repeats}; load average {os.getloadavg()[0]:.1f}")
-        report = {"load_avg": os.getloadavg(), "repeats": args.repeats,
-                  "run": run_modes(cli, text_file, args.repeats)}
-        report["tokens"] = tokens_cases(cli, big, args.repeats)
+        report: dict = {"load_avg": os.getloadavg(), "repeats": args.repeats}
+        if "run" in cases:
+            report["run"] = run_modes(cli, text_file, args.repeats)
+        if "tokens" in cases:
+            report["tokens"] = tokens_cases(cli, big, args.repeats)
+        if "top-k" in cases:
+            report["top_k"] = top_k_case(cli, text_file, args.repeats)
+        if "cjk" in cases:
+            report["tokens_cjk"] = cjk_cases(cli, Path(tmp), args.repeats)
     report["load_avg_after"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

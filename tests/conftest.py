@@ -80,3 +80,28 @@ def rendered(build, width: int = 100, colour: bool = False) -> str:  # noqa: ANN
     console = make_console(width, colour)
     console.print(build(console))
     return console.file.getvalue()
+
+
+def streamed(build, width: int = 100, colour: bool = False) -> str:  # noqa: ANN001
+    """What build(console) prints on a console of that width when emitted part by part, as
+    the CLI emits it (a listing in chunks of rows)."""
+    from attncli.render.draw.listing import print_streamed
+
+    console = make_console(width, colour)
+    print_streamed(console, build(console))
+    return console.file.getvalue()
+
+
+def styled_chars(ansi: str) -> list[tuple[str, str]]:
+    """Each character of a terminal output with the style it shows in, however the escape
+    codes were grouped."""
+    from rich.style import Style
+    from rich.text import Text
+
+    text = Text.from_ansi(ansi)
+    styles = [Style()] * len(text.plain)
+    for span in text.spans:
+        for k in range(span.start, span.end):
+            styles[k] = styles[k] + (span.style if isinstance(span.style, Style)
+                                     else Style.parse(span.style))
+    return [(ch, str(style)) for ch, style in zip(text.plain, styles, strict=True)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import random
 import re
 
 import pytest
@@ -10,12 +12,16 @@ from rich import box
 from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from attncli.core.tokens import TokenPiece, token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
-from attncli.render.draw.listing import print_token_stream, print_tokens
+from attncli.render.draw.listing import Cell, Column, Listing, column_widths, print_streamed
+from attncli.render.draw.token_table import print_token_stream, print_tokens
+from tests.conftest import make_console, styled_chars
 
 TEXTS = ["Your journey starts with one step", "Hello 猫吃鱼 ================ world\n\tx",
          "a", " [bold]markup[/bold] " * 30, "word " * 700 + "=" * 64 + " end", ""]
@@ -113,3 +119,66 @@ def test_a_later_cell_wider_than_the_first_chunks_folds() -> None:
     assert out[10:13] == ["    4     612    there   20 74",
                           "                         68 65",
                           "                         72 65"]
+
+
+SEEDS = int(os.environ.get("ATTNCLI_LISTING_SEEDS", "40"))
+CELLS = ["", "a", "word", "two words", " lead", "trail ", "猫吃鱼", "🙂x", "[bold]x[/]", "a\rb",
+         "tab\there", "bell\x07", "nul\x00x", "zw\u200bsp", "nb\u00a0sp\u3000", "two\nlines",
+         "123456789012345678", "é",
+         "a much longer cell that will have to fold or be cut"]
+
+
+def _random_listing(seed: int) -> tuple[list[Column], list[list[Cell]], tuple[int, int]]:
+    rng = random.Random(seed)
+    columns = [Column(rng.choice(["h", "header", "猫 col", ""]),
+                      rng.choice(["left", "right", "center"]),
+                      rng.choice(["", "dim", "bold", Style(color="red")]),
+                      fold=rng.random() < 0.3, no_wrap=rng.random() < 0.3)
+               for _ in range(rng.randint(1, 5))]
+    rows: list[list[Cell]] = []
+    for _ in range(rng.randint(0, 12)):
+        row: list[Cell] = []
+        for _ in columns:
+            cell = rng.choice(CELLS)
+            if rng.random() < 0.5:
+                text = Text(cell, style=rng.choice(["", "italic", Style(bgcolor="blue")]),
+                            justify=rng.choice([None, "left", "right", "center"]))
+                if text.plain:
+                    text.stylize("underline", 0, rng.randint(1, len(text.plain)))
+                row.append(text)
+            else:
+                row.append(cell)
+        rows.append(row)
+    return columns, rows, rng.choice([(1, 1), (1, 0), (0, 1), (2, 0)])
+
+
+@pytest.mark.parametrize("width", [20, 40, 80])
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_a_listing_prints_what_a_whole_rich_table_prints(seed: int, width: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listing, "CHUNK_ROWS", 3)
+    columns, rows, pad = _random_listing(seed)
+    for colour in (False, True):
+        console = make_console(width, colour)
+        widest = [max((Measurement.get(console, console.options, Text(c) if isinstance(c, str)
+                                       else c).maximum for c in column), default=0)
+                  for column in zip(*rows, strict=True)] or [0] * len(columns)
+        widths = column_widths(console, "title", columns, widest, rows, pad)
+        print_streamed(console, Listing(columns, widths, lambda: rows, "title", pad))
+        whole = make_console(width, colour)
+        table = _rich_table(columns, pad)
+        for row in rows:
+            table.add_row(*(c if isinstance(c, Text) else Text(c) for c in row))
+        whole.print(table)
+        got, want = console.file.getvalue(), whole.file.getvalue()  # type: ignore[attr-defined]
+        assert styled_chars(got) == styled_chars(want) if colour else got == want
+
+
+def _rich_table(columns: list[Column], pad: tuple[int, int]) -> Table:
+    table = Table(title="title", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, padding=(0, pad[1], 0, pad[0]))
+    for column in columns:
+        table.add_column(column.header, justify=column.justify,  # type: ignore[arg-type]
+                         style=column.style or None, no_wrap=column.no_wrap,
+                         overflow="fold" if column.fold else "ellipsis")
+    return table

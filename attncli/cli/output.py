@@ -62,8 +62,13 @@ def emit_streamed(write: Callable[[Console], None]) -> None:
 
 
 def emit(out: Console, renderable: RenderableType) -> None:
-    """Print a renderable to stdout."""
-    out.print(renderable)
+    """Print a renderable to stdout part by part, a long listing in chunks as it is formatted."""
+    from attncli.render.draw.listing import print_streamed
+
+    try:
+        print_streamed(out, renderable)
+    except BrokenPipeError:
+        raise BrokenPipeError from None  # as in emit_json: execute() ends quietly
 
 
 def check_outputs(save: Path | None, save_json: Path | None) -> None:

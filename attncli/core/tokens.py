@@ -19,6 +19,8 @@ from attncli.errors import AttnCliError
 if TYPE_CHECKING:
     import tiktoken
 
+    from attncli.core.cutting.boundaries import Vocabulary
+
 GPT2_VOCAB = Path(__file__).parent.parent / "data" / "gpt2.tiktoken"
 GPT2_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 ENDOFTEXT = "<|endoftext|>"
@@ -27,6 +29,7 @@ DOWNLOADED = ("cl100k_base", "o200k_base", "p50k_base", "p50k_edit")
 LOAD_TIMEOUT_S = 5.0
 FIRST_CHARS = 2048  # the first piece is small, so the first rows come out at once
 CHUNK_CHARS = 1 << 16  # later pieces: about 64 KB of text each
+CHUNK_TOKENS = 1 << 13  # tokens labelled at a time, however long a piece
 
 
 @dataclass(frozen=True)
@@ -221,19 +224,31 @@ def tokenize(text: str, encoding: str = "gpt2", allow_special: bool = False) -> 
 
 
 def token_chunks(text: str, encoding: str = "gpt2", allow_special: bool = False,
-                 first: int = FIRST_CHARS, size: int = CHUNK_CHARS) -> Iterator[list[TokenPiece]]:
-    """The text's tokens as lists of pieces with running indices, the same as tokenize gives."""
+                 first: int = FIRST_CHARS, size: int = CHUNK_CHARS,
+                 tokens: int = CHUNK_TOKENS) -> Iterator[list[TokenPiece]]:
+    """The text's tokens as lists of pieces with running indices, the same as tokenize gives:
+    the text is encoded part by part (text_parts), a part's tokens labelled about `tokens` at
+    a time."""
     enc = get_encoding(encoding)
     index = 0
     for part in text_parts(text, encoding, allow_special, first, size):
         ids = enc.encode(part, allowed_special="all") if allow_special else \
             enc.encode_ordinary(part)
-        data = [enc.decode_single_token_bytes(i) for i in ids]
-        # A part never cuts a character, so a character split across tokens lies in one part.
-        labels = labels_for(data)
-        yield [TokenPiece(index + k, tid, lab, piece) for k, (tid, lab, piece)
-               in enumerate(zip(ids, labels, data, strict=True))]
-        index += len(ids)
+        start = 0
+        while start < len(ids):
+            stop = min(start + tokens, len(ids))
+            data = [enc.decode_single_token_bytes(i) for i in ids[start:stop]]
+            # A character split across tokens stays in one list (its later tokens start with a
+            # UTF-8 continuation byte), so its labels name it as the whole text's do.
+            while stop < len(ids) and 0x80 <= (following := enc.decode_single_token_bytes(
+                    ids[stop]))[0] < 0xC0:
+                data.append(following)
+                stop += 1
+            labels = labels_for(data)
+            yield [TokenPiece(index + k, tid, lab, piece) for k, (tid, lab, piece)
+                   in enumerate(zip(ids[start:stop], labels, data, strict=True))]
+            index += stop - start
+            start = stop
 
 
 def token_bounds(text: str, encoding: str = "gpt2") -> tuple[int, int]:
@@ -245,42 +260,33 @@ def token_bounds(text: str, encoding: str = "gpt2") -> tuple[int, int]:
 
 def text_parts(text: str, encoding: str = "gpt2", allow_special: bool = False,
                first: int = FIRST_CHARS, size: int = CHUNK_CHARS) -> Iterator[str]:
-    """Consecutive parts of text whose encodings, joined, are the encoding of the whole text."""
-    enc = get_encoding(encoding)
+    """Consecutive parts of text whose encodings, joined, are the encoding of the whole text
+    (where they may be cut: core/cutting/boundaries.py)."""
+    from attncli.core.cutting.boundaries import Cuts
+
+    def vocabulary() -> Vocabulary:
+        return _vocabulary(encoding)
+
     if not allow_special:
-        yield from _cut(text, first, size)
+        yield from Cuts(text, vocabulary).parts(first, size)
         return
     # tiktoken first splits off the special tokens, then pre-tokenises each stretch between them
     # as a string of its own; so do we.
+    enc = get_encoding(encoding)
     specials = re.compile("|".join(map(re.escape, sorted(enc.special_tokens_set))))
     start = 0
     for match in specials.finditer(text):
         if match.start() > start:
-            yield from _cut(text[start:match.start()], first, size)
+            yield from Cuts(text[start:match.start()], vocabulary).parts(first, size)
         yield match.group()
         start = match.end()
     if start < len(text):
-        yield from _cut(text[start:], first, size)
+        yield from Cuts(text[start:], vocabulary).parts(first, size)
 
 
-def _cut(text: str, first: int, size: int) -> Iterator[str]:
-    """text in parts of about first, then size, characters, each cut before a space that follows
-    a non-space character.
+@cache
+def _vocabulary(encoding: str) -> Vocabulary:
+    """The byte pairs inside the encoding's entries, for cuts inside runs of CJK letters."""
+    from attncli.core.cutting.boundaries import Vocabulary
 
-    No pre-token of tiktoken's patterns (r50k, p50k, cl100k, o200k) holds a non-space character
-    followed by a space: a space only ever starts one, or lies in a run of whitespace. So such a
-    space starts a pre-token, and the one before it ends in a non-space character, which stops
-    the patterns' only look-ahead (`\\s+(?!\\S)`); they never look behind. Each part,
-    pre-tokenised alone, therefore gives the whole text's pre-tokens, and encodes to its ids.
-    """
-    start, target = 0, first
-    while len(text) - start > target:
-        cut = text.find(" ", start + target)
-        while cut > 0 and text[cut - 1].isspace():
-            cut = text.find(" ", cut + 1)
-        if cut <= 0:
-            break
-        yield text[start:cut]
-        start, target = cut, size
-    if start < len(text):
-        yield text[start:]
+    return Vocabulary.of(get_encoding(encoding).token_byte_values())

@@ -8,12 +8,15 @@ byte tokens such as <0xE7>. Both are turned back into the bytes each token stand
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from attncli.core.tokens import TokenPiece, labels_for
+from attncli.core.cutting.boundaries import Cuts
+from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece, labels_for
 from attncli.errors import AttnCliError
 
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -80,12 +83,15 @@ def token_bytes(token: str, byte_level: bool, special: bool) -> bytes:
     return token.replace("▁", " ").encode("utf-8")
 
 
-def _added(ids: list[int], text_ids: list[int],
-           tokens: list[str]) -> tuple[list[str], list[str]]:
-    """The tokens before and after text_ids in ids: what the post-processor added (BOS, EOS)."""
+def _added(tokenizer: Any) -> tuple[int, int]:
+    """How many tokens the post-processor puts before and after a text (BOS, EOS), learnt from
+    a probe whose own tokens cannot be mistaken for them."""
+    probe = "x"
+    ids = tokenizer.encode(probe, add_special_tokens=True).ids
+    text_ids = tokenizer.encode(probe, add_special_tokens=False).ids
     n = len(text_ids)
-    start = next((k for k in range(len(ids) - n + 1) if ids[k : k + n] == text_ids), 0)
-    return tokens[:start], tokens[start + n :]
+    start = next((k for k in range(len(ids) - n + 1) if ids[k:k + n] == text_ids), 0)
+    return start, len(ids) - start - n
 
 
 def hf_tokenize(directory: Path, text: str, allow_special: bool = False) -> HFTokens:
@@ -94,27 +100,130 @@ def hf_tokenize(directory: Path, text: str, allow_special: bool = False) -> HFTo
     Special-token spellings in the text are plain text unless allow_special, as for GPT-2.
     """
     tokenizer = load_tokenizer(directory)
+    encoding = _encode(tokenizer, text, allow_special, True)
+    before, after = _added(tokenizer)
+    pieces = _Labeller(tokenizer).pieces(_triples(encoding), 0)
+    return HFTokens(pieces=pieces, before=encoding.tokens[:before],
+                    after=encoding.tokens[len(encoding.tokens) - after:], name="tokenizer.json")
+
+
+Triple = tuple[int, str, int]  # a token's id, its vocabulary entry, and 1 for a special token
+
+
+def _encode(tokenizer: Any, text: str, allow_special: bool, add_special_tokens: bool) -> Any:
     tokenizer.encode_special_tokens = not allow_special
     try:
-        encoding = tokenizer.encode(text, add_special_tokens=True)
-        plain = tokenizer.encode(text, add_special_tokens=False)
+        return tokenizer.encode(text, add_special_tokens=add_special_tokens)
     finally:
         tokenizer.encode_special_tokens = False
-    specials = {t.content for t in tokenizer.get_added_tokens_decoder().values() if t.special}
-    byte_level = _is_byte_level(tokenizer)
-    before, after = _added(encoding.ids, plain.ids, encoding.tokens)
-    data = []
-    for tok, mask in zip(encoding.tokens, encoding.special_tokens_mask, strict=True):
-        data.append(token_bytes(tok, byte_level, special=bool(mask) or tok in specials))
-    labels = labels_for(data)
-    pieces = [TokenPiece(i, tid, label, chunk) for i, (tid, label, chunk) in
-              enumerate(zip(encoding.ids, labels, data, strict=True))]
-    return HFTokens(pieces=pieces, before=before, after=after, name="tokenizer.json")
 
 
-def model_tokens(model: str, text: str,
-                 allow_special: bool) -> tuple[dict[str, Any], list[TokenPiece], str]:
-    """`tokens --model`: the JSON document, the pieces, and the tokenizer's name for titles."""
+def _triples(encoding: Any) -> list[Triple]:
+    return list(zip(encoding.ids, encoding.tokens, encoding.special_tokens_mask, strict=True))
+
+
+class _Labeller:
+    """Turns a tokenizer's tokens into labelled pieces (what it asks of tokenizer.json, once)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.byte_level = _is_byte_level(tokenizer)
+        self.specials = {t.content for t in tokenizer.get_added_tokens_decoder().values()
+                         if t.special}
+
+    def pieces(self, triples: list[Triple], start: int) -> list[TokenPiece]:
+        """Labelled pieces of these tokens, numbered from start."""
+        data = [token_bytes(tok, self.byte_level, special=bool(mask) or tok in self.specials)
+                for _, tok, mask in triples]
+        labels = labels_for(data)
+        return [TokenPiece(start + k, tid, label, chunk) for k, ((tid, _, _), label, chunk) in
+                enumerate(zip(triples, labels, data, strict=True))]
+
+
+# The pre-tokenisers of Llama-family tokenizers where a space after a non-space always starts a
+# pre-token (as in tiktoken's patterns): GPT-2's (ByteLevel's own), Llama 3's and Qwen2's.
+SPLIT_PATTERNS = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")  # a space never joins the character before it
+
+
+def streams(tokenizer: Any, allow_special: bool) -> bool:
+    """Whether a text may be encoded in parts cut before a space that follows a non-space, with
+    the whole text's tokens: what tokenizer.json says of each stage allows it."""
+    import json
+
+    spec = json.loads(tokenizer.to_str())
+    steps = [spec.get("normalizer")]
+    while steps and isinstance(steps[-1], dict) and steps[-1].get("type") == "Sequence":
+        steps = [*steps[:-1], *steps[-1]["normalizers"]]
+    if any(step is not None and step.get("type") not in NORMAL_FORMS for step in steps):
+        return False
+    pre = spec.get("pre_tokenizer") or {}
+    parts = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    kinds = [_pre_tokenizer(part) for part in parts]
+    if None in kinds or "splits" not in kinds:  # unknown, or the whole text one word
+        return False
+    model = spec.get("model") or {}
+    if model.get("dropout") or spec.get("truncation") or spec.get("padding"):
+        return False
+    # An added token that may be split out of the text must hold no space and take none.
+    return all(not (added.get("lstrip") or added.get("rstrip") or added.get("single_word")
+                    or any(ch.isspace() for ch in added["content"]))
+               for added in spec.get("added_tokens", [])
+               if allow_special or not added.get("special"))
+
+
+def _pre_tokenizer(part: dict[str, Any]) -> str | None:
+    """"splits": it splits before a space that follows a non-space; "keeps": it keeps the
+    splits it is given (ByteLevel without its regex); None: neither is known."""
+    kind = part.get("type")
+    if kind == "ByteLevel":
+        return "splits" if part.get("use_regex", True) else "keeps"
+    if kind == "Metaspace" and part.get("split", True) and part.get("replacement") == "▁":
+        return "splits"
+    if kind == "Split" and part.get("pattern", {}).get("Regex") in SPLIT_PATTERNS \
+            and part.get("behavior") == "Isolated" and not part.get("invert"):
+        return "splits"
+    return None
+
+
+Chunks = Iterator[list[TokenPiece]]
+
+
+def hf_token_chunks(directory: Path, text: str, allow_special: bool = False,
+                    first: int = FIRST_CHARS,
+                    size: int = CHUNK_CHARS) -> tuple[list[str], list[str], Chunks]:
+    """The tokens hf_tokenize gives, in lists made as the text is encoded part by part (where
+    streams allows; else in one list), with the tokens the post-processor adds."""
+    tokenizer = load_tokenizer(directory)
+    parts = Cuts(text, None).parts(first, size)
+    head, second = next(parts, ""), next(parts, None)
+    if second is None or not streams(tokenizer, allow_special):
+        tokens = hf_tokenize(directory, text, allow_special)
+        return tokens.before, tokens.after, iter([tokens.pieces])
+    encoding = _triples(_encode(tokenizer, head, allow_special, True))
+    count_before, count_after = _added(tokenizer)
+    before, after = encoding[:count_before], encoding[len(encoding) - count_after:]
+    plain = encoding[count_before:len(encoding) - count_after]
+    labeller = _Labeller(tokenizer)
+
+    def chunks() -> Chunks:
+        index, current = 0, before + plain
+        for part in chain([second], parts):
+            yield (done := labeller.pieces(current, index))
+            index += len(done)
+            current = _triples(_encode(tokenizer, part, allow_special, False))
+        yield labeller.pieces(current + after, index)
+
+    return [t for _, t, _ in before], [t for _, t, _ in after], chunks()
+
+
+def model_tokens(model: str, text: str, allow_special: bool
+                 ) -> tuple[dict[str, Any], Chunks, str, tuple[int, int]]:
+    """`tokens --model`: the JSON document (its token list made as it is written), the lists
+    of pieces, the tokenizer's name for titles, and bounds on the last index and largest id."""
     from attncli.core.result import TokenInfo
     from attncli.models.llama_config import family_of, model_folder
 
@@ -122,10 +231,12 @@ def model_tokens(model: str, text: str,
     if folder is None or family_of(model) is None:
         raise AttnCliError(f"tokens --model reads a Llama-family folder's tokenizer.json; "
                            f"{model} is not one (GPT-2 checkpoints use --encoding gpt2)")
-    tokens = hf_tokenize(folder, text, allow_special)
-    doc = {"model": model, "tokenizer": {"file": tokens.name, "bos": tokens.before[0]
-                                         if tokens.before else None,
-                                         "added_before": tokens.before,
-                                         "added_after": tokens.after},
-           "tokens": [TokenInfo.of(p).to_dict() for p in tokens.pieces]}
-    return doc, tokens.pieces, f"{folder.name}/{tokens.name}"
+    before, after, chunks = hf_token_chunks(folder, text, allow_special)
+    name = "tokenizer.json"
+    doc = {"model": model, "tokenizer": {"file": name, "bos": before[0] if before else None,
+                                         "added_before": before, "added_after": after},
+           "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)}
+    # Each token holds a byte of the text or more, but a ▁ put before the text holds none.
+    last = len(text.encode("utf-8", "surrogatepass")) + len(before) + len(after)
+    bounds = last, load_tokenizer(folder).get_vocab_size(with_added_tokens=True) - 1
+    return doc, chunks, f"{folder.name}/{name}", bounds

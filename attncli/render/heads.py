@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from rich import box
+from collections.abc import Iterator
+from functools import partial
+
 from rich.color import Color
 from rich.console import Console, Group, RenderableType
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 
 from attncli.core.result import HeadsResult, Matrix
 from attncli.render.draw.colors import cell_style, legend, shade_of
-from attncli.render.draw.palette import TRUECOLOR, depth_of, swatch
+from attncli.render.draw.listing import Cell, Column, Later, Listing, column_widths
+from attncli.render.draw.palette import depth_of, swatch
 
 MEASURE_HELP = {
     "entropy": "mean entropy of a row, nats (0 = one token, high = spread out)",
@@ -97,27 +99,38 @@ def render_grid(console: Console, result: HeadsResult, scale: str = "shared") ->
     return Group(*parts)
 
 
-def render_measures(result: HeadsResult, precision: int,
-                    depth: str | None = TRUECOLOR) -> RenderableType:
-    """One row per head: the measures that say what it does, each coloured on its range."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("layer", justify="right")
-    table.add_column("head", justify="right")
+def render_measures(console: Console, result: HeadsResult, precision: int) -> RenderableType:
+    """One row per head: the measures that say what it does, each coloured on its range;
+    printed in chunks of rows, widths counted from the data."""
+    depth = depth_of(console)
     names = list(MEASURE_HELP)
-    for name in names:
-        table.add_column(name, justify="right")
-    ranges = {name: (min(m[name] for m in result.measures), max(m[name] for m in result.measures))
+    measures = result.measures
+    columns = [Column("layer", "right"), Column("head", "right"),
+               *(Column(name, "right") for name in names)]
+    ranges = {name: (min(m[name] for m in measures), max(m[name] for m in measures))
               for name in names}
-    for m in result.measures:
-        cells = [Text(str(m["layer"])), Text(str(m["head"]))]
-        for name in names:
-            low, high = (0.0, 1.0) if name in ("prev", "first", "self") else ranges[name]
-            style = cell_style(m[name], low, high, depth) if depth is not None else ""
-            cells.append(Text(f"{m[name]:.{precision}f}", style=style))
-        table.add_row(*cells)
+    # The widest number of a column is its smallest or its largest; the layer and head
+    # columns are as wide as their largest number.
+    widest = [len(str(max((m["layer"] for m in measures), default=0))),
+              len(str(max((m["head"] for m in measures), default=0))),
+              *(max(len(f"{v:.{precision}f}") for v in ranges[name]) for name in names)]
+    extremes = [[str(max(m["layer"] for m in measures)), str(max(m["head"] for m in measures)),
+                 *(max((f"{v:.{precision}f}" for v in ranges[name]), key=len)
+                   for name in names)]]
+    widths = column_widths(console, None, columns, widest, extremes)
+
+    def rows() -> Iterator[list[Cell]]:
+        for m in measures:
+            cells: list[Cell] = [str(m["layer"]), str(m["head"])]
+            for name in names:
+                low, high = (0.0, 1.0) if name in ("prev", "first", "self") else ranges[name]
+                style = cell_style(m[name], low, high, depth) if depth is not None else ""
+                cells.append(Text(f"{m[name]:.{precision}f}", style=style))
+            yield cells
+
     notes = Text("\n".join(f"{name}: {text}" for name, text in MEASURE_HELP.items()),
                  style="dim")
-    return Group(table, notes)
+    return Group(Listing(columns, widths, rows), notes)
 
 
 def render_heads(console: Console, result: HeadsResult, precision: int = 3,
@@ -132,5 +145,5 @@ def render_heads(console: Console, result: HeadsResult, precision: int = 3,
         f" · {result.config['num_tokens']} tokens · sorted by {result.config['sort']}\n",
         (f"Each head's attention over its layer's input (the {norm} residual stream); "
          "layers and heads are 0-based.", "dim"))
-    return Group(title, Text(), render_grid(console, result, scale), Text(),
-                 render_measures(result, precision, depth_of(console)))
+    return Group(title, Text(), Later(partial(render_grid, console, result, scale)), Text(),
+                 Later(partial(render_measures, console, result, precision)))

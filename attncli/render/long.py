@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from functools import partial
+from typing import Any
 
 from rich import box
 from rich.cells import cell_len
@@ -13,6 +16,7 @@ from rich.text import Text
 from attncli.core.display import Display
 from attncli.core.result import LongStats, Result
 from attncli.render.draw.colors import cell_style
+from attncli.render.draw.listing import Cell, Column, Later, Listing, column_widths, listing_width
 from attncli.render.draw.palette import depth_of
 from attncli.render.draw.pooled import render_pooled
 from attncli.render.draw.scales import weight_top
@@ -22,6 +26,7 @@ from attncli.render.query import plain, render_query
 from attncli.render.stages import head_title
 
 TOP_ROWS = 20  # queries in the top-k table without --rows
+TOP_PAD = (1, 0)  # a space before each key's cell, none after
 SUMMARY = (("entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self", "self"),
            ("top_k_mass", "top-k"), ("distance", "distance"))
 
@@ -29,6 +34,11 @@ SUMMARY = (("entropy", "entropy"), ("first", "first"), ("prev", "prev"), ("self"
 def _long(result: Result) -> LongStats:
     assert result.long is not None, "a tiled run's result"
     return result.long
+
+
+def _as_lists(values: Any) -> list[Any]:
+    """A nested list of numbers, from a numpy array or a list."""
+    return values.tolist() if hasattr(values, "tolist") else values
 
 
 def _which(result: Result, head: int) -> str:
@@ -63,50 +73,108 @@ def render_summary(result: Result, options: Display) -> RenderableType:
     return Group(Text("Summary per head", style="bold"), table, note)
 
 
-def _top_table(result: Result, head: int, rows: range, ranks: int, limit: int,
-               precision: int, depth: str | None) -> Table:
-    index, weight = (_long(result).stats["top_k"][name][head] for name in ("index", "weight"))
-    labels = result.labels
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
-    table.add_column("query", no_wrap=True)
-    for r in range(ranks):
-        table.add_column(f"key {r + 1}", no_wrap=True)
-    for i in rows:
-        cells = [Text(f"{i} {shorten(labels[i], limit)}", style="bold")]
-        for j, w in zip(index[i][:ranks], weight[i][:ranks], strict=True):
-            label = labels[j].strip() or labels[j]
-            cell = Text("" if j < 0 else f"{shorten(label, limit)}({j}) ")
+class _TopK:
+    """The top-k listing of one head: its cells, and their widths counted without formatting."""
+
+    def __init__(self, result: Result, head: int, rows: range) -> None:
+        # As Python lists (a run's are numpy arrays): read one number at a time, much faster.
+        self.index, self.weight = (_as_lists(_long(result).stats["top_k"][name][head])
+                                   for name in ("index", "weight"))
+        self.labels, self.rows = result.labels, rows
+        self._widths: dict[tuple[int, int], int] = {}  # (token, limit) → cells of its label
+        self._scans: dict[int, list[tuple[int, int]]] = {}  # limit → what _scan found
+
+    def label(self, j: int, limit: int) -> str:
+        return shorten(self.labels[j].strip() or self.labels[j], limit)
+
+    def _label_w(self, j: int, limit: int) -> int:
+        if (j, limit) not in self._widths:
+            self._widths[j, limit] = cell_len(self.label(j, limit))
+        return self._widths[j, limit]
+
+    def _scan(self, limit: int) -> list[tuple[int, int]]:
+        """Per column, at this label limit, its widest cell (a key's without its weight) and a
+        row that holds it; one pass over the rows, kept for the next try."""
+        if limit not in self._scans:
+            def query_w(i: int) -> int:
+                return len(str(i)) + 1 + cell_len(shorten(self.labels[i], limit))
+
+            first = max(self.rows, key=query_w, default=self.rows.start)
+            found = [(query_w(first) if self.rows else 0, first)]
+            for r in range(len(self.index[0]) if self.index else 0):
+                best, holder = 0, first
+                for i in self.rows:
+                    j = self.index[i][r]
+                    if j >= 0 and (w := self._label_w(j, limit) + len(str(j)) + 3) > best:
+                        best, holder = w, i
+                found.append((best, holder))
+            self._scans[limit] = found
+        return self._scans[limit]
+
+    def widest(self, ranks: int, limit: int, precision: int) -> tuple[list[int], list[int]]:
+        """Per column its widest cell, and a row that holds it: 'i label', then per rank
+        'label(j) weight' (a weight in [0, 1] takes the same width at any value)."""
+        weight_w = len(f"{1:.{precision}f}")
+        found = self._scan(limit)[:ranks + 1]
+        widths = [w + (weight_w if k and w else 0) for k, (w, _) in enumerate(found)]
+        return widths, [holder for _, holder in found]
+
+    def cells(self, i: int, ranks: int, limit: int, precision: int,
+              depth: str | None) -> list[Text]:
+        """Row i: the query, then 'label(j) weight' per key, the weight on its colour."""
+        cells = [Text(f"{i} {shorten(self.labels[i], limit)}", style="bold")]
+        for j, w in zip(self.index[i][:ranks], self.weight[i][:ranks], strict=True):
+            cell = Text("" if j < 0 else f"{self.label(j, limit)}({j}) ")
             if j >= 0:
                 # Weights on coloured cells with black or white text: readable on any background.
                 style = cell_style(w, 0.0, 1.0, depth) if depth is not None else ""
                 cell.append(f"{w:.{precision}f}", style=style)
             cells.append(cell)
-        table.add_row(*cells)
-    return table
+        return cells
+
+    def plain_cells(self, i: int, ranks: int, limit: int, precision: int) -> list[str]:
+        """Row i as plain text, for a console without styles."""
+        return [f"{i} {shorten(self.labels[i], limit)}",
+                *("" if j < 0 else f"{self.label(j, limit)}({j}) {w:.{precision}f}"
+                  for j, w in zip(self.index[i][:ranks], self.weight[i][:ranks], strict=True))]
 
 
 def top_width(result: Result, head: int, rows: range, ranks: int, limit: int,
-              precision: int) -> int:
-    """The width _top_table needs, counted without building it: per column its widest cell,
-    plus a left pad and a divider for every column after the first."""
-    index, weight = (_long(result).stats["top_k"][name][head] for name in ("index", "weight"))
-    labels = result.labels
-    widths = [max([cell_len("query"), *(cell_len(f"{i} {shorten(labels[i], limit)}")
-                                        for i in rows)])]
-    for r in range(ranks):
-        cells = [0 if j < 0 else cell_len(shorten(labels[j].strip() or labels[j], limit))
-                 + len(f"({j}) {w:.{precision}f}")
-                 for j, w in ((index[i][r], weight[i][r]) for i in rows)]
-        widths.append(max(cell_len(f"key {r + 1}"), *cells) + 2)
-    return sum(widths)
+              precision: int, top: _TopK | None = None) -> int:
+    """The width the top-k listing needs, counted without formatting its rows."""
+    widths, _ = (top or _TopK(result, head, rows)).widest(ranks, limit, precision)
+    return listing_width(_with_headers(widths), TOP_PAD)
+
+
+def _with_headers(widths: list[int]) -> list[int]:
+    return [max(w, cell_len("query" if k == 0 else f"key {k}")) for k, w in enumerate(widths)]
+
+
+def _top_listing(console: Console, top: _TopK, rows: range, ranks: int, limit: int,
+                 precision: int) -> Listing:
+    columns = [Column("query", no_wrap=True),
+               *(Column(f"key {r + 1}", no_wrap=True) for r in range(ranks))]
+    widest, holders = top.widest(ranks, limit, precision)
+    extremes = [top.cells(i, ranks, limit, precision, None) for i in dict.fromkeys(holders)
+                if rows]
+    widths = column_widths(console, None, columns, widest, extremes, TOP_PAD)
+    depth, plain = depth_of(console), console.color_system is None
+
+    def cells() -> Iterator[Sequence[Cell]]:
+        for i in rows:
+            yield (top.plain_cells(i, ranks, limit, precision) if plain
+                   else top.cells(i, ranks, limit, precision, depth))
+
+    return Listing(columns, widths, cells, pad=TOP_PAD)
 
 
 def render_top_k(console: Console, result: Result, head: int,
                  options: Display) -> RenderableType:
-    """Each query's heaviest keys as 'label(index) weight', fitted to the console."""
+    """Each query's heaviest keys as 'label(index) weight', fitted to the console, its rows
+    printed as they are formatted."""
     k = len(_long(result).stats["top_k"]["index"][head][0]) if result.tokens else 0
     start, stop = options.rows or (0, min(len(result.tokens), TOP_ROWS))
-    rows, depth = range(start, stop), depth_of(console)
+    rows = range(start, stop)
     which = _which(result, head)
     title = Text(f"Top {k} keys per query{which} (label(index) weight)", style="bold")
     if k == 0:
@@ -115,10 +183,11 @@ def render_top_k(console: Console, result: Result, head: int,
     p = min(options.precision, 2)
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
+    top = _TopK(result, head, rows)
     for ranks, limit, p in tries:
-        if top_width(result, head, rows, ranks, limit, p) <= console.width:
+        if top_width(result, head, rows, ranks, limit, p, top) <= console.width:
             break
-    table = _top_table(result, head, rows, ranks, limit, p, depth)
+    listing = _top_listing(console, top, rows, ranks, limit, p)
     notes = []
     if options.rows is None and stop < len(result.tokens):
         notes.append(f"queries {start}–{stop - 1} of {len(result.tokens):,}; see others with "
@@ -126,7 +195,7 @@ def render_top_k(console: Console, result: Result, head: int,
                      ", all of them with --json")
     if ranks < k:
         notes.append(f"the top {ranks} of {k} keys fit {console.width} columns; --json has all")
-    return Group(title, table, *(Text(note, style="italic") for note in notes))
+    return Group(title, listing, *(Text(note, style="italic") for note in notes))
 
 
 def render_window(console: Console, result: Result, head: int,
@@ -164,9 +233,10 @@ def render_long(console: Console, result: Result, options: Display) -> Renderabl
         if number in maps:
             parts += [Text(), render_pooled(console, maps[number], result.config.heads,
                                             result.config.pool or "max", options.scale, top)]
-        parts += [Text(), render_top_k(console, result, head, options)]
+        # Made when reached: each head's listings are measured once the heads before it are out.
+        parts += [Text(), Later(partial(render_top_k, console, result, head, options))]
         if options.rows is not None or options.cols is not None:
-            parts += [Text(), render_window(console, result, head, options)]
+            parts += [Text(), Later(partial(render_window, console, result, head, options))]
     if result.query is not None:
         parts += [Text(), render_query(console, result, options)]
     return Group(*parts)

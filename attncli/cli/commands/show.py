@@ -88,10 +88,9 @@ def _output(kind: str, doc: dict[str, Any], results: list[Any],
     """The JSON and the renderer for what the file holds."""
     first = results[0]
     if kind == "heads":
-        from attncli.render.draw.palette import depth_of
         from attncli.render.heads import render_measures
 
-        return doc, lambda out: render_measures(first, 3, depth_of(out))
+        return doc, lambda out: render_measures(out, first, 3)
     assert display is not None
     if kind == "compare":
         from attncli.render.compare import render_compare

@@ -36,17 +36,17 @@ def tokens(
     from attncli.core.inputs import read_text
     from attncli.core.result import TokenInfo
     from attncli.core.tokens import token_bounds, token_chunks
-    from attncli.render.draw.listing import print_token_stream, print_tokens
+    from attncli.render.draw.token_table import print_token_stream
 
     source = read_text(text, file)
     if model is not None:
         from attncli.models.hf_tokens import model_tokens
 
-        doc, pieces, encoding = model_tokens(model, source, allow_special)
+        doc, pieces, name, limits = model_tokens(model, source, allow_special)
         if as_json:
             emit_json(doc)
         else:
-            emit_streamed(lambda out: print_tokens(out, pieces, encoding))
+            emit_streamed(lambda out: print_token_stream(out, pieces, name, limits))
         return
     chunks = token_chunks(source, encoding, allow_special)
     if as_json:

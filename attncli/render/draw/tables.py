@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from rich import box
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
-from rich.table import Table
 from rich.text import Text
 
 from attncli.render.draw.colors import MASKED_MARK, MASKED_STYLE, cell_style, legend
+from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
 from attncli.render.draw.palette import TRUECOLOR, depth_of
 
 MIN_PRECISION = 2
 ROW_LABEL_MAX = 16
 LABEL_MAX = 16  # a column label longer than this is cut, even with room
+PAD = (1, 0)  # a space before each number, none after
 
 
 @dataclass(frozen=True)
@@ -41,30 +41,56 @@ def shorten(label: str, limit: int) -> str:
     return out + "…"
 
 
-def _table(rows: Axis, cols: Axis, matrix: Sequence[Sequence[float | None]],
-           precision: int, n_cols: int, vmin: float, vmax: float, depth: str | None = TRUECOLOR,
-           diverging: bool = False, label_max: int = 0) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1))
-    table.add_column("", no_wrap=True, style="bold")
-    for j in range(n_cols):
-        label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4, label_max))
-        header = f"{cols.indices[j]}\n{label}" if cols.show_index else label
-        table.add_column(Text(header), justify="right", no_wrap=True)
-    for i, row in enumerate(matrix):
-        label = shorten(rows.labels[i], ROW_LABEL_MAX)
-        cells: list[RenderableType] = [Text(f"{rows.indices[i]} {label}")]
-        for value in row[:n_cols]:
-            if value is None:
-                cells.append(Text(MASKED_MARK, style=MASKED_STYLE, justify="center"))
-            else:
-                style = "" if depth is None else cell_style(value, vmin, vmax, depth, diverging)
-                cells.append(Text(f"{value:.{precision}f}", style=style))
-        table.add_row(*cells)
-    return table
+def _header(cols: Axis, j: int, precision: int, label_max: int) -> str:
+    label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4, label_max))
+    return f"{cols.indices[j]}\n{label}" if cols.show_index else label
 
 
-def table_width(console: Console, table: Table) -> int:
-    """The width table needs, unconstrained by the console."""
+def _listing(console: Console, rows: Axis, cols: Axis,
+             matrix: Sequence[Sequence[float | None]], precision: int, n_cols: int, vmin: float,
+             vmax: float, depth: str | None = TRUECOLOR, diverging: bool = False,
+             label_max: int = 0) -> Listing:
+    """The table of matrix as a Listing: widths counted from the data, rows made as printed."""
+    columns = [Column("", no_wrap=True, style="bold"),
+               *(Column(Text(_header(cols, j, precision, label_max)), "right", no_wrap=True)
+                 for j in range(n_cols))]
+    widest = [label_width(rows), *(column_width(cols, matrix, precision, j, label_max)
+                                   for j in range(n_cols))]
+    widths = widest
+    if listing_width(widest, PAD) > console.width:  # Rich's shrinking, asked of the widest cells
+        labels = [f"{i} {shorten(label, ROW_LABEL_MAX)}" for i, label in
+                  zip(rows.indices, rows.labels, strict=True)]
+        extremes = [[max(labels, key=cell_len, default=""),
+                     *(_widest_number(matrix, j, precision) for j in range(n_cols))]]
+        widths = column_widths(console, None, columns, widest, extremes, PAD)
+
+    masked = Text(MASKED_MARK, style=MASKED_STYLE, justify="center")  # read, never changed
+    plain = console.color_system is None  # no styles: numbers as plain strings, faster
+
+    def cells() -> Iterator[list[Cell]]:
+        for i, row in enumerate(matrix):
+            out: list[Cell] = [f"{rows.indices[i]} {shorten(rows.labels[i], ROW_LABEL_MAX)}"]
+            for value in row[:n_cols]:
+                if value is None:
+                    out.append(masked)
+                elif plain or depth is None:
+                    out.append(f"{value:.{precision}f}")
+                else:
+                    style = cell_style(value, vmin, vmax, depth, diverging)
+                    out.append(Text(f"{value:.{precision}f}", style=style))
+            yield out
+
+    return Listing(columns, widths, cells, pad=PAD)
+
+
+def _widest_number(matrix: Sequence[Sequence[float | None]], j: int, precision: int) -> str:
+    column = [v for row in matrix if (v := row[j]) is not None]
+    numbers = [f"{v:.{precision}f}" for v in (min(column), max(column))] if column else []
+    return max([MASKED_MARK, *numbers], key=len)
+
+
+def table_width(console: Console, table: RenderableType) -> int:
+    """The width a table (or any renderable) needs, unconstrained by the console."""
     return Measurement.get(console, console.options.update(max_width=10**6), table).maximum
 
 
@@ -80,8 +106,7 @@ def column_width(cols: Axis, matrix: Sequence[Sequence[float | None]], precision
 
     A number's width is its formatted length, and the widest is the column's minimum or maximum.
     """
-    label = shorten(cols.labels[j].strip() or cols.labels[j], max(precision + 2, 4, label_max))
-    header = f"{cols.indices[j]}\n{label}" if cols.show_index else label
+    header = _header(cols, j, precision, label_max)
     width = max(cell_len(line) for line in header.split("\n"))
     column = [v for row in matrix if (v := row[j]) is not None]
     if column:
@@ -130,7 +155,8 @@ def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
         p -= 1
     n_cols = max(columns_that_fit(rows, cols, matrix, p, width, label_max), 1)
     depth = depth_of(console)
-    parts.append(_table(rows, cols, matrix, p, n_cols, vmin, vmax, depth, diverging, label_max))
+    parts.append(_listing(console, rows, cols, matrix, p, n_cols, vmin, vmax, depth, diverging,
+                          label_max))
     if n_cols < len(cols.labels):
         parts.append(Text(
             f"showing columns {cols.indices[0]}–{cols.indices[n_cols - 1]} of "

@@ -1,0 +1,1 @@
+"""Where a long text may be cut so that its pieces tokenise exactly as the whole text does."""
