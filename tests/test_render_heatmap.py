@@ -7,6 +7,7 @@ import re
 
 import pytest
 from rich.cells import cell_len
+from rich.columns import Columns
 from rich.console import Group, RenderableType
 from rich.text import Text
 
@@ -150,3 +151,8 @@ def test_the_streamed_heatmap_prints_what_one_text_did(seed: int, width: int,
         assert styled_chars(new) == styled_chars(old)
         assert rendered(lambda c: render_heatmap(c, *args), width, colour) == old
         assert max(cell_len(line) for line in Text.from_ansi(new).plain.splitlines()) <= width
+        # Side by side (as `compare` lays heatmaps out), the lines measure as one Text did.
+        side = rendered(lambda c: Columns([render_heatmap(c, *args), render_heatmap(c, *args)]),
+                        width, colour)
+        assert side == rendered(lambda c: Columns([_old_heatmap(c, *args),
+                                                   _old_heatmap(c, *args)]), width, colour)

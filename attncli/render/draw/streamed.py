@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
@@ -46,6 +48,14 @@ class Lines:
             text.truncate(options.max_width, overflow="crop")
             yield from text.render(console)
             yield Segment.line()
+
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        # As Rich measures one Text of these lines (inside Columns, say): every line is made.
+        plain = [line if isinstance(line, str) else line.plain for line in self.lines()]
+        widest = max((cell_len(line) for line in plain), default=0)
+        words = [word for line in plain for word in line.split()]
+        return Measurement(max((cell_len(word) for word in words), default=widest), widest)
 
 
 def _cropped(line: Text | str, width: int, plain: bool) -> Text | str:
