@@ -85,7 +85,7 @@ def rendered(build, width: int = 100, colour: bool = False) -> str:  # noqa: ANN
 def streamed(build, width: int = 100, colour: bool = False) -> str:  # noqa: ANN001
     """What build(console) prints on a console of that width when emitted part by part, as
     the CLI emits it (a listing in chunks of rows)."""
-    from attncli.render.draw.listing import print_streamed
+    from attncli.render.draw.streamed import print_streamed
 
     console = make_console(width, colour)
     print_streamed(console, build(console))

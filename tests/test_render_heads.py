@@ -15,8 +15,8 @@ from attncli.core.result import HeadsResult, ModelInfo
 from attncli.render import heads as heads_module
 from attncli.render.draw import listing
 from attncli.render.draw.colors import cell_style
-from attncli.render.draw.listing import print_streamed
 from attncli.render.draw.palette import depth_of
+from attncli.render.draw.streamed import print_streamed
 from attncli.render.heads import MEASURE_HELP, render_heads, render_measures
 from tests.conftest import make_console, rendered, streamed, styled_chars
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
+from rich.cells import cell_len
+from rich.columns import Columns
+from rich.console import Group, RenderableType
+from rich.text import Text
 
-from attncli.render.draw.colors import SHADES, colour_of, shade_of
+from attncli.render.draw import heatmap, listing
+from attncli.render.draw.colors import SHADES, colour_of, legend, shade_legend, shade_of
 from attncli.render.draw.heatmap import render_heatmap
+from attncli.render.draw.palette import depth_of
 from attncli.render.draw.tables import Axis
-from tests.conftest import rendered
+from tests.conftest import rendered, streamed, styled_chars
 
 
 def _axis(n: int, start: int = 0) -> Axis:
@@ -108,3 +115,61 @@ def test_scale_tops_agree_for_lists_and_masked_arrays() -> None:
     empty = np.full((2, 2), np.nan)
     assert weight_top([empty], "shared") == weight_top([[[None]]], "shared") == 1.0
     assert weight_top(arrays, "table") is None and weight_top(arrays, "unit") == 1.0
+
+
+def _old_heatmap(console, title: str, rows: Axis, cols: Axis, matrix, precision: int,  # noqa: ANN001
+                 vmin: float, vmax: float) -> RenderableType:
+    """The reference: the heatmap with its rows in one Text, as attncli printed it before."""
+    depth = depth_of(console)
+    labels = heatmap._row_labels(rows)
+    room = max(console.width - cell_len(labels[0]) - 1, 1)
+    total = len(cols.labels)
+    cell_w = 2 if 2 * total <= room else 1
+    n_cols = min(total, max(room // cell_w, 1))
+    body = Text(no_wrap=True, overflow="crop")
+    indent = " " * (cell_len(labels[0]) + 1)
+    body.append(indent + heatmap._ticks(cols.indices[:n_cols], cell_w) + "\n", style="dim")
+    for line in heatmap.column_labels(cols.labels[:n_cols], cell_w):
+        body.append(indent + line + "\n", style="dim")
+    for i, row in enumerate(matrix):
+        body.append(labels[i] + " ", style="bold")
+        for value in row[:n_cols]:
+            text, style = heatmap.heat_piece(value, vmin, vmax, cell_w, depth)
+            body.append_text(Text(text, style=style or ""))
+        if i < len(matrix) - 1:
+            body.append("\n")
+    parts: list[RenderableType] = [Text(title, style="bold"), body]
+    if n_cols < total:
+        parts.append(heatmap._cut_note(cols, n_cols, console.width, True))
+    masked = any(v is None for row in matrix for v in row[:n_cols])
+    parts.append(legend(vmin, vmax, precision, masked=masked, depth=depth) if depth is not None
+                 else shade_legend(vmin, vmax, precision, masked=masked))
+    return Group(*parts)
+
+
+@pytest.mark.parametrize("width", [20, 40, 80, 200])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_streamed_heatmap_prints_what_one_text_did(seed: int, width: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listing, "CHUNK_ROWS", 3)
+    rng = random.Random(seed)
+    n_rows, n_cols = rng.randint(1, 40), rng.randint(1, 150)
+    rows = Axis([rng.choice(["猫", " the", "[bold]", "a long label here"]) for _ in range(n_rows)],
+                list(range(9990, 9990 + n_rows)))
+    cols = Axis([rng.choice(["猫", " the", "x", "é"]) for _ in range(n_cols)],
+                list(range(99990, 99990 + n_cols)))
+    matrix = [[None if rng.random() < 0.2 else rng.random() for _ in range(n_cols)]
+              for _ in range(n_rows)]
+    args = ("T", rows, cols, matrix, 3, 0.0, 1.0)
+    for colour in (False, True):
+        old = rendered(lambda c: _old_heatmap(c, *args), width, colour)
+        new = streamed(lambda c: render_heatmap(c, *args), width, colour)
+        assert styled_chars(new) == styled_chars(old)
+        assert styled_chars(rendered(lambda c: render_heatmap(c, *args), width, colour)) == \
+            styled_chars(old)  # each character in the same colour (runs of one colour are merged)
+        assert max(cell_len(line) for line in Text.from_ansi(new).plain.splitlines()) <= width
+        # Side by side (as `compare` lays heatmaps out), the lines measure as one Text did.
+        side = rendered(lambda c: Columns([render_heatmap(c, *args), render_heatmap(c, *args)]),
+                        width, colour)
+        assert styled_chars(side) == styled_chars(rendered(
+            lambda c: Columns([_old_heatmap(c, *args), _old_heatmap(c, *args)]), width, colour))

@@ -19,7 +19,8 @@ from rich.text import Text
 
 from attncli.core.tokens import TokenPiece, token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
-from attncli.render.draw.listing import Cell, Column, Listing, column_widths, print_streamed
+from attncli.render.draw.listing import Cell, Column, Listing, column_widths
+from attncli.render.draw.streamed import print_streamed
 from attncli.render.draw.token_table import print_token_stream, print_tokens
 from tests.conftest import make_console, styled_chars
 

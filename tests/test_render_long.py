@@ -15,9 +15,9 @@ from attncli.core.result import Result
 from attncli.long.path import run
 from attncli.render.draw import listing
 from attncli.render.draw.colors import cell_style
-from attncli.render.draw.listing import print_streamed
 from attncli.render.draw.palette import depth_of
 from attncli.render.draw.pooled import groups, layout, repool
+from attncli.render.draw.streamed import print_streamed
 from attncli.render.draw.tables import shorten, table_width
 from attncli.render.long import _TopK, _which, render_long, render_top_k, top_width
 from tests.conftest import make_console, rendered, streamed, styled_chars

@@ -63,7 +63,7 @@ def emit_streamed(write: Callable[[Console], None]) -> None:
 
 def emit(out: Console, renderable: RenderableType) -> None:
     """Print a renderable to stdout part by part, a long listing in chunks as it is formatted."""
-    from attncli.render.draw.listing import print_streamed
+    from attncli.render.draw.streamed import print_streamed
 
     try:
         print_streamed(out, renderable)

@@ -12,8 +12,9 @@ from rich.text import Text
 
 from attncli.core.result import HeadsResult, Matrix
 from attncli.render.draw.colors import cell_style, legend, shade_of
-from attncli.render.draw.listing import Cell, Column, Later, Listing, column_widths
+from attncli.render.draw.listing import Cell, Column, Listing, column_widths
 from attncli.render.draw.palette import depth_of, swatch
+from attncli.render.draw.streamed import Later
 
 MEASURE_HELP = {
     "entropy": "mean entropy of a row, nats (0 = one token, high = spread out)",

@@ -16,10 +16,11 @@ from rich.text import Text
 from attncli.core.display import Display
 from attncli.core.result import LongStats, Result
 from attncli.render.draw.colors import cell_style
-from attncli.render.draw.listing import Cell, Column, Later, Listing, column_widths, listing_width
+from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
 from attncli.render.draw.palette import depth_of
 from attncli.render.draw.pooled import render_pooled
 from attncli.render.draw.scales import weight_top
+from attncli.render.draw.streamed import Later
 from attncli.render.draw.tables import Axis, shorten
 from attncli.render.draw.views import render_view
 from attncli.render.query import plain, render_query

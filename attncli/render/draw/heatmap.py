@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
@@ -18,6 +18,7 @@ from attncli.render.draw.colors import (
     shade_of,
 )
 from attncli.render.draw.palette import depth_of
+from attncli.render.draw.streamed import Lines
 from attncli.render.draw.tables import Axis, shorten
 
 LABEL_MAX = 12
@@ -99,18 +100,26 @@ def render_heatmap(console: Console, title: str, rows: Axis, cols: Axis,
     total = len(cols.labels)
     cell_w = 2 if 2 * total <= room else 1
     n_cols = min(total, max(room // cell_w, 1))
-    body = Text(no_wrap=True, overflow="crop")
     indent = " " * (cell_len(labels[0]) + 1)
-    body.append(indent + _ticks(cols.indices[:n_cols], cell_w) + "\n", style="dim")
-    for line in column_labels(cols.labels[:n_cols], cell_w):
-        body.append(indent + line + "\n", style="dim")
-    for i, row in enumerate(matrix):
-        body.append(labels[i] + " ", style="bold")
-        append_cells(body, (heat_piece(value, vmin, vmax, cell_w, depth, diverging)
-                            for value in row[:n_cols]))
-        if i < len(matrix) - 1:
-            body.append("\n")
-    parts: list[RenderableType] = [Text(title, style="bold"), body]
+
+    plain = console.color_system is None  # no styles at all: lines as plain strings, faster
+
+    def lines() -> Iterator[Text | str]:  # made as they are printed: a window may hold 8,192 rows
+        yield Text().append(indent + _ticks(cols.indices[:n_cols], cell_w), style="dim")
+        for label in column_labels(cols.labels[:n_cols], cell_w):
+            yield Text().append(indent + label, style="dim")
+        for i, row in enumerate(matrix):
+            if plain:
+                yield labels[i] + " " + "".join(
+                    MASKED_MARK.center(cell_w) if v is None
+                    else shade_of(v, vmin, vmax, diverging) * cell_w for v in row[:n_cols])
+                continue
+            line = Text().append(labels[i] + " ", style="bold")
+            append_cells(line, (heat_piece(value, vmin, vmax, cell_w, depth, diverging)
+                                for value in row[:n_cols]))
+            yield line
+
+    parts: list[RenderableType] = [Text(title, style="bold"), Lines(lines)]
     if n_cols < total:
         parts.append(_cut_note(cols, n_cols, console.width, windowable))
     masked = any(v is None for row in matrix for v in row[:n_cols])

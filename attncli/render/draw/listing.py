@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.control import strip_control_codes
 from rich.measure import Measurement
 from rich.segment import Segment
@@ -117,29 +117,6 @@ class Listing:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         width = listing_width(self.widths, self.pad)
         return Measurement(width, width)
-
-
-class Later:
-    """A renderable made only when it is reached, so that what comes before it goes out first."""
-
-    def __init__(self, make: Callable[[], RenderableType]) -> None:
-        self.make = make
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.make()
-
-
-def print_streamed(console: Console, renderable: RenderableType) -> None:
-    """Print renderable part by part: a Group's parts in turn, a Listing in chunks of rows."""
-    if isinstance(renderable, Group):
-        for part in renderable.renderables:
-            print_streamed(console, part)
-    elif isinstance(renderable, Later):
-        print_streamed(console, renderable.make())
-    elif isinstance(renderable, Listing):
-        renderable.print_to(console)
-    else:
-        console.print(renderable)
 
 
 def print_listing(console: Console, title: str | None, columns: Sequence[Column],
@@ -263,15 +240,16 @@ def _print_rows(console: Console, columns: Sequence[Column], widths: Sequence[in
     for row in rows:
         line = (_plain_line if plain else _styled_line)(row, widths, columns, pads)
         if line is None:
-            _flush(console, lines, plain)
+            flush_lines(console, lines, plain)
             lines = []
             console.print(_one_row(row, columns, widths, pad))
         else:
             lines.append(line)
-    _flush(console, lines, plain)
+    flush_lines(console, lines, plain)
 
 
-def _flush(console: Console, lines: list[Text | str], plain: bool) -> None:
+def flush_lines(console: Console, lines: list[Text | str], plain: bool) -> None:
+    """Write lines at once: plain text straight to the file, styled ones through Rich."""
     if not lines:
         return
     if plain:
