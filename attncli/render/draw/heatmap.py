@@ -70,7 +70,7 @@ def append_cells(body: Text, cells: Iterable[tuple[str, Style | None]]) -> None:
     run: list[str] = []
     run_style: Style | None = None
     for text, style in cells:
-        if style != run_style and run:
+        if style is not run_style and run:  # styles are cached: one colour, one object
             body.append("".join(run), run_style)
             run = []
         run.append(text)

@@ -8,6 +8,7 @@ each depth has its own list of colours, picked to differ from their neighbours.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.color import Color
 from rich.console import Console
@@ -99,11 +100,23 @@ class Swatch:
 
     def cell(self) -> Style:
         """The swatch as a cell background, with its text colour."""
-        return Style(color=self.text, bgcolor=self.color)
+        return _cell_style(self.text, self.color)
 
     def block(self) -> Style:
         """The swatch as a foreground colour, for blocks and bars."""
-        return Style(color=self.color)
+        return _block_style(self.color)
+
+
+# A heatmap asks for the same few thousand colours hundreds of thousands of times: each swatch
+# (two contrast ratios) and style is made once.
+@lru_cache(maxsize=1 << 16)
+def _cell_style(text: Color, background: Color) -> Style:
+    return Style(color=text, bgcolor=background)
+
+
+@lru_cache(maxsize=1 << 16)
+def _block_style(color: Color) -> Style:
+    return Style(color=color)
 
 
 BLACK, WHITE = (0, 0, 0), (255, 255, 255)
@@ -112,6 +125,7 @@ TEXT = {TRUECOLOR: (Color.from_rgb(*BLACK), Color.from_rgb(*WHITE)),
         STANDARD: (Color.parse("black"), Color.parse("bright_white"))}
 
 
+@lru_cache(maxsize=1 << 16)
 def _swatch(color: Color, rgb: RGB, depth: str) -> Swatch:
     black, white = TEXT[depth]
     text = black if contrast(rgb, BLACK) >= contrast(rgb, WHITE) else white
