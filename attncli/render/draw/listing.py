@@ -168,6 +168,16 @@ def _plain_line(row: Sequence[Cell], widths: Sequence[int], columns: Sequence[Co
     """A one-line row as plain text; None when a cell must fold."""
     parts = []
     for cell, width, (left, right), column in zip(row, widths, pads, columns, strict=True):
+        if type(cell) is str and cell.isascii() and cell.isprintable():
+            # The common cell, laid out as _fitted would, without its calls.
+            justify = column.justify
+            text = cell if justify == "left" else cell.rstrip()
+            gap = width - len(text)
+            if gap < 0:
+                return None
+            before = gap if justify == "right" else gap // 2 if justify == "center" else 0
+            parts.append(" " * (left + before) + text + " " * (gap - before + right))
+            continue
         fitted = _fitted(cell, width, _justify(cell, column))
         if fitted is None:
             return None
