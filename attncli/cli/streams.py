@@ -49,6 +49,8 @@ def _fill(fd: int, flags: int) -> None:
 def after_imports() -> None:
     """Turn the cycle collector back on (main turned it off), with everything the imports made
     moved out of its reach: those objects live until exit, and walking them costs time."""
+    if gc.isenabled():
+        return  # not started by main (a test, another program): the collector is theirs
     gc.freeze()
     gc.enable()
 
