@@ -209,3 +209,22 @@ def test_cycle_collector_is_off_while_loading_and_back_once_input_is_read() -> N
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_an_error_after_ctrl_c_is_reported_as_the_interruption(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Ctrl-C inside numpy's import, swallowed on the way: the next import of numpy fails.
+    import attncli.cli.main as entry
+    import attncli.cli.streams as streams
+
+    class HalfLoaded:
+        def main(self, **_: object) -> int:
+            raise ImportError("cannot load module more than once per process")
+
+    monkeypatch.setattr(entry.typer.main, "get_command", lambda _app: HalfLoaded())
+    monkeypatch.setattr(streams, "_interrupted", True)
+    assert entry.execute(["run", "x"]) == 130
+    assert capsys.readouterr().err == "attncli: error: interrupted\n"
+    monkeypatch.setattr(streams, "_interrupted", False)
+    with pytest.raises(ImportError):  # without Ctrl-C, a real bug: not hidden
+        entry.execute(["run", "x"])

@@ -11,6 +11,9 @@ def main() -> None:
     # (cli.streams.after_imports).
     gc.disable()
     try:
+        from attncli.cli.streams import catch_interrupts
+
+        catch_interrupts()
         from attncli.cli.main import main as run
     except KeyboardInterrupt:
         sys.stderr.write("attncli: error: interrupted\n")

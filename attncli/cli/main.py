@@ -12,7 +12,13 @@ import typer
 
 import attncli.cli.commands  # noqa: F401  (registers every command on the app)
 from attncli.cli.app import app
-from attncli.cli.streams import WRITE_ERRNOS, quiet_stdout, setup_streams, write_error
+from attncli.cli.streams import (
+    WRITE_ERRNOS,
+    quiet_stdout,
+    setup_streams,
+    was_interrupted,
+    write_error,
+)
 from attncli.errors import AttnCliError
 
 
@@ -57,12 +63,17 @@ def execute(argv: list[str] | None = None) -> int:
         return err.code if isinstance(err.code, int) else 1
     except OSError as err:  # a failed write to stdout: closed, disk full (files raise ours)
         if err.errno not in WRITE_ERRNOS:
+            if was_interrupted():
+                return fail("interrupted", 130)
             raise
         return fail(write_error(err), 1)
     except MemoryError:
         return fail("out of memory: the input or the sizes asked for are too large for this "
                     "machine", 2)
     except Exception as err:
+        if was_interrupted():
+            # Ctrl-C that a library swallowed, leaving it half-loaded: still an interruption.
+            return fail("interrupted", 130)
         # Typer raises its own copy of click's exceptions, so they are known by class name.
         names = {cls.__name__ for cls in type(err).__mro__}
         if "NoArgsIsHelpError" in names:

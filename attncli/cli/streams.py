@@ -13,7 +13,9 @@ import errno
 import gc
 import io
 import os
+import signal
 import sys
+from types import FrameType
 
 # What a write to a closed descriptor, a full disk, a quota or a failing device reports.
 WRITE_ERRNOS = (errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
@@ -44,6 +46,27 @@ def _fill(fd: int, flags: int) -> None:
     if null != fd:
         os.dup2(null, fd)
         os.close(null)
+
+
+_interrupted = False
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def catch_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt as by default, and is remembered: a library that swallows
+    it mid-import (numpy's C module then refuses a second load) must not turn it into a
+    traceback."""
+    signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def was_interrupted() -> bool:
+    """Whether Ctrl-C has been pressed since catch_interrupts()."""
+    return _interrupted
 
 
 def after_imports() -> None:
