@@ -44,11 +44,6 @@ class Tiled:
     out: TiledOutput
     context: Tensor  # (N, d_out) the module's output
 
-    @property
-    def mean_key(self) -> Tensor:
-        """(heads, N) Σ_j w_ij·j, the attention-weighted mean key position of each row."""
-        return self.out.mean_key
-
 
 @torch.no_grad()
 def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
@@ -93,7 +88,7 @@ def summary(t: Tiled) -> list[dict[str, Any]]:
         prev=(weight_at(t, rows, rows - 1) if num_tokens > 1
               else t.out.lse[:, :1] * 0).double(),  # (heads, R)
         own=weight_at(t, rows, rows).double(),  # (heads, R)
-        mean_key=t.mean_key[:, rows].double(),  # (heads, R)
+        mean_key=t.out.mean_key[:, rows].double(),  # (heads, R)
         query_pos=rows.double())  # each mean (heads,)
     shares["top_k_mass"] = t.out.topk_weight[:, rows].sum(-1).double().mean(-1)  # (heads,)
     means = {name: value.tolist() for name, value in shares.items()}

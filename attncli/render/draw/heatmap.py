@@ -111,8 +111,7 @@ def render_heatmap(console: Console, title: str, rows: Axis, cols: Axis,
         for i, row in enumerate(matrix):
             if plain:
                 yield labels[i] + " " + "".join(
-                    MASKED_MARK.center(cell_w) if v is None
-                    else shade_of(v, vmin, vmax, diverging) * cell_w for v in row[:n_cols])
+                    heat_piece(v, vmin, vmax, cell_w, None, diverging)[0] for v in row[:n_cols])
                 continue
             line = Text().append(labels[i] + " ", style="bold")
             append_cells(line, (heat_piece(value, vmin, vmax, cell_w, depth, diverging)
