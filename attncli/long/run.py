@@ -62,18 +62,18 @@ def attend(module: Attention, causal: bool, x: Tensor, top_k: int,
     return Tiled(queries, keys, causal, out, context)
 
 
-def weight_at(t: Tiled, rows: Tensor, cols: Tensor, chunk: int = 2048) -> Tensor:
-    """(heads, R) the weights w[rows[r], cols[r]] for each r, exact from the lse.
-
-    chunk rows at a time, so the gathered queries and keys stay a few megabytes.
-    """
+def weights_on(t: Tiled, start: int, lag: int | None, chunk: int = 4096) -> Tensor:
+    """(heads, N - start) the weight each row i ≥ start gives key i - lag (key 0 when lag is
+    None), exact from the lse; chunk rows at a time, so the products stay a few megabytes."""
+    num_tokens = t.queries.shape[1]
+    scale = 1.0 / math.sqrt(t.queries.shape[-1])
     parts = []
-    for s in range(0, len(rows), chunk):
-        r, c = rows[s:s + chunk], cols[s:s + chunk]  # (R',) each
-        q = t.queries[:, r] * (1.0 / math.sqrt(t.queries.shape[-1]))  # (heads, R', head_dim)
-        scores = (q * t.keys[:, c]).sum(-1)  # (heads, R')
-        parts.append((scores - t.out.lse[:, r]).exp())  # (heads, R')
-    return torch.cat(parts, -1) if parts else t.out.lse[:, :0]  # (heads, R)
+    for s in range(start, num_tokens, chunk):
+        e = min(s + chunk, num_tokens)
+        q = t.queries[:, s:e] * scale  # (heads, R', head_dim)
+        k = t.keys[:, :1] if lag is None else t.keys[:, s - lag:e - lag]  # (heads, R' or 1, hd)
+        parts.append(((q * k).sum(-1) - t.out.lse[:, s:e]).exp())  # (heads, R')
+    return torch.cat(parts, -1) if parts else t.out.lse[:, :0]  # (heads, N - start)
 
 
 def summary(t: Tiled) -> list[dict[str, Any]]:
@@ -81,16 +81,17 @@ def summary(t: Tiled) -> list[dict[str, Any]]:
     and top_k_mass, the weight of each row's top-k keys."""
     num_tokens = t.queries.shape[1]
     device = t.queries.device
-    rows = torch.arange(1 if num_tokens > 1 else 0, num_tokens, device=device)  # (R,)
+    start = 1 if num_tokens > 1 else 0
+    rows = torch.arange(start, num_tokens, device=device)  # (R,)
     shares = head_means(
-        entropy=t.out.entropy[:, rows].double(),  # (heads, R)
-        first=weight_at(t, rows, torch.zeros_like(rows)).double(),  # (heads, R)
-        prev=(weight_at(t, rows, rows - 1) if num_tokens > 1
+        entropy=t.out.entropy[:, start:].double(),  # (heads, R)
+        first=weights_on(t, start, None).double(),  # (heads, R)
+        prev=(weights_on(t, start, 1) if num_tokens > 1
               else t.out.lse[:, :1] * 0).double(),  # (heads, R)
-        own=weight_at(t, rows, rows).double(),  # (heads, R)
-        mean_key=t.out.mean_key[:, rows].double(),  # (heads, R)
+        own=weights_on(t, start, 0).double(),  # (heads, R)
+        mean_key=t.out.mean_key[:, start:].double(),  # (heads, R)
         query_pos=rows.double())  # each mean (heads,)
-    shares["top_k_mass"] = t.out.topk_weight[:, rows].sum(-1).double().mean(-1)  # (heads,)
+    shares["top_k_mass"] = t.out.topk_weight[:, start:].sum(-1).double().mean(-1)  # (heads,)
     means = {name: value.tolist() for name, value in shares.items()}
     return [{"head": h, **{name: means[name][h] for name in SUMMARY}}
             for h in range(t.queries.shape[0])]
