@@ -204,11 +204,15 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
             # Query i may only look at keys 0..i: future keys get weight e^(MASKED - m) = 0.
             key_pos = torch.arange(k0, k1, device=q_tile.device)  # (bk,)
             scores.masked_fill_(key_pos[None, :] > query_pos[:, None], MASKED)  # (h, bq, bk)
+        tile_max = None
         if job.k:
-            group_max_into(group_max[..., tile * stride:(tile + 1) * stride], scores)
+            groups = group_max[..., tile * stride:(tile + 1) * stride]  # (heads, bq, stride)
+            group_max_into(groups, scores)
+            tile_max = groups.amax(dim=-1)  # (heads, bq) the same maximum, from 1/8 the cells
         if row_block is not None:
             block_max_into(row_block, scores, k0, job.pool_size)
-        _online_update(state, scores, weights, job.values[:, k0:k1], job.positions[k0:k1])
+        _online_update(state, scores, weights, job.values[:, k0:k1], job.positions[k0:k1],
+                       tile_max)
     lse = _finish_rows(state, rows, job.out)  # (heads, bq)
     if row_block is not None and job.out.pooled is not None:
         row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
@@ -221,9 +225,12 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, T
 
 
 def _online_update(state: _RowState, scores: Tensor, weights: Tensor, values: Tensor,
-                   positions: Tensor) -> None:
-    """Fold one key tile into the running softmax; overwrites scores and weights."""
-    new_max = torch.maximum(state.row_max, scores.amax(dim=-1))  # (heads, bq)
+                   positions: Tensor, tile_max: Tensor | None = None) -> None:
+    """Fold one key tile into the running softmax; overwrites scores and weights. tile_max:
+    each row's largest score in this tile (heads, bq), when already known."""
+    if tile_max is None:
+        tile_max = scores.amax(dim=-1)  # (heads, bq)
+    new_max = torch.maximum(state.row_max, tile_max)  # (heads, bq)
     # Old terms were relative to the old maximum: rescale them by α = e^(m_old - m_new).
     shift = (state.row_max - new_max).clamp_min_(SHIFT_FLOOR)  # (heads, bq)
     alpha = shift.exp()  # (heads, bq)
