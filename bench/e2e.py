@@ -184,6 +184,9 @@ def main() -> None:
     args = parser.parse_args()
     cases = args.cases.split(",")
     cli = str(Path(sys.executable).parent / "attncli")
+    # Byte-compile the package as pip does when it installs one: with PYTHONDONTWRITEBYTECODE
+    # set (as on some machines), an edited module would otherwise be compiled in every run.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "attncli")], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         text_file, big = Path(tmp) / "hello.txt", Path(tmp) / "prose.txt"
         text_file.write_text(" hello" * N_TOKENS, encoding="utf-8")
