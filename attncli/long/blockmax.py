@@ -17,7 +17,16 @@ from torch import Tensor
 def block_max_into(row_block: Tensor, scores: Tensor, k0: int, size: int) -> None:
     """Fold a key tile's scores (heads, bq, bk), keys k0.., into row_block (heads, bq, B)."""
     k1 = k0 + scores.shape[-1]
-    for b in range(k0 // size, -(-k1 // size)):
+    first, last = -(-k0 // size), k1 // size  # the blocks wholly inside the tile: first..last-1
+    if last > first:
+        # One reduction over a (blocks, size) view instead of one per block.
+        lo = first * size - k0
+        whole = scores[..., lo:lo + (last - first) * size].unflatten(-1, (last - first, size))
+        inside = row_block[..., first:last]  # (heads, bq, last - first)
+        torch.maximum(inside, whole.amax(dim=-1), out=inside)
+    else:
+        first = last = k0 // size
+    for b in {*range(k0 // size, first), *range(last, -(-k1 // size))}:  # blocks cut by the tile
         lo, hi = max(b * size, k0) - k0, min((b + 1) * size, k1) - k0
         torch.maximum(row_block[..., b], scores[..., lo:hi].amax(dim=-1), out=row_block[..., b])
 
