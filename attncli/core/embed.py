@@ -31,7 +31,8 @@ SKIP_SHARE = 0.5  # skip ahead only when the spans drawn are under half the tabl
 
 class _Stream:
     """torch's default generator right after torch.manual_seed, mirrored in numpy's MT19937 to
-    skip ahead; generator_at(n) is a torch generator n draws further on."""
+    skip ahead; generator_at(n) is a torch generator n draws further on. ok: the state reads as
+    a freshly seeded one should, so the layout assumed here is torch's."""
 
     def __init__(self, state: Tensor) -> None:
         self.raw = state.clone()  # (5056,) uint8
@@ -47,8 +48,10 @@ class _Stream:
                          "state": {"key": words.astype(np.uint32), "pos": MT_N + 1 - left}}
         self.drawn = 0
         public = self.mt.state["state"]
-        self.ok = bool(1 <= left <= MT_N and (words < 2**32).all() and self.pos.value
-                       == public["pos"] and np.array_equal(self.key, public["key"]))
+        seed = int(self.view[:8].view(np.uint64)[0])  # the_initial_seed; the state starts with it
+        self.ok = bool(left == 1 and (words < 2**32).all() and int(words[0]) == seed & 0xFFFFFFFF
+                       and self.pos.value == public["pos"]
+                       and np.array_equal(self.key, public["key"]))
         self.generator = torch.Generator()
 
     def generator_at(self, draws: int) -> torch.Generator:
