@@ -76,3 +76,17 @@ def test_embed_equals_nn_embedding_either_way(seed: int) -> None:
 def test_token_ids_outside_the_vocabulary_are_refused() -> None:
     with pytest.raises(AttnCliError, match="outside the vocabulary of 100"):
         embed([3, 100], 100, 16, None, seed=1)
+
+
+def test_skipping_ahead_trusts_only_a_freshly_seeded_state() -> None:
+    """A state it cannot read as torch.manual_seed's leaves the whole table to be drawn."""
+    from attncli.core.embed import _Stream
+
+    torch.manual_seed(5)
+    assert _Stream(torch.get_rng_state()).ok
+    torch.rand(3)  # no longer fresh: left is not 1
+    assert not _Stream(torch.get_rng_state()).ok
+    assert not _Stream(torch.zeros(100, dtype=torch.uint8)).ok  # not the layout at all
+    state = torch.manual_seed(5).get_state()
+    state[24] ^= 1  # the first word no longer the seed
+    assert not _Stream(state).ok

@@ -24,6 +24,7 @@ MT_N = 624  # words of Mersenne Twister state
 # torch's CPU generator state (torch.get_rng_state): the_initial_seed u64, left i32, seeded i32,
 # next u64, state u64[624], then the normal caches. left: draws until the state is twisted.
 _LEFT, _NEXT, _WORDS = slice(8, 12), slice(16, 24), slice(24, 24 + MT_N * 8)
+STATE_BYTES = 5056  # and 40 bytes of normal caches after the words
 NORMAL_BLOCK = 16  # normal_ makes its numbers 16 at a time, each block from its own 16 draws
 SPAN_COST = 4096  # numbers it costs to draw a span on its own: nearer rows share one span
 SKIP_SHARE = 0.5  # skip ahead only when the spans drawn are under half the table
@@ -31,8 +32,9 @@ SKIP_SHARE = 0.5  # skip ahead only when the spans drawn are under half the tabl
 
 class _Stream:
     """torch's default generator right after torch.manual_seed, mirrored in numpy's MT19937 to
-    skip ahead; generator_at(n) is a torch generator n draws further on. ok: the state reads as
-    a freshly seeded one should, so the layout assumed here is torch's."""
+    skip ahead; generator_at(n) is a torch generator n draws further on. ok: the state has the
+    size and reads as a freshly seeded one should (left = 1, first word = the seed), so the layout
+    assumed here is torch's; otherwise the caller draws the whole table."""
 
     def __init__(self, state: Tensor) -> None:
         self.raw = state.clone()  # (5056,) uint8
@@ -42,17 +44,20 @@ class _Stream:
         address = self.mt.ctypes.state_address
         self.key = np.ctypeslib.as_array((ctypes.c_uint32 * MT_N).from_address(address))
         self.pos = ctypes.c_int.from_address(address + MT_N * 4)
+        self.drawn = 0
+        self.generator = torch.Generator()
+        self.ok = False
+        if self.view.dtype != np.uint8 or self.view.size != STATE_BYTES:
+            return
         left = int(self.view[_LEFT].view(np.int32)[0])
         words = self.view[_WORDS].view(np.uint64)
-        self.mt.state = {"bit_generator": "MT19937",
-                         "state": {"key": words.astype(np.uint32), "pos": MT_N + 1 - left}}
-        self.drawn = 0
-        public = self.mt.state["state"]
         seed = int(self.view[:8].view(np.uint64)[0])  # the_initial_seed; the state starts with it
-        self.ok = bool(left == 1 and (words < 2**32).all() and int(words[0]) == seed & 0xFFFFFFFF
-                       and self.pos.value == public["pos"]
-                       and np.array_equal(self.key, public["key"]))
-        self.generator = torch.Generator()
+        if left != 1 or not (words < 2**32).all() or int(words[0]) != seed & 0xFFFFFFFF:
+            return
+        self.mt.state = {"bit_generator": "MT19937",
+                         "state": {"key": words.astype(np.uint32), "pos": MT_N}}
+        public = self.mt.state["state"]
+        self.ok = self.pos.value == public["pos"] and bool(np.array_equal(self.key, public["key"]))
 
     def generator_at(self, draws: int) -> torch.Generator:
         """The torch generator after `draws` draws from the seeded start (never backwards)."""
