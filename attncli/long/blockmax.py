@@ -25,8 +25,9 @@ def block_max_into(row_block: Tensor, scores: Tensor, k0: int, size: int) -> Non
         inside = row_block[..., first:last]  # (heads, bq, last - first)
         torch.maximum(inside, whole.amax(dim=-1), out=inside)
     else:
-        first = last = k0 // size
-    for b in {*range(k0 // size, first), *range(last, -(-k1 // size))}:  # blocks cut by the tile
+        first = last = k0 // size  # no whole block: every block the tile touches is cut
+    # The blocks the tile cuts: one before the whole ones (if k0 is not on an edge), and after.
+    for b in (*range(k0 // size, first), *range(last, -(-k1 // size))):
         lo, hi = max(b * size, k0) - k0, min((b + 1) * size, k1) - k0
         torch.maximum(row_block[..., b], scores[..., lo:hi].amax(dim=-1), out=row_block[..., b])
 
