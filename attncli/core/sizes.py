@@ -102,8 +102,9 @@ def check_module(d_in: int, d_out: int, num_tokens: int, multihead: bool, option
     option names what set the sizes: "--d-out 9", "--emb-dim 9" or "--inputs vectors 9 wide".
     """
     weights = (3 * d_in * d_out + (d_out * d_out if multihead else 0)) * FLOAT_BYTES
-    # queries, keys, values, context and heads_context as tensors; two of them also as lists.
-    stages = num_tokens * d_out * (5 * FLOAT_BYTES + 2 * LIST_CELL_BYTES)
+    # queries, keys, values, context and heads_context as tensors, the tiled pass's [k | 1] and
+    # [v | 1] copies; two of them also as lists.
+    stages = num_tokens * d_out * (7 * FLOAT_BYTES + 2 * LIST_CELL_BYTES)
     matrices = f"three {d_in:,} × {d_out:,} weight matrices" + (
         f" and a {d_out:,} × {d_out:,} out_proj" if multihead else "")
     check_fits(weights + stages, f"{option} needs {matrices} and {num_tokens:,} × {d_out:,} "

@@ -14,8 +14,10 @@ import torch
 from torch import Tensor
 
 
-def block_max_into(row_block: Tensor, scores: Tensor, k0: int, size: int) -> None:
-    """Fold a key tile's scores (heads, bq, bk), keys k0.., into row_block (heads, bq, B)."""
+def block_max_into(row_block: Tensor, scores: Tensor, k0: int, size: int,
+                   offset: Tensor) -> None:
+    """Fold a key tile's scores (heads, bq, bk), keys k0.., into row_block (heads, bq, B), each
+    row's maxima raised by its offset (heads, bq): the tiled pass's scores are s - m."""
     k1 = k0 + scores.shape[-1]
     first, last = -(-k0 // size), k1 // size  # the blocks wholly inside the tile: first..last-1
     if last > first:
@@ -23,13 +25,14 @@ def block_max_into(row_block: Tensor, scores: Tensor, k0: int, size: int) -> Non
         lo = first * size - k0
         whole = scores[..., lo:lo + (last - first) * size].unflatten(-1, (last - first, size))
         inside = row_block[..., first:last]  # (heads, bq, last - first)
-        torch.maximum(inside, whole.amax(dim=-1), out=inside)
+        torch.maximum(inside, whole.amax(dim=-1) + offset[..., None], out=inside)
     else:
         first = last = k0 // size  # no whole block: every block the tile touches is cut
     # The blocks the tile cuts: one before the whole ones (if k0 is not on an edge), and after.
     for b in (*range(k0 // size, first), *range(last, -(-k1 // size))):
         lo, hi = max(b * size, k0) - k0, min((b + 1) * size, k1) - k0
-        torch.maximum(row_block[..., b], scores[..., lo:hi].amax(dim=-1), out=row_block[..., b])
+        top = scores[..., lo:hi].amax(dim=-1) + offset  # (heads, bq)
+        torch.maximum(row_block[..., b], top, out=row_block[..., b])
 
 
 def fold_rows(pooled: Tensor, row_block: Tensor, lse: Tensor, rows: slice, size: int,

@@ -5,6 +5,10 @@ time and an online softmax carries each row's running maximum, sum and weighted 
 head holds two block_q × block_k tiles per worker thread (and, for top-k, one maximum per 8
 keys of its query tile's rows). The same pass yields each row's log-sum-exp (from which any
 window of the weights can be rebuilt exactly), its entropy and its top-k keys.
+
+Per key tile the work is two matrix products and four passes over the scores: the products
+carry what they can (the shift by m in [q | -m]·[k | 1], the row sum in P·[v | 1]), the scores
+come out in log2 units for exp2, and m only moves when a tile rises well above it (online.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from torch import Tensor
 
 from attncli.errors import AttnCliError
 from attncli.long.blockmax import block_max_into, fold_rows
+from attncli.long.online import RowState, rescale
 from attncli.long.threads import each_in_threads
 from attncli.long.topk import group_max_into, group_stride, top_keys
 
@@ -26,14 +31,17 @@ Progress = Callable[[int, int], None]  # (done, total) units of work
 
 BLOCK_Q = 128  # query rows per tile
 BLOCK_K = 512  # key columns per tile
-# e^x is taken as 2^(x·log2 e): torch's exp2 runs about twice as fast as its exp on CPU.
-LOG2E = 1 / math.log(2)
+# Scores are taken in log2 units, s·log2 e (log2 e folded into Q's scaling), and e^x as 2^x:
+# torch's exp2 runs about twice as fast as its exp on CPU.
+LOG2E, LN2 = 1 / math.log(2), math.log(2)
 # A masked score: finite, so that 0 · (s - m) stays 0 in the entropy sum, and far enough down that
-# e^(s-m) is 0. Anything at or below MASKED_BELOW is read back as masked (-inf).
+# 2^(s-m) is 0. Anything at or below MASKED_BELOW is read back as masked (-inf).
 MASKED, MASKED_BELOW = -1e30, -1e29
-# Rescaling by α = e^(m_old - m_new): the first tile's m_old is -inf; the floor keeps
-# (m_old - m_new)·l_old at 0 instead of -inf · 0.
-SHIFT_FLOOR = -80.0
+# The running maximum m is lazy: a key tile whose scores rise at most LAZY_RISE above m is folded
+# against the old m, its weights 2^(s-m) at most 2^8; only a larger rise rescales the row. The
+# result is the same for any m (the sums are normalised by l at the end); m only keeps the float32
+# weights in range.
+LAZY_RISE = 8.0
 
 
 @dataclass
@@ -56,7 +64,8 @@ class _Pass:
 
     queries: Tensor  # (heads, N, head_dim)
     keys: Tensor  # (heads, N, head_dim)
-    values: Tensor  # (heads, N, d_v)
+    keys_ext: Tensor  # (heads, N, head_dim + 1) [k | 1]: a query [q | -m] scores s - m at once
+    values_ext: Tensor  # (heads, N, d_v + 1) [v | 1]: the weights' row sum rides in P·V
     causal: bool
     k: int  # top-k keys per row
     block_k: int
@@ -68,14 +77,13 @@ class _Pass:
 
 
 @dataclass
-class _RowState:
-    """Online-softmax state of one query tile, relative to the running row maximum."""
+class _Buffers:
+    """One worker thread's tiles, reused from tile to tile: fresh large allocations page-fault."""
 
-    row_max: Tensor  # (heads, bq) m: largest score seen so far
-    row_sum: Tensor  # (heads, bq) l = Σ e^(s-m)
-    plogp: Tensor  # (heads, bq) Σ e^(s-m)·(s-m), for the entropy
-    key_sum: Tensor  # (heads, bq) Σ e^(s-m)·j, for the mean key position
-    acc: Tensor  # (heads, bq, d_v) Σ e^(s-m)·v
+    scores: Tensor  # (heads·bq·bk,) s - m, then (s - m)·p
+    weights: Tensor  # (heads·bq·bk,) p = 2^(s-m)
+    tile_acc: Tensor  # (heads·bq·(d_v + 1),) one key tile's P·[V | 1]
+    groups: Tensor  # (heads·bq·groups,) top-k group maxima of every key tile of a query tile
 
 
 def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, block_q: int,
@@ -127,8 +135,10 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
     if num_tokens == 0:
         return out
     positions = torch.arange(num_tokens, dtype=queries.dtype, device=queries.device)  # (N,)
-    job = _Pass(queries, keys, values, causal, k, min(block_k, num_tokens), out, positions,
-                progress, pool_size)
+    ones = queries.new_ones(heads, num_tokens, 1)  # (heads, N, 1)
+    job = _Pass(queries, keys, torch.cat([keys, ones], -1),  # (heads, N, head_dim + 1)
+                torch.cat([values, ones.to(values.dtype)], -1),  # (heads, N, d_v + 1)
+                causal, k, min(block_k, num_tokens), out, positions, progress, pool_size)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
     _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
@@ -144,19 +154,19 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
     lock = threading.Lock()
     done, total = 0, sum(_cells(job, rows) for rows in tiles)
 
-    def buffers() -> tuple[Tensor, Tensor, Tensor]:
+    def buffers() -> _Buffers:
         # e^x under about -87 is a float32 denormal, 3-4× slower to make and use unless this
         # thread flushes it to 0 (a weight below 1.2e-38, invisible beside the row maximum's 1).
         torch.set_flush_denormal(True)
-        # Buffers per thread, reused from tile to tile: fresh large allocations page-fault.
-        cells = job.queries.shape[0] * block_q * job.block_k  # heads · bq · bk
+        heads, width = job.queries.shape[0], job.values_ext.shape[-1]
+        cells = heads * block_q * job.block_k  # heads · bq · bk
         key_tiles = -(-job.keys.shape[1] // job.block_k)
-        groups = cells // job.block_k * key_tiles * group_stride(job.block_k) if job.k else 0
-        return (job.queries.new_empty(cells),  # scores
-                job.queries.new_empty(cells),  # weights
-                job.queries.new_empty(groups))  # top-k group maxima
+        groups = heads * block_q * key_tiles * group_stride(job.block_k) if job.k else 0
+        new = job.queries.new_empty
+        return _Buffers(new(cells), new(cells), job.values_ext.new_empty(heads * block_q * width),
+                        new(groups))
 
-    def attend(rows: slice, state: tuple[Tensor, Tensor, Tensor]) -> None:
+    def attend(rows: slice, state: _Buffers) -> None:
         nonlocal done
         _attend_query_tile(job, rows, state)
         if job.progress is not None:
@@ -175,119 +185,106 @@ def _cells(job: _Pass, rows: slice) -> int:
     return (rows.stop - rows.start) * (rows.stop if job.causal else job.keys.shape[1])
 
 
-def _attend_query_tile(job: _Pass, rows: slice, buffers: tuple[Tensor, Tensor, Tensor]) -> None:
+def _attend_query_tile(job: _Pass, rows: slice, buffers: _Buffers) -> None:
     """Stream every key tile a query tile may see through the online softmax; fill out[rows]."""
-    # Scaling Q by 1/√d_k once scales every score: the softmax does not saturate as d_k grows.
-    q_tile = job.queries[:, rows] * (1.0 / math.sqrt(job.queries.shape[-1]))  # (h, bq, hd)
-    heads, bq, head_dim = q_tile.shape
-    state = _RowState(
-        row_max=q_tile.new_full((heads, bq), -torch.inf),  # (heads, bq)
-        row_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
+    # Scaling Q by log2 e/√d_k once scales every score: the softmax does not saturate as d_k grows,
+    # and the scores come out in log2 units.
+    q_tile = job.queries[:, rows] * (LOG2E / math.sqrt(job.queries.shape[-1]))  # (h, bq, hd)
+    heads, bq, _ = q_tile.shape
+    state = RowState(
+        q_ext=torch.cat([q_tile, q_tile.new_zeros(heads, bq, 1)], -1),  # (h, bq, hd + 1); m = 0
+        row_max=q_tile.new_zeros(heads, bq),  # (heads, bq)
         plogp=q_tile.new_zeros(heads, bq),  # (heads, bq)
         key_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
-        acc=q_tile.new_zeros(heads, bq, job.values.shape[-1]),  # (heads, bq, d_v)
+        acc=q_tile.new_zeros(heads, bq, job.values_ext.shape[-1]),  # (heads, bq, d_v + 1)
     )
-    query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
     num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
-    group_max = _view(buffers[2], heads, bq, len(starts) * stride if job.k else 0)  # per group
+    group_max = _view(buffers.groups, heads, bq, len(starts) * stride if job.k else 0)
     pooled = job.out.pooled
     row_block = None if pooled is None else q_tile.new_full((heads, bq, pooled.shape[-1]),
                                                             -torch.inf)  # (heads, bq, B)
     for tile, k0 in enumerate(starts):
         # Causal: the diagonal tile stops at the last query; later keys would all be masked.
-        k1 = min(k0 + job.block_k, rows.stop if job.causal else num_tokens)
-        scores, weights = (_view(b, heads, bq, k1 - k0) for b in buffers[:2])  # (heads, bq, bk)
-        torch.matmul(q_tile, job.keys[:, k0:k1].transpose(1, 2), out=scores)  # (heads, bq, bk)
-        if job.causal and k1 - 1 > rows.start:
-            # Query i may only look at keys 0..i: future keys get weight e^(MASKED - m) = 0.
-            key_pos = torch.arange(k0, k1, device=q_tile.device)  # (bk,)
-            scores.masked_fill_(key_pos[None, :] > query_pos[:, None], MASKED)  # (h, bq, bk)
-        tile_max = None
-        if job.k:
-            groups = group_max[..., tile * stride:(tile + 1) * stride]  # (heads, bq, stride)
-            group_max_into(groups, scores)
-            tile_max = groups.amax(dim=-1)  # (heads, bq) the same maximum, from 1/8 the cells
-        if row_block is not None:
-            block_max_into(row_block, scores, k0, job.pool_size)
-        _online_update(state, scores, weights, job.values[:, k0:k1], job.positions[k0:k1],
-                       tile_max)
-    lse = _finish_rows(state, rows, job.out)  # (heads, bq)
+        keys = range(k0, min(k0 + job.block_k, rows.stop if job.causal else num_tokens))
+        groups = group_max[..., tile * stride:(tile + 1) * stride] if job.k else None
+        # The first tile sets m from its own maxima; without top-k a later tile is only measured
+        # (one more pass) if its weights against the old m come out too large.
+        if not _fold_key_tile(job, state, rows, keys, buffers, groups, row_block, tile == 0):
+            _fold_key_tile(job, state, rows, keys, buffers, groups, row_block, False, True)
+    lse2 = _finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
     if row_block is not None and job.out.pooled is not None:
         row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
-        fold_rows(job.out.pooled, row_block, lse, rows, job.pool_size, job.lock)
+        fold_rows(job.out.pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
     if job.k:
+        query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
         best, index = top_keys(q_tile, job.keys, group_max, query_pos, job.causal, job.k,
-                               job.block_k)
+                               job.block_k)  # best in log2 units
         job.out.topk_index[:, rows] = index
-        job.out.topk_weight[:, rows] = (best - lse[..., None]).exp()  # (h, bq, k); e^-inf = 0
+        job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
 
 
-def _online_update(state: _RowState, scores: Tensor, weights: Tensor, values: Tensor,
-                   positions: Tensor, tile_max: Tensor | None = None) -> None:
-    """Fold one key tile into the running softmax; overwrites scores and weights. tile_max:
-    each row's largest score in this tile (heads, bq), when already known."""
-    if tile_max is None:
+def _fold_key_tile(job: _Pass, state: RowState, rows: slice, keys: range, buffers: _Buffers,
+                   groups: Tensor | None, row_block: Tensor | None, first: bool,
+                   measure: bool = False) -> bool:
+    """Fold the key tile keys into the running softmax (first: the query tile's first, which sets
+    m). Returns False, having changed nothing the next call depends on, if its weights against the
+    lazy m came out too large to keep: the caller folds it again with measure=True."""
+    heads, bq = state.row_max.shape
+    k0, k1 = keys.start, keys.stop
+    scores, weights = (_view(b, heads, bq, k1 - k0) for b in (buffers.scores, buffers.weights))
+    # [q | -m]·[k | 1] = s - m: the shift rides in the product instead of a pass of its own.
+    torch.matmul(state.q_ext, job.keys_ext[:, k0:k1].transpose(1, 2), out=scores)  # (h,bq,bk)
+    if job.causal and k1 - 1 > rows.start:
+        # Query i may only look at keys 0..i: future keys get weight 2^(MASKED - m) = 0. Only the
+        # keys from the tile's first query on can be future ones.
+        lo = max(rows.start - k0, 0)
+        key_pos = torch.arange(k0 + lo, k1, device=scores.device)  # (bk - lo,)
+        query_pos = torch.arange(rows.start, rows.stop, device=scores.device)  # (bq,)
+        scores[..., lo:].masked_fill_(key_pos[None, :] > query_pos[:, None], MASKED)
+    tile_max = None  # (heads, bq) each row's largest s - m in this tile, where measured
+    if groups is not None:
+        group_max_into(groups, scores)  # (heads, bq, stride)
+        tile_max = groups.amax(dim=-1)  # (heads, bq) the same maximum, from 1/8 the cells
+        groups.add_(state.row_max[..., None])  # absolute scores, comparable across key tiles
+    elif measure or first:
         tile_max = scores.amax(dim=-1)  # (heads, bq)
-    new_max = torch.maximum(state.row_max, tile_max)  # (heads, bq)
-    # Old terms were relative to the old maximum: rescale them by α = e^(m_old - m_new).
-    shift = (state.row_max - new_max).clamp_min_(SHIFT_FLOOR)  # (heads, bq)
-    alpha = shift.exp()  # (heads, bq)
-    shifted = scores.sub_(new_max[..., None])  # (heads, bq, bk) s - m; masked keys about -1e30
-    p = torch.mul(shifted, LOG2E, out=weights).exp2_()  # (heads, bq, bk) e^(s-m); masked 0
-    # Σ p·(s - m_new) = α·(Σ p_old·(s - m_old) + shift·l_old) for the keys already seen.
-    plogp = shifted.mul_(p).sum(dim=-1)  # (heads, bq)
-    state.plogp = alpha * (state.plogp + shift * state.row_sum) + plogp
-    state.row_sum = alpha * state.row_sum + p.sum(dim=-1)  # (heads, bq)
-    state.key_sum = alpha * state.key_sum + p @ positions  # (heads, bq)
-    state.acc.mul_(alpha[..., None]).baddbmm_(p, values)  # (heads, bq, d_v)
-    state.row_max = new_max
+    if row_block is not None:
+        block_max_into(row_block, scores, k0, job.pool_size, state.row_max)
+    if first:  # m = 0 so far, and nothing to rescale: m becomes each row's maximum
+        assert tile_max is not None
+        state.row_max.copy_(tile_max)
+        state.q_ext[..., -1] = -tile_max
+        scores.sub_(tile_max[..., None])  # (heads, bq, bk) s - m
+    elif tile_max is not None and (measure or bool((tile_max > LAZY_RISE).any())):
+        shift = tile_max.clamp_min(0)  # (heads, bq) rows that rose move m to their new maximum
+        rescale(state, shift)
+        scores.sub_(shift[..., None])  # (heads, bq, bk) s - m for the new m
+    p = torch.exp2(scores, out=weights)  # (heads, bq, bk) 2^(s-m); masked 0
+    tile_acc = _view(buffers.tile_acc, heads, bq, job.values_ext.shape[-1])  # (h, bq, d_v + 1)
+    torch.bmm(p, job.values_ext[:, k0:k1], out=tile_acc)  # (heads, bq, d_v + 1)
+    if tile_max is None and not bool((tile_acc[..., -1] <= 2**LAZY_RISE * (k1 - k0)).all()):
+        return False  # some weight rose past 2^8 (or overflowed): measure this tile's maxima
+    state.acc.add_(tile_acc)  # (heads, bq, d_v + 1)
+    state.key_sum.add_(p @ job.positions[k0:k1])  # (heads, bq)
+    state.plogp.add_(scores.mul_(p).sum(dim=-1))  # (heads, bq) Σ p·(s - m)
+    return True
 
 
-def _finish_rows(state: _RowState, rows: slice, out: TiledOutput) -> Tensor:
-    """Normalise a query tile's running sums into out[rows]; returns its lse (heads, bq)."""
-    log_sum = state.row_sum.log()  # (heads, bq)
-    lse = state.row_max + log_sum  # (heads, bq)
-    out.lse[:, rows] = lse
-    # H = -Σ w ln w with w = e^(s-m)/l, so H = ln l - Σ e^(s-m)·(s-m) / l.
-    out.entropy[:, rows] = log_sum - state.plogp / state.row_sum
-    out.mean_key[:, rows] = state.key_sum / state.row_sum
-    out.context[:, rows] = state.acc / state.row_sum[..., None]  # (heads, bq, d_v)
-    return lse
+def _finish_rows(state: RowState, rows: slice, out: TiledOutput) -> Tensor:
+    """Normalise a query tile's running sums into out[rows]; returns its lse in log2 units."""
+    row_sum = state.acc[..., -1]  # (heads, bq) l
+    log_sum = row_sum.log2()  # (heads, bq)
+    lse2 = state.row_max + log_sum  # (heads, bq)
+    out.lse[:, rows] = lse2 * LN2  # natural units, as the weights are e^(s - lse)
+    # H = -Σ w ln w with w = 2^(s-m)/l, so H = ln 2 · (log2 l - Σ 2^(s-m)·(s-m) / l).
+    out.entropy[:, rows] = (log_sum - state.plogp / row_sum) * LN2
+    out.mean_key[:, rows] = state.key_sum / row_sum
+    out.context[:, rows] = state.acc[..., :-1] / row_sum[..., None]  # (heads, bq, d_v)
+    return lse2
 
 
 def _view(buffer: Tensor, *shape: int) -> Tensor:
     """The front of a flat buffer as a contiguous tensor of the given shape."""
     return buffer[: math.prod(shape)].view(shape)
-
-
-@torch.no_grad()
-def weights_window(queries: Tensor, keys: Tensor, lse: Tensor, rows: range, cols: range,
-                   causal: bool) -> Tensor:
-    """Weights[:, rows, cols] rebuilt exactly from the stored lse; masked cells are 0."""
-    num_tokens = queries.shape[1]
-    row_idx = _range_index(rows, num_tokens, "rows", queries.device)  # (R,)
-    col_idx = _range_index(cols, num_tokens, "cols", queries.device)  # (C,)
-    # Same scaling as the tiled pass, so a row of weights sums to 1 against its stored lse.
-    q_rows = queries.index_select(1, row_idx) * (1.0 / math.sqrt(queries.shape[-1]))  # (h, R, d)
-    k_cols = keys.index_select(1, col_idx)  # (heads, C, head_dim)
-    scores = q_rows @ k_cols.transpose(1, 2)  # (heads, R, C)
-    weights = scores.sub_(lse.index_select(1, row_idx)[..., None]).exp_()  # (heads, R, C)
-    if causal and len(cols):
-        # Only keys after the first query can be masked: fill those columns, not every one.
-        first = 0
-        if cols.step == 1 and len(rows):
-            first = min(max(min(rows) + 1 - cols.start, 0), len(cols))
-        tail = weights[..., first:]  # (heads, R, C - first)
-        tail.masked_fill_(col_idx[first:][None, :] > row_idx[:, None], 0.0)
-    return weights
-
-
-def _range_index(span: range, num_tokens: int, name: str, device: torch.device) -> Tensor:
-    """The positions of span as a long tensor, after checking they lie in 0..N-1."""
-    if len(span) and (min(span) < 0 or max(span) >= num_tokens):
-        raise AttnCliError(
-            f"{name} must lie within 0..{num_tokens - 1} (got {name}={span!r}, N={num_tokens})"
-        )
-    return torch.arange(span.start, span.stop, span.step, device=device)  # (len(span),)
