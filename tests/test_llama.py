@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -57,24 +58,33 @@ def _ids(folder: Path) -> list[int]:
     return [p.id for p in hf_tokenize(folder, TEXT).pieces if p.id is not None]
 
 
+def assert_matches(got: torch.Tensor, ref: torch.Tensor, exact: torch.Tensor) -> None:
+    """got is within TOL of the exact (float64) result, widened by exactly as much as
+    transformers' own float32 result ref misses it: two float32 computations round apart, by up
+    to ~3e-5 on some CPUs (AVX-512 kernels), and neither is the truth."""
+    slack = float((ref.double() - exact).abs().max()) if ref.numel() else 0.0
+    assert_close(got.double(), exact, atol=TOL["atol"] + slack, rtol=TOL["rtol"])
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_layer_and_head_matches_transformers(models, name: str) -> None:
     folder, model = models[name]
     ckpt = resolve_llama(str(folder))
     ids = _ids(folder)
     ref = hf_reference(model, ids)
+    exact = hf_reference(copy.deepcopy(model).double(), ids)  # the same model in float64
     with open_llama(ckpt) as weights:
         for layer in range(ckpt.spec.n_layer):
             got = llama_attention(weights, ckpt.spec, ids, layer)
             assert got.output.weights.shape == (ckpt.spec.num_heads, len(ids), len(ids))
-            assert_close(got.output.weights, ref["attentions"][layer], **TOL)
-            assert_close(got.inputs, ref["attn_input"][layer], **TOL)
-            assert_close(got.output.context, ref["attn_out"][layer], **TOL)
+            for mine, key in ((got.output.weights, "attentions"), (got.inputs, "attn_input"),
+                              (got.output.context, "attn_out")):
+                assert_matches(mine, ref[key][layer], exact[key][layer])
             assert len(got.hidden_states) == layer + 1
-            for mine, theirs in zip(got.hidden_states, ref["hidden_states"], strict=False):
-                assert_close(mine, theirs, **TOL)
+            for i, mine in enumerate(got.hidden_states):
+                assert_matches(mine, ref["hidden_states"][i], exact["hidden_states"][i])
         stacked = llama_all_layers(weights, ckpt.spec, ids)
-    assert_close(stacked, torch.stack(ref["attentions"]), **TOL)
+    assert_matches(stacked, torch.stack(ref["attentions"]), torch.stack(exact["attentions"]))
 
 
 def test_the_cases_exercise_what_they_claim(models) -> None:
