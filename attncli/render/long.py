@@ -74,12 +74,26 @@ def render_summary(result: Result, options: Display) -> RenderableType:
     return Group(Text("Summary per head", style="bold"), table, note)
 
 
+class _RowLists:
+    """Rows start..stop of a (N, k) array or list as Python lists, read by their row index."""
+
+    def __init__(self, values: Any, rows: range) -> None:
+        self.start = rows.start
+        self.lists = _as_lists(values[rows.start:rows.stop])
+
+    def __getitem__(self, i: int) -> list[Any]:
+        return self.lists[i - self.start]
+
+
 class _TopK:
     """The top-k listing of one head: its cells, and their widths counted without formatting."""
 
     def __init__(self, result: Result, head: int, rows: range) -> None:
-        # As Python lists (a run's are numpy arrays): read one number at a time, much faster.
-        self.index, self.weight = (_as_lists(_long(result).stats["top_k"][name][head])
+        # The rows shown as Python lists (a run's are numpy arrays): read one number at a time,
+        # much faster; the other rows (8,191 of 8,192 in a long run's default) are never read.
+        top_k = _long(result).stats["top_k"]
+        self.ranks = len(top_k["index"][head][0]) if len(top_k["index"][head]) else 0
+        self.index, self.weight = (_RowLists(top_k[name][head], rows)
                                    for name in ("index", "weight"))
         self.labels, self.rows = result.labels, rows
         self._widths: dict[tuple[int, int], int] = {}  # (token, limit) → cells of its label
@@ -102,7 +116,7 @@ class _TopK:
 
             first = max(self.rows, key=query_w, default=self.rows.start)
             found = [(query_w(first) if self.rows else 0, first)]
-            for r in range(len(self.index[0]) if self.index else 0):
+            for r in range(self.ranks):
                 best, holder = 0, first
                 for i in self.rows:
                     j = self.index[i][r]
