@@ -379,16 +379,28 @@ def test_unknown_impl_is_refused() -> None:
         Request(text="x", impl="flash")
 
 
-@pytest.mark.parametrize(("causal", "n", "grid"), [(True, 300, 43), (False, 300, 5),
-                                                   (True, 1000, 25), (True, 5, 2), (False, 129, 1)])
-def test_pooled_blocks_in_the_pass_equal_pooling_the_rebuilt_weights(causal: bool, n: int,
-                                                                     grid: int) -> None:
+SAME = (1.0, 1.0)  # keys as drawn
+GROWING = (0.05, 4.0)  # keys scaled from 0.05 to 4 along the text: later tiles outgrow the lazy m
+
+
+@pytest.mark.parametrize(("causal", "n", "grid", "top_k", "scale"),
+                         [(True, 300, 43, 2, SAME), (False, 300, 5, 2, SAME),
+                          (True, 1000, 25, 2, SAME), (True, 5, 2, 2, SAME),
+                          (False, 129, 1, 2, SAME),
+                          # with top-k, m is rescaled from the group maxima; without, too large
+                          # a tile is folded again
+                          (True, 1000, 25, 2, GROWING), (True, 1000, 25, 0, GROWING),
+                          (False, 300, 5, 0, GROWING)])
+def test_pooled_blocks_in_the_pass_equal_pooling_the_rebuilt_weights(
+        causal: bool, n: int, grid: int, top_k: int, scale: tuple[float, float]) -> None:
     from attncli.long.pooling import block_edges, block_size, pooled_maps
 
     size = block_size(block_edges(n, grid))
     gen = torch.Generator().manual_seed(n + grid)
     q, k, v = (torch.randn(3, n, 16, generator=gen) for _ in range(3))
-    out = tiled_attention(q, k, v, causal=causal, top_k=2, block_q=64, block_k=96, pool_size=size)
+    k = k * torch.linspace(*scale, n)[None, :, None]  # (3, n, 16)
+    out = tiled_attention(q, k, v, causal=causal, top_k=top_k, block_q=64, block_k=96,
+                          pool_size=size)
     assert out.pooled is not None
 
     def weights_of(h: int, rows: range, cols: range) -> torch.Tensor:
