@@ -90,7 +90,7 @@ class _TopK:
 
     def __init__(self, result: Result, head: int, rows: range) -> None:
         # The rows shown as Python lists (a run's are numpy arrays): read one number at a time,
-        # much faster; the other rows (8,191 of 8,192 in a long run's default) are never read.
+        # much faster; the other rows (8,172 of 8,192 in a long run's default) are never read.
         top_k = _long(result).stats["top_k"]
         self.ranks = len(top_k["index"][head][0]) if len(top_k["index"][head]) else 0
         self.index, self.weight = (_RowLists(top_k[name][head], rows)
@@ -187,9 +187,10 @@ def render_top_k(console: Console, result: Result, head: int,
                  options: Display) -> RenderableType:
     """Each query's heaviest keys as 'label(index) weight', fitted to the console, its rows
     printed as they are formatted."""
-    k = len(_long(result).stats["top_k"]["index"][head][0]) if result.tokens else 0
     start, stop = options.rows or (0, min(len(result.tokens), TOP_ROWS))
     rows = range(start, stop)
+    top = _TopK(result, head, rows)
+    k = top.ranks
     which = _which(result, head)
     title = Text(f"Top {k} keys per query{which} (label(index) weight)", style="bold")
     if k == 0:
@@ -198,7 +199,6 @@ def render_top_k(console: Console, result: Result, head: int,
     p = min(options.precision, 2)
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),
              *((ranks, 6, p) for ranks in range(k - 1, 0, -1)), (1, 3, p)]
-    top = _TopK(result, head, rows)
     for ranks, limit, p in tries:
         if top_width(result, head, rows, ranks, limit, p, top) <= console.width:
             break
