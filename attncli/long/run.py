@@ -25,7 +25,8 @@ from attncli.core.result import LongStats, PooledMap, QueryRow, Result, TokenInf
 from attncli.core.sizes import check_memory
 from attncli.errors import AttnCliError
 from attncli.long.pooling import block_edges, block_size, maps_from_blocks, pooled_maps
-from attncli.long.tiled import TiledOutput, tiled_attention
+from attncli.long.tiled import tiled_attention
+from attncli.long.tiles import TiledOutput
 from attncli.long.window import weights_window
 
 # (what, done, total): a long run's progress, called from worker threads too.

@@ -9,82 +9,38 @@ window of the weights can be rebuilt exactly), its entropy and its top-k keys.
 Per key tile the work is two matrix products and four passes over the scores: the products
 carry what they can (the shift by m in [q | -m]·[k | 1], the row sum in P·[v | 1]), the scores
 come out in log2 units for exp2, and m only moves when a tile rises well above it (online.py).
+Where the package was built with its C passes (long/fused.py), those four passes and the top-k's
+group maxima are two passes in C, and the values go in without the column of ones.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.long import fused
 from attncli.long.blockmax import block_max_into, fold_rows
-from attncli.long.online import RowState, rescale
+from attncli.long.online import RowState, finish_rows, rescale
 from attncli.long.threads import each_in_threads
+from attncli.long.tiles import (
+    BLOCK_K,
+    BLOCK_Q,
+    LAZY_RISE,
+    LN2,
+    LOG2E,
+    MASKED,
+    MASKED_BELOW,
+    Buffers,
+    Pass,
+    Progress,
+    TiledOutput,
+    view,
+)
 from attncli.long.topk import group_max_into, group_stride, top_keys
-
-Progress = Callable[[int, int], None]  # (done, total) units of work
-
-BLOCK_Q = 128  # query rows per tile
-BLOCK_K = 512  # key columns per tile
-# Scores are taken in log2 units, s·log2 e (log2 e folded into Q's scaling), and e^x as 2^x:
-# torch's exp on CPU falls to a slow path below about -87 (60× slower on masked or far-off keys),
-# while its exp2 keeps its speed.
-LOG2E, LN2 = 1 / math.log(2), math.log(2)
-# A masked score: finite, so that 0 · (s - m) stays 0 in the entropy sum, and far enough down that
-# 2^(s-m) is 0. Anything at or below MASKED_BELOW is read back as masked (-inf).
-MASKED, MASKED_BELOW = -1e30, -1e29
-# The running maximum m is lazy: a key tile whose scores rise at most LAZY_RISE above m is folded
-# against the old m, its weights 2^(s-m) at most 2^8; only a larger rise rescales the row. The
-# result is the same for any m (the sums are normalised by l at the end); m only keeps the float32
-# weights in range.
-LAZY_RISE = 8.0
-
-
-@dataclass
-class TiledOutput:
-    """What one tiled pass returns; k = min(top_k, N)."""
-
-    context: Tensor  # (heads, N, d_v) softmax(QKᵀ/√d_k) V
-    lse: Tensor  # (heads, N) log Σ_j exp(s_ij) of the scaled, masked scores s
-    entropy: Tensor  # (heads, N) -Σ_j w_ij ln w_ij of each row's weights
-    mean_key: Tensor  # (heads, N) Σ_j w_ij·j, each row's weighted mean key position
-    topk_index: Tensor  # (heads, N, k) long, heaviest key first; -1 where a causal row is short
-    topk_weight: Tensor  # (heads, N, k) their weights; 0.0 where the index is -1
-    # With pool_size: (heads, B, B) ln of each block's largest weight (-inf: all masked).
-    pooled: Tensor | None = None
-
-
-@dataclass
-class _Pass:
-    """What every query tile of one tiled_attention call reads and writes."""
-
-    queries: Tensor  # (heads, N, head_dim)
-    keys: Tensor  # (heads, N, head_dim)
-    keys_ext: Tensor  # (heads, N, head_dim + 1) [k | 1]: a query [q | -m] scores s - m at once
-    values_ext: Tensor  # (heads, N, d_v + 1) [v | 1]: the weights' row sum rides in P·V
-    causal: bool
-    k: int  # top-k keys per row
-    block_k: int
-    out: TiledOutput
-    positions: Tensor  # (N,) each key's position j as a float
-    progress: Progress | None = None
-    pool_size: int = 0  # tokens per side of a max-pooled block; 0: none
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-@dataclass
-class _Buffers:
-    """One worker thread's tiles, reused from tile to tile: fresh large allocations page-fault."""
-
-    scores: Tensor  # (heads·bq·bk,) s - m, then (s - m)·p
-    weights: Tensor  # (heads·bq·bk,) p = 2^(s-m)
-    tile_acc: Tensor  # (heads·bq·(d_v + 1),) one key tile's P·[V | 1]
-    groups: Tensor  # (heads·bq·groups,) top-k group maxima of every key tile of a query tile
 
 
 def _check_inputs(queries: Tensor, keys: Tensor, values: Tensor, top_k: int, block_q: int,
@@ -137,9 +93,10 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
         return out
     positions = torch.arange(num_tokens, dtype=queries.dtype, device=queries.device)  # (N,)
     ones = queries.new_ones(heads, num_tokens, 1)  # (heads, N, 1)
-    job = _Pass(queries, keys, torch.cat([keys, ones], -1),  # (heads, N, head_dim + 1)
-                torch.cat([values, ones.to(values.dtype)], -1),  # (heads, N, d_v + 1)
-                causal, k, min(block_k, num_tokens), out, positions, progress, pool_size)
+    in_c = fused.usable(queries, keys, values)
+    job = Pass(queries, keys, torch.cat([keys, ones], -1),  # (heads, N, head_dim + 1)
+                values if in_c else torch.cat([values, ones.to(values.dtype)], -1),
+                causal, k, min(block_k, num_tokens), out, positions, progress, pool_size, in_c)
     tiles = [slice(q0, min(q0 + block_q, num_tokens)) for q0 in range(0, num_tokens, block_q)]
     # Causal tiles near the end see the most keys: hand them out first so threads end together.
     _run_tiles(job, tiles[::-1], min(block_q, num_tokens))
@@ -150,12 +107,12 @@ def tiled_attention(queries: Tensor, keys: Tensor, values: Tensor, causal: bool,
     return out
 
 
-def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
+def _run_tiles(job: Pass, tiles: list[slice], block_q: int) -> None:
     """Attend every query tile; on CPU, worker threads take one tile at a time."""
     lock = threading.Lock()
     done, total = 0, sum(_cells(job, rows) for rows in tiles)
 
-    def buffers() -> _Buffers:
+    def buffers() -> Buffers:
         # e^x under about -87 is a float32 denormal, 3-4× slower to make and use unless this
         # thread flushes it to 0 (a weight below 1.2e-38, invisible beside the row maximum's 1).
         torch.set_flush_denormal(True)
@@ -164,10 +121,12 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         key_tiles = -(-job.keys.shape[1] // job.block_k)
         groups = heads * block_q * key_tiles * group_stride(job.block_k) if job.k else 0
         new = job.queries.new_empty
-        return _Buffers(new(cells), new(cells), job.values_ext.new_empty(heads * block_q * width),
-                        new(groups))
+        if job.fused:  # the weights overwrite the scores; no tile of P·V, no group maxima
+            return Buffers(new(cells), new(0), new(0), new(0), new(heads * block_q))
+        return Buffers(new(cells), new(cells), job.values_ext.new_empty(heads * block_q * width),
+                        new(groups), new(0))
 
-    def attend(rows: slice, state: _Buffers) -> None:
+    def attend(rows: slice, state: Buffers) -> None:
         nonlocal done
         _attend_query_tile(job, rows, state)
         if job.progress is not None:
@@ -181,12 +140,12 @@ def _run_tiles(job: _Pass, tiles: list[slice], block_q: int) -> None:
         torch.set_flush_denormal(False)  # this thread may have been a worker: back to the default
 
 
-def _cells(job: _Pass, rows: slice) -> int:
+def _cells(job: Pass, rows: slice) -> int:
     """Score cells one query tile attends: every key, or (causal) those up to its last query."""
     return (rows.stop - rows.start) * (rows.stop if job.causal else job.keys.shape[1])
 
 
-def _attend_query_tile(job: _Pass, rows: slice, buffers: _Buffers) -> None:
+def _attend_query_tile(job: Pass, rows: slice, buffers: Buffers) -> None:
     """Stream every key tile a query tile may see through the online softmax; fill out[rows]."""
     # Scaling Q by log2 e/√d_k once scales every score: the softmax does not saturate as d_k grows,
     # and the scores come out in log2 units.
@@ -197,12 +156,16 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: _Buffers) -> None:
         row_max=q_tile.new_zeros(heads, bq),  # (heads, bq)
         plogp=q_tile.new_zeros(heads, bq),  # (heads, bq)
         key_sum=q_tile.new_zeros(heads, bq),  # (heads, bq)
-        acc=q_tile.new_zeros(heads, bq, job.values_ext.shape[-1]),  # (heads, bq, d_v + 1)
+        acc=q_tile.new_zeros(heads, bq, job.values_ext.shape[-1]),  # (h, bq, d_v + 1) or d_v
+        row_sum=q_tile.new_zeros(heads, bq) if job.fused else None,  # (heads, bq)
     )
     num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
     starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
-    group_max = _view(buffers.groups, heads, bq, len(starts) * stride if job.k else 0)
+    if job.fused:
+        fused.attend_query_tile(job, rows, buffers, q_tile, state, starts)
+        return
+    group_max = view(buffers.groups, heads, bq, len(starts) * stride if job.k else 0)
     pooled = job.out.pooled
     row_block = None if pooled is None else q_tile.new_full((heads, bq, pooled.shape[-1]),
                                                             -torch.inf)  # (heads, bq, B)
@@ -214,7 +177,7 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: _Buffers) -> None:
         # (one more pass) if its weights against the old m come out too large.
         if not _fold_key_tile(job, state, rows, keys, buffers, groups, row_block, tile == 0):
             _fold_key_tile(job, state, rows, keys, buffers, groups, row_block, False, True)
-    lse2 = _finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
+    lse2 = finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
     if row_block is not None and job.out.pooled is not None:
         row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
         fold_rows(job.out.pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
@@ -226,7 +189,7 @@ def _attend_query_tile(job: _Pass, rows: slice, buffers: _Buffers) -> None:
         job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
 
 
-def _fold_key_tile(job: _Pass, state: RowState, rows: slice, keys: range, buffers: _Buffers,
+def _fold_key_tile(job: Pass, state: RowState, rows: slice, keys: range, buffers: Buffers,
                    groups: Tensor | None, row_block: Tensor | None, first: bool,
                    measure: bool = False) -> bool:
     """Fold the key tile keys into the running softmax (first: the query tile's first, which sets
@@ -234,7 +197,7 @@ def _fold_key_tile(job: _Pass, state: RowState, rows: slice, keys: range, buffer
     lazy m came out too large to keep: the caller folds it again with measure=True."""
     heads, bq = state.row_max.shape
     k0, k1 = keys.start, keys.stop
-    scores, weights = (_view(b, heads, bq, k1 - k0) for b in (buffers.scores, buffers.weights))
+    scores, weights = (view(b, heads, bq, k1 - k0) for b in (buffers.scores, buffers.weights))
     # [q | -m]·[k | 1] = s - m: the shift rides in the product instead of a pass of its own.
     torch.matmul(state.q_ext, job.keys_ext[:, k0:k1].transpose(1, 2), out=scores)  # (h,bq,bk)
     if job.causal and k1 - 1 > rows.start:
@@ -263,7 +226,7 @@ def _fold_key_tile(job: _Pass, state: RowState, rows: slice, keys: range, buffer
         rescale(state, shift)
         scores.sub_(shift[..., None])  # (heads, bq, bk) s - m for the new m
     p = torch.exp2(scores, out=weights)  # (heads, bq, bk) 2^(s-m); masked 0
-    tile_acc = _view(buffers.tile_acc, heads, bq, job.values_ext.shape[-1])  # (h, bq, d_v + 1)
+    tile_acc = view(buffers.tile_acc, heads, bq, job.values_ext.shape[-1])  # (h, bq, d_v + 1)
     torch.bmm(p, job.values_ext[:, k0:k1], out=tile_acc)  # (heads, bq, d_v + 1)
     if tile_max is None and not bool((tile_acc[..., -1] <= 2**LAZY_RISE * (k1 - k0)).all()):
         return False  # some weight rose past 2^8 (or overflowed): measure this tile's maxima
@@ -271,21 +234,3 @@ def _fold_key_tile(job: _Pass, state: RowState, rows: slice, keys: range, buffer
     state.key_sum.add_(p @ job.positions[k0:k1])  # (heads, bq)
     state.plogp.add_(scores.mul_(p).sum(dim=-1))  # (heads, bq) Σ p·(s - m)
     return True
-
-
-def _finish_rows(state: RowState, rows: slice, out: TiledOutput) -> Tensor:
-    """Normalise a query tile's running sums into out[rows]; returns its lse in log2 units."""
-    row_sum = state.acc[..., -1]  # (heads, bq) l
-    log_sum = row_sum.log2()  # (heads, bq)
-    lse2 = state.row_max + log_sum  # (heads, bq)
-    out.lse[:, rows] = lse2 * LN2  # natural units, as the weights are e^(s - lse)
-    # H = -Σ w ln w with w = 2^(s-m)/l, so H = ln 2 · (log2 l - Σ 2^(s-m)·(s-m) / l).
-    out.entropy[:, rows] = (log_sum - state.plogp / row_sum) * LN2
-    out.mean_key[:, rows] = state.key_sum / row_sum
-    out.context[:, rows] = state.acc[..., :-1] / row_sum[..., None]  # (heads, bq, d_v)
-    return lse2
-
-
-def _view(buffer: Tensor, *shape: int) -> Tensor:
-    """The front of a flat buffer as a contiguous tensor of the given shape."""
-    return buffer[: math.prod(shape)].view(shape)

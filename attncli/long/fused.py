@@ -1,0 +1,132 @@
+"""The tiled pass's score passes in C (_fused.c), when the package was built with them.
+
+Per key tile, torch's operations read the scores five to eight times (mask, maxima, top-k group
+maxima, exp2, the entropy's product and sum, the key positions); fold_scores and exp_stats read
+them twice. The C code works on contiguous float32 CPU tensors only; anything else, a build
+without a C compiler, or ATTNCLI_FUSED=0 in the environment, takes the torch operations.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+import torch
+from torch import Tensor
+
+from attncli.long.blockmax import fold_rows
+from attncli.long.online import RowState, finish_rows, rescale
+from attncli.long.tiles import LAZY_RISE, LN2, MASKED_BELOW, Buffers, Pass, view
+
+_native: ModuleType | None
+try:
+    from attncli.long import _fused as _native
+except ImportError:  # built without a C compiler: the torch operations do it all
+    _native = None
+
+ENABLED = _native is not None and os.environ.get("ATTNCLI_FUSED", "1") != "0"
+
+
+def usable(*tensors: Tensor) -> bool:
+    """Whether the C passes can take these tensors: float32, on the CPU, and enabled."""
+    return ENABLED and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+
+
+def _address(t: Tensor | None) -> int:
+    if t is None:
+        return 0
+    if not t.is_contiguous():
+        raise ValueError("the fused passes need contiguous tensors")
+    return int(t.data_ptr())
+
+
+def fold_scores(scores: Tensor, k0: int, first_query: int | None, row_max: Tensor,
+                tile_max: Tensor, top_val: Tensor | None, top_idx: Tensor | None,
+                row_block: Tensor | None = None, pool_size: int = 0) -> None:
+    """Over a key tile's scores (heads, bq, bk) of s - m, keys k0..: mask the keys after each
+    query if first_query (the tile's first query row) is given; write each row's largest s - m
+    into tile_max (heads, bq); fold the keys into each row's running top-k, top_val
+    (heads, bq, k) in absolute log2 units (s - m + row_max) and top_idx (heads, bq, k); and raise
+    row_block (heads, bq, B) to each row's largest absolute score per block of pool_size keys."""
+    assert _native is not None
+    heads, bq, width = scores.shape
+    k = 0 if top_val is None else top_val.shape[-1]
+    blocks = 0 if row_block is None else row_block.shape[-1]
+    _native.fold_scores(_address(scores), heads * bq, width, k0, bq,
+                        -1 if first_query is None else first_query, _address(row_max),
+                        _address(tile_max), _address(top_val), _address(top_idx), k,
+                        _address(row_block), blocks, pool_size if row_block is not None else 0)
+
+
+def exp_stats(scores: Tensor, k0: int, shift: Tensor | None, plogp: Tensor, key_sum: Tensor,
+              row_sum: Tensor) -> None:
+    """Overwrite scores (heads, bq, bk) with the weights 2^x, x = scores - shift, and add each
+    row's Σ 2^x·x to plogp, Σ 2^x·j (j = k0, k0+1, ...) to key_sum and Σ 2^x to row_sum, all
+    (heads, bq)."""
+    assert _native is not None
+    heads, bq, width = scores.shape
+    _native.exp_stats(_address(scores), heads * bq, width, k0, _address(shift), _address(plogp),
+                      _address(key_sum), _address(row_sum))
+
+
+def exp2(x: Tensor) -> Tensor:
+    """2^x as exp_stats computes it (for the tests)."""
+    assert _native is not None
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    _native.exp2_array(_address(x), _address(out), x.numel())
+    return out
+
+
+def attend_query_tile(job: Pass, rows: slice, buffers: Buffers, q_tile: Tensor, state: RowState,
+                  starts: range) -> None:
+    """_attend_query_tile with the score passes in C: each tile's maxima are known, so m moves
+    as soon as a tile rises past LAZY_RISE and no tile is folded twice; the top-k is kept as the
+    tiles stream by, in place of the group maxima."""
+    heads, bq, _ = q_tile.shape
+    top_val = q_tile.new_full((heads, bq, job.k), -torch.inf)  # (h, bq, k) log2 units, absolute
+    top_idx = torch.full((heads, bq, job.k), -1, dtype=torch.long)  # (heads, bq, k)
+    pooled = job.out.pooled
+    row_block = None if pooled is None else q_tile.new_full((heads, bq, pooled.shape[-1]),
+                                                            -torch.inf)  # (heads, bq, B)
+    tile_max = view(buffers.tile_max, heads, bq)  # (heads, bq)
+    for tile, k0 in enumerate(starts):
+        k1 = min(k0 + job.block_k, rows.stop if job.causal else job.keys.shape[1])
+        scores = view(buffers.scores, heads, bq, k1 - k0)  # (heads, bq, bk)
+        torch.matmul(state.q_ext, job.keys_ext[:, k0:k1].transpose(1, 2), out=scores)  # s - m
+        diagonal = job.causal and k1 - 1 > rows.start
+        fold_scores(scores, k0, rows.start if diagonal else None, state.row_max, tile_max,
+                          top_val if job.k else None, top_idx if job.k else None, row_block,
+                          job.pool_size)
+        shift = None  # (heads, bq) how far m moves up with this tile
+        if tile == 0:  # m = 0 so far, and nothing to rescale: m becomes each row's maximum
+            shift = tile_max.clone()
+            state.row_max.copy_(shift)
+            state.q_ext[..., -1] = -shift
+        elif bool((tile_max > LAZY_RISE).any()):
+            shift = tile_max.clamp_min(0)  # (heads, bq) rows that rose move m to their maximum
+            rescale(state, shift)
+        assert state.row_sum is not None
+        exp_stats(scores, k0, shift, state.plogp, state.key_sum, state.row_sum)
+        state.acc.baddbmm_(scores, job.values_ext[:, k0:k1])  # (h, bq, d_v) scores now 2^(s-m)
+    lse2 = finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
+    if row_block is not None and pooled is not None:
+        row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
+        fold_rows(pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
+    if job.k:
+        best, index = _rescored(q_tile, job.keys, top_idx)  # each (heads, bq, k)
+        job.out.topk_index[:, rows] = index
+        job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
+
+
+def _rescored(q_tile: Tensor, keys: Tensor, top_idx: Tensor) -> tuple[Tensor, Tensor]:
+    """Each row's top-k keys scored again from q·k alone (log2 units), heaviest first; an
+    empty slot (index -1) scores -inf and stays last."""
+    heads, bq, k = top_idx.shape
+    best = q_tile.new_empty(heads, bq, k)  # (heads, bq, k)
+    for h in range(heads):
+        picked = keys[h].index_select(0, top_idx[h].clamp(min=0).flatten())  # (bq·k, hd)
+        torch.sum(picked.view(bq, k, -1).mul_(q_tile[h, :, None]), -1, out=best[h])  # (bq, k)
+    best.masked_fill_(top_idx < 0, -torch.inf)
+    best, order = best.sort(dim=-1, descending=True, stable=True)  # (heads, bq, k)
+    return best, top_idx.gather(-1, order)

@@ -1,0 +1,167 @@
+"""The C score passes (long/_fused.c) against float64 and plain-Python references.
+
+The tiled pass's own tests (test_tiled.py) run every case with and without them; these hold each
+pass to its contract: exp2's accuracy and edge values, the mask, maxima, block maxima and top-k
+of fold_scores (ties included), and exp_stats's sums.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attncli.long import fused
+
+MASKED = -1e30
+
+
+def test_the_extension_is_built() -> None:
+    # make installs the package with a C compiler at hand; a build without one would silently
+    # run the torch operations alone.
+    assert fused._native is not None
+
+
+def test_exp2_is_as_accurate_as_torchs() -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.linspace(-126, 127.99, 400_001),
+                   (torch.randn(50_000, generator=gen) * 30).clamp(-126, 127.99)]).float()
+    exact = torch.exp2(x.double())
+    mine = (fused.exp2(x).double() - exact).abs() / exact
+    theirs = (torch.exp2(x).double() - exact).abs() / exact
+    # float32 holds 2^x to 6e-8 relative at best; torch's (Sleef) exp2 reaches 7e-8.
+    assert mine.max().item() < 1.5e-7
+    assert mine.pow(2).mean().sqrt().item() <= 1.1 * theirs.pow(2).mean().sqrt().item()
+
+
+def test_exp2_edges() -> None:
+    x = torch.tensor([MASKED, -150.0, -126.5, 0.0, 1.0, -1.0, 10.5, 127.5, 128.0, 1e30,
+                      float("inf"), float("-inf"), float("nan")])
+    y = fused.exp2(x).tolist()
+    assert y[:3] == [0.0, 0.0, 0.0]  # below -126: 0, as denormals are flushed in the workers
+    assert y[3:6] == [1.0, 2.0, 0.5]
+    assert y[6] == pytest.approx(2**10.5, rel=1e-7)
+    assert y[7] == pytest.approx(2**127.5, rel=1e-7)  # n = 128 after rounding stays finite
+    assert y[8:11] == [float("inf")] * 3
+    assert y[11] == 0.0
+    assert y[12] != y[12]  # NaN
+
+
+def fold(scores: torch.Tensor, k0: int, first_query: int | None, row_max: torch.Tensor, k: int,
+         top: tuple[torch.Tensor, torch.Tensor] | None = None, pool: int = 0, blocks: int = 0,
+         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    heads, bq, _ = scores.shape
+    scores = scores.clone()
+    tile_max = torch.empty(heads, bq)
+    top_val, top_idx = top if top is not None else (torch.full((heads, bq, k), -torch.inf),
+                                                    torch.full((heads, bq, k), -1))
+    row_block = torch.full((heads, bq, blocks), -torch.inf)
+    fused.fold_scores(scores, k0, first_query, row_max, tile_max, top_val if k else None,
+                      top_idx if k else None, row_block if pool else None, pool)
+    return scores, tile_max, top_val, top_idx, row_block
+
+
+def reference_top(values: list[float], first_key: int, k: int) -> tuple[list[float], list[int]]:
+    """The k largest unmasked values, heaviest first, the earlier key first among equals."""
+    order = sorted((-v, first_key + j) for j, v in enumerate(values) if v > -1e29)[:k]
+    vals = [-v for v, _ in order] + [-float("inf")] * (k - len(order))
+    return vals, [j for _, j in order] + [-1] * (k - len(order))
+
+
+@pytest.mark.parametrize(("width", "k"), [(40, 5), (3, 5), (17, 1), (64, 16)])
+def test_fold_scores_top_k_keeps_the_earlier_of_equal_keys(width: int, k: int) -> None:
+    gen = torch.Generator().manual_seed(width)
+    # Small integers: many ties, and across two tiles the running top-k must merge them.
+    first = torch.randint(-4, 4, (2, 3, width), generator=gen).float()
+    second = torch.randint(-4, 4, (2, 3, width), generator=gen).float()
+    row_max = torch.randint(-3, 3, (2, 3), generator=gen).float()
+    _, tile_max, val, idx, _ = fold(first, 100, None, row_max, k)
+    _, _, val, idx, _ = fold(second, 100 + width, None, row_max, k, (val, idx))
+    assert torch.equal(tile_max, first.amax(-1))
+    for h in range(2):
+        for r in range(3):
+            absolute = (torch.cat([first[h, r], second[h, r]]) + row_max[h, r]).tolist()
+            want_val, want_idx = reference_top(absolute, 100, k)
+            assert val[h, r].tolist() == want_val
+            assert idx[h, r].tolist() == want_idx
+
+
+def test_fold_scores_masks_the_keys_after_each_query() -> None:
+    scores = torch.randn(2, 4, 10, generator=torch.Generator().manual_seed(1))
+    # Queries 20..23 against keys 18..27: query 20 sees keys 18..20, query 23 keys 18..23.
+    masked, tile_max, val, idx, _ = fold(scores, 18, 20, torch.zeros(2, 4), 5)
+    keys, queries = torch.arange(18, 28), torch.arange(20, 24)
+    future = keys[None, :] > queries[:, None]  # (4, 10)
+    assert (masked[:, future] == MASKED).all()
+    assert torch.equal(masked[:, ~future], scores[:, ~future])
+    assert torch.equal(tile_max, scores.masked_fill(future, -torch.inf).amax(-1))
+    assert (idx <= queries[None, :, None]).all()
+    # Query 20 sees 3 keys, 21 sees 4: the slots past them stay empty.
+    assert (idx >= 0).sum(-1).tolist() == [[3, 4, 5, 5]] * 2
+    assert ((idx >= 18) | (idx == -1)).all()
+
+
+def test_fold_scores_a_wholly_masked_row_adds_nothing() -> None:
+    scores = torch.randn(1, 2, 8)
+    _, tile_max, val, idx, _ = fold(scores, 30, 10, torch.zeros(1, 2), 3)  # keys after queries
+    assert (tile_max == MASKED).all()
+    assert (idx == -1).all() and (val == -torch.inf).all()
+
+
+@pytest.mark.parametrize(("k0", "width", "pool"), [(0, 40, 8), (12, 40, 8), (5, 3, 4),
+                                                   (30, 50, 64), (64, 64, 1)])
+def test_fold_scores_block_maxima(k0: int, width: int, pool: int) -> None:
+    gen = torch.Generator().manual_seed(k0 + width)
+    scores = torch.randn(2, 3, width, generator=gen)
+    row_max = torch.randn(2, 3, generator=gen)
+    blocks = -(-(k0 + width) // pool)
+    _, tile_max, _, _, row_block = fold(scores, k0, None, row_max, 0, pool=pool, blocks=blocks)
+    assert torch.equal(tile_max, scores.amax(-1))
+    for b in range(blocks):
+        lo, hi = max(b * pool, k0) - k0, min((b + 1) * pool, k0 + width) - k0
+        if hi <= lo:
+            assert (row_block[..., b] == -torch.inf).all()
+        else:
+            assert torch.equal(row_block[..., b], scores[..., lo:hi].amax(-1) + row_max)
+
+
+@pytest.mark.parametrize("width", [1, 15, 16, 100])
+def test_exp_stats_sums(width: int) -> None:
+    gen = torch.Generator().manual_seed(width)
+    scores = torch.randn(2, 3, width, generator=gen) * 4
+    scores[0, 0, -1] = MASKED
+    shift = torch.randn(2, 3, generator=gen)
+    sums = [torch.randn(2, 3, generator=gen) for _ in range(3)]  # added to, not overwritten
+    plogp, key_sum, row_sum = (s.clone() for s in sums)
+    weights = scores.clone()
+    fused.exp_stats(weights, 7, shift, plogp, key_sum, row_sum)
+    x = (scores - shift[..., None]).double()  # the difference is taken in float32
+    p = torch.exp2(x)
+    torch.testing.assert_close(weights.double(), p, rtol=2e-7, atol=0)
+    keys = torch.arange(7, 7 + width, dtype=torch.float64)
+    torch.testing.assert_close(plogp.double(), sums[0].double() + (p * x).sum(-1),
+                               rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(key_sum.double(), sums[1].double() + p @ keys,
+                               rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(row_sum.double(), sums[2].double() + p.sum(-1),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_exp_stats_without_shift() -> None:
+    scores = torch.tensor([[[0.0, -1.0, MASKED, 3.0]]])
+    sums = [torch.zeros(1, 1) for _ in range(3)]
+    fused.exp_stats(scores, 0, None, *sums)
+    assert scores.tolist() == [[[1.0, 0.5, 0.0, 8.0]]]
+    assert [s.item() for s in sums] == [-0.5 + 24.0, 0.5 + 24.0, 9.5]
+
+
+def test_usable_only_for_float32_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fused.usable(torch.zeros(2)) == fused.ENABLED
+    assert not fused.usable(torch.zeros(2, dtype=torch.float64))
+    monkeypatch.setattr(fused, "ENABLED", False)
+    assert not fused.usable(torch.zeros(2))
+
+
+def test_non_contiguous_tensors_are_refused() -> None:
+    scores = torch.zeros(2, 8, 3).transpose(1, 2)  # (2, 3, 8), not contiguous
+    with pytest.raises(ValueError, match="contiguous"):
+        fused.fold_scores(scores, 0, None, torch.zeros(2, 3), torch.zeros(2, 3), None, None)
