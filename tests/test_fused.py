@@ -67,7 +67,17 @@ def reference_top(values: list[float], first_key: int, k: int) -> tuple[list[flo
     return vals, [j for _, j in order] + [-1] * (k - len(order))
 
 
-@pytest.mark.parametrize(("width", "k"), [(40, 5), (3, 5), (17, 1), (64, 16)])
+@pytest.fixture(params=[False, True], ids=["denormals", "flushed"])
+def flush_denormals(request: pytest.FixtureRequest):  # noqa: ANN201
+    """The worker threads flush denormals to zero (and read them as zero): run both ways."""
+    torch.set_flush_denormal(request.param)
+    yield
+    torch.set_flush_denormal(False)
+
+
+@pytest.mark.usefixtures("flush_denormals")
+@pytest.mark.parametrize(("width", "k"), [(40, 5), (3, 5), (17, 1), (64, 16), (100, 17),
+                                          (512, 5)])
 def test_fold_scores_top_k_keeps_the_earlier_of_equal_keys(width: int, k: int) -> None:
     gen = torch.Generator().manual_seed(width)
     # Small integers: many ties, and across two tiles the running top-k must merge them.
@@ -124,6 +134,34 @@ def test_fold_scores_block_maxima(k0: int, width: int, pool: int) -> None:
             assert torch.equal(row_block[..., b], scores[..., lo:hi].amax(-1) + row_max)
 
 
+@pytest.mark.usefixtures("flush_denormals")
+def test_fold_scores_top_k_at_zero() -> None:
+    # The k-th best score exactly 0: a key at it still enters (the bar under it must not be a
+    # denormal, which the workers read as 0).
+    scores = torch.full((1, 2, 40), MASKED)
+    scores[0, 0, :3] = torch.tensor([0.0, 0.25, 0.5])
+    scores[0, 1, :] = 0.0
+    scores[0, 1, 7] = 1.0
+    _, _, val, idx, _ = fold(scores, 0, None, torch.zeros(1, 2), 3)
+    assert idx[0].tolist() == [[2, 1, 0], [7, 0, 1]]
+    assert val[0].tolist() == [[0.5, 0.25, 0.0], [1.0, 0.0, 0.0]]
+
+
+@pytest.mark.usefixtures("flush_denormals")
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_fold_scores_top_k_of_random_rows(scale: float) -> None:
+    # Two tiles of random scores, some rows partly masked: against torch.topk of the whole rows.
+    gen = torch.Generator().manual_seed(int(scale * 1000))
+    first, second = (torch.randn(3, 40, 96, generator=gen) * scale for _ in range(2))
+    row_max = torch.randn(3, 40, generator=gen) * scale
+    _, _, val, idx, _ = fold(first, 0, None, row_max, 5)
+    masked, _, val, idx, _ = fold(second, 96, 150, row_max, 5, (val, idx))
+    scores = torch.cat([first, masked.masked_fill(masked <= -1e29, -torch.inf)], -1)
+    want_val, want_idx = (scores + row_max[..., None]).topk(5, dim=-1)
+    assert torch.equal(idx, want_idx)
+    torch.testing.assert_close(val, want_val, rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("width", [1, 15, 16, 100])
 def test_exp_stats_sums(width: int) -> None:
     gen = torch.Generator().manual_seed(width)
@@ -152,6 +190,28 @@ def test_exp_stats_without_shift() -> None:
     fused.exp_stats(scores, 0, None, *sums)
     assert scores.tolist() == [[[1.0, 0.5, 0.0, 8.0]]]
     assert [s.item() for s in sums] == [-0.5 + 24.0, 0.5 + 24.0, 9.5]
+
+
+def test_rescored_scores_the_keys_again_and_sorts_them() -> None:
+    gen = torch.Generator().manual_seed(3)
+    keys = torch.randn(20, 2, 8, generator=gen).transpose(0, 1)  # (2, 20, 8), not contiguous
+    q_tile = torch.randn(2, 4, 8, generator=gen)  # (heads, bq, head_dim)
+    top_idx = torch.tensor([[[3, 7, -1], [0, 1, 2], [19, 5, 5], [-1, -1, -1]],
+                            [[4, -1, 6], [2, 2, 9], [1, 0, 3], [8, 18, 11]]])  # (2, 4, 3)
+    best, index = fused.rescored(q_tile, keys, top_idx)
+    scores = torch.einsum("hqd,hkd->hqk", q_tile, keys)  # (heads, bq, N)
+    for h in range(2):
+        for r in range(4):
+            slots = sorted(((-scores[h, r, i].item(), c, i) for c, i in
+                            enumerate(top_idx[h, r].tolist()) if i >= 0))
+            want = [i for _, _, i in slots] + [-1] * (3 - len(slots))
+            assert index[h, r].tolist() == want
+            for c, i in enumerate(want):
+                if i < 0:
+                    assert best[h, r, c].item() == -float("inf")
+                else:
+                    assert best[h, r, c].item() == pytest.approx(scores[h, r, i].item(), abs=1e-5)
+    assert top_idx[0, 0].tolist() == [3, 7, -1]  # the input is left as it was
 
 
 def test_usable_only_for_float32_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -22,9 +23,41 @@
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 /* One build runs on any x86-64 CPU and picks the widest vectors it has when loaded. */
 #define VECTOR_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#define X86_DISPATCH 1
+#include <immintrin.h>
 #else
 #define VECTOR_CLONES
 #endif
+
+/* The first index from j on of a group of keys holding a score above floor; in the scalar
+ * version the key itself, in the vector ones the group's first key (or the start of a tail
+ * shorter than a group). A row's top-k walks only the groups this finds. */
+typedef int64_t (*skip_fn)(const float *s, int64_t j, int64_t width, float floor);
+
+static int64_t skip_below_scalar(const float *s, int64_t j, int64_t width, float floor) {
+    while (j < width && !(s[j] > floor)) j++;
+    return j;
+}
+
+#ifdef X86_DISPATCH
+__attribute__((target("avx2"))) static int64_t skip_below_avx2(const float *s, int64_t j,
+                                                               int64_t width, float floor) {
+    __m256 bar = _mm256_set1_ps(floor);
+    for (; j + 8 <= width; j += 8)
+        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + j), bar, _CMP_GT_OQ))) return j;
+    return j;
+}
+
+__attribute__((target("avx512f"))) static int64_t skip_below_avx512(const float *s, int64_t j,
+                                                                    int64_t width, float floor) {
+    __m512 bar = _mm512_set1_ps(floor);
+    for (; j + 16 <= width; j += 16)
+        if (_mm512_cmp_ps_mask(_mm512_loadu_ps(s + j), bar, _CMP_GT_OQ)) return j;
+    return j;
+}
+#endif
+
+static skip_fn skip_below = skip_below_scalar; /* set once when the module loads */
 
 /* 2^x in float32, branch-free so loops over it vectorise: 2^x = 2^n · 2^f with n = round(x),
  * f in [-1/2, 1/2], and 2^f from its Taylor series to degree 7 (truncation error 5e-9 relative,
@@ -58,18 +91,36 @@ static inline __attribute__((always_inline)) float exp2_f32(float x) {
     return x < -126.0f ? 0.0f : poly * low * high;
 }
 
-/* Each row's largest score (masked: MASKED_BELOW or below), over LANES lanes then across. */
+/* A row's largest score (masked: MASKED_BELOW or below), over LANES lanes then across; with
+ * lanes, also each lane's maximum: lane l holds keys l, l + LANES, ... (the tail's too). */
 VECTOR_CLONES
-static float row_max(const float *s, int64_t width) {
+static float row_max(const float *s, int64_t width, float *lanes) {
     float lane[LANES];
     for (int l = 0; l < LANES; l++) lane[l] = -INFINITY;
     int64_t j = 0;
     for (; j + LANES <= width; j += LANES)
         for (int l = 0; l < LANES; l++) lane[l] = s[j + l] > lane[l] ? s[j + l] : lane[l];
+    for (int l = 0; j < width; j++, l++) lane[l] = s[j] > lane[l] ? s[j] : lane[l];
     float best = -INFINITY;
     for (int l = 0; l < LANES; l++) best = lane[l] > best ? lane[l] : best;
-    for (; j < width; j++) best = s[j] > best ? s[j] : best;
+    if (lanes) memcpy(lanes, lane, sizeof lane);
     return best;
+}
+
+/* The k-th largest of the maxima of LANES disjoint groups of a row's keys (k ≤ LANES): the j-th
+ * best key is at least the j-th largest group maximum, so every key of the row that can enter a
+ * top-k of k is at least this. */
+static float kth_lane(const float *lanes, int64_t k) {
+    float top[LANES];
+    memcpy(top, lanes, sizeof top);
+    for (int64_t c = 0; c < k; c++) { /* selection: top[c] becomes the (c+1)-th largest */
+        int64_t at = c;
+        for (int64_t l = c + 1; l < LANES; l++) at = top[l] > top[at] ? l : at;
+        float swap = top[c];
+        top[c] = top[at];
+        top[at] = swap;
+    }
+    return top[k - 1];
 }
 
 /* Insert (value, index) into a row's top-k, kept heaviest first; among equal values the
@@ -106,22 +157,26 @@ static void fold_scores_impl(float *scores, int64_t rows, int64_t width, int64_t
             int64_t first_future = q0 + r % block_q + 1 - k0; /* first masked column */
             for (int64_t j = first_future < 0 ? 0 : first_future; j < width; j++) s[j] = MASKED;
         }
-        float best;
+        /* lanes: the maxima of LANES disjoint groups of the row's keys, for the top-k below */
+        float best, lanes[LANES];
         if (pool > 0) { /* the row's maximum is the largest of its blocks' */
             float *block = row_block + r * blocks;
+            float part[LANES];
             best = -INFINITY;
+            for (int l = 0; l < LANES; l++) lanes[l] = -INFINITY;
             for (int64_t lo = 0; lo < width;) {
                 int64_t b = (k0 + lo) / pool;
                 int64_t hi = (b + 1) * pool - k0;
                 hi = hi < width ? hi : width;
-                float top = row_max(s + lo, hi - lo);
+                float top = row_max(s + lo, hi - lo, part);
+                for (int l = 0; l < LANES; l++) lanes[l] = part[l] > lanes[l] ? part[l] : lanes[l];
                 best = top > best ? top : best;
                 float raised = top + m[r];
                 block[b] = raised > block[b] ? raised : block[b];
                 lo = hi;
             }
         } else {
-            best = row_max(s, width);
+            best = row_max(s, width, lanes);
         }
         tile_max[r] = best;
         if (k <= 0) continue;
@@ -130,10 +185,27 @@ static void fold_scores_impl(float *scores, int64_t rows, int64_t width, int64_t
         float offset = m[r];
         float floor = val[k - 1] - offset; /* beat this (relative) to enter the top-k */
         if (!(best > floor) || !(best > MASKED_BELOW)) continue;
-        for (int64_t j = 0; j < width; j++) {
-            if (s[j] > floor && s[j] > MASKED_BELOW) {
-                top_insert(val, idx, k, s[j] + offset, k0 + j);
-                floor = val[k - 1] - offset;
+        float least = -INFINITY;
+        if (k <= LANES) {
+            /* Raise the bar to a little under the k-th lane maximum: a key at it may still
+             * enter, and the many keys below it, which would enter and be pushed out again
+             * while the top-k fills (about k·ln(width/k) of them in a row's first tile), never
+             * do. "A little" is at least FLT_MIN: the workers treat denormals as zero. */
+            float kth = kth_lane(lanes, k);
+            least = kth - (fabsf(kth) * 0x1p-20f + FLT_MIN);
+            floor = least > floor ? least : floor;
+        }
+        /* Most tiles hold some key that enters a row's top-k (for keys in random order, a tile
+         * after t others does with chance ~1 - e^(-k/t)), but few groups of keys do. */
+        for (int64_t j = 0; j < width;) {
+            j = skip_below(s, j, width, floor);
+            int64_t end = j + LANES < width ? j + LANES : width;
+            for (; j < end; j++) {
+                if (s[j] > floor && s[j] > MASKED_BELOW) {
+                    top_insert(val, idx, k, s[j] + offset, k0 + j);
+                    floor = val[k - 1] - offset;
+                    floor = least > floor ? least : floor;
+                }
             }
         }
     }
@@ -183,6 +255,46 @@ static void exp_stats_impl(float *scores, int64_t rows, int64_t width, int64_t k
     }
 }
 
+/* rescore(q, keys, idx, best): for each of rows = heads · block_q query rows, its k keys idx
+ * (-1: none) scored again as q·k in float32, best (rows × k), then both sorted heaviest first
+ * (empty slots, -inf, last; among equal scores the earlier slot first). q is contiguous
+ * (rows × dim); keys is (heads, N, dim) with strides in elements. */
+static void rescore_impl(const float *q, const float *keys, int64_t stride_h, int64_t stride_n,
+                         int64_t stride_d, int64_t block_q, int64_t dim, int64_t *idx,
+                         float *best, int64_t rows, int64_t k) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *query = q + r * dim;
+        const float *head_keys = keys + (r / block_q) * stride_h;
+        int64_t *slot_idx = idx + r * k;
+        float *slot = best + r * k;
+        for (int64_t c = 0; c < k; c++) {
+            if (slot_idx[c] < 0) {
+                slot[c] = -INFINITY;
+                continue;
+            }
+            const float *key = head_keys + slot_idx[c] * stride_n;
+            float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            int64_t d = 0;
+            for (; d + 4 <= dim; d += 4)
+                for (int l = 0; l < 4; l++) part[l] += query[d + l] * key[(d + l) * stride_d];
+            for (; d < dim; d++) part[0] += query[d] * key[d * stride_d];
+            slot[c] = (part[0] + part[1]) + (part[2] + part[3]);
+        }
+        for (int64_t c = 1; c < k; c++) { /* insertion sort: stable, k is small */
+            float value = slot[c];
+            int64_t index = slot_idx[c];
+            int64_t at = c;
+            while (at > 0 && slot[at - 1] < value) {
+                slot[at] = slot[at - 1];
+                slot_idx[at] = slot_idx[at - 1];
+                at--;
+            }
+            slot[at] = value;
+            slot_idx[at] = index;
+        }
+    }
+}
+
 static void *as_pointer(unsigned long long address) { return (void *)(uintptr_t)address; }
 
 static PyObject *fold_scores(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -221,6 +333,23 @@ static PyObject *exp_stats(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *rescore(PyObject *Py_UNUSED(self), PyObject *args) {
+    unsigned long long q, keys, idx, best;
+    long long stride_h, stride_n, stride_d, block_q, dim, rows, k;
+    if (!PyArg_ParseTuple(args, "KKLLLLLKKLL", &q, &keys, &stride_h, &stride_n, &stride_d,
+                          &block_q, &dim, &idx, &best, &rows, &k))
+        return NULL;
+    if (rows < 0 || k < 0 || dim < 0 || block_q < 1) {
+        PyErr_SetString(PyExc_ValueError, "rescore: sizes out of range");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rescore_impl(as_pointer(q), as_pointer(keys), stride_h, stride_n, stride_d, block_q, dim,
+                 as_pointer(idx), as_pointer(best), rows, k);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *exp2_array(PyObject *Py_UNUSED(self), PyObject *args) {
     unsigned long long src, dst;
     long long count;
@@ -238,6 +367,8 @@ static PyMethodDef methods[] = {
      "Mask, row maxima and running top-k of one tile of scores."},
     {"exp_stats", exp_stats, METH_VARARGS,
      "Weights 2^(s - shift) of one tile, with the entropy's and mean key's row sums."},
+    {"rescore", rescore, METH_VARARGS,
+     "Each row's top-k keys scored again from q·k and sorted heaviest first."},
     {"exp2_array", exp2_array, METH_VARARGS, "2^x elementwise, as exp_stats takes it (tests)."},
     {NULL, NULL, 0, NULL},
 };
@@ -247,4 +378,13 @@ static struct PyModuleDef module = {
     "The tiled pass's score passes, fused in C (see long/fused.py).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__fused(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fused(void) {
+#ifdef X86_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        skip_below = skip_below_avx512;
+    else if (__builtin_cpu_supports("avx2"))
+        skip_below = skip_below_avx2;
+#endif
+    return PyModule_Create(&module);
+}

@@ -114,19 +114,19 @@ def attend_query_tile(job: Pass, rows: slice, buffers: Buffers, q_tile: Tensor, 
         row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
         fold_rows(pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
     if job.k:
-        best, index = _rescored(q_tile, job.keys, top_idx)  # each (heads, bq, k)
+        best, index = rescored(q_tile, job.keys, top_idx)  # each (heads, bq, k)
         job.out.topk_index[:, rows] = index
         job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
 
 
-def _rescored(q_tile: Tensor, keys: Tensor, top_idx: Tensor) -> tuple[Tensor, Tensor]:
-    """Each row's top-k keys scored again from q·k alone (log2 units), heaviest first; an
-    empty slot (index -1) scores -inf and stays last."""
+def rescored(q_tile: Tensor, keys: Tensor, top_idx: Tensor) -> tuple[Tensor, Tensor]:
+    """Each row's top-k keys top_idx (heads, bq, k) scored again from q·k alone (q_tile
+    (heads, bq, head_dim) in log2 units, keys (heads, N, head_dim)), heaviest first; an empty
+    slot (index -1) scores -inf and stays last. Returns (best, index), each (heads, bq, k)."""
+    assert _native is not None
     heads, bq, k = top_idx.shape
+    q_tile, index = q_tile.contiguous(), top_idx.clone()  # (heads, bq, hd), (heads, bq, k)
     best = q_tile.new_empty(heads, bq, k)  # (heads, bq, k)
-    for h in range(heads):
-        picked = keys[h].index_select(0, top_idx[h].clamp(min=0).flatten())  # (bq·k, hd)
-        torch.sum(picked.view(bq, k, -1).mul_(q_tile[h, :, None]), -1, out=best[h])  # (bq, k)
-    best.masked_fill_(top_idx < 0, -torch.inf)
-    best, order = best.sort(dim=-1, descending=True, stable=True)  # (heads, bq, k)
-    return best, top_idx.gather(-1, order)
+    _native.rescore(_address(q_tile), int(keys.data_ptr()), *keys.stride(), bq,
+                    q_tile.shape[-1], _address(index), _address(best), heads * bq, k)
+    return best, index
