@@ -7,6 +7,11 @@ of fold_scores (ties included), and exp_stats's sums.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -65,6 +70,17 @@ def reference_top(values: list[float], first_key: int, k: int) -> tuple[list[flo
     order = sorted((-v, first_key + j) for j, v in enumerate(values) if v > -1e29)[:k]
     vals = [-v for v, _ in order] + [-float("inf")] * (k - len(order))
     return vals, [j for _, j in order] + [-1] * (k - len(order))
+
+
+@pytest.fixture(autouse=True, params=[0, 1, 2], ids=["scalar", "avx2", "avx512"])
+def skip_level(request: pytest.FixtureRequest):  # noqa: ANN201
+    """The top-k's group scan in each version this CPU can run (the module picks the widest)."""
+    assert fused._native is not None
+    if fused._native.use_skip(request.param) != request.param:
+        fused._native.use_skip(-1)
+        pytest.skip(f"this CPU cannot run scan level {request.param}")
+    yield request.param
+    fused._native.use_skip(-1)
 
 
 @pytest.fixture(params=[False, True], ids=["denormals", "flushed"])
@@ -162,6 +178,19 @@ def test_fold_scores_top_k_of_random_rows(scale: float) -> None:
     torch.testing.assert_close(val, want_val, rtol=1e-6, atol=0)
 
 
+def test_fold_scores_block_maxima_and_top_k_in_one_call() -> None:
+    gen = torch.Generator().manual_seed(9)
+    scores = torch.randn(2, 3, 50, generator=gen)
+    row_max = torch.randn(2, 3, generator=gen)
+    _, _, val, idx, row_block = fold(scores, 30, None, row_max, 4, pool=16, blocks=5)
+    want_val, want_idx = (scores + row_max[..., None]).topk(4, dim=-1)
+    assert torch.equal(idx, want_idx + 30)
+    torch.testing.assert_close(val, want_val, rtol=1e-6, atol=0)
+    for b, (lo, hi) in zip(range(1, 5), [(0, 2), (2, 18), (18, 34), (34, 50)], strict=True):
+        assert torch.equal(row_block[..., b], scores[..., lo:hi].amax(-1) + row_max)
+    assert (row_block[..., 0] == -torch.inf).all()
+
+
 @pytest.mark.parametrize("width", [1, 15, 16, 100])
 def test_exp_stats_sums(width: int) -> None:
     gen = torch.Generator().manual_seed(width)
@@ -221,7 +250,37 @@ def test_usable_only_for_float32_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> 
     assert not fused.usable(torch.zeros(2))
 
 
+def test_wrong_dtypes_and_sizes_are_refused() -> None:
+    # The C code trusts what it is given: a long index read as int32, or a short buffer, would
+    # run past the end.
+    scores, rows = torch.zeros(2, 3, 8), torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="int64"):
+        fused.fold_scores(scores, 0, None, rows, rows.clone(), torch.zeros(2, 3, 5),
+                          torch.zeros(2, 3, 5, dtype=torch.int32))
+    with pytest.raises(ValueError, match="elements"):
+        fused.fold_scores(scores, 0, None, torch.zeros(5), rows.clone(), None, None)
+    with pytest.raises(ValueError, match="float32"):
+        fused.exp_stats(scores.double(), 0, None, rows, rows.clone(), rows.clone())
+    with pytest.raises(ValueError, match="past the keys"):
+        fused.rescored(torch.zeros(2, 3, 4), torch.zeros(2, 10, 4),
+                       torch.full((2, 3, 2), 10))
+
+
 def test_non_contiguous_tensors_are_refused() -> None:
     scores = torch.zeros(2, 8, 3).transpose(1, 2)  # (2, 3, 8), not contiguous
     with pytest.raises(ValueError, match="contiguous"):
         fused.fold_scores(scores, 0, None, torch.zeros(2, 3), torch.zeros(2, 3), None, None)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_a_fast_math_build_refuses_to_compile() -> None:
+    # -ffast-math would fold exp2's rounding away and give 2^round(x); the source refuses, so
+    # setuptools' optional build falls back to the torch operations instead of wrong weights.
+    source = Path(fused.__file__).with_name("_fused.c")
+    include = sysconfig.get_paths()["include"]
+    plain = subprocess.run(["gcc", "-fsyntax-only", f"-I{include}", str(source)],
+                           capture_output=True, text=True)
+    fast = subprocess.run(["gcc", "-fsyntax-only", "-ffast-math", f"-I{include}", str(source)],
+                          capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    assert fast.returncode != 0 and "strict float32" in fast.stderr

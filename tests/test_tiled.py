@@ -193,6 +193,25 @@ def test_scores_that_outgrow_the_running_maximum(top_k: int, step: float, jump_a
         assert (False in folds) == (refolds and top_k == 0)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_equal_scores_list_the_earlier_keys_first(causal: bool, score_passes: str) -> None:
+    # Every key the same: each row's top-k is its first k keys. The torch operations leave the
+    # order of equal keys (and of equal groups) to torch.topk, which does not keep it.
+    if score_passes == "torch":
+        pytest.skip("ties are ordered by the fused passes only")
+    n = 150
+    # One non-zero term per score, so that every way of summing the product gives the same float.
+    q = torch.zeros(2, n, 8)
+    q[..., 0] = torch.randn(2, n, generator=torch.Generator().manual_seed(1))
+    k = torch.ones(2, n, 8)
+    v = torch.randn(2, n, 8, generator=torch.Generator().manual_seed(2))
+    out = tiled_attention(q, k, v, causal, top_k=5, block_q=16, block_k=24)
+    rows = torch.arange(n)[:, None] if causal else torch.full((n, 1), n - 1)
+    want = torch.arange(5)[None, :].expand(n, 5)  # (N, 5)
+    want = want.masked_fill(want > rows, -1)  # a short causal row: -1 past its keys
+    assert torch.equal(out.topk_index, want.expand(2, n, 5))
+
+
 @pytest.mark.parametrize("top_k", [0, 1, 3 * TOPK_GROUP + 1, 80])
 def test_top_k_sizes(top_k: int) -> None:
     q, k, v = random_qkv(2, 70, 8, seed=top_k)

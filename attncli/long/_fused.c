@@ -5,9 +5,10 @@
  *   fold_scores: the causal mask, each row's largest score, and the running top-k keys;
  *   exp_stats:   p = 2^(s - shift), Σ p·(s - shift) for the entropy and Σ p·j for the mean key.
  * Every function releases the GIL, so the tiled pass's worker threads run them side by side.
- * Pointers come in as integers (tensor.data_ptr()); long/fused.py checks shapes, dtypes and
+ * Pointers come in as integers (tensor.data_ptr()); long/fused.py checks dtypes, sizes and
  * contiguity before it calls in. Built by setuptools as an optional extension: without a C
- * compiler the package installs without it and the tiled pass uses torch operations alone.
+ * compiler, or where this file refuses to build (below), the package installs without it and
+ * the tiled pass uses torch operations alone.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,17 +17,33 @@
 #include <stdint.h>
 #include <string.h>
 
+/* exp2_f32 rounds with float32 arithmetic done as written: -ffast-math would fold its rounding
+ * away, and x87's wider intermediates would change it. Refusing to build keeps the fallback. */
+#if defined(__FAST_MATH__) || (defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0)
+#error "attncli's C passes need strict float32 arithmetic (no -ffast-math, no x87)"
+#endif
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 #define LANES 16               /* one AVX-512 register of float32; two AVX2 ones */
 #define MASKED (-1e30f)        /* a masked score, as long/tiled.py writes it */
 #define MASKED_BELOW (-1e29f)  /* at or below: masked */
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-/* One build runs on any x86-64 CPU and picks the widest vectors it has when loaded. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__) && \
+    defined(__GLIBC__)
+/* One build runs on any x86-64 CPU and picks the widest vectors it has when loaded (an ifunc:
+ * glibc; the arch= names and their dispatch: gcc 12). Elsewhere: the compiler's defaults. */
 #define VECTOR_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
-#define X86_DISPATCH 1
-#include <immintrin.h>
 #else
 #define VECTOR_CLONES
+#endif
+#if defined(__GNUC__) && defined(__x86_64__)
+#define X86_DISPATCH 1 /* skip_below's vector versions, chosen when the module loads */
+#include <immintrin.h>
 #endif
 
 /* The first index from j on of a group of keys holding a score above floor; in the scalar
@@ -64,7 +81,7 @@ static skip_fn skip_below = skip_below_scalar; /* set once when the module loads
  * below float32's rounding); 2^n as two factors, so that n = 128 and n = -126 both stay in
  * range. x below -126 gives 0, as the workers flush denormals to zero; x of 128 or more gives
  * +inf; NaN stays NaN. */
-static inline __attribute__((always_inline)) float exp2_f32(float x) {
+static ALWAYS_INLINE float exp2_f32(float x) {
     x = x < -127.0f ? -127.0f : x;
     x = x > 128.0f ? 128.0f : x;
     const float shifter = 12582912.0f; /* 1.5 · 2^23: adding it rounds to an integer */
@@ -192,7 +209,7 @@ static void fold_scores_impl(float *scores, int64_t rows, int64_t width, int64_t
              * while the top-k fills (about k·ln(width/k) of them in a row's first tile), never
              * do. "A little" is at least FLT_MIN: the workers treat denormals as zero. */
             float kth = kth_lane(lanes, k);
-            least = kth - (fabsf(kth) * 0x1p-20f + FLT_MIN);
+            least = kth - (fabsf(kth) * 9.5367431640625e-07f + FLT_MIN); /* 2^-20 */
             floor = least > floor ? least : floor;
         }
         /* Most tiles hold some key that enters a row's top-k (for keys in random order, a tile
@@ -350,6 +367,29 @@ static PyObject *rescore(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* use_skip(level): 0 scalar, 1 AVX2, 2 AVX-512, -1 the widest this CPU has; returns the level
+ * in use. The tests run the top-k with each version the CPU can run. */
+static int choose_skip(int level) {
+    int best = 0;
+#ifdef X86_DISPATCH
+    __builtin_cpu_init();
+    best = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
+    if (level < 0 || level > best) level = best;
+    skip_below = skip_below_scalar;
+#ifdef X86_DISPATCH
+    if (level == 2) skip_below = skip_below_avx512;
+    if (level == 1) skip_below = skip_below_avx2;
+#endif
+    return level;
+}
+
+static PyObject *use_skip(PyObject *Py_UNUSED(self), PyObject *args) {
+    int level;
+    if (!PyArg_ParseTuple(args, "i", &level)) return NULL;
+    return PyLong_FromLong(choose_skip(level));
+}
+
 static PyObject *exp2_array(PyObject *Py_UNUSED(self), PyObject *args) {
     unsigned long long src, dst;
     long long count;
@@ -370,6 +410,7 @@ static PyMethodDef methods[] = {
     {"rescore", rescore, METH_VARARGS,
      "Each row's top-k keys scored again from q·k and sorted heaviest first."},
     {"exp2_array", exp2_array, METH_VARARGS, "2^x elementwise, as exp_stats takes it (tests)."},
+    {"use_skip", use_skip, METH_VARARGS, "Choose the top-k's group scan (tests); -1: the best."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -379,12 +420,6 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__fused(void) {
-#ifdef X86_DISPATCH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        skip_below = skip_below_avx512;
-    else if (__builtin_cpu_supports("avx2"))
-        skip_below = skip_below_avx2;
-#endif
+    choose_skip(-1);
     return PyModule_Create(&module);
 }

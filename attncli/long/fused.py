@@ -32,11 +32,14 @@ def usable(*tensors: Tensor) -> bool:
     return ENABLED and all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
 
 
-def _address(t: Tensor | None) -> int:
+def _address(t: Tensor | None, numel: int, dtype: torch.dtype = torch.float32) -> int:
+    """t's data as the C code reads it (0 for None), once t is what it must be: the C code
+    trusts these, so a wrong one would read or write past the end."""
     if t is None:
         return 0
-    if not t.is_contiguous():
-        raise ValueError("the fused passes need contiguous tensors")
+    if t.dtype != dtype or t.device.type != "cpu" or t.numel() != numel or not t.is_contiguous():
+        raise ValueError(f"the fused passes need contiguous {dtype} CPU tensors of {numel} "
+                         f"elements (got {t.dtype}, {t.device}, {tuple(t.shape)})")
     return int(t.data_ptr())
 
 
@@ -50,12 +53,15 @@ def fold_scores(scores: Tensor, k0: int, first_query: int | None, row_max: Tenso
     row_block (heads, bq, B) to each row's largest absolute score per block of pool_size keys."""
     assert _native is not None
     heads, bq, width = scores.shape
-    k = 0 if top_val is None else top_val.shape[-1]
+    rows = heads * bq
+    k = 0 if top_val is None or top_idx is None else top_val.shape[-1]
     blocks = 0 if row_block is None else row_block.shape[-1]
-    _native.fold_scores(_address(scores), heads * bq, width, k0, bq,
-                        -1 if first_query is None else first_query, _address(row_max),
-                        _address(tile_max), _address(top_val), _address(top_idx), k,
-                        _address(row_block), blocks, pool_size if row_block is not None else 0)
+    _native.fold_scores(_address(scores, rows * width), rows, width, k0, bq,
+                        -1 if first_query is None else first_query, _address(row_max, rows),
+                        _address(tile_max, rows), _address(top_val if k else None, rows * k),
+                        _address(top_idx if k else None, rows * k, torch.long), k,
+                        _address(row_block, rows * blocks), blocks,
+                        pool_size if row_block is not None else 0)
 
 
 def exp_stats(scores: Tensor, k0: int, shift: Tensor | None, plogp: Tensor, key_sum: Tensor,
@@ -65,8 +71,9 @@ def exp_stats(scores: Tensor, k0: int, shift: Tensor | None, plogp: Tensor, key_
     (heads, bq)."""
     assert _native is not None
     heads, bq, width = scores.shape
-    _native.exp_stats(_address(scores), heads * bq, width, k0, _address(shift), _address(plogp),
-                      _address(key_sum), _address(row_sum))
+    rows = heads * bq
+    _native.exp_stats(_address(scores, rows * width), rows, width, k0, _address(shift, rows),
+                      _address(plogp, rows), _address(key_sum, rows), _address(row_sum, rows))
 
 
 def exp2(x: Tensor) -> Tensor:
@@ -74,7 +81,7 @@ def exp2(x: Tensor) -> Tensor:
     assert _native is not None
     x = x.contiguous()
     out = torch.empty_like(x)
-    _native.exp2_array(_address(x), _address(out), x.numel())
+    _native.exp2_array(_address(x, x.numel()), _address(out, x.numel()), x.numel())
     return out
 
 
@@ -126,7 +133,15 @@ def rescored(q_tile: Tensor, keys: Tensor, top_idx: Tensor) -> tuple[Tensor, Ten
     assert _native is not None
     heads, bq, k = top_idx.shape
     q_tile, index = q_tile.contiguous(), top_idx.clone()  # (heads, bq, hd), (heads, bq, k)
+    head_dim = q_tile.shape[-1]
     best = q_tile.new_empty(heads, bq, k)  # (heads, bq, k)
-    _native.rescore(_address(q_tile), int(keys.data_ptr()), *keys.stride(), bq,
-                    q_tile.shape[-1], _address(index), _address(best), heads * bq, k)
+    if keys.dtype != torch.float32 or keys.device.type != "cpu" or keys.dim() != 3 \
+            or keys.shape[0] != heads or keys.shape[2] != head_dim:
+        raise ValueError(f"rescored: keys {tuple(keys.shape)} {keys.dtype} do not match the "
+                         f"queries ({heads}, ·, {head_dim})")
+    if bool((index >= keys.shape[1]).any()):
+        raise ValueError("rescored: a key index is past the keys")
+    _native.rescore(_address(q_tile, heads * bq * head_dim), int(keys.data_ptr()),
+                    *keys.stride(), bq, head_dim, _address(index, heads * bq * k, torch.long),
+                    _address(best, heads * bq * k), heads * bq, k)
     return best, index
