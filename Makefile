@@ -7,7 +7,7 @@ SENTENCE := Your journey starts with one step
 
 .PHONY: demo test bench lint test-deps clean
 
-$(STAMP): pyproject.toml attncli/long/_fused.c
+$(STAMP): pyproject.toml setup.py attncli/long/_fused.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA build.
