@@ -86,10 +86,11 @@ def exp2(x: Tensor) -> Tensor:
 
 
 def attend_query_tile(job: Pass, rows: slice, buffers: Buffers, q_tile: Tensor, state: RowState,
-                  starts: range) -> None:
-    """_attend_query_tile with the score passes in C: each tile's maxima are known, so m moves
-    as soon as a tile rises past LAZY_RISE and no tile is folded twice; the top-k is kept as the
-    tiles stream by, in place of the group maxima."""
+                      starts: range) -> None:
+    """tiled._attend_query_tile with the score passes in C, over the key tiles starting at
+    starts: each tile's maxima are known, so m moves as soon as a tile rises past LAZY_RISE and
+    no tile is folded twice; the top-k is kept as the tiles stream by, in place of the group
+    maxima; the weights overwrite the scores and go into P·V without a column of ones."""
     heads, bq, _ = q_tile.shape
     top_val = q_tile.new_full((heads, bq, job.k), -torch.inf)  # (h, bq, k) log2 units, absolute
     top_idx = torch.full((heads, bq, job.k), -1, dtype=torch.long)  # (heads, bq, k)
@@ -103,8 +104,8 @@ def attend_query_tile(job: Pass, rows: slice, buffers: Buffers, q_tile: Tensor, 
         torch.matmul(state.q_ext, job.keys_ext[:, k0:k1].transpose(1, 2), out=scores)  # s - m
         diagonal = job.causal and k1 - 1 > rows.start
         fold_scores(scores, k0, rows.start if diagonal else None, state.row_max, tile_max,
-                          top_val if job.k else None, top_idx if job.k else None, row_block,
-                          job.pool_size)
+                    top_val if job.k else None, top_idx if job.k else None, row_block,
+                    job.pool_size)
         shift = None  # (heads, bq) how far m moves up with this tile
         if tile == 0:  # m = 0 so far, and nothing to rescale: m becomes each row's maximum
             shift = tile_max.clone()
