@@ -228,3 +228,22 @@ def test_an_error_after_ctrl_c_is_reported_as_the_interruption(
     monkeypatch.setattr(streams, "_interrupted", False)
     with pytest.raises(ImportError):  # without Ctrl-C, a real bug: not hidden
         entry.execute(["run", "x"])
+
+
+def test_ctrl_c_inside_a_command_says_so(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # typer catches the KeyboardInterrupt inside a command and exits 130 without a word.
+    import signal
+
+    import attncli.cli.streams as streams
+    import attncli.long.path as path
+    from attncli.cli.main import execute
+
+    def pressed(*_: object, **__: object) -> None:
+        streams._on_interrupt(signal.SIGINT, None)  # what the handler does on Ctrl-C
+
+    monkeypatch.setattr(streams, "_interrupted", False)
+    monkeypatch.setattr(path, "prepare", pressed)  # where `run` calls it
+    assert execute(["run", "Your journey"]) == 130
+    captured = capsys.readouterr()
+    assert captured.err == "attncli: error: interrupted\n" and captured.out == ""

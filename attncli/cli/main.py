@@ -47,6 +47,9 @@ def execute(argv: list[str] | None = None) -> int:
     try:
         command = typer.main.get_command(app)  # inside: Ctrl-C while it is built exits 130 too
         code = command.main(args=argv, prog_name="attncli", standalone_mode=False)
+        if code == 130 and was_interrupted():
+            # typer turns Ctrl-C inside a command into a silent exit 130: say why, as for the rest.
+            return fail("interrupted", 130)
         return code if isinstance(code, int) else 0
     except AttnCliError as err:
         return fail(str(err), err.exit_code)
