@@ -21,9 +21,11 @@ TextArg = Annotated[str | None, typer.Argument(
     metavar="TEXT",
     show_default=False)]
 FileOpt = Annotated[Path | None, typer.Option(
-    "--file", "-f", help="Read the text from this UTF-8 file.", show_default=False)]
+    "--file", "-f", help="Read the text from this UTF-8 file ('-': standard input).",
+    show_default=False)]
 InputsOpt = Annotated[Path | None, typer.Option(
-    help='JSON vectors instead of text: [[...], ...] or {"tokens": [...], "vectors": [...]}.',
+    help='JSON vectors instead of text: [[...], ...] or {"tokens": [...], "vectors": [...]} '
+    "('-': standard input).",
     show_default=False)]
 VariantOpt = Annotated[Variant | None, typer.Option(
     "--variant", "-v", help="Attention variant [default: causal].", show_default=False)]

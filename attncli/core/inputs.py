@@ -37,7 +37,10 @@ def _decode(data: bytes, source: str) -> str:
         ) from None
 
 
-def _read_path(path: Path, what: str) -> bytes:
+def _read_path(path: Path, what: str, stdin: BinaryIO | None = None) -> bytes:
+    """The file's bytes; the path '-' is standard input, as for cat (a file named - is ./-)."""
+    if str(path) == "-":
+        return read_limited(stdin if stdin is not None else sys.stdin.buffer, "standard input")
     try:
         return read_path_limited(path, what)
     except FileNotFoundError:
@@ -54,7 +57,8 @@ def read_text(text: str | None, file: Path | None, stdin: BinaryIO | None = None
     if text is not None and file is not None:
         raise AttnCliError("give TEXT or --file, not both")
     if file is not None:
-        result = _decode(_read_path(file, "--file"), f"--file {str(file)!r}")
+        source = "standard input" if str(file) == "-" else f"--file {str(file)!r}"
+        result = _decode(_read_path(file, "--file", stream), source)
     elif text == "-" or (text is None and not _is_tty(stream)):
         result = _decode(read_limited(stream, "standard input"), "standard input")
     elif text is None:
@@ -97,9 +101,10 @@ def _reject_constant(name: str) -> float:
     raise AttnCliError(f"--inputs holds {name}, which is not a finite number")
 
 
-def load_inputs(path: Path) -> InputVectors:
-    """Vectors from a JSON file: a list of N equal-length lists, or {"tokens", "vectors"}."""
-    raw = _decode(_read_path(path, "--inputs"), f"--inputs {str(path)!r}")
+def load_inputs(path: Path, stdin: BinaryIO | None = None) -> InputVectors:
+    """Vectors from a JSON file ('-': standard input): a list of N equal-length lists, or
+    {"tokens", "vectors"}."""
+    raw = _decode(_read_path(path, "--inputs", stdin), f"--inputs {str(path)!r}")
     check_fits(INPUTS_BLOWUP * len(raw), f"--inputs {str(path)!r} ({len(raw):,} bytes) needs "
                "its numbers as Python floats")
     try:
