@@ -140,10 +140,13 @@ static float kth_lane(const float *lanes, int64_t k) {
     return top[k - 1];
 }
 
-/* Insert (value, index) into a row's top-k, kept heaviest first; among equal values the
- * earlier key stays ahead. The caller has checked value > the k-th value. */
-static void top_insert(float *val, int64_t *idx, int64_t k, float value, int64_t index) {
-    int64_t at = k - 1;
+/* Put (value, index) into slots 0..last of a list kept heaviest first, moving the lighter ones
+ * down over slot last; among equal values the one already there stays ahead. The running top-k
+ * inserts with last = k - 1 (having checked value beats the k-th); rescore's insertion sort
+ * with last = the slot being sorted in. */
+static ALWAYS_INLINE void insert_sorted(float *val, int64_t *idx, int64_t last, float value,
+                                        int64_t index) {
+    int64_t at = last;
     while (at > 0 && val[at - 1] < value) {
         val[at] = val[at - 1];
         idx[at] = idx[at - 1];
@@ -219,7 +222,7 @@ static void fold_scores_impl(float *scores, int64_t rows, int64_t width, int64_t
             int64_t end = j + LANES < width ? j + LANES : width;
             for (; j < end; j++) {
                 if (s[j] > floor && s[j] > MASKED_BELOW) {
-                    top_insert(val, idx, k, s[j] + offset, k0 + j);
+                    insert_sorted(val, idx, k - 1, s[j] + offset, k0 + j);
                     floor = val[k - 1] - offset;
                     floor = least > floor ? least : floor;
                 }
@@ -297,18 +300,8 @@ static void rescore_impl(const float *q, const float *keys, int64_t stride_h, in
             for (; d < dim; d++) part[0] += query[d] * key[d * stride_d];
             slot[c] = (part[0] + part[1]) + (part[2] + part[3]);
         }
-        for (int64_t c = 1; c < k; c++) { /* insertion sort: stable, k is small */
-            float value = slot[c];
-            int64_t index = slot_idx[c];
-            int64_t at = c;
-            while (at > 0 && slot[at - 1] < value) {
-                slot[at] = slot[at - 1];
-                slot_idx[at] = slot_idx[at - 1];
-                at--;
-            }
-            slot[at] = value;
-            slot_idx[at] = index;
-        }
+        for (int64_t c = 1; c < k; c++) /* insertion sort: stable, k is small */
+            insert_sorted(slot, slot_idx, c, slot[c], slot_idx[c]);
     }
 }
 

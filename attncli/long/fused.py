@@ -14,9 +14,8 @@ from types import ModuleType
 import torch
 from torch import Tensor
 
-from attncli.long.blockmax import fold_rows
-from attncli.long.online import RowState, finish_rows, rescale
-from attncli.long.tiles import LAZY_RISE, LN2, MASKED_BELOW, Buffers, Pass, view
+from attncli.long.online import RowState, rescale
+from attncli.long.tiles import LAZY_RISE, Buffers, Pass, view
 
 _native: ModuleType | None
 try:
@@ -85,18 +84,17 @@ def exp2(x: Tensor) -> Tensor:
     return out
 
 
-def attend_query_tile(job: Pass, rows: slice, buffers: Buffers, q_tile: Tensor, state: RowState,
-                      starts: range) -> None:
-    """tiled._attend_query_tile with the score passes in C, over the key tiles starting at
-    starts: each tile's maxima are known, so m moves as soon as a tile rises past LAZY_RISE and
-    no tile is folded twice; the top-k is kept as the tiles stream by, in place of the group
-    maxima; the weights overwrite the scores and go into P·V without a column of ones."""
-    heads, bq, _ = q_tile.shape
-    top_val = q_tile.new_full((heads, bq, job.k), -torch.inf)  # (h, bq, k) log2 units, absolute
+def fold_key_tiles(job: Pass, rows: slice, buffers: Buffers, state: RowState, starts: range,
+                   row_block: Tensor | None) -> Tensor:
+    """The key-tile loop of tiled._attend_query_tile with the score passes in C, over the key
+    tiles starting at starts: each tile's maxima are known, so m moves as soon as a tile rises
+    past LAZY_RISE and no tile is folded twice; the top-k is kept as the tiles stream by, in
+    place of the group maxima; the weights overwrite the scores and go into P·V without a column
+    of ones. Returns each row's top-k key indices (heads, bq, k), -1 where none, unsorted by
+    their exact scores (rescored sorts them)."""
+    heads, bq = state.row_max.shape
+    top_val = state.row_max.new_full((heads, bq, job.k), -torch.inf)  # (h, bq, k) log2, absolute
     top_idx = torch.full((heads, bq, job.k), -1, dtype=torch.long)  # (heads, bq, k)
-    pooled = job.out.pooled
-    row_block = None if pooled is None else q_tile.new_full((heads, bq, pooled.shape[-1]),
-                                                            -torch.inf)  # (heads, bq, B)
     tile_max = view(buffers.tile_max, heads, bq)  # (heads, bq)
     for tile, k0 in enumerate(starts):
         k1 = min(k0 + job.block_k, rows.stop if job.causal else job.keys.shape[1])
@@ -117,14 +115,7 @@ def attend_query_tile(job: Pass, rows: slice, buffers: Buffers, q_tile: Tensor, 
         assert state.row_sum is not None
         exp_stats(scores, k0, shift, state.plogp, state.key_sum, state.row_sum)
         state.acc.baddbmm_(scores, job.values_ext[:, k0:k1])  # (h, bq, d_v) scores now 2^(s-m)
-    lse2 = finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
-    if row_block is not None and pooled is not None:
-        row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
-        fold_rows(pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
-    if job.k:
-        best, index = rescored(q_tile, job.keys, top_idx)  # each (heads, bq, k)
-        job.out.topk_index[:, rows] = index
-        job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
+    return top_idx
 
 
 def rescored(q_tile: Tensor, keys: Tensor, top_idx: Tensor) -> tuple[Tensor, Tensor]:

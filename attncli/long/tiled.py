@@ -159,16 +159,36 @@ def _attend_query_tile(job: Pass, rows: slice, buffers: Buffers) -> None:
         acc=q_tile.new_zeros(heads, bq, job.values_ext.shape[-1]),  # (h, bq, d_v + 1) or d_v
         row_sum=q_tile.new_zeros(heads, bq) if job.fused else None,  # (heads, bq)
     )
-    num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
     # Causal: key tiles starting at or after the last query are wholly above the diagonal.
-    starts = range(0, rows.stop if job.causal else num_tokens, job.block_k)
-    if job.fused:
-        fused.attend_query_tile(job, rows, buffers, q_tile, state, starts)
-        return
-    group_max = view(buffers.groups, heads, bq, len(starts) * stride if job.k else 0)
+    starts = range(0, rows.stop if job.causal else job.keys.shape[1], job.block_k)
     pooled = job.out.pooled
     row_block = None if pooled is None else q_tile.new_full((heads, bq, pooled.shape[-1]),
                                                             -torch.inf)  # (heads, bq, B)
+    # What the top-k is chosen from: each row's k key indices (fused), or the group maxima.
+    found = (fused.fold_key_tiles if job.fused else _fold_key_tiles)(job, rows, buffers, state,
+                                                                     starts, row_block)
+    lse2 = finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
+    if row_block is not None and pooled is not None:
+        row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
+        fold_rows(pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
+    if job.k:
+        if job.fused:
+            best, index = fused.rescored(q_tile, job.keys, found)  # each (heads, bq, k)
+        else:
+            query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
+            best, index = top_keys(q_tile, job.keys, found, query_pos, job.causal, job.k,
+                                   job.block_k)  # best in log2 units
+        job.out.topk_index[:, rows] = index
+        job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
+
+
+def _fold_key_tiles(job: Pass, rows: slice, buffers: Buffers, state: RowState, starts: range,
+                    row_block: Tensor | None) -> Tensor:
+    """The key-tile loop with torch operations; returns the top-k's group maxima of every key
+    tile (heads, bq, tiles · stride), empty without top-k."""
+    heads, bq = state.row_max.shape
+    num_tokens, stride = job.keys.shape[1], group_stride(job.block_k)
+    group_max = view(buffers.groups, heads, bq, len(starts) * stride if job.k else 0)
     for tile, k0 in enumerate(starts):
         # Causal: the diagonal tile stops at the last query; later keys would all be masked.
         keys = range(k0, min(k0 + job.block_k, rows.stop if job.causal else num_tokens))
@@ -177,16 +197,7 @@ def _attend_query_tile(job: Pass, rows: slice, buffers: Buffers) -> None:
         # (one more pass) if its weights against the old m come out too large.
         if not _fold_key_tile(job, state, rows, keys, buffers, groups, row_block, tile == 0):
             _fold_key_tile(job, state, rows, keys, buffers, groups, row_block, False, True)
-    lse2 = finish_rows(state, rows, job.out)  # (heads, bq) in log2 units
-    if row_block is not None and job.out.pooled is not None:
-        row_block.masked_fill_(row_block <= MASKED_BELOW, -torch.inf)  # (heads, bq, B)
-        fold_rows(job.out.pooled, row_block.mul_(LN2), lse2 * LN2, rows, job.pool_size, job.lock)
-    if job.k:
-        query_pos = torch.arange(rows.start, rows.stop, device=q_tile.device)  # (bq,)
-        best, index = top_keys(q_tile, job.keys, group_max, query_pos, job.causal, job.k,
-                               job.block_k)  # best in log2 units
-        job.out.topk_index[:, rows] = index
-        job.out.topk_weight[:, rows] = (best - lse2[..., None]).exp2()  # (h, bq, k); 2^-inf = 0
+    return group_max
 
 
 def _fold_key_tile(job: Pass, state: RowState, rows: slice, keys: range, buffers: Buffers,
