@@ -54,7 +54,7 @@ def test_stdin_dash() -> None:
 
 
 BAD = [
-    ("", "is not JSON"),
+    ("", "is not valid JSON"),
     ("[[1, 2], [3]]", "row 1 has 1 values, expected 2"),
     ('[[1, "x"], [0, 1]]', "cell [0][1] is 'x'"),
     ("[[NaN]]", "NaN"),

@@ -1,23 +1,137 @@
-"""Where the text comes from (TEXT, stdin, --file) and --inputs JSON vectors, validated."""
+"""What attncli reads from outside: the text (TEXT, stdin, --file), --inputs JSON vectors, and
+the one JSON reader every JSON document goes through (--inputs, `show`, a checkpoint's
+config.json, shard index and tokenizer.json, the folders `models` lists), with one set of limits.
+
+Valid but hostile JSON ends in one line naming the source: more bytes than attncli reads, more
+than memory allows as Python objects, nesting past JSON_DEPTH, a number too large for a float (an
+integer of thousands of digits), or NaN or Infinity (not JSON). Escaped lone surrogates are kept,
+to be shown escaped.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from attncli.core.sizes import (
-    INPUTS_BLOWUP,
-    check_fits,
-    finite,
-    json_limit,
-    read_limited,
-    read_path_limited,
-)
+import orjson
+
+from attncli.core.sizes import READ_LIMIT, check_fits, finite, read_limited, read_path_limited
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
+
+JSON_DEPTH = 1024  # lists and objects nested within each other (orjson's own limit)
+# JSON as Python objects: "0," (2 bytes) becomes an int or float (24-28) and a list slot (8).
+JSON_BLOWUP = 16
+_CONSTANT = re.compile(r"-?(?:NaN|Infinity)")
+
+
+def _reason(err: orjson.JSONDecodeError, text: str) -> str:
+    """What is wrong with the document, in words, with where."""
+    where = f"line {err.lineno} column {err.colno}"
+    msg = err.msg
+    constant = _CONSTANT.match(text, max(err.pos - 1, 0)) or _CONSTANT.match(text, err.pos)
+    if constant:
+        return f"holds {constant.group()} at {where}, which is not a finite number (strict JSON " \
+            "does not allow it)"
+    if "depth limit" in msg:
+        return f"cannot be read: its lists or objects are nested more than {JSON_DEPTH:,} deep"
+    if "infinity when parsed as double" in msg:
+        return f"holds a non-finite number (too large for a float) at {where}"
+    if "surrogate" in msg:
+        return f"cannot be read: a string holds a lone surrogate ({msg}) at {where}"
+    return f"is not valid JSON ({msg} at {where})"
+
+
+def parse_json(data: bytes | str, source: str, limit: int = READ_LIMIT) -> Any:
+    """The document in data (UTF-8 bytes or text), or one AttnCliError line naming source."""
+    size = len(data)
+    if size > limit:
+        raise AttnCliError(f"{source} holds {size:,} bytes of JSON, more than the "
+                           f"{limit // 2**20} MiB attncli reads")
+    check_fits(JSON_BLOWUP * size, f"{source} ({size:,} bytes) needs its values as Python objects")
+    if isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise AttnCliError(f"{source} cannot be read: it holds a lone surrogate at character "
+                               f"{err.start}") from None
+    else:
+        raw = data
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        if "surrogate" in err.msg:
+            return _with_surrogates(raw, source)
+        text = raw.decode("utf-8", errors="replace")
+        raise AttnCliError(f"{source} {_reason(err, text)}") from None
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _TooLarge(text)
+    return value
+
+
+def _integer(text: str) -> int | float:
+    """As orjson reads integers: exact within 64 bits, a float beyond (refused past a float)."""
+    if len(text.lstrip("-")) <= 19:
+        return int(text)
+    return _finite(text)
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+def _constant(name: str) -> float:
+    raise _TooLarge(name)
+
+
+def _with_surrogates(raw: bytes, source: str) -> Any:
+    """A document whose strings hold escaped lone surrogates (\\ud800), which orjson refuses
+    and Python's reader keeps; read with the same limits, so labels can be shown escaped."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise AttnCliError(f"{source} is not valid UTF-8 (byte 0x{raw[err.start]:02x} at offset "
+                           f"{err.start})") from None
+    try:
+        return json.loads(text, parse_int=_integer, parse_float=_finite,
+                          parse_constant=_constant)
+    except json.JSONDecodeError as err:
+        raise AttnCliError(f"{source} is not valid JSON ({err.msg} at line {err.lineno} column "
+                           f"{err.colno})") from None
+    except _TooLarge as err:
+        what = str(err)
+        if what.lstrip("-") in ("NaN", "Infinity"):
+            raise AttnCliError(f"{source} holds {what}, which is not a finite number (strict "
+                               "JSON does not allow it)") from None
+        raise AttnCliError(f"{source} holds a non-finite number (too large for a float: "
+                           f"{what[:12]}...)") from None
+    except RecursionError:
+        raise AttnCliError(f"{source} cannot be read: its lists or objects are nested too "
+                           "deeply") from None
+
+
+def read_json_file(path: str | os.PathLike[str], source: str, limit: int = READ_LIMIT) -> Any:
+    """The JSON document in the file at path (bounded read), or one line naming source."""
+    try:
+        with open(path, "rb") as stream:
+            data = read_limited(stream, source, limit)
+    except FileNotFoundError:
+        raise AttnCliError(f"{source} does not exist") from None
+    except IsADirectoryError:
+        raise AttnCliError(f"{source} is a directory, not a file") from None
+    except OSError as err:
+        raise AttnCliError(f"cannot read {source}: {err.strerror or err}") from None
+    return parse_json(data, source, limit)
 
 
 @dataclass(frozen=True)
@@ -97,24 +211,12 @@ def _vector(row: object, index: int) -> list[float]:
     return out
 
 
-def _reject_constant(name: str) -> float:
-    raise AttnCliError(f"--inputs holds {name}, which is not a finite number")
-
-
 def load_inputs(path: Path, stdin: BinaryIO | None = None) -> InputVectors:
     """Vectors from a JSON file ('-': standard input): a list of N equal-length lists, or
     {"tokens", "vectors"}."""
-    raw = _decode(_read_path(path, "--inputs", stdin), f"--inputs {str(path)!r}")
-    check_fits(INPUTS_BLOWUP * len(raw), f"--inputs {str(path)!r} ({len(raw):,} bytes) needs "
-               "its numbers as Python floats")
-    try:
-        doc = json.loads(raw, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        raise AttnCliError(
-            f"--inputs {str(path)!r} is not valid JSON ({err.msg} at line {err.lineno})"
-        ) from None
-    except (ValueError, RecursionError) as err:  # a 5,000-digit integer; nesting 3,000 deep
-        raise AttnCliError(f"--inputs {str(path)!r} cannot be read: {json_limit(err)}") from None
+    raw = _read_path(path, "--inputs", stdin)
+    _decode(raw, f"--inputs {str(path)!r}")  # names the first byte that is not UTF-8
+    doc = parse_json(raw, f"--inputs {str(path)!r}")
     labels = None
     if isinstance(doc, dict):
         if "vectors" not in doc:

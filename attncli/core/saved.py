@@ -12,7 +12,7 @@ from typing import Any
 
 from attncli import __version__
 from attncli.core.display import resolve_query
-from attncli.core.inputs import _decode, _read_path
+from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import (
     STAGES,
     HeadsResult,
@@ -24,6 +24,7 @@ from attncli.core.result import (
     TextConfig,
     TokenInfo,
 )
+from attncli.core.sizes import read_limited
 from attncli.errors import AttnCliError
 
 Doc = dict[str, Any]
@@ -41,18 +42,11 @@ class Saved:
 def read_saved(path: str) -> Any:
     """The JSON of path, or of standard input for '-'."""
     if path == "-":
-        text, source = _decode(sys.stdin.buffer.read(), "standard input"), "standard input"
+        data, source = read_limited(sys.stdin.buffer, "standard input"), "standard input"
     else:
-        text, source = _decode(_read_path(Path(path), "FILE"), f"FILE {path!r}"), repr(path)
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as err:
-        raise AttnCliError(f"{source} is not JSON ({err.msg} at line {err.lineno} column "
-                           f"{err.colno})") from None
-
-
-def _no_constant(name: str) -> float:
-    raise AttnCliError(f"the weights hold {name}, which strict JSON does not allow")
+        data, source = _read_path(Path(path), "FILE"), f"FILE {path!r}"
+    _decode(data, source)  # names the first byte that is not UTF-8
+    return parse_json(data, source)
 
 
 def _matrix(data: Any, what: str, cols: int | None = None) -> list[list[float | None]]:

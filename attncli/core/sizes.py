@@ -24,8 +24,6 @@ FLOAT_BYTES = 4  # float32
 TOKEN_BYTES = 1024
 # A cell of a (T, d) stage the naive path converts to a Python list: a float and its slot.
 LIST_CELL_BYTES = 32
-# --inputs JSON as Python objects: "0," (2 bytes) becomes a float (24) and a list slot (8).
-INPUTS_BLOWUP = 16
 UNKNOWN_MEMORY = 2**40  # the bound used where the memory available cannot be read
 SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1  # what torch.manual_seed accepts
 
@@ -157,13 +155,6 @@ def finite(value: int | float) -> bool:
     """True for a number float32 can hold: an integer of 400 digits is not one."""
     return abs(value) <= 3.4e38 if isinstance(value, int) else math.isfinite(value) and abs(
         value) <= 3.4e38
-
-
-def json_limit(err: Exception) -> str:
-    """Why Python's JSON reader gave up on a valid but hostile document."""
-    if isinstance(err, RecursionError):
-        return "its lists or objects are nested too deeply"
-    return str(err).split(";")[0]
 
 
 LAYER_BOUND = 1000  # layers; GPT-2 XL has 48
