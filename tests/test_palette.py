@@ -23,6 +23,8 @@ from attncli.render.draw.palette import (
     cube_rgb,
     depth_of,
     interpolate,
+    lightness,
+    luminance,
     swatch,
 )
 
@@ -90,3 +92,28 @@ def test_depth_follows_rich(system: str | None, expected: str | None) -> None:
 def test_legend_names_the_scale() -> None:
     assert "shared scale" in legend(0.0, 1.0, 2, scale="shared").plain
     assert "-2.00" in legend(-1.0, 2.0, 2, diverging=True).plain
+
+
+# xterm's default sixteen colours (its XTerm-col.ad), a second common theme beside Rich's.
+XTERM_RGB = dict(zip(ANSI_RGB, [
+    (0, 0, 0), (205, 0, 0), (0, 205, 0), (205, 205, 0), (0, 0, 238), (205, 0, 205),
+    (0, 205, 205), (229, 229, 229), (127, 127, 127), (255, 0, 0), (0, 255, 0), (255, 255, 0),
+    (92, 92, 255), (255, 0, 255), (0, 255, 255), (255, 255, 255)], strict=True))
+
+
+@pytest.mark.parametrize("theme", [ANSI_RGB, XTERM_RGB], ids=["rich", "xterm"])
+def test_sixteen_colour_weight_ramp_rises_in_lightness(theme: dict[str, tuple[int, int, int]]) \
+        -> None:
+    # The colours the ramp really shows, bin by bin from 0 to 1, each brighter than the last.
+    names = list(dict.fromkeys(swatch(k / 200, STANDARD).color.name for k in range(201)))
+    assert names == list(NAMED_SEQUENTIAL) and len(names) >= 6
+    stars = [lightness(theme[name]) for name in names]
+    lumas = [luminance(theme[name]) for name in names]
+    assert all(b > a for a, b in zip(stars, stars[1:], strict=False)), stars
+    assert all(b > a for a, b in zip(lumas, lumas[1:], strict=False)), lumas
+
+
+def test_lightness_is_cie_l_star() -> None:
+    assert lightness((0, 0, 0)) == 0.0
+    assert lightness((255, 255, 255)) == pytest.approx(100.0)
+    assert lightness((119, 119, 119)) == pytest.approx(50.0, abs=0.3)  # mid grey is L* 50

@@ -32,9 +32,11 @@ RDBU: tuple[RGB, ...] = (
 CUBE_VIRIDIS = (53, 54, 60, 24, 30, 36, 72, 71, 77, 113, 149, 148, 184, 220)
 CUBE_RDBU = (25, 31, 67, 68, 74, 110, 116, 152, 153, 189, 195, 231, 230, 224, 223, 217, 216,
              210, 173, 167, 131, 125, 124)
-# Sixteen-colour terminals: names whose usual colours rise in lightness (or diverge from white).
-NAMED_SEQUENTIAL = ("magenta", "blue", "bright_blue", "cyan", "green", "bright_green", "yellow",
+# Sixteen-colour terminals: names whose colours rise strictly in CIE L* in Rich's default theme
+# and in xterm's (13 → 97 and 30 → 97), so cells rank by lightness; blue to yellow, like viridis.
+NAMED_SEQUENTIAL = ("blue", "magenta", "green", "yellow", "bright_green", "bright_cyan",
                     "bright_yellow")
+# The usual sixteen colours diverge from white.
 NAMED_DIVERGING = ("blue", "bright_blue", "bright_cyan", "white", "bright_yellow", "bright_red",
                    "red")
 CUBE_LEVELS = (0, 95, 135, 175, 215, 255)
@@ -68,6 +70,12 @@ def luminance(rgb: RGB) -> float:
         return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
     r, g, b = (channel(c) for c in rgb)
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def lightness(rgb: RGB) -> float:
+    """CIE L* (0 black … 100 white) of an sRGB colour, from its relative luminance."""
+    y = luminance(rgb)
+    return 116 * y ** (1 / 3) - 16 if y > (6 / 29) ** 3 else y * (29 / 3) ** 3
 
 
 def contrast(a: RGB, b: RGB) -> float:
