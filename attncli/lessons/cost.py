@@ -6,7 +6,6 @@ never computed from the formula the lesson shows.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,10 @@ from torch import Tensor
 
 from attncli.core.attention import QKVAttention
 from attncli.core.embed import check_dims
+from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES, available_bytes
 from attncli.errors import AttnCliError
+from attncli.lessons.budget import check_cost
+from attncli.lessons.growth import Fit, fit_exponent, fit_growth
 from attncli.lessons.memory import peak_bytes
 from attncli.lessons.setup import max_abs
 from attncli.long.tiled import tiled_attention
@@ -25,7 +27,6 @@ MIN_TOKENS = 128
 BLOCK = 128  # query rows and key columns per tile of the measured tiled pass
 PROJECT_TO = (32768, 131072)
 NAIVE_LIMIT = 2 * 2**30  # the naive path is skipped where it would need more than this
-FIT_POINTS = 3  # the exponents are fitted over the largest sizes' increments
 
 
 @dataclass(frozen=True)
@@ -52,46 +53,32 @@ class CostResult:
 
     config: dict[str, Any]
     rows: list[CostRow]
-    fit: dict[str, float | None]
+    fits: dict[str, Fit]  # naive_bytes_exponent … → the exponent, or why there is none
     projection: dict[str, dict[str, int | None]]  # tokens → projected naive and tiled bytes
     max_abs_diff: float  # the tiled context against the naive one, every size both ran
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli cost`."""
         return {"rows": [r.to_dict() for r in self.rows], "fit": self.fit,
+                "fit_reasons": {key: f.reason for key, f in self.fits.items()},
                 "projection": self.projection, "max_abs_diff": self.max_abs_diff}
+
+    @property
+    def fit(self) -> dict[str, float | None]:
+        """Each exponent, None where the sizes measured do not show it."""
+        return {key: f.exponent for key, f in self.fits.items()}
 
 
 def sizes(max_tokens: int) -> list[int]:
     """128, 256, … up to max_tokens."""
     if max_tokens < MIN_TOKENS:
         raise AttnCliError(f"--max-tokens must be at least {MIN_TOKENS} (got {max_tokens})")
-    return [MIN_TOKENS * 2**k for k in range(int(math.log2(max_tokens / MIN_TOKENS)) + 1)]
-
-
-def growth(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """What each doubling adds: value(N) - value(N/2). A fixed part (the tiled path's tiles)
-    cancels, and c + a·N^p grows by a·N^p·(1 - 2^-p): the same exponent p."""
-    if len(points) < 3:
-        return points  # one increment fits no line: fall back to the values themselves
-    return [(n, v - prev) for (_, prev), (n, v) in zip(points, points[1:], strict=False)]
-
-
-def fit_exponent(points: list[tuple[int, float]]) -> float | None:
-    """The growth exponent p: the least-squares slope of log(growth) against log(tokens),
-    over the largest sizes; None when fewer than two points are positive."""
-    points = [(n, v) for n, v in growth(points) if v > 0][-FIT_POINTS:]
-    if len(points) < 2:
-        return None
-    xs = [math.log(n) for n, _ in points]
-    ys = [math.log(v) for _, v in points]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-            / sum((x - mx) ** 2 for x in xs))
+    return [MIN_TOKENS * 2**k for k in range((max_tokens // MIN_TOKENS).bit_length())]
 
 
 def project(points: list[tuple[int, float]], tokens: int, default_exponent: float) -> int | None:
-    """value at tokens, from the largest measured point and the fitted exponent."""
+    """value at tokens, from the largest measured point and the fitted exponent (the default,
+    the theory's, where the sizes measured do not show one)."""
     if not points:
         return None
     exponent = fit_exponent(points) or default_exponent
@@ -139,32 +126,45 @@ def measure(num_tokens: int, heads: int, head_dim: int, seed: int,
 
 def cost(max_tokens: int = 4096, heads: int = 1, emb_dim: int = 64, seed: int = 123,
          naive_limit: int = NAIVE_LIMIT) -> CostResult:
-    """Measure both paths as N doubles; skip naive where it would need more than naive_limit."""
+    """Measure both paths as N doubles; skip naive where it would need more than naive_limit
+    (or half the memory available), after the sizes and the work are estimated."""
     check_dims(heads=heads, emb_dim=emb_dim)
     if emb_dim % heads:
         raise AttnCliError(f"heads must divide emb-dim (got emb-dim={emb_dim}, heads={heads})")
-    measure(MIN_TOKENS, heads, emb_dim // heads, seed, True)  # warm-up: first calls are slow
+    measured_sizes = sizes(max_tokens)
+    check_cost(max_tokens, measured_sizes, heads, emb_dim, BLOCK)
+    limit = min(naive_limit, available_bytes() // 2)
+    head_dim = emb_dim // heads
+    measure(MIN_TOKENS, heads, head_dim, seed,  # warm-up: first calls are slow
+            _naive_need(MIN_TOKENS, heads, []) <= limit)
     rows: list[CostRow] = []
     diff = 0.0
-    for num_tokens in sizes(max_tokens):
+    for num_tokens in measured_sizes:
         measured = [(r.tokens, float(r.naive_bytes)) for r in rows if r.naive_bytes]
-        need = project(measured, num_tokens, 2.0)
-        fits = need is None or need <= naive_limit
-        row, row_diff = measure(num_tokens, heads, emb_dim // heads, seed, fits)
+        need = _naive_need(num_tokens, heads, measured)
+        fits = need <= limit
+        row, row_diff = measure(num_tokens, heads, head_dim, seed, fits)
         rows.append(row if fits else CostRow(row.tokens, None, None, row.tiled_seconds,
                                              row.tiled_bytes, need))
         diff = max(diff, row_diff)
     return CostResult({"max_tokens": max_tokens, "heads": heads, "emb_dim": emb_dim,
-                       "head_dim": emb_dim // heads, "block": BLOCK, "seed": seed},
+                       "head_dim": head_dim, "block": BLOCK, "seed": seed},
                       rows, _fit(rows), _projection(rows), diff)
+
+
+def _naive_need(num_tokens: int, heads: int, measured: list[tuple[int, float]]) -> int:
+    """The naive path's bytes at num_tokens: projected from the sizes measured, or before any
+    its float32 (heads, N, N) stages."""
+    projected = project(measured, num_tokens, 2.0)
+    return NAIVE_STAGES * FLOAT_BYTES * heads * num_tokens**2 if projected is None else projected
 
 
 def _series(rows: list[CostRow], key: str) -> list[tuple[int, float]]:
     return [(r.tokens, float(getattr(r, key))) for r in rows if getattr(r, key) is not None]
 
 
-def _fit(rows: list[CostRow]) -> dict[str, float | None]:
-    return {f"{path}_{what}_exponent": fit_exponent(_series(rows, f"{path}_{what}"))
+def _fit(rows: list[CostRow]) -> dict[str, Fit]:
+    return {f"{path}_{what}_exponent": fit_growth(_series(rows, f"{path}_{what}"))
             for path in ("naive", "tiled") for what in ("bytes", "seconds")}
 
 

@@ -15,7 +15,8 @@ from torch import Tensor
 
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
-from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs
+from attncli.lessons.budget import check_flash
+from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
 from attncli.long.tiled import tiled_attention
 
 
@@ -140,6 +141,7 @@ def flash(lesson: Lesson, config: dict[str, Any], block: int, query: int | None 
     """The online softmax of one query, block by block, checked against the naive full pass."""
     num_tokens = lesson.x.shape[0]
     index = check_args(num_tokens, block, query, head, lesson.heads)
+    check_flash(num_tokens, lesson.heads, block, source_of(config))
     causal = lesson.causal
     queries, keys, values = heads_qkv(lesson, lesson.x)  # each (heads, N, head_dim)
     q = queries[:, index] * lesson.scale  # (heads, head_dim)

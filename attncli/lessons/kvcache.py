@@ -14,7 +14,8 @@ from torch import Tensor
 
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
-from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs
+from attncli.lessons.budget import check_kvcache
+from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
 
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
 # rounding of one-row and whole-text matrix products adds up layer by layer.
@@ -184,5 +185,6 @@ def prefill_macs(shape: Shape, num_tokens: int) -> int:
 def kvcache(lesson: Lesson, config: dict[str, Any]) -> KVCacheResult:
     """Decode a chapter-3 causal variant step by step and check it against its full pass."""
     check_variant(config["variant"], lesson.causal)
+    check_kvcache(lesson.x.shape[0], lesson.heads, lesson.module.d_out, source_of(config))
     return assemble(config, lesson.tokens, variant_shape(lesson), decode_variant(lesson),
                     full_pass(lesson))

@@ -14,7 +14,8 @@ from attncli.core.attention import MultiHeadAttention
 from attncli.core.request import Request
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
-from attncli.lessons.kvcache import Decoded, KVCacheResult, Shape, assemble
+from attncli.lessons.budget import check_model_kvcache
+from attncli.lessons.kvcache import Decoded, KVCacheResult, Shape, assemble, prefill_macs
 from attncli.lessons.setup import text_tokens
 from attncli.models.checkpoint import Checkpoint, Weights, open_weights
 from attncli.models.gpt2 import (
@@ -101,10 +102,15 @@ def kvcache_gpt2(ckpt: Checkpoint, tokens: list[TokenInfo], token_ids: list[int]
     """Decode the checkpoint step by step; check each step against the full pass of that layer."""
     index = ckpt.layer_index(layer)
     check_tokens(ckpt, token_ids)
+    shape = gpt2_shape(ckpt)
+    num_tokens = len(token_ids)
+    check_model_kvcache(num_tokens, ckpt.n_head, ckpt.n_layer, shape.token_macs,
+                        prefill_macs(shape, num_tokens),
+                        2 * ckpt.n_layer * num_tokens * ckpt.n_embd * 4, config["model"])
     with open_weights(ckpt) as weights:
         decoded = decode_gpt2(ckpt, weights, token_ids, index)
     full = gpt2_attention(ckpt, token_ids, index)
-    return assemble({**config, "layer": index}, tokens, gpt2_shape(ckpt), decoded,
+    return assemble({**config, "layer": index}, tokens, shape, decoded,
                     (full.output.weights, full.output.context))
 
 

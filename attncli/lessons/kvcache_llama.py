@@ -14,7 +14,8 @@ import torch
 from torch import Tensor
 
 from attncli.core.result import TokenInfo
-from attncli.lessons.kvcache import Decoded, KVCacheResult, Shape, assemble
+from attncli.lessons.budget import check_model_kvcache
+from attncli.lessons.kvcache import Decoded, KVCacheResult, Shape, assemble, prefill_macs
 from attncli.models.llama import _feed_forward, _linear, check_tokens, llama_attention, rms_norm
 from attncli.models.llama_checkpoint import LlamaCheckpoint, open_llama
 from attncli.models.llama_config import LlamaSpec
@@ -118,8 +119,13 @@ def kvcache_llama(ckpt: LlamaCheckpoint, tokens: list[TokenInfo], token_ids: lis
     spec = ckpt.spec
     index = spec.layer_index(layer)
     check_tokens(spec, token_ids)
+    shape, num_tokens = llama_shape(spec), len(token_ids)
+    check_model_kvcache(num_tokens, spec.num_heads, spec.n_layer, shape.token_macs,
+                        prefill_macs(shape, num_tokens),
+                        2 * spec.n_layer * num_tokens * spec.kv_heads * spec.head_dim * 4,
+                        config["model"])
     with open_llama(ckpt) as weights:
         decoded = decode_llama(weights, spec, token_ids, index)
         full = llama_attention(weights, spec, token_ids, index)
-    return assemble({**config, "layer": index}, tokens, llama_shape(spec), decoded,
+    return assemble({**config, "layer": index}, tokens, shape, decoded,
                     (full.output.weights, full.output.context))

@@ -11,6 +11,7 @@ import torch
 from attncli.core.request import Request
 from attncli.core.result import Stack, TokenInfo
 from attncli.errors import AttnCliError
+from attncli.lessons.budget import check_permute
 from attncli.lessons.setup import build, lesson_config, max_abs, text_tokens
 
 TOLERANCE = 1e-6  # max |diff| at or below which B's numbers are A's reordered
@@ -105,6 +106,7 @@ def permute(spec: Request, text_a: str, text_b: str) -> PermuteResult:
     tokens_b, ids_b = text_tokens(spec, text_b)
     labels = {t.id: t.text for t in [*tokens_a, *tokens_b] if t.id is not None}
     permutation = find_permutation(ids_a, ids_b, labels)
+    check_permute(len(tokens_a), spec.num_heads, spec.d_out or spec.emb_dim)
     return PermuteResult(
         config={k: v for k, v in lesson_config(spec).items() if k != "positions"},
         text_a=text_a, text_b=text_b, tokens_a=tokens_a, tokens_b=tokens_b,

@@ -48,6 +48,11 @@ class Lesson:
         return 1 / math.sqrt(self.head_dim)
 
 
+def source_of(config: dict[str, Any]) -> str:
+    """What a lesson ran on, for a message: the text, or --inputs vectors."""
+    return "the text" if "encoding" in config else "--inputs"
+
+
 def text_tokens(req: Request, text: str) -> tuple[list[TokenInfo], list[int]]:
     """Token records and ids of text; empty text is refused."""
     pieces = tokenize(text, req.encoding, req.allow_special)

@@ -1,0 +1,130 @@
+"""What a lesson may take, estimated before its work starts: weights listed, bytes and work.
+
+A lesson lists its attention weights as plain numbers (the table, the JSON): past LESSON_CELLS of
+them, or a size that would not fit in memory, or work that would take minutes, it ends at once in
+one line naming the option or text and the size; `attncli run` is the command for long inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from attncli.core.sizes import NAIVE_CELL_BYTES, available_bytes, check_fits, size_text
+from attncli.errors import AttnCliError
+
+LESSON_CELLS = 2**22  # attention weights a lesson lists (4,194,304: seconds, ~100 MB of JSON)
+# A listed weight: a Python float in a list (32 bytes) and its JSON text, with room to spare.
+LISTED_CELL_BYTES = 64
+FLOAT64_STAGES = 6  # permute's float64 (heads, T, T) stages of one pass, inputs and outputs
+LESSON_MACS = 10**11  # multiply-adds a lesson computes: tens of seconds on one CPU core
+COST_MACS = 2**38  # cost's multiply-adds over every size (about a minute on a loaded CPU)
+FLOAT_BYTES = 4
+SHORTER = "use a shorter text, or `attncli run` for long inputs"
+
+
+def _refuse_cells(cells: int, what: str, most_tokens: int, verb: str = "lists") -> None:
+    if cells > LESSON_CELLS:
+        raise AttnCliError(f"{what} {verb} {cells:,} attention weights, more than the "
+                           f"{LESSON_CELLS:,} a lesson shows; {SHORTER} "
+                           f"(at most {most_tokens:,} tokens here)")
+
+
+def _most_tokens(cells_per_token_squared: float) -> int:
+    """The most tokens T whose cells_per_token_squared · T² stays within LESSON_CELLS."""
+    return max(int(math.isqrt(int(LESSON_CELLS / cells_per_token_squared))), 1)
+
+
+def check_permute(num_tokens: int, heads: int, d_out: int) -> None:
+    """permute lists 2 cases × 2 texts × (heads, T, T) weights, made by float64 passes."""
+    what = f"permute on two texts of {num_tokens:,} tokens × {heads} head(s)"
+    cells = 4 * heads * num_tokens * num_tokens
+    _refuse_cells(cells, what, _most_tokens(4 * heads))
+    passes = 2 * FLOAT64_STAGES * 8 * heads * num_tokens * num_tokens  # A and B at once
+    stages = 2 * 8 * num_tokens * d_out * 6  # queries, keys, values, context... of A and B
+    check_fits(cells * LISTED_CELL_BYTES + passes + stages, f"{what} needs its weights",
+               SHORTER)
+
+
+def check_kvcache(num_tokens: int, heads: int, d_out: int, option: str) -> None:
+    """kvcache lists heads × T(T+1)/2 step weights and runs the full (heads, T, T) pass."""
+    what = f"kvcache on {option} ({num_tokens:,} tokens × {heads} head(s))"
+    cells = heads * num_tokens * (num_tokens + 1) // 2
+    _refuse_cells(cells, what, _most_tokens(heads / 2))
+    # The full pass's stages, the steps' tensors and their lists, the caches' copies.
+    full = NAIVE_CELL_BYTES * heads * num_tokens * num_tokens
+    steps = cells * (FLOAT_BYTES + LISTED_CELL_BYTES) + num_tokens * d_out * LISTED_CELL_BYTES
+    check_fits(full + steps, f"{what} needs its weights", SHORTER)
+
+
+def check_flash(num_tokens: int, heads: int, block: int, option: str) -> None:
+    """flash checks itself against the naive full pass: heads × T × T cells of every stage."""
+    what = f"flash on {option} ({num_tokens:,} tokens × {heads} head(s))"
+    cells = heads * num_tokens * num_tokens
+    _refuse_cells(cells, what, _most_tokens(heads), "is checked against a naive pass of")
+    steps = -(-num_tokens // block)
+    check_fits(NAIVE_CELL_BYTES * cells + steps * (block + 64) * LISTED_CELL_BYTES,
+               f"{what} needs the naive pass it is checked against", SHORTER)
+
+
+def check_model_kvcache(num_tokens: int, heads: int, layers: int, token_macs: int,
+                        prefill_macs: int, cache_bytes: int, model: str) -> None:
+    """kvcache --model: the shown layer's weights listed, the weights held, the work of decoding
+    every token through every layer (about as much again for the full pass it is checked by)."""
+    what = f"kvcache --model {model} on {num_tokens:,} tokens"
+    cells = heads * num_tokens * (num_tokens + 1) // 2
+    _refuse_cells(cells, f"{what} × {heads} head(s)", _most_tokens(heads / 2))
+    work = 2 * prefill_macs
+    if work > LESSON_MACS:
+        per_token = max(work // num_tokens, 1)
+        raise AttnCliError(f"{what} needs about {work:.1e} multiply-adds ({layers} layers, "
+                           f"decoded and checked by a full pass), more than the "
+                           f"{LESSON_MACS:.0e} a lesson computes; {SHORTER} "
+                           f"(about {max(LESSON_MACS // per_token, 1):,} tokens here)")
+    weights = layers * token_macs * FLOAT_BYTES  # every layer's tensors, read once and held
+    full = NAIVE_CELL_BYTES * heads * num_tokens * num_tokens
+    check_fits(weights + full + cells * LISTED_CELL_BYTES + cache_bytes,
+               f"{what} needs its weights, caches and the full pass", SHORTER)
+
+
+def cost_macs(num_tokens: int, emb_dim: int) -> int:
+    """Multiply-adds of cost at one size: the causal tiled pass twice (tracked, then timed),
+    each half of Q·Kᵀ and half of weights·V, emb_dim · N² (the naive runs are bounded apart)."""
+    return 2 * emb_dim * num_tokens * num_tokens
+
+
+def cost_bytes(num_tokens: int, heads: int, emb_dim: int, block: int) -> int:
+    """What cost holds at one size: queries, keys, values (heads, N, head_dim), the pass's
+    copies and context, and the tiles' (heads, block, block) scores and temporaries."""
+    return (8 * num_tokens * emb_dim + 6 * heads * block * block) * FLOAT_BYTES
+
+
+def _count(n: int) -> str:
+    return f"{n:.1e}" if n < 10**300 else f"10^{len(str(n)) - 1}"
+
+
+def check_cost(max_tokens: int, sizes: list[int], heads: int, emb_dim: int, block: int) -> None:
+    """Every size's inputs and tiles within half the memory available, and the work over all
+    sizes within COST_MACS; else the option to change, the size, and what would run."""
+    free = available_bytes()
+    total, most, over = 0, None, ""
+    for n in sizes:
+        total += cost_macs(n, emb_dim)
+        need = cost_bytes(n, heads, emb_dim, block)
+        if total > COST_MACS:
+            over = (f"about {_count(total)} multiply-adds up to {n:,} tokens, more than the "
+                    f"{COST_MACS:.1e} cost runs (minutes of CPU)")
+        elif need > free // 2:
+            over = (f"{size_text(need)} at {n:,} tokens, more than half the {size_text(free)} "
+                    "available")
+        if over:
+            break
+        most = n
+    if not over:
+        return
+    if most is not None:
+        raise AttnCliError(f"--max-tokens {max_tokens} with --emb-dim {emb_dim} needs {over}; "
+                           f"use --max-tokens {most} or less")
+    tiles = 6 * heads * block * block > 8 * sizes[0] * emb_dim
+    option = f"--heads {heads} ({heads:,} × {block} × {block} tiles)" if tiles else (
+        f"--emb-dim {emb_dim}")
+    raise AttnCliError(f"{option} needs {over}; use a smaller {option.split()[0]}")
