@@ -1,23 +1,283 @@
-"""The README's JSON example is the real output of the command it shows."""
+"""Every command block of the README is run and compared with the output it shows (issue 21).
+
+A ```console block (or any block of `$ command` lines) shows commands with their output: each
+command is run as a user would run it, in the repository root with NO_COLOR=1 and the COLUMNS
+its output implies, and what it prints must be what the block shows: JSON by value, text line by
+line (trailing spaces stripped; a line of `…` alone stands for lines left out). A ```sh block
+lists commands: each must run and exit 0 (or the code its `# exit N` comment names) and print
+something. What cannot run here, what is masked and what is provided are named below, each with
+its reason, and each entry must still match the README.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliRun
+from tests.readme_blocks import (
+    README,
+    Block,
+    blocks,
+    differences,
+    examples,
+    head_equivalent,
+    jq_equivalent,
+    listed,
+    stages,
+)
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-BLOCK = re.compile(r"```console\n\$ (attncli [^\n|]*--json[^\n|]*)\n(\{.*?)```", re.S)
+ROOT = README.parent
+BIN = Path(sys.executable).parent  # the venv's bin folder, where the installed attncli is
+BLOCKS = blocks(README.read_text(encoding="utf-8"))
+SHOWN = [b for b in BLOCKS if b.shows_commands]
+LISTS = [b for b in BLOCKS if b.lists_commands]
+
+# Fenced blocks that hold no command, by how their first line starts.
+NOT_COMMANDS = {
+    '{"a": {"tokens": […]}': "the shape of permute's JSON, with its arrays elided",
+    "cli/        the Typer app": "the package layout",
+}
+
+# Commands that are not run, by a part of the command, and why.
+NOT_RUN = {
+    "make demo": "it builds .venv (installing torch from the network) when .venv is missing or "
+                 "stale; the commands it runs are the Makefile's, not the README's",
+    "make test": "it runs this whole suite, this test included",
+    "hf download": "it downloads from the Hugging Face Hub; no test may download",
+    "--model ~/models/gpt2": "it needs GPT-2's trained weights, which attncli never downloads",
+    "--model gpt2 ": "it needs GPT-2's trained weights in the Hugging Face cache",
+    "--model HuggingFaceTB/SmolLM2-135M": "it needs SmolLM2's weights (the hf download above)",
+    "--model Qwen/Qwen2.5-0.5B": "it needs Qwen2.5's weights (the hf download above)",
+}
+
+# Output that legitimately changes between runs, masked on both sides by named rules:
+# (name, pattern, replacement) per subcommand.
+TIMINGS = [
+    ("a time", r" *\d[\d,]*(?:\.\d+)? (?:ms|s)\b", " <time>"),
+    # (– when the times did not grow with N, as on a loaded machine)
+    ("a time's growth exponent", r"\b(naive|tiled) time (?:\d+\.\d+|–)", r"\1 time <exponent>"),
+    # A column is as wide as its widest time, so the spaces between columns and the table's
+    # rule follow the times too.
+    ("the spaces between columns", r"(?<=\S)  +", "  "),
+    ("the table's rule", r"^─+$", "<rule>"),
+]
+MASKS = {"cost": TIMINGS}
+
+BOOK_SENTENCE = "Your journey starts with one step. "
 
 
-def test_every_json_example_is_what_its_command_prints(cli: Callable[..., CliRun]) -> None:
-    examples = BLOCK.findall(README.read_text(encoding="utf-8"))
-    assert examples, "the README shows a JSON example"
-    for command, shown in examples:
-        res = cli(*shlex.split(command)[1:])
-        assert res.code == 0, res.err
-        assert json.loads(res.out) == json.loads(shown), command
+def _book(folder: Path) -> Path:
+    """A long document of the reader's own: 2,800 tokens, past the naive path's budget."""
+    path = folder / "book.txt"
+    path.write_text(BOOK_SENTENCE * 400, encoding="utf-8")
+    return path
+
+
+def _tiny_mistral(folder: Path) -> Path:
+    """The tiny random Mistral the README's prose builds with scripts/tiny_llama.py."""
+    path = folder / "tiny-mistral"
+    proc = subprocess.run([sys.executable, "scripts/tiny_llama.py", str(path), "--family",
+                           "mistral"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+# Files the README tells the reader to bring or to build, made in a temporary folder and put in
+# the command in place of the README's name for them.
+PROVIDED: dict[str, Callable[[Path], Path]] = {"book.txt": _book,
+                                               "/tmp/tiny-mistral": _tiny_mistral}
+
+
+def _not_run(command: str) -> str | None:
+    return next((why for part, why in NOT_RUN.items() if part in command), None)
+
+
+class Runner:
+    """Runs one README command line as a user would and returns what it printed."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                 folder: Path) -> None:
+        self.capsys, self.monkeypatch, self.folder = capsys, monkeypatch, folder
+        self.made: dict[str, Path] = {}
+
+    def _provided(self, command: str) -> str:
+        for name, make in PROVIDED.items():
+            pattern = rf"(?<![\w/.~-]){re.escape(name)}(?![\w/.-])"
+            if re.search(pattern, command):
+                if name not in self.made:
+                    self.made[name] = make(self.folder)
+                command = re.sub(pattern, shlex.quote(str(self.made[name])), command)
+        return command
+
+    def __call__(self, command: str, width: int) -> CliRun:
+        command = self._provided(command)
+        pipeline = stages(command)
+        tools = {argv[0] for argv in pipeline or [] if argv}
+        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": str(width),
+               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        if pipeline is not None and pipeline[0][:1] == ["attncli"] and (
+                len(pipeline) == 1 or not all(shutil.which(t, path=env["PATH"]) for t in tools)):
+            return self._in_process(pipeline, width)
+        proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=env,
+                              capture_output=True, timeout=600, check=False)
+        return CliRun(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                      proc.stderr.decode("utf-8", "replace"))
+
+    def _in_process(self, pipeline: list[list[str]], width: int) -> CliRun:
+        """attncli through the in-process harness (the same output as the installed command,
+        as test_the_harness_prints_what_the_installed_attncli_prints checks), then any jq or
+        head after it in Python when that tool is missing."""
+        from attncli.cli.main import execute
+
+        self.monkeypatch.setenv("COLUMNS", str(width))
+        self.monkeypatch.chdir(ROOT)
+        self.capsys.readouterr()
+        code = execute(pipeline[0][1:])
+        captured = self.capsys.readouterr()
+        out = captured.out
+        for argv in pipeline[1:]:
+            helpers = {"jq": jq_equivalent, "head": head_equivalent}
+            assert argv[0] in helpers, f"no Python equivalent of {argv[0]} for this machine"
+            out = helpers[argv[0]](argv[1:], out)
+        return CliRun(code, out, captured.err)
+
+
+@pytest.fixture
+def run_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+             tmp_path: Path) -> Runner:
+    return Runner(capsys, monkeypatch, tmp_path)
+
+
+def _ids(block: Block) -> str:
+    return f"README.md:{block.line}"
+
+
+def test_every_block_is_run_or_named_here() -> None:
+    others = [b for b in BLOCKS if not b.shows_commands and not b.lists_commands]
+    unnamed = [f"README.md:{b.line}: {b.body[:1]}" for b in others
+               if not any(b.body and b.body[0].startswith(p) for p in NOT_COMMANDS)]
+    assert unnamed == [], "a block that is neither run nor named in NOT_COMMANDS"
+    firsts = [b.body[0] for b in others if b.body]
+    assert [p for p in NOT_COMMANDS if not any(f.startswith(p) for f in firsts)] == []
+    commands = [e.command for b in SHOWN for e in examples(b)]
+    commands += [c for b in LISTS for _, c in listed(b)]
+    for table in (NOT_RUN, PROVIDED, MASKS):
+        stale = [k for k in table if not any(k in c for c in commands)]
+        assert stale == [], "an entry here that no README command uses any more"
+    assert len(SHOWN) >= 8 and len(LISTS) >= 4
+
+
+@pytest.mark.parametrize("block", SHOWN, ids=_ids)
+def test_the_block_shows_what_its_commands_print(block: Block, run_line: Runner) -> None:
+    failures = []
+    for example in examples(block):
+        why = _not_run(example.command)
+        assert why is None, f"README.md:{example.line}: a block that shows output must run ({why})"
+        res = run_line(example.command, example.width)
+        shows_error = any(line.startswith("attncli: error: ") for line in example.shown)
+        if (res.code != 0) != shows_error:
+            failures.append(f"README.md:{example.line}: `{example.command}` exited {res.code}:"
+                            f"\n{res.err}")
+            continue
+        argv = shlex.split(example.command)
+        masks = MASKS.get(argv[1], []) if argv[:1] == ["attncli"] and len(argv) > 1 else []
+        diff = differences(example, res.out + res.err, masks)
+        if diff:
+            failures.append(f"README.md:{example.line}: `{example.command}` at COLUMNS="
+                            f"{example.width} prints other than the README shows:\n{diff}")
+    assert failures == [], "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("block", LISTS, ids=_ids)
+def test_the_listed_commands_run(block: Block, run_line: Runner) -> None:
+    failures, ran = [], 0
+    for line, command in listed(block):
+        if _not_run(command) is not None:
+            continue
+        stated = re.search(r"#.*\bexits? (\d+)\b", command)
+        expected = int(stated.group(1)) if stated else 0
+        res = run_line(command, 100)
+        ran += 1
+        last = (stages(command) or [[""]])[-1][:1]
+        if res.code != expected:
+            failures.append(f"README.md:{line}: `{command}` exited {res.code}, not {expected}:"
+                            f"\n{res.err}")
+        elif expected == 0 and (not res.out.strip() or (last == ["jq"]
+                                                        and res.out.strip() == "null")):
+            failures.append(f"README.md:{line}: `{command}` printed nothing")
+    assert failures == [], "\n\n".join(failures)
+    assert ran or all(_not_run(c) for _, c in listed(block))
+
+
+def test_the_harness_prints_what_the_installed_attncli_prints(run_line: Runner) -> None:
+    example = examples(SHOWN[0])[0]
+    argv = shlex.split(example.command)
+    assert argv[0] == "attncli" and stages(example.command) == [argv]
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": str(example.width)}
+    proc = subprocess.run([str(BIN / "attncli"), *argv[1:]], cwd=ROOT, env=env,
+                          capture_output=True, timeout=600, check=False)
+    inside = run_line(example.command, example.width)
+    assert (inside.code, inside.out, inside.err) == (
+        proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def test_the_page_is_the_size_the_readme_says(run_line: Runner, tmp_path: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    claim = re.search(r"`(attncli run [^`]*--save page\.html)` writes one self-contained\s+"
+                      r"HTML file \(about (\d+) KB here\)", text)
+    assert claim is not None, "the README says how large the page is"
+    page = tmp_path / "page.html"
+    command = claim.group(1).replace("page.html", shlex.quote(str(page)))
+    assert run_line(command, 100).code == 0
+    size, said = page.stat().st_size, int(claim.group(2))
+    assert said in (round(size / 1000), round(size / 1024)), f"the page is {size:,} bytes"
+
+
+def test_a_changed_number_in_a_block_is_caught(run_line: Runner) -> None:
+    example = examples(SHOWN[0])[0]
+    printed = run_line(example.command, example.width).out
+    assert differences(example, printed, []) == ""
+    number = next(m for line in example.shown for m in re.findall(r"\d\.\d{4}", line))
+    changed = str(int(number[-1]) ^ 1)
+    at = next(k for k, line in enumerate(example.shown) if number in line)
+    shown = list(example.shown)
+    shown[at] = shown[at].replace(number, number[:-1] + changed, 1)
+    drifted = type(example)(example.line, example.command, tuple(shown))
+    assert number[:-1] + changed in differences(drifted, printed, [])
+
+
+def test_json_is_compared_by_value() -> None:
+    example = next(e for b in SHOWN for e in examples(b) if e.shown and e.shown[0] == "{")
+    compact = json.dumps(json.loads("\n".join(example.shown)), separators=(",", ":"))
+    assert differences(example, compact, []) == ""
+    assert differences(example, compact.replace('"seed":123', '"seed":124'), []) != ""
+
+
+def test_masks_hide_times_but_not_bytes() -> None:
+    shown = ("tokens  naive time  naive bytes", "   128     47.8 ms    304.0 KiB", "─────",
+             "naive bytes 1.99, tiled bytes 1.00; naive time 2.46, tiled time 2.13.")
+    example = type(examples(SHOWN[0])[0])(1, "attncli cost", shown)
+    slower = ("tokens    naive time  naive bytes\n   128  10,047.8 ms    304.0 KiB\n───────\n"
+              "naive bytes 1.99, tiled bytes 1.00; naive time 3.54, tiled time 1.24.\n")
+    assert differences(example, slower, TIMINGS) == ""
+    assert differences(example, slower.replace("304.0", "305.0"), TIMINGS) != ""
+    assert differences(example, slower.replace("1.99", "1.98"), TIMINGS) != ""
+
+
+def test_an_elided_block_matches_only_around_its_gaps() -> None:
+    example = type(examples(SHOWN[0])[0])(1, "attncli x", ("first", "…", "middle", "…", "last"))
+    assert differences(example, "first\na\nmiddle\nb\nc\nlast\n", []) == ""
+    assert differences(example, "first\nmiddle\nlast\n", []) == ""
+    assert differences(example, "first\na\nmiddle\nlast\nmore\n", []) != ""
+    assert differences(example, "first\na\nlast\n", []) != ""

@@ -1,0 +1,222 @@
+"""README.md's fenced blocks read as commands and the output each shows, and compared with
+what the commands really print."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+ELISION = "…"  # a line of this alone stands for any number of lines of the real output
+FENCE = re.compile(r"^```(\S*).*$")
+JQ_PATH = re.compile(r"\.|(\.[A-Za-z_]\w*|\[-?\d+\])+")
+SHELL_SYNTAX = {"|", "||", "&", "&&", ";", "<", ">", ">>", "<&", ">&", "(", ")"}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block: the line of its opening fence, its info string and its body."""
+
+    line: int
+    info: str
+    body: tuple[str, ...]
+
+    @property
+    def shows_commands(self) -> bool:
+        """A console-style block: `$ command` lines, each followed by what it prints."""
+        return any(line.startswith("$ ") for line in self.body)
+
+    @property
+    def lists_commands(self) -> bool:
+        """A shell block that lists commands without their output."""
+        return not self.shows_commands and self.info in ("sh", "bash", "shell")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One `$ command` of a console-style block and the lines the README shows under it."""
+
+    line: int
+    command: str
+    shown: tuple[str, ...]
+
+    @property
+    def width(self) -> int:
+        """The COLUMNS the shown output implies: 80 when every line fits in 80, else 100."""
+        widest = max((len(s.rstrip()) for s in self.shown), default=0)
+        return 80 if widest <= 80 else 100
+
+
+def blocks(text: str) -> list[Block]:
+    """Every fenced block of a Markdown text, in order."""
+    found, lines = [], text.splitlines()
+    k = 0
+    while k < len(lines):
+        match = FENCE.match(lines[k])
+        if match is None:
+            k += 1
+            continue
+        end = next((j for j in range(k + 1, len(lines)) if lines[j].startswith("```")), None)
+        assert end is not None, f"README.md:{k + 1}: a fence that is never closed"
+        found.append(Block(k + 1, match.group(1), tuple(lines[k + 1:end])))
+        k = end + 1
+    return found
+
+
+def _joined(lines: tuple[str, ...], start: int) -> tuple[str, int]:
+    """The command starting at lines[start], with `\\` continuation lines joined, and the index
+    of the line after it."""
+    parts, k = [], start
+    while True:
+        line = lines[k]
+        if line.rstrip().endswith("\\"):
+            parts.append(line.rstrip()[:-1].strip())
+            k += 1
+            continue
+        parts.append(line.strip())
+        return " ".join(p for p in parts if p), k + 1
+
+
+def examples(block: Block) -> list[Example]:
+    """The `$ command` lines of a console-style block, each with the output shown under it."""
+    found, k = [], 0
+    while k < len(block.body):
+        if not block.body[k].startswith("$ "):
+            assert not found, f"README.md:{block.line + 1 + k}: output before any `$ ` command"
+            k += 1
+            continue
+        line = block.line + 1 + k
+        command, k = _joined(block.body, k)
+        start = k
+        while k < len(block.body) and not block.body[k].startswith("$ "):
+            k += 1
+        found.append(Example(line, command[2:], block.body[start:k]))
+    return found
+
+
+def listed(block: Block) -> list[tuple[int, str]]:
+    """The commands of a shell block (continuations joined, comments kept), with their lines."""
+    found, k = [], 0
+    while k < len(block.body):
+        if not block.body[k].strip() or block.body[k].lstrip().startswith("#"):
+            k += 1
+            continue
+        line = block.line + 1 + k
+        command, k = _joined(block.body, k)
+        found.append((line, command))
+    return found
+
+
+def stages(command: str) -> list[list[str]] | None:
+    """The command's pipeline as argv lists, or None when it uses any other shell syntax."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    tokens = list(lexer)
+    if any(t in SHELL_SYNTAX - {"|"} for t in tokens) or "$(" in command or "`" in command:
+        return None
+    found: list[list[str]] = [[]]
+    for token in tokens:
+        if token == "|":
+            found.append([])
+        else:
+            found[-1].append(token)
+    return found
+
+
+def jq_equivalent(args: list[str], data: str) -> str:
+    """What `jq [-c] PATH` prints for a path filter such as `.stages.dropped` or `.a[0][1]`
+    (the README's only use of jq), for a machine without jq."""
+    flags = [a for a in args if a.startswith("-")]
+    filters = [a for a in args if not a.startswith("-")]
+    assert set(flags) <= {"-c"} and len(filters) == 1, f"jq {args} has no Python equivalent here"
+    path = filters[0]
+    assert JQ_PATH.fullmatch(path), f"jq filter {path!r} has no Python equivalent here"
+    steps = re.findall(r"\.([A-Za-z_]\w*)|\[(-?\d+)\]", path)
+    value = json.loads(data)
+    for key, index in steps:
+        if key:
+            value = value.get(key) if isinstance(value, dict) else None
+        elif index:
+            value = value[int(index)] if isinstance(value, list) else None
+    if "-c" in flags:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def head_equivalent(args: list[str], data: str) -> str:
+    """What `head [-n N | -N]` prints."""
+    count = 10
+    if args and args[0] == "-n":
+        count = int(args[1])
+    elif args and re.fullmatch(r"-\d+", args[0]):
+        count = int(args[0][1:])
+    return "".join(data.splitlines(keepends=True)[:count])
+
+
+def _as_json(text: str) -> object | None:
+    try:
+        return json.loads(text, parse_constant=_refuse)
+    except ValueError:
+        return None
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    lines = [line.rstrip() for line in lines]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _matches(shown: list[str], real: list[str]) -> bool:
+    """Whether the real lines are the shown ones, each `…` line standing for any run of lines."""
+    parts: list[list[str]] = [[]]
+    for line in shown:
+        if line.strip() == ELISION:
+            parts.append([])
+        else:
+            parts[-1].append(line)
+    if len(parts) == 1:
+        return shown == real
+    first, *middle, last = parts
+    if real[:len(first)] != first or len(real) < len(first) + len(last):
+        return False
+    if last and real[len(real) - len(last):] != last:
+        return False
+    at, end = len(first), len(real) - len(last)
+    for part in middle:
+        found = next((k for k in range(at, end - len(part) + 1) if real[k:k + len(part)] == part),
+                     None)
+        if found is None:
+            return False
+        at = found + len(part)
+    return True
+
+
+def differences(example: Example, printed: str, masks: list[tuple[str, str, str]]) -> str:
+    """Empty when the printed output is what the README shows; else a diff that says why.
+
+    JSON is compared by value; text line by line after trailing spaces are stripped and each
+    mask (name, pattern, replacement) is applied to both sides."""
+    shown_text = "\n".join(example.shown)
+    shown_json = _as_json(shown_text) if shown_text.strip() else None
+    if shown_json is not None:
+        if _as_json(printed) == shown_json:
+            return ""
+        return f"its JSON is not the README's:\n{printed[:4000]}"
+    shown, real = _trimmed(list(example.shown)), _trimmed(printed.splitlines())
+    for _, pattern, replacement in masks:
+        shown = [re.sub(pattern, replacement, line) for line in shown]
+        real = [re.sub(pattern, replacement, line) for line in real]
+    if _matches(shown, real):
+        return ""
+    diff = difflib.unified_diff(shown, real, "README.md", "printed", lineterm="", n=2)
+    return "\n".join(diff)
