@@ -19,7 +19,7 @@ from attncli.render.draw.colors import cell_style
 from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
 from attncli.render.draw.palette import depth_of
 from attncli.render.draw.pooled import render_pooled
-from attncli.render.draw.scales import weight_top
+from attncli.render.draw.scales import LogRange, log_range, weight_top
 from attncli.render.draw.streamed import Later
 from attncli.render.draw.tables import Axis, shorten
 from attncli.render.draw.views import render_view
@@ -232,9 +232,11 @@ def render_window(console: Console, result: Result, head: int,
                        vmin=0.0, vmax=top, scale=options.scale)
 
 
-def _pooled_top(result: Result, scale: str) -> float | None:
-    """The top of the pooled maps' shared range (None: each map its own)."""
-    return weight_top([pmap.values for pmap in _long(result).maps], scale)
+def pooled_range(result: Result, scale: str) -> LogRange | None:
+    """The log range every head's pooled map shares (None: each map its own, --scale table)."""
+    values = [pmap.values for pmap in _long(result).maps]
+    top = weight_top(values, scale)
+    return None if top is None else log_range(values, top)
 
 
 def render_long(console: Console, result: Result, options: Display) -> RenderableType:
@@ -242,12 +244,13 @@ def render_long(console: Console, result: Result, options: Display) -> Renderabl
     parts: list[RenderableType] = [render_header(result), Text(),
                                    render_summary(result, options)]
     maps = {pmap.head: pmap for pmap in _long(result).maps}
-    top = _pooled_top(result, options.scale) if maps else None  # one range for every head
+    shared = pooled_range(result, options.scale) if maps else None  # one range for every head
     for head in range(result.num_heads):
         number = result.head_number(head)
         if number in maps:
             parts += [Text(), render_pooled(console, maps[number], result.config.heads,
-                                            result.config.pool or "max", options.scale, top)]
+                                            result.config.pool or "max", options.scale,
+                                            shared)]
         # Made when reached: each head's listings are measured once the heads before it are out.
         parts += [Text(), Later(partial(render_top_k, console, result, head, options))]
         if options.rows is not None or options.cols is not None:

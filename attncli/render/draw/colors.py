@@ -97,3 +97,28 @@ def legend(vmin: float, vmax: float, precision: int, ramp: bool = True, masked: 
             text.append("█", style=swatch(fraction, depth, diverging).block())
         text.append(f" {high:.{precision}f}   ", style="dim")
     return _tail(text, masked, scale)
+
+
+def short_number(value: float, precision: int) -> str:
+    """value with precision decimals, or in e-notation when those decimals would show 0."""
+    return f"{value:.{precision}f}" if value >= 10**-precision or value == 0 else f"{value:.1e}"
+
+
+def log_legend(low: float, top: float, precision: int, masked: bool = False,
+               depth: str | None = TRUECOLOR, scale: str | None = None, steps: int = 12,
+               clipped: bool = False) -> Text:
+    """One line for a log range: the ramp (or shades) between low and top, each step the same
+    ratio, whether smaller weights were drawn as low, the scale, and the masked mark."""
+    text = Text(("colour " if depth is not None else "shade ") + short_number(low, precision)
+                + " ", style="dim")
+    if depth is not None:
+        for i in range(steps):
+            text.append("█", style=swatch(i / (steps - 1), depth).block())
+    else:
+        text.append(f"[{SHADES}]")
+    ratio = (top / low) ** (1 / (steps - 1 if depth is not None else len(SHADES) - 1)) \
+        if low > 0 else 1.0
+    text.append(f" {short_number(top, precision)}   ", style="dim")
+    below = f", less as {short_number(low, precision)}" if clipped else ""
+    text.append(f"log scale (×{ratio:.2g} a step{below})   ", style="dim")
+    return _tail(text, masked, scale)

@@ -6,9 +6,10 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from attncli.core.result import PooledMap
-from attncli.render.draw.colors import legend, shade_legend
+from attncli.render.draw.colors import log_legend
 from attncli.render.draw.heatmap import append_cells, heat_piece
 from attncli.render.draw.palette import depth_of
+from attncli.render.draw.scales import LogRange, log_range
 
 TICK_GAP = 8  # the least distance between the starts of two column ticks
 
@@ -70,25 +71,25 @@ def _ticks(edges: list[int], cols: list[range], cell_w: int, room: int) -> str:
 
 
 def render_pooled(console: Console, pmap: PooledMap, num_heads: int, pool: str,
-                  scale: str = "shared", top: float | None = None) -> RenderableType:
-    """One head's pooled weights, gathered further to fit the console, on the --scale range."""
+                  scale: str = "shared", span_of: LogRange | None = None) -> RenderableType:
+    """One head's pooled weights, gathered further to fit the console, on a log range: the
+    --scale one (span_of), or, with None, the map's own."""
     cell_w, per_col, per_row = layout(pmap, console.width)
     count = len(pmap.edges) - 1
     rows, cols = groups(count, per_row), groups(count, per_col)
     cells = repool(pmap, rows, cols, pool)
-    if top is None:
-        scale = "table"
-        top = max((v for line in cells for v in line if v is not None), default=1.0)
+    if span_of is None:
+        scale, span_of = "table", log_range([cells])
     labels = [span(pmap.edges, group) for group in rows]
     label_w = max(len(label) for label in labels)
     depth = depth_of(console)
-    vmax = top
     body = Text(no_wrap=True, overflow="crop")
     room = console.width - label_w - 1
     body.append(" " * (label_w + 1) + _ticks(pmap.edges, cols, cell_w, room) + "\n", style="dim")
     for i, line in enumerate(cells):
         body.append(labels[i].rjust(label_w) + " ", style="bold")
-        append_cells(body, (heat_piece(value, 0.0, vmax, cell_w, depth) for value in line))
+        append_cells(body, (heat_piece(None if value is None else span_of.fraction(value),
+                                       0.0, 1.0, cell_w, depth) for value in line))
         if i < len(cells) - 1:
             body.append("\n")
     which = f"head {pmap.head} of {num_heads}: " if num_heads > 1 else ""
@@ -98,7 +99,6 @@ def render_pooled(console: Console, pmap: PooledMap, num_heads: int, pool: str,
     note = Text(f"row = {per_row * size} queries, column = {per_col * size} keys (labels and "
                 "ticks: token indices)", style="dim")
     masked = any(v is None for line in cells for v in line)
-    key = (legend(0.0, vmax, 3, masked=masked, depth=depth, scale=scale) if depth is not None
-           else shade_legend(0.0, vmax, 3, masked=masked, scale=scale))
+    key = log_legend(span_of.low, span_of.top, 3, masked=masked, depth=depth, scale=scale,
+                     clipped=span_of.clipped)
     return Group(title, note, body, key)
-
