@@ -12,6 +12,7 @@ from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ELISION = "…"  # a line of this alone stands for any number of lines of the real output
+ABSENT = "(absent)"  # how a key that one side lacks is named in a difference
 FENCE = re.compile(r"^```(\S*).*$")
 JQ_PATH = re.compile(r"\.|(\.[A-Za-z_]\w*|\[-?\d+\])+")
 SHELL_SYNTAX = {"|", "||", "&", "&&", ";", "<", ">", ">>", "<&", ">&", "(", ")"}
@@ -148,16 +149,6 @@ def jq_equivalent(args: list[str], data: str) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
-def head_equivalent(args: list[str], data: str) -> str:
-    """What `head [-n N | -N]` prints."""
-    count = 10
-    if args and args[0] == "-n":
-        count = int(args[1])
-    elif args and re.fullmatch(r"-\d+", args[0]):
-        count = int(args[0][1:])
-    return "".join(data.splitlines(keepends=True)[:count])
-
-
 def _as_json(text: str) -> object | None:
     try:
         return json.loads(text, parse_constant=_refuse)
@@ -167,6 +158,34 @@ def _as_json(text: str) -> object | None:
 
 def _refuse(name: str) -> None:
     raise ValueError(f"non-strict JSON constant {name}")
+
+
+def _same(shown: object, real: object) -> bool:
+    """JSON equality by value: 1 and 1.0 are one number, but true is not 1."""
+    if isinstance(shown, dict) and isinstance(real, dict):
+        return shown.keys() == real.keys() and all(_same(shown[k], real[k]) for k in shown)
+    if isinstance(shown, list) and isinstance(real, list):
+        return len(shown) == len(real) and all(map(_same, shown, real))
+    if isinstance(shown, bool) or isinstance(real, bool):
+        return type(shown) is type(real) and shown == real
+    if type(shown) in (int, float) and type(real) in (int, float):
+        return shown == real
+    return type(shown) is type(real) and shown == real
+
+
+def _first_difference(shown: object, real: object, path: str) -> str:
+    """Where two JSON values first differ, as a jq path with both values."""
+    if isinstance(shown, dict) and isinstance(real, dict):
+        for key in [*shown, *(k for k in real if k not in shown)]:
+            a, b = shown.get(key, ABSENT), real.get(key, ABSENT)
+            if not _same(a, b):
+                return _first_difference(a, b, f"{path}.{key}")
+    if isinstance(shown, list) and isinstance(real, list) and len(shown) == len(real):
+        for k, (a, b) in enumerate(zip(shown, real, strict=True)):
+            if not _same(a, b):
+                return _first_difference(a, b, f"{path}[{k}]")
+    return f"{path or '.'}: the README shows {json.dumps(shown)[:200]}, it prints " \
+           f"{json.dumps(real)[:200]}"
 
 
 def _trimmed(lines: list[str]) -> list[str]:
@@ -209,9 +228,12 @@ def differences(example: Example, printed: str, masks: list[tuple[str, str, str]
     shown_text = "\n".join(example.shown)
     shown_json = _as_json(shown_text) if shown_text.strip() else None
     if shown_json is not None:
-        if _as_json(printed) == shown_json:
+        real_json = _as_json(printed)
+        if _same(shown_json, real_json):
             return ""
-        return f"its JSON is not the README's:\n{printed[:4000]}"
+        if real_json is None:
+            return f"it prints no JSON:\n{printed[:2000]}"
+        return f"its JSON differs at {_first_difference(shown_json, real_json, '')}"
     shown, real = _trimmed(list(example.shown)), _trimmed(printed.splitlines())
     for _, pattern, replacement in masks:
         shown = [re.sub(pattern, replacement, line) for line in shown]

@@ -30,7 +30,6 @@ from tests.readme_blocks import (
     blocks,
     differences,
     examples,
-    head_equivalent,
     jq_equivalent,
     listed,
     stages,
@@ -136,8 +135,8 @@ class Runner:
 
     def _in_process(self, pipeline: list[list[str]], width: int) -> CliRun:
         """attncli through the in-process harness (the same output as the installed command,
-        as test_the_harness_prints_what_the_installed_attncli_prints checks), then any jq or
-        head after it in Python when that tool is missing."""
+        as test_the_harness_prints_what_the_installed_attncli_prints checks), then any jq after
+        it in Python when jq is missing."""
         from attncli.cli.main import execute
 
         self.monkeypatch.setenv("COLUMNS", str(width))
@@ -147,9 +146,8 @@ class Runner:
         captured = self.capsys.readouterr()
         out = captured.out
         for argv in pipeline[1:]:
-            helpers = {"jq": jq_equivalent, "head": head_equivalent}
-            assert argv[0] in helpers, f"no Python equivalent of {argv[0]} for this machine"
-            out = helpers[argv[0]](argv[1:], out)
+            assert argv[0] == "jq", f"no Python equivalent of {argv[0]} for this machine"
+            out = jq_equivalent(argv[1:], out)
         return CliRun(code, out, captured.err)
 
 
@@ -281,3 +279,17 @@ def test_an_elided_block_matches_only_around_its_gaps() -> None:
     assert differences(example, "first\nmiddle\nlast\n", []) == ""
     assert differences(example, "first\na\nmiddle\nlast\nmore\n", []) != ""
     assert differences(example, "first\na\nlast\n", []) != ""
+
+
+def test_without_jq_the_filters_run_in_python(run_line: Runner,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    example = next(e for b in SHOWN for e in examples(b) if "| jq -c" in e.command)
+    which = shutil.which
+
+    def no_jq(name: str, **kwargs: str) -> str | None:
+        return None if name == "jq" else which(name, **kwargs)
+
+    monkeypatch.setattr(shutil, "which", no_jq)
+    res = run_line(example.command, example.width)
+    assert res.code == 0 and differences(example, res.out, []) == "", res.out
+    assert differences(example, res.out.replace("0.1", "0.2", 1), []) != ""
