@@ -159,10 +159,10 @@ def test_config_with_a_bad_value(tmp_path: Path) -> None:
     _config(tmp_path, n_layer="two")
     assert _error(tmp_path) == "config.json: n_layer must be a positive integer (got 'two')"
     _config(tmp_path, layer_norm_epsilon="tiny")
-    assert _error(tmp_path) == (
-        "config.json: layer_norm_epsilon must be a small positive number (got 'tiny')")
+    assert _error(tmp_path) == ("config.json: layer_norm_epsilon must be a small positive "
+                                "number above 0 and below 1 (got 'tiny')")
     (tmp_path / "config.json").write_text("{", encoding="utf-8")
-    assert _error(tmp_path).startswith(f"cannot read {tmp_path / 'config.json'}: ")
+    assert _error(tmp_path).startswith(f"{tmp_path / 'config.json'} is not valid JSON (")
 
 
 def test_pickle_checkpoints_are_refused_unread(tmp_path: Path) -> None:

@@ -38,6 +38,9 @@ def test_models_json_lists_what_attncli_can_read(cli, cache: Path) -> None:
          "path": str(llama)},
         {"name": "gpt2", "architecture": "gpt2", "layers": 3, "heads": 4, "kv_heads": 4,
          "size_bytes": (gpt2 / "model.safetensors").stat().st_size, "path": str(gpt2)},
+    ], "unreadable": [
+        {"name": "Org/old", "path": str(cache / "models--Org--old" / "snapshots" / "e"),
+         "reason": "no model.safetensors (nor a shard index)"},
     ]}
 
 
@@ -47,6 +50,8 @@ def test_models_table(cli, cache: Path) -> None:
     rows = [line.split() for line in got.out.splitlines()]
     assert ["Org/tiny-llama", "llama", "3", "×", "4", "(2)", "0.2", "MB"] in rows
     assert ["gpt2", "gpt2", "3", "×", "4", "6.8", "MB"] in rows
+    assert "1 folder(s) attncli cannot read:" in got.out
+    assert "  Org/old: no model.safetensors (nor a shard index)" in got.out.splitlines()
 
 
 def test_a_listed_name_runs(cli, cache: Path) -> None:
@@ -58,4 +63,5 @@ def test_an_empty_cache_says_how_to_fetch_one(cli, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
     assert "hf download" in cli("models").out
-    assert cli("models", "--json").json() == {"cache": str(tmp_path / "none"), "models": []}
+    assert cli("models", "--json").json() == {"cache": str(tmp_path / "none"), "models": [],
+                                              "unreadable": []}

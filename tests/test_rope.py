@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from attncli.errors import AttnCliError
 from attncli.models.llama_config import llama_spec
 from attncli.models.rope import apply_rope, inv_freq, rope_tables
 
@@ -40,17 +41,32 @@ def test_inv_freq_equals_transformers(params: dict, num_tokens: int) -> None:
     assert_close(inv_freq(spec, num_tokens), expected, atol=0, rtol=1e-6)
 
 
-def test_partial_rotary_turns_the_leading_dims_as_gpt_neox_does() -> None:
-    from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+def test_partial_rotary_with_default_rope_turns_the_whole_head_as_transformers_does() -> None:
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
     spec = llama_spec(Path("."), {**BASE, "partial_rotary_factor": 0.25})
-    assert spec.rotary_dim == 4
-    cos, sin = rope_tables(spec, 7)  # each (T, 4)
-    q, k = torch.randn(4, 7, 16), torch.randn(4, 7, 16)
-    q_ref, k_ref = apply_rotary_pos_emb(q[None], k[None], cos[None], sin[None])
-    assert_close(apply_rope(q, cos, sin), q_ref[0])
-    assert_close(apply_rope(k, cos, sin), k_ref[0])
-    assert torch.equal(apply_rope(q, cos, sin)[..., 4:], q[..., 4:])
+    assert spec.rotary_dim == 16
+    config = LlamaConfig(**{k: v for k, v in BASE.items() if k != "model_type"},
+                         partial_rotary_factor=0.25)
+    ref_cos, ref_sin = LlamaRotaryEmbedding(config)(torch.zeros(1), torch.arange(7)[None])
+    cos, sin = rope_tables(spec, 7)  # each (T, 16)
+    assert_close(cos, ref_cos[0], atol=0, rtol=1e-6)
+    assert_close(sin, ref_sin[0], atol=0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("params", SCALINGS[1:], ids=lambda p: p["rope_type"])
+def test_partial_rotary_with_scaled_rope_is_refused_as_transformers_cannot_run_it(
+        params: dict) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    settings = {**BASE, "rope_parameters": {**params, "partial_rotary_factor": 0.5}}
+    with pytest.raises(AttnCliError, match="partial_rotary_factor=0.5 with rope_type"):
+        llama_spec(Path("."), settings)
+    config = LlamaConfig(**{k: v for k, v in settings.items() if k != "model_type"})
+    model = LlamaForCausalLM(config)
+    with pytest.raises(RuntimeError, match="size of tensor"):  # its cos covers half the head
+        model(torch.tensor([[1, 2, 3]]))
 
 
 def test_rotation_keeps_length_and_depends_on_distance_only() -> None:

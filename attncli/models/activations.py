@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.models.checks.values import shown
 
 _TANH_C = math.sqrt(2.0 / math.pi)
 
@@ -61,6 +62,6 @@ def activation(name: str, key: str = "activation_function",
                source: str = "config.json") -> Callable[[Tensor], Tensor]:
     """The named activation; a name attncli does not implement is refused, naming the key."""
     if name not in ACTIVATIONS:
-        raise AttnCliError(f"{source} sets {key}={name!r}, which attncli does not implement "
+        raise AttnCliError(f"{source} sets {key}={shown(name)}, which attncli does not implement "
                            f"(choose from {', '.join(ACTIVATIONS)})")
     return ACTIVATIONS[name]

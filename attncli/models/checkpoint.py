@@ -13,9 +13,10 @@ import torch
 from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
-from attncli.core.sizes import check_checkpoint_claims
+from attncli.core.sizes import CONFIG_INTS, check_checkpoint_claims
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
+from attncli.models.checks.values import config_flag, config_int, config_str, epsilon, shown
 from attncli.models.locate import (
     convert_hint,
     is_pickle,
@@ -154,20 +155,27 @@ def _read_config(config_file: Path) -> dict[str, Any]:
     config = read_config_file(config_file)
     model_type = config.get("model_type", "gpt2")
     if model_type != "gpt2":
-        raise AttnCliError(f"{config_file} describes a {model_type!r} model; attncli reads "
+        raise AttnCliError(f"{config_file} describes a {shown(model_type)} model; attncli reads "
                            "GPT-2 (model_type 'gpt2') and Llama-family (llama, mistral, qwen2, "
                            "qwen3) checkpoints")
+    check_gpt2_config(config, config_file)
+    return config
+
+
+def check_gpt2_config(config: dict[str, Any], config_file: Path) -> None:
+    """A GPT-2 config's values: sizes, epsilon, switches and activation, each checked."""
     for option, standard in STANDARD_OPTIONS.items():
         if config.get(option, standard) != standard:
-            raise AttnCliError(f"{config_file} sets {option}={config[option]!r}; attncli runs "
-                               f"the standard GPT-2 block ({option}={standard!r})")
-    activation(str(config.get("activation_function", "gelu_new")),  # an unknown one fails
-               source=str(config_file))
+            raise AttnCliError(f"{config_file} sets {option}={shown(config[option])}; attncli "
+                               f"runs the standard GPT-2 block ({option}={standard!r})")
+    activation(config_str(config, "activation_function", "gelu_new", str(config_file)),
+               source=str(config_file))  # an unknown one fails
     for option in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx"):
-        if not isinstance(config.get(option, False), bool):
-            raise AttnCliError(f"{config_file}: {option} must be true or false "
-                               f"(got {config[option]!r})")
-    return config
+        config_flag(config, option, option == "scale_attn_weights", str(config_file))
+    for key in CONFIG_INTS:
+        if config.get(key) is not None:
+            config_int(config, key)
+    epsilon(config, "layer_norm_epsilon", 1e-5)
 
 
 def _key_prefix(shapes: dict[str, tuple[int, ...]], file: Path) -> str:
@@ -191,20 +199,7 @@ def _table_shape(shapes: dict[str, tuple[int, ...]], name: str, ckpt_file: Path,
 
 
 def _config_int(config: dict[str, Any], key: str, inferred: int) -> int:
-    value = config.get(key)
-    if value is None:
-        return inferred
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise AttnCliError(f"config.json: {key} must be a positive integer (got {value!r})")
-    return value
-
-
-def _config_eps(config: dict[str, Any]) -> float:
-    eps = config.get("layer_norm_epsilon", 1e-5)
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
-        raise AttnCliError(f"config.json: layer_norm_epsilon must be a small positive number "
-                           f"(got {eps!r})")
-    return float(eps)
+    return inferred if config.get(key) is None else config_int(config, key)
 
 
 def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
@@ -224,7 +219,7 @@ def _build(model: str, file: Path, prefix: str, config: dict[str, Any],
         n_inner=_config_int(config, "n_inner", fc_shape[-1]),
         n_positions=_config_int(config, "n_positions", n_positions),
         vocab_size=_config_int(config, "vocab_size", vocab_size),
-        layer_norm_epsilon=_config_eps(config),
+        layer_norm_epsilon=epsilon(config, "layer_norm_epsilon", 1e-5),
         activation_function=str(config.get("activation_function", "gelu_new")),
         scale_attn_weights=config.get("scale_attn_weights", True),
         scale_attn_by_inverse_layer_idx=config.get("scale_attn_by_inverse_layer_idx", False),

@@ -52,7 +52,7 @@ def rms_norm(x: Tensor, scale: Tensor, eps: float) -> Tensor:
 def window_mask(num_tokens: int, window: int | None) -> Tensor:
     """True where query i may not look: the future, and with a window, keys i - window or older."""
     mask = causal_mask(num_tokens)  # (T, T)
-    if window is not None:
+    if window is not None and window < num_tokens:  # a wider window hides nothing
         # Sliding window: query i sees keys i - window + 1 .. i, so at most `window` of them.
         mask |= torch.tril(torch.ones_like(mask), diagonal=-window)  # (T, T)
     return mask

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from attncli.core.sizes import LAYER_BOUND
 from attncli.errors import AttnCliError
 from attncli.models.llama_config import LlamaSpec, llama_spec, model_folder, read_config
 from attncli.models.shards import ShardedWeights, check_tensors, open_sharded, weight_files
+
+_LAYER = re.compile(r"layers\.(\d+)\.")
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,11 @@ def resolve_llama(model: str) -> LlamaCheckpoint:
     spec = llama_spec(folder, read_config(folder))
     names = weight_files(folder)
     prefix = "model." if "model.embed_tokens.weight" in names else ""
+    held = {m[1] for name in names if (m := _LAYER.match(name.removeprefix(prefix)))}
+    # A few missing layers are listed by name below; an absurd claim is refused before that.
+    if spec.n_layer > max(len(held), LAYER_BOUND):
+        raise AttnCliError(f"config.json claims num_hidden_layers={spec.n_layer:,}, but "
+                           f"{folder} holds tensors for {len(held):,} layer(s)")
     ckpt = LlamaCheckpoint(spec=spec, source=model, prefix=prefix)
     with open_llama(ckpt) as weights:
         _check(ckpt, weights)

@@ -7,10 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.locate import find_cached, looks_like_hub_name, read_config_file
+from attncli.models.checks.rope_params import rope_settings
+from attncli.models.checks.values import config_flag, config_int, config_str, epsilon, shown
+from attncli.models.locate import (
+    find_cached,
+    is_dir,
+    is_file,
+    looks_like_hub_name,
+    model_exists,
+    read_config_file,
+)
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
-ROPE_TYPES = ("default", "linear", "dynamic", "llama3")
 # Keys that would change the maths if set, with the value that leaves it as implemented here.
 NEUTRAL = {
     "attn_logit_softcapping": None,
@@ -44,7 +52,7 @@ class LlamaSpec:
     rms_eps: float
     rope_theta: float
     rope_scaling: dict[str, Any] = field(default_factory=dict)  # rope_type and its parameters
-    rotary_dim: int = 0  # how many of head_dim's dimensions RoPE turns (partial rotary)
+    rotary_dim: int = 0  # dimensions RoPE turns: all of head_dim, as transformers does
     hidden_act: str = "silu"
     qk_norm: bool = False  # Qwen3: RMSNorm over head_dim on each query and key head
     layer_windows: tuple[int | None, ...] = ()  # per layer: the sliding window, None = full
@@ -77,97 +85,71 @@ def read_config(directory: Path) -> dict[str, Any]:
     return read_config_file(directory / "config.json")
 
 
-def _int(config: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = config.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise AttnCliError(f"config.json: {key} must be a positive integer (got {value!r})")
-    return value
-
-
-def _float(config: dict[str, Any], key: str, default: float) -> float:
-    value = config.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise AttnCliError(f"config.json: {key} must be a positive number (got {value!r})")
-    return float(value)
-
-
 def _refuse_unknown(config: dict[str, Any]) -> None:
     """Refuse, naming the key, any setting that would change attention and is not implemented."""
     for key, neutral in NEUTRAL.items():
         if key in config and config[key] != neutral:
-            raise AttnCliError(f"config.json sets {key}={config[key]!r}, which attncli does not "
-                               f"implement (it runs {key}={neutral!r})")
+            raise AttnCliError(f"config.json sets {key}={shown(config[key])}, which attncli "
+                               f"does not implement (it runs {key}={neutral!r})")
     from attncli.models.activations import activation
 
-    activation(str(config.get("hidden_act", "silu")), "hidden_act")  # an unknown one fails
-
-
-def rope_settings(config: dict[str, Any]) -> tuple[float, dict[str, Any], float]:
-    """rope_theta, the rope_scaling parameters (rope_type named), and partial_rotary_factor."""
-    params = config.get("rope_parameters")  # the newer spelling holds theta and scaling together
-    scaling = dict(params if isinstance(params, dict) else config.get("rope_scaling") or {})
-    theta = scaling.pop("rope_theta", config.get("rope_theta", 10000.0))
-    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
-    if rope_type not in ROPE_TYPES:
-        raise AttnCliError(f"config.json sets rope_scaling.rope_type={rope_type!r}, which attncli "
-                           f"does not implement (choose from {', '.join(ROPE_TYPES)})")
-    scaling["rope_type"] = rope_type
-    if rope_type != "default":
-        _float(scaling, "factor", 0.0)
-    partial = scaling.pop("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
-    if isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
-        raise AttnCliError(f"config.json: partial_rotary_factor must be in (0, 1] "
-                           f"(got {partial!r})")
-    return _float({"rope_theta": theta}, "rope_theta", 10000.0), scaling, float(partial)
+    activation(config_str(config, "hidden_act", "silu"), "hidden_act")  # an unknown one fails
 
 
 def layer_windows(config: dict[str, Any], family: str, n_layer: int) -> tuple[int | None, ...]:
     """Each layer's sliding window (None: full causal), as transformers assigns them."""
     window = config.get("sliding_window")
     if window is not None:
-        window = _int(config, "sliding_window")
-    if family in ("qwen2", "qwen3") and not config.get("use_sliding_window", False):
+        window = config_int(config, "sliding_window")
+    if family in ("qwen2", "qwen3") and not config_flag(config, "use_sliding_window", False):
         window = None
     types = config.get("layer_types")
     if types is None:
         if family == "llama":
             return (None,) * n_layer
-        first = config.get("max_window_layers", 0) if family in ("qwen2", "qwen3") else 0
+        first = 0
+        if family in ("qwen2", "qwen3") and config.get("max_window_layers") is not None:
+            first = config_int(config, "max_window_layers", low=0)
         types = ["sliding_attention" if window is not None and i >= first else "full_attention"
                  for i in range(n_layer)]
     if not isinstance(types, list) or len(types) != n_layer:
         raise AttnCliError(f"config.json: layer_types must list one type per layer ({n_layer})")
     for kind in types:
         if kind not in ("full_attention", "sliding_attention"):
-            raise AttnCliError(f"config.json sets layer_types entry {kind!r}, which attncli does "
-                               f"not implement (full_attention, sliding_attention)")
+            raise AttnCliError(f"config.json sets layer_types entry {shown(kind)}, which attncli "
+                               f"does not implement (full_attention, sliding_attention)")
     return tuple(window if kind == "sliding_attention" else None for kind in types)
 
 
 def llama_spec(directory: Path, config: dict[str, Any]) -> LlamaSpec:
     """The checked spec of a Llama-family config; anything unimplemented is refused."""
     family = config.get("model_type")
-    if family not in FAMILIES:
-        raise AttnCliError(f"model_type {family!r} is not a Llama-family model "
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise AttnCliError(f"model_type {shown(family)} is not a Llama-family model "
                            f"({', '.join(FAMILIES)})")
     _refuse_unknown(config)
-    d_model, num_heads = _int(config, "hidden_size"), _int(config, "num_attention_heads")
-    kv_heads = _int(config, "num_key_value_heads", num_heads)
+    d_model, num_heads = config_int(config, "hidden_size"), config_int(config,
+                                                                       "num_attention_heads")
+    kv_heads = config_int(config, "num_key_value_heads", num_heads)
     if num_heads % kv_heads:
         raise AttnCliError(f"num_key_value_heads must divide num_attention_heads (got "
                            f"{kv_heads} and {num_heads})")
-    head_dim = config.get("head_dim") or d_model // num_heads
-    theta, scaling, partial = rope_settings(config)
-    rotary_dim = int(_int({"head_dim": head_dim}, "head_dim") * partial)
-    n_layer = _int(config, "num_hidden_layers")
+    if config.get("head_dim") is None and d_model < num_heads:
+        raise AttnCliError(f"config.json: hidden_size {d_model} is smaller than "
+                           f"num_attention_heads {num_heads}, and head_dim is not set")
+    head_dim = config_int(config, "head_dim") if config.get("head_dim") is not None \
+        else d_model // num_heads
+    max_positions = config_int(config, "max_position_embeddings", 2048)
+    theta, scaling, rotary_dim = rope_settings(config, head_dim, max_positions)
+    n_layer = config_int(config, "num_hidden_layers")
     return LlamaSpec(
         directory=directory, architecture=family, n_layer=n_layer, d_model=d_model,
         num_heads=num_heads, kv_heads=kv_heads, head_dim=head_dim,
-        d_ff=_int(config, "intermediate_size"), vocab_size=_int(config, "vocab_size"),
-        max_positions=_int(config, "max_position_embeddings", 2048),
-        rms_eps=_float(config, "rms_norm_eps", 1e-6), rope_theta=theta, rope_scaling=scaling,
-        rotary_dim=rotary_dim - rotary_dim % 2, hidden_act=config.get("hidden_act", "silu"),
-        qk_norm=family == "qwen3", layer_windows=layer_windows(config, family, n_layer),
+        d_ff=config_int(config, "intermediate_size"), vocab_size=config_int(config, "vocab_size"),
+        max_positions=max_positions, rms_eps=epsilon(config, "rms_norm_eps", 1e-6),
+        rope_theta=theta, rope_scaling=scaling, rotary_dim=rotary_dim,
+        hidden_act=config_str(config, "hidden_act", "silu"), qk_norm=family == "qwen3",
+        layer_windows=layer_windows(config, family, n_layer),
     )  # fmt: skip
 
 
@@ -182,22 +164,17 @@ def kv_cache_values(spec: LlamaSpec, num_tokens: int) -> int:
 def model_folder(model: str) -> Path | None:
     """The folder --model names (a path or a cached hub name), or None for a single file."""
     path = Path(model).expanduser()
-    try:
-        exists, folder = path.exists(), path.is_dir()
-    except OSError as err:  # a name too long, a loop of links
-        raise AttnCliError(f"--model {model!r}: {err.strerror}") from None
-    if not exists:
+    if not model_exists(path, model):
         if not looks_like_hub_name(model):
             raise AttnCliError(f"no such file or directory: {model}")
         path = find_cached(model)
-        folder = path.is_dir()
-    return path if folder else None
+    return path if is_dir(path) else None
 
 
 def family_of(model: str) -> str | None:
     """The model_type of --model's config.json when it is a Llama-family one, else None."""
     folder = model_folder(model)
-    if folder is None or not (folder / "config.json").is_file():
+    if folder is None or not is_file(folder / "config.json"):
         return None
     family = read_config(folder).get("model_type")
     return family if family in FAMILIES else None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import errno
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -11,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
 
 # GPT-2's official repos moved to this organisation; the cache may hold either spelling.
@@ -52,18 +51,48 @@ def repo_folders(name: str) -> list[str]:
     return folders
 
 
+def is_file(path: Path) -> bool:
+    """path.is_file(), false too where the path cannot be looked at (too long, unreadable)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """path.is_dir(), false too where the path cannot be looked at (too long, unreadable)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _revision(ref: Path) -> str | None:
+    """The commit refs/main names: one plain name, else None (unreadable, not UTF-8, a path)."""
+    try:
+        with open(ref, "rb") as stream:
+            data = stream.read(256)
+        revision = data.decode("ascii").strip()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return revision if re.fullmatch(r"[\w.-]{1,200}", revision) and revision not in (
+        ".", "..") else None
+
+
 def snapshot_of(repo_dir: Path) -> Path | None:
     """The snapshot refs/main points at, else the newest snapshot, else None."""
     snapshots = repo_dir / "snapshots"
-    ref = repo_dir / "refs" / "main"
-    if ref.is_file():
-        revision = ref.read_text(encoding="utf-8").strip()
-        if revision and (snapshots / revision).is_dir():
-            return snapshots / revision
-    if not snapshots.is_dir():
+    revision = _revision(repo_dir / "refs" / "main") if is_file(repo_dir / "refs" / "main") \
+        else None
+    if revision and is_dir(snapshots / revision):
+        return snapshots / revision
+    if not is_dir(snapshots):
         return None
-    candidates = [p for p in snapshots.iterdir() if p.is_dir()]
-    return max(candidates, key=lambda p: p.stat().st_mtime, default=None)
+    try:
+        candidates = [(p.stat().st_mtime, p) for p in snapshots.iterdir() if is_dir(p)]
+    except OSError:  # unreadable, or a snapshot removed while listed
+        return None
+    return max(candidates, key=lambda c: c[0], default=(0, None))[1]
 
 
 def find_cached(name: str) -> Path:
@@ -72,7 +101,7 @@ def find_cached(name: str) -> Path:
     tried = [cache / folder for folder in repo_folders(name)]
     found = [snap for snap in map(snapshot_of, tried) if snap is not None]
     for snap in found:
-        if (snap / "model.safetensors").is_file():
+        if is_file(snap / "model.safetensors"):
             return snap
     if found:
         return found[0]  # the checkpoint loader explains what the snapshot lacks
@@ -85,45 +114,57 @@ def find_cached(name: str) -> Path:
     )
 
 
+def model_exists(path: Path, model: str) -> bool:
+    """Whether --model's path is there; a path that cannot be looked at is one line."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as err:  # a name over 255 bytes, a loop of links, a folder not to be read
+        raise AttnCliError(f"--model {model!r}: {err.strerror or err}") from None
+    except ValueError as err:  # a NUL byte
+        raise AttnCliError(f"--model {model!r}: {err}") from None
+    return True
+
+
 def locate_checkpoint(model: str) -> tuple[Path, Path | None]:
     """The safetensors file a hub name or path points at, and the config.json beside it, if any."""
     path = Path(model).expanduser()
-    try:
-        path.stat()
-    except OSError as err:  # a name over 255 bytes, a loop of links
-        if err.errno in (errno.ENAMETOOLONG, errno.ELOOP):
-            raise AttnCliError(f"--model {model!r}: {err.strerror}") from None
-    if not path.exists():
+    if not model_exists(path, model):
         if not looks_like_hub_name(model):
             raise AttnCliError(f"no such file or directory: {model}")
         path = find_cached(model)
-    if path.is_dir():
+    if is_dir(path):
         file = file_in_dir(path)
     elif path.suffix.lower() in PICKLE_SUFFIXES:
         raise AttnCliError(f"refusing to load {path}: {convert_hint(path)}")
     else:
         file = path
     config_file = file.parent / "config.json"
-    return file, config_file if config_file.is_file() else None
+    return file, config_file if is_file(config_file) else None
 
 
 def file_in_dir(directory: Path) -> Path:
     """model.safetensors, or the directory's only .safetensors file."""
-    if (directory / "model.safetensors").is_file():
+    if is_file(directory / "model.safetensors"):
         return directory / "model.safetensors"
-    if (directory / "model.safetensors.index.json").is_file():
+    if is_file(directory / "model.safetensors.index.json"):
         return directory / "model.safetensors.index.json"  # sharded: read through the index
-    entries = sorted(p.name for p in directory.iterdir())
+    try:
+        entries = sorted(p.name for p in directory.iterdir())
+    except OSError as err:
+        raise AttnCliError(f"cannot list {directory}: {err.strerror or err}") from None
     found = [n for n in entries if n.endswith(".safetensors")]
     if len(found) == 1:
         return directory / found[0]
     if found:
-        raise AttnCliError(f"{directory} holds several .safetensors files ({', '.join(found)}); "
+        listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise AttnCliError(f"{directory} holds several .safetensors files ({listed}); "
                            f"pass the one to use")
     pickles = [n for n in entries if n.lower().endswith(PICKLE_SUFFIXES)]
     if pickles:
-        raise AttnCliError(f"{directory} has no .safetensors file, only {', '.join(pickles)}; "
-                           + convert_hint(directory / pickles[0]))
+        raise AttnCliError(f"{directory} has no .safetensors file, only {', '.join(pickles[:5])}"
+                           "; " + convert_hint(directory / pickles[0]))
     if not entries:
         raise AttnCliError(f"directory {directory} is empty; expected config.json and "
                            f"model.safetensors")
@@ -167,11 +208,9 @@ def is_pickle(file: Path) -> bool:
 
 
 def read_config_file(file: Path) -> dict[str, Any]:
-    """A checkpoint's config.json as a dict; unreadable or not an object is one line."""
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AttnCliError(f"cannot read {file}: {exc}") from None
+    """A checkpoint's config.json as a dict, read by the one JSON reader (its limits and all);
+    unreadable or not an object is one line."""
+    config = read_json_file(file, str(file))
     if not isinstance(config, dict):
         raise AttnCliError(f"{file} is not a JSON object")
     return config

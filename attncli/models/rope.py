@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor
 
+from attncli.errors import AttnCliError
 from attncli.models.llama_config import LlamaSpec
 
 
@@ -36,8 +37,15 @@ def inv_freq(spec: LlamaSpec, num_tokens: int) -> Tensor:
         # NTK-aware: past the trained length, raise the base so the slowest pair still fits.
         seq_len = max(num_tokens, spec.max_positions)
         factor = scaling["factor"]
-        base = spec.rope_theta * ((factor * seq_len / spec.max_positions) - (factor - 1)) ** (
-            dim / (dim - 2))
+        try:
+            base = spec.rope_theta * ((factor * seq_len / spec.max_positions) - (factor - 1)) ** (
+                dim / (dim - 2))
+        except OverflowError:
+            base = math.inf
+        if not base < 3.4e38:  # float32's largest: the frequencies are computed in float32
+            raise AttnCliError(f"dynamic RoPE on {num_tokens:,} tokens needs a base past what "
+                               f"float32 holds (rope_theta {spec.rope_theta:g}, factor "
+                               f"{factor:g}, max_position_embeddings {spec.max_positions:,})")
         return base_inv_freq(base, dim)
     freqs = base_inv_freq(spec.rope_theta, dim)  # (dim/2,)
     if rope_type == "linear":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -12,30 +12,43 @@ import torch
 from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
+from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
+from attncli.models.checks.values import shown
+from attncli.models.locate import is_file, utf8_name
 
 INDEX = "model.safetensors.index.json"
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+_PLAIN_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]{1,255}")  # no folder, no . or ..
+
+
+def read_index(index: Path) -> dict[str, str]:
+    """The shard index's weight_map (tensor name → shard file name), read by the one JSON
+    reader and checked: every shard a plain file name in the index's own folder."""
+    doc = read_json_file(index, f"the shard index {index}")
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise AttnCliError(f"the shard index {index} has no weight_map object of tensor names "
+                           "and shard files")
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str) or not _PLAIN_NAME.fullmatch(shard):
+            raise AttnCliError(f"the shard index {index} names {shown(shard)} for the tensor "
+                               f"{shown(name)}: expected a file name beside the index")
+    return weight_map
 
 
 def weight_files(directory: Path) -> dict[str, Path]:
     """Tensor name → the file holding it, from model.safetensors or the shard index."""
     index = directory / INDEX
-    if not (directory / "model.safetensors").is_file() and index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise AttnCliError(f"cannot read the shard index {index}: {exc}") from None
-        if not isinstance(weight_map, dict):
-            raise AttnCliError(f"{index}: weight_map is not an object")
-        files = {name: directory / str(shard) for name, shard in weight_map.items()}
+    if not is_file(directory / "model.safetensors") and is_file(index):
+        files = {name: directory / shard for name, shard in read_index(index).items()}
         for shard in sorted(set(files.values())):
-            if shard.parent != directory or not shard.is_file():
+            if not is_file(shard):
                 raise AttnCliError(f"{index} names the shard {shard.name}, which is not in "
                                    f"{directory}")
         return files
     single = directory / "model.safetensors"
-    if not single.is_file():
+    if not is_file(single):
         raise AttnCliError(f"{directory} has neither model.safetensors nor {INDEX}")
     with _open(single) as handle:
         return dict.fromkeys(handle.keys(), single)
@@ -45,7 +58,8 @@ def weight_files(directory: Path) -> dict[str, Path]:
 def _open(file: Path) -> Iterator[Any]:
     """safe_open with its errors turned into ours (memory-mapped, never unpickled)."""
     try:
-        handle = safe_open(str(file), framework="pt")
+        with utf8_name(file) as name:
+            handle = safe_open(name, framework="pt")
     except (SafetensorError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AttnCliError(f"cannot read {file} as safetensors (truncated or corrupt?): "

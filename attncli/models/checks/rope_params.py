@@ -1,0 +1,92 @@
+"""rope_scaling / rope_parameters of a Llama-family config, checked as transformers reads them.
+
+transformers (5.x) takes rope_scaling over rope_parameters when both are set, rope_theta from
+the dict before the top-level key, rotates the whole head for the default type whatever
+partial_rotary_factor says, and fails on a partial rotary with a scaled type: so does attncli.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attncli.errors import AttnCliError
+from attncli.models.checks.values import config_int, config_number, shown
+
+# Each implemented rope_type and the parameters it needs besides rope_theta.
+ROPE_TYPES: dict[str, tuple[str, ...]] = {
+    "default": (),
+    "linear": ("factor",),
+    "dynamic": ("factor",),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+}
+WHERE = "config.json rope_scaling"
+
+
+def _scaling_dict(config: dict[str, Any]) -> dict[str, Any]:
+    """The rope dict transformers uses: rope_scaling when set, else rope_parameters."""
+    for key in ("rope_scaling", "rope_parameters"):
+        value = config.get(key)
+        if value is None or value == {}:
+            continue
+        if not isinstance(value, dict):
+            raise AttnCliError(f"config.json: {key} must be an object (got {shown(value)})")
+        if any(isinstance(v, dict) for v in value.values()):
+            raise AttnCliError(f"config.json sets {key} per layer type, which attncli does not "
+                               "implement (one rope dict for every layer)")
+        return dict(value)
+    return {}
+
+
+def _rope_type(scaling: dict[str, Any]) -> str:
+    rope_type = scaling.get("rope_type", scaling.get("type", "default"))
+    if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
+        raise AttnCliError(f"config.json sets rope_scaling.rope_type={shown(rope_type)}, which "
+                           f"attncli does not implement (choose from {', '.join(ROPE_TYPES)})")
+    return rope_type
+
+
+def _partial(config: dict[str, Any], scaling: dict[str, Any]) -> float:
+    """partial_rotary_factor, from the rope dict before the top level: a fraction in (0, 1]."""
+    key = "partial_rotary_factor"
+    source = scaling if key in scaling else config
+    if source.get(key) is None:
+        return 1.0
+    partial = config_number(source, key, where="config.json", high=1.0, closed=True)
+    if partial == 0:
+        raise AttnCliError(f"config.json: {key} must be above 0 (got 0)")
+    return partial
+
+
+def rope_settings(config: dict[str, Any], head_dim: int,
+                  max_positions: int) -> tuple[float, dict[str, Any], int]:
+    """rope_theta, the checked scaling parameters (rope_type named) and the rotary dim."""
+    scaling = _scaling_dict(config)
+    rope_type = _rope_type(scaling)
+    theta_from = scaling if scaling.get("rope_theta") is not None else config
+    theta = config_number(theta_from, "rope_theta", 10000.0, where="config.json", low=1.0)
+    partial = _partial(config, scaling)
+    if head_dim % 2:
+        raise AttnCliError(f"config.json: head_dim must be even for RoPE, which turns pairs of "
+                           f"dimensions (got {head_dim})")
+    checked: dict[str, Any] = {"rope_type": rope_type}
+    for key in ROPE_TYPES[rope_type]:
+        checked[key] = config_number(scaling, key, where=WHERE)
+    if rope_type == "default":
+        return theta, checked, head_dim  # transformers turns the whole head here
+    if int(head_dim * partial) != head_dim:
+        raise AttnCliError(f"config.json sets partial_rotary_factor={partial:g} with "
+                           f"rope_type {rope_type!r}, which transformers cannot run (its "
+                           f"{rope_type} frequencies cover {int(head_dim * partial)} of "
+                           f"head_dim {head_dim}); attncli refuses it too")
+    checked["factor"] = config_number(scaling, "factor", where=WHERE, low=1.0, closed=True)
+    if rope_type == "dynamic" and head_dim <= 2:
+        raise AttnCliError(f"config.json: dynamic RoPE raises its base to dim / (dim - 2), "
+                           f"which needs head_dim above 2 (got {head_dim})")
+    if rope_type == "llama3":
+        low, high = checked["low_freq_factor"], checked["high_freq_factor"]
+        if not high > low:
+            raise AttnCliError(f"{WHERE}: high_freq_factor must be above low_freq_factor "
+                               f"(got {high:g} and {low:g})")
+        old = "original_max_position_embeddings"
+        checked[old] = config_int(scaling, old, max_positions, where=WHERE)
+    return theta, checked, head_dim
