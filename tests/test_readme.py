@@ -199,14 +199,13 @@ def test_the_block_shows_what_its_commands_print(block: Block, run_line: Runner)
 
 @pytest.mark.parametrize("block", LISTS, ids=_ids)
 def test_the_listed_commands_run(block: Block, run_line: Runner) -> None:
-    failures, ran = [], 0
+    failures = []
     for line, command in listed(block):
         if _not_run(command) is not None:
             continue
         stated = re.search(r"#.*\bexits? (\d+)\b", command)
         expected = int(stated.group(1)) if stated else 0
         res = run_line(command, 100)
-        ran += 1
         last = (stages(command) or [[""]])[-1][:1]
         if res.code != expected:
             failures.append(f"README.md:{line}: `{command}` exited {res.code}, not {expected}:"
@@ -215,7 +214,6 @@ def test_the_listed_commands_run(block: Block, run_line: Runner) -> None:
                                                         and res.out.strip() == "null")):
             failures.append(f"README.md:{line}: `{command}` printed nothing")
     assert failures == [], "\n\n".join(failures)
-    assert ran or all(_not_run(c) for _, c in listed(block))
 
 
 def test_the_harness_prints_what_the_installed_attncli_prints(run_line: Runner) -> None:
