@@ -58,6 +58,9 @@ def test_naive_is_skipped_where_it_cannot_fit() -> None:
 
 def test_fit_and_sizes() -> None:
     assert sizes(1000) == [128, 256, 512]
+    assert sizes(128) == [128] and sizes(255) == [128]
+    huge = sizes(10**400)  # no float on the way (10^400 / 128 overflows one)
+    assert huge[-1] <= 10**400 < 2 * huge[-1] and len(huge) == 1322
     quadratic = [(n, 5000 + 3 * n * n) for n in (128, 256, 512, 1024)]
     assert fit_exponent(quadratic) == pytest.approx(2.0)
     assert fit_exponent([(128, 1.0)]) is None
@@ -65,8 +68,12 @@ def test_fit_and_sizes() -> None:
 
 def test_cli_json_keys_and_table(cli) -> None:  # noqa: ANN001
     doc = cli("cost", "--max-tokens", "512", "--json").json()
-    assert set(doc) == {"rows", "fit", "projection", "max_abs_diff"}
+    assert set(doc) == {"rows", "fit", "fit_reasons", "projection", "max_abs_diff"}
     assert all(set(row) == ROW_KEYS for row in doc["rows"]) and set(doc["fit"]) == FIT_KEYS
+    # Three sizes are too few for a finding: every exponent null, each with its reason.
+    assert set(doc["fit_reasons"]) == FIT_KEYS and all(v is None for v in doc["fit"].values())
+    assert all("the range is too short: 3 size(s) measured, a fit needs 4" in reason
+               for reason in doc["fit_reasons"].values())
     assert set(doc["projection"]) == {"32768", "131072"}
     assert set(doc["projection"]["32768"]) == {"naive_bytes", "tiled_bytes"}
     res = cli("cost", "--max-tokens", "256")

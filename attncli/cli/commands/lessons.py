@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -47,8 +46,9 @@ def _lang(lang: Any) -> str:
     return resolve_lang(lang and lang.value, os.environ)
 
 
-def _request(text: str | None, file: Path | None, inputs: Path | None, variant: Variant | None,
-             default: Variant, model: str | None = None, layer: int | None = None, *,
+def _request(text: str | None, file: str | None, inputs: str | None,
+             variant: Variant | None, default: Variant, model: str | None = None,
+             layer: int | None = None, *,
              encoding: str, allow_special: bool, seed: int, emb_dim: int, positions: bool,
              d_out: int | None, heads: int | None, qkv_bias: bool) -> Request:
     """The lesson's request, with its input read (TEXT, --file, stdin or --inputs)."""
@@ -235,8 +235,10 @@ def cost(
 
     Each size runs in a fresh measurement; the bytes are those of the tensors each pass
     allocates, tracked as torch creates and frees them. Exponents are fitted on a log-log
-    scale and the naive memory projected to 32K and 128K tokens. The naive path is skipped
-    where it would need more than 2 GiB.
+    scale, given only where the last three doublings agree (else the reason says the range
+    is too short), and the naive memory projected to 32K and 128K tokens. The naive path is
+    skipped where it would need more than 2 GiB; sizes that would not fit in memory, or take
+    minutes, are refused before anything runs.
 
     Examples:
 

@@ -64,6 +64,20 @@ def _exponent(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def _reasons(result: CostResult, lang: str) -> list[str]:
+    """One line per exponent not given: which, and why the range does not show it."""
+    lines = []
+    for key, fit in result.fits.items():
+        if fit.kind is None:
+            continue
+        path, what, _ = key.split("_")
+        name = text(lang, f"cost.series.{path}_{what}")
+        reason = fit.reason if lang == "en" else text(lang, f"cost.reason.{fit.kind}",
+                                                      **fit.values)
+        lines.append(text(lang, "cost.unfitted", name=name, reason=reason))
+    return lines
+
+
 def render_cost(console: Console, result: CostResult, lang: str = "en") -> RenderableType:
     """The table, the bars, the exponents, the projection and the check."""
     config, fit = result.config, result.fit
@@ -76,6 +90,7 @@ def render_cost(console: Console, result: CostResult, lang: str = "en") -> Rende
                             tb=_exponent(fit["tiled_bytes_exponent"]),
                             ns=_exponent(fit["naive_seconds_exponent"]),
                             ts=_exponent(fit["tiled_seconds_exponent"])))]
+    parts += [prose(console, line) for line in _reasons(result, lang)]
     for tokens, projected in result.projection.items():
         naive, tiled = projected["naive_bytes"], projected["tiled_bytes"]
         parts.append(prose(console, text(

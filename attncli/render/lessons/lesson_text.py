@@ -9,6 +9,12 @@ from __future__ import annotations
 from attncli.i18n import LANGS
 
 STRINGS: dict[str, tuple[str, str]] = {
+    # tables cut to fit the terminal
+    "fit.note": ("To fit {width} columns: {what}; --json has every number.",
+                 "为适应 {width} 列的宽度：{what}；--json 含全部数字。"),
+    "fit.columns": ("left out {cols}", "省略了 {cols}"),
+    "fit.decimals": ("{p} decimals instead of {asked}", "保留 {p} 位小数（而非 {asked} 位）"),
+    "fit.and": ("; ", "；"),
     # permute
     "permute.title": ("Word order: {a} and {b} hold the same tokens in another order ({variant})",
                       "词序：{a} 与 {b} 由相同的词元组成，只是顺序不同（{variant}）"),
@@ -82,7 +88,9 @@ STRINGS: dict[str, tuple[str, str]] = {
         "exp(m_old − m_new) 重新缩放（“重缩放”一列），因此在线 softmax 从不需要一次拿到整行分数。"),
     "flash.columns": ("keys|scaled scores|block max|m|rescale|l|accumulator",
                       "键|缩放后的分数|块内最大值|m|重缩放|l|累加器"),
-    "flash.skipped": ("skipped: every key is after the query", "跳过：这些键都在查询之后"),
+    "flash.skipped": ("skipped", "跳过"),
+    "flash.skipped_note": ("Skipped: a block whose every key is after the query.",
+                           "跳过：这一块的键都在查询之后。"),
     "flash.final": ("Final weights exp(s − m) / l and context vector acc / l, then the check:",
                     "最终权重 exp(s − m) / l 与上下文向量 acc / l，然后检查："),
     "flash.check": ("Check: equal to the naive full pass (max |diff| weights {weights}, context "
@@ -116,6 +124,20 @@ STRINGS: dict[str, tuple[str, str]] = {
                  "naive time {ns}, tiled time {ts}.",
                  "增长指数（在对数-对数坐标上拟合每次翻倍所增加的量，这样固定大小的块不会掩盖增长）："
                  "朴素字节 {nb}，分块字节 {tb}；朴素用时 {ns}，分块用时 {ts}。"),
+    "cost.unfitted": ("No exponent for {name}: {reason}.", "{name}没有给出增长指数：{reason}。"),
+    "cost.series.naive_bytes": ("naive bytes", "朴素字节"),
+    "cost.series.tiled_bytes": ("tiled bytes", "分块字节"),
+    "cost.series.naive_seconds": ("naive time", "朴素用时"),
+    "cost.series.tiled_seconds": ("tiled time", "分块用时"),
+    # The English reasons come from the lesson (lessons/growth.py), as the JSON has them.
+    "cost.reason.few": ("", "测量范围太短：只测了 {sizes:.0f} 个规模，拟合至少需要 {needed:.0f} 个"
+                            "（请用更大的 --max-tokens）"),
+    "cost.reason.flat": ("", "测量范围太短：从 {a:,.0f} 到 {b:,.0f} 个词元没有增长，在这些规模上"
+                             "噪声比增长还大"),
+    "cost.reason.shrinking": ("", "测量范围太短：每次翻倍所增加的量反而变小（指数 "
+                                  "{exponent:.2f}），规模太小，还看不出增长"),
+    "cost.reason.unsettled": ("", "测量范围太短：最后几次翻倍的指数不一致（{low:.2f} 到 "
+                                  "{high:.2f}，相差超过 {spread}），增长还没有稳定"),
     "cost.projection": ("At {n} tokens the naive path would need {naive}; the tiled path {tiled}.",
                         "在 {n} 个词元时，朴素路径需要 {naive}；分块路径需要 {tiled}。"),
     "cost.check": ("Check: the tiled context equals the naive one at every size both ran "

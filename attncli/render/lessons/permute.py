@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.text import Text
 
 from attncli.render.draw.prose import prose
 from attncli.render.draw.tables import Axis, render_matrix
+from attncli.render.lessons.fit import fitted_labels
 from attncli.render.lessons.lesson_text import diff_text, text
 
 if TYPE_CHECKING:
@@ -26,9 +26,11 @@ def _masked(matrix: Sequence[Sequence[float | None]], causal: bool) -> list[list
 
 def _weights(console: Console, title: str, tokens: list[TokenInfo], weights: Stack,
              causal: bool, precision: int) -> RenderableType:
-    axis = Axis([escape(t.text) for t in tokens], [t.index for t in tokens])
-    return render_matrix(console, title, axis, axis, _masked(weights[0], causal), precision,
-                         vmin=0.0, vmax=1.0, show_legend=False)
+    rows = Axis([t.text for t in tokens], [t.index for t in tokens])
+    matrix = _masked(weights[0], causal)
+    cols = fitted_labels(console, rows, rows, matrix, precision)
+    return render_matrix(console, title, rows, cols, matrix, precision, vmin=0.0, vmax=1.0,
+                         show_legend=False)
 
 
 def _finding(result: PermuteResult, case: PermuteCase, lang: str) -> str:
