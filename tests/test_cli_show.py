@@ -56,10 +56,10 @@ def test_stdin_dash() -> None:
 BAD = [
     ("", "is not valid JSON"),
     ("[[1, 2], [3]]", "row 1 has 1 values, expected 2"),
-    ('[[1, "x"], [0, 1]]', "cell [0][1] is 'x'"),
+    ('[[1, "x"], [0, 1]]', 'weights[0][1] is "x"'),
     ("[[NaN]]", "NaN"),
     ('{"a": 1}', "no weights in this JSON"),
-    ('{"tokens": ["a"], "weights": [[1, 0], [0, 1]]}', "tokens: expected a list of 2"),
+    ('{"tokens": ["a"], "weights": [[1, 0], [0, 1]]}', "tokens has 1 items, expected 2"),
     ('{"variant": "causal"}', "not a run's output"),
     ("[[[1, 0], [0, 1]], [[1]]]", "head 1"),
     ("[]", "must be a [N][N] or [H][N][N]"),

@@ -43,7 +43,7 @@ def test_shapes() -> None:
         weights_stack([[0.5, 0.5]])
     with pytest.raises(AttnCliError, match="head 1 is 1×2"):
         weights_stack([[[1, 0], [0, 1]], [[1, 0]]])
-    with pytest.raises(AttnCliError, match="cell \\[0\\]\\[0\\] is True"):
+    with pytest.raises(AttnCliError, match=r"weights\[0\]\[0\] is true"):
         weights_stack([[True]])
 
 
@@ -55,5 +55,5 @@ def test_kinds() -> None:
     saved = saved_from(doc)
     assert saved.kind == "run" and saved.results[0].query.index == 2
     assert saved_from({"variants": [doc]}).kind == "compare"
-    with pytest.raises(AttnCliError, match="no weights"):
+    with pytest.raises(AttnCliError, match="cannot draw `tokens`"):
         saved_from({"encoding": "gpt2", "tokens": []})

@@ -51,8 +51,12 @@ def text_key(name: str, variant: str, kind: str) -> str:
 
 
 def d_k(result: Result) -> int:
-    """The key width the scores are scaled by (head_dim)."""
-    return len(result.stages["keys"][0][0])
+    """The key width the scores are scaled by (head_dim), from the keys when they are kept."""
+    keys = result.stages.get("keys")
+    if keys:
+        return len(keys[0][0])
+    family = result.model.family if result.model is not None else None
+    return family.head_dim if family is not None else result.config.d_out // result.config.heads
 
 
 def stage_title(result: Result, name: str, lang: str) -> str:

@@ -26,8 +26,11 @@ from attncli.cli.options import (
 )
 from attncli.cli.output import Page, check_outputs, deliver
 from attncli.cli.requests import display_of
+from attncli.core.checks.run import CORNER
 from attncli.core.display import Display, Window, parse_stages, parse_windows
-from attncli.core.result import STAGES
+from attncli.core.result import STAGES, Result
+from attncli.core.saved import with_stages
+from attncli.errors import AttnCliError
 
 
 @app.command()
@@ -66,17 +69,55 @@ def show(
     stages = parse_stages(show, STAGES)
     check_outputs(save, save_json)
     saved = load_saved(file)
+    if saved.kind == "heads":
+        _heads_only(head, query, show, rows, cols)
+        doc, build = _output("heads", saved.results[0].to_dict(), saved.results, None)
+        deliver(doc, build, as_json, save, save_json)
+        return
     results = [pick(result, head, query) for result in saved.results]
     first = results[0]
-    if saved.kind != "heads" and first.window is not None and first.long is None:
+    if first.window is not None and (first.long is None or not _corner(first)):
         windows = (windows[0] or _span(first.window["rows"], "--rows"),
                    windows[1] or _span(first.window["cols"], "--cols"))
-    if stages is None and first.stages:
-        stages = tuple(first.stages)
-    display = display_of(first, precision, view, *windows, stages,
-                         lang.value if lang else "en", scale) if saved.kind != "heads" else None
-    doc, build = _output(saved.kind, saved.doc, results, display)
+    display = display_of(first, precision, view, *windows, stages or None,
+                         lang.value if lang else "en", scale)
+    if first.long is not None:
+        _inside(first, display)
+    doc, _ = _output(saved.kind, {}, results, display)
+    if stages is None and first.stages and first.long is None:
+        stages = tuple(name for name in first.stages if first.stages[name] is not None)
+    if stages:
+        results = [with_stages(r, stages) for r in results]
+        display = replace(display, stages=stages)
+    _, build = _output(saved.kind, {}, results, display)
     deliver(doc, build, as_json, save, save_json)
+
+
+def _heads_only(head: int | None, query: str | None, show: str | None, rows: str | None,
+                cols: str | None) -> None:
+    """Refuse the options `heads` JSON has nothing for: it holds measures, no weights."""
+    given = [name for name, value in (("--head", head), ("--query", query), ("--show", show),
+                                      ("--rows", rows), ("--cols", cols)) if value is not None]
+    if given:
+        raise AttnCliError(f"{given[0]} does not apply to `heads` JSON: it holds each head's "
+                           "measures, not its weights")
+
+
+def _corner(result: Result) -> bool:
+    """True for the corner a tiled run keeps without --rows/--cols (not a window it showed)."""
+    side = min(len(result.tokens), CORNER)
+    return result.window == {"rows": [0, side], "cols": [0, side]}
+
+
+def _inside(result: Result, display: Display) -> None:
+    """--rows/--cols on a tiled run's file: within the window of weights it holds."""
+    assert result.window is not None, "a tiled run holds its window"
+    for option, span, held in (("--rows", display.rows, result.window["rows"]),
+                               ("--cols", display.cols, result.window["cols"])):
+        if span is not None and not held[0] <= span[0] < span[1] <= held[1]:
+            raise AttnCliError(f"{option} {span[0]}:{span[1]} is outside the window this file "
+                               f"holds ({option} {held[0]}:{held[1]}); run it again with "
+                               f"{option} {span[0]}:{span[1]}")
 
 
 def _span(span: list[int], option: str) -> Window:

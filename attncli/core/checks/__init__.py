@@ -1,0 +1,1 @@
+"""Every part of a saved attncli document checked before `attncli show` draws it."""
