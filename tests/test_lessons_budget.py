@@ -1,0 +1,109 @@
+"""The lessons estimate their sizes before work: hostile sizes exit 2 at once, in one line naming
+the option and the size, as real runs of the installed attncli under an address-space limit."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attncli.errors import AttnCliError
+from attncli.lessons.budget import (
+    COST_MACS,
+    LESSON_CELLS,
+    LESSON_MACS,
+    check_cost,
+    check_model_kvcache,
+)
+from tests.gpt2_fixtures import save_hf_gpt2
+
+ATTNCLI = Path(sys.executable).parent / "attncli"
+MEMORY_LIMIT = 3 * 2**30
+TIMEOUT_S = 300  # generous: the machine is shared; a refusal takes a second or two
+LONG = "a b " * 1500  # 3,000 tokens: more than a lesson lists (4,194,304 weights)
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def _refused(*args: str, cwd: Path | None = None) -> str:
+    """Run attncli under the limit; it must exit 2 with one line on stderr, nothing on stdout."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "80"}
+    done = subprocess.run([str(ATTNCLI), *args], capture_output=True, env=env, cwd=cwd,
+                          timeout=TIMEOUT_S, preexec_fn=_limit_memory, check=False)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert done.stdout == b"" and err.startswith("attncli: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (("cost", "--max-tokens", "10000000"),
+     ["--max-tokens 10000000 with --emb-dim 64", "up to 65,536 tokens", "--max-tokens 32768"]),
+    (("cost", "--max-tokens", "65536"), ["--max-tokens 65536", "use --max-tokens 32768 or less"]),
+    (("cost", "--max-tokens", HUGE), [f"--max-tokens {HUGE}", "use --max-tokens 32768"]),
+    (("cost", "--emb-dim", "10000000"), ["--emb-dim 10000000", "up to 128 tokens",
+                                         "use a smaller --emb-dim"]),
+    (("cost", "--emb-dim", HUGE), [f"--emb-dim {HUGE}", "about 10^404 multiply-adds"]),
+    (("cost", "--emb-dim", "2000000", "--max-tokens", "128"),
+     ["--emb-dim 2000000 needs 8.2 GB at 128 tokens, more than half the"]),
+    (("cost", "--heads", "65536", "--emb-dim", "65536"),
+     ["--heads 65536 (65,536 × 128 × 128 tiles) needs", "GB at 128 tokens"]),
+    (("kvcache", LONG), ["kvcache on the text (3,001 tokens × 1 head(s)) lists 4,504,501 "
+                         "attention weights", "at most 2,896 tokens"]),
+    (("kvcache", "a b " * 750, "--variant", "multihead", "--heads", "4"),
+     ["kvcache on the text (1,501 tokens × 4 head(s))", "at most 1,448 tokens"]),
+    (("flash", LONG, "--block", "1"),
+     ["flash on the text (3,001 tokens × 1 head(s)) is checked against a naive pass of "
+      "9,006,001 attention weights", "at most 2,048 tokens"]),
+    (("permute", LONG, LONG), ["permute on two texts of 3,001 tokens × 1 head(s) lists "
+                               "36,024,004 attention weights", "at most 1,024 tokens"]),
+    (("kvcache", "x", "--emb-dim", "100000000"), ["--emb-dim 100000000 needs"]),
+])
+def test_sizes_past_the_budget_exit_2_naming_them(args: tuple[str, ...],
+                                                  named: list[str]) -> None:
+    err = _refused(*args)
+    for part in named:
+        assert part in err, err
+
+
+def test_flash_on_many_input_vectors(tmp_path: Path) -> None:
+    vectors = tmp_path / "x.json"
+    vectors.write_text(json.dumps({"tokens": [f"t{i}" for i in range(2100)],
+                                   "vectors": [[1.0, float(i % 7)] for i in range(2100)]}))
+    err = _refused("flash", "--inputs", str(vectors))
+    assert "flash on --inputs (2,100 tokens × 1 head(s))" in err, err
+
+
+def test_kvcache_model_on_a_long_text(tmp_path: Path) -> None:
+    model = tmp_path / "gpt2"
+    save_hf_gpt2(model, seed=3, n_layer=1, n_head=2, n_embd=16, n_positions=4096)
+    err = _refused("kvcache", LONG, "--model", str(model))
+    assert f"kvcache --model {model} on 3,001 tokens × 2 head(s) lists" in err, err
+
+
+def test_the_work_of_a_model_is_bounded() -> None:
+    # A model of 1e9 multiply-adds per token: 60 tokens decoded and checked are 1.2e11.
+    with pytest.raises(AttnCliError, match=r"kvcache --model big on 60 tokens needs about "
+                       r"1\.2e\+11 multiply-adds \(16 layers.*about 50 tokens here\)"):
+        check_model_kvcache(60, 8, 16, 62_500_000, 60 * 10**9, 0, "big")
+    check_model_kvcache(40, 8, 16, 1000, 40 * 10**9, 0, "small")  # 8e10: within the bound
+    assert LESSON_MACS == 10**11 and LESSON_CELLS == 2**22
+
+
+def test_cost_work_is_counted_over_every_size() -> None:
+    sizes = [128 * 2**k for k in range(9)]  # 128 … 32,768: about 1.8e11 at --emb-dim 64
+    check_cost(32768, sizes, 1, 64, 128)
+    with pytest.raises(AttnCliError, match="use --max-tokens 32768 or less"):
+        check_cost(65536, [*sizes, 65536], 1, 64, 128)
+    assert 2 * 64 * sum(n * n for n in sizes) <= COST_MACS
