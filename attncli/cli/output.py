@@ -79,6 +79,12 @@ def check_outputs(save: Path | None, save_json: Path | None) -> None:
         check_save(save, save_json)
 
 
+def is_page(save: Path | None) -> bool:
+    """Whether --save names the interactive page (.html or .htm, not .term.html)."""
+    name = "" if save is None else save.name.lower()
+    return name.endswith((".html", ".htm")) and not name.endswith(".term.html")
+
+
 def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
             save_json: Path | None, extra: dict[str, Any] | None = None) -> None:
     """Write --save-json and --save, then print the JSON or the rendered view.
@@ -92,8 +98,7 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
         from attncli.render.jsonout import json_pieces
 
         write_atomic(save_json, (piece.decode() for piece in json_pieces(doc)), "--save-json")
-    if save is not None and save.name.lower().endswith((".html", ".htm")) \
-            and not save.name.lower().endswith(".term.html"):
+    if save is not None and is_page(save):
         from attncli.render.page import render_page
 
         write_atomic(save, render_page(doc, f"attncli · {save.stem}", extra), "--save")

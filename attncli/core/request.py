@@ -181,4 +181,5 @@ class Extract:
     query: str | None = None  # --query: one query's exact row, an index or a token's text
     head: int | None = None  # --head: the result holds this head alone
     maps: bool = False  # tiled path: pooled heatmaps of the heads, for a terminal or --save
+    page: bool = False  # tiled path: the weights near the diagonal, for the page's moving window
     grid: int = field(default=128)  # tiled path: the most heatmap blocks on each side

@@ -188,6 +188,9 @@ class LongStats:
     stats: dict[str, Any]  # numpy: lse, entropy (heads, N); top_k: {index, weight} (heads, N, k)
     summary: list[dict[str, Any]]  # per head: head, entropy, first, prev, self, top_k_mass, ...
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
+    # The heads shown, for the page's moving window: (heads, N, span) float32 numpy, each row's
+    # exact weights on its 64 keys up to itself (causal) or 63 either side; NaN outside.
+    band: Any = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +267,7 @@ class HeadsResult:
     tokens: list[TokenInfo]
     measures: list[dict[str, Any]]  # one per head: layer, head, entropy, prev, first, self, ...
     thumbnails: list[list[Matrix]]  # [layers][heads][p][p] weights max-pooled to p ≤ T
+    weights: Any = None  # (layers, heads, T, T) float32 numpy: exact, for the page's ranking
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli heads`: the measures of every head, in table order."""

@@ -27,13 +27,14 @@ from attncli.errors import AttnCliError
 from attncli.long.pooling import block_edges, block_size, maps_from_blocks, pooled_maps
 from attncli.long.tiled import tiled_attention
 from attncli.long.tiles import TiledOutput
-from attncli.long.window import weights_window
+from attncli.long.window import weights_band, weights_window
 
 # (what, done, total): a long run's progress, called from worker threads too.
 Progress = Callable[[str, int, int], None]
 
 SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
 DEFAULT_WINDOW = 64  # the top-left corner a long run's JSON holds without --rows/--cols
+BAND_CELLS = 2**22  # the most weights the page's moving window holds (about 40 MB of JSON)
 
 
 @dataclass
@@ -137,6 +138,20 @@ def query_row(t: Tiled, index: int, tokens: list[TokenInfo]) -> QueryRow:
     return QueryRow(index, tokens[index].text, data[:, 0])
 
 
+def band(t: Tiled, shown: list[int]) -> Any:
+    """The heads' weights near the diagonal for the page's moving window (a float32 numpy
+    array, see weights_band) to 4 significant digits, as the page shows them (a third of the
+    text); None when it would hold more than BAND_CELLS."""
+    span = DEFAULT_WINDOW if t.causal else 2 * DEFAULT_WINDOW - 1
+    if len(shown) * t.queries.shape[1] * span > BAND_CELLS:
+        return None
+    heads = torch.tensor(shown, device=t.queries.device)
+    values = weights_band(t.queries[heads], t.keys[heads], t.out.lse[heads], DEFAULT_WINDOW,
+                          t.causal)  # (heads, N, span)
+    digits = 10.0 ** (3 - values.abs().clamp(min=1e-38).log10().floor())  # (heads, N, span)
+    return ((values * digits).round() / digits).numpy()
+
+
 def stats(out: TiledOutput) -> dict[str, Any]:
     """The per-row stats of every head as numpy arrays."""
     return {"lse": out.lse.cpu().numpy(), "entropy": out.entropy.cpu().numpy(),
@@ -203,7 +218,7 @@ def run_long(req: Request, prep: Prepared, extract: Extract,
     with torch.no_grad():
         long = LongStats(stats=stats(t.out), summary=summary(t),
                          maps=maps(t, shown, req.pooling.value, extract.grid, progress)
-                         if extract.maps else [])
+                         if extract.maps else [], band=band(t, shown) if extract.page else None)
         weights = window_weights(t, rows, cols)
         query = None if index is None else query_row(t, index, tokens)
     context = t.context

@@ -39,3 +39,27 @@ def _range_index(span: range, num_tokens: int, name: str, device: torch.device) 
             f"{name} must lie within 0..{num_tokens - 1} (got {name}={span!r}, N={num_tokens})"
         )
     return torch.arange(span.start, span.stop, span.step, device=device)  # (len(span),)
+
+
+@torch.no_grad()
+def weights_band(queries: Tensor, keys: Tensor, lse: Tensor, width: int, causal: bool,
+                 chunk: int = 1024) -> Tensor:
+    """(heads, N, span) each row i's exact weights on keys i-width+1 … i (causal; span = width)
+    or i-width+1 … i+width-1 (span = 2·width-1), NaN past the text's ends or masked.
+
+    Any width × width window on the diagonal is read from it: the page's moving window.
+    """
+    num_tokens = queries.shape[1]
+    span = width if causal else 2 * width - 1
+    parts = []
+    for s in range(0, num_tokens, chunk):
+        e = min(s + chunk, num_tokens)
+        c0, c1 = max(s - width + 1, 0), min(e + (0 if causal else width - 1), num_tokens)
+        weights = weights_window(queries, keys, lse, range(s, e), range(c0, c1), causal)
+        rows = torch.arange(s, e, device=queries.device)  # (R,)
+        cols = rows[:, None] - (width - 1) + torch.arange(span, device=queries.device)  # (R, S)
+        inside = (cols >= 0) & (cols < num_tokens)  # (R, span); causal: every col ≤ its row
+        picked = weights.gather(2, (cols - c0).clamp(0, c1 - c0 - 1).expand(
+            weights.shape[0], -1, -1))  # (heads, R, span)
+        parts.append(picked.masked_fill_(~inside, float("nan")).cpu())
+    return torch.cat(parts, 1) if parts else lse[:, :0, None].expand(-1, 0, span).cpu()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 import torch
 from torch import Tensor
@@ -11,6 +11,12 @@ from attncli.core.measures import MEASURES, head_means
 from attncli.errors import AttnCliError
 
 SORT_KEYS = ("layer", "head", *MEASURES)
+PAGE_WEIGHTS = 2**22  # `heads` keeps its exact weights for the page's ranking up to this many
+
+
+def page_weights(weights: Tensor) -> Any:
+    """(layers, heads, T, T) as a float32 numpy array for the page, None when too many."""
+    return weights.float().cpu().numpy() if weights.numel() <= PAGE_WEIGHTS else None
 
 
 class HeadMeasures(TypedDict):

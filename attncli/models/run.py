@@ -16,7 +16,7 @@ from attncli.errors import AttnCliError
 from attncli.models.checkpoint import Checkpoint, resolve_checkpoint
 from attncli.models.gpt2 import gpt2_all_layers, gpt2_attention
 from attncli.models.llama_config import family_of, is_llama_family
-from attncli.models.measures import head_measures, sort_measures
+from attncli.models.measures import head_measures, page_weights, sort_measures
 
 if TYPE_CHECKING:
     from attncli.long.run import Progress
@@ -78,4 +78,5 @@ def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
     config = {"model": req.model, "encoding": "gpt2", "allow_special": req.allow_special,
               "num_tokens": len(tokens), "sort": sort, "version": __version__}
     return HeadsResult(config=config, model=model_info(ckpt), tokens=tokens,
-                       measures=[dict(m) for m in measures], thumbnails=plain(thumbs))
+                       measures=[dict(m) for m in measures], thumbnails=plain(thumbs),
+                       weights=page_weights(weights))

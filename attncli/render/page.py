@@ -14,6 +14,8 @@ from typing import Any
 
 from attncli.render.jsonout import json_pieces
 
+BAND_WIDTH = 64  # the moving window's side: long.band holds each row's keys around it
+ASSETS = ("page.js", "page-long.js", "page-heads.js", "page-lessons.js")  # one script, in order
 # Only inline script and style, and nothing from the network, whatever a token's text holds.
 POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
           "img-src data:")
@@ -48,16 +50,27 @@ def render_page(doc: dict[str, Any], title: str = "attncli",
     yield "</script>\n<script type=\"application/json\" id=\"attncli-extra\">"
     for piece in json_pieces(extra or {}):
         yield script_safe(piece.decode())
-    yield f"</script>\n<script>\n{asset('page.js')}</script>\n</body>\n</html>\n"
+    code = "".join(asset(name) for name in ASSETS)
+    yield f"</script>\n<script>\n\"use strict\";\n(() => {{\n{code}main();\n}})();\n</script>\n" \
+        "</body>\n</html>\n"
 
 
 def page_extra(result: object) -> dict[str, Any]:
-    """What the page draws beyond the JSON: heads' thumbnails, a long run's pooled maps."""
+    """What the page draws beyond the JSON: heads' thumbnails (and exact weights when small),
+    a long run's pooled maps and the weights near its diagonal, for the moving window."""
     from attncli.core.result import HeadsResult, Result
 
     if isinstance(result, HeadsResult):
-        return {"thumbnails": result.thumbnails}
+        out: dict[str, Any] = {"thumbnails": result.thumbnails}
+        if result.weights is not None:
+            out["weights"] = result.weights
+        return out
     if isinstance(result, Result) and result.long is not None:
-        return {"pooled": [{"head": m.head, "edges": m.edges, "values": m.values}
-                           for m in result.long.maps]}
+        long = result.long
+        out = {"pooled": [{"head": m.head, "edges": m.edges, "values": m.values}
+                          for m in long.maps]}
+        if long.band is not None:
+            out["band"] = {"heads": [m.head for m in long.maps] or list(range(len(long.band))),
+                           "width": BAND_WIDTH, "values": long.band}
+        return out
     return {}

@@ -41,7 +41,7 @@ from attncli.cli.options import (
     View,
     ViewOpt,
 )
-from attncli.cli.output import check_outputs, deliver
+from attncli.cli.output import check_outputs, deliver, is_page
 from attncli.cli.requests import display_of, read_source
 from attncli.core.display import parse_stages, parse_windows
 from attncli.core.result import STAGES
@@ -125,7 +125,7 @@ def run(
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
         layer=layer, impl=impl, top_k=top_k, pool=pool, full=full, positions=positions)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
-                      head=head, maps=save is not None or not as_json)
+                      head=head, maps=save is not None or not as_json, page=is_page(save))
     with progress_bar() as report:
         result = (run_model(request, extract, report, NAIVE_BUDGET) if request.model is not None
                   else run_attention(request, extract, report))

@@ -1,0 +1,80 @@
+// `attncli heads`: every layer × head on one screen, as the terminal shows them. Click a picture
+// to pick its head, a token to rank that query's keys in the picked head.
+
+const pick = { layer: 0, head: 0 };
+
+// The token range of thumbnail block k of side p over T tokens (adaptive max pooling's bins).
+function bin(k, side, count) {
+  return [Math.floor(k * count / side), Math.ceil((k + 1) * count / side) - 1];
+}
+
+function headsModel() {
+  const tokens = labelsOf(doc.tokens), count = tokens.length;
+  const thumbs = extra.thumbnails, side = thumbs[0][0].length;
+  const exact = extra.weights || (side === count ? thumbs : null);
+  const all = range(0, count);
+  const choice = { label: "layers × heads", heads: [[]], rows: all, cols: all, signed: false,
+    ranked: true, causal: true, draw: drawGrid,
+    headName: () => "layer " + pick.layer + " · head " + pick.head,
+    rankOf: (q) => {
+      if (exact) {
+        const row = exact[pick.layer][pick.head][q];
+        return row.map((w, j) => [j, w]).filter(([j]) => j <= q)
+          .sort((p, r) => r[1] - p[1] || p[0] - r[0]);
+      }
+      const k = range(0, side).find((b) => bin(b, side, count)[1] >= q);
+      return thumbs[pick.layer][pick.head][k].map((w, c) => [c, w])
+        .filter(([c]) => bin(c, side, count)[0] <= q).sort((p, r) => r[1] - p[1] || p[0] - r[0]);
+    },
+  };
+  if (!exact) {
+    choice.note = "keys in blocks, each the largest weight of its tokens (this page holds no "
+      + "exact weights for " + count + " tokens × every head)";
+    choice.keyLabel = (c) => { const [a, b] = bin(c, side, count); return "tokens " + a + "–" + b; };
+  }
+  return { kind: "layer", tokens, list: [choice], ownControls: true, controls: headsControls,
+    afterRender: syncPick };
+}
+
+function drawGrid(box) {
+  const thumbs = extra.thumbnails, side = thumbs[0][0].length, count = model.tokens.length;
+  let top = 0;
+  for (const layer of thumbs) for (const m of layer) for (const row of m) for (const v of row) top = Math.max(top, v);
+  top = top || 1;
+  const axis = range(0, side), cell = Math.max(3, Math.floor(120 / side));
+  const grid = el("div", { id: "attncli-grid" });
+  thumbs.forEach((layer, l) => {
+    const line = el("div", { class: "grid-row" });
+    line.appendChild(el("span", { class: "grid-label" }, "L" + l));
+    layer.forEach((m, h) => {
+      const choice = { label: "layer " + l + " head " + h, heads: [m], rows: axis, cols: axis,
+        signed: false, causal: side === count, tokens: model.tokens };
+      const fig = heatmap(choice, 0, (v) => colour(v, top, false), { cell, caption: "h" + h,
+        extraClass: "thumb" + (l === pick.layer && h === pick.head ? " picked" : "") });
+      fig.setAttribute("data-layer", l);
+      fig.setAttribute("data-head", h);
+      fig.querySelector("svg").querySelectorAll("rect.focus").forEach((r) => r.removeAttribute("class"));
+      fig.addEventListener("click", () => { pick.layer = l; pick.head = h; render(); });
+      line.appendChild(fig);
+    });
+    grid.appendChild(line);
+  });
+  box.appendChild(grid);
+  box.appendChild(el("p", { class: "legend" }, "every layer (rows) × head (columns): query rows × "
+    + "key columns" + (side === count ? "" : ", max-pooled to " + side + "×" + side) + "; sequential "
+    + "map, 0 to " + top.toFixed(4) + " · shared scale (every head); click a picture to pick its head"));
+}
+
+function headsControls(bar) {
+  const layers = extra.thumbnails.length, heads = extra.thumbnails[0].length;
+  bar.appendChild(selector("attncli-layer", "layer", range(0, layers).map((l) => [String(l), String(l)]),
+    (v) => { pick.layer = Number(v); }));
+  bar.appendChild(selector("attncli-head", "head", range(0, heads).map((h) => [String(h), String(h)]),
+    (v) => { pick.head = Number(v); }));
+}
+
+function syncPick() {
+  const layer = document.getElementById("attncli-layer"), head = document.getElementById("attncli-head");
+  if (layer) layer.value = String(pick.layer);
+  if (head) head.value = String(pick.head);
+}
