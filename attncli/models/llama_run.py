@@ -129,7 +129,7 @@ def _run_long(req: Request, ckpt: LlamaCheckpoint, tokens: list[TokenInfo], ids:
 
 def run_llama_heads(req: Request, sort: str) -> HeadsResult:
     """Every layer × query head of a Llama-family model: measures and pooled thumbnails."""
-    from attncli.models.measures import head_measures, sort_measures
+    from attncli.models.measures import head_measures, page_weights, sort_measures
 
     ckpt = resolve_llama(req.model or "")
     tokens, ids, added = llama_tokens(ckpt, req)
@@ -145,4 +145,5 @@ def run_llama_heads(req: Request, sort: str) -> HeadsResult:
     config = {"model": req.model, "tokenizer": added, "allow_special": req.allow_special,
               "num_tokens": len(tokens), "sort": sort, "version": __version__}
     return HeadsResult(config=config, model=llama_info(ckpt), tokens=tokens,
-                       measures=[dict(m) for m in measures], thumbnails=plain(thumbs))
+                       measures=[dict(m) for m in measures], thumbnails=plain(thumbs),
+                       weights=page_weights(weights_all))
