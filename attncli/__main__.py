@@ -1,3 +1,6 @@
-from attncli.cli.main import main
+"""python -m attncli: the same entry point as the console script."""
 
-main()
+import attncli.cli
+
+entry = attncli.cli.main  # the function: attncli.cli.main names the submodule once it is loaded
+entry()

@@ -24,17 +24,18 @@ def test_text_stdin_and_file(tmp_path: Path) -> None:
     path = tmp_path / "t.txt"
     path.write_bytes(b"a file\n\n")
     assert read_text(None, path) == "a file\n"
-    # --file - reads standard input, as cat does; a file named - is ./-
-    assert read_text(None, Path("-"), io.BytesIO(b"from stdin\n")) == "from stdin"
+    # --file - reads standard input, as cat does; a file named - is ./- (a Path names a file)
+    assert read_text(None, "-", io.BytesIO(b"from stdin\n")) == "from stdin"
     (tmp_path / "-").write_text("dash file")
     assert read_text(None, tmp_path / "-") == "dash file"
+    assert read_text(None, Path(tmp_path, "./-"), io.BytesIO(b"from stdin\n")) == "dash file"
 
 
 def test_inputs_from_stdin() -> None:
-    vectors = load_inputs(Path("-"), io.BytesIO(b"[[1, 2], [3, 4]]"))
+    vectors = load_inputs("-", io.BytesIO(b"[[1, 2], [3, 4]]"))
     assert vectors.vectors == [[1.0, 2.0], [3.0, 4.0]]
     with pytest.raises(AttnCliError, match="not valid JSON"):
-        load_inputs(Path("-"), io.BytesIO(b"[[1, 2"))
+        load_inputs("-", io.BytesIO(b"[[1, 2"))
 
 
 @pytest.mark.parametrize(("text", "stdin", "message"), [

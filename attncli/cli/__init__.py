@@ -1,24 +1,36 @@
 """The command line: the Typer app, its options, and where output goes."""
 
 import gc
+import os
 import sys
+from typing import NoReturn
 
 
 def main() -> None:
-    """Console-script entry point; Ctrl-C while the CLI is still loading exits 130 quietly."""
+    """Console-script entry point; a signal while the CLI is still loading exits with one line."""
     # Importing torch makes about a million objects, and the cycle collector walks them all
     # several times (~0.2 s); it is back on, with those objects frozen, once the input is read
     # (cli.streams.after_imports).
     gc.disable()
     try:
-        from attncli.cli.streams import catch_interrupts
-
-        catch_interrupts()
+        from attncli.cli import streams
+    except KeyboardInterrupt:
+        _exit("interrupted", 130)
+    try:
+        streams.catch_interrupts()
         from attncli.cli.main import main as run
     except KeyboardInterrupt:
-        sys.stderr.write("attncli: error: interrupted\n")
-        sys.exit(130)
+        _exit(*streams.interruption())
     run()
+
+
+def _exit(message: str, code: int) -> NoReturn:
+    try:
+        sys.stderr.write(f"attncli: error: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
 
 
 __all__ = ["main"]

@@ -14,8 +14,10 @@ import attncli.cli.commands  # noqa: F401  (registers every command on the app)
 from attncli.cli.app import app
 from attncli.cli.streams import (
     WRITE_ERRNOS,
+    interruption,
     quiet_stdout,
     setup_streams,
+    signals_held,
     was_interrupted,
     write_error,
 )
@@ -49,7 +51,7 @@ def execute(argv: list[str] | None = None) -> int:
         code = command.main(args=argv, prog_name="attncli", standalone_mode=False)
         if code == 130 and was_interrupted():
             # typer turns Ctrl-C inside a command into a silent exit 130: say why, as for the rest.
-            return fail("interrupted", 130)
+            return fail(*interruption())
         return code if isinstance(code, int) else 0
     except AttnCliError as err:
         return fail(str(err), err.exit_code)
@@ -58,7 +60,7 @@ def execute(argv: list[str] | None = None) -> int:
         quiet_stdout()
         return 0
     except KeyboardInterrupt:
-        return fail("interrupted", 130)
+        return fail(*interruption())
     except SystemExit as err:
         # Click ends a closed pipe with sys.exit(1); like any closed pipe, it ends quietly here.
         if _pipe_closed(err) or err.code is None:
@@ -67,7 +69,7 @@ def execute(argv: list[str] | None = None) -> int:
     except OSError as err:  # a failed write to stdout: closed, disk full (files raise ours)
         if err.errno not in WRITE_ERRNOS:
             if was_interrupted():
-                return fail("interrupted", 130)
+                return fail(*interruption())
             raise
         return fail(write_error(err), 1)
     except MemoryError:
@@ -76,7 +78,7 @@ def execute(argv: list[str] | None = None) -> int:
     except Exception as err:
         if was_interrupted():
             # Ctrl-C that a library swallowed, leaving it half-loaded: still an interruption.
-            return fail("interrupted", 130)
+            return fail(*interruption())
         # Typer raises its own copy of click's exceptions, so they are known by class name.
         names = {cls.__name__ for cls in type(err).__mro__}
         if "NoArgsIsHelpError" in names:
@@ -89,20 +91,30 @@ def execute(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: run, flush, and exit without Python's own flush of stdout,
+    which would print an "Exception ignored" block and exit 120 after a failed write."""
     setup_streams()
     code = execute()
+    with signals_held():  # the outcome is decided: a late Ctrl-C must not break the flush
+        code = finish(code)
+        # Exit here: nothing is left to clean up, the interpreter's shutdown costs ~0.3 s after
+        # torch, and its flush of a stdout that already failed would say so a second time.
+        os._exit(code)
+
+
+def finish(code: int) -> int:
+    """Flush stdout and stderr; the exit code, 1 when stdout's last write fails."""
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         quiet_stdout()
     except OSError as err:
         code = code or fail(write_error(err), 1)
+    except ValueError:  # stdout closed by the program itself: nothing can reach it
+        code = code or 1
     try:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    if "torch" in sys.modules:
-        # Interpreter shutdown after importing torch costs ~0.3 s; nothing is left to clean up.
-        os._exit(code)
-    sys.exit(code)
+    return code
+

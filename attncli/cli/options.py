@@ -20,13 +20,13 @@ TextArg = Annotated[str | None, typer.Argument(
     help="The text to inspect; '-' reads standard input (as does no TEXT with a pipe).",
     metavar="TEXT",
     show_default=False)]
-FileOpt = Annotated[Path | None, typer.Option(
-    "--file", "-f", help="Read the text from this UTF-8 file ('-': standard input).",
-    show_default=False)]
-InputsOpt = Annotated[Path | None, typer.Option(
+# Input paths stay strings as typed: pathlib reads "./-" as "-", and only a bare "-" is stdin.
+FileOpt = Annotated[str | None, typer.Option(
+    "--file", "-f", help="Read the text from this UTF-8 file ('-': standard input; a file "
+    "named - is ./-).", show_default=False, metavar="PATH")]
+InputsOpt = Annotated[str | None, typer.Option(
     help='JSON vectors instead of text: [[...], ...] or {"tokens": [...], "vectors": [...]} '
-    "('-': standard input).",
-    show_default=False)]
+    "('-': standard input; a file named - is ./-).", show_default=False, metavar="PATH")]
 VariantOpt = Annotated[Variant | None, typer.Option(
     "--variant", "-v", help="Attention variant [default: causal].", show_default=False)]
 EncodingOpt = Annotated[str, typer.Option(

@@ -3,7 +3,6 @@ the display record. Like the commands, it imports torch only where a run needs i
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attncli.core.display import Display, Scale, View, Window
@@ -14,8 +13,8 @@ if TYPE_CHECKING:
     from attncli.core.result import Result
 
 
-def read_source(text: str | None, file: Path | None,
-                inputs: Path | None = None) -> tuple[str | None, InputVectors | None]:
+def read_source(text: str | None, file: str | None,
+                inputs: str | None = None) -> tuple[str | None, InputVectors | None]:
     """The run's input: text (TEXT, '-', --file or piped stdin), or --inputs vectors."""
     from attncli.cli.streams import after_imports
     from attncli.core.inputs import load_inputs, read_text

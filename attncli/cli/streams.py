@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import errno
 import gc
+import importlib.abc
 import io
 import os
 import signal
 import sys
-from types import FrameType
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType, ModuleType
+from typing import Any
 
 # What a write to a closed descriptor, a full disk, a quota or a failing device reports.
 WRITE_ERRNOS = (errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
@@ -48,30 +52,130 @@ def _fill(fd: int, flags: int) -> None:
         os.close(null)
 
 
+# The signals that end attncli like Ctrl-C: the line they print and the exit code (128 + n).
+INTERRUPTS = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("terminated", 143),
+              signal.SIGHUP: ("hung up", 129)}
+# Packages whose import runs C++ that calls back into Python: a KeyboardInterrupt raised there
+# can abort the process (SIGABRT) or be swallowed, leaving torch loaded without numpy.
+DEFERRED_IMPORTS = ("torch", "numpy")
+SELF_SIGNAL = "ATTNCLI_SELF_SIGNAL"  # test hook: PHASE:SIG, e.g. import:numpy:INT, save:TERM
+
 _interrupted = False
+_signal = signal.SIGINT
+_deferring = 0
 
 
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
-    global _interrupted
+    global _interrupted, _signal
+    if not _interrupted:
+        _signal = signal.Signals(signum)
     _interrupted = True
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
 
 
 def catch_interrupts() -> None:
-    """Ctrl-C raises KeyboardInterrupt as by default, and is remembered: a library that swallows
-    it mid-import (numpy's C module then refuses a second load) must not turn it into a
-    traceback."""
-    signal.signal(signal.SIGINT, _on_interrupt)
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt and are remembered (a library that
+    swallows it must not turn it into a traceback); a signal the parent ignores stays ignored
+    (nohup, a background job); imports of torch and numpy hold it until they are done."""
+    for signum in INTERRUPTS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _on_interrupt)
+    if not any(isinstance(finder, _DeferredImports) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _DeferredImports())
+    phase = os.environ.get(SELF_SIGNAL, "")
+    if phase.startswith("import:"):
+        sys.meta_path.insert(0, _SignalAtImport(phase.split(":")[1]))
+    signal_at("start")
 
 
 def was_interrupted() -> bool:
-    """Whether Ctrl-C has been pressed since catch_interrupts()."""
+    """Whether Ctrl-C (or SIGTERM, SIGHUP) has arrived since catch_interrupts()."""
     return _interrupted
+
+
+def interruption() -> tuple[str, int]:
+    """The line and the exit code for the signal that arrived first."""
+    return INTERRUPTS.get(_signal, INTERRUPTS[signal.SIGINT])
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Inside: a signal is only remembered; it raises KeyboardInterrupt once the block ends."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    raise_if_interrupted()
+
+
+def raise_if_interrupted() -> None:
+    """Raise the KeyboardInterrupt of a signal held so far (none is held outside signals_held)."""
+    if _interrupted and not _deferring:
+        raise KeyboardInterrupt
+
+
+def signal_at(phase: str) -> None:
+    """Test hook: send this process the signal that ATTNCLI_SELF_SIGNAL names for phase."""
+    wanted, _, name = os.environ.get(SELF_SIGNAL, "").rpartition(":")
+    if wanted == phase and name in ("INT", "TERM", "HUP"):
+        os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
+
+
+class _HeldLoader:
+    """A module's own loader, run with signals held."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        with signals_held():
+            try:
+                self._loader.exec_module(module)
+            finally:
+                module.__loader__ = self._loader  # torch reads its loader back, as its own
+                if module.__spec__ is not None:
+                    module.__spec__.loader = self._loader
+
+
+class _DeferredImports(importlib.abc.MetaPathFinder):
+    """Finds torch and numpy as usual, and loads them with signals held."""
+
+    def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> Any:
+        if fullname not in DEFERRED_IMPORTS or _deferring:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or isinstance(finder, _SignalAtImport):
+                continue
+            spec = getattr(finder, "find_spec", lambda *_: None)(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _HeldLoader(spec.loader)
+                return spec
+        return None
+
+
+class _SignalAtImport(importlib.abc.MetaPathFinder):
+    """Test hook: the signal of ATTNCLI_SELF_SIGNAL=import:NAME:SIG when NAME starts to load."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> None:
+        if fullname == self._name:
+            signal_at(f"import:{fullname}")
+        return None
 
 
 def after_imports() -> None:
     """Turn the cycle collector back on (main turned it off), with everything the imports made
     moved out of its reach: those objects live until exit, and walking them costs time."""
+    signal_at("input")
     if gc.isenabled():
         return  # not started by main (a test, another program): the collector is theirs
     gc.freeze()

@@ -16,12 +16,11 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from attncli.core.sizes import READ_LIMIT, check_fits, finite, read_limited, read_path_limited
+from attncli.core.sizes import READ_LIMIT, check_fits, finite, read_limited
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 
@@ -151,27 +150,35 @@ def _decode(data: bytes, source: str) -> str:
         ) from None
 
 
-def _read_path(path: Path, what: str, stdin: BinaryIO | None = None) -> bytes:
+def is_stdin(path: str | os.PathLike[str]) -> bool:
+    """Whether path means standard input: the string '-' as typed (a file named - is ./-)."""
+    return isinstance(path, str) and path == "-"
+
+
+def _read_path(path: str | os.PathLike[str], what: str, stdin: BinaryIO | None = None) -> bytes:
     """The file's bytes; the path '-' is standard input, as for cat (a file named - is ./-)."""
-    if str(path) == "-":
+    if is_stdin(path):
         return read_limited(stdin if stdin is not None else sys.stdin.buffer, "standard input")
+    shown = os.fspath(path)  # as typed: Path("./-") would print as '-'
     try:
-        return read_path_limited(path, what)
+        with open(shown, "rb") as stream:
+            return read_limited(stream, f"{what} {shown!r}")
     except FileNotFoundError:
-        raise AttnCliError(f"{what} {str(path)!r} does not exist") from None
+        raise AttnCliError(f"{what} {shown!r} does not exist") from None
     except IsADirectoryError:
-        raise AttnCliError(f"{what} {str(path)!r} is a directory, not a file") from None
+        raise AttnCliError(f"{what} {shown!r} is a directory, not a file") from None
     except OSError as err:
-        raise AttnCliError(f"cannot read {what} {str(path)!r}: {err.strerror}") from None
+        raise AttnCliError(f"cannot read {what} {shown!r}: {err.strerror}") from None
 
 
-def read_text(text: str | None, file: Path | None, stdin: BinaryIO | None = None) -> str:
+def read_text(text: str | None, file: str | os.PathLike[str] | None,
+              stdin: BinaryIO | None = None) -> str:
     """The input text from TEXT, '-' (stdin), --file, or piped stdin when TEXT is absent."""
     stream = stdin if stdin is not None else sys.stdin.buffer
     if text is not None and file is not None:
         raise AttnCliError("give TEXT or --file, not both")
     if file is not None:
-        source = "standard input" if str(file) == "-" else f"--file {str(file)!r}"
+        source = "standard input" if is_stdin(file) else f"--file {os.fspath(file)!r}"
         result = _decode(_read_path(file, "--file", stream), source)
     elif text == "-" or (text is None and not _is_tty(stream)):
         result = _decode(read_limited(stream, "standard input"), "standard input")
@@ -211,12 +218,12 @@ def _vector(row: object, index: int) -> list[float]:
     return out
 
 
-def load_inputs(path: Path, stdin: BinaryIO | None = None) -> InputVectors:
+def load_inputs(path: str | os.PathLike[str], stdin: BinaryIO | None = None) -> InputVectors:
     """Vectors from a JSON file ('-': standard input): a list of N equal-length lists, or
     {"tokens", "vectors"}."""
     raw = _read_path(path, "--inputs", stdin)
-    _decode(raw, f"--inputs {str(path)!r}")  # names the first byte that is not UTF-8
-    doc = parse_json(raw, f"--inputs {str(path)!r}")
+    _decode(raw, f"--inputs {os.fspath(path)!r}")  # names the first byte that is not UTF-8
+    doc = parse_json(raw, f"--inputs {os.fspath(path)!r}")
     labels = None
     if isinstance(doc, dict):
         if "vectors" not in doc:
