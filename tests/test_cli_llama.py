@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from attncli.models.llama import window_mask
 from tests.llama_fixtures import hf_reference, save_family
 
 TEXT = "The cat sat on the mat 猫吃鱼 because it was tired"
@@ -23,15 +25,26 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, An
             "qwen3": (root / "qwen3", save_family(root / "qwen3", "qwen3", seed=13))}
 
 
+def with_nulls(rows: list) -> tuple[torch.Tensor, torch.Tensor]:
+    """JSON weights as a tensor (null read as 0) and where the nulls were."""
+    t = torch.tensor([[[math.nan if w is None else w for w in row] for row in head]
+                      for head in rows])  # (heads, T, T)
+    return torch.nan_to_num(t, nan=0.0), torch.isnan(t)
+
+
 @pytest.mark.parametrize(("name", "layer"), [("llama", 1), ("mistral", -1), ("qwen3", 0)])
 def test_run_json_matches_transformers(cli, models, name: str, layer: int) -> None:
     folder, model = models[name]
     doc = cli("run", TEXT, "--model", str(folder), "--layer", str(layer), "--json").json()
     ids = [t["id"] for t in doc["tokens"]]
     ref = hf_reference(model, ids)
-    assert_close(torch.tensor(doc["weights"]), ref["attentions"][layer], atol=1e-5, rtol=0)
-    assert_close(torch.tensor(doc["context"]), ref["attn_out"][layer], atol=1e-5, rtol=1e-5)
     windows = {"llama": None, "mistral": 5, "qwen3": None}
+    weights, masked = with_nulls(doc["weights"])
+    # Masked keys, future or past the window, are null; transformers' weights there are 0.
+    assert torch.equal(masked[0], window_mask(len(ids), windows[name]))
+    assert torch.equal(ref["attentions"][layer][masked], torch.zeros(int(masked.sum())))
+    assert_close(weights, ref["attentions"][layer], atol=1e-5, rtol=0)
+    assert_close(torch.tensor(doc["context"]), ref["attn_out"][layer], atol=1e-5, rtol=1e-5)
     head_dim = 12 if name == "qwen3" else 8
     assert doc["variant"] == "llama"
     assert doc["model"] == {"path": str(folder), "architecture": name, "layers": 3, "heads": 4,
@@ -53,6 +66,22 @@ def test_explain_json_has_the_rope_and_norm_stages(cli, models) -> None:
         assert stages[name] is not None, name
     assert len(stages["queries_rope"]) == 4 and len(stages["queries_rope"][0][0]) == 12
     assert stages["masked"][0][0][1] is None  # the future is masked: null, not -inf
+
+
+def test_keys_past_the_window_are_masked_as_future_keys_are(cli, models) -> None:
+    """null in run --json and in explain's masked, softmax and weights; · in the table."""
+    folder = str(models["mistral"][0])
+    doc = cli("explain", TEXT, "--model", folder, "--head", "3", "--json").json()
+    num_tokens = len(doc["tokens"])
+    assert num_tokens > 5
+    expected = window_mask(num_tokens, 5)  # (T, T) future and keys i - 5 or older
+    for stage in ("masked", "softmax", "weights"):
+        assert torch.equal(with_nulls(doc["stages"][stage])[1][0], expected), stage
+    table = cli("run", TEXT, "--model", folder, "--head", "3", "--view", "table",
+                "--precision", "2", "--rows", "6:7", "--cols", "0:7").out
+    row = next(line for line in table.splitlines() if line.startswith("6 "))
+    cells = row.split()[-7:]  # keys 0..6 of query 6, which sees keys 2..6
+    assert cells[:2] == ["·", "·"] and "·" not in cells[2:], row
 
 
 def test_explain_shows_rope_and_kv_groups_in_the_terminal(cli, models) -> None:

@@ -37,6 +37,8 @@ CASES: dict[str, dict[str, Any]] = {
     "bias": {"family": "llama", "attention_bias": True, "mlp_bias": True},
     "qwen2-window": {"family": "qwen2", "use_sliding_window": True, "sliding_window": 4,
                      "max_window_layers": 1},
+    # transformers turns the whole head with the default rope, whatever the factor says.
+    "partial": {"family": "llama", "partial_rotary_factor": 0.5},
     **{f"rope-{name}": {"family": "llama", "rope_parameters": params,
                         "max_position_embeddings": 16} for name, params in ROPE.items()},
 }

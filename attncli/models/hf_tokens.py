@@ -7,8 +7,9 @@ byte tokens such as <0xE7>. Both are turned back into the bytes each token stand
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -16,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from attncli.core.cutting.boundaries import Cuts
+from attncli.core.inputs import parse_json
+from attncli.core.sizes import read_limited
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece, labels_for
 from attncli.errors import AttnCliError
+from attncli.models.locate import is_file
 
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
@@ -49,25 +53,44 @@ class HFTokens:
 
 @cache
 def load_tokenizer(directory: Path) -> Any:
-    """The folder's tokenizer.json, read with HF tokenizers (nothing is downloaded)."""
+    """The folder's tokenizer.json, read by the one JSON reader (its limits) and then by HF
+    tokenizers (nothing is downloaded)."""
     from tokenizers import Tokenizer
 
     file = directory / "tokenizer.json"
-    if not file.is_file():
+    if not is_file(file):
         raise AttnCliError(f"{directory} has no tokenizer.json: attncli tokenises with the "
                            f"model's own tokenizer (fetch it with the checkpoint)")
     try:
-        return Tokenizer.from_file(str(file))
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AttnCliError(f"cannot read {file}: {reason}") from None
+        with open(file, "rb") as stream:
+            data = read_limited(stream, str(file))
+    except OSError as err:
+        raise AttnCliError(f"cannot read {file}: {err.strerror or err}") from None
+    if not isinstance(parse_json(data, str(file)), dict):
+        raise AttnCliError(f"{file} is not a JSON object")
+    return _calling(Tokenizer.from_str, f"cannot read {file}", data.decode("utf-8"))
+
+
+def _calling(call: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
+    """call(*args), with what tokenizers raises (a bare Exception, or a Rust panic, which is
+    not an Exception) turned into one line starting with what."""
+    try:
+        return call(*args, **kwargs)
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise AttnCliError(f"{what}: {reason}") from None
+
+
+def _spec(tokenizer: Any) -> dict[str, Any]:
+    """The tokenizer as tokenizer.json describes it, read back by the one JSON reader."""
+    spec = parse_json(tokenizer.to_str(), "the tokenizer")
+    return spec if isinstance(spec, dict) else {}
 
 
 def _is_byte_level(tokenizer: Any) -> bool:
-    import json
-
-    spec = json.loads(tokenizer.to_str())
-    return "ByteLevel" in json.dumps(spec.get("decoder"))
+    return "ByteLevel" in json.dumps(_spec(tokenizer).get("decoder"))
 
 
 def token_bytes(token: str, byte_level: bool, special: bool) -> bytes:
@@ -87,8 +110,8 @@ def _added(tokenizer: Any) -> tuple[int, int]:
     """How many tokens the post-processor puts before and after a text (BOS, EOS), learnt from
     a probe whose own tokens cannot be mistaken for them."""
     probe = "x"
-    ids = tokenizer.encode(probe, add_special_tokens=True).ids
-    text_ids = tokenizer.encode(probe, add_special_tokens=False).ids
+    ids = _encode(tokenizer, probe, False, True).ids
+    text_ids = _encode(tokenizer, probe, False, False).ids
     n = len(text_ids)
     start = next((k for k in range(len(ids) - n + 1) if ids[k:k + n] == text_ids), 0)
     return start, len(ids) - start - n
@@ -113,7 +136,8 @@ Triple = tuple[int, str, int]  # a token's id, its vocabulary entry, and 1 for a
 def _encode(tokenizer: Any, text: str, allow_special: bool, add_special_tokens: bool) -> Any:
     tokenizer.encode_special_tokens = not allow_special
     try:
-        return tokenizer.encode(text, add_special_tokens=add_special_tokens)
+        return _calling(tokenizer.encode, "the tokenizer failed on this text", text,
+                        add_special_tokens=add_special_tokens)
     finally:
         tokenizer.encode_special_tokens = False
 
@@ -152,9 +176,7 @@ NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")  # a space never joins the charact
 def streams(tokenizer: Any, allow_special: bool) -> bool:
     """Whether a text may be encoded in parts cut before a space that follows a non-space, with
     the whole text's tokens: what tokenizer.json says of each stage allows it."""
-    import json
-
-    spec = json.loads(tokenizer.to_str())
+    spec = _spec(tokenizer)
     steps = [spec.get("normalizer")]
     while steps and isinstance(steps[-1], dict) and steps[-1].get("type") == "Sequence":
         steps = [*steps[:-1], *steps[-1]["normalizers"]]

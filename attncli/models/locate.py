@@ -155,6 +155,10 @@ def file_in_dir(directory: Path) -> Path:
     except OSError as err:
         raise AttnCliError(f"cannot list {directory}: {err.strerror or err}") from None
     found = [n for n in entries if n.endswith(".safetensors")]
+    broken = [n for n in found if not is_file(directory / n)]
+    if broken:
+        raise AttnCliError(f"{broken[0]} in {directory} is not a readable file (a link to a "
+                           "blob that is not there? an interrupted download)")
     if len(found) == 1:
         return directory / found[0]
     if found:

@@ -37,7 +37,7 @@ def _values(result: Result) -> dict[str, object]:
 
 def row_sum_check(console: Console, result: Result, options: Display) -> Text:
     """The check that each softmax row sums to 1."""
-    sums = [sum(w for w in row) for h in range(result.num_heads)
+    sums = [sum(w for w in row if w is not None) for h in range(result.num_heads)
             for row in result.stages["softmax"][h]]
     low, high = min(sums), max(sums)
     dev = max(abs(s - 1.0) for s in sums)
