@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from attncli.lessons.cost import CostResult, CostRow, _fit, project
-from attncli.lessons.growth import SLOPE_SPREAD, fit_growth
+from attncli.lessons.growth import REASONS, SLOPE_SPREAD, fit_growth
 from attncli.render.lessons.cost import render_cost
+from attncli.render.lessons.lesson_text import STRINGS
 from tests.conftest import rendered
 
 SIZES = [128 * 2**k for k in range(6)]  # 128 … 4096
@@ -94,3 +95,8 @@ def test_projection_falls_back_to_the_theory() -> None:
     assert project(noisy, 2048, 2.0) == round(0.0948 * 4)
     quadratic = _series([float(n * n) for n in SIZES])
     assert project(quadratic, 8192, 1.0) == 8192 * 8192
+
+
+def test_the_table_says_what_the_json_says() -> None:
+    for kind, sentence in REASONS.items():
+        assert STRINGS[f"cost.reason.{kind}"][0] == sentence, kind

@@ -34,11 +34,11 @@ class Fit:
         return REASONS[self.kind].format(**self.values)
 
 
-REASONS = {
+REASONS = {  # the same English as the table's (render/lessons/lesson_text.py)
     "few": "the range is too short: {sizes:.0f} size(s) measured, a fit needs {needed:.0f} "
            "(use a larger --max-tokens)",
-    "flat": "the range is too short: it did not grow from {a:,.0f} to {b:,.0f} tokens, so "
-            "the noise is larger than the growth at these sizes",
+    "flat": "the range is too short: it did not grow from {a:,.0f} to {b:,.0f} tokens, so the "
+            "noise is larger than the growth at these sizes",
     "shrinking": "the range is too short: what each doubling adds shrank (exponent "
                  "{exponent:.2f}), so the sizes are too small for the growth to show",
     "unsettled": "the range is too short: the last doublings disagree (exponents {low:.2f} to "

@@ -72,8 +72,7 @@ def _reasons(result: CostResult, lang: str) -> list[str]:
             continue
         path, what, _ = key.split("_")
         name = text(lang, f"cost.series.{path}_{what}")
-        reason = fit.reason if lang == "en" else text(lang, f"cost.reason.{fit.kind}",
-                                                      **fit.values)
+        reason = text(lang, f"cost.reason.{fit.kind}", **fit.values)
         lines.append(text(lang, "cost.unfitted", name=name, reason=reason))
     return lines
 

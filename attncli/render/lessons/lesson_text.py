@@ -129,15 +129,26 @@ STRINGS: dict[str, tuple[str, str]] = {
     "cost.series.tiled_bytes": ("tiled bytes", "分块字节"),
     "cost.series.naive_seconds": ("naive time", "朴素用时"),
     "cost.series.tiled_seconds": ("tiled time", "分块用时"),
-    # The English reasons come from the lesson (lessons/growth.py), as the JSON has them.
-    "cost.reason.few": ("", "测量范围太短：只测了 {sizes:.0f} 个规模，拟合至少需要 {needed:.0f} 个"
-                            "（请用更大的 --max-tokens）"),
-    "cost.reason.flat": ("", "测量范围太短：从 {a:,.0f} 到 {b:,.0f} 个词元没有增长，在这些规模上"
-                             "噪声比增长还大"),
-    "cost.reason.shrinking": ("", "测量范围太短：每次翻倍所增加的量反而变小（指数 "
-                                  "{exponent:.2f}），规模太小，还看不出增长"),
-    "cost.reason.unsettled": ("", "测量范围太短：最后几次翻倍的指数不一致（{low:.2f} 到 "
-                                  "{high:.2f}，相差超过 {spread}），增长还没有稳定"),
+    # The English reasons are those of the JSON (lessons/growth.py REASONS; a test keeps them
+    # equal).
+    "cost.reason.few": (
+        "the range is too short: {sizes:.0f} size(s) measured, a fit needs {needed:.0f} "
+        "(use a larger --max-tokens)",
+        "测量范围太短：只测了 {sizes:.0f} 个规模，拟合至少需要 {needed:.0f} 个"
+        "（请用更大的 --max-tokens）"),
+    "cost.reason.flat": (
+        "the range is too short: it did not grow from {a:,.0f} to {b:,.0f} tokens, so the "
+        "noise is larger than the growth at these sizes",
+        "测量范围太短：从 {a:,.0f} 到 {b:,.0f} 个词元没有增长，在这些规模上噪声比增长还大"),
+    "cost.reason.shrinking": (
+        "the range is too short: what each doubling adds shrank (exponent {exponent:.2f}), "
+        "so the sizes are too small for the growth to show",
+        "测量范围太短：每次翻倍所增加的量反而变小（指数 {exponent:.2f}），规模太小，还看不出增长"),
+    "cost.reason.unsettled": (
+        "the range is too short: the last doublings disagree (exponents {low:.2f} to "
+        "{high:.2f}, more than {spread} apart), so the growth has not settled",
+        "测量范围太短：最后几次翻倍的指数不一致（{low:.2f} 到 {high:.2f}，相差超过 {spread}），"
+        "增长还没有稳定"),
     "cost.projection": ("At {n} tokens the naive path would need {naive}; the tiled path {tiled}.",
                         "在 {n} 个词元时，朴素路径需要 {naive}；分块路径需要 {tiled}。"),
     "cost.check": ("Check: the tiled context equals the naive one at every size both ran "
