@@ -96,7 +96,7 @@ def test_a_reader_that_stops_after_one_byte(tmp_path: Path) -> None:
     """`| head -c 1` on output far larger than a pipe holds: exit 0, nothing on stderr."""
     for args in (["demo", "--no-pause"], ["tokens", "word " * 20_000],
                  ["run", "x", "--save-json", "/dev/stdout"]):
-        command = f'set -o pipefail; "$@" | head -c 1 >/dev/null'
+        command = 'set -o pipefail; "$@" | head -c 1 >/dev/null'
         proc = subprocess.run(["bash", "-c", command, "bash", str(ATTNCLI), *args], cwd=tmp_path,
                               env={**os.environ, "NO_COLOR": "1"}, capture_output=True,
                               timeout=TIMEOUT_S, preexec_fn=limit_memory, check=False)

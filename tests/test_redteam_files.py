@@ -1,16 +1,14 @@
-"""Red team, files and signals: Ctrl-C at any moment leaves whole targets or none, and devices
-and FIFOs named by --save/--save-json stay what they are and receive the data."""
+"""Red team, files: an interrupted write leaves whole targets or none, and devices and FIFOs
+named by --save/--save-json stay what they are and receive the data. (Signals at every phase of
+a run: tests/test_signals.py.)"""
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import signal
 import stat
 import subprocess
 import threading
-import time
 import tty
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,65 +18,6 @@ import pytest
 from attncli.cli.export import write_atomic
 from attncli.errors import AttnCliError
 from tests.test_redteam import ATTNCLI, limit_memory
-
-WORDS = 4000  # about 8,000 tokens: the tiled path, some seconds of work
-
-
-def _long_run(cwd: Path) -> subprocess.Popen[bytes]:
-    (cwd / "long.txt").write_text(" ".join(f"word{i % 500}" for i in range(WORDS)))
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-    return subprocess.Popen([str(ATTNCLI), "run", "--file", "long.txt", "--save-json", "o.json",
-                             "--save", "o.html"], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, preexec_fn=limit_memory)
-
-
-def _check_outcome(cwd: Path, proc: subprocess.Popen[bytes]) -> None:
-    """Exit 130 (or 0 when the work was already done), and only whole targets in cwd."""
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode in (0, 130), err
-    assert b"Traceback" not in err
-    assert err == (b"attncli: error: interrupted\n" if proc.returncode else b""), err
-    left = set(os.listdir(cwd)) - {"long.txt"}
-    assert left <= {"o.json", "o.html"}, left
-    if "o.json" in left:
-        assert json.loads((cwd / "o.json").read_text())["config"]["impl"] == "tiled"
-    if "o.html" in left:
-        assert (cwd / "o.html").read_text().rstrip().endswith("</html>")
-    if proc.returncode == 0:
-        assert left == {"o.json", "o.html"}
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat_file:
-            fields = stat_file.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return math.inf  # it has ended
-
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
-# Moments by CPU time used, which a loaded machine does not stretch: loading the CLI, importing
-# torch, tokenising and computing. (Before the interpreter has run attncli's first line, Python
-# itself reports the Ctrl-C.)
-@pytest.mark.parametrize("cpu_s", [0.2, 0.6, 1.5, 4.0])
-def test_ctrl_c_at_a_moment(tmp_path: Path, cpu_s: float) -> None:
-    proc = _long_run(tmp_path)
-    while proc.poll() is None and _cpu_seconds(proc.pid) < cpu_s:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGINT)
-    _check_outcome(tmp_path, proc)
-
-
-def test_ctrl_c_between_the_two_files(tmp_path: Path) -> None:
-    proc = _long_run(tmp_path)
-    deadline = time.monotonic() + 240
-    while proc.poll() is None and time.monotonic() < deadline:
-        if any(name.startswith(".attncli-") or name == "o.json" for name in os.listdir(tmp_path)):
-            proc.send_signal(signal.SIGINT)  # while o.json is being written, or just after
-            break
-        time.sleep(0.002)
-    _check_outcome(tmp_path, proc)
 
 
 def _pieces(stop_after: int, error: BaseException) -> Iterator[str]:

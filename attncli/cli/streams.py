@@ -108,12 +108,13 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         _deferring -= 1
-    raise_if_interrupted()
+    if not _deferring:
+        raise_if_interrupted()
 
 
 def raise_if_interrupted() -> None:
-    """Raise the KeyboardInterrupt of a signal held so far (none is held outside signals_held)."""
-    if _interrupted and not _deferring:
+    """A safe point inside signals_held: raise the KeyboardInterrupt of a signal held so far."""
+    if _interrupted:
         raise KeyboardInterrupt
 
 
