@@ -38,7 +38,8 @@ function movingChoice(causal) {
   win.side = Math.min(extra.band.width, model.tokens.length);
   const choice = { label: "moving window", heads: [], rows: [], cols: [], signed: false,
     ranked: true, causal, scaleNote: "this window's own scale, shared by the heads shown",
-    headName: (h) => "head " + extra.band.heads[h], draw: drawMoving, afterFocus: topKeys };
+    headName: (h) => "head " + extra.band.heads[h], draw: drawMoving, afterFocus: topKeys,
+    note: "its keys inside this window, heaviest first (its top-k in the whole text below)" };
   model.moving = choice;
   const a = doc.window.rows[0];
   moveTo(doc.window.rows[0] === doc.window.cols[0] ? a : 0);
@@ -84,7 +85,8 @@ function longModel() {
   if (extra.band && extra.band.values.length === doc.weights.length) model.list.push(movingChoice(causal));
   model.list.push({ label: "window " + a + ":" + b + " × " + c + ":" + d + " (the JSON's)",
     heads: doc.weights, rows: range(a, b), cols: range(c, d), signed: false, ranked: true, causal,
-    afterFocus: topKeys, scaleNote: "this window's own scale, shared by the heads shown" });
+    afterFocus: topKeys, scaleNote: "this window's own scale, shared by the heads shown",
+    note: "its keys inside this window, heaviest first (its top-k in the whole text below)" });
   model.controls = longControls;
   return model;
 }
@@ -97,8 +99,8 @@ function button(id, text, title, onClick) {
 
 function longControls(bar) {
   if (!model.moving) {
-    bar.appendChild(el("span", { class: "hint" }, "the exact window stays: this page does not hold "
-      + "the weights near the diagonal (too many tokens × heads; try --head H)"));
+    bar.appendChild(el("span", { class: "hint" }, "the exact window stays put: this page holds no "
+      + "weights near the diagonal (attncli run --save page.html keeps them up to 4M; try --head H)"));
     return;
   }
   const n = model.tokens.length, go = (k) => { moveTo(k); render(); };
