@@ -9,23 +9,27 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.tokens import visible
-
 
 def size_text(size: int) -> str:
     """Bytes as MB or GB, one decimal."""
     return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
 
 
+def escaped(text: str) -> str:
+    """text with every character a terminal would not print (ESC, BEL, C1, newline, a lone
+    surrogate) written as its Python escape, \\x1b or \\n."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
+
+
 def _shown(text: str) -> Text:
     """A name, path or reason from the disk: control characters escaped, no markup read."""
-    return Text(visible(str(text)))
+    return Text(escaped(text))
 
 
 def render_models(doc: dict[str, Any]) -> RenderableType:
     """One row per cached checkpoint: name, architecture, layers × heads (kv heads), size;
     then each folder attncli cannot read, with the reason."""
-    cache = visible(doc["cache"])
+    cache = escaped(doc["cache"])
     parts: list[RenderableType] = []
     if not doc["models"]:
         parts.append(Text(f"No checkpoint attncli can read in {cache}. Fetch one once with, "
