@@ -69,6 +69,10 @@ HUGE = "1" + "0" * 400
     (("permute", LONG, LONG), ["permute on two texts of 3,001 tokens × 1 head(s) lists "
                                "36,024,004 attention weights", "at most 1,024 tokens"]),
     (("kvcache", "x", "--emb-dim", "100000000"), ["--emb-dim 100000000 needs"]),
+    (("permute", "猫鱼", "鱼猫", "--emb-dim", "20000", "--d-out", "20000"),
+     ["--d-out 20000 needs permute's float64 weights and stages (9.6 GB)"]),
+    (("permute", "猫鱼", "鱼猫", "--variant", "multihead", "--heads", "100000", "--d-out",
+      "100000"), ["permute on two texts of 6 tokens × 100000 head(s) lists 14,400,000"]),
 ])
 def test_sizes_past_the_budget_exit_2_naming_them(args: tuple[str, ...],
                                                   named: list[str]) -> None:
@@ -107,3 +111,8 @@ def test_cost_work_is_counted_over_every_size() -> None:
     with pytest.raises(AttnCliError, match="use --max-tokens 32768 or less"):
         check_cost(65536, [*sizes, 65536], 1, 64, 128)
     assert 2 * 64 * sum(n * n for n in sizes) <= COST_MACS
+
+
+def test_a_huge_block_is_bounded_by_the_text(cli) -> None:  # noqa: ANN001
+    doc = cli("flash", "a b c", "--block", "9" * 30, "--json").json()
+    assert [step["keys"] for step in doc["steps"]] == [[0, 3]] and doc["block"] == 3

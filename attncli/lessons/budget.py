@@ -34,15 +34,19 @@ def _most_tokens(cells_per_token_squared: float) -> int:
     return max(int(math.isqrt(int(LESSON_CELLS / cells_per_token_squared))), 1)
 
 
-def check_permute(num_tokens: int, heads: int, d_out: int) -> None:
-    """permute lists 2 cases × 2 texts × (heads, T, T) weights, made by float64 passes."""
+def check_permute(num_tokens: int, heads: int, d_in: int, d_out: int, multihead: bool,
+                  option: str) -> None:
+    """permute lists 2 cases × 2 texts × (heads, T, T) weights, made by float64 passes of a
+    float64 copy of the module (option names what set its width: "--d-out 9", "--emb-dim 9")."""
     what = f"permute on two texts of {num_tokens:,} tokens × {heads} head(s)"
     cells = 4 * heads * num_tokens * num_tokens
     _refuse_cells(cells, what, _most_tokens(4 * heads))
     passes = 2 * FLOAT64_STAGES * 8 * heads * num_tokens * num_tokens  # A and B at once
-    stages = 2 * 8 * num_tokens * d_out * 6  # queries, keys, values, context... of A and B
-    check_fits(cells * LISTED_CELL_BYTES + passes + stages, f"{what} needs its weights",
-               SHORTER)
+    check_fits(cells * LISTED_CELL_BYTES + passes, f"{what} needs its weights", SHORTER)
+    # W_query, W_key, W_value and out_proj in float64, and A's and B's (T, d_out) stages.
+    out_proj = d_out * d_out if multihead else 0
+    module = 8 * (3 * d_in * d_out + out_proj + 2 * 6 * num_tokens * d_out)
+    check_fits(module, f"{option} needs permute's float64 weights and stages")
 
 
 def check_kvcache(num_tokens: int, heads: int, d_out: int, option: str) -> None:
@@ -61,8 +65,8 @@ def check_flash(num_tokens: int, heads: int, block: int, option: str) -> None:
     what = f"flash on {option} ({num_tokens:,} tokens × {heads} head(s))"
     cells = heads * num_tokens * num_tokens
     _refuse_cells(cells, what, _most_tokens(heads), "is checked against a naive pass of")
-    steps = -(-num_tokens // block)
-    check_fits(NAIVE_CELL_BYTES * cells + steps * (block + 64) * LISTED_CELL_BYTES,
+    steps = -(-num_tokens // block)  # each lists its scores, at most the text's, and acc
+    check_fits(NAIVE_CELL_BYTES * cells + steps * (min(block, num_tokens) + 64) * LISTED_CELL_BYTES,
                f"{what} needs the naive pass it is checked against", SHORTER)
 
 

@@ -141,6 +141,7 @@ def flash(lesson: Lesson, config: dict[str, Any], block: int, query: int | None 
     """The online softmax of one query, block by block, checked against the naive full pass."""
     num_tokens = lesson.x.shape[0]
     index = check_args(num_tokens, block, query, head, lesson.heads)
+    block = min(block, num_tokens)  # a larger block holds the same keys: all of them
     check_flash(num_tokens, lesson.heads, block, source_of(config))
     causal = lesson.causal
     queries, keys, values = heads_qkv(lesson, lesson.x)  # each (heads, N, head_dim)

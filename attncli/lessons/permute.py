@@ -106,7 +106,9 @@ def permute(spec: Request, text_a: str, text_b: str) -> PermuteResult:
     tokens_b, ids_b = text_tokens(spec, text_b)
     labels = {t.id: t.text for t in [*tokens_a, *tokens_b] if t.id is not None}
     permutation = find_permutation(ids_a, ids_b, labels)
-    check_permute(len(tokens_a), spec.num_heads, spec.d_out or spec.emb_dim)
+    d_out = spec.d_out or spec.emb_dim
+    check_permute(len(tokens_a), spec.num_heads, spec.emb_dim, d_out, spec.traits.multihead,
+                  f"--d-out {d_out}" if spec.d_out else f"--emb-dim {spec.emb_dim}")
     return PermuteResult(
         config={k: v for k, v in lesson_config(spec).items() if k != "positions"},
         text_a=text_a, text_b=text_b, tokens_a=tokens_a, tokens_b=tokens_b,
