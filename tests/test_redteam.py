@@ -27,7 +27,7 @@ from tests.gpt2_fixtures import tiny_tensors
 ATTNCLI = Path(sys.executable).parent / "attncli"
 TOY = ROOT / "samples" / "toy-gpt2"
 MEMORY_LIMIT = 3 * 2**30
-TIMEOUT_S = 60
+TIMEOUT_S = 600  # a hang guard only: no case depends on the machine's speed
 
 
 def limit_memory() -> None:
@@ -108,12 +108,20 @@ CASES = [
     ("streams", "attncli run x >&-", 1, "attncli: error: write error: Bad file descriptor", ()),
     ("streams", "attncli run x --json >/dev/full", 1, "write error: No space left on device", ()),
     ("streams", "attncli tokens x >/dev/full", 1, "write error: No space left on device", ()),
+    ("streams", "attncli tokens x >&-", 1, "attncli: error: write error: Bad file descriptor", ()),
+    ("streams", "attncli --version >&-", 1, "write error: Bad file descriptor", ()),
+    ("streams", "attncli models >&-", 1, "write error: Bad file descriptor", ()),
+    ("streams", "attncli run x --save-json /dev/stdout >/dev/full", 1,
+     "attncli: error: write error: No space left on device", ()),
+    ("streams", "attncli run x --save-json /dev/stdout >&-", 1, "write error: Bad file", ()),
     ("streams", "PYTHONIOENCODING=latin-1 attncli tokens '猫 €'", 0, None, ()),
     ("streams", "PYTHONIOENCODING=ascii attncli run '猫 €' --variant simple", 0, None, ()),
     ("streams", "attncli run x --heads 0 2>&-", 2, None, ()),
     ("streams", "set -o pipefail; { sleep 0.3; attncli --version; } | true", 0, None, ()),
     ("streams", "set -o pipefail; { sleep 0.3; attncli tokens 'a b c'; } | true", 0, None, ()),
     ("streams", "set -o pipefail; { sleep 0.3; attncli run x --json; } | true", 0, None, ()),
+    ("streams", "set -o pipefail; { sleep 0.3; attncli run x --save-json /dev/stdout; } | true",
+     0, None, ()),
     ("hostile", "attncli run --inputs deep.json", 2, "nested more than 1,024 deep", ()),
     ("hostile", "attncli run --inputs bigint.json", 2, "a non-finite number (too large for a", ()),
     ("hostile", "attncli run --inputs hugeint.json", 2, "a non-finite number (too large for", ()),
@@ -148,6 +156,14 @@ CASES = [
     ("files", "mknod dev c 1 3 && attncli run x --save-json dev --save ln.txt && test -c dev",
      0, None, ("dev", "ln.txt")),
     ("files", "attncli run x --save-json nowhere/o.json", 2, "does not exist", ()),
+    ("files", "attncli run x --save-json /dev/attncli-new.json", 2,
+     "--save-json '/dev/attncli-new.json' does not exist, and attncli creates no file under /dev",
+     ()),
+    ("files", "attncli run x --save /proc/attncli.txt", 2, "creates no file under /proc", ()),
+    ("files", "ln -s /dev/attncli-new o.json; attncli run x --save-json o.json", 2,
+     "creates no file under /dev", ("o.json",)),
+    ("files", "mkfifo f; { cat f >/dev/null & }; attncli run x --save-json f; test -p f", 0,
+     None, ("f",)),
 ]
 
 

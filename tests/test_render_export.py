@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import stat
+import threading
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -114,3 +117,53 @@ def test_check_save_checks_extension_then_paths(tmp_path: Path) -> None:
         check_save(tmp_path / "a.png", None)
     with pytest.raises(AttnCliError, match="--save-json"):
         check_save(None, tmp_path / "missing" / "a.json")
+
+
+@pytest.mark.parametrize("path", ["/dev/attncli-new.json", "/proc/attncli-new.txt",
+                                  "/sys/attncli-new.svg", "/dev/shm/../attncli-new.txt"])
+def test_no_file_is_created_under_the_kernels_folders(path: str) -> None:
+    with pytest.raises(AttnCliError, match="attncli creates no file under /"):
+        check_writable(Path(path), "--save")
+    with pytest.raises(AttnCliError, match="cannot write --save"):
+        write_atomic(Path(path), "x", "--save")  # not even when the check was skipped
+    assert not os.path.lexists(path)
+
+
+def test_a_link_into_dev_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "o.json").symlink_to("/dev/attncli-new.json")
+    with pytest.raises(AttnCliError, match="creates no file under /dev"):
+        check_writable(tmp_path / "o.json", "--save-json")
+    assert not os.path.lexists("/dev/attncli-new.json")
+
+
+def test_an_existing_device_is_written_into() -> None:
+    check_writable(Path("/dev/null"), "--save-json")
+    write_atomic(Path("/dev/null"), "into the device", "--save-json")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_full_device_is_a_write_error_with_exit_1() -> None:
+    with pytest.raises(AttnCliError) as caught:
+        write_atomic(Path("/dev/full"), "x" * 100_000, "--save-json")
+    assert str(caught.value) == "write error: --save-json '/dev/full': No space left on device"
+    assert caught.value.exit_code == 1
+
+
+def test_a_fifo_that_takes_the_name_meanwhile_is_written_into_not_replaced(
+        tmp_path: Path) -> None:
+    target = tmp_path / "o.json"
+    target.write_text("old")
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(target.read_bytes()), daemon=True)
+
+    def pieces() -> Iterator[str]:
+        yield "first, "
+        target.unlink()
+        os.mkfifo(target)  # while the temporary file is being written
+        reader.start()
+        yield "second"
+
+    write_atomic(target, pieces(), "--save-json")
+    reader.join(600)
+    assert stat.S_ISFIFO(os.lstat(target).st_mode)
+    assert received == [b"first, second"] and os.listdir(tmp_path) == ["o.json"]
