@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,14 @@ def sentencepiece_tokenizer() -> Any:
     tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
+    # limit_alphabet alone breaks ties between equally frequent characters in hash order, which
+    # changes from process to process: name the 30 kept (ties by character), so that every build
+    # gives the same ids and the README's example can be repeated.
+    counts = Counter(ch for text in CORPUS for word, _ in tok.pre_tokenizer.pre_tokenize_str(text)
+                     for ch in word)
+    alphabet = sorted(counts, key=lambda ch: (-counts[ch], ch))[:30]
     trainer = trainers.BpeTrainer(vocab_size=VOCAB - 256, special_tokens=["<unk>", "<s>", "</s>"],
-                                  limit_alphabet=30)
+                                  limit_alphabet=30, initial_alphabet=alphabet)
     tok.train_from_iterator(CORPUS, trainer)
     # The 256 byte tokens are ordinary vocabulary entries right after the specials, as in Llama 2.
     spec = json.loads(tok.to_str())
