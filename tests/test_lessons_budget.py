@@ -21,6 +21,7 @@ from attncli.lessons.budget import (
     check_model_kvcache,
 )
 from tests.gpt2_fixtures import save_hf_gpt2
+from tests.llama_fixtures import save_family
 
 ATTNCLI = Path(sys.executable).parent / "attncli"
 MEMORY_LIMIT = 3 * 2**30
@@ -94,6 +95,14 @@ def test_kvcache_model_on_a_long_text(tmp_path: Path) -> None:
     save_hf_gpt2(model, seed=3, n_layer=1, n_head=2, n_embd=16, n_positions=4096)
     err = _refused("kvcache", LONG, "--model", str(model))
     assert f"kvcache --model {model} on 3,001 tokens × 2 head(s) lists" in err, err
+
+
+def test_kvcache_llama_model_on_a_long_text(tmp_path: Path) -> None:
+    model = tmp_path / "llama"
+    save_family(model, "llama", seed=5)  # 4 query heads share 2 kv heads; no position limit
+    err = _refused("kvcache", "ab" * 1500, "--model", str(model))
+    # 3,000 bytes and the tokenizer's BOS.
+    assert f"kvcache --model {model} on 3,001 tokens × 4 head(s) lists 18,018,004" in err, err
 
 
 def test_the_work_of_a_model_is_bounded() -> None:
