@@ -153,6 +153,8 @@ STRINGS: dict[str, tuple[str, str]] = {
                     "查询 {i}（{label}）关注哪些词元，按权重从大到小排列"),
     "query.masked": ("keys {a}–{b}: masked (future tokens), weight 0",
                      "键 {a}–{b}：被因果掩码遮住（未来的词元），权重为 0"),
+    "query.windowed": ("keys {a}–{b}: masked (past the sliding window of {w}), weight 0",
+                       "键 {a}–{b}：在滑动窗口（{w}）之外，被掩码遮住，权重为 0"),
     # The demo.
     "demo.title": ("attncli demo: attention step by step, on the book's chapter-3 example",
                    "attncli 演示：用书中第 3 章的例子一步步理解注意力"),

@@ -39,9 +39,12 @@ def test_run_json_matches_transformers(cli, models, name: str, layer: int) -> No
     ids = [t["id"] for t in doc["tokens"]]
     ref = hf_reference(model, ids)
     windows = {"llama": None, "mistral": 5, "qwen3": None}
-    weights, masked = with_nulls(doc["weights"])
-    # Masked keys, future or past the window, are null; transformers' weights there are 0.
-    assert torch.equal(masked[0], window_mask(len(ids), windows[name]))
+    weights, nulls = with_nulls(doc["weights"])
+    # Weights are the softmax's output: every masked key, future or past the window, holds
+    # exactly 0.0 there, as in transformers (the masked stage holds null; tables show ·).
+    assert not nulls.any()
+    masked = window_mask(len(ids), windows[name]).expand_as(weights)  # (heads, T, T)
+    assert torch.equal(weights[masked], torch.zeros(int(masked.sum())))
     assert torch.equal(ref["attentions"][layer][masked], torch.zeros(int(masked.sum())))
     assert_close(weights, ref["attentions"][layer], atol=1e-5, rtol=0)
     assert_close(torch.tensor(doc["context"]), ref["attn_out"][layer], atol=1e-5, rtol=1e-5)
@@ -69,14 +72,19 @@ def test_explain_json_has_the_rope_and_norm_stages(cli, models) -> None:
 
 
 def test_keys_past_the_window_are_masked_as_future_keys_are(cli, models) -> None:
-    """null in run --json and in explain's masked, softmax and weights; · in the table."""
+    """null in explain's masked stage, exactly 0.0 in softmax and weights (as future keys
+    are); · in the table."""
     folder = str(models["mistral"][0])
     doc = cli("explain", TEXT, "--model", folder, "--head", "3", "--json").json()
     num_tokens = len(doc["tokens"])
     assert num_tokens > 5
     expected = window_mask(num_tokens, 5)  # (T, T) future and keys i - 5 or older
-    for stage in ("masked", "softmax", "weights"):
-        assert torch.equal(with_nulls(doc["stages"][stage])[1][0], expected), stage
+    assert torch.equal(with_nulls(doc["stages"]["masked"])[1][0], expected)
+    for stage in ("softmax", "weights"):
+        weights, nulls = with_nulls(doc["stages"][stage])
+        assert not nulls.any(), stage
+        assert torch.equal(weights[0][expected], torch.zeros(int(expected.sum()))), stage
+        assert (weights[0][~expected] > 0).all(), stage
     table = cli("run", TEXT, "--model", folder, "--head", "3", "--view", "table",
                 "--precision", "2", "--rows", "6:7", "--cols", "0:7").out
     row = next(line for line in table.splitlines() if line.startswith("6 "))
@@ -152,3 +160,15 @@ def test_show_picks_the_llama_stages(cli, models) -> None:
     assert "Keys after k_norm" in cli("run", TEXT, "--model", folder, "--show", "keys_norm").out
     cli("run", TEXT, "--model", str(models["llama"][0]), "--show", "keys_norm"
         ).assert_usage_error("this llama run has no keys_norm stage")
+
+
+def test_a_query_names_the_keys_behind_its_window(cli, models) -> None:
+    """The ranked view lists only the keys the window lets query 8 see (4..8), and names the
+    rest as masked: the future, and keys 0..3 behind the window of 5."""
+    out = cli("run", TEXT, "--model", str(models["mistral"][0]), "--head", "3",
+              "--query", "8").out
+    ranked = [int(line.split()[0]) for line in out.split("attends to", 1)[1].splitlines()[1:]
+              if line[:1].isdigit()]
+    assert sorted(ranked) == [4, 5, 6, 7, 8]
+    assert "keys 0–3: masked (past the sliding window of 5), weight 0" in out
+    assert "keys 9–" in out and "masked (future tokens)" in out

@@ -37,7 +37,7 @@ def test_book_query_x2_ranking() -> None:
 def test_order_and_values_match_the_weights_row_per_head(query: int) -> None:
     result = run(Request(text=SENTENCE, variant="multihead", heads=2), Extract(query=str(query)))
     for head in range(2):
-        pairs, masked = ranking(result, query, head)
+        pairs, masked, _ = ranking(result, query, head)
         row = result.weights[head][query]
         assert [j for j, _ in pairs] == sorted(range(query + 1), key=lambda j: (-row[j], j))
         assert [w for _, w in pairs] == [row[j] for j, _ in pairs]

@@ -232,6 +232,12 @@ class Result:
         except ValueError:
             return SAVED_TRAITS
 
+    @property
+    def key_window(self) -> int | None:
+        """The shown layer's sliding window (query i sees keys i - window + 1 .. i), or None."""
+        family = self.model.family if self.model is not None else None
+        return None if family is None else family.window
+
     def head_number(self, position: int) -> int:
         """The run's number of the head held at position (--head keeps one head)."""
         return position if self.config.head is None else self.config.head

@@ -23,13 +23,7 @@ from attncli.core.result import (
 from attncli.core.sizes import NAIVE_BUDGET, Impl, choose_impl, naive_bytes, size_text
 from attncli.errors import AttnCliError
 from attncli.models.hf_tokens import hf_tokenize
-from attncli.models.llama import (
-    LlamaAttentionOutput,
-    LlamaLayer,
-    llama_all_layers,
-    llama_attention,
-    window_mask,
-)
+from attncli.models.llama import llama_all_layers, llama_attention
 from attncli.models.llama_checkpoint import LlamaCheckpoint, open_llama, resolve_llama
 
 if TYPE_CHECKING:
@@ -112,19 +106,8 @@ def run_llama(req: Request, extract: Extract, progress: Progress | None = None,
         return _run_long(req, ckpt, tokens, ids, layer, config, extract, progress)
     with open_llama(ckpt) as weights:
         shown = llama_attention(weights, ckpt.spec, ids, layer)
-    return to_result(VARIANT, config, tokens, shown.inputs, masked_weights(shown), extract,
+    return to_result(VARIANT, config, tokens, shown.inputs, shown.output, extract,
                      model=llama_info(ckpt, shown.layer))
-
-
-def masked_weights(shown: LlamaLayer) -> LlamaAttentionOutput:
-    """The layer's output with every masked key's weight -inf, which the Result holds as None
-    (null, shown ·): keys past the sliding window are masked exactly as future keys are, as
-    the tiled path and the masked stage hold them, though softmax made both exactly 0."""
-    mask = window_mask(shown.output.weights.shape[-1], shown.window)  # (T, T) True: masked
-    out = shown.output
-    return replace(out, weights=out.weights.masked_fill(mask, -torch.inf),  # (heads, T, T)
-                   softmax=None if out.softmax is None else out.softmax.masked_fill(
-                       mask, -torch.inf))
 
 
 def _run_long(req: Request, ckpt: LlamaCheckpoint, tokens: list[TokenInfo], ids: list[int],

@@ -35,14 +35,18 @@ def plain(values: Sequence[float | None]) -> list[float | None]:
 
 
 def ranking(result: Result, query: int, head: int,
-            keys: range | None = None) -> tuple[list[tuple[int, float]], list[int]]:
-    """(key, weight) pairs by falling weight (ties by index), and the masked keys."""
+            keys: range | None = None) -> tuple[list[tuple[int, float]], list[int], list[int]]:
+    """(key, weight) pairs by falling weight (ties by index), the future keys, and the keys
+    behind a sliding window."""
     keys = keys if keys is not None else range(len(result.tokens))
     assert result.query is not None and result.query.index == query
     row = plain(result.query.weights[head])
-    masked = [j for j in keys if result.traits.causal and j > query]
-    pairs = [(j, w) for j in keys if j not in masked and (w := row[j]) is not None]
-    return sorted(pairs, key=lambda p: (-p[1], p[0])), masked
+    causal, window = result.traits.causal, result.key_window
+    masked = [j for j in keys if causal and j > query]
+    behind = [j for j in keys if causal and window is not None and query - j >= window]
+    hidden = set(masked) | set(behind)
+    pairs = [(j, w) for j in keys if j not in hidden and (w := row[j]) is not None]
+    return sorted(pairs, key=lambda p: (-p[1], p[0])), masked, behind
 
 
 def _title(result: Result, query: int, head: int, lang: str) -> str:
@@ -56,7 +60,7 @@ def render_query_head(console: Console, result: Result, query: int, head: int,
                       options: Display) -> RenderableType:
     """The ranked bars of one head for the query."""
     keys = range(*options.cols) if options.cols else None
-    pairs, masked = ranking(result, query, head, keys)
+    pairs, masked, behind = ranking(result, query, head, keys)
     total = len(pairs)
     if result.long is not None:
         pairs = pairs[:LONG_KEYS]  # a long row: its heaviest keys
@@ -79,6 +83,9 @@ def render_query_head(console: Console, result: Result, query: int, head: int,
     if len(pairs) < total:
         parts.append(Text(f"its {len(pairs)} heaviest keys of {total:,} (exact row; --json has "
                           "all)", style="dim"))
+    if behind:
+        parts.append(Text(text(options.lang, "query.windowed", a=behind[0], b=behind[-1],
+                               w=result.key_window), style="dim"))
     if masked:
         parts.append(Text(text(options.lang, "query.masked", a=masked[0], b=masked[-1]),
                           style="dim"))

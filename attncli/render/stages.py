@@ -71,10 +71,13 @@ def stage_title(result: Result, name: str, lang: str) -> str:
 
 def shown_weights(result: Result,
                   cells: Sequence[Sequence[float | None]]) -> list[list[float | None]]:
-    """Weights with the causally masked cells as None, so they show as masked, not as 0."""
+    """Weights with every masked cell as None, so it shows as masked, not as the 0 softmax made
+    it: the future of a causal run, and keys at or past a sliding window behind the query."""
     if not result.traits.causal:
         return [list(row) for row in cells]
-    return [[w if j <= i else None for j, w in enumerate(row)] for i, row in enumerate(cells)]
+    window = result.key_window
+    return [[w if j <= i and (window is None or i - j < window) else None
+             for j, w in enumerate(row)] for i, row in enumerate(cells)]
 
 
 def head_title(result: Result, position: int, lang: str) -> str:
