@@ -62,7 +62,7 @@ def attncli_process(*args: str, input: bytes | None = None,
     """Run attncli as a real subprocess (python -m attncli)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "attncli", *args], input=input,
-                          capture_output=True, env=full_env, timeout=120, check=False)
+                          capture_output=True, env=full_env, timeout=600, check=False)
 
 
 def make_console(width: int = 100, colour: bool = False):  # noqa: ANN201

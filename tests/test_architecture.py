@@ -107,6 +107,6 @@ def test_these_never_import_torch(args: list[str]) -> None:
     code = ("import sys; from attncli.cli.main import execute; execute(sys.argv[1:]); "
             "print('torch' in sys.modules, 'attncli.core.pipeline' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "False False"

@@ -141,7 +141,7 @@ def test_subprocess_closed_pipe_is_quiet() -> None:
     words = " ".join(["token"] * 200)
     cmd = (f"{sys.executable} -m attncli run '{words}' --variant multihead --json | head -c 100")
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
-                          timeout=120, check=False)
+                          timeout=600, check=False)
     assert len(proc.stdout) == 100
     assert proc.stderr == b"", proc.stderr
     assert proc.returncode == 0
@@ -156,7 +156,7 @@ def test_subprocess_tokens_closed_pipe_stops_quietly(extra: tuple[str, ...],
     big.write_text(" hello [world]" * 40_000, encoding="utf-8")
     cmd = f"{sys.executable} -m attncli tokens --file {big} {' '.join(extra)} | head -1"
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True,
-                          timeout=120, check=False)
+                          timeout=600, check=False)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     first = proc.stdout.decode()
     # A streamed table cannot know its token count before its first row: the count comes last.
@@ -169,7 +169,7 @@ def test_subprocess_streamed_tokens_table_ends_with_its_count(tmp_path: Path) ->
     big = tmp_path / "big.txt"
     big.write_text(" hello [world]" * 40_000, encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "attncli", "tokens", "--file", str(big)],
-                          capture_output=True, timeout=120, check=False,
+                          capture_output=True, timeout=600, check=False,
                           env={**os.environ, "COLUMNS": "80"})
     lines = proc.stdout.decode().splitlines()
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
@@ -186,7 +186,7 @@ def test_subprocess_help_does_not_import_torch() -> None:
 
     for args in (["--help"], ["--version"], ["tokens", SENTENCE], ["run", "--help"]):
         proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                              text=True, timeout=60, check=False)
+                              text=True, timeout=600, check=False)
         assert proc.stdout.strip().splitlines()[-1] == "False", (args, proc.stdout)
 
 
@@ -206,7 +206,7 @@ def test_cycle_collector_is_off_while_loading_and_back_once_input_is_read() -> N
     import subprocess
 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
 

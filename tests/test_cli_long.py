@@ -126,7 +126,7 @@ def test_a_short_run_imports_nothing_of_the_tiled_path() -> None:
             "'attncli.long.pooling', "
             "'attncli.render.long', 'attncli.cli.progress', 'rich.progress')))")
     proc = subprocess.run([sys.executable, "-c", code, "run", SENTENCE], capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     # The progress bar's module is light and always imported; its Rich bar only on a terminal.
     assert proc.stdout.strip().splitlines()[-1] == "['attncli.cli.progress']"

@@ -44,7 +44,7 @@ def _first_lines(args: list[str], lines: int, megabytes: int, until: bytes | Non
             seen, lines = True, len(got) + 3  # the title, the header, the rule, one row
     proc.stdout.close()  # the reader goes away, as `head` does
     err = proc.stderr.read()
-    return got, proc.wait(timeout=120), err
+    return got, proc.wait(timeout=600), err
 
 
 def test_tokens_of_cjk_with_no_space_stop_at_a_closed_pipe(tmp_path: Path) -> None:

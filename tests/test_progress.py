@@ -48,7 +48,7 @@ def test_without_a_console_nothing_is_ever_drawn() -> None:
 
 def test_piped_stderr_gets_nothing_even_with_no_delay() -> None:
     proc = subprocess.run([sys.executable, "-c", NO_DELAY, "run", TEXT, "--impl", "tiled"],
-                          capture_output=True, timeout=120, check=False, cwd=ROOT)
+                          capture_output=True, timeout=600, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == b""
     assert b"Summary per head" in proc.stdout
@@ -71,10 +71,10 @@ def test_a_terminal_on_stderr_sees_the_bar() -> None:
     reader = threading.Thread(target=read)
     reader.start()
     proc = subprocess.run([sys.executable, "-c", NO_DELAY, "run", TEXT, "--impl", "tiled",
-                           "--json"], stdout=subprocess.PIPE, stderr=follower, timeout=120,
+                           "--json"], stdout=subprocess.PIPE, stderr=follower, timeout=600,
                           check=False, cwd=ROOT)
     os.close(follower)
-    reader.join(timeout=10)
+    reader.join(timeout=600)
     os.close(leader)
     assert proc.returncode == 0
     assert b"tiled attention" in seen

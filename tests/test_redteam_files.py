@@ -68,7 +68,7 @@ def test_a_character_device_stays_a_device(tmp_path: Path) -> None:
 def _run_saving_to(path: Path, *options: str) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
     return subprocess.run([str(ATTNCLI), "run", "x", *options, str(path)], capture_output=True,
-                          env=env, timeout=120, preexec_fn=limit_memory)
+                          env=env, timeout=600, preexec_fn=limit_memory)
 
 
 @pytest.mark.parametrize("option", ["--save-json", "--save"])
@@ -79,7 +79,7 @@ def test_a_fifo_stays_a_fifo_and_receives_the_data(tmp_path: Path, option: str) 
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     proc = _run_saving_to(fifo, option)
-    reader.join(60)
+    reader.join(600)
     assert proc.returncode == 0, proc.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     data = received[0].decode()
@@ -105,7 +105,7 @@ def test_the_cli_writes_into_a_device_that_receives_it(tmp_path: Path) -> None:
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     proc = _run_saving_to(node, "--save-json")
-    reader.join(60)
+    reader.join(600)
     assert stat.S_ISCHR(os.stat(node).st_mode) and node.is_symlink()
     os.close(slave)
     os.close(master)

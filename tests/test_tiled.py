@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from dataclasses import dataclass
 
 import pytest
@@ -296,15 +295,28 @@ def test_worker_threads_leave_the_thread_count_alone() -> None:
 
 
 def test_worker_errors_reach_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    import attncli.long.threads as threads
+
     q, k, v = random_qkv(2, 200, 8, seed=9)
     attended = []
+    lock = threading.Lock()
+    stops: list[threading.Event] = []
+
+    class Stop(threading.Event):
+        def __init__(self) -> None:
+            super().__init__()
+            stops.append(self)
 
     def fail_on_third(job: object, rows: slice, buffers: object) -> None:
-        attended.append(rows)
-        time.sleep(0.05)
-        if len(attended) == 3:
+        with lock:
+            attended.append(rows)
+            count = len(attended)
+        if count == 3:
             raise RuntimeError(f"tile {rows.start} failed")
+        if count > 3:  # a later tile ends only once the error has stopped the pool: no race
+            stops[0].wait(600)
 
+    monkeypatch.setattr(threads.threading, "Event", Stop)
     monkeypatch.setattr(tiled, "_attend_query_tile", fail_on_third)
     before = torch.get_num_threads()
     with pytest.raises(RuntimeError, match="tile .* failed"):

@@ -119,10 +119,10 @@ def test_labels_of_a_long_text_take_linear_time() -> None:
 
     from attncli.core.tokens import tokenize
 
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not stretch it
     pieces = tokenize("猫吃鱼 and the river town woke slowly. " * 3000)
     assert len(pieces) > 30_000
-    assert time.perf_counter() - start < 5.0  # was quadratic: minutes for this many tokens
+    assert time.process_time() - start < 30.0  # was quadratic: minutes for this many tokens
     assert [p.label for p in pieces[:5]] == ["猫[1/3]", "猫[2/3]", "猫[3/3]", "吃[1-2/3]",
                                              "吃[3/3]"]
     assert [p.label for p in pieces[-3:]] == [" slowly", ".", "␣"]
