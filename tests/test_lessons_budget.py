@@ -18,7 +18,10 @@ from attncli.lessons.budget import (
     LESSON_CELLS,
     LESSON_MACS,
     check_cost,
+    check_flash,
+    check_kvcache,
     check_model_kvcache,
+    check_permute,
 )
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import save_family
@@ -61,9 +64,9 @@ HUGE = "1" + "0" * 400
     (("cost", "--heads", "65536", "--emb-dim", "65536"),
      ["--heads 65536 (65,536 × 128 × 128 tiles) needs", "GB at 128 tokens"]),
     (("kvcache", LONG), ["kvcache on the text (3,001 tokens × 1 head(s)) lists 4,504,501 "
-                         "attention weights", "at most 2,896 tokens"]),
+                         "attention weights", "at most 2,895 tokens"]),
     (("kvcache", "a b " * 750, "--variant", "multihead", "--heads", "4"),
-     ["kvcache on the text (1,501 tokens × 4 head(s))", "at most 1,448 tokens"]),
+     ["kvcache on the text (1,501 tokens × 4 head(s))", "at most 1,447 tokens"]),
     (("flash", LONG, "--block", "1"),
      ["flash on the text (3,001 tokens × 1 head(s)) is checked against a naive pass of "
       "9,006,001 attention weights", "at most 2,048 tokens"]),
@@ -125,3 +128,20 @@ def test_cost_work_is_counted_over_every_size() -> None:
 def test_a_huge_block_is_bounded_by_the_text(cli) -> None:  # noqa: ANN001
     doc = cli("flash", "a b c", "--block", "9" * 30, "--json").json()
     assert [step["keys"] for step in doc["steps"]] == [[0, 3]] and doc["block"] == 3
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 12, 100_000])
+def test_the_hinted_token_count_is_the_largest_that_runs(heads: int) -> None:
+    checks = {"kvcache": lambda t: check_kvcache(t, heads, 8, "the text"),
+              "flash": lambda t: check_flash(t, heads, 4, "the text"),
+              "permute": lambda t: check_permute(t, heads, 8, 8, False, "--emb-dim 8"),
+              "model": lambda t: check_model_kvcache(t, heads, 1, 1, t, 0, "m")}
+    for check in checks.values():
+        with pytest.raises(AttnCliError, match=r"at most ([\d,]+) tokens here") as refused:
+            check(3000)
+        most = int(refused.value.args[0].rsplit("at most ", 1)[1].split()[0].replace(",", ""))
+        if most > 1:
+            check(most)  # the hint runs
+        with pytest.raises(AttnCliError):
+            check(most + 1)  # and one token more does not
+        assert most >= 1

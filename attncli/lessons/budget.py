@@ -8,6 +8,7 @@ one line naming the option or text and the size; `attncli run` is the command fo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from attncli.core.sizes import NAIVE_CELL_BYTES, available_bytes, check_fits, size_text
 from attncli.errors import AttnCliError
@@ -29,9 +30,18 @@ def _refuse_cells(cells: int, what: str, most_tokens: int, verb: str = "lists") 
                            f"(at most {most_tokens:,} tokens here)")
 
 
-def _most_tokens(cells_per_token_squared: float) -> int:
-    """The most tokens T whose cells_per_token_squared · T² stays within LESSON_CELLS."""
-    return max(int(math.isqrt(int(LESSON_CELLS / cells_per_token_squared))), 1)
+def _most_tokens(cells_of: Callable[[int], int]) -> int:
+    """The most tokens T whose cells_of(T) (growing with T², at least T²/2) stays within
+    LESSON_CELLS."""
+    tokens = math.isqrt(2 * LESSON_CELLS)
+    while tokens > 1 and cells_of(tokens) > LESSON_CELLS:
+        tokens -= 1
+    return tokens
+
+
+def _causal_cells(heads: int) -> Callable[[int], int]:
+    """Weights of a causal decode, one step per token: heads × T(T+1)/2."""
+    return lambda tokens: heads * tokens * (tokens + 1) // 2
 
 
 def check_permute(num_tokens: int, heads: int, d_in: int, d_out: int, multihead: bool,
@@ -40,7 +50,7 @@ def check_permute(num_tokens: int, heads: int, d_in: int, d_out: int, multihead:
     float64 copy of the module (option names what set its width: "--d-out 9", "--emb-dim 9")."""
     what = f"permute on two texts of {num_tokens:,} tokens × {heads} head(s)"
     cells = 4 * heads * num_tokens * num_tokens
-    _refuse_cells(cells, what, _most_tokens(4 * heads))
+    _refuse_cells(cells, what, _most_tokens(lambda t: 4 * heads * t * t))
     passes = 2 * FLOAT64_STAGES * 8 * heads * num_tokens * num_tokens  # A and B at once
     check_fits(cells * LISTED_CELL_BYTES + passes, f"{what} needs its weights", SHORTER)
     # W_query, W_key, W_value and out_proj in float64, and A's and B's (T, d_out) stages.
@@ -52,8 +62,8 @@ def check_permute(num_tokens: int, heads: int, d_in: int, d_out: int, multihead:
 def check_kvcache(num_tokens: int, heads: int, d_out: int, option: str) -> None:
     """kvcache lists heads × T(T+1)/2 step weights and runs the full (heads, T, T) pass."""
     what = f"kvcache on {option} ({num_tokens:,} tokens × {heads} head(s))"
-    cells = heads * num_tokens * (num_tokens + 1) // 2
-    _refuse_cells(cells, what, _most_tokens(heads / 2))
+    cells = _causal_cells(heads)(num_tokens)
+    _refuse_cells(cells, what, _most_tokens(_causal_cells(heads)))
     # The full pass's stages, the steps' tensors and their lists, the caches' copies.
     full = NAIVE_CELL_BYTES * heads * num_tokens * num_tokens
     steps = cells * (FLOAT_BYTES + LISTED_CELL_BYTES) + num_tokens * d_out * LISTED_CELL_BYTES
@@ -64,7 +74,8 @@ def check_flash(num_tokens: int, heads: int, block: int, option: str) -> None:
     """flash checks itself against the naive full pass: heads × T × T cells of every stage."""
     what = f"flash on {option} ({num_tokens:,} tokens × {heads} head(s))"
     cells = heads * num_tokens * num_tokens
-    _refuse_cells(cells, what, _most_tokens(heads), "is checked against a naive pass of")
+    _refuse_cells(cells, what, _most_tokens(lambda t: heads * t * t),
+                  "is checked against a naive pass of")
     steps = -(-num_tokens // block)  # each lists its scores, at most the text's, and acc
     check_fits(NAIVE_CELL_BYTES * cells + steps * (min(block, num_tokens) + 64) * LISTED_CELL_BYTES,
                f"{what} needs the naive pass it is checked against", SHORTER)
@@ -75,8 +86,8 @@ def check_model_kvcache(num_tokens: int, heads: int, layers: int, token_macs: in
     """kvcache --model: the shown layer's weights listed, the weights held, the work of decoding
     every token through every layer (about as much again for the full pass it is checked by)."""
     what = f"kvcache --model {model} on {num_tokens:,} tokens"
-    cells = heads * num_tokens * (num_tokens + 1) // 2
-    _refuse_cells(cells, f"{what} × {heads} head(s)", _most_tokens(heads / 2))
+    cells = _causal_cells(heads)(num_tokens)
+    _refuse_cells(cells, f"{what} × {heads} head(s)", _most_tokens(_causal_cells(heads)))
     work = 2 * prefill_macs
     if work > LESSON_MACS:
         per_token = max(work // num_tokens, 1)
