@@ -17,6 +17,18 @@ FENCE = re.compile(r"^```(\S*).*$")
 JQ_PATH = re.compile(r"\.|(\.[A-Za-z_]\w*|\[-?\d+\])+")
 SHELL_SYNTAX = {"|", "||", "&", "&&", ";", "<", ">", ">>", "<&", ">&", "(", ")"}
 
+# What `attncli cost` prints that changes from run to run, masked on both sides of a comparison:
+# (name, pattern, replacement).
+TIMINGS = [
+    ("a time", r" *\d[\d,]*(?:\.\d+)? (?:ms|s)\b", " <time>"),
+    # (– when the times did not grow with N, as on a loaded machine)
+    ("a time's growth exponent", r"\b(naive|tiled) time (?:\d+\.\d+|–)", r"\1 time <exponent>"),
+    # A column is as wide as its widest time, so the spaces between columns and the table's
+    # rule follow the times too.
+    ("the spaces between columns", r"(?<=\S)  +", "  "),
+    ("the table's rule", r"^─+$", "<rule>"),
+]
+
 
 @dataclass(frozen=True)
 class Block:
@@ -240,5 +252,7 @@ def differences(example: Example, printed: str, masks: list[tuple[str, str, str]
         real = [re.sub(pattern, replacement, line) for line in real]
     if _matches(shown, real):
         return ""
-    diff = difflib.unified_diff(shown, real, "README.md", "printed", lineterm="", n=2)
-    return "\n".join(diff)
+    diff = "\n".join(difflib.unified_diff(shown, real, "README.md", "printed", lineterm="", n=2))
+    if any(line.strip() == ELISION for line in shown):
+        return f"(each `{ELISION}` line of the README stands for any run of lines)\n{diff}"
+    return diff
