@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from attncli import __version__
@@ -15,7 +13,6 @@ from attncli.core.checks.run import HEAD_STAGES, TOKEN_STAGES, result_from_dict,
 from attncli.core.display import resolve_query
 from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import STAGES, QueryRow, Result, RunConfig, TokenInfo
-from attncli.core.sizes import read_limited
 from attncli.errors import AttnCliError
 
 Doc = dict[str, Any]
@@ -31,11 +28,9 @@ class Saved:
 
 
 def read_saved(path: str) -> Any:
-    """The JSON of path, or of standard input for '-'."""
-    if path == "-":
-        data, source = read_limited(sys.stdin.buffer, "standard input"), "standard input"
-    else:
-        data, source = _read_path(Path(path), "FILE"), f"FILE {path!r}"
+    """The JSON of path, or of standard input for '-' (a file named - is ./-)."""
+    data = _read_path(path, "FILE")  # the string as typed: Path("./-") would read as '-'
+    source = "standard input" if path == "-" else f"FILE {path!r}"
     _decode(data, source)  # names the first byte that is not UTF-8
     return parse_json(data, source)
 
