@@ -75,6 +75,8 @@ def test_a_missing_dash_file_is_named_as_typed(tmp_path: Path) -> None:
     proc = _run(tmp_path, "run", "--inputs", "./-", stdin=b"[[1]]")
     assert (proc.returncode, proc.stderr) == (2, b"attncli: error: --inputs './-' does not "
                                                  b"exist\n")
+    proc = _run(tmp_path, "show", "./-", stdin=b"[[1]]")
+    assert (proc.returncode, proc.stderr) == (2, b"attncli: error: FILE './-' does not exist\n")
 
 
 def test_help_says_so(cli) -> None:  # noqa: ANN001
