@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import gc
-import importlib.abc
 import io
 import os
 import signal
@@ -144,7 +143,7 @@ class _HeldLoader:
                     module.__spec__.loader = self._loader
 
 
-class _DeferredImports(importlib.abc.MetaPathFinder):
+class _DeferredImports:
     """Finds torch and numpy as usual, and loads them with signals held."""
 
     def find_spec(self, fullname: str, path: Any, target: ModuleType | None = None) -> Any:
@@ -161,7 +160,7 @@ class _DeferredImports(importlib.abc.MetaPathFinder):
         return None
 
 
-class _SignalAtImport(importlib.abc.MetaPathFinder):
+class _SignalAtImport:
     """Test hook: the signal of ATTNCLI_SELF_SIGNAL=import:NAME:SIG when NAME starts to load."""
 
     def __init__(self, name: str) -> None:
