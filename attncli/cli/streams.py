@@ -1,10 +1,12 @@
-"""The process's standard streams, made safe before any work, as coreutils treats them (and its
-cycle collector, kept off while the CLI loads).
+"""The process's standard streams and signals, made safe before any work, as coreutils treats
+them (and its cycle collector, kept off while the CLI loads).
 
 A closed stdin reads as empty, a closed stdout fails at the first write with one line, a closed
 stderr swallows messages (the exit code still tells), and a character the output encoding cannot
 hold is replaced rather than fatal. Closed descriptors are filled with /dev/null first, so a file
-opened later never lands on 0, 1 or 2 and receives output meant for a stream.
+opened later never lands on 0, 1 or 2 and receives output meant for a stream. SIGINT, SIGTERM
+and SIGHUP become KeyboardInterrupt, held while torch and numpy import and at a save's critical
+steps, and end the run with one line and exit 130, 143 or 129.
 """
 
 from __future__ import annotations
