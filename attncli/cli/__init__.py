@@ -1,9 +1,14 @@
 """The command line: the Typer app, its options, and where output goes."""
 
+from __future__ import annotations
+
 import gc
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing is not imported before the signal handlers are in place
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main() -> None:
