@@ -48,7 +48,7 @@ def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
     import os
 
     full = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", **(env or {})}
-    return subprocess.run([str(ATTNCLI), *args], capture_output=True, env=full, timeout=120,
+    return subprocess.run([str(ATTNCLI), *args], capture_output=True, env=full, timeout=600,
                           check=False, preexec_fn=limit_memory)
 
 
