@@ -26,10 +26,19 @@ LINES = {"INT": (130, b"attncli: error: interrupted\n"),
 SAVE = ["run", "Your journey starts with one step", "--save-json", "o.json", "--save", "o.html"]
 
 
+def default_signals() -> None:
+    """Give the child Python's defaults for the signals under test: a test run started as a
+    background job (or under nohup, or by a CI runner) has SIGINT ignored, which the child
+    would inherit, and attncli rightly keeps an ignored signal ignored."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _run(cwd: Path, phase: str, args: list[str] = SAVE,
          ignore: signal.Signals | None = None) -> subprocess.CompletedProcess[bytes]:
     def child() -> None:
         limit_memory()
+        default_signals()
         if ignore is not None:
             signal.signal(ignore, signal.SIG_IGN)  # as nohup, or a shell's background job
 
@@ -114,6 +123,6 @@ def test_ctrl_c_inside_the_torch_import_waits_for_its_end() -> None:
     process or leave torch without numpy. Held, it comes once both have loaded whole."""
     env = {**os.environ, "ATTNCLI_SELF_SIGNAL": "import:numpy:INT"}
     proc = subprocess.run([sys.executable, "-c", HELD_IMPORT], capture_output=True, text=True,
-                          env=env, timeout=TIMEOUT_S, check=False)
+                          env=env, timeout=TIMEOUT_S, preexec_fn=default_signals, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "ndarray", "True", "True"], proc.stderr
