@@ -65,3 +65,13 @@ def test_an_empty_cache_says_how_to_fetch_one(cli, tmp_path: Path,
     assert "hf download" in cli("models").out
     assert cli("models", "--json").json() == {"cache": str(tmp_path / "none"), "models": [],
                                               "unreadable": []}
+
+
+def test_a_c1_control_in_a_folder_name_is_escaped_in_the_json(cli, cache: Path) -> None:
+    # the CSI U+009B, which orjson wrote raw: a terminal could act on a cache folder's name
+    (cache / "models--Org--tiny-llama").rename(cache / "models--Org--na\u009bme")
+    got = cli("models", "--json")
+    assert got.code == 0
+    assert "\u009b" not in got.out and "na\\u009bme" in got.out
+    assert got.json()["models"][0]["name"] == "Org/na\u009bme"
+    assert "\u009b" not in cli("models").out

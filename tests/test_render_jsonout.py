@@ -61,3 +61,16 @@ def test_an_iterator_is_written_as_a_list_item_by_item() -> None:
     doc = {"tokens": ({"index": i, "text": f"t{i}"} for i in range(3)), "none": iter(())}
     assert json.loads(dumps(doc)) == {"tokens": [{"index": i, "text": f"t{i}"} for i in range(3)],
                                       "none": []}
+
+
+@pytest.mark.parametrize("doc", [{"name": "na\u009bme", "path": "/x/\u0085\u009f"},
+                                 ["\u0080", {"k\u009b": ["a\u009bb"] * 3}],
+                                 [{"name": "c1/na\u009bme", "size": 1}] * 3])
+def test_c1_controls_are_escaped_so_no_raw_csi_reaches_a_terminal(doc: object) -> None:
+    # orjson writes U+0080-U+009F raw (C2 9B is a CSI to some terminals): `models --json`
+    # printed a cache folder's name so; the escape reads back as the same string
+    text = dumps(doc)
+    assert not any(bytes([0xC2, low]) in text for low in range(0x80, 0xA0))
+    assert b"\\u009b" in text or b"\\u0080" in text
+    assert json.loads(text) == doc
+    assert "é\u00a0".encode() in dumps("é\u00a0")  # printable Latin-1 stays as it is

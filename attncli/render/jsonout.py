@@ -30,8 +30,24 @@ def json_pieces(data: Any) -> Iterator[bytes]:
 
     An iterator is written as a list, its items taken one at a time.
     """
-    yield from _pieces(data)
+    for piece in _pieces(data):
+        yield _escape_c1(piece) if b"\xc2" in piece else piece
     yield b"\n"
+
+
+C1 = [(bytes([0xC2, low]), b"\\u%04x" % low) for low in range(0x80, 0xA0)]
+
+
+def _escape_c1(piece: bytes) -> bytes:
+    """piece with each C1 control (U+0080-U+009F, such as the CSI U+009B) as a \\u escape.
+
+    orjson writes them raw, and a terminal may act on one (a file name in `models --json`). In
+    UTF-8 the bytes C2 80-9F are these characters and nothing else, and outside strings JSON
+    is ASCII, so the escape is the same JSON string.
+    """
+    for raw, escaped in C1:
+        piece = piece.replace(raw, escaped)
+    return piece
 
 
 def dumps(data: Any) -> bytes:
