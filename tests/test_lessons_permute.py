@@ -104,3 +104,12 @@ def test_positions_option_on_run_explain_compare(cli) -> None:  # noqa: ANN001
         "--no-positions applies to text")
     cli("run", "x", "--model", "samples/toy-gpt2", "--no-positions").assert_usage_error(
         "--no-positions does not apply with --model")
+
+
+def test_texts_far_apart_name_a_few_tokens_and_count_the_rest(cli) -> None:
+    # two long unrelated texts listed every differing token: a line of 20 KB
+    text_a = " ".join(f"w{i}" for i in range(3000))
+    res = cli("permute", text_a, "x")
+    res.assert_usage_error("only in A: 'w' (id 86)")
+    line = res.err.strip()
+    assert len(line) < 600 and "other token(s); only in B: 'x' (id 87)" in line

@@ -75,11 +75,17 @@ def find_permutation(ids_a: list[int], ids_b: list[int], labels: dict[int, str])
     return [where[token_id].popleft() for token_id in ids_b]
 
 
+DESCRIBED = 8  # distinct tokens named in the refusal; the rest are counted
+
+
 def _describe(counts: Counter[int], labels: dict[int, str]) -> str:
+    """The tokens of counts, in the order they first appear, the first DESCRIBED of them named."""
     if not counts:
         return "nothing"
-    return ", ".join(f"{labels[token_id]!r} (id {token_id})" + (f" ×{n}" if n > 1 else "")
-                     for token_id, n in counts.items())
+    named = ", ".join(f"{labels[token_id]!r} (id {token_id})" + (f" ×{n}" if n > 1 else "")
+                      for token_id, n in list(counts.items())[:DESCRIBED])
+    rest = len(counts) - DESCRIBED
+    return named + (f" and {rest:,} other token(s)" if rest > 0 else "")
 
 
 def _case(spec: Request, text_a: str, text_b: str, permutation: list[int],
