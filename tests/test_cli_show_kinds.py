@@ -185,3 +185,13 @@ def test_the_tiled_corner_is_the_long_paths(cli, tmp_path: Path) -> None:  # noq
     cli("show", str(path), "--rows", "0:2").assert_usage_error("outside the window")
     shown = cli("show", str(path), "--rows", "2:3", "--cols", "0:2")
     assert shown.code == 0 and "rows 2:3 × columns 0:2" in shown.out
+
+
+@pytest.mark.parametrize("stages", [-1, 1e308, True, "scores"])
+def test_stages_that_are_not_an_object_are_one_line(cli, tmp_path: Path,  # noqa: ANN001
+                                                     stages: Any) -> None:
+    # len() of the saved stages sized the run before their type was checked: a traceback
+    path, doc = _saved(cli, tmp_path, ("explain", SENTENCE))
+    doc["stages"] = stages
+    path.write_text(json.dumps(doc))
+    cli("show", str(path)).assert_usage_error("saved file: stages is")

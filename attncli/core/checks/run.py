@@ -162,7 +162,9 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
         weights = stack(doc["weights"], "weights", heads, b - a, d - c, nulls=True)
         long = long_from(doc, size, heads, config.top_k or 0)
     else:
-        check_cells(heads * size * size * (1 + len(doc.get("stages") or {})), "the saved run")
+        saved_stages = doc.get("stages")  # its type is checked by stages_from, below
+        count = len(saved_stages) if isinstance(saved_stages, dict) else 0
+        check_cells(heads * size * size * (1 + count), "the saved run")
         weights = stack(doc["weights"], "weights", heads, size, size, nulls=True)
         long = None
     context = matrix(doc["context"], "context", size, config.d_out or None)
