@@ -3,6 +3,7 @@ the folders it cannot, each with the reason (read defensively: nothing there sto
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,14 @@ def _reason(err: AttnCliError, folder: Path) -> str:
     return str(err).replace(f"{folder}/", "").replace(str(folder), "the snapshot")[:300]
 
 
+def _no_snapshot(repo_dir: Path) -> str:
+    """Why a repo folder gives no snapshot: it cannot be read, or it names none."""
+    for folder in (repo_dir, repo_dir / "snapshots"):
+        if is_dir(folder) and not os.access(folder, os.R_OK | os.X_OK):
+            return f"cannot read {folder.name}/: permission denied"
+    return "no snapshot folder (refs/main and snapshots/ name none)"
+
+
 def _repo_dirs(cache: Path) -> list[Path]:
     try:
         return sorted(p for p in cache.iterdir() if p.name.startswith("models--"))
@@ -95,7 +104,7 @@ def cached_models(cache: Path | None = None) -> dict[str, Any]:
         snapshot = snapshot_of(repo_dir)
         try:
             if snapshot is None:
-                raise AttnCliError("no snapshot folder (refs/main and snapshots/ name none)")
+                raise AttnCliError(_no_snapshot(repo_dir))
             rows.append(describe_folder(name, snapshot))
         except AttnCliError as err:
             where = snapshot if snapshot is not None else repo_dir

@@ -155,7 +155,9 @@ def _read_config(config_file: Path) -> dict[str, Any]:
     config = read_config_file(config_file)
     model_type = config.get("model_type", "gpt2")
     if model_type != "gpt2":
-        raise AttnCliError(f"{config_file} describes a {shown(model_type)} model; attncli reads "
+        kind = (f"describes a {shown(model_type)} model" if isinstance(model_type, str)
+                else f"gives model_type as {shown(model_type)}")
+        raise AttnCliError(f"{config_file} {kind}; attncli reads "
                            "GPT-2 (model_type 'gpt2') and Llama-family (llama, mistral, qwen2, "
                            "qwen3) checkpoints")
     check_gpt2_config(config, config_file)

@@ -8,8 +8,11 @@ byte tokens such as <0xE7>. Both are turned back into the bytes each token stand
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -71,11 +74,32 @@ def load_tokenizer(directory: Path) -> Any:
     return _calling(Tokenizer.from_str, f"cannot read {file}", data.decode("utf-8"))
 
 
+@contextmanager
+def _rust_quiet() -> Iterator[None]:
+    """File descriptor 2 sent to /dev/null: a Rust panic prints its own lines there before
+    pyo3 raises it, and the raised error becomes attncli's one line."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield  # no stderr to quiet
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _calling(call: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
     """call(*args), with what tokenizers raises (a bare Exception, or a Rust panic, which is
     not an Exception) turned into one line starting with what."""
     try:
-        return call(*args, **kwargs)
+        with _rust_quiet():
+            return call(*args, **kwargs)
     except (KeyboardInterrupt, SystemExit, MemoryError):
         raise
     except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is a BaseException
