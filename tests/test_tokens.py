@@ -19,6 +19,7 @@ from attncli.core.tokens import (
     token_bounds,
     token_chunks,
     tokenize,
+    visible,
 )
 from attncli.errors import AttnCliError
 
@@ -197,3 +198,10 @@ def test_bounds_cover_every_index_and_id() -> None:
     assert pieces[-1].index <= last and max(p.id or 0 for p in pieces) <= largest
     assert largest == 50256
     assert token_bounds("") == (0, 50256)
+
+
+@pytest.mark.parametrize("mark", ["\u202e", "\u202d", "\u2066", "\u2067", "\u2068", "\u2069",
+                                  "\u200e", "\u200f", "\u061c", "\u202a", "\u202b", "\u202c"])
+def test_direction_controls_are_escaped_and_joiners_kept(mark: str) -> None:
+    assert visible(f"ab{mark}cd") == f"ab\\u{ord(mark):04x}cd"
+    assert visible("👨\u200d👩") == "👨\u200d👩"  # a zero-width joiner inside an emoji stays
