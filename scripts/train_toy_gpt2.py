@@ -199,8 +199,8 @@ def save_full_vocab(model: GPT2Model, used: Tensor, out: Path) -> None:
 
 def measure(model_dir: Path, text: str) -> None:
     """Print attncli's head measures of the saved model on text, strongest structure first."""
-    from attncli.models.checkpoint import resolve_checkpoint
-    from attncli.models.gpt2 import gpt2_all_layers
+    from attncli.models.gpt2.family import resolve_checkpoint
+    from attncli.models.gpt2.model import gpt2_all_layers
     from attncli.models.measures import MEASURES, head_measures
 
     token_ids = gpt2_encoding().encode(text, allowed_special="all")

@@ -10,7 +10,8 @@ import torch
 from safetensors.torch import save_file
 
 from attncli.errors import AttnCliError
-from attncli.models.checkpoint import Checkpoint, open_weights, resolve_checkpoint
+from attncli.models.gpt2.config import Checkpoint, open_weights
+from attncli.models.gpt2.family import resolve_checkpoint
 from tests.gpt2_fixtures import tiny_tensors, write_tiny
 
 TINY = {"n_layer": 2, "d": 8, "vocab": 16, "positions": 8}

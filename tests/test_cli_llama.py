@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attncli.models.llama import window_mask
+from attncli.models.llama.model import window_mask
 from tests.llama_fixtures import hf_reference, save_family
 
 TEXT = "The cat sat on the mat 猫吃鱼 because it was tired"

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from attncli.errors import AttnCliError
-from attncli.models.checkpoint import resolve_checkpoint
-from attncli.models.gpt2 import gpt2_all_layers, gpt2_attention
+from attncli.models.gpt2.family import resolve_checkpoint
+from attncli.models.gpt2.model import gpt2_all_layers, gpt2_attention
 from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
 
 SMALL = {"n_layer": 3, "n_head": 4, "n_embd": 64, "n_positions": 128, "vocab_size": 50257}

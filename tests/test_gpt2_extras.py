@@ -9,8 +9,8 @@ import torch
 from torch.testing import assert_close
 
 from attncli.models.activations import ACTIVATIONS
-from attncli.models.checkpoint import resolve_checkpoint
-from attncli.models.gpt2 import gpt2_attention
+from attncli.models.gpt2.family import resolve_checkpoint
+from attncli.models.gpt2.model import gpt2_attention
 from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
 
 SMALL = {"n_layer": 3, "n_head": 4, "n_embd": 32, "n_positions": 32, "vocab_size": 300}

@@ -107,13 +107,15 @@ def test_a_long_text_comes_in_pieces_from_the_first(folders: dict[str, Path]) ->
 def test_the_json_lists_the_same_tokens(folders: dict[str, Path]) -> None:
     from unittest import mock
 
+    from attncli.models.family import family_named
     from attncli.models.hf_tokens import model_tokens
+    from attncli.models.sources.safetensors import SafetensorsSource
 
     text = "Emoji: 🙂 and naïve café. 東京は日本の首都です。 " * 300
     for name in ("byte", "sp", "rstrip"):
         # These folders hold only a tokenizer.json: no checkpoint to look up.
-        with mock.patch("attncli.models.llama_config.model_folder", return_value=folders[name]), \
-                mock.patch("attncli.models.llama_config.family_of", return_value="llama"):
+        held = (SafetensorsSource(folders[name]), family_named("llama"))
+        with mock.patch("attncli.models.family.open_family", return_value=held):
             doc, _, _, (last, largest) = model_tokens(str(folders[name]), text, False)
         tokens = list(doc["tokens"])
         whole = hf_tokenize(folders[name], text)

@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from attncli.core.request import Request
-from attncli.lessons.kvcache_gpt2 import kvcache_model
-from attncli.lessons.kvcache_llama import llama_shape
-from attncli.models.llama import llama_attention
-from attncli.models.llama_checkpoint import open_llama, resolve_llama
-from attncli.models.llama_config import kv_cache_values
-from attncli.models.shards import ShardedWeights
+from attncli.lessons.kvcache import kvcache_model
+from attncli.models.llama.checkpoint import open_llama
+from attncli.models.llama.config import kv_cache_values
+from attncli.models.llama.decode import llama_shape
+from attncli.models.llama.family import resolve_llama
+from attncli.models.llama.model import llama_attention
+from attncli.models.sources.named import Named
 from tests.llama_fixtures import hf_reference, save_family
 
 TEXT = "The cat sat on the mat 猫吃鱼 because it was tired"
@@ -88,9 +89,9 @@ def test_deeper_steps_are_rows_of_the_full_pass(models: dict[str, tuple[Path, An
 def test_in_float64_every_step_is_exact(models: dict[str, tuple[Path, Any]], name: str,
                                         layer: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without float32's rounding the decode and the full pass agree: the maths is the same."""
-    read, rows = ShardedWeights.__getitem__, ShardedWeights.rows
-    monkeypatch.setattr(ShardedWeights, "__getitem__", lambda self, n: read(self, n).double())
-    monkeypatch.setattr(ShardedWeights, "rows", lambda self, n, i: rows(self, n, i).double())
+    read, rows = Named.__getitem__, Named.rows
+    monkeypatch.setattr(Named, "__getitem__", lambda self, n: read(self, n).double())
+    monkeypatch.setattr(Named, "rows", lambda self, n, i: rows(self, n, i).double())
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:

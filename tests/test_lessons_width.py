@@ -11,8 +11,7 @@ from rich.cells import cell_len
 from attncli.cli.streams import MIN_WIDTH
 from attncli.core.request import Request
 from attncli.lessons.flash import flash
-from attncli.lessons.kvcache import kvcache
-from attncli.lessons.kvcache_gpt2 import kvcache_model
+from attncli.lessons.kvcache import kvcache, kvcache_model
 from attncli.lessons.permute import permute
 from attncli.lessons.setup import build, lesson_config
 from attncli.render.lessons.flash import render_flash

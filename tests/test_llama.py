@@ -13,8 +13,9 @@ from torch.testing import assert_close
 
 from attncli.errors import AttnCliError
 from attncli.models.hf_tokens import hf_tokenize, load_tokenizer
-from attncli.models.llama import llama_all_layers, llama_attention, window_mask
-from attncli.models.llama_checkpoint import open_llama, resolve_llama
+from attncli.models.llama.checkpoint import open_llama
+from attncli.models.llama.family import resolve_llama
+from attncli.models.llama.model import llama_all_layers, llama_attention, window_mask
 from tests.llama_fixtures import hf_reference, save_family
 
 TEXT = "The cat sat on the mat 猫吃鱼，狗吃肉 🙂 because it was tired; 東京は日本の首都です。"
@@ -201,7 +202,7 @@ def test_a_missing_or_misshapen_tensor_is_refused(models, tmp_path: Path) -> Non
 
 
 def test_kv_cache_size_shows_what_gqa_saves(models) -> None:
-    from attncli.models.llama_config import kv_cache_values
+    from attncli.models.llama.config import kv_cache_values
 
     spec = resolve_llama(str(models["llama"][0])).spec
     assert kv_cache_values(spec, 100) == 2 * 3 * 2 * 100 * 8  # 2 × layers × kv_heads × T × hd

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from attncli.errors import AttnCliError
-from attncli.models.checkpoint import resolve_checkpoint
-from attncli.models.locate import (
+from attncli.models.gpt2.family import resolve_checkpoint
+from attncli.models.stores.locate import (
     file_in_dir,
     hub_cache_dir,
     locate_checkpoint,

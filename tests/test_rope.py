@@ -9,8 +9,8 @@ import torch
 from torch.testing import assert_close
 
 from attncli.errors import AttnCliError
-from attncli.models.llama_config import llama_spec
-from attncli.models.rope import apply_rope, inv_freq, rope_tables
+from attncli.models.llama.config import llama_spec
+from attncli.models.llama.rope import apply_rope, inv_freq, rope_tables
 
 BASE = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
         "num_hidden_layers": 1, "intermediate_size": 8, "vocab_size": 10,

@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 
 from attncli.core.tokens import encode
-from attncli.models.checkpoint import resolve_checkpoint
-from attncli.models.gpt2 import gpt2_all_layers
+from attncli.models.gpt2.family import resolve_checkpoint
+from attncli.models.gpt2.model import gpt2_all_layers
 from attncli.models.measures import head_measures
 from tests.gpt2_fixtures import hf_reference
 

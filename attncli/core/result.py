@@ -21,7 +21,7 @@ Stack = list[list[list[float | None]]]
 # Every stage a variant may have, in the order the computation runs.
 STAGES = ("inputs", "queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
           "keys_rope", "scores", "scaled", "masked", "softmax", "dropped", "weights",
-          "heads_context", "context")  # *_norm, *_rope: the Llama family only
+          "heads_context", "context")  # *_norm, *_rope: models with RoPE (and q/k norms)
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,9 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class FamilyInfo:
-    """A Llama-family checkpoint's attention: grouped kv heads, RoPE, sliding window."""
+    """A checkpoint's attention beyond chapter 3's: grouped kv heads, RoPE, sliding window."""
 
-    architecture: str  # llama, mistral, qwen2 or qwen3
+    architecture: str  # config.json's model_type
     kv_heads: int
     head_dim: int
     rope_theta: float
@@ -135,7 +135,21 @@ class ModelInfo:
     heads: int
     d_model: int
     layer: int | None = None
-    family: FamilyInfo | None = None  # Llama-family models only
+    family: FamilyInfo | None = None  # grouped kv heads, RoPE, windows: where the model has them
+    # How views describe the model (not in the JSON): its name, and what its attention reads.
+    name: str = ""  # "GPT-2", or config.json's model_type
+    norm: str = ""  # what normalised the residual stream its attention reads, e.g. "RMSNorm'd"
+    reads: str = ""  # that input as a formula, after a space (" ln_1(h)"), or ""
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: fewer than heads under grouped-query attention."""
+        return self.heads if self.family is None else self.family.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        """Each head's width."""
+        return self.d_model // self.heads if self.family is None else self.family.head_dim
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON "model" object."""

@@ -12,41 +12,17 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attncli.core.request import Request
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
-from attncli.lessons.budget import check_kvcache
+from attncli.lessons.budget import check_kvcache, check_model_kvcache
 from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
+from attncli.models.decoding import Shape
 
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
 # rounding of one-row and whole-text matrix products adds up layer by layer.
 TOLERANCE = (1e-6, 1e-5)
 MODEL_TOLERANCE = (1e-5, 1e-4)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What the multiply-adds depend on: layers, widths and one token's per-layer work."""
-
-    layers: int
-    d_in: int
-    d_out: int
-    token_macs: int  # one token through one layer, outside attention: q, k, v, out, MLP
-    kv_width: int | None = None  # k and v projection width when narrower than d_out (GQA)
-
-    def step_macs(self, cache_len: int, cached: bool) -> int:
-        """Multiply-adds of one decoding step whose query sees cache_len keys.
-
-        One new token goes through every layer: its projections, then Q·Kᵀ and weights·V over
-        cache_len keys. Without a cache the prefix's keys and values are rebuilt in every
-        layer, and below the last layer that needs the prefix's whole pass through the layer.
-        """
-        new_token = self.layers * (self.token_macs + 2 * cache_len * self.d_out)
-        if cached:
-            return new_token
-        prefix = cache_len - 1
-        prefix_layer = prefix * self.token_macs + self.d_out * prefix * (prefix + 1)
-        kv_width = self.d_out if self.kv_width is None else self.kv_width
-        return new_token + (self.layers - 1) * prefix_layer + prefix * 2 * self.d_in * kv_width
 
 
 @dataclass
@@ -188,3 +164,34 @@ def kvcache(lesson: Lesson, config: dict[str, Any]) -> KVCacheResult:
     check_kvcache(lesson.x.shape[0], lesson.heads, lesson.module.d_out, source_of(config))
     return assemble(config, lesson.tokens, variant_shape(lesson), decode_variant(lesson),
                     full_pass(lesson))
+
+
+def kvcache_model(req: Request) -> KVCacheResult:
+    """`attncli kvcache --model`: the checkpoint decoded step by step, whatever its family, each
+    step checked against the full pass of the layer shown."""
+    from attncli.models.family import open_model
+
+    if req.model is None or req.text is None:
+        raise AttnCliError("kvcache --model runs a checkpoint on text")
+    model = open_model(req.model, req.heads)  # --heads overrides an inferred head count
+    tokens = model.tokens(req)
+    spec, ids = model.spec, tokens.ids
+    config: dict[str, Any] = {"model": req.model, "heads": spec.num_heads}
+    if model.traits.kv_heads:
+        config["kv_heads"] = spec.kv_heads
+    config["d_out"] = spec.d_model
+    index = spec.layer_index(req.layer or 0)
+    model.check_tokens(ids)
+    shape = model.decode_shape()
+    check_model_kvcache(len(ids), spec.num_heads, spec.n_layer, shape.token_macs,
+                        prefill_macs(shape, len(ids)),
+                        2 * spec.n_layer * len(ids) * spec.kv_heads * spec.head_dim * 4, req.model)
+    step, decoded = model.decoder(index, len(ids)), Decoded()
+    for t, token_id in enumerate(ids):
+        weights, context = step.step(token_id, t)  # (heads, t+1), (d_out,)
+        decoded.weights.append(weights)
+        decoded.context.append(context)
+        decoded.cache_bytes.append(step.cache_bytes())
+    full = model.attention(ids, index)
+    return assemble({**config, "layer": index}, tokens.tokens, shape, decoded,
+                    (full.output.weights, full.output.context))

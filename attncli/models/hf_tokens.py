@@ -17,14 +17,16 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attncli.core.cutting.boundaries import Cuts
 from attncli.core.inputs import parse_json
-from attncli.core.sizes import read_limited
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece, labels_for
 from attncli.errors import AttnCliError
-from attncli.models.locate import is_file
+from attncli.models.stores.locate import is_dir
+
+if TYPE_CHECKING:
+    from attncli.models.sources.base import WeightSource
 
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
@@ -56,23 +58,31 @@ class HFTokens:
 
 @cache
 def load_tokenizer(directory: Path) -> Any:
-    """The folder's tokenizer.json, read by the one JSON reader (its limits) and then by HF
-    tokenizers (nothing is downloaded)."""
+    """A folder's tokenizer.json as an HF tokenizer (nothing is downloaded)."""
+    from attncli.models.sources.safetensors import SafetensorsSource
+
+    return source_tokenizer(SafetensorsSource(directory))
+
+
+def source_tokenizer(source: WeightSource) -> Any:
+    """The source's tokenizer.json (its limits checked) as an HF tokenizer; nothing downloads."""
+    text = source.tokenizer_json()
+    if text is None:
+        raise AttnCliError(f"{source.path} has no tokenizer.json: attncli tokenises with the "
+                           f"model's own tokenizer (fetch it with the checkpoint)")
+    shown = source.path / source.label if is_dir(source.path) else source.path
+    return _parsed(text, f"cannot read {shown}")
+
+
+@cache
+def _parsed(text: str, what: str) -> Any:
     from tokenizers import Tokenizer
 
-    file = directory / "tokenizer.json"
-    if not is_file(file):
-        raise AttnCliError(f"{directory} has no tokenizer.json: attncli tokenises with the "
-                           f"model's own tokenizer (fetch it with the checkpoint)")
-    try:
-        with open(file, "rb") as stream:
-            data = read_limited(stream, str(file))
-    except OSError as err:
-        raise AttnCliError(f"cannot read {file}: {err.strerror or err}") from None
-    if not isinstance(parse_json(data, str(file)), dict):
-        raise AttnCliError(f"{file} is not a JSON object")
-    return _calling(Tokenizer.from_str, f"cannot read {file}", data.decode("utf-8"))
+    return _calling(Tokenizer.from_str, what, text)
 
+
+def _loaded(tokenizer: Path | Any) -> Any:  # a tokenizer, or a folder's
+    return load_tokenizer(tokenizer) if isinstance(tokenizer, Path) else tokenizer
 
 @contextmanager
 def _rust_quiet() -> Iterator[None]:
@@ -141,12 +151,12 @@ def _added(tokenizer: Any) -> tuple[int, int]:
     return start, len(ids) - start - n
 
 
-def hf_tokenize(directory: Path, text: str, allow_special: bool = False) -> HFTokens:
+def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False) -> HFTokens:
     """Tokenise text as the model's tokenizer does, BOS and all, into labelled pieces.
 
     Special-token spellings in the text are plain text unless allow_special, as for GPT-2.
     """
-    tokenizer = load_tokenizer(directory)
+    tokenizer = _loaded(directory)
     encoding = _encode(tokenizer, text, allow_special, True)
     before, after = _added(tokenizer)
     pieces = _Labeller(tokenizer).pieces(_triples(encoding), 0)
@@ -238,12 +248,12 @@ def _pre_tokenizer(part: dict[str, Any]) -> str | None:
 Chunks = Iterator[list[TokenPiece]]
 
 
-def hf_token_chunks(directory: Path, text: str, allow_special: bool = False,
+def hf_token_chunks(directory: Path | Any, text: str, allow_special: bool = False,
                     first: int = FIRST_CHARS,
                     size: int = CHUNK_CHARS) -> tuple[list[str], list[str], Chunks]:
     """The tokens hf_tokenize gives, in lists made as the text is encoded part by part (where
     streams allows; else in one list), with the tokens the post-processor adds."""
-    tokenizer = load_tokenizer(directory)
+    tokenizer = _loaded(directory)
     parts = Cuts(text, None).parts(first, size)
     head, second = next(parts, ""), next(parts, None)
     if second is None or not streams(tokenizer, allow_special):
@@ -271,18 +281,19 @@ def model_tokens(model: str, text: str, allow_special: bool
     """`tokens --model`: the JSON document (its token list made as it is written), the lists
     of pieces, the tokenizer's name for titles, and bounds on the last index and largest id."""
     from attncli.core.result import TokenInfo
-    from attncli.models.llama_config import family_of, model_folder
+    from attncli.models.family import open_family
 
-    folder = model_folder(model)
-    if folder is None or family_of(model) is None:
+    source, family = open_family(model)
+    if not family.traits.tokenizer_file:
         raise AttnCliError(f"tokens --model reads a Llama-family folder's tokenizer.json; "
                            f"{model} is not one (GPT-2 checkpoints use --encoding gpt2)")
-    before, after, chunks = hf_token_chunks(folder, text, allow_special)
-    name = "tokenizer.json"
+    tokenizer = source_tokenizer(source)
+    before, after, chunks = hf_token_chunks(tokenizer, text, allow_special)
+    name = source.label
     doc = {"model": model, "tokenizer": {"file": name, "bos": before[0] if before else None,
                                          "added_before": before, "added_after": after},
            "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)}
     # Each token holds a byte of the text or more, but a ▁ put before the text holds none.
     last = len(text.encode("utf-8", "surrogatepass")) + len(before) + len(after)
-    bounds = last, load_tokenizer(folder).get_vocab_size(with_added_tokens=True) - 1
-    return doc, chunks, f"{folder.name}/{name}", bounds
+    bounds = last, tokenizer.get_vocab_size(with_added_tokens=True) - 1
+    return doc, chunks, f"{source.path.name}/{name}", bounds

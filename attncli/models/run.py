@@ -1,21 +1,28 @@
-"""Runs on a checkpoint: one layer's attention as a Result, or every head's measures."""
+"""Runs on a checkpoint, whatever its family: one layer's attention as a Result, or every
+head's measures. Tensors become plain data here."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
 
 from attncli import __version__
 from attncli.core.convert import plain
-from attncli.core.pipeline import check_head, text_tokens, to_result
+from attncli.core.pipeline import Prepared, check_head, to_result
 from attncli.core.request import Extract, Request
-from attncli.core.result import HeadsResult, ModelInfo, Result, RunConfig, TextConfig
-from attncli.core.sizes import Impl
+from attncli.core.result import HeadsResult, Result, RunConfig, TextConfig
+from attncli.core.sizes import NAIVE_BUDGET, Impl, choose_impl, naive_bytes, size_text
 from attncli.errors import AttnCliError
-from attncli.models.checkpoint import Checkpoint, resolve_checkpoint
-from attncli.models.gpt2 import gpt2_all_layers, gpt2_attention
-from attncli.models.llama_config import family_of, is_llama_family
+from attncli.models.family import (
+    DEFAULT,
+    FamilyTraits,
+    Model,
+    Tokens,
+    family_named,
+    open_family,
+)
 from attncli.models.measures import head_measures, page_weights, sort_measures
 
 if TYPE_CHECKING:
@@ -24,59 +31,108 @@ if TYPE_CHECKING:
 THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
 
 
-def model_info(ckpt: Checkpoint, layer: int | None = None) -> ModelInfo:
-    """Where the checkpoint is and its shape."""
-    return ModelInfo(str(ckpt.path), ckpt.n_layer, ckpt.n_head, ckpt.n_embd, layer)
+def _config(req: Request, model: Model, tokens: Tokens, layer: int, impl: Impl,
+            head: int | None) -> RunConfig:
+    spec, tiled = model.spec, impl is Impl.tiled
+    return RunConfig(
+        source="text", num_tokens=len(tokens.tokens), d_in=spec.d_model, d_out=spec.d_out,
+        heads=spec.num_heads, impl=impl.value, version=__version__, model=req.model, layer=layer,
+        text=TextConfig(tokens.encoding, req.allow_special), tokenizer=tokens.tokenizer,
+        head=head, top_k=req.keys_kept if tiled else None,
+        pool=req.pooling.value if tiled else None)
+
+
+def _impl(req: Request, model: Model, num_tokens: int, layer: int,
+          budget_bytes: int | None) -> Impl:
+    """naive or tiled: --impl, or auto against the budget; None budget means naive only."""
+    if not model.traits.supports_tiled:
+        return Impl.naive
+    heads = model.spec.num_heads
+    impl = choose_impl(req.impl, num_tokens, heads, budget_bytes or NAIVE_BUDGET)
+    if impl is Impl.tiled and budget_bytes is None:
+        raise AttnCliError(
+            f"{num_tokens:,} tokens × {heads} heads need about "
+            f"{size_text(naive_bytes(num_tokens, heads))} as full N × N matrices, more than "
+            f"--impl auto allows ({NAIVE_BUDGET // 2**20} MiB); `attncli run` shows long "
+            "inputs, or force this with --impl naive")
+    window = model.spec.windows[layer]
+    if impl is Impl.tiled and window is not None and window < num_tokens:
+        raise AttnCliError(
+            f"layer {layer} has a sliding window of {window} tokens, which the tiled path "
+            f"does not implement; use --impl naive, or at most {window} tokens")
+    return impl
+
+
+def _open(req: Request) -> Model:
+    """The request's checkpoint; --impl tiled refused first where the family has no such path."""
+    try:
+        source, family = open_family(req.model or "")
+    except AttnCliError:
+        _check_tiled(req, family_named(DEFAULT).traits)  # as the family a bare file would be
+        raise
+    _check_tiled(req, family.traits)
+    return family.load(source, req.model or "", req.heads)
+
+
+def _check_tiled(req: Request, traits: FamilyTraits) -> None:
+    if req.impl is Impl.tiled and not traits.supports_tiled:
+        raise AttnCliError(f"--impl tiled does not apply to a {traits.title} checkpoint: it "
+                           f"reads at most {traits.max_tokens} tokens, which the naive path "
+                           "shows whole")
 
 
 def run_model(req: Request, extract: Extract | None = None, progress: Progress | None = None,
               budget_bytes: int | None = None) -> Result:
     """Layer req.layer of a checkpoint: its attention over the normalised residual stream.
 
-    A Llama-family model may take the tiled path when budget_bytes is given (`run` only); a
-    GPT-2 checkpoint reads at most 1024 tokens, which the naive path shows whole.
+    Long inputs take the tiled path when the family has one and budget_bytes allows it
+    (`run` only); a GPT-2 checkpoint reads at most 1024 tokens, which the naive path shows.
     """
     extract = extract or Extract(stages=None)
-    if is_llama_family(req.model or ""):
-        from attncli.models.llama_run import run_llama
+    model = _open(req)
+    check_head(extract.head, model.spec.num_heads)
+    tokens = model.tokens(req)
+    layer = model.spec.layer_index(req.layer or 0)
+    impl = _impl(req, model, len(tokens.ids), layer, budget_bytes)
+    config = _config(req, model, tokens, layer, impl, extract.head)
+    variant = model.traits.variant
+    if impl is Impl.tiled:
+        from attncli.long.run import run_long
 
-        return run_llama(req, extract, progress, budget_bytes)
-    if req.impl is Impl.tiled:
-        raise AttnCliError("--impl tiled does not apply to a GPT-2 checkpoint: it reads at most "
-                           "1024 tokens, which the naive path shows whole")
-    ckpt = resolve_checkpoint(req.model or "", req.heads)
-    check_head(extract.head, ckpt.n_head)
-    tokens, ids = text_tokens(req)
-    shown = gpt2_attention(ckpt, ids, req.layer or 0)
-    config = RunConfig(source="text", num_tokens=len(tokens), d_in=ckpt.n_embd,
-                       d_out=ckpt.n_embd, heads=ckpt.n_head, impl="naive", version=__version__,
-                       model=req.model, layer=shown.layer,
-                       text=TextConfig("gpt2", req.allow_special), head=extract.head)
-    return to_result("gpt2", config, tokens, shown.inputs, shown.output, extract,
-                     model=model_info(ckpt, shown.layer))
+        model.check_tokens(tokens.ids)
+        x, module = model.layer_input(tokens.ids, layer)  # x: (T, d_model)
+        prep = Prepared(tokens.tokens, x, module, model.spec.num_heads, Impl.tiled, config)
+        # The module hands the kernel its heads ready: plain causal attention per head.
+        result = run_long(req, prep, extract, progress)
+        return replace(result, variant=variant, model=model.info(layer))
+    shown = model.attention(tokens.ids, layer)
+    return to_result(variant, config, tokens.tokens, shown.inputs, shown.output, extract,
+                     model=model.info(shown.layer))
 
 
 def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
-    """Every layer × head of a GPT-2 checkpoint: measures and pooled thumbnails."""
+    """Every layer × head of a checkpoint: measures and pooled thumbnails."""
     if req.model is None:
         raise AttnCliError("attncli heads needs --model PATH|NAME (a local GPT-2 or Llama-family "
                            "checkpoint)")
     sort_measures([], sort)  # an unknown sort key fails before any work
-    if family_of(req.model):
-        from attncli.models.llama_run import run_llama_heads
-
-        return run_llama_heads(req, sort)
-    ckpt = resolve_checkpoint(req.model, req.heads)
-    tokens, ids = text_tokens(req)
-    weights = gpt2_all_layers(ckpt, ids)  # (layers, heads, T, T)
+    model = _open(req)
+    tokens = model.tokens(req)
+    ids = tokens.ids
+    weights = model.all_layers(ids)  # (layers, heads, T, T)
     measures = sort_measures(head_measures(weights), sort)
+    if model.traits.kv_heads:
+        for row in measures:
+            row["kv_head"] = model.spec.kv_group(row["head"])  # type: ignore[typeddict-unknown-key]
     side = min(len(ids), THUMBNAIL)
     flat = weights.flatten(0, 1).unsqueeze(1)  # (layers·heads, 1, T, T)
     # Max pooling keeps a sharp one-token pattern visible in a small picture.
     pooled = torch.nn.functional.adaptive_max_pool2d(flat, side)  # (layers·heads, 1, p, p)
-    thumbs = pooled.view(ckpt.n_layer, ckpt.n_head, side, side)  # (layers, heads, p, p)
-    config = {"model": req.model, "encoding": "gpt2", "allow_special": req.allow_special,
-              "num_tokens": len(tokens), "sort": sort, "version": __version__}
-    return HeadsResult(config=config, model=model_info(ckpt), tokens=tokens,
+    thumbs = pooled.view(model.spec.n_layer, model.spec.num_heads, side, side)  # (L, H, p, p)
+    made = ({"encoding": tokens.encoding} if tokens.encoding is not None
+            else {"tokenizer": tokens.tokenizer})
+    config = {"model": req.model, **made, "allow_special": req.allow_special,
+              "num_tokens": len(tokens.tokens), "sort": sort, "version": __version__}
+    return HeadsResult(config=config, model=model.info(), tokens=tokens.tokens,
                        measures=[dict(m) for m in measures], thumbnails=plain(thumbs),
                        weights=page_weights(weights))

@@ -138,13 +138,11 @@ def render_heads(console: Console, result: HeadsResult, precision: int = 3,
                  scale: str = "shared") -> RenderableType:
     """The `heads` view: what it shows, the thumbnail grid, then the table of measures."""
     m = result.model
-    norm = "RMSNorm'd" if m.family is not None else "LayerNorm'd"
     title = Text.assemble(
         (f"All {m.layers} layers × {m.heads} heads", "bold"),
-        f" ({m.family.kv_heads} kv heads)"
-        if m.family is not None and m.family.kv_heads != m.heads else "",
+        f" ({m.kv_heads} kv heads)" if m.kv_heads != m.heads else "",
         f" · {result.config['num_tokens']} tokens · sorted by {result.config['sort']}\n",
-        (f"Each head's attention over its layer's input (the {norm} residual stream); "
+        (f"Each head's attention over its layer's input (the {m.norm} residual stream); "
          "layers and heads are 0-based.", "dim"))
     return Group(title, Text(), Later(partial(render_grid, console, result, scale)), Text(),
                  Later(partial(render_measures, console, result, precision)))

@@ -12,7 +12,7 @@ from attncli.core.result import Result
 from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
-from attncli.render.llama import describe_llama, kv_note
+from attncli.render.model import describe_model, kv_note
 from attncli.render.query import render_query
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
 
@@ -23,16 +23,8 @@ if TYPE_CHECKING:
 def describe(result: Result) -> Text:
     """One line naming the variant and the settings that shaped the numbers."""
     c = result.config
-    if result.model is not None and result.model.family is not None:
-        return describe_llama(result)
     if result.model is not None:
-        m = result.model
-        return Text.assemble(
-            (f"GPT-2 layer {m.layer} of {m.layers} (0-based)", "bold"),
-            f" · {m.heads} heads · d_model {m.d_model} · {c.num_tokens} tokens\n",
-            ("A trained model, not the chapter-3 toy: each weight is how much a query token "
-             f"reads from a key token of layer {m.layer}'s input, the LayerNorm'd residual "
-             "stream ln_1(h).", "dim"))
+        return describe_model(result)
     traits = result.traits
     parts = [f"{c.num_tokens} tokens", f"d_in {c.d_in} → d_out {c.d_out}"]
     if traits.multihead:

@@ -15,7 +15,7 @@ from attncli.i18n import STRINGS, text
 from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
-from attncli.render.llama import kv_note
+from attncli.render.model import kv_note
 
 TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
 HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
@@ -55,8 +55,8 @@ def d_k(result: Result) -> int:
     keys = result.stages.get("keys")
     if keys:
         return len(keys[0][0])
-    family = result.model.family if result.model is not None else None
-    return family.head_dim if family is not None else result.config.d_out // result.config.heads
+    model = result.model
+    return model.head_dim if model is not None else result.config.d_out // result.config.heads
 
 
 def stage_title(result: Result, name: str, lang: str) -> str:

@@ -154,7 +154,7 @@ def kvcache(
                     allow_special=allow_special, seed=seed, emb_dim=emb_dim, positions=positions,
                     d_out=d_out, heads=heads, qkv_bias=qkv_bias)
     if spec.model is not None:
-        from attncli.lessons.kvcache_gpt2 import kvcache_model
+        from attncli.lessons.kvcache import kvcache_model
 
         result = kvcache_model(spec)
     else:

@@ -21,7 +21,7 @@ def models(as_json: JsonOpt = False) -> None:
 
       attncli models --json | jq '.models[].name'
     """
-    from attncli.models.catalog import cached_models
+    from attncli.models.stores.catalog import cached_models
 
     doc = cached_models()
     if as_json:

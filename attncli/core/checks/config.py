@@ -20,7 +20,7 @@ from attncli.core.result import FamilyInfo, ModelInfo, RunConfig, TextConfig
 from attncli.errors import AttnCliError
 
 BOUND = 2**31  # no count attncli writes comes near it
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3")  # the architectures a saved run may name
 SCALINGS = ("default", "linear", "dynamic", "llama3")
 
 
@@ -99,9 +99,13 @@ def model_from(data: Any, config: RunConfig | None) -> ModelInfo:
     heads = integer(need(doc, "heads", "model"), "model.heads", 1, BOUND)
     if config is not None and heads != config.heads:
         raise AttnCliError(f"saved file: model.heads is {heads}, config.heads {config.heads}")
+    family = _family(doc, heads) if "architecture" in doc else None
+    # Only a RoPE model's "model" object names its architecture; one without was a GPT-2 run's.
+    name, norm, reads = (("GPT-2", "LayerNorm'd", " ln_1(h)") if family is None
+                         else (family.architecture, "RMSNorm'd", ""))
     return ModelInfo(path=string(need(doc, "path", "model"), "model.path"), layers=layers,
                      heads=heads,
                      d_model=integer(need(doc, "d_model", "model"), "model.d_model", 1, BOUND),
                      layer=maybe(doc.get("layer"), integer, "model.layer", 0, layers - 1),
-                     family=_family(doc, heads) if "architecture" in doc else None)
+                     family=family, name=name, norm=norm, reads=reads)
 

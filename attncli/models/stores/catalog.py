@@ -8,8 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.checks.values import config_int
-from attncli.models.locate import hub_cache_dir, is_dir, is_file, read_config_file, snapshot_of
+from attncli.models.stores.locate import (
+    hub_cache_dir,
+    is_dir,
+    is_file,
+    read_config_file,
+    snapshot_of,
+)
 
 INDEX = "model.safetensors.index.json"
 
@@ -29,7 +34,7 @@ def json_text(text: str) -> str:
 
 def _weight_files(folder: Path) -> list[Path]:
     """The safetensors files of a snapshot: model.safetensors, or the shards of the index."""
-    from attncli.models.shards import read_index
+    from attncli.models.sources.safetensors import read_index
 
     if is_file(folder / "model.safetensors"):
         return [folder / "model.safetensors"]
@@ -45,19 +50,13 @@ def _weight_files(folder: Path) -> list[Path]:
 
 def _shape(config: dict[str, Any], folder: Path) -> tuple[str, int, int, int]:
     """architecture, layers, heads and kv heads, from a config checked as --model checks it."""
-    from attncli.models.checkpoint import check_gpt2_config
-    from attncli.models.llama_config import FAMILIES, llama_spec
+    from attncli.models.family import DEFAULT, REGISTRY, family_named
 
-    arch = config.get("model_type", "gpt2")
-    if arch == "gpt2":
-        check_gpt2_config(config, folder / "config.json")
-        heads = config_int(config, "n_head", 12)
-        return arch, config_int(config, "n_layer", 12), heads, heads
-    if isinstance(arch, str) and arch in FAMILIES:
-        spec = llama_spec(folder, config)
-        return arch, spec.n_layer, spec.num_heads, spec.kv_heads
-    raise AttnCliError(f"model_type {str(arch)[:40]!r} is not one attncli reads (gpt2, "
-                       f"{', '.join(FAMILIES)})")
+    arch = config.get("model_type", DEFAULT)
+    if not isinstance(arch, str) or arch not in REGISTRY:
+        raise AttnCliError(f"model_type {str(arch)[:40]!r} is not one attncli reads "
+                           f"({', '.join(REGISTRY)})")
+    return arch, *family_named(arch).shape(config, folder)
 
 
 def describe_folder(name: str, folder: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
-from attncli.models.llama_config import LlamaSpec
+from attncli.models.llama.config import LlamaSpec
 
 
 def base_inv_freq(theta: float, rotary_dim: int) -> Tensor:

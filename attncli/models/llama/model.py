@@ -17,9 +17,9 @@ from torch import Tensor
 from attncli.core.attention import Attention, AttentionOutput, causal_mask
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
-from attncli.models.llama_config import LlamaSpec
-from attncli.models.rope import apply_rope, rope_tables
-from attncli.models.shards import ShardedWeights
+from attncli.models.llama.config import LlamaSpec
+from attncli.models.llama.rope import apply_rope, rope_tables
+from attncli.models.sources.named import Named
 
 
 @dataclass
@@ -68,13 +68,13 @@ def check_tokens(spec: LlamaSpec, token_ids: list[int]) -> None:
                                f"model's vocabulary (0..{spec.vocab_size - 1})")
 
 
-def _linear(weights: ShardedWeights, name: str, x: Tensor) -> Tensor:
+def _linear(weights: Named, name: str, x: Tensor) -> Tensor:
     """x @ Wᵀ (+ b when the checkpoint has one): nn.Linear on weights read from disk."""
     bias = weights[f"{name}.bias"] if f"{name}.bias" in weights else None
     return F.linear(x, weights[f"{name}.weight"], bias)
 
 
-def grouped_attention(weights: ShardedWeights, spec: LlamaSpec, layer: int, x: Tensor,
+def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
                       cos: Tensor, sin: Tensor) -> LlamaAttentionOutput:
     """Block layer's self-attention on x (T, d_model), every stage kept."""
     num_tokens, head_dim, name = x.shape[0], spec.head_dim, f"layers.{layer}.self_attn"
@@ -112,7 +112,7 @@ def grouped_attention(weights: ShardedWeights, spec: LlamaSpec, layer: int, x: T
     )  # fmt: skip
 
 
-def _feed_forward(weights: ShardedWeights, spec: LlamaSpec, block: str, x: Tensor) -> Tensor:
+def _feed_forward(weights: Named, spec: LlamaSpec, block: str, x: Tensor) -> Tensor:
     """SwiGLU: down(act(gate(x)) · up(x))."""
     act = activation(spec.hidden_act, "hidden_act")
     gate = act(_linear(weights, f"{block}.mlp.gate_proj", x))  # (T, d_ff)
@@ -127,7 +127,7 @@ class _Step:
     attention: LlamaAttentionOutput
 
 
-def llama_steps(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int],
+def llama_steps(weights: Named, spec: LlamaSpec, token_ids: list[int],
                 last_layer: int) -> Iterator[_Step]:
     """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
     check_tokens(spec, token_ids)
@@ -146,7 +146,7 @@ def llama_steps(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int],
 
 
 @torch.no_grad()
-def llama_attention(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int],
+def llama_attention(weights: Named, spec: LlamaSpec, token_ids: list[int],
                     layer: int) -> LlamaLayer:
     """Run blocks 0..layer (negative counts from the end) and return that layer's attention."""
     index = spec.layer_index(layer)
@@ -158,14 +158,14 @@ def llama_attention(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[in
 
 
 @torch.no_grad()
-def llama_all_layers(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int]) -> Tensor:
+def llama_all_layers(weights: Named, spec: LlamaSpec, token_ids: list[int]) -> Tensor:
     """Attention weights of every query head of every layer, from one forward pass."""
     per_layer = [step.attention.weights  # (heads, T, T)
                  for step in llama_steps(weights, spec, token_ids, last_layer=spec.n_layer - 1)]
     return torch.stack(per_layer)  # (layers, heads, T, T)
 
 
-def _rotated(weights: ShardedWeights, spec: LlamaSpec, layer: int, x: Tensor, cos: Tensor,
+def _rotated(weights: Named, spec: LlamaSpec, layer: int, x: Tensor, cos: Tensor,
              sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Queries (heads, T, hd), keys and values (kv_heads, T, hd) of block layer, after RoPE."""
     num_tokens, name = x.shape[0], f"layers.{layer}.self_attn"
@@ -180,7 +180,7 @@ def _rotated(weights: ShardedWeights, spec: LlamaSpec, layer: int, x: Tensor, co
 
 
 @torch.no_grad()
-def llama_layer_input(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int],
+def llama_layer_input(weights: Named, spec: LlamaSpec, token_ids: list[int],
                       layer: int) -> tuple[Tensor, Tensor, Tensor]:
     """Layer's input (T, d_model) and RoPE tables, earlier blocks run without their weights.
 
@@ -215,7 +215,7 @@ class RotaryProjection(Attention):
     repeated for every query head of its group, so the kernel runs plain multi-head attention.
     """
 
-    def __init__(self, weights: ShardedWeights, spec: LlamaSpec, layer: int, cos: Tensor,
+    def __init__(self, weights: Named, spec: LlamaSpec, layer: int, cos: Tensor,
                  sin: Tensor) -> None:
         super().__init__()
         self.weights, self.spec, self.layer, self.cos, self.sin = weights, spec, layer, cos, sin

@@ -127,19 +127,22 @@ def model_exists(path: Path, model: str) -> bool:
     return True
 
 
-def locate_checkpoint(model: str) -> tuple[Path, Path | None]:
-    """The safetensors file a hub name or path points at, and the config.json beside it, if any."""
+def resolve_path(model: str) -> Path:
+    """The folder or file --model names: a path, or a snapshot in the hub cache."""
     path = Path(model).expanduser()
     if not model_exists(path, model):
         if not looks_like_hub_name(model):
             raise AttnCliError(f"no such file or directory: {model}")
         path = find_cached(model)
-    if is_dir(path):
-        file = file_in_dir(path)
-    elif path.suffix.lower() in PICKLE_SUFFIXES:
+    if not is_dir(path) and path.suffix.lower() in PICKLE_SUFFIXES:
         raise AttnCliError(f"refusing to load {path}: {convert_hint(path)}")
-    else:
-        file = path
+    return path
+
+
+def locate_checkpoint(model: str) -> tuple[Path, Path | None]:
+    """The safetensors file a hub name or path points at, and the config.json beside it, if any."""
+    path = resolve_path(model)
+    file = file_in_dir(path) if is_dir(path) else path
     config_file = file.parent / "config.json"
     return file, config_file if is_file(config_file) else None
 

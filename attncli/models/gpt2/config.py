@@ -1,30 +1,21 @@
-"""Resolve --model to a checked GPT-2 safetensors checkpoint, and read its tensors lazily."""
+"""A GPT-2 checkpoint's sizes, from config.json or its tensor shapes, every tensor checked."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import torch
-from safetensors import SafetensorError, safe_open
-from torch import Tensor
 
 from attncli.core.sizes import CONFIG_INTS, check_checkpoint_claims
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
 from attncli.models.checks.values import config_flag, config_int, config_str, epsilon, shown
-from attncli.models.locate import (
-    convert_hint,
-    is_pickle,
-    locate_checkpoint,
-    read_config_file,
-    utf8_name,
-)
-from attncli.models.shards import check_tensors, open_shard_set
+from attncli.models.sources.base import WeightSource
+from attncli.models.sources.named import Named, check_tensors, where
+from attncli.models.stores.locate import is_dir
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}
@@ -51,6 +42,7 @@ class Checkpoint:
     activation_function: str = "gelu_new"  # the MLP's; GPT-2's own is the tanh GELU
     scale_attn_weights: bool = True  # scores ÷ √head_dim
     scale_attn_by_inverse_layer_idx: bool = False  # scores ÷ (layer + 1) as well
+    weights: Named | None = field(default=None, compare=False, repr=False)  # its tensors
 
     @property
     def head_dim(self) -> int:
@@ -83,83 +75,33 @@ class Checkpoint:
         return shapes
 
 
-class Weights:
-    """An open checkpoint: each lookup reads one tensor from disk as float32."""
-
-    def __init__(self, handle: Any, prefix: str) -> None:
-        self._handle = handle
-        self._prefix = prefix
-
-    def __getitem__(self, name: str) -> Tensor:
-        return finite_weights(self._handle.get_tensor(self._prefix + name).float(), name)
-
-    def rows(self, name: str, indices: Sequence[int]) -> Tensor:
-        """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
-        table = self._handle.get_slice(self._prefix + name)
-        rows = torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
-        return finite_weights(rows, name)
-
-
-def finite_weights(t: Tensor, name: str) -> Tensor:
-    """t, unless it holds NaN or infinity, which would pass through every layer."""
-    if not torch.isfinite(t).all():
-        raise AttnCliError(f"tensor {name} of the checkpoint holds NaN or infinite values")
-    return t
-
-
 @contextmanager
-def open_weights(ckpt: Checkpoint) -> Iterator[Weights]:
-    """Open the checkpoint's file for lazy reads (memory-mapped, never unpickled)."""
-    with _safe_open(ckpt.path) as handle:
-        yield Weights(handle, ckpt.prefix)
+def open_weights(ckpt: Checkpoint) -> Iterator[Named]:
+    """The checkpoint's tensors, read lazily as float32 by their unprefixed names."""
+    assert ckpt.weights is not None, "a checkpoint from gpt2_checkpoint"
+    yield ckpt.weights
 
 
-def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:
-    """Turn a hub name or a path into a checked Checkpoint; heads overrides the inferred count."""
-    file, config_file = locate_checkpoint(model)
-    config = _read_config(config_file) if config_file is not None else {}
-    with _safe_open(file) as handle:
-        tensors = {name: handle.get_slice(name) for name in handle.keys()}
-        shapes = {name: tuple(t.get_shape()) for name, t in tensors.items()}
-        dtypes = {name: t.get_dtype() for name, t in tensors.items()}
-    prefix = _key_prefix(shapes, file)
-    shapes = {k.removeprefix(prefix): v for k, v in shapes.items() if k.startswith(prefix)}
+def config_file(source: WeightSource) -> Path:
+    """How messages name the config: config.json beside the weights."""
+    return (source.path if is_dir(source.path) else source.path.parent) / "config.json"
+
+
+def gpt2_checkpoint(source: WeightSource, model: str, heads: int | None = None) -> Checkpoint:
+    """The source as a checked GPT-2: sizes from config.json where it has them, else shapes."""
+    file = where(source)
+    config = _read_config(source.config(), config_file(source))
+    names = source.shapes()
+    prefix = _key_prefix(names, file)
+    shapes = {k.removeprefix(prefix): v for k, v in names.items() if k.startswith(prefix)}
     ckpt = _build(model, file, prefix, config, shapes, heads)
-    _check_tensors(ckpt, shapes, {k.removeprefix(prefix): v for k, v in dtypes.items()})
-    return ckpt
+    dtypes = {k: source.dtype_name(prefix + k) for k in ckpt.expected_shapes() if k in shapes}
+    _check_tensors(ckpt, shapes, dtypes)
+    return replace(ckpt, weights=Named(source, prefix, finite=True))
 
 
-@contextmanager
-def _safe_open(file: Path) -> Iterator[Any]:
-    """safe_open with its errors (truncated, corrupt, not safetensors) turned into ours."""
-    if file.name.endswith(".safetensors.index.json"):
-        with open_shard_set(file.parent) as shards:  # a sharded checkpoint, read as one file
-            yield shards
-        return
-    try:
-        with utf8_name(file) as name:
-            handle = safe_open(name, framework="pt")
-    except (SafetensorError, OSError) as exc:
-        if is_pickle(file):
-            raise AttnCliError(f"{file} is a pickle checkpoint, not safetensors; "
-                               + convert_hint(file)) from None
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise AttnCliError(f"cannot read {file} as safetensors (truncated or corrupt?): "
-                           f"{reason}") from None
-    with handle:
-        yield handle
-
-
-def _read_config(config_file: Path) -> dict[str, Any]:
-    """config.json as a dict, refusing models that are not plain GPT-2."""
-    config = read_config_file(config_file)
-    model_type = config.get("model_type", "gpt2")
-    if model_type != "gpt2":
-        kind = (f"describes a {shown(model_type)} model" if isinstance(model_type, str)
-                else f"gives model_type as {shown(model_type)}")
-        raise AttnCliError(f"{config_file} {kind}; attncli reads "
-                           "GPT-2 (model_type 'gpt2') and Llama-family (llama, mistral, qwen2, "
-                           "qwen3) checkpoints")
+def _read_config(config: dict[str, Any], config_file: Path) -> dict[str, Any]:
+    """config.json as a dict (the registry chose GPT-2 by its model_type), every value checked."""
     check_gpt2_config(config, config_file)
     return config
 

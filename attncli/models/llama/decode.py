@@ -8,32 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from attncli.core.result import TokenInfo
-from attncli.lessons.budget import check_model_kvcache
-from attncli.lessons.kvcache import Decoded, KVCacheResult, Shape, assemble, prefill_macs
-from attncli.models.llama import _feed_forward, _linear, check_tokens, llama_attention, rms_norm
-from attncli.models.llama_checkpoint import LlamaCheckpoint, open_llama
-from attncli.models.llama_config import LlamaSpec
-from attncli.models.rope import apply_rope, rope_tables
-from attncli.models.shards import ShardedWeights
-
-
-class _ReadOnce(ShardedWeights):
-    """The open shards, each tensor read from disk once: every step reads every layer again."""
-
-    def __init__(self, weights: ShardedWeights) -> None:
-        super().__init__(weights._shards, weights._prefix)
-        self._table: dict[str, Tensor] = {}
-
-    def __getitem__(self, name: str) -> Tensor:
-        if name not in self._table:
-            self._table[name] = super().__getitem__(name)
-        return self._table[name]
+from attncli.models.decoding import Shape
+from attncli.models.llama.config import LlamaSpec
+from attncli.models.llama.model import _feed_forward, _linear, rms_norm
+from attncli.models.llama.rope import apply_rope, rope_tables
+from attncli.models.sources.named import Named
 
 
 @dataclass
@@ -54,7 +37,7 @@ def llama_shape(spec: LlamaSpec) -> Shape:
                  kv_width=kv_width)
 
 
-def _attend(weights: ShardedWeights, spec: LlamaSpec, layer: int, cache: _LayerCache, x: Tensor,
+def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: Tensor,
             cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
     """Token t (1, d_model) against layer's cache: weights (heads, t+1), output (1, d_model)."""
     name, head_dim, kv_heads = f"layers.{layer}.self_attn", spec.head_dim, spec.kv_heads
@@ -88,44 +71,34 @@ def _attend(weights: ShardedWeights, spec: LlamaSpec, layer: int, cache: _LayerC
     return shown, _linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
 
 
-@torch.no_grad()
-def decode_llama(weights: ShardedWeights, spec: LlamaSpec, token_ids: list[int],
-                 layer: int) -> Decoded:
+class LlamaDecoder:
     """Every layer for one token at a time; the shown layer's weights and attention output."""
-    out, read = Decoded(), _ReadOnce(weights)
-    empty = torch.empty(spec.kv_heads, 0, spec.head_dim)  # (kv_heads, 0, head_dim)
-    caches = [_LayerCache(empty, empty) for _ in range(spec.n_layer)]
-    cos, sin = rope_tables(spec, len(token_ids))  # each (T, rotary_dim)
-    for t, token_id in enumerate(token_ids):
+
+    def __init__(self, weights: Named, spec: LlamaSpec, num_tokens: int, layer: int) -> None:
+        self.read, self.spec, self.layer = weights.reading_once(), spec, layer
+        empty = torch.empty(spec.kv_heads, 0, spec.head_dim)  # (kv_heads, 0, head_dim)
+        self.caches = [_LayerCache(empty, empty) for _ in range(spec.n_layer)]
+        self.cos, self.sin = rope_tables(spec, num_tokens)  # each (T, rotary_dim)
+
+    @torch.no_grad()
+    def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
+        """Token at position through every layer: the shown one's (heads, t+1), (d_model,)."""
+        read, spec, t = self.read, self.spec, position
         x = read.rows("embed_tokens.weight", [token_id])  # (1, d_model); no position embedding
-        for i, cache in enumerate(caches):
+        shown: tuple[Tensor, Tensor] | None = None
+        for i, cache in enumerate(self.caches):
             block = f"layers.{i}"
             attn_input = rms_norm(x, read[f"{block}.input_layernorm.weight"], spec.rms_eps)
-            attn_weights, attn_out = _attend(read, spec, i, cache, attn_input, cos[t:t + 1],
-                                             sin[t:t + 1])  # (heads, t+1), (1, d_model)
-            if i == layer:
-                out.weights.append(attn_weights)  # (heads, t+1)
-                out.context.append(attn_out[0])  # (d_model,)
+            attn_weights, attn_out = _attend(read, spec, i, cache, attn_input,
+                                             self.cos[t:t + 1], self.sin[t:t + 1])
+            if i == self.layer:
+                shown = attn_weights, attn_out[0]  # (heads, t+1), (d_model,)
             x = x + attn_out  # (1, d_model) shortcut around attention
             normed = rms_norm(x, read[f"{block}.post_attention_layernorm.weight"], spec.rms_eps)
             x = x + _feed_forward(read, spec, block, normed)  # (1, d_model)
-        out.cache_bytes.append(sum(c.keys.nbytes + c.values.nbytes for c in caches))
-    return out
+        assert shown is not None, "the shown layer is one of the layers"
+        return shown
 
-
-def kvcache_llama(ckpt: LlamaCheckpoint, tokens: list[TokenInfo], token_ids: list[int],
-                  layer: int, config: dict[str, Any]) -> KVCacheResult:
-    """Decode the checkpoint step by step; check each step against the full pass of that layer."""
-    spec = ckpt.spec
-    index = spec.layer_index(layer)
-    check_tokens(spec, token_ids)
-    shape, num_tokens = llama_shape(spec), len(token_ids)
-    check_model_kvcache(num_tokens, spec.num_heads, spec.n_layer, shape.token_macs,
-                        prefill_macs(shape, num_tokens),
-                        2 * spec.n_layer * num_tokens * spec.kv_heads * spec.head_dim * 4,
-                        config["model"])
-    with open_llama(ckpt) as weights:
-        decoded = decode_llama(weights, spec, token_ids, index)
-        full = llama_attention(weights, spec, token_ids, index)
-    return assemble({**config, "layer": index}, tokens, shape, decoded,
-                    (full.output.weights, full.output.context))
+    def cache_bytes(self) -> int:
+        """Bytes of every layer's keys and values so far (kv_heads per token, not heads)."""
+        return sum(c.keys.nbytes + c.values.nbytes for c in self.caches)

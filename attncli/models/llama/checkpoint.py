@@ -1,28 +1,31 @@
-"""Resolve --model to a checked Llama-family folder: config, shards, tensor shapes and dtypes."""
+"""A Llama-family weight source checked against its config: every tensor's shape and dtype."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attncli.core.sizes import LAYER_BOUND
 from attncli.errors import AttnCliError
-from attncli.models.llama_config import LlamaSpec, llama_spec, model_folder, read_config
-from attncli.models.shards import ShardedWeights, check_tensors, open_sharded, weight_files
+from attncli.models.llama.config import LlamaSpec, llama_spec
+from attncli.models.sources.base import WeightSource
+from attncli.models.sources.named import Named, check_tensors
+from attncli.models.stores.locate import is_dir
 
 _LAYER = re.compile(r"layers\.(\d+)\.")
 
 
 @dataclass(frozen=True)
 class LlamaCheckpoint:
-    """A checked model folder: its spec and the key prefix of its tensors."""
+    """A checked model: its spec, the key prefix of its tensors, and the tensors."""
 
     spec: LlamaSpec
     source: str  # what the user asked for: a hub name or a path
     prefix: str  # "model." (…ForCausalLM) or "" (the bare …Model)
+    weights: Named = field(compare=False, repr=False)
 
     @property
     def directory(self) -> Path:
@@ -48,7 +51,7 @@ def expected_shapes(spec: LlamaSpec, layers: range) -> dict[str, tuple[int, ...]
     return shapes
 
 
-def _check(ckpt: LlamaCheckpoint, weights: ShardedWeights) -> None:
+def _check(ckpt: LlamaCheckpoint, weights: Named) -> None:
     """Every tensor the run reads is present, float, and shaped as config.json says."""
     spec = ckpt.spec
     expected = expected_shapes(spec, range(spec.n_layer))
@@ -64,27 +67,26 @@ def _check(ckpt: LlamaCheckpoint, weights: ShardedWeights) -> None:
                   f"{spec.n_layer}-layer {spec.architecture}")
 
 
-def resolve_llama(model: str) -> LlamaCheckpoint:
-    """Turn a hub name or a folder path into a checked LlamaCheckpoint (headers only are read)."""
-    folder = model_folder(model)
-    if folder is None or not (folder / "config.json").is_file():
+def llama_checkpoint(source: WeightSource, model: str) -> LlamaCheckpoint:
+    """The source checked as its config.json's Llama-family model (headers only are read)."""
+    if not is_dir(source.path):
         raise AttnCliError(f"{model}: a Llama-family model is a folder with config.json")
-    spec = llama_spec(folder, read_config(folder))
-    names = weight_files(folder)
+    folder = source.path
+    spec = llama_spec(folder, source.config())
+    names = source.shapes()
     prefix = "model." if "model.embed_tokens.weight" in names else ""
     held = {m[1] for name in names if (m := _LAYER.match(name.removeprefix(prefix)))}
     # A few missing layers are listed by name below; an absurd claim is refused before that.
     if spec.n_layer > max(len(held), LAYER_BOUND):
         raise AttnCliError(f"config.json claims num_hidden_layers={spec.n_layer:,}, but "
                            f"{folder} holds tensors for {len(held):,} layer(s)")
-    ckpt = LlamaCheckpoint(spec=spec, source=model, prefix=prefix)
-    with open_llama(ckpt) as weights:
-        _check(ckpt, weights)
+    weights = Named(source, prefix)
+    ckpt = LlamaCheckpoint(spec=spec, source=model, prefix=prefix, weights=weights)
+    _check(ckpt, weights)
     return ckpt
 
 
 @contextmanager
-def open_llama(ckpt: LlamaCheckpoint) -> Iterator[ShardedWeights]:
-    """The checkpoint's shards, open for lazy float32 reads."""
-    with open_sharded(ckpt.directory, ckpt.prefix) as weights:
-        yield weights
+def open_llama(ckpt: LlamaCheckpoint) -> Iterator[Named]:
+    """The checkpoint's tensors, read lazily as float32 by their unprefixed names."""
+    yield ckpt.weights

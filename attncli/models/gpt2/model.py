@@ -13,7 +13,8 @@ from torch import Tensor
 from attncli.core.attention import AttentionOutput, MultiHeadAttention
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
-from attncli.models.checkpoint import Checkpoint, Weights, open_weights
+from attncli.models.gpt2.config import Checkpoint
+from attncli.models.sources.named import Named
 
 
 class Tensors(Protocol):
@@ -39,6 +40,12 @@ class _Step:
     attention: AttentionOutput
 
 
+def weights_of(ckpt: Checkpoint) -> Named:
+    """The checkpoint's tensors, by their unprefixed names."""
+    assert ckpt.weights is not None, "a checkpoint from gpt2_checkpoint"
+    return ckpt.weights
+
+
 def check_tokens(ckpt: Checkpoint, token_ids: list[int]) -> None:
     """Refuse empty input, input longer than the model's context, and unknown token ids."""
     if not token_ids:
@@ -58,9 +65,8 @@ def gpt2_attention(ckpt: Checkpoint, token_ids: list[int], layer: int) -> GPT2La
     index = ckpt.layer_index(layer)
     check_tokens(ckpt, token_ids)
     hidden_states: list[Tensor] = []
-    with open_weights(ckpt) as weights:
-        for step in _steps(weights, ckpt, token_ids, last_layer=index):
-            hidden_states.append(step.residual)
+    for step in _steps(weights_of(ckpt), ckpt, token_ids, last_layer=index):
+        hidden_states.append(step.residual)
     return GPT2Layer(layer=index, inputs=step.attn_input, output=step.attention,
                      hidden_states=hidden_states)
 
@@ -69,13 +75,13 @@ def gpt2_attention(ckpt: Checkpoint, token_ids: list[int], layer: int) -> GPT2La
 def gpt2_all_layers(ckpt: Checkpoint, token_ids: list[int]) -> Tensor:
     """Attention weights of every head of every layer, from one forward pass."""
     check_tokens(ckpt, token_ids)
-    with open_weights(ckpt) as weights:
-        per_layer = [step.attention.weights  # (heads, T, T)
-                     for step in _steps(weights, ckpt, token_ids, last_layer=ckpt.n_layer - 1)]
+    weights = weights_of(ckpt)
+    per_layer = [step.attention.weights  # (heads, T, T)
+                 for step in _steps(weights, ckpt, token_ids, last_layer=ckpt.n_layer - 1)]
     return torch.stack(per_layer)  # (layers, heads, T, T)
 
 
-def load_attention(weights: Weights, ckpt: Checkpoint, layer: int) -> MultiHeadAttention:
+def load_attention(weights: Tensors, ckpt: Checkpoint, layer: int) -> MultiHeadAttention:
     """Block layer's c_attn and c_proj copied into the chapter-3 MultiHeadAttention."""
     d = ckpt.n_embd
     # Conv1D stores weights input-major, y = x @ W + b; nn.Linear wants W transposed.
@@ -119,7 +125,7 @@ def feed_forward(weights: Tensors, ckpt: Checkpoint, block: str, x: Tensor) -> T
     return hidden @ weights[f"{block}.mlp.c_proj.weight"] + weights[f"{block}.mlp.c_proj.bias"]
 
 
-def _steps(weights: Weights, ckpt: Checkpoint, token_ids: list[int],
+def _steps(weights: Named, ckpt: Checkpoint, token_ids: list[int],
            last_layer: int) -> Iterator[_Step]:
     """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
     eps = ckpt.layer_norm_epsilon

@@ -9,16 +9,18 @@ from typing import Any
 from attncli.errors import AttnCliError
 from attncli.models.checks.rope_params import rope_settings
 from attncli.models.checks.values import config_flag, config_int, config_str, epsilon, shown
-from attncli.models.locate import (
-    find_cached,
-    is_dir,
-    is_file,
-    looks_like_hub_name,
-    model_exists,
-    read_config_file,
-)
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+FAMILY_MODULE = "attncli.models.llama.family"  # where the registry finds this family
+
+
+@dataclass(frozen=True)
+class LlamaArch:
+    """How one architecture of the family differs: its sliding windows and its q/k norms."""
+
+    windows: bool  # without layer_types, sliding_window applies (llama: never)
+    window_switch: bool  # the window needs use_sliding_window true, from max_window_layers on
+    qk_norm: bool  # RMSNorm over head_dim on each query and key head (Qwen3)
+
 # Keys that would change the maths if set, with the value that leaves it as implemented here.
 NEUTRAL = {
     "attn_logit_softcapping": None,
@@ -80,11 +82,6 @@ class LlamaSpec:
         return layer % self.n_layer
 
 
-def read_config(directory: Path) -> dict[str, Any]:
-    """config.json of a model folder as a dict."""
-    return read_config_file(directory / "config.json")
-
-
 def _refuse_unknown(config: dict[str, Any]) -> None:
     """Refuse, naming the key, any setting that would change attention and is not implemented."""
     for key, neutral in NEUTRAL.items():
@@ -96,19 +93,19 @@ def _refuse_unknown(config: dict[str, Any]) -> None:
     activation(config_str(config, "hidden_act", "silu"), "hidden_act")  # an unknown one fails
 
 
-def layer_windows(config: dict[str, Any], family: str, n_layer: int) -> tuple[int | None, ...]:
+def layer_windows(config: dict[str, Any], arch: LlamaArch, n_layer: int) -> tuple[int | None, ...]:
     """Each layer's sliding window (None: full causal), as transformers assigns them."""
     window = config.get("sliding_window")
     if window is not None:
         window = config_int(config, "sliding_window")
-    if family in ("qwen2", "qwen3") and not config_flag(config, "use_sliding_window", False):
+    if arch.window_switch and not config_flag(config, "use_sliding_window", False):
         window = None
     types = config.get("layer_types")
     if types is None:
-        if family == "llama":
+        if not arch.windows:
             return (None,) * n_layer
         first = 0
-        if family in ("qwen2", "qwen3") and config.get("max_window_layers") is not None:
+        if arch.window_switch and config.get("max_window_layers") is not None:
             first = config_int(config, "max_window_layers", low=0)
         types = ["sliding_attention" if window is not None and i >= first else "full_attention"
                  for i in range(n_layer)]
@@ -121,12 +118,24 @@ def layer_windows(config: dict[str, Any], family: str, n_layer: int) -> tuple[in
     return tuple(window if kind == "sliding_attention" else None for kind in types)
 
 
+def arch_of(model_type: object) -> LlamaArch:
+    """The registered Llama-family architecture model_type names; any other is refused."""
+    from attncli.models.family import REGISTRY, family_named
+
+    names = [name for name, (module, _) in REGISTRY.items() if module == FAMILY_MODULE]
+    family = family_named(model_type) if isinstance(model_type, str) and model_type in names \
+        else None
+    arch = getattr(family, "arch", None)
+    if not isinstance(arch, LlamaArch):
+        raise AttnCliError(f"model_type {shown(model_type)} is not a Llama-family model "
+                           f"({', '.join(names)})")
+    return arch
+
+
 def llama_spec(directory: Path, config: dict[str, Any]) -> LlamaSpec:
     """The checked spec of a Llama-family config; anything unimplemented is refused."""
     family = config.get("model_type")
-    if not isinstance(family, str) or family not in FAMILIES:
-        raise AttnCliError(f"model_type {shown(family)} is not a Llama-family model "
-                           f"({', '.join(FAMILIES)})")
+    arch = arch_of(family)
     _refuse_unknown(config)
     d_model, num_heads = config_int(config, "hidden_size"), config_int(config,
                                                                        "num_attention_heads")
@@ -143,13 +152,13 @@ def llama_spec(directory: Path, config: dict[str, Any]) -> LlamaSpec:
     theta, scaling, rotary_dim = rope_settings(config, head_dim, max_positions)
     n_layer = config_int(config, "num_hidden_layers")
     return LlamaSpec(
-        directory=directory, architecture=family, n_layer=n_layer, d_model=d_model,
+        directory=directory, architecture=str(family), n_layer=n_layer, d_model=d_model,
         num_heads=num_heads, kv_heads=kv_heads, head_dim=head_dim,
         d_ff=config_int(config, "intermediate_size"), vocab_size=config_int(config, "vocab_size"),
         max_positions=max_positions, rms_eps=epsilon(config, "rms_norm_eps", 1e-6),
         rope_theta=theta, rope_scaling=scaling, rotary_dim=rotary_dim,
-        hidden_act=config_str(config, "hidden_act", "silu"), qk_norm=family == "qwen3",
-        layer_windows=layer_windows(config, family, n_layer),
+        hidden_act=config_str(config, "hidden_act", "silu"), qk_norm=arch.qk_norm,
+        layer_windows=layer_windows(config, arch, n_layer),
     )  # fmt: skip
 
 
@@ -159,30 +168,3 @@ def kv_cache_values(spec: LlamaSpec, num_tokens: int) -> int:
     GQA shrinks it by num_heads / kv_heads against one key and value per query head.
     """
     return 2 * spec.n_layer * spec.kv_heads * num_tokens * spec.head_dim
-
-
-def model_folder(model: str) -> Path | None:
-    """The folder --model names (a path or a cached hub name), or None for a single file."""
-    path = Path(model).expanduser()
-    if not model_exists(path, model):
-        if not looks_like_hub_name(model):
-            raise AttnCliError(f"no such file or directory: {model}")
-        path = find_cached(model)
-    return path if is_dir(path) else None
-
-
-def family_of(model: str) -> str | None:
-    """The model_type of --model's config.json when it is a Llama-family one, else None."""
-    folder = model_folder(model)
-    if folder is None or not is_file(folder / "config.json"):
-        return None
-    family = read_config(folder).get("model_type")
-    return family if family in FAMILIES else None
-
-
-def is_llama_family(model: str) -> bool:
-    """True when --model is a Llama-family folder; false for anything else, even a bad path."""
-    try:
-        return family_of(model) is not None
-    except AttnCliError:
-        return False

@@ -1,0 +1,169 @@
+"""Model families: one protocol, and one registry keyed by config.json's model_type.
+
+The registry is the only place that asks "which family is this?": everything above it runs a
+Model (its spec, tokens, attention, decode step) without knowing its name. A new family is one
+folder holding its Family object, plus one line in REGISTRY.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from attncli.errors import AttnCliError
+from attncli.models.checks.values import shown
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from torch import Tensor
+
+    from attncli.core.attention import Attention, AttentionOutput
+    from attncli.core.request import Request
+    from attncli.core.result import ModelInfo, TokenInfo
+    from attncli.models.decoding import DecodeStep, Shape
+    from attncli.models.sources.base import WeightSource
+
+# model_type → (module, attribute) of its Family, imported on first use.
+REGISTRY: dict[str, tuple[str, str]] = {
+    "gpt2": ("attncli.models.gpt2.family", "GPT2"),
+    "llama": ("attncli.models.llama.family", "LLAMA"),
+    "mistral": ("attncli.models.llama.family", "MISTRAL"),
+    "qwen2": ("attncli.models.llama.family", "QWEN2"),
+    "qwen3": ("attncli.models.llama.family", "QWEN3"),
+}
+DEFAULT = "gpt2"  # a checkpoint without config.json, or without model_type, is read as GPT-2
+
+
+@dataclass(frozen=True)
+class FamilyTraits:
+    """What a family is, as data: what runs on it and how results describe it."""
+
+    title: str  # how messages name the family: "GPT-2", "Llama-family"
+    variant: str  # a Result's variant for every checkpoint of the family
+    supports_tiled: bool  # `run` may take the tiled path on long inputs
+    max_tokens: int | None  # the most tokens any checkpoint of it reads; None: no fixed limit
+    kv_heads: bool  # results name each query head's kv head (grouped-query attention)
+    tokenizer_file: bool  # tokenises with the checkpoint's tokenizer.json (else tiktoken GPT-2)
+    norm: str  # what normalises the residual stream a layer's attention reads, e.g. "RMSNorm'd"
+    reads: str = ""  # that input written as a formula, after a space, e.g. " ln_1(h)"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The sizes every family has, as `run`, `heads` and `kvcache` need them."""
+
+    architecture: str  # config.json's model_type
+    n_layer: int
+    num_heads: int  # query heads
+    kv_heads: int  # key/value heads (num_heads without GQA)
+    head_dim: int
+    d_model: int
+    windows: tuple[int | None, ...]  # per layer: its sliding window, None = full causal
+
+    @property
+    def d_out(self) -> int:
+        """The width attention writes before its output projection: heads · head_dim."""
+        return self.num_heads * self.head_dim
+
+    def kv_group(self, head: int) -> int:
+        """The key/value head query head reads (GQA shares one among several heads)."""
+        return head // (self.num_heads // self.kv_heads)
+
+    def layer_index(self, layer: int) -> int:
+        """The 0-based index of layer, which may count from the end (-1 is the last)."""
+        if not -self.n_layer <= layer < self.n_layer:
+            raise AttnCliError(
+                f"layer {layer} is out of range for this {self.n_layer}-layer model "
+                f"(use 0..{self.n_layer - 1}, or -{self.n_layer}..-1 from the end)")
+        return layer % self.n_layer
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A text as a model reads it: records, ids, and what made them."""
+
+    tokens: list[TokenInfo]
+    ids: list[int]
+    encoding: str | None  # a tiktoken encoding's name, or None for the checkpoint's own
+    tokenizer: dict[str, Any] | None  # the checkpoint's tokenizer: its file and what it added
+
+
+@dataclass
+class LayerAttention:
+    """One layer's attention, and what it read."""
+
+    layer: int  # 0-based
+    inputs: Tensor  # (T, d_model) the normalised residual stream
+    output: AttentionOutput  # weights (heads, T, T), context (T, d_model), every stage
+
+
+class Model(Protocol):
+    """One checked checkpoint of a family, ready to run."""
+
+    traits: FamilyTraits
+    spec: ModelSpec
+
+    def tokens(self, req: Request) -> Tokens: ...
+    def check_tokens(self, token_ids: list[int]) -> None: ...
+    def attention(self, token_ids: list[int], layer: int) -> LayerAttention: ...
+    def all_layers(self, token_ids: list[int]) -> Tensor: ...  # (layers, heads, T, T)
+    # The tiled path: layer's input (T, d_model), and a module giving its heads' q, k, v.
+    def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]: ...
+    def info(self, layer: int | None = None) -> ModelInfo: ...
+    def decode_shape(self) -> Shape: ...
+    def decoder(self, layer: int, num_tokens: int) -> DecodeStep: ...
+
+
+class Family(Protocol):
+    """An architecture: how it reads a weight source into a Model."""
+
+    traits: FamilyTraits
+
+    def load(self, source: WeightSource, model: str, heads: int | None) -> Model: ...
+    def shape(self, config: dict[str, Any], folder: Path) -> tuple[int, int, int]: ...
+
+
+def family_named(name: str) -> Family:
+    """The registered family of model_type name (KeyError when there is none)."""
+    module, attribute = REGISTRY[name]
+    family: Family = getattr(importlib.import_module(module), attribute)
+    return family
+
+
+def readable() -> str:
+    """The families attncli reads, for messages: "GPT-2 (model_type 'gpt2') and ..."."""
+    groups: dict[str, list[str]] = {}
+    for name in REGISTRY:
+        groups.setdefault(family_named(name).traits.title, []).append(name)
+    parts = [f"{title} (model_type {names[0]!r})" if len(names) == 1
+             else f"{title} ({', '.join(names)})" for title, names in groups.items()]
+    return " and ".join(parts)
+
+
+def family_of_source(source: WeightSource, config_name: object) -> Family:
+    """The family config.json's model_type names; one that attncli does not read, refused."""
+    model_type = source.config().get("model_type", DEFAULT)
+    if isinstance(model_type, str) and model_type in REGISTRY:
+        return family_named(model_type)
+    kind = (f"describes a {shown(model_type)} model" if isinstance(model_type, str)
+            else f"gives model_type as {shown(model_type)}")
+    raise AttnCliError(f"{config_name} {kind}; attncli reads {readable()} checkpoints")
+
+
+def open_family(model: str) -> tuple[WeightSource, Family]:
+    """--model (a path or a cached hub name) opened by its format, and the family it names."""
+    from attncli.models.sources.formats import open_source
+    from attncli.models.stores.locate import is_dir, resolve_path
+
+    path = resolve_path(model)
+    source = open_source(path)
+    config_name = (path if is_dir(path) else path.parent) / "config.json"
+    return source, family_of_source(source, config_name)
+
+
+def open_model(model: str, heads: int | None = None) -> Model:
+    """--model read by its family: a checked checkpoint, ready to run."""
+    source, family = open_family(model)
+    return family.load(source, model, heads)

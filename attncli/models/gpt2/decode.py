@@ -1,0 +1,76 @@
+"""A GPT-2 checkpoint decoded token by token, every layer with its own key/value cache."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attncli.core.attention import MultiHeadAttention
+from attncli.models.decoding import Shape
+from attncli.models.gpt2.config import Checkpoint
+from attncli.models.gpt2.model import feed_forward, layer_norm, load_attention, weights_of
+
+
+@dataclass
+class _Block:
+    """One block's attention module and its two caches, (heads, t, head_dim) each."""
+
+    name: str
+    attn: MultiHeadAttention
+    k_cache: Tensor
+    v_cache: Tensor
+
+
+def gpt2_shape(ckpt: Checkpoint) -> Shape:
+    """Per layer and token: c_attn (3·d²), c_proj (d²) and the MLP (2·d·n_inner)."""
+    d = ckpt.n_embd
+    return Shape(layers=ckpt.n_layer, d_in=d, d_out=d, token_macs=4 * d * d + 2 * d * ckpt.n_inner)
+
+
+def _attend(block: _Block, x: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:
+    """One new token (1, d) against its block's cache: weights (heads, t+1), output (1, d)."""
+    attn = block.attn
+    queries, keys, values = (attn.split_heads(t) for t in attn.project(x))  # (heads, 1, hd)
+    block.k_cache = torch.cat([block.k_cache, keys], dim=1)  # (heads, t+1, head_dim)
+    block.v_cache = torch.cat([block.v_cache, values], dim=1)  # (heads, t+1, head_dim)
+    scores = queries @ block.k_cache.transpose(1, 2) / math.sqrt(head_dim)  # (heads, 1, t+1)
+    attn_weights = torch.softmax(scores, dim=-1)  # (heads, 1, t+1)
+    heads_context = (attn_weights @ block.v_cache).transpose(0, 1).reshape(1, -1)  # (1, d)
+    return attn_weights[:, 0], attn.out_proj(heads_context)  # (heads, t+1), (1, d)
+
+
+class GPT2Decoder:
+    """Every block for one token at a time; the shown layer's weights and attention output."""
+
+    def __init__(self, ckpt: Checkpoint, layer: int) -> None:
+        heads, head_dim = ckpt.n_head, ckpt.head_dim
+        self.ckpt, self.layer = ckpt, layer
+        # The weights are read once; each lookup would read the file again.
+        self.weights = weights_of(ckpt).reading_once()
+        self.blocks = [_Block(f"h.{i}", load_attention(self.weights, ckpt, i),
+                              torch.empty(heads, 0, head_dim), torch.empty(heads, 0, head_dim))
+                       for i in range(ckpt.n_layer)]
+
+    @torch.no_grad()
+    def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
+        """Token at position through every block: the shown one's (heads, t+1) and (d,)."""
+        ckpt, weights, eps = self.ckpt, self.weights, self.ckpt.layer_norm_epsilon
+        x = weights.rows("wte.weight", [token_id]) + weights.rows("wpe.weight", [position])
+        shown: tuple[Tensor, Tensor] | None = None  # x: (1, d) above
+        for i, block in enumerate(self.blocks):
+            attn_weights, attn_out = _attend(block, layer_norm(weights, f"{block.name}.ln_1", x,
+                                                               eps), ckpt.head_dim)
+            if i == self.layer:
+                shown = attn_weights, attn_out[0]  # (heads, t+1), (d,)
+            x = x + attn_out  # (1, d)
+            x = x + feed_forward(weights, ckpt, block.name,
+                                 layer_norm(weights, f"{block.name}.ln_2", x, eps))  # (1, d)
+        assert shown is not None, "the shown layer is one of the blocks"
+        return shown
+
+    def cache_bytes(self) -> int:
+        """Bytes of every block's keys and values so far."""
+        return sum(b.k_cache.nbytes + b.v_cache.nbytes for b in self.blocks)

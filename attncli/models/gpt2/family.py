@@ -1,0 +1,100 @@
+"""GPT-2 as a family: tiktoken's GPT-2 tokens, learned positions, LayerNorm, plain multi-head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor
+
+from attncli.core.attention import Attention
+from attncli.core.pipeline import text_tokens
+from attncli.core.request import Request
+from attncli.core.result import ModelInfo
+from attncli.errors import AttnCliError
+from attncli.models.checks.values import config_int
+from attncli.models.decoding import DecodeStep, Shape
+from attncli.models.family import FamilyTraits, LayerAttention, ModelSpec, Tokens, open_model
+from attncli.models.gpt2.config import Checkpoint, check_gpt2_config, gpt2_checkpoint
+from attncli.models.gpt2.decode import GPT2Decoder, gpt2_shape
+from attncli.models.gpt2.model import check_tokens, gpt2_all_layers, gpt2_attention
+from attncli.models.sources.base import WeightSource
+
+TRAITS = FamilyTraits(title="GPT-2", variant="gpt2", supports_tiled=False, max_tokens=1024,
+                      kv_heads=False, tokenizer_file=False, norm="LayerNorm'd",
+                      reads=" ln_1(h)")
+
+
+class GPT2Model:
+    """One checked GPT-2 checkpoint, ready to run."""
+
+    traits = TRAITS
+
+    def __init__(self, ckpt: Checkpoint) -> None:
+        self.ckpt = ckpt
+        self.spec = ModelSpec(architecture="gpt2", n_layer=ckpt.n_layer, num_heads=ckpt.n_head,
+                              kv_heads=ckpt.n_head, head_dim=ckpt.head_dim, d_model=ckpt.n_embd,
+                              windows=(None,) * ckpt.n_layer)
+
+    def tokens(self, req: Request) -> Tokens:
+        """tiktoken's GPT-2 encoding of the text."""
+        tokens, ids = text_tokens(req)
+        return Tokens(tokens, ids, encoding="gpt2", tokenizer=None)
+
+    def check_tokens(self, token_ids: list[int]) -> None:
+        """Empty input, input past n_positions, or an id outside the vocabulary, refused."""
+        check_tokens(self.ckpt, token_ids)
+
+    def attention(self, token_ids: list[int], layer: int) -> LayerAttention:
+        """Blocks 0..layer run; that layer's attention with every stage."""
+        shown = gpt2_attention(self.ckpt, token_ids, layer)
+        return LayerAttention(shown.layer, shown.inputs, shown.output)
+
+    def all_layers(self, token_ids: list[int]) -> Tensor:
+        """Every head's weights, (layers, heads, T, T)."""
+        return gpt2_all_layers(self.ckpt, token_ids)
+
+    def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
+        """GPT-2 never takes the tiled path (traits.supports_tiled is false)."""
+        raise AttnCliError("a GPT-2 checkpoint runs the naive path only")
+
+    def info(self, layer: int | None = None) -> ModelInfo:
+        """The JSON "model" object: path and shape."""
+        c = self.ckpt
+        return ModelInfo(str(c.path), c.n_layer, c.n_head, c.n_embd, layer, name=TRAITS.title,
+                         norm=TRAITS.norm, reads=TRAITS.reads)
+
+    def decode_shape(self) -> Shape:
+        """The multiply-adds of one token through every block."""
+        return gpt2_shape(self.ckpt)
+
+    def decoder(self, layer: int, num_tokens: int) -> DecodeStep:
+        """Token-by-token decoding (positions come from wpe, any num_tokens), showing layer."""
+        return GPT2Decoder(self.ckpt, layer)
+
+
+class GPT2Family:
+    """The gpt2 architecture."""
+
+    traits = TRAITS
+
+    def load(self, source: WeightSource, model: str, heads: int | None) -> GPT2Model:
+        """The source checked as a GPT-2; heads overrides a head count config.json lacks."""
+        return GPT2Model(gpt2_checkpoint(source, model, heads))
+
+    def shape(self, config: dict[str, Any], folder: Path) -> tuple[int, int, int]:
+        """Layers, heads and kv heads from config.json alone (the `models` table)."""
+        check_gpt2_config(config, folder / "config.json")
+        heads = config_int(config, "n_head", 12)
+        return config_int(config, "n_layer", 12), heads, heads
+
+
+GPT2 = GPT2Family()
+
+
+def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:
+    """A hub name or a path as a checked GPT-2 Checkpoint; heads overrides the inferred count."""
+    loaded = open_model(model, heads)
+    if not isinstance(loaded, GPT2Model):
+        raise AttnCliError(f"{model} is a {loaded.spec.architecture} checkpoint, not GPT-2")
+    return loaded.ckpt

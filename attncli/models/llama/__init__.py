@@ -1,0 +1,1 @@
+"""The Llama family (llama, mistral, qwen2, qwen3): config, RoPE, blocks, decoding, Family."""

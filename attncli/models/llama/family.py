@@ -1,0 +1,132 @@
+"""The Llama family (llama, mistral, qwen2, qwen3): the checkpoint's own tokenizer.json,
+RMSNorm, RoPE, grouped kv heads, and for some layers a sliding window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor
+
+from attncli.core.attention import Attention
+from attncli.core.request import Request
+from attncli.core.result import FamilyInfo, ModelInfo, TokenInfo
+from attncli.errors import AttnCliError
+from attncli.models.decoding import DecodeStep, Shape
+from attncli.models.family import FamilyTraits, LayerAttention, ModelSpec, Tokens
+from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
+from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
+from attncli.models.llama.config import LlamaArch, llama_spec
+from attncli.models.llama.decode import LlamaDecoder, llama_shape
+from attncli.models.llama.model import (
+    RotaryProjection,
+    check_tokens,
+    llama_all_layers,
+    llama_attention,
+    llama_layer_input,
+)
+from attncli.models.sources.base import WeightSource
+
+TRAITS = FamilyTraits(title="Llama-family", variant="llama", supports_tiled=True,
+                      max_tokens=None, kv_heads=True, tokenizer_file=True, norm="RMSNorm'd")
+
+
+class LlamaModel:
+    """One checked Llama-family checkpoint, ready to run."""
+
+    traits = TRAITS
+
+    def __init__(self, ckpt: LlamaCheckpoint, source: WeightSource) -> None:
+        s = ckpt.spec
+        self.ckpt, self.source = ckpt, source
+        self.spec = ModelSpec(architecture=s.architecture, n_layer=s.n_layer,
+                              num_heads=s.num_heads, kv_heads=s.kv_heads, head_dim=s.head_dim,
+                              d_model=s.d_model, windows=s.layer_windows)
+
+    def tokens(self, req: Request) -> Tokens:
+        """The checkpoint's tokenizer.json, and what its post-processor added (BOS, EOS)."""
+        if req.text is None:
+            raise AttnCliError("no input text")
+        if req.heads is not None and req.heads != self.spec.num_heads:
+            raise AttnCliError(f"heads={req.heads} disagrees with num_attention_heads="
+                               f"{self.spec.num_heads} in config.json")
+        tokens = hf_tokenize(source_tokenizer(self.source), req.text, req.allow_special)
+        ids = [p.id for p in tokens.pieces if p.id is not None]
+        added = {"file": tokens.name, "bos": tokens.before[0] if tokens.before else None,
+                 "added_before": tokens.before, "added_after": tokens.after}
+        return Tokens([TokenInfo.of(p) for p in tokens.pieces], ids, encoding=None,
+                      tokenizer=added)
+
+    def check_tokens(self, token_ids: list[int]) -> None:
+        """Empty input, or an id outside the vocabulary, refused."""
+        check_tokens(self.ckpt.spec, token_ids)
+
+    def attention(self, token_ids: list[int], layer: int) -> LayerAttention:
+        """Blocks 0..layer run; that layer's attention with every stage."""
+        shown = llama_attention(self.ckpt.weights, self.ckpt.spec, token_ids, layer)
+        return LayerAttention(shown.layer, shown.inputs, shown.output)
+
+    def all_layers(self, token_ids: list[int]) -> Tensor:
+        """Every query head's weights, (layers, heads, T, T)."""
+        return llama_all_layers(self.ckpt.weights, self.ckpt.spec, token_ids)
+
+    def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
+        """Layer's input (T, d_model), earlier layers through fused attention, and the layer
+        as a module handing the kernel rotated, group-repeated heads."""
+        weights, spec = self.ckpt.weights, self.ckpt.spec
+        x, cos, sin = llama_layer_input(weights, spec, token_ids, layer)  # x: (T, d_model)
+        return x, RotaryProjection(weights, spec, layer, cos, sin)
+
+    def info(self, layer: int | None = None) -> ModelInfo:
+        """The JSON "model" object: where the checkpoint is, its shape and its attention."""
+        spec = self.ckpt.spec
+        family = FamilyInfo(
+            architecture=spec.architecture, kv_heads=spec.kv_heads, head_dim=spec.head_dim,
+            rope_theta=spec.rope_theta,
+            rope_scaling=spec.rope_scaling.get("rope_type", "default"),
+            sliding_window=spec.sliding_window,
+            window=None if layer is None else spec.layer_windows[layer])
+        return ModelInfo(str(spec.directory), spec.n_layer, spec.num_heads, spec.d_model, layer,
+                         family, name=spec.architecture, norm=TRAITS.norm, reads=TRAITS.reads)
+
+    def decode_shape(self) -> Shape:
+        """The multiply-adds of one token through every layer."""
+        return llama_shape(self.ckpt.spec)
+
+    def decoder(self, layer: int, num_tokens: int) -> DecodeStep:
+        """Token-by-token decoding of up to num_tokens tokens, showing layer."""
+        return LlamaDecoder(self.ckpt.weights, self.ckpt.spec, num_tokens, layer)
+
+
+class LlamaFamily:
+    """One architecture of the family; arch says how it differs from Llama."""
+
+    traits = TRAITS
+
+    def __init__(self, arch: LlamaArch) -> None:
+        self.arch = arch
+
+    def load(self, source: WeightSource, model: str, heads: int | None) -> LlamaModel:
+        """The source checked as its config.json's model (heads is checked with the text)."""
+        return LlamaModel(llama_checkpoint(source, model), source)
+
+    def shape(self, config: dict[str, Any], folder: Path) -> tuple[int, int, int]:
+        """Layers, heads and kv heads from config.json alone (the `models` table)."""
+        spec = llama_spec(folder, config)
+        return spec.n_layer, spec.num_heads, spec.kv_heads
+
+
+LLAMA = LlamaFamily(LlamaArch(windows=False, window_switch=False, qk_norm=False))
+MISTRAL = LlamaFamily(LlamaArch(windows=True, window_switch=False, qk_norm=False))
+QWEN2 = LlamaFamily(LlamaArch(windows=True, window_switch=True, qk_norm=False))
+QWEN3 = LlamaFamily(LlamaArch(windows=True, window_switch=True, qk_norm=True))
+
+
+def resolve_llama(model: str) -> LlamaCheckpoint:
+    """A hub name or a folder as a checked Llama-family checkpoint (headers only are read)."""
+    from attncli.models.family import open_model
+
+    loaded = open_model(model)
+    if not isinstance(loaded, LlamaModel):
+        raise AttnCliError(f"{model}: a Llama-family model is a folder with config.json")
+    return loaded.ckpt

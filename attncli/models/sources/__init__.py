@@ -1,0 +1,1 @@
+"""Where a checkpoint's weights come from: one interface, one module per file format."""

@@ -1,0 +1,41 @@
+"""The one interface every weight source offers, whatever its file format."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+class WeightSource(Protocol):
+    """A checkpoint's config, tensors and tokenizer, whatever the file format."""
+
+    path: Path  # what the user's --model resolved to: a folder or a file
+    label: str  # how JSON/tables name where the tokenizer came from, e.g. "tokenizer.json"
+
+    def config(self) -> dict[str, Any]:
+        """config.json's content (Hugging Face keys); {} when the checkpoint has none."""
+        ...
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every tensor, by its HF name, no data read."""
+        ...
+
+    def dtype_name(self, name: str) -> str:
+        """"F32", "F16", "BF16", "Q4_1", ... as stored."""
+        ...
+
+    def tensor(self, name: str) -> Tensor:
+        """One tensor as float32 in the HF layout, read lazily on demand."""
+        ...
+
+    def rows(self, name: str, indices: Sequence[int]) -> Tensor:
+        """Only the given rows of a 2-D tensor (an embedding lookup), as float32."""
+        ...
+
+    def tokenizer_json(self) -> str | None:
+        """tokenizer.json text (HF tokenizers format), or None when the checkpoint has none."""
+        ...

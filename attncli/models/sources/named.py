@@ -1,0 +1,90 @@
+"""A family's view of a weight source: its tensors under the family's own names, checked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from attncli.errors import AttnCliError
+from attncli.models.sources.base import WeightSource
+
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+# Block-quantized types (Q4_1, Q6_K, IQ2_XS, TQ1_0): a source that reports one dequantizes it.
+_QUANTIZED = re.compile(r"[IT]?Q\d\w*")
+
+
+def where(source: WeightSource) -> Path:
+    """The path errors name: the weights file where the source has one, else its path."""
+    file = getattr(source, "weights_file", None)
+    return file if isinstance(file, Path) else source.path
+
+
+def readable_dtype(dtype: str) -> bool:
+    """A float dtype, or a quantized block type its source dequantizes to float32."""
+    return dtype in FLOAT_DTYPES or bool(_QUANTIZED.fullmatch(dtype))
+
+
+class Named:
+    """source's tensors as prefix + name: "model." or "transformer." stays out of the family's
+    code. finite: refuse NaN and infinity; keep: read each tensor once (decoding rereads)."""
+
+    def __init__(self, source: WeightSource, prefix: str = "", finite: bool = False,
+                 keep: bool = False) -> None:
+        self.source, self.prefix, self.finite, self.keep = source, prefix, finite, keep
+        self._names = set(source.shapes())
+        self._kept: dict[str, Tensor] = {}
+
+    def reading_once(self) -> Named:
+        """The same view, each tensor read from the source once."""
+        return Named(self.source, self.prefix, self.finite, keep=True)
+
+    def __contains__(self, name: str) -> bool:
+        return self.prefix + name in self._names
+
+    def __getitem__(self, name: str) -> Tensor:
+        if name in self._kept:
+            return self._kept[name]
+        tensor = self._checked(self.source.tensor(self.prefix + name), name)
+        if self.keep:
+            self._kept[name] = tensor
+        return tensor
+
+    def rows(self, name: str, indices: Sequence[int]) -> Tensor:
+        """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
+        return self._checked(self.source.rows(self.prefix + name, indices), name)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The tensor's shape, from the header only."""
+        return self.source.shapes()[self.prefix + name]
+
+    def dtype(self, name: str) -> str:
+        """The tensor's stored dtype name, from the header only."""
+        return self.source.dtype_name(self.prefix + name)
+
+    def _checked(self, t: Tensor, name: str) -> Tensor:
+        """t, unless finite is asked for and it holds NaN or infinity."""
+        if self.finite and not torch.isfinite(t).all():
+            raise AttnCliError(f"tensor {name} of the checkpoint holds NaN or infinite values")
+        return t
+
+
+def check_tensors(expected: dict[str, tuple[int, ...]], shape: Callable[[str], tuple[int, ...]],
+                  dtype: Callable[[str], str], has: Callable[[str], bool], prefix: str,
+                  at: object, model: str) -> None:
+    """Every tensor a run reads is present, float, and shaped as the config says: one line
+    naming the first that is not (model: what needs them, e.g. "3-layer GPT-2")."""
+    missing = [prefix + name for name in expected if not has(name)]
+    if missing:
+        listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
+        raise AttnCliError(f"{at} lacks {len(missing)} tensor(s) a {model} needs: {listed}")
+    for name, want in expected.items():
+        if shape(name) != want:
+            raise AttnCliError(f"tensor {prefix}{name} in {at} has shape {shape(name)}, "
+                               f"expected {want}")
+        if not readable_dtype(dtype(name)):
+            raise AttnCliError(f"tensor {prefix}{name} in {at} has dtype {dtype(name)}, "
+                               f"expected one of {', '.join(FLOAT_DTYPES)}")

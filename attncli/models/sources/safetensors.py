@@ -1,0 +1,163 @@
+"""Safetensors weights: one file, or a folder's shards behind model.safetensors.index.json.
+
+Memory-mapped and never unpickled; each tensor is read when it is asked for, as float32.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from safetensors import SafetensorError, safe_open
+
+from attncli.core.inputs import parse_json, read_json_file
+from attncli.core.sizes import read_limited
+from attncli.errors import AttnCliError
+from attncli.models.checks.values import shown
+from attncli.models.stores.locate import (
+    convert_hint,
+    file_in_dir,
+    is_dir,
+    is_file,
+    is_pickle,
+    read_config_file,
+    utf8_name,
+)
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+INDEX = "model.safetensors.index.json"
+_PLAIN_NAME = re.compile(r"(?!\.\.?$)[^/\\\x00]{1,255}")  # no folder, no . or ..
+
+
+def read_index(index: Path) -> dict[str, str]:
+    """The shard index's weight_map (tensor name → shard file name), read by the one JSON
+    reader and checked: every shard a plain file name in the index's own folder."""
+    doc = read_json_file(index, f"the shard index {index}")
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise AttnCliError(f"the shard index {index} has no weight_map object of tensor names "
+                           "and shard files")
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str) or not _PLAIN_NAME.fullmatch(shard):
+            raise AttnCliError(f"the shard index {index} names {shown(shard)} for the tensor "
+                               f"{shown(name)}: expected a file name beside the index")
+    return weight_map
+
+
+def _sharded(index: Path) -> dict[str, Path]:
+    """Tensor name → shard file, every shard checked to be there."""
+    directory = index.parent
+    files = {name: directory / shard for name, shard in read_index(index).items()}
+    for shard in sorted(set(files.values())):
+        if not is_file(shard):
+            raise AttnCliError(f"{index} names the shard {shard.name}, which is not in "
+                               f"{directory}")
+    return files
+
+
+@contextmanager
+def _opened(file: Path) -> Iterator[Any]:
+    """safe_open with its errors (truncated, corrupt, a pickle) turned into one line."""
+    try:
+        with utf8_name(file) as name:
+            handle = safe_open(name, framework="pt")
+    except (SafetensorError, OSError) as exc:
+        if is_pickle(file):
+            raise AttnCliError(f"{file} is a pickle checkpoint, not safetensors; "
+                               + convert_hint(file)) from None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AttnCliError(f"cannot read {file} as safetensors (truncated or corrupt?): "
+                           f"{reason}") from None
+    yield handle
+
+
+class SafetensorsSource:
+    """A safetensors checkpoint: config.json beside it, its tensors, its tokenizer.json."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.label = "tokenizer.json"
+        self._folder = path if is_dir(path) else path.parent
+        self._files: dict[str, Path] | None = None
+        self._handles: dict[Path, Any] = {}
+        self._shapes: dict[str, tuple[int, ...]] | None = None
+        self._file: Path | None = None
+
+    @property
+    def weights_file(self) -> Path:
+        """The file errors name: model.safetensors, the shard index, or the one file given."""
+        if self._file is None:
+            self._file = file_in_dir(self.path) if is_dir(self.path) else self.path
+        return self._file
+
+    def config(self) -> dict[str, Any]:
+        """config.json beside the weights, or {} when there is none."""
+        file = self._folder / "config.json"
+        return read_config_file(file) if is_file(file) else {}
+
+    def _where(self) -> dict[str, Path]:
+        """Tensor name → the file holding it (headers read once)."""
+        if self._files is None:
+            file = self.weights_file
+            if file.name.endswith(".safetensors.index.json"):
+                self._files = _sharded(file)
+            else:
+                self._files = dict.fromkeys(self._handle(file).keys(), file)
+        return self._files
+
+    def _handle(self, file: Path) -> Any:
+        if file not in self._handles:
+            with _opened(file) as handle:
+                self._handles[file] = handle
+        return self._handles[file]
+
+    def _slice(self, name: str) -> Any:
+        files = self._where()
+        if name not in files:
+            raise AttnCliError(f"the checkpoint lacks the tensor {name}")
+        return self._handle(files[name]).get_slice(name)
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Every tensor's shape, from the headers only."""
+        if self._shapes is None:
+            self._shapes = {name: tuple(self._slice(name).get_shape()) for name in self._where()}
+        return self._shapes
+
+    def dtype_name(self, name: str) -> str:
+        """The stored dtype (F32, BF16, ...), from the header only."""
+        return str(self._slice(name).get_dtype())
+
+    def tensor(self, name: str) -> Tensor:
+        """One whole tensor, as float32."""
+        return self._slice(name)[:].float()
+
+    def rows(self, name: str, indices: Sequence[int]) -> Tensor:
+        """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
+        import torch
+
+        table = self._slice(name)
+        return torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+
+    def tokenizer_json(self) -> str | None:
+        """tokenizer.json beside the weights, read by the one JSON reader (its limits)."""
+        file = self._folder / "tokenizer.json"
+        if not is_file(file):
+            return None
+        try:
+            with open(file, "rb") as stream:
+                data = read_limited(stream, str(file))
+        except OSError as err:
+            raise AttnCliError(f"cannot read {file}: {err.strerror or err}") from None
+        if not isinstance(parse_json(data, str(file)), dict):
+            raise AttnCliError(f"{file} is not a JSON object")
+        return data.decode("utf-8")
+
+
+def open_safetensors(path: Path) -> SafetensorsSource:
+    """A folder, a .safetensors file or a shard index, opened lazily."""
+    return SafetensorsSource(path)
