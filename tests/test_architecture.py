@@ -110,3 +110,35 @@ def test_these_never_import_torch(args: list[str]) -> None:
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "False False"
+
+
+def _named_architectures(node: ast.AST, names: set[str]) -> bool:
+    """Whether node is an architecture name, or a tuple, list or set holding one."""
+    values = list(node.elts) if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return any(isinstance(v, ast.Constant) and v.value in names for v in values)
+
+
+def test_only_the_registry_asks_which_family() -> None:
+    """No `== "llama"`, `in ("qwen2", "qwen3")` or `case "gpt2":` outside models/family.py:
+    families declare traits, and code above them reads the traits."""
+    from attncli.models.family import REGISTRY
+
+    names, found = set(REGISTRY), []
+    for module, path in _modules().items():
+        if module == "attncli.models.family":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else \
+                [node.value] if isinstance(node, ast.MatchValue) else []
+            if any(_named_architectures(side, names) for side in sides):
+                found.append(f"{module}:{node.lineno} {ast.unparse(node)}")
+    assert found == []
+
+
+def test_the_check_catches_a_family_comparison() -> None:
+    """The check above is not vacuous: it flags the comparisons it is meant to."""
+    tree = ast.parse('a == "llama"\nb in ("qwen2", "x")\nc != "mistral3"')
+    flagged = [n for n in ast.walk(tree) if isinstance(n, ast.Compare)
+               and any(_named_architectures(s, {"llama", "qwen2"})
+                       for s in [n.left, *n.comparators])]
+    assert [ast.unparse(n) for n in flagged] == ["a == 'llama'", "b in ('qwen2', 'x')"]
