@@ -14,7 +14,14 @@ from attncli.core.result import ModelInfo
 from attncli.errors import AttnCliError
 from attncli.models.checks.values import config_int
 from attncli.models.decoding import DecodeStep, Shape
-from attncli.models.family import FamilyTraits, LayerAttention, ModelSpec, Tokens, open_model
+from attncli.models.family import (
+    Family,
+    FamilyTraits,
+    LayerAttention,
+    ModelSpec,
+    Tokens,
+    open_model,
+)
 from attncli.models.gpt2.config import Checkpoint, check_gpt2_config, gpt2_checkpoint
 from attncli.models.gpt2.decode import GPT2Decoder, gpt2_shape
 from attncli.models.gpt2.model import check_tokens, gpt2_all_layers, gpt2_attention
@@ -89,7 +96,7 @@ class GPT2Family:
         return config_int(config, "n_layer", 12), heads, heads
 
 
-GPT2 = GPT2Family()
+GPT2: Family = GPT2Family()  # mypy checks it against the protocol
 
 
 def resolve_checkpoint(model: str, heads: int | None = None) -> Checkpoint:

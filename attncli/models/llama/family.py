@@ -13,7 +13,7 @@ from attncli.core.request import Request
 from attncli.core.result import FamilyInfo, ModelInfo, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep, Shape
-from attncli.models.family import FamilyTraits, LayerAttention, ModelSpec, Tokens
+from attncli.models.family import Family, FamilyTraits, LayerAttention, ModelSpec, Tokens
 from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
 from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
 from attncli.models.llama.config import LlamaArch, llama_spec
@@ -116,7 +116,7 @@ class LlamaFamily:
         return spec.n_layer, spec.num_heads, spec.kv_heads
 
 
-LLAMA = LlamaFamily(LlamaArch(windows=False, window_switch=False, qk_norm=False))
+LLAMA: Family = LlamaFamily(LlamaArch(windows=False, window_switch=False, qk_norm=False))
 MISTRAL = LlamaFamily(LlamaArch(windows=True, window_switch=False, qk_norm=False))
 QWEN2 = LlamaFamily(LlamaArch(windows=True, window_switch=True, qk_norm=False))
 QWEN3 = LlamaFamily(LlamaArch(windows=True, window_switch=True, qk_norm=True))
