@@ -140,6 +140,7 @@ class ModelInfo:
     name: str = ""  # "GPT-2", or config.json's model_type
     norm: str = ""  # what normalised the residual stream its attention reads, e.g. "RMSNorm'd"
     reads: str = ""  # that input as a formula, after a space (" ln_1(h)"), or ""
+    lead: str = "The checkpoint's own weights"  # how the description line begins
 
     @property
     def kv_heads(self) -> int:

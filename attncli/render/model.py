@@ -30,5 +30,5 @@ def describe_model(result: Result) -> Text:
     return Text.assemble(
         (f"{m.name} layer {m.layer} of {m.layers} (0-based)", "bold"),
         f" · {settings} · {c.num_tokens} tokens\n",
-        ("The checkpoint's own weights: each weight is how much a query token reads from a key "
+        (f"{m.lead}: each weight is how much a query token reads from a key "
          f"token of layer {m.layer}'s input, the {m.norm} residual stream{m.reads}.", "dim"))

@@ -101,11 +101,12 @@ def model_from(data: Any, config: RunConfig | None) -> ModelInfo:
         raise AttnCliError(f"saved file: model.heads is {heads}, config.heads {config.heads}")
     family = _family(doc, heads) if "architecture" in doc else None
     # Only a RoPE model's "model" object names its architecture; one without was a GPT-2 run's.
-    name, norm, reads = (("GPT-2", "LayerNorm'd", " ln_1(h)") if family is None
-                         else (family.architecture, "RMSNorm'd", ""))
+    name, norm, reads, lead = (
+        ("GPT-2", "LayerNorm'd", " ln_1(h)", "A trained model, not the chapter-3 toy")
+        if family is None else (family.architecture, "RMSNorm'd", "", ModelInfo.lead))
     return ModelInfo(path=string(need(doc, "path", "model"), "model.path"), layers=layers,
                      heads=heads,
                      d_model=integer(need(doc, "d_model", "model"), "model.d_model", 1, BOUND),
                      layer=maybe(doc.get("layer"), integer, "model.layer", 0, layers - 1),
-                     family=family, name=name, norm=norm, reads=reads)
+                     family=family, name=name, norm=norm, reads=reads, lead=lead)
 

@@ -30,6 +30,7 @@ from attncli.models.sources.base import WeightSource
 TRAITS = FamilyTraits(title="GPT-2", variant="gpt2", supports_tiled=False, max_tokens=1024,
                       kv_heads=False, tokenizer_file=False, norm="LayerNorm'd",
                       reads=" ln_1(h)")
+LEAD = "A trained model, not the chapter-3 toy"  # how views introduce its weights
 
 
 class GPT2Model:
@@ -69,7 +70,7 @@ class GPT2Model:
         """The JSON "model" object: path and shape."""
         c = self.ckpt
         return ModelInfo(str(c.path), c.n_layer, c.n_head, c.n_embd, layer, name=TRAITS.title,
-                         norm=TRAITS.norm, reads=TRAITS.reads)
+                         norm=TRAITS.norm, reads=TRAITS.reads, lead=LEAD)
 
     def decode_shape(self) -> Shape:
         """The multiply-adds of one token through every block."""
