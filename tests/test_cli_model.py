@@ -57,6 +57,16 @@ def test_run_table_says_what_rows_attend_over(cli, model) -> None:  # noqa: ANN0
     assert "GPT-2 layer 2 of 3" in res.out and "ln_1" in res.out and "head 3 of 4" in res.out
 
 
+def test_a_gpt2_run_keeps_its_own_description(cli, model, tmp_path: Path) -> None:  # noqa: ANN001
+    """The wording from before the family protocol, also when a saved run is shown again."""
+    saved = tmp_path / "run.json"
+    res = cli("run", TEXT, "--model", str(model[0]), "--save-json", str(saved))
+    assert res.code == 0 and "A trained model, not the chapter-3 toy: each weight" in res.out
+    shown = cli("show", str(saved))
+    assert shown.code == 0 and "A trained model, not the chapter-3 toy: each weight" in shown.out
+    assert "The checkpoint's own weights" not in res.out + shown.out
+
+
 def _measures(weights: torch.Tensor) -> dict[str, float]:
     """Head measures computed directly, row by row (rows 1..T-1)."""
     n = weights.shape[-1]
