@@ -1,0 +1,5 @@
+"""GGUF files (llama.cpp, Ollama, LM Studio) as a weight source: header, tensors, tokenizer."""
+
+from attncli.models.sources.gguf.source import GgufSource, open_gguf
+
+__all__ = ["GgufSource", "open_gguf"]

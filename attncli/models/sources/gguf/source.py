@@ -1,0 +1,133 @@
+"""A GGUF file as a weight source: HF names, float32 tensors in HF layout, read lazily.
+
+The file is memory-mapped once; a tensor is dequantized (gguf.quants.dequantize, llama.cpp's own
+numerics) only when asked for, and rows() of an embedding dequantizes only the rows asked for
+(every row of a GGUF tensor is whole quantization blocks).
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+from gguf.quants import dequantize
+
+from attncli.core.sizes import FLOAT_BYTES, check_fits
+from attncli.errors import AttnCliError
+from attncli.models.sources.gguf import tokenizer as gguf_tokenizer
+from attncli.models.sources.gguf.config import architecture, build_config
+from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_header
+from attncli.models.sources.gguf.names import hf_to_gguf, layout_for, stored_layout, unpermute
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+@cache
+def can_dequantize(qtype: GGMLQuantizationType) -> bool:
+    """Whether gguf.quants has a dequantizer for this type (tried on zero blocks)."""
+    try:
+        dequantize(np.zeros((1, GGML_QUANT_SIZES[qtype][1]), dtype=np.uint8), qtype)
+    except (NotImplementedError, ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+class GgufSource:
+    """A checkpoint's config, tensors and tokenizer, read from one .gguf file."""
+
+    label = "GGUF metadata"
+
+    def __init__(self, header: GgufHeader) -> None:
+        self.path = header.path
+        self.header = header
+        self.arch = architecture(header)
+        self._layout = layout_for(self.arch, header.path)
+        self._config = build_config(header)
+        layers = int(self._config.get("num_hidden_layers", self._config.get("n_layer", 0)))
+        self._names = {hf: gg for hf, gg in hf_to_gguf(self._layout, layers).items()
+                       if gg in header.tensors}
+        self._data: mmap.mmap | None = None
+
+    def config(self) -> dict[str, Any]:
+        return dict(self._config)
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {hf: self._info(hf).shape[::-1] if self._undo(hf) == "transposed"
+                else self._info(hf).shape for hf in self._names}
+
+    def dtype_name(self, name: str) -> str:
+        return self._info(name).qtype.name
+
+    def tensor(self, name: str) -> Tensor:
+        import torch
+
+        info = self._info(name)
+        values = self._dequantize(info, self._blocks(info))  # (rows, cols) as stored
+        undo = self._undo(name)
+        if undo == "transposed":
+            values = values.T  # Conv1D's (in, out)
+        elif undo:
+            heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
+            values = unpermute(values, int(heads))
+        # a copy: the mapped file is read-only
+        return torch.from_numpy(np.array(values, dtype=np.float32, order="C"))  # HF layout
+
+    def rows(self, name: str, indices: Sequence[int]) -> Tensor:
+        import torch
+
+        info = self._info(name)
+        if len(info.shape) != 2 or self._undo(name):
+            return self.tensor(name)[list(indices)]
+        count = info.shape[0]
+        bad = [i for i in indices if not 0 <= i < count]
+        if bad:
+            raise AttnCliError(f"{self.path}: rows {bad[:8]} are outside {name}'s {count:,} rows")
+        picked = self._blocks(info)[np.asarray(indices, dtype=np.int64)]  # (n, row_bytes)
+        values = self._dequantize(info, picked)  # (n, ne0)
+        return torch.from_numpy(np.array(values, dtype=np.float32, order="C"))
+
+    def tokenizer_json(self) -> str | None:
+        return gguf_tokenizer.tokenizer_json(self.header)
+
+    def _info(self, name: str) -> TensorInfo:
+        if name not in self._names:
+            raise AttnCliError(f"{self.path} has no tensor for {name} (a {self.arch} GGUF)")
+        return self.header.tensors[self._names[name]]
+
+    def _undo(self, name: str) -> str:
+        return stored_layout(self._layout, self._names[name])
+
+    def _blocks(self, info: TensorInfo) -> np.ndarray:
+        """The tensor's bytes, one row per line: (rows, row_bytes), a view of the mapped file."""
+        if self._data is None:
+            try:
+                with open(self.path, "rb") as stream:
+                    self._data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+            except OSError as err:
+                raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
+        if len(self._data) < self.header.size:
+            raise AttnCliError(f"{self.path} shrank to {len(self._data):,} bytes since its header "
+                               "was read")
+        raw = np.frombuffer(self._data, dtype=np.uint8, count=info.nbytes, offset=info.start)
+        return raw.reshape(-1, info.row_bytes)
+
+    def _dequantize(self, info: TensorInfo, blocks: np.ndarray) -> np.ndarray:
+        if not can_dequantize(info.qtype):
+            raise AttnCliError(f"{self.path}: tensor {info.name} is stored as {info.qtype.name}, "
+                               "which the gguf package cannot dequantize")
+        check_fits(blocks.shape[0] * info.dims[0] * FLOAT_BYTES * 2,
+                   f"{self.path}: {info.name} as float32")
+        values = dequantize(blocks, info.qtype)  # (rows, ne0)
+        whole = blocks.shape[0] * blocks.shape[1] == info.nbytes
+        return values.reshape(info.shape) if whole else values  # the tensor, or (n, ne0) rows
+
+
+def open_gguf(path: Path) -> GgufSource:
+    """The GGUF file at path as a weight source, or one AttnCliError line naming it."""
+    return GgufSource(read_header(path))
