@@ -1,0 +1,177 @@
+"""Tiny random GGUF files, written with gguf.GGUFWriter the way llama.cpp's converter writes them
+(HF weights in, llama's Q/K rows permuted, gpt2's Conv1D matrices transposed), plus the real
+SmolLM2 file when it has been fetched."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+
+SMOLLM2 = Path(os.environ.get("ATTNCLI_SMOLLM2_GGUF", "/root/.cache/attncli/models/"
+                              "SmolLM2-135M-Instruct.Q4_1.gguf"))
+D, HEADS, KV_HEADS, FFN, LAYERS, CTX = 64, 4, 2, 96, 2, 128
+BYTE_ALPHABET = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+
+
+def smollm2() -> Path:
+    """The real model's path, or a skip naming where it is looked for."""
+    if not SMOLLM2.is_file():
+        pytest.skip(f"SmolLM2 GGUF not found at {SMOLLM2} (set ATTNCLI_SMOLLM2_GGUF)")
+    return SMOLLM2
+
+
+def byte_tokens() -> tuple[list[str], list[str]]:
+    """A byte-level vocabulary: control tokens, the 256 byte characters, a few merges."""
+    chars = [chr(b) for b in BYTE_ALPHABET]
+    chars += [chr(256 + k) for k in range(256 - len(chars))]
+    merges = ["Ġ t", "h e", "Ġt he", "i n", "Ġ a", "e r", "1 2", "Ġ 1"]
+    tokens = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", *chars,
+              *["".join(m.split(" ")) for m in merges]]
+    return tokens, merges
+
+
+def sentencepiece_tokens() -> tuple[list[str], list[float], list[int]]:
+    """A SentencePiece-style vocabulary: <unk> <s> </s>, byte fallbacks, scored pieces."""
+    pieces = ["▁", "e", "h", "l", "o", "t", "▁t", "he", "▁the", "ll", "▁he", "llo", "▁hello", "w",
+              "r", "d", "▁w", "or", "▁wor", "ld", "▁world"]
+    tokens = ["<unk>", "<s>", "</s>", *[f"<0x{b:02X}>" for b in range(256)], *pieces]
+    scores = [0.0, 0.0, 0.0, *[0.0] * 256, *[-float(i) for i in range(len(pieces))]]
+    types = [2, 3, 3, *[6] * 256, *[1] * len(pieces)]
+    return tokens, scores, types
+
+
+def _permute(w: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's convert_hf_to_gguf.py LlamaModel.permute."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2) \
+        .reshape(w.shape)
+
+
+def hf_weights(arch: str, vocab: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random HF-layout weights for a tiny model of this architecture."""
+    rng = np.random.default_rng(seed)
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32) * 0.5
+
+    head_dim = D // HEADS
+    if arch == "gpt2":
+        w = {"wte.weight": r(vocab, D), "wpe.weight": r(CTX, D), "ln_f.weight": r(D),
+             "ln_f.bias": r(D)}
+        for i in range(LAYERS):
+            p = f"h.{i}."
+            w |= {p + "ln_1.weight": r(D), p + "ln_1.bias": r(D), p + "ln_2.weight": r(D),
+                  p + "ln_2.bias": r(D), p + "attn.c_attn.weight": r(D, 3 * D),
+                  p + "attn.c_attn.bias": r(3 * D), p + "attn.c_proj.weight": r(D, D),
+                  p + "attn.c_proj.bias": r(D), p + "mlp.c_fc.weight": r(D, 4 * D),
+                  p + "mlp.c_fc.bias": r(4 * D), p + "mlp.c_proj.weight": r(4 * D, D),
+                  p + "mlp.c_proj.bias": r(D)}
+        return w
+    w = {"model.embed_tokens.weight": r(vocab, D), "model.norm.weight": r(D),
+         "lm_head.weight": r(vocab, D)}
+    for i in range(LAYERS):
+        p = f"model.layers.{i}."
+        w |= {p + "self_attn.q_proj.weight": r(HEADS * head_dim, D),
+              p + "self_attn.k_proj.weight": r(KV_HEADS * head_dim, D),
+              p + "self_attn.v_proj.weight": r(KV_HEADS * head_dim, D),
+              p + "self_attn.o_proj.weight": r(D, HEADS * head_dim),
+              p + "input_layernorm.weight": r(D), p + "post_attention_layernorm.weight": r(D),
+              p + "mlp.gate_proj.weight": r(FFN, D), p + "mlp.up_proj.weight": r(FFN, D),
+              p + "mlp.down_proj.weight": r(D, FFN)}
+        if arch == "qwen2":
+            w |= {p + f"self_attn.{x}_proj.bias": r(n * head_dim)
+                  for x, n in (("q", HEADS), ("k", KV_HEADS), ("v", KV_HEADS))}
+        if arch == "qwen3":
+            w |= {p + "self_attn.q_norm.weight": r(head_dim),
+                  p + "self_attn.k_norm.weight": r(head_dim)}
+    return w
+
+
+_LLAMA_NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+                "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+                "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+                "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+                "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+_GPT2_NAMES = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output",
+               "ln_2": "ffn_norm", "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
+_TOP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight":
+        "output_norm.weight", "lm_head.weight": "output.weight", "wte.weight": "token_embd.weight",
+        "wpe.weight": "position_embd.weight", "ln_f.weight": "output_norm.weight",
+        "ln_f.bias": "output_norm.bias"}
+
+
+def to_gguf(arch: str, name: str, w: np.ndarray) -> tuple[str, np.ndarray]:
+    """What llama.cpp's converter writes for one HF tensor: its GGUF name and data."""
+    if name in _TOP:
+        return _TOP[name], w
+    parts = name.split(".")
+    index = 1 if arch == "gpt2" else 2
+    layer, rest = parts[index], ".".join(parts[index + 1:])
+    module, kind = rest.rsplit(".", 1)
+    table = _GPT2_NAMES if arch == "gpt2" else _LLAMA_NAMES
+    gname = f"blk.{layer}.{table[module]}.{kind}"
+    if arch == "llama" and module == "self_attn.q_proj":
+        w = _permute(w, HEADS)
+    elif arch == "llama" and module == "self_attn.k_proj":
+        w = _permute(w, KV_HEADS)
+    elif arch == "gpt2" and kind == "weight" and module in ("attn.c_attn", "attn.c_proj",
+                                                             "mlp.c_fc", "mlp.c_proj"):
+        w = w.T
+    return gname, np.ascontiguousarray(w)
+
+
+def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
+                tokenizer: str = "gpt2", pre: str = "smollm",
+                add_bos: bool | None = None) -> dict[str, np.ndarray]:
+    """Write a tiny random model; returns the HF weights it was made from."""
+    if tokenizer == "gpt2":
+        tokens, merges = byte_tokens()
+    else:
+        tokens, scores, types = sentencepiece_tokens()
+    weights = hf_weights(arch, len(tokens))
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_block_count(LAYERS)
+    writer.add_context_length(CTX)
+    writer.add_embedding_length(D)
+    writer.add_feed_forward_length(4 * D if arch == "gpt2" else FFN)
+    writer.add_head_count(HEADS)
+    if arch == "gpt2":
+        writer.add_layer_norm_eps(1e-5)
+    else:
+        writer.add_head_count_kv(KV_HEADS)
+        writer.add_layer_norm_rms_eps(1e-6)
+        writer.add_rope_freq_base(10000.0)
+        if arch == "llama":
+            writer.add_rope_dimension_count(D // HEADS)
+        if arch == "qwen3":
+            writer.add_key_length(D // HEADS)
+    writer.add_tokenizer_model(tokenizer)
+    writer.add_token_list(tokens)
+    if tokenizer == "gpt2":
+        writer.add_tokenizer_pre(pre)
+        writer.add_token_merges(merges)
+        writer.add_token_types([3, 3, 3, *[1] * (len(tokens) - 3)])
+        writer.add_bos_token_id(1)
+        writer.add_eos_token_id(2)
+    else:
+        writer.add_token_scores(scores)
+        writer.add_token_types(types)
+        writer.add_bos_token_id(1)
+        writer.add_eos_token_id(2)
+        writer.add_unk_token_id(0)
+    if add_bos is not None:
+        writer.add_add_bos_token(add_bos)
+    for name, w in weights.items():
+        gname, data = to_gguf(arch, name, w)
+        kind = qtype if data.ndim == 2 else gguf.GGMLQuantizationType.F32
+        stored = gguf.quants.quantize(data, kind)
+        writer.add_tensor(gname, stored, raw_dtype=kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return weights

@@ -1,0 +1,154 @@
+"""The GGUF weight source against transformers' own GGUF loader reading the same tiny files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from attncli.errors import AttnCliError
+from attncli.models.sources.gguf import describe_gguf, open_gguf
+from attncli.models.sources.gguf import source as gguf_source
+from attncli.models.sources.gguf.names import unpermute
+from tests.gguf_fixtures import HEADS, KV_HEADS, LAYERS, write_model
+
+Q = gguf.GGMLQuantizationType
+ARCHS = ["llama", "qwen2", "qwen3", "gpt2"]
+CONFIG_CLASSES = {"llama": "LlamaConfig", "qwen2": "Qwen2Config", "qwen3": "Qwen3Config",
+                  "gpt2": "GPT2Config"}
+
+
+def transformers_tensors(path: Path, arch: str, config: dict) -> dict[str, torch.Tensor]:
+    """load_gguf_checkpoint's dequantized tensors, by the contract's HF names."""
+    import transformers
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    fields = {k: v for k, v in config.items() if k not in ("model_type", "architectures")}
+    cls = getattr(transformers, CONFIG_CLASSES[arch])
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cls(**fields))
+    tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
+    return {k.removeprefix("transformer."): v for k, v in tensors.items()}
+
+
+@pytest.fixture(scope="module", params=[(a, q) for a in ARCHS for q in (Q.F32, Q.F16, Q.Q8_0)],
+                ids=lambda p: f"{p[0]}-{p[1].name}")
+def written(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    arch, qtype = request.param
+    path = tmp_path_factory.mktemp("gguf") / f"{arch}-{qtype.name}.gguf"
+    weights = write_model(path, arch, qtype)
+    return arch, qtype, path, weights
+
+
+def test_every_tensor_matches_transformers(written: tuple) -> None:
+    arch, _, path, _ = written
+    source = open_gguf(path)
+    reference = transformers_tensors(path, arch, source.config())
+    ours = {name: source.tensor(name) for name in source.shapes()}
+    assert set(ours) == set(reference)
+    for name, tensor in ours.items():
+        assert tensor.dtype == torch.float32
+        assert tuple(tensor.shape) == source.shapes()[name] == tuple(reference[name].shape), name
+        torch.testing.assert_close(tensor, reference[name].float(), atol=1e-6, rtol=0)
+
+
+def test_config_matches_transformers(written: tuple) -> None:
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    arch, _, path, _ = written
+    ours = open_gguf(path).config()
+    theirs = load_gguf_checkpoint(str(path))["config"]
+    shared = set(ours) & set(theirs) - {"architectures"}
+    assert {"model_type", "vocab_size", "tie_word_embeddings"} <= shared
+    assert {k: ours[k] for k in shared} == {k: theirs[k] for k in shared}
+    assert ours["architectures"] == [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                                      "qwen3": "Qwen3ForCausalLM",
+                                      "gpt2": "GPT2LMHeadModel"}[arch]]
+
+
+def test_f32_weights_are_the_hf_weights_they_were_written_from(written: tuple) -> None:
+    """The un-permute (llama) and the transposes (gpt2) give back the HF layout exactly: this
+    fails if either is removed."""
+    arch, qtype, path, weights = written
+    if qtype != Q.F32:
+        pytest.skip("exact only where nothing was quantized")
+    source = open_gguf(path)
+    for name, w in weights.items():
+        assert torch.equal(source.tensor(name), torch.from_numpy(w)), name
+
+
+def test_unpermute_inverts_llama_cpp_permute() -> None:
+    w = np.arange(8 * 3, dtype=np.float32).reshape(8, 3)  # (heads*head_dim, d)
+    permuted = w.reshape(2, 2, 2, 3).swapaxes(1, 2).reshape(8, 3)  # 2 heads, as llama.cpp does
+    assert not np.array_equal(permuted, w)
+    assert np.array_equal(unpermute(permuted, 2), w)
+
+
+def test_qwen_rows_are_not_permuted(tmp_path: Path) -> None:
+    weights = write_model(tmp_path / "q.gguf", "qwen2", Q.F32)
+    name = "model.layers.0.self_attn.k_proj.weight"
+    assert torch.equal(open_gguf(tmp_path / "q.gguf").tensor(name), torch.from_numpy(weights[name]))
+
+
+@pytest.mark.parametrize("qtype", [Q.F32, Q.Q8_0, Q.Q4_0])
+def test_rows_dequantize_only_the_rows_asked(tmp_path: Path, qtype: Q,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    write_model(tmp_path / "m.gguf", "llama", qtype)
+    source = open_gguf(tmp_path / "m.gguf")
+    whole = source.tensor("model.embed_tokens.weight")
+    seen: list[tuple[int, ...]] = []
+    real = gguf_source.dequantize
+    monkeypatch.setattr(gguf_source, "dequantize",
+                        lambda blocks, kind: seen.append(blocks.shape) or real(blocks, kind))
+    rows = source.rows("model.embed_tokens.weight", [5, 0, 5, 260])
+    assert torch.equal(rows, whole[[5, 0, 5, 260]])
+    assert [s[0] for s in seen] == [4]
+    with pytest.raises(AttnCliError, match="outside"):
+        source.rows("model.embed_tokens.weight", [10**6])
+
+
+def test_only_the_tensors_asked_for_are_read(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    write_model(tmp_path / "m.gguf", "llama", Q.Q8_0)
+    source = open_gguf(tmp_path / "m.gguf")
+    calls: list[int] = []
+    real = gguf_source.dequantize
+    monkeypatch.setattr(gguf_source, "dequantize",
+                        lambda blocks, kind: calls.append(1) or real(blocks, kind))
+    source.config(), source.shapes(), source.tokenizer_json()
+    assert calls == []
+    source.tensor("model.layers.1.self_attn.q_proj.weight")
+    assert calls == [1]
+
+
+def test_dtype_names_and_tied_embeddings(tmp_path: Path) -> None:
+    write_model(tmp_path / "m.gguf", "gpt2", Q.Q8_0)
+    source = open_gguf(tmp_path / "m.gguf")
+    assert source.dtype_name("h.0.attn.c_attn.weight") == "Q8_0"
+    assert source.dtype_name("h.0.ln_1.weight") == "F32"
+    assert source.config()["tie_word_embeddings"] is True
+    assert "lm_head.weight" not in source.shapes()
+    with pytest.raises(AttnCliError, match="has no tensor for lm_head.weight"):
+        source.tensor("lm_head.weight")
+
+
+def test_describe_reads_the_header_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_model(tmp_path / "m.gguf", "llama", Q.Q8_0)
+    monkeypatch.setattr(gguf_source, "dequantize", lambda *_: pytest.fail("tensor data read"))
+    info = describe_gguf(tmp_path / "m.gguf")
+    assert info == {"path": str(tmp_path / "m.gguf"), "format": "gguf", "architecture": "llama",
+                    "layers": LAYERS, "heads": HEADS, "kv_heads": KV_HEADS,
+                    "quantization": "Q8_0", "size": (tmp_path / "m.gguf").stat().st_size,
+                    "readable": True, "reason": None}
+
+
+def test_describe_says_why_a_file_cannot_be_read(tmp_path: Path) -> None:
+    write_model(tmp_path / "m.gguf", "llama", Q.F32, pre="tekken")
+    info = describe_gguf(tmp_path / "m.gguf")
+    assert info["readable"] is False and "'tekken'" in info["reason"]
+    (tmp_path / "x.gguf").write_bytes(b"not a gguf file at all, no")
+    info = describe_gguf(tmp_path / "x.gguf")
+    assert info["readable"] is False and "is not a GGUF file" in info["reason"]
