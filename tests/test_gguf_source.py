@@ -101,8 +101,12 @@ def test_rows_dequantize_only_the_rows_asked(tmp_path: Path, qtype: Q,
     whole = source.tensor("model.embed_tokens.weight")
     seen: list[tuple[int, ...]] = []
     real = gguf_source.dequantize
-    monkeypatch.setattr(gguf_source, "dequantize",
-                        lambda blocks, kind: seen.append(blocks.shape) or real(blocks, kind))
+
+    def spy(blocks: np.ndarray, kind: Q) -> np.ndarray:
+        seen.append(blocks.shape)
+        return real(blocks, kind)
+
+    monkeypatch.setattr(gguf_source, "dequantize", spy)
     rows = source.rows("model.embed_tokens.weight", [5, 0, 5, 260])
     assert torch.equal(rows, whole[[5, 0, 5, 260]])
     assert [s[0] for s in seen] == [4]
@@ -116,8 +120,12 @@ def test_only_the_tensors_asked_for_are_read(tmp_path: Path,
     source = open_gguf(tmp_path / "m.gguf")
     calls: list[int] = []
     real = gguf_source.dequantize
-    monkeypatch.setattr(gguf_source, "dequantize",
-                        lambda blocks, kind: calls.append(1) or real(blocks, kind))
+
+    def spy(blocks: np.ndarray, kind: Q) -> np.ndarray:
+        calls.append(1)
+        return real(blocks, kind)
+
+    monkeypatch.setattr(gguf_source, "dequantize", spy)
     source.config(), source.shapes(), source.tokenizer_json()
     assert calls == []
     source.tensor("model.layers.1.self_attn.q_proj.weight")

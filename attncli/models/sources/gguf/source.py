@@ -19,10 +19,10 @@ from gguf.quants import dequantize
 
 from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
-from attncli.models.sources.gguf import tokenizer as gguf_tokenizer
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_header
 from attncli.models.sources.gguf.names import hf_to_gguf, layout_for, stored_layout, unpermute
+from attncli.models.sources.gguf.tokenizer import tokenizer_json as build_tokenizer_json
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -93,7 +93,7 @@ class GgufSource:
         return torch.from_numpy(np.array(values, dtype=np.float32, order="C"))
 
     def tokenizer_json(self) -> str | None:
-        return gguf_tokenizer.tokenizer_json(self.header)
+        return build_tokenizer_json(self.header)
 
     def _info(self, name: str) -> TensorInfo:
         if name not in self._names:
