@@ -1,0 +1,49 @@
+"""The real SmolLM2-135M-Instruct Q4_1 GGUF against transformers' GGUF loader (skipped, with the
+path it looked for, where the file has not been fetched). transformers dequantizes the whole
+model once for the module; the checks look at a few tensors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from attncli.models.sources.gguf import describe_gguf, open_gguf
+from tests.gguf_fixtures import smollm2
+from tests.test_gguf_source import transformers_tensors
+
+
+@pytest.fixture(scope="module")
+def real() -> tuple[Path, dict[str, torch.Tensor]]:
+    path = smollm2()
+    return path, transformers_tensors(path, "llama", open_gguf(path).config())
+
+
+@pytest.mark.parametrize("layer", [0, 29])
+@pytest.mark.parametrize("proj", ["q", "k", "v", "o"])
+def test_attention_weights_match_transformers(real: tuple, layer: int, proj: str) -> None:
+    path, reference = real
+    name = f"model.layers.{layer}.self_attn.{proj}_proj.weight"
+    torch.testing.assert_close(open_gguf(path).tensor(name), reference[name], atol=1e-6, rtol=0)
+
+
+def test_embedding_rows_match_transformers(real: tuple) -> None:
+    path, reference = real
+    ids = [0, 1, 2, 19556, 49151]
+    rows = open_gguf(path).rows("model.embed_tokens.weight", ids)
+    torch.testing.assert_close(rows, reference["model.embed_tokens.weight"][ids], atol=1e-6,
+                               rtol=0)
+
+
+def test_config_and_description() -> None:
+    path = smollm2()
+    config = open_gguf(path).config()
+    assert {k: config[k] for k in ("num_hidden_layers", "num_attention_heads",
+                                   "num_key_value_heads", "head_dim", "vocab_size",
+                                   "tie_word_embeddings")} == \
+        {"num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+         "head_dim": 64, "vocab_size": 49152, "tie_word_embeddings": True}
+    info = describe_gguf(path)
+    assert (info["quantization"], info["readable"], info["size"]) == \
+        ("Q4_1", True, path.stat().st_size)
