@@ -3,6 +3,10 @@
 The file is memory-mapped once; a tensor is dequantized (gguf.quants.dequantize, llama.cpp's own
 numerics) only when asked for, and rows() of an embedding dequantizes only the rows asked for
 (every row of a GGUF tensor is whole quantization blocks).
+
+No on-disk cache of dequantized tensors: all 272 tensors of SmolLM2-135M Q4_1 take 0.8-1.4 s on
+the 2-core test machine (embedding plus one layer 0.1 s), while their float32 copy would be 538 MB
+on disk (5.5 times the file) and took 0.48 s to read back even from a warm page cache.
 """
 
 from __future__ import annotations
@@ -75,8 +79,7 @@ class GgufSource:
         elif undo:
             heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
             values = unpermute(values, int(heads))
-        # a copy: the mapped file is read-only
-        return torch.from_numpy(np.array(values, dtype=np.float32, order="C"))  # HF layout
+        return torch.from_numpy(_owned(values))  # HF layout
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         import torch
@@ -89,8 +92,7 @@ class GgufSource:
         if bad:
             raise AttnCliError(f"{self.path}: rows {bad[:8]} are outside {name}'s {count:,} rows")
         picked = self._blocks(info)[np.asarray(indices, dtype=np.int64)]  # (n, row_bytes)
-        values = self._dequantize(info, picked)  # (n, ne0)
-        return torch.from_numpy(np.array(values, dtype=np.float32, order="C"))
+        return torch.from_numpy(_owned(self._dequantize(info, picked)))  # (n, ne0)
 
     def tokenizer_json(self) -> str | None:
         return build_tokenizer_json(self.header)
@@ -126,6 +128,12 @@ class GgufSource:
         values = dequantize(blocks, info.qtype)  # (rows, ne0)
         whole = blocks.shape[0] * blocks.shape[1] == info.nbytes
         return values.reshape(info.shape) if whole else values  # the tensor, or (n, ne0) rows
+
+
+def _owned(values: np.ndarray) -> np.ndarray:
+    """float32, C order and writable: a copy only where values is a view of the read-only map
+    (an F32 tensor) or not contiguous (a transpose); dequantized arrays are used as they are."""
+    return np.require(values, dtype=np.float32, requirements=["C", "W"])
 
 
 def open_gguf(path: Path) -> GgufSource:
