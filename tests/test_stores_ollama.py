@@ -26,6 +26,7 @@ MODEL = "application/vnd.ollama.image.model"
 TENSOR = "application/vnd.ollama.image.tensor"
 LIBRARY = "registry.ollama.ai/library"
 PART80, PART350 = "8" * 80, "3" * 350
+TIMEOUT_S = 300  # a hang guard only: the child's work takes well under a second
 
 
 def _digest(data: bytes) -> str:
@@ -260,19 +261,45 @@ def test_a_symlinked_blob_inside_the_store_is_followed(store: Path) -> None:
     assert resolve_ollama("ollama:bad") == real.resolve()
 
 
-def test_a_symlink_loop_a_fifo_and_a_folder_are_one_line(store: Path) -> None:
+def _in_child(code: str, store: Path) -> list[str]:
+    """stdout lines of code run in a child under a memory limit (a hang fails at the guard)."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "OLLAMA_MODELS": str(store)}, preexec_fn=limit,
+                          timeout=TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+CHILD = ("from attncli.errors import AttnCliError\n"
+         "from attncli.models.stores.ollama import resolve_ollama, ollama_models\n"
+         "for name in {names!r}:\n"
+         "    try:\n        print(resolve_ollama(name))\n"
+         "    except AttnCliError as err:\n        print(err)\n"
+         "for entry in ollama_models():\n    print(entry['name'], '->', entry['error'])\n")
+
+
+def test_a_symlink_loop_and_a_folder_are_one_line(store: Path) -> None:
     folder = store / "manifests" / LIBRARY / "loop"
     folder.mkdir(parents=True)
     (folder / "latest").symlink_to(folder / "latest")
     assert "cannot look at" in _refusal("ollama:loop")
-    os.mkfifo(folder / "fifo")  # an open() would wait for a writer forever
-    assert "is not a regular file" in _refusal("ollama:loop:fifo")
     (folder / "dir").mkdir()
     assert "is not a regular file" in _refusal("ollama:loop:dir")
+
+
+def test_fifos_are_refused_without_opening_them(store: Path) -> None:
+    folder = store / "manifests" / LIBRARY / "pipe"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "latest")  # an open() would wait for a writer forever
     digest = "sha256:" + "b" * 64
     os.mkfifo(store / "blobs" / digest.replace(":", "-"))
     _model_manifest(store, [{"mediaType": MODEL, "digest": digest, "size": 1}])
-    assert "is not a regular file" in _refusal("ollama:bad")
+    lines = _in_child(CHILD.format(names=["ollama:pipe", "ollama:bad"]), store)
+    assert len(lines) == 4 and all("is not a regular file" in line for line in lines), lines
+    assert lines[2].startswith("bad:latest -> ") and lines[3].startswith("pipe:latest -> ")
 
 
 def test_a_huge_manifest_is_refused_before_reading_under_a_memory_limit(store: Path) -> None:
@@ -280,19 +307,7 @@ def test_a_huge_manifest_is_refused_before_reading_under_a_memory_limit(store: P
     path.parent.mkdir(parents=True)
     with open(path, "wb") as stream:
         stream.truncate(2 * 2**30)  # sparse: 2 GiB of zeros, taking no disk
-    code = ("import resource, sys\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
-            "from attncli.errors import AttnCliError\n"
-            "from attncli.models.stores.ollama import resolve_ollama, ollama_models\n"
-            "try:\n    resolve_ollama('ollama:huge')\n"
-            "except AttnCliError as err:\n    print(err)\n"
-            "print(ollama_models()[0]['error'])\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "OLLAMA_MODELS": str(store)},
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CPU, (120, 120)),
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    lines = _in_child(CHILD.format(names=["ollama:huge"]), store)
     assert len(lines) == 2 and all("more than the 16 MiB attncli reads" in line for line in lines)
 
 
@@ -306,14 +321,13 @@ def test_the_listing_names_every_manifest_and_never_raises(store: Path, tmp_path
                     {"layers": [{"mediaType": MODEL, "digest": _digest(b"no"), "size": 2}]})
     (store / "manifests" / LIBRARY / "loop").mkdir()
     (store / "manifests" / LIBRARY / "loop" / "latest").symlink_to("latest")
-    os.mkfifo(store / "manifests" / LIBRARY / "loop" / "fifo")
     (store / "manifests" / LIBRARY / "odd\x1bname").mkdir()
     (store / "manifests" / LIBRARY / "odd\x1bname" / "latest").write_text("{}")
     (store / "manifests" / LIBRARY / "shallow-file").write_text("{}")  # not 4 levels down: skipped
     listed = {entry["name"]: entry for entry in ollama_models()}
     assert sorted(listed) == sorted(["smollm2:135m", "someone/tiny:q4", "broken:latest",
                                      "mlx:latest", "localhost:5000/team/gone:v1", "loop:latest",
-                                     "loop:fifo", "odd\\x1bname:latest"])
+                                     "odd\\x1bname:latest"])
     assert listed["smollm2:135m"] == {"name": "smollm2:135m", "source": "ollama",
                                       "path": str(good.resolve()), "size": len(GGUF),
                                       "error": None}
@@ -327,14 +341,16 @@ def test_the_listing_names_every_manifest_and_never_raises(store: Path, tmp_path
     assert all("\n" not in error and "\x1b" not in error for error in errors.values())
 
 
-def test_an_unreadable_folder_in_the_store_is_skipped(store: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads folders whatever their mode")
+def test_an_unreadable_folder_in_the_store_is_skipped(store: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _pull(store, "smollm2")
-    locked = store / "manifests" / "locked.example"
-    locked.mkdir()
-    locked.chmod(0)
-    try:
-        assert [entry["name"] for entry in ollama_models()] == ["smollm2:latest"]
-    finally:
-        locked.chmod(0o755)
+    _pull(store, "hidden", repo="locked.example/team")
+    scandir = os.scandir
+
+    def refusing(path: str | os.PathLike[str]) -> object:
+        if Path(path).name == "locked.example":  # as a folder of mode 000 does for a non-root user
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    assert [entry["name"] for entry in ollama_models()] == ["smollm2:latest"]
