@@ -354,3 +354,20 @@ def test_an_unreadable_folder_in_the_store_is_skipped(store: Path,
 
     monkeypatch.setattr(os, "scandir", refusing)
     assert [entry["name"] for entry in ollama_models()] == ["smollm2:latest"]
+
+
+def test_the_listing_never_walks_out_of_the_store(store: Path, tmp_path: Path) -> None:
+    _pull(store, "smollm2")
+    outside = tmp_path / "elsewhere"
+    _pull(outside, "secret")
+    (store / "manifests" / "evil.example").symlink_to(outside / "manifests" / "registry.ollama.ai")
+    (store / "manifests" / LIBRARY / "alias").symlink_to(store / "manifests" / LIBRARY / "smollm2")
+    assert [entry["name"] for entry in ollama_models()] == ["alias:latest", "smollm2:latest"]
+
+
+def test_the_listing_walk_is_bounded(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(10):
+        _pull(store, f"m{i}", data=GGUF + bytes([i]))
+    assert len(ollama_models()) == 10
+    monkeypatch.setattr("attncli.models.stores.ollama.MAX_ENTRIES", 16)
+    assert len(ollama_models()) < 10

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ MODEL_MEDIA = "application/vnd.ollama.image.model"
 TENSOR_MEDIA = "application/vnd.ollama.image.tensor"
 MANIFEST_LIMIT = 16 * 2**20  # a per-tensor manifest lists hundreds of layers; a GGUF one a few
 MAX_MANIFESTS = 10_000  # manifests listed from one store
+MAX_ENTRIES = 50_000  # folder entries looked at in one walk of manifests/
 SHOWN = 8  # names listed in one error line
 
 # Ollama's name parts: the first character a letter, digit or _, then at most 79 more.
@@ -215,19 +217,23 @@ def resolve_ollama(model: str) -> Path:
 
 
 def _manifest_files(store: Path) -> Iterator[tuple[tuple[str, ...], Path]]:
-    """(HOST, NAMESPACE, NAME, TAG) and path of each file four levels under manifests/."""
+    """(HOST, NAMESPACE, NAME, TAG) and path of each file four levels under manifests/; folders
+    that lead out of the store are not walked, and the walk looks at MAX_ENTRIES entries at most."""
+    budget = [MAX_ENTRIES]
+
     def level(folder: Path, parts: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Path]]:
         try:
             with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
+                entries = sorted(islice(scan, max(budget[0], 0)), key=lambda e: e.name)
         except OSError:
             return
+        budget[0] -= len(entries)
         for entry in entries:
             here = (*parts, entry.name)
             if len(here) == 4:
                 if not _is_dir(entry):
                     yield here, Path(entry.path)
-            elif _is_dir(entry):
+            elif _is_dir(entry) and _stays_in(store, Path(entry.path)):
                 yield from level(Path(entry.path), here)
     yield from level(store / "manifests", ())
 
@@ -236,6 +242,13 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
     except OSError:
+        return False
+
+
+def _stays_in(store: Path, folder: Path) -> bool:
+    try:
+        return folder.resolve(strict=True).is_relative_to(store)
+    except (OSError, RuntimeError, ValueError):
         return False
 
 
