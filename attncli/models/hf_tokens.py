@@ -84,10 +84,10 @@ def _parsed(text: str, what: str) -> Any:
 def _loaded(tokenizer: Path | Any) -> Any:  # a tokenizer, or a folder's
     return load_tokenizer(tokenizer) if isinstance(tokenizer, Path) else tokenizer
 
+
 @contextmanager
 def _rust_quiet() -> Iterator[None]:
-    """File descriptor 2 sent to /dev/null: a Rust panic prints its own lines there before
-    pyo3 raises it, and the raised error becomes attncli's one line."""
+    """fd 2 to /dev/null: a Rust panic's own lines go there before pyo3 raises it."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -95,9 +95,8 @@ def _rust_quiet() -> Iterator[None]:
         yield  # no stderr to quiet
         return
     try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 2)
-        os.close(null)
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)  # fd 2 stays on /dev/null once null is closed
         yield
     finally:
         os.dup2(saved, 2)
@@ -151,7 +150,8 @@ def _added(tokenizer: Any) -> tuple[int, int]:
     return start, len(ids) - start - n
 
 
-def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False) -> HFTokens:
+def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False,
+                name: str = "tokenizer.json") -> HFTokens:
     """Tokenise text as the model's tokenizer does, BOS and all, into labelled pieces.
 
     Special-token spellings in the text are plain text unless allow_special, as for GPT-2.
@@ -161,7 +161,7 @@ def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False) -
     before, after = _added(tokenizer)
     pieces = _Labeller(tokenizer).pieces(_triples(encoding), 0)
     return HFTokens(pieces=pieces, before=encoding.tokens[:before],
-                    after=encoding.tokens[len(encoding.tokens) - after:], name="tokenizer.json")
+                    after=encoding.tokens[len(encoding.tokens) - after:], name=name)
 
 
 Triple = tuple[int, str, int]  # a token's id, its vocabulary entry, and 1 for a special token
@@ -296,4 +296,5 @@ def model_tokens(model: str, text: str, allow_special: bool
     # Each token holds a byte of the text or more, but a ▁ put before the text holds none.
     last = len(text.encode("utf-8", "surrogatepass")) + len(before) + len(after)
     bounds = last, tokenizer.get_vocab_size(with_added_tokens=True) - 1
-    return doc, chunks, f"{source.path.name}/{name}", bounds
+    shown = f"{source.path.name}/{name}" if is_dir(source.path) else source.path.name
+    return doc, chunks, shown, bounds

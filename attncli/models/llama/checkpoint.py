@@ -13,7 +13,6 @@ from attncli.errors import AttnCliError
 from attncli.models.llama.config import LlamaSpec, llama_spec
 from attncli.models.sources.base import WeightSource
 from attncli.models.sources.named import Named, check_tensors
-from attncli.models.stores.locate import is_dir
 
 _LAYER = re.compile(r"layers\.(\d+)\.")
 
@@ -69,9 +68,7 @@ def _check(ckpt: LlamaCheckpoint, weights: Named) -> None:
 
 def llama_checkpoint(source: WeightSource, model: str) -> LlamaCheckpoint:
     """The source checked as its config.json's Llama-family model (headers only are read)."""
-    if not is_dir(source.path):
-        raise AttnCliError(f"{model}: a Llama-family model is a folder with config.json")
-    folder = source.path
+    folder = source.path  # a model folder, or a single file (GGUF) holding its config
     spec = llama_spec(folder, source.config())
     names = source.shapes()
     prefix = "model." if "model.embed_tokens.weight" in names else ""

@@ -50,7 +50,8 @@ class LlamaModel:
         if req.heads is not None and req.heads != self.spec.num_heads:
             raise AttnCliError(f"heads={req.heads} disagrees with num_attention_heads="
                                f"{self.spec.num_heads} in config.json")
-        tokens = hf_tokenize(source_tokenizer(self.source), req.text, req.allow_special)
+        tokens = hf_tokenize(source_tokenizer(self.source), req.text, req.allow_special,
+                             self.source.label)
         ids = [p.id for p in tokens.pieces if p.id is not None]
         added = {"file": tokens.name, "bos": tokens.before[0] if tokens.before else None,
                  "added_before": tokens.before, "added_after": tokens.after}

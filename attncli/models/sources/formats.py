@@ -11,7 +11,22 @@ from attncli.models.sources.safetensors import open_safetensors
 
 
 def _is_gguf(path: Path) -> bool:
-    return path.suffix.lower() == ".gguf"
+    """A .gguf file, or a file that starts with GGUF's magic (Ollama's blobs have no suffix)."""
+    if path.suffix.lower() == ".gguf":
+        return True
+    try:
+        if not path.is_file():  # a folder, or a FIFO that open() would wait on
+            return False
+        with open(path, "rb") as stream:
+            return stream.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _open_gguf(path: Path) -> WeightSource:
+    from attncli.models.sources.gguf import open_gguf  # imported only for a .gguf file
+
+    return open_gguf(path)
 
 
 def _is_safetensors(path: Path) -> bool:
@@ -20,7 +35,7 @@ def _is_safetensors(path: Path) -> bool:
 
 # (does this reader take the path?, its opener); the first match wins.
 FORMATS: list[tuple[Callable[[Path], bool], Callable[[Path], WeightSource]]] = [
-    # (_is_gguf, open_gguf) from attncli.models.sources.gguf, when it lands.
+    (_is_gguf, _open_gguf),
     (_is_safetensors, open_safetensors),
 ]
 
@@ -31,4 +46,4 @@ def open_source(path: Path) -> WeightSource:
         if takes(path):
             return opener(path)
     raise AttnCliError(f"{path}: attncli has no reader for this file format (it reads "
-                       "safetensors)")
+                       "safetensors and GGUF)")

@@ -11,6 +11,8 @@ from typing import Any
 
 from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
+from attncli.models.stores.lmstudio import find_lmstudio
+from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
 
 # GPT-2's official repos moved to this organisation; the cache may hold either spelling.
 HUB_ORG = "openai-community"
@@ -129,11 +131,22 @@ def model_exists(path: Path, model: str) -> bool:
 
 def resolve_path(model: str) -> Path:
     """The folder or file --model names: a path, or a snapshot in the hub cache."""
+    if parse_ollama_name(model) is not None:
+        return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
     path = Path(model).expanduser()
     if not model_exists(path, model):
         if not looks_like_hub_name(model):
-            raise AttnCliError(f"no such file or directory: {model}")
-        path = find_cached(model)
+            found = find_lmstudio(model)
+            if found is None:
+                raise AttnCliError(f"no such file or directory: {model}")
+            return found
+        try:
+            path = find_cached(model)
+        except AttnCliError:
+            found = find_lmstudio(model)  # PUBLISHER/MODEL in LM Studio's folder
+            if found is None:
+                raise
+            return found
     if not is_dir(path) and path.suffix.lower() in PICKLE_SUFFIXES:
         raise AttnCliError(f"refusing to load {path}: {convert_hint(path)}")
     return path

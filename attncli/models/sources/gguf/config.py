@@ -77,12 +77,23 @@ def build_config(header: GgufHeader) -> dict[str, Any]:
                if f"{arch}.rope.scaling.{k}" in meta}
     if scaling and scaling.get("rope_type") not in (None, "none"):
         config["rope_scaling"] = scaling
-    if model_type == "gpt2":
-        config["n_positions"] = config.get("n_ctx", 1024)
-        config["activation_function"] = "gelu_new"
-    else:
-        config.setdefault("num_key_value_heads", config["num_attention_heads"])
-        config.setdefault("head_dim", config["hidden_size"] // config["num_attention_heads"])
-        config["hidden_act"] = "silu"
-        config["attention_bias"] = "blk.0.attn_q.bias" in header.tensors
+    _FILLS[model_type](config, header)
     return config
+
+
+def _gpt2_fill(config: dict[str, Any], header: GgufHeader) -> None:
+    """What a GPT-2 config.json holds that its GGUF metadata does not."""
+    config["n_positions"] = config.get("n_ctx", 1024)
+    config["activation_function"] = "gelu_new"
+
+
+def _llama_fill(config: dict[str, Any], header: GgufHeader) -> None:
+    """What a Llama-family config.json holds that its GGUF metadata does not."""
+    config.setdefault("num_key_value_heads", config["num_attention_heads"])
+    config.setdefault("head_dim", config["hidden_size"] // config["num_attention_heads"])
+    config["hidden_act"] = "silu"
+    config["attention_bias"] = "blk.0.attn_q.bias" in header.tensors
+
+
+# model_type → what fills in the keys the metadata lacks
+_FILLS = {"llama": _llama_fill, "qwen2": _llama_fill, "qwen3": _llama_fill, "gpt2": _gpt2_fill}

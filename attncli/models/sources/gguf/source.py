@@ -45,10 +45,9 @@ def can_dequantize(qtype: GGMLQuantizationType) -> bool:
 class GgufSource:
     """A checkpoint's config, tensors and tokenizer, read from one .gguf file."""
 
-    label = "GGUF metadata"
-
     def __init__(self, header: GgufHeader) -> None:
         self.path = header.path
+        self.label = header.path.name  # its tokenizer is in its own metadata
         self.header = header
         self.arch = architecture(header)
         self._layout = layout_for(self.arch, header.path)

@@ -9,6 +9,7 @@ transformers does). A pre-tokenizer or model not listed here is refused by name,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -61,16 +62,13 @@ def tokenizer_json(header: GgufHeader) -> str | None:
     if model is None:
         return None
     tokens = _strings(header, "tokenizer.ggml.tokens")
-    if model == "gpt2":
-        document = _byte_level(header, tokens)
-        add_bos = _flag(header, "add_bos_token", False)
-    elif model == "llama":
-        document = _sentencepiece(header, tokens)
-        add_bos = _flag(header, "add_bos_token", True)
-    else:
+    if not isinstance(model, str) or model not in _KINDS:
         raise AttnCliError(f"{header.path} has a {model!r} tokenizer; attncli builds 'gpt2' "
                            "(byte-level BPE) and 'llama' (SentencePiece-style) ones")
-    document["added_tokens"] = _added_tokens(header, tokens, byte_level=model == "gpt2")
+    build, bos_default, byte_level = _KINDS[model]
+    document = build(header, tokens)
+    add_bos = _flag(header, "add_bos_token", bos_default)
+    document["added_tokens"] = _added_tokens(header, tokens, byte_level=byte_level)
     bos = _token_id(header, "bos_token_id", tokens)
     document["post_processor"] = _with_bos(bos, tokens) if add_bos and bos is not None else None
     return json.dumps(document, ensure_ascii=False)
@@ -175,3 +173,11 @@ def _with_bos(bos: int, tokens: list[str]) -> dict[str, Any]:
                      {"SpecialToken": {"id": token, "type_id": 1}},
                      {"Sequence": {"id": "B", "type_id": 1}}],
             "special_tokens": {token: {"id": token, "ids": [bos], "tokens": [token]}}}
+
+
+# tokenizer.ggml.model → (its tokenizer.json builder, BOS added by default, byte-level), as
+# transformers' GGUF loader reads them.
+_KINDS: dict[str, tuple[Callable[[GgufHeader, list[str]], dict[str, Any]], bool, bool]] = {
+    "gpt2": (_byte_level, False, True),
+    "llama": (_sentencepiece, True, False),
+}

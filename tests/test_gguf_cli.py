@@ -1,0 +1,108 @@
+"""`--model FILE.gguf`, `ollama:NAME[:TAG]` and LM Studio names on the CLI, against transformers
+loading the same GGUF file (`from_pretrained(..., gguf_file=...)`, eager attention)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import gguf
+import pytest
+import torch
+from torch.testing import assert_close
+
+from tests.gguf_fixtures import smollm2, write_model
+from tests.llama_fixtures import hf_reference
+
+TEXT = "The cat sat on the mat. 猫 123 🙂"
+
+
+def _transformers(path: Path) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                 attn_implementation="eager",
+                                                 dtype=torch.float32)
+    return model.eval()
+
+
+def _weights(doc: dict[str, Any]) -> torch.Tensor:
+    return torch.tensor(doc["weights"])  # (heads, T, T)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    path = tmp_path_factory.mktemp("gguf") / "tiny-llama.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0, add_bos=True)
+    return path, _transformers(path)
+
+
+@pytest.mark.parametrize("layer", [0, -1])
+def test_run_on_a_gguf_file_matches_transformers(cli, tiny, layer: int) -> None:  # noqa: ANN001
+    path, model = tiny
+    doc = cli("run", TEXT, "--model", str(path), "--layer", str(layer), "--json").json()
+    ids = [t["id"] for t in doc["tokens"]]
+    ref = hf_reference(model, ids)
+    assert_close(_weights(doc), ref["attentions"][layer], atol=1e-5, rtol=1e-5)
+    assert doc["config"]["tokenizer"]["file"] == path.name
+    assert doc["model"]["architecture"] == "llama"
+
+
+def test_heads_on_a_gguf_file_matches_transformers(cli, tiny) -> None:  # noqa: ANN001
+    path, model = tiny
+    doc = cli("heads", TEXT, "--model", str(path), "--json").json()
+    assert doc["model"]["layers"] == len(model.model.layers)
+    assert cli("run", TEXT, "--model", str(path), "--json").code == 0
+
+
+def _ollama_store(root: Path, blob: Path, name: str = "tiny", tag: str = "latest") -> None:
+    digest = hashlib.sha256(blob.read_bytes()).hexdigest()
+    (root / "blobs").mkdir(parents=True)
+    shutil.copy(blob, root / "blobs" / f"sha256-{digest}")
+    manifest = {"schemaVersion": 2, "layers": [
+        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}",
+         "size": blob.stat().st_size}]}
+    folder = root / "manifests" / "registry.ollama.ai" / "library" / name
+    folder.mkdir(parents=True)
+    (folder / tag).write_text(json.dumps(manifest))
+
+
+def test_ollama_name_reads_the_same_model(cli, tiny, tmp_path: Path,  # noqa: ANN001
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = tiny
+    _ollama_store(tmp_path / "ollama", path)
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "ollama"))
+    direct = cli("run", TEXT, "--model", str(path), "--json").json()
+    stored = cli("run", TEXT, "--model", "ollama:tiny", "--json").json()
+    assert stored["weights"] == direct["weights"]
+    missing = cli("run", TEXT, "--model", "ollama:absent:7b")
+    assert missing.code == 2 and len(missing.err.strip().splitlines()) == 1
+
+
+def test_lmstudio_name_reads_the_same_model(cli, tiny, tmp_path: Path,  # noqa: ANN001
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    path, _ = tiny
+    folder = tmp_path / "lms" / "someone" / "tiny-GGUF"
+    folder.mkdir(parents=True)
+    shutil.copy(path, folder / "tiny.Q8_0.gguf")
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "lms"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    direct = cli("run", TEXT, "--model", str(path), "--json").json()
+    stored = cli("run", TEXT, "--model", "someone/tiny-GGUF", "--json").json()
+    assert stored["weights"] == direct["weights"]
+
+
+def test_the_real_smollm2_matches_transformers_on_every_layer(cli) -> None:  # noqa: ANN001
+    path = smollm2()
+    text = "The quick brown fox. The quick brown fox. 猫 42"
+    doc = cli("heads", text, "--model", str(path), "--json").json()
+    ids = [t["id"] for t in doc["tokens"]]
+    ref = hf_reference(_transformers(path), ids)
+    for layer in (0, 16, 29):
+        ours = cli("run", text, "--model", str(path), "--layer", str(layer), "--json").json()
+        assert [t["id"] for t in ours["tokens"]] == ids
+        want = ref["attentions"][layer]  # (heads, T, T)
+        assert_close(_weights(ours), want, atol=1e-5, rtol=1e-5)
