@@ -57,6 +57,9 @@ NOT_RUN = {
     "--model gpt2 ": "it needs GPT-2's trained weights in the Hugging Face cache",
     "--model HuggingFaceTB/SmolLM2-135M": "it needs SmolLM2's weights (the hf download above)",
     "--model Qwen/Qwen2.5-0.5B": "it needs Qwen2.5's weights (the hf download above)",
+    "SmolLM2-135M-Instruct.Q4_1.gguf": "the real model's output, measured here; "
+                                       "tests/test_gguf_cli.py checks its weights against "
+                                       "transformers",
 }
 
 # Output that legitimately changes between runs, masked on both sides by named rules
