@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -106,3 +107,12 @@ def test_the_real_smollm2_matches_transformers_on_every_layer(cli) -> None:  # n
         assert [t["id"] for t in ours["tokens"]] == ids
         want = ref["attentions"][layer]  # (heads, T, T)
         assert_close(_weights(ours), want, atol=1e-5, rtol=1e-5)
+
+
+def test_a_fifo_named_gguf_is_refused_at_once(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    result = cli("run", "hi", "--model", str(fifo))
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [f"attncli: error: {fifo} is not a regular file, "
+                                               "so not a GGUF file"]

@@ -130,6 +130,8 @@ class _Cursor:
 def read_header(path: Path) -> GgufHeader:
     """The file's metadata and tensor table, or one AttnCliError line naming the file."""
     try:
+        if path.exists() and not path.is_file():  # a FIFO or device: open() could wait forever
+            raise AttnCliError(f"{path} is not a regular file, so not a GGUF file")
         with open(path, "rb") as stream:
             size = os.fstat(stream.fileno()).st_size
             if size < 24:
