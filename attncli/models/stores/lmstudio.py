@@ -11,16 +11,12 @@ from typing import Any
 
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
+from attncli.models.stores.ollama import shown as _shown
 
 MAX_ENTRIES = 20_000  # folder entries looked at in one walk of one root
 SHOWN = 8  # candidates named in one error line
 # A split GGUF's later parts: the model is named by its first part.
 _LATER_PART = re.compile(r".*-(?!0+1-)\d{5}-of-\d{5}\.gguf", re.IGNORECASE)
-
-
-def _shown(text: str, limit: int = 120) -> str:
-    """text as one safe line: control characters escaped, cut at limit characters."""
-    return visible(text[:limit]) + ("…" if len(text) > limit else "")
 
 
 def lmstudio_roots() -> list[Path]:
@@ -39,16 +35,16 @@ def lmstudio_roots() -> list[Path]:
     return present or roots[:1]
 
 
-def lmstudio_root() -> Path:
-    """LM Studio's model folder: $LMSTUDIO_MODELS, else ~/.lmstudio/models (or the older one)."""
-    return lmstudio_roots()[0]
-
-
 def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir()
     except (OSError, ValueError):
         return False
+
+
+def lmstudio_root() -> Path:
+    """LM Studio's model folder: $LMSTUDIO_MODELS, else ~/.lmstudio/models (or the older one)."""
+    return lmstudio_roots()[0]
 
 
 def _real(path: Path) -> Path | None:

@@ -39,7 +39,7 @@ _PARTS = {"host": re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,349}"),
 _DIGEST = re.compile(r"sha256[:-]([0-9a-fA-F]{64})")
 
 
-def _shown(text: str, limit: int = 120) -> str:
+def shown(text: str, limit: int = 120) -> str:
     """text as one safe line: control characters escaped, cut at limit characters."""
     return visible(text[:limit]) + ("…" if len(text) > limit else "")
 
@@ -60,7 +60,7 @@ def parse_ollama_name(model: str) -> tuple[str, str, str] | None:
         rest, tag = rest.rsplit(":", 1)
     pieces = rest.split("/")
     if len(pieces) > 3:
-        raise AttnCliError(f"{_shown(model)} is not an Ollama name: at most HOST/NAMESPACE/NAME"
+        raise AttnCliError(f"{shown(model)} is not an Ollama name: at most HOST/NAMESPACE/NAME"
                            f"[:TAG] (got {len(pieces)} parts separated by /)")
     host, namespace = DEFAULT_HOST, DEFAULT_NAMESPACE
     if len(pieces) == 3:
@@ -72,7 +72,7 @@ def parse_ollama_name(model: str) -> tuple[str, str, str] | None:
     for kind, part in (("host", host), ("namespace", namespace), ("name", name), ("tag", tag)):
         if not _PARTS[kind].fullmatch(part):
             raise AttnCliError(
-                f"{_shown(model)} is not an Ollama name: its {kind} '{_shown(part, 40)}' must "
+                f"{shown(model)} is not an Ollama name: its {kind} '{shown(part, 40)}' must "
                 f"start with a letter, digit or _ and hold only letters, digits and "
                 f"{'_ - . :' if kind == 'host' else '_ -' if kind == 'namespace' else '_ - .'}"
                 f" (at most {350 if kind == 'host' else 80} characters)")
@@ -109,7 +109,7 @@ def _store(root: Path) -> Path:
     except (OSError, RuntimeError, ValueError):
         real, is_dir = root, False
     if not is_dir:
-        raise AttnCliError(f"Ollama's store {_shown(str(root))} is not a folder here (set "
+        raise AttnCliError(f"Ollama's store {shown(str(root))} is not a folder here (set "
                            "OLLAMA_MODELS to the folder holding manifests/ and blobs/)")
     return real
 
@@ -120,21 +120,21 @@ def _inside(store: Path, path: Path, what: str) -> Path:
         real = path.resolve(strict=True)
         mode = real.stat().st_mode
     except FileNotFoundError:
-        raise AttnCliError(f"{what} does not exist ({_shown(str(path))})") from None
+        raise AttnCliError(f"{what} does not exist ({shown(str(path))})") from None
     except (OSError, RuntimeError, ValueError) as err:  # a symlink loop, a path too long
         reason = getattr(err, "strerror", None) or type(err).__name__
-        raise AttnCliError(f"cannot look at {what} ({_shown(str(path))}): {reason}") from None
+        raise AttnCliError(f"cannot look at {what} ({shown(str(path))}): {reason}") from None
     if not real.is_relative_to(store):
-        raise AttnCliError(f"{what} points outside Ollama's store {_shown(str(store))} (to "
-                           f"{_shown(str(real))}); attncli reads only files inside it")
+        raise AttnCliError(f"{what} points outside Ollama's store {shown(str(store))} (to "
+                           f"{shown(str(real))}); attncli reads only files inside it")
     if not stat.S_ISREG(mode):  # a FIFO would block the read, a device never end
-        raise AttnCliError(f"{what} is not a regular file ({_shown(str(path))})")
+        raise AttnCliError(f"{what} is not a regular file ({shown(str(path))})")
     return real
 
 
 def _media_types(layers: list[Any]) -> str:
     kinds = sorted({str(layer.get("mediaType")) for layer in layers if isinstance(layer, dict)})
-    return ", ".join(_shown(k, 60) for k in kinds[:SHOWN]) + (", …" if len(kinds) > SHOWN else "")
+    return ", ".join(shown(k, 60) for k in kinds[:SHOWN]) + (", …" if len(kinds) > SHOWN else "")
 
 
 def _model_layer(manifest: Any, label: str) -> tuple[str, int | None]:
@@ -164,10 +164,10 @@ def _model_layer(manifest: Any, label: str) -> tuple[str, int | None]:
     match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
     if match is None:
         raise AttnCliError(f"Ollama's manifest for {label}: the model layer's digest "
-                           f"'{_shown(str(digest), 80)}' is not sha256:<64 hex digits>")
+                           f"'{shown(str(digest), 80)}' is not sha256:<64 hex digits>")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise AttnCliError(f"Ollama's manifest for {label}: the model layer's size "
-                           f"'{_shown(str(size), 40)}' is not a whole number of bytes")
+                           f"'{shown(str(size), 40)}' is not a whole number of bytes")
     return match.group(1), size
 
 
@@ -179,7 +179,7 @@ def _blob(store: Path, manifest_path: Path, label: str) -> tuple[Path, int]:
     path = store / "blobs" / f"sha256-{digest}"
     if not os.path.lexists(path):
         raise AttnCliError(f"{label}'s model blob sha256-{digest[:12]}… is not in "
-                           f"{_shown(str(store / 'blobs'))} (an interrupted pull? run "
+                           f"{shown(str(store / 'blobs'))} (an interrupted pull? run "
                            f"`ollama pull {label}`; attncli never downloads)")
     blob = _inside(store, path, f"{label}'s model blob")
     found = blob.stat().st_size
@@ -202,16 +202,16 @@ def resolve_ollama(model: str) -> Path:
     """The GGUF blob of `ollama:NAME[:TAG]` in Ollama's store (no downloads), or one line."""
     parsed = parse_ollama_name(model)
     if parsed is None:
-        raise AttnCliError(f"{_shown(model)} is not an Ollama name (those start with {PREFIX})")
+        raise AttnCliError(f"{shown(model)} is not an Ollama name (those start with {PREFIX})")
     repo, name, tag = parsed
     label = short_name(repo, name, tag)
     store = _store(ollama_root())
     manifest = store / "manifests" / repo / name / tag
     if not os.path.lexists(manifest):
         tags = _tags(store, repo, name)
-        known = (f" (it holds {name} with tags {', '.join(_shown(t, 40) for t in tags[:SHOWN])}"
+        known = (f" (it holds {name} with tags {', '.join(shown(t, 40) for t in tags[:SHOWN])}"
                  f"{', …' if len(tags) > SHOWN else ''})" if tags else "")
-        raise AttnCliError(f"Ollama's store {_shown(str(store))} has no model {label}{known}; "
+        raise AttnCliError(f"Ollama's store {shown(str(store))} has no model {label}{known}; "
                            f"`ollama pull {label}` fetches it (attncli never downloads)")
     return _blob(store, manifest, label)[0]
 
@@ -261,11 +261,11 @@ def ollama_models() -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for parts, path in _manifest_files(store):
         if len(found) == MAX_MANIFESTS:
-            found.append({"name": _shown(str(store / "manifests")), "source": "ollama",
+            found.append({"name": shown(str(store / "manifests")), "source": "ollama",
                           "path": None, "size": None,
                           "error": f"more than {MAX_MANIFESTS:,} manifests; listed the first"})
             break
-        label = _shown(short_name(f"{parts[0]}/{parts[1]}", parts[2], parts[3]))
+        label = shown(short_name(f"{parts[0]}/{parts[1]}", parts[2], parts[3]))
         entry: dict[str, Any] = {"name": label, "source": "ollama", "path": None, "size": None,
                                  "error": None}
         try:
