@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from attncli.errors import AttnCliError
-from attncli.models.checks.values import shown
+from attncli.models.checks.values import layer_index, shown
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,11 +73,7 @@ class ModelSpec:
 
     def layer_index(self, layer: int) -> int:
         """The 0-based index of layer, which may count from the end (-1 is the last)."""
-        if not -self.n_layer <= layer < self.n_layer:
-            raise AttnCliError(
-                f"layer {layer} is out of range for this {self.n_layer}-layer model "
-                f"(use 0..{self.n_layer - 1}, or -{self.n_layer}..-1 from the end)")
-        return layer % self.n_layer
+        return layer_index(layer, self.n_layer)
 
 
 @dataclass(frozen=True)

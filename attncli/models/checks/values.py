@@ -74,3 +74,12 @@ def config_str(config: dict[str, Any], key: str, default: str,
 def epsilon(config: dict[str, Any], key: str, default: float) -> float:
     """A norm's epsilon: a small positive number, since a large one flattens every row."""
     return config_number(config, key, default, high=1.0, what="a small positive number")
+
+
+def layer_index(layer: int, n_layer: int) -> int:
+    """The 0-based index of --layer in an n_layer model, which may count from the end (-1 is
+    the last); one line naming the range otherwise."""
+    if not -n_layer <= layer < n_layer:
+        raise AttnCliError(f"layer {layer} is out of range for this {n_layer}-layer model "
+                           f"(use 0..{n_layer - 1}, or -{n_layer}..-1 from the end)")
+    return layer % n_layer

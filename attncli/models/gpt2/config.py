@@ -12,7 +12,14 @@ from typing import Any
 from attncli.core.sizes import CONFIG_INTS, check_checkpoint_claims
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
-from attncli.models.checks.values import config_flag, config_int, config_str, epsilon, shown
+from attncli.models.checks.values import (
+    config_flag,
+    config_int,
+    config_str,
+    epsilon,
+    layer_index,
+    shown,
+)
 from attncli.models.sources.base import WeightSource
 from attncli.models.sources.named import Named, check_tensors, where
 from attncli.models.stores.locate import is_dir
@@ -50,12 +57,7 @@ class Checkpoint:
 
     def layer_index(self, layer: int) -> int:
         """The 0-based index of layer, which may count from the end (-1 is the last)."""
-        if not -self.n_layer <= layer < self.n_layer:
-            raise AttnCliError(
-                f"layer {layer} is out of range for this {self.n_layer}-layer model "
-                f"(use 0..{self.n_layer - 1}, or -{self.n_layer}..-1 from the end)"
-            )
-        return layer % self.n_layer
+        return layer_index(layer, self.n_layer)
 
     def expected_shapes(self) -> dict[str, tuple[int, ...]]:
         """Every tensor the forward pass reads, without the prefix, and its shape."""

@@ -8,7 +8,14 @@ from typing import Any
 
 from attncli.errors import AttnCliError
 from attncli.models.checks.rope_params import rope_settings
-from attncli.models.checks.values import config_flag, config_int, config_str, epsilon, shown
+from attncli.models.checks.values import (
+    config_flag,
+    config_int,
+    config_str,
+    epsilon,
+    layer_index,
+    shown,
+)
 
 FAMILY_MODULE = "attncli.models.llama.family"  # where the registry finds this family
 
@@ -75,11 +82,7 @@ class LlamaSpec:
 
     def layer_index(self, layer: int) -> int:
         """The 0-based index of layer, which may count from the end (-1 is the last)."""
-        if not -self.n_layer <= layer < self.n_layer:
-            raise AttnCliError(
-                f"layer {layer} is out of range for this {self.n_layer}-layer model "
-                f"(use 0..{self.n_layer - 1}, or -{self.n_layer}..-1 from the end)")
-        return layer % self.n_layer
+        return layer_index(layer, self.n_layer)
 
 
 def _refuse_unknown(config: dict[str, Any]) -> None:
