@@ -130,20 +130,18 @@ def model_exists(path: Path, model: str) -> bool:
 
 
 def resolve_path(model: str) -> Path:
-    """The folder or file --model names: a path, or a snapshot in the hub cache."""
+    """The folder or file --model names: ollama:NAME[:TAG], a path, a snapshot in the hub cache,
+    or a name in LM Studio's folder."""
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
     path = Path(model).expanduser()
     if not model_exists(path, model):
-        if not looks_like_hub_name(model):
-            found = find_lmstudio(model)
-            if found is None:
-                raise AttnCliError(f"no such file or directory: {model}")
-            return found
         try:
+            if not looks_like_hub_name(model):
+                raise AttnCliError(f"no such file or directory: {model}")
             path = find_cached(model)
         except AttnCliError:
-            found = find_lmstudio(model)  # PUBLISHER/MODEL in LM Studio's folder
+            found = find_lmstudio(model)  # PUBLISHER/MODEL[/FILE.gguf] in LM Studio's folder
             if found is None:
                 raise
             return found
