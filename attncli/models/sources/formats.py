@@ -30,7 +30,8 @@ def _open_gguf(path: Path) -> WeightSource:
 
 
 def _is_safetensors(path: Path) -> bool:
-    return not _is_gguf(path)  # a folder, a .safetensors file, or a shard index
+    return True  # the last entry: a folder, a .safetensors file or a shard index (GGUF is tried
+    # first, so its test, which opens the file, runs once)
 
 
 # (does this reader take the path?, its opener); the first match wins.
