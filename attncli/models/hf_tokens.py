@@ -23,7 +23,7 @@ from attncli.core.cutting.boundaries import Cuts
 from attncli.core.inputs import parse_json
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece, labels_for
 from attncli.errors import AttnCliError
-from attncli.models.stores.locate import is_dir
+from attncli.models.stores.paths import is_dir
 
 if TYPE_CHECKING:
     from attncli.models.sources.base import WeightSource

@@ -22,7 +22,7 @@ from attncli.models.checks.values import (
 )
 from attncli.models.sources.base import WeightSource
 from attncli.models.sources.named import Named, check_tensors, where
-from attncli.models.stores.locate import is_dir
+from attncli.models.stores.paths import is_dir
 
 # Head counts of the four released GPT-2 sizes, by width (124M, 355M, 774M, 1.5B).
 STANDARD_HEADS = {768: 12, 1024: 16, 1280: 20, 1600: 25}

@@ -12,6 +12,7 @@ from typing import Any
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 from attncli.models.stores.ollama import shown as _shown
+from attncli.models.stores.paths import is_dir
 
 MAX_ENTRIES = 20_000  # folder entries looked at in one walk of one root
 SHOWN = 8  # candidates named in one error line
@@ -31,15 +32,8 @@ def lmstudio_roots() -> list[Path]:
         raise AttnCliError("cannot find the home folder for LM Studio's models; set "
                            "LMSTUDIO_MODELS to it") from None
     roots = [home / ".lmstudio" / "models", home / ".cache" / "lm-studio" / "models"]
-    present = [root for root in roots if _is_dir(root)]
+    present = [root for root in roots if is_dir(root)]
     return present or roots[:1]
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except (OSError, ValueError):
-        return False
 
 
 def lmstudio_root() -> Path:
@@ -74,7 +68,7 @@ def _inside_dirs(folder: Path, root: Path, budget: list[int]) -> Iterator[tuple[
     """(name, real path) of folder's subfolders whose real path stays inside root."""
     for entry in _entries(folder, budget):
         real = _real(Path(entry.path))
-        if real is not None and real.is_relative_to(root) and _is_dir(real):
+        if real is not None and real.is_relative_to(root) and is_dir(real):
             yield entry.name, real
 
 
@@ -109,7 +103,7 @@ def _file_entry(root: Path, name: str, path: Path) -> dict[str, Any] | None:
 def _walk(root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(PUBLISHER/MODEL/FILE.gguf, its record) for root's files; deeper folders are not walked."""
     real_root = _real(root)
-    if real_root is None or not _is_dir(real_root):
+    if real_root is None or not is_dir(real_root):
         return
     budget = [MAX_ENTRIES]
     for publisher, pub_dir in _inside_dirs(real_root, real_root, budget):

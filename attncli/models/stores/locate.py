@@ -13,6 +13,7 @@ from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
 from attncli.models.stores.lmstudio import find_lmstudio
 from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
+from attncli.models.stores.paths import is_dir, is_file
 
 # GPT-2's official repos moved to this organisation; the cache may hold either spelling.
 HUB_ORG = "openai-community"
@@ -51,22 +52,6 @@ def repo_folders(name: str) -> list[str]:
         legacy = f"models--{base}"
         folders = [legacy, *folders] if "/" not in name else [*folders, legacy]
     return folders
-
-
-def is_file(path: Path) -> bool:
-    """path.is_file(), false too where the path cannot be looked at (too long, unreadable)."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def is_dir(path: Path) -> bool:
-    """path.is_dir(), false too where the path cannot be looked at (too long, unreadable)."""
-    try:
-        return path.is_dir()
-    except (OSError, ValueError):
-        return False
 
 
 def _revision(ref: Path) -> str | None:
