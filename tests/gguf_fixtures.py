@@ -63,37 +63,38 @@ def _permute(w: np.ndarray, heads: int) -> np.ndarray:
         .reshape(w.shape)
 
 
-def hf_weights(arch: str, vocab: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random HF-layout weights for a tiny model of this architecture."""
+def hf_weights(arch: str, vocab: int, seed: int = 0, d: int = D,
+               ffn: int = FFN) -> dict[str, np.ndarray]:
+    """Random HF-layout weights for a tiny model of this architecture (width d, MLP width ffn)."""
     rng = np.random.default_rng(seed)
 
     def r(*shape: int) -> np.ndarray:
         return rng.standard_normal(shape).astype(np.float32) * 0.5
 
-    head_dim = D // HEADS
+    head_dim = d // HEADS
     if arch == "gpt2":
-        w = {"wte.weight": r(vocab, D), "wpe.weight": r(CTX, D), "ln_f.weight": r(D),
-             "ln_f.bias": r(D)}
+        w = {"wte.weight": r(vocab, d), "wpe.weight": r(CTX, d), "ln_f.weight": r(d),
+             "ln_f.bias": r(d)}
         for i in range(LAYERS):
             p = f"h.{i}."
-            w |= {p + "ln_1.weight": r(D), p + "ln_1.bias": r(D), p + "ln_2.weight": r(D),
-                  p + "ln_2.bias": r(D), p + "attn.c_attn.weight": r(D, 3 * D),
-                  p + "attn.c_attn.bias": r(3 * D), p + "attn.c_proj.weight": r(D, D),
-                  p + "attn.c_proj.bias": r(D), p + "mlp.c_fc.weight": r(D, 4 * D),
-                  p + "mlp.c_fc.bias": r(4 * D), p + "mlp.c_proj.weight": r(4 * D, D),
-                  p + "mlp.c_proj.bias": r(D)}
+            w |= {p + "ln_1.weight": r(d), p + "ln_1.bias": r(d), p + "ln_2.weight": r(d),
+                  p + "ln_2.bias": r(d), p + "attn.c_attn.weight": r(d, 3 * d),
+                  p + "attn.c_attn.bias": r(3 * d), p + "attn.c_proj.weight": r(d, d),
+                  p + "attn.c_proj.bias": r(d), p + "mlp.c_fc.weight": r(d, 4 * d),
+                  p + "mlp.c_fc.bias": r(4 * d), p + "mlp.c_proj.weight": r(4 * d, d),
+                  p + "mlp.c_proj.bias": r(d)}
         return w
-    w = {"model.embed_tokens.weight": r(vocab, D), "model.norm.weight": r(D),
-         "lm_head.weight": r(vocab, D)}
+    w = {"model.embed_tokens.weight": r(vocab, d), "model.norm.weight": r(d),
+         "lm_head.weight": r(vocab, d)}
     for i in range(LAYERS):
         p = f"model.layers.{i}."
-        w |= {p + "self_attn.q_proj.weight": r(HEADS * head_dim, D),
-              p + "self_attn.k_proj.weight": r(KV_HEADS * head_dim, D),
-              p + "self_attn.v_proj.weight": r(KV_HEADS * head_dim, D),
-              p + "self_attn.o_proj.weight": r(D, HEADS * head_dim),
-              p + "input_layernorm.weight": r(D), p + "post_attention_layernorm.weight": r(D),
-              p + "mlp.gate_proj.weight": r(FFN, D), p + "mlp.up_proj.weight": r(FFN, D),
-              p + "mlp.down_proj.weight": r(D, FFN)}
+        w |= {p + "self_attn.q_proj.weight": r(HEADS * head_dim, d),
+              p + "self_attn.k_proj.weight": r(KV_HEADS * head_dim, d),
+              p + "self_attn.v_proj.weight": r(KV_HEADS * head_dim, d),
+              p + "self_attn.o_proj.weight": r(d, HEADS * head_dim),
+              p + "input_layernorm.weight": r(d), p + "post_attention_layernorm.weight": r(d),
+              p + "mlp.gate_proj.weight": r(ffn, d), p + "mlp.up_proj.weight": r(ffn, d),
+              p + "mlp.down_proj.weight": r(d, ffn)}
         if arch == "qwen2":
             w |= {p + f"self_attn.{x}_proj.bias": r(n * head_dim)
                   for x, n in (("q", HEADS), ("k", KV_HEADS), ("v", KV_HEADS))}
@@ -136,20 +137,18 @@ def to_gguf(arch: str, name: str, w: np.ndarray) -> tuple[str, np.ndarray]:
     return gname, np.ascontiguousarray(w)
 
 
-def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
-                tokenizer: str = "gpt2", pre: str = "smollm",
-                add_bos: bool | None = None) -> dict[str, np.ndarray]:
-    """Write a tiny random model; returns the HF weights it was made from."""
+def _writer(path: Path, arch: str, tokenizer: str, pre: str, add_bos: bool | None, d: int,
+            ffn: int) -> tuple[gguf.GGUFWriter, int]:
+    """A writer holding a tiny model's metadata and vocabulary, and that vocabulary's size."""
     if tokenizer == "gpt2":
         tokens, merges = byte_tokens()
     else:
         tokens, scores, types = sentencepiece_tokens()
-    weights = hf_weights(arch, len(tokens))
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_block_count(LAYERS)
     writer.add_context_length(CTX)
-    writer.add_embedding_length(D)
-    writer.add_feed_forward_length(4 * D if arch == "gpt2" else FFN)
+    writer.add_embedding_length(d)
+    writer.add_feed_forward_length(4 * d if arch == "gpt2" else ffn)
     writer.add_head_count(HEADS)
     if arch == "gpt2":
         writer.add_layer_norm_eps(1e-5)
@@ -158,9 +157,9 @@ def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
         writer.add_layer_norm_rms_eps(1e-6)
         writer.add_rope_freq_base(10000.0)
         if arch == "llama":
-            writer.add_rope_dimension_count(D // HEADS)
+            writer.add_rope_dimension_count(d // HEADS)
         if arch == "qwen3":
-            writer.add_key_length(D // HEADS)
+            writer.add_key_length(d // HEADS)
     writer.add_tokenizer_model(tokenizer)
     writer.add_token_list(tokens)
     if tokenizer == "gpt2":
@@ -177,13 +176,75 @@ def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
         writer.add_unk_token_id(0)
     if add_bos is not None:
         writer.add_add_bos_token(add_bos)
+    return writer, len(tokens)
+
+
+def _finish(writer: gguf.GGUFWriter) -> None:
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
+                tokenizer: str = "gpt2", pre: str = "smollm",
+                add_bos: bool | None = None) -> dict[str, np.ndarray]:
+    """Write a tiny random model; returns the HF weights it was made from."""
+    writer, vocab = _writer(path, arch, tokenizer, pre, add_bos, D, FFN)
+    weights = hf_weights(arch, vocab)
     for name, w in weights.items():
         gname, data = to_gguf(arch, name, w)
         kind = qtype if data.ndim == 2 else gguf.GGMLQuantizationType.F32
         stored = gguf.quants.quantize(data, kind)
         writer.add_tensor(gname, stored, raw_dtype=kind)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    _finish(writer)
     return weights
+
+
+K_D, K_FFN = 256, 512  # a K-quant row is whole 256-value super-blocks
+Q = gguf.GGMLQuantizationType
+# Byte offsets of the fp16 super-block scales (d, then dmin where there is one) in each block,
+# from gguf.quants' layouts: Q2_K scales|qs|d|dmin, Q3_K hmask|qs|scales|d, Q4_K and Q5_K
+# d|dmin|scales|..., Q6_K ql|qh|scales|d.
+K_SCALES = {Q.Q2_K: (80, 82), Q.Q3_K: (108,), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+
+
+def k_blocks(shape: tuple[int, ...], qtype: gguf.GGMLQuantizationType,
+             rng: np.random.Generator, rms: float = 0.1) -> np.ndarray:
+    """Random qtype blocks for a (rows, cols) matrix: random bytes whose fp16 super-block scales
+    are then set to small finite values, so that it dequantizes to about this root mean square
+    and, where a block has a dmin, about zero mean."""
+    rows, cols = shape
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    offsets = K_SCALES[qtype]
+    blocks = rng.integers(0, 256, (rows, cols // block, size), dtype=np.uint8)  # (rows, n, size)
+    scales = rng.uniform(0.5, 1.0, (*blocks.shape[:2], len(offsets)))  # (rows, n, fields)
+
+    def put(values: np.ndarray) -> np.ndarray:
+        half = values.astype(np.float16)  # (rows, n, fields)
+        for j, at in enumerate(offsets):
+            blocks[:, :, at:at + 2] = np.ascontiguousarray(half[:, :, j:j + 1]).view(np.uint8)
+        return gguf.quants.dequantize(blocks.reshape(rows, -1), qtype)  # (rows, cols)
+
+    if len(offsets) == 2:  # d·sc·q − dmin·m: weigh dmin so that the two parts cancel on average
+        with_d, with_min = put(scales * [1.0, 0.0]), put(scales * [0.0, 1.0])
+        scales[..., 1] *= -with_d.mean(dtype=np.float64) / with_min.mean(dtype=np.float64)
+    values = put(scales)  # (rows, cols)
+    put(scales * rms / np.sqrt(np.mean(values.astype(np.float64) ** 2)))
+    return blocks.reshape(rows, -1)  # (rows, row_bytes)
+
+
+def write_k_llama(path: Path, qtype: gguf.GGMLQuantizationType,
+                  seed: int = 0) -> dict[str, np.ndarray]:
+    """Write a tiny llama K_D wide whose matrices are random qtype blocks (gguf.quants cannot
+    quantize to K-quants) and whose norms are F32; returns each tensor as stored, by GGUF name."""
+    writer, vocab = _writer(path, "llama", "gpt2", "smollm", True, K_D, K_FFN)
+    rng = np.random.default_rng(seed)
+    stored: dict[str, np.ndarray] = {}
+    for name, w in hf_weights("llama", vocab, seed, K_D, K_FFN).items():
+        gname, data = to_gguf("llama", name, w)  # the name; a matrix's values are replaced
+        kind = qtype if data.ndim == 2 else gguf.GGMLQuantizationType.F32
+        stored[gname] = k_blocks(data.shape, qtype, rng) if data.ndim == 2 else data
+        writer.add_tensor(gname, stored[gname], raw_dtype=kind)
+    _finish(writer)
+    return stored
