@@ -90,3 +90,17 @@ def test_smollm2_ids_match_transformers() -> None:
     ours, theirs = _ours(path), _theirs(path)
     for text in TEXTS:
         assert ours.encode(text).ids == theirs(text)["input_ids"], text  # type: ignore[operator]
+
+
+def test_a_gpt2_file_tokenises_with_its_own_vocabulary(cli, tmp_path: Path) -> None:
+    """A gpt2-architecture GGUF carries its vocabulary: attncli uses it, not tiktoken's GPT-2
+    (whose ids fall outside this file's 267-token vocabulary)."""
+    path = tmp_path / "gpt2.gguf"
+    write_model(path, "gpt2", gguf.GGMLQuantizationType.F32, pre="gpt-2")
+    theirs = _theirs(path)
+    for text in ("hello world the", "the 12 the 1"):
+        doc = cli("run", text, "--model", str(path), "--json").json()
+        assert [t["id"] for t in doc["tokens"]] == theirs(text)["input_ids"]  # type: ignore[operator]
+        assert doc["config"]["tokenizer"]["file"] == path.name
+    listed = cli("tokens", "the 12", "--model", str(path), "--json").json()
+    assert [t["id"] for t in listed["tokens"]] == theirs("the 12")["input_ids"]  # type: ignore[operator]

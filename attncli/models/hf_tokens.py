@@ -284,9 +284,10 @@ def model_tokens(model: str, text: str, allow_special: bool
     from attncli.models.family import open_family
 
     source, family = open_family(model)
-    if not family.traits.tokenizer_file:
-        raise AttnCliError(f"tokens --model reads a Llama-family folder's tokenizer.json; "
-                           f"{model} is not one (GPT-2 checkpoints use --encoding gpt2)")
+    if not family.traits.tokenizer_file and not source.vocabulary_inside:
+        raise AttnCliError(f"tokens --model reads a Llama-family folder's tokenizer.json or a "
+                           f"GGUF file's vocabulary; {model} is neither (GPT-2 checkpoints use "
+                           "--encoding gpt2)")
     tokenizer = source_tokenizer(source)
     before, after, chunks = hf_token_chunks(tokenizer, text, allow_special)
     name = source.label

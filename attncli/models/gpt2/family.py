@@ -21,6 +21,7 @@ from attncli.models.family import (
     ModelSpec,
     Tokens,
     open_model,
+    source_tokens,
 )
 from attncli.models.gpt2.config import Checkpoint, check_gpt2_config, gpt2_checkpoint
 from attncli.models.gpt2.decode import GPT2Decoder, gpt2_shape
@@ -45,7 +46,11 @@ class GPT2Model:
                               windows=(None,) * ckpt.n_layer)
 
     def tokens(self, req: Request) -> Tokens:
-        """tiktoken's GPT-2 encoding of the text."""
+        """tiktoken's GPT-2 encoding of the text, or the file's own vocabulary where the weights
+        file carries one (a GGUF's need not be GPT-2's)."""
+        weights = self.ckpt.weights
+        if weights is not None and weights.source.vocabulary_inside:
+            return source_tokens(weights.source, req)
         tokens, ids = text_tokens(req)
         return Tokens(tokens, ids, encoding="gpt2", tokenizer=None)
 

@@ -10,11 +10,17 @@ from torch import Tensor
 
 from attncli.core.attention import Attention
 from attncli.core.request import Request
-from attncli.core.result import FamilyInfo, ModelInfo, TokenInfo
+from attncli.core.result import FamilyInfo, ModelInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep, Shape
-from attncli.models.family import Family, FamilyTraits, LayerAttention, ModelSpec, Tokens
-from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
+from attncli.models.family import (
+    Family,
+    FamilyTraits,
+    LayerAttention,
+    ModelSpec,
+    Tokens,
+    source_tokens,
+)
 from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape
@@ -45,18 +51,10 @@ class LlamaModel:
 
     def tokens(self, req: Request) -> Tokens:
         """The checkpoint's tokenizer.json, and what its post-processor added (BOS, EOS)."""
-        if req.text is None:
-            raise AttnCliError("no input text")
         if req.heads is not None and req.heads != self.spec.num_heads:
             raise AttnCliError(f"heads={req.heads} disagrees with num_attention_heads="
                                f"{self.spec.num_heads} in config.json")
-        tokens = hf_tokenize(source_tokenizer(self.source), req.text, req.allow_special,
-                             self.source.label)
-        ids = [p.id for p in tokens.pieces if p.id is not None]
-        added = {"file": tokens.name, "bos": tokens.before[0] if tokens.before else None,
-                 "added_before": tokens.before, "added_after": tokens.after}
-        return Tokens([TokenInfo.of(p) for p in tokens.pieces], ids, encoding=None,
-                      tokenizer=added)
+        return source_tokens(self.source, req)
 
     def check_tokens(self, token_ids: list[int]) -> None:
         """Empty input, or an id outside the vocabulary, refused."""

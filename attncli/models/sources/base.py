@@ -15,6 +15,9 @@ class WeightSource(Protocol):
 
     path: Path  # what the user's --model resolved to: a folder or a file
     label: str  # how JSON/tables name where the tokenizer came from, e.g. "tokenizer.json"
+    # The vocabulary is part of the weights file itself (GGUF's tokenizer.ggml.*): a family that
+    # otherwise assumes one fixed vocabulary (GPT-2's tiktoken) tokenises with the file's.
+    vocabulary_inside: bool
 
     def config(self) -> dict[str, Any]:
         """config.json's content (Hugging Face keys); {} when the checkpoint has none."""

@@ -48,6 +48,7 @@ class GgufSource:
     def __init__(self, header: GgufHeader) -> None:
         self.path = header.path
         self.label = header.path.name  # its tokenizer is in its own metadata
+        self.vocabulary_inside = True
         self.header = header
         self.arch = architecture(header)
         self._layout = layout_for(self.arch, header.path)
