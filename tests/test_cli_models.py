@@ -1,14 +1,41 @@
-"""`attncli models`: what the local Hugging Face cache holds that --model can read."""
+"""`attncli models`: what the Hugging Face cache, Ollama's store and LM Studio's folder hold that
+--model can read, each from its headers; the expected values come from safetensors' and gguf's own
+readers."""
 
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
 
+import gguf
 import pytest
+from safetensors import safe_open
 
 from tests.conftest import ROOT
+from tests.gguf_fixtures import write_model
 from tests.llama_fixtures import save_family
+from tests.test_stores_ollama import _pull
+
+
+def _stored_as(file: Path) -> str:
+    """The dtype most 2-D tensors have, read with safetensors' own reader."""
+    with safe_open(str(file), framework="pt") as handle:
+        kinds = Counter(str(handle.get_slice(k).get_dtype()) for k in handle.keys()
+                        if len(handle.get_slice(k).get_shape()) == 2)
+    return kinds.most_common(1)[0][0]
+
+
+def _gguf_row(file: Path) -> dict[str, object]:
+    """What gguf's own reader says a file holds."""
+    reader = gguf.GGUFReader(file)
+    arch = str(reader.fields["general.architecture"].contents())
+    kinds = Counter(t.tensor_type.name for t in reader.tensors if len(t.shape) == 2)
+    heads = reader.fields[f"{arch}.attention.head_count"].contents()
+    kv = reader.fields.get(f"{arch}.attention.head_count_kv")  # gpt2 has none: every head
+    return {"architecture": arch, "layers": reader.fields[f"{arch}.block_count"].contents(),
+            "heads": heads, "kv_heads": heads if kv is None else kv.contents(),
+            "quantization": kinds.most_common(1)[0][0], "size_bytes": file.stat().st_size}
 
 
 @pytest.fixture()
@@ -26,32 +53,117 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (pickle / "pytorch_model.bin").write_bytes(b"PK")
     (root / "datasets--Org--data").mkdir()
     monkeypatch.setenv("HF_HUB_CACHE", str(root))
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))  # the user's stay unread
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "no-lmstudio"))
     return root
 
 
 def test_models_json_lists_what_attncli_can_read(cli, cache: Path) -> None:
     llama = cache / "models--Org--tiny-llama" / "snapshots" / "abc"
     gpt2 = cache / "models--gpt2" / "snapshots" / "d"
-    assert cli("models", "--json").json() == {"cache": str(cache), "models": [
-        {"name": "Org/tiny-llama", "architecture": "llama", "layers": 3, "heads": 4,
-         "kv_heads": 2, "size_bytes": (llama / "model.safetensors").stat().st_size,
-         "path": str(llama)},
-        {"name": "gpt2", "architecture": "gpt2", "layers": 3, "heads": 4, "kv_heads": 4,
-         "size_bytes": (gpt2 / "model.safetensors").stat().st_size, "path": str(gpt2)},
-    ], "unreadable": [
-        {"name": "Org/old", "path": str(cache / "models--Org--old" / "snapshots" / "e"),
-         "reason": "no model.safetensors (nor a shard index)"},
-    ]}
+    tmp = cache.parent
+    assert cli("models", "--json").json() == {
+        "cache": str(cache),
+        "stores": {"huggingface": str(cache), "ollama": str(tmp / "no-ollama"),
+                   "lmstudio": [str(tmp / "no-lmstudio")]},
+        "models": [
+            {"name": "Org/tiny-llama", "source": "huggingface", "format": "safetensors",
+             "model": "Org/tiny-llama", "path": str(llama),
+             "quantization": _stored_as(llama / "model.safetensors"), "architecture": "llama",
+             "layers": 3, "heads": 4, "kv_heads": 2,
+             "size_bytes": (llama / "model.safetensors").stat().st_size},
+            {"name": "gpt2", "source": "huggingface", "format": "safetensors", "model": "gpt2",
+             "path": str(gpt2), "quantization": _stored_as(gpt2 / "model.safetensors"),
+             "architecture": "gpt2", "layers": 3, "heads": 4, "kv_heads": 4,
+             "size_bytes": (gpt2 / "model.safetensors").stat().st_size},
+        ], "unreadable": [
+            {"name": "Org/old", "source": "huggingface", "format": None, "model": "Org/old",
+             "path": str(cache / "models--Org--old" / "snapshots" / "e"),
+             "reason": "no model.safetensors (nor a shard index)"},
+        ]}
 
 
-def test_models_table(cli, cache: Path) -> None:
+def test_models_table(cli, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
     got = cli("models")
     assert got.code == 0
     rows = [line.split() for line in got.out.splitlines()]
-    assert ["Org/tiny-llama", "llama", "3", "×", "4", "(2)", "0.2", "MB"] in rows
-    assert ["gpt2", "gpt2", "3", "×", "4", "6.8", "MB"] in rows
-    assert "1 folder(s) attncli cannot read:" in got.out
-    assert "  Org/old: no model.safetensors (nor a shard index)" in got.out.splitlines()
+    llama = _stored_as(cache / "models--Org--tiny-llama" / "snapshots" / "abc" /
+                       "model.safetensors")
+    gpt2 = _stored_as(cache / "models--gpt2" / "snapshots" / "d" / "model.safetensors")
+    assert ["Org/tiny-llama", "HF", "cache", "safetensors", llama, "llama", "3", "×", "4",
+            "(2", "kv)", "0.2", "MB"] in rows
+    assert ["gpt2", "HF", "cache", "safetensors", gpt2, "gpt2", "3", "×", "4", "6.8",
+            "MB"] in rows
+    assert "1 model attncli cannot read:" in got.out
+    assert "  Org/old (HF cache): no model.safetensors (nor a shard index)" in \
+        got.out.splitlines()
+    assert f"Looked in: Hugging Face cache {cache}" in got.out.replace("\n", " ")
+
+
+@pytest.fixture()
+def stores(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Beside the hub cache: an Ollama store with a GGUF model and a lying manifest, an LM Studio
+    folder with a qwen2 GGUF and a truncated one, and a "-GGUF" repo in the hub cache."""
+    q8, f16 = gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.F16
+    ollama = tmp_path / "ollama"
+    write_model(tmp_path / "llama.gguf", "llama", q8)
+    blob = _pull(ollama, "tiny", "q8", data=(tmp_path / "llama.gguf").read_bytes())
+    (ollama / "manifests" / "registry.ollama.ai" / "library" / "gone").mkdir(parents=True)
+    (ollama / "manifests" / "registry.ollama.ai" / "library" / "gone" / "latest").write_text(
+        '{"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": '
+        '"sha256:' + "0" * 64 + '"}]}')
+    lmstudio = tmp_path / "lmstudio"
+    qwen = lmstudio / "pub" / "tiny-qwen" / "tiny-qwen-F16.gguf"
+    qwen.parent.mkdir(parents=True)
+    write_model(qwen, "qwen2", f16)
+    (qwen.parent / "cut.gguf").write_bytes(qwen.read_bytes()[:500])
+    repo = cache / "models--Org--tiny-GGUF" / "snapshots" / "f"
+    repo.mkdir(parents=True)
+    hub_file = repo / "tiny-Q8_0.gguf"
+    write_model(hub_file, "gpt2", q8)
+    (repo / "mmproj-tiny.gguf").write_bytes(b"GGUF")  # a vision projector: not a model
+    monkeypatch.setenv("OLLAMA_MODELS", str(ollama))
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(lmstudio))
+    return {"blob": blob, "qwen": qwen, "hub": hub_file}
+
+
+def test_every_store_is_listed_from_the_headers(cli, stores: dict[str, Path]) -> None:
+    doc = cli("models", "--json").json()
+    rows = {row["name"]: row for row in doc["models"]}
+    for name, source, model, file in (
+            ("tiny:q8", "ollama", "ollama:tiny:q8", stores["blob"]),
+            ("pub/tiny-qwen/tiny-qwen-F16.gguf", "lmstudio", "pub/tiny-qwen/tiny-qwen-F16.gguf",
+             stores["qwen"]),
+            ("Org/tiny-GGUF/tiny-Q8_0.gguf", "huggingface", str(stores["hub"]), stores["hub"])):
+        assert rows[name] == {"name": name, "source": source, "format": "gguf", "model": model,
+                              "path": str(file), **_gguf_row(file)}
+    assert not any("mmproj" in row["name"] for row in doc["models"] + doc["unreadable"])
+    why = {row["name"]: row["reason"] for row in doc["unreadable"]}
+    assert "truncated" in why["pub/tiny-qwen/cut.gguf"]
+    assert "gone:latest" in why and "\n" not in why["gone:latest"]
+    assert doc["stores"]["ollama"] == str(stores["blob"].parent.parent)
+
+
+def test_each_listed_model_name_runs(cli, stores: dict[str, Path]) -> None:
+    for row in cli("models", "--json").json()["models"]:
+        got = cli("run", "the 12", "--model", row["model"], "--json")
+        assert got.code == 0, (row["model"], got.err)
+        shown = got.json()["model"]
+        assert (shown["layers"], shown["heads"]) == (row["layers"], row["heads"])
+        assert shown.get("architecture", "gpt2") == row["architecture"]
+
+
+def test_a_narrow_terminal_gets_one_model_per_two_lines(cli, stores: dict[str, Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "50")
+    got = cli("models")
+    assert got.code == 0
+    lines = got.out.splitlines()
+    assert all(len(line) <= 50 for line in lines)
+    at = lines.index("tiny:q8")
+    assert lines[at + 1].split(" · ")[0].strip() == "Ollama"
+    assert "Q8_0" in lines[at + 1]
 
 
 def test_a_listed_name_runs(cli, cache: Path) -> None:
@@ -63,8 +175,8 @@ def test_an_empty_cache_says_how_to_fetch_one(cli, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
     assert "hf download" in cli("models").out
-    assert cli("models", "--json").json() == {"cache": str(tmp_path / "none"), "models": [],
-                                              "unreadable": []}
+    doc = cli("models", "--json").json()
+    assert (doc["cache"], doc["models"], doc["unreadable"]) == (str(tmp_path / "none"), [], [])
 
 
 def test_a_c1_control_in_a_folder_name_is_escaped_in_the_json(cli, cache: Path) -> None:

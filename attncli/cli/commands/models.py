@@ -9,17 +9,19 @@ from attncli.cli.output import console, emit, emit_json
 
 @app.command()
 def models(as_json: JsonOpt = False) -> None:
-    """List the checkpoints in the local Hugging Face cache that --model can read.
+    """List the models --model can read: the Hugging Face cache, Ollama's store, LM Studio's folder.
 
-    GPT-2 and the Llama family (llama, mistral, qwen2, qwen3), with safetensors weights.
-    Nothing is downloaded; fetch a model once with the HF CLI, e.g.
-    `hf download HuggingFaceTB/SmolLM2-135M`.
+    Each from its headers alone (no weights read): name, source, format and quantization,
+    architecture, layers × heads (kv heads), size; then those attncli cannot read, and why.
+    Safetensors checkpoints and GGUF files of GPT-2 and the Llama family (llama, mistral, qwen2,
+    qwen3). The stores are $HF_HUB_CACHE, $OLLAMA_MODELS (else ~/.ollama/models) and
+    $LMSTUDIO_MODELS (else ~/.lmstudio/models). Nothing is downloaded.
 
     Examples:
 
       attncli models
 
-      attncli models --json | jq '.models[].name'
+      attncli models --json | jq -r '.models[].model'
     """
     from attncli.models.stores.catalog import cached_models
 

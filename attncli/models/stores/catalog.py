@@ -1,22 +1,23 @@
-"""`attncli models`: the checkpoints in the local Hugging Face cache that attncli can read, and
-the folders it cannot, each with the reason (read defensively: nothing there stops the list)."""
+"""`attncli models`: the models in the Hugging Face cache, Ollama's store and LM Studio's folder,
+each from its headers alone (no tensor read), and those attncli cannot read, each with the reason
+(read defensively: nothing there stops the list)."""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.locate import (
-    hub_cache_dir,
-    is_dir,
-    is_file,
-    read_config_file,
-    snapshot_of,
-)
+from attncli.models.stores.lmstudio import lmstudio_files, lmstudio_roots
+from attncli.models.stores.locate import hub_cache_dir, read_config_file, snapshot_of
+from attncli.models.stores.ollama import PREFIX, ollama_models, ollama_root
+from attncli.models.stores.paths import is_dir, is_file, is_model_gguf
 
 INDEX = "model.safetensors.index.json"
+HF, OLLAMA, LMSTUDIO = "huggingface", "ollama", "lmstudio"  # the stores' names in the JSON
+MAX_FILES = 200  # GGUF files listed from one hub repo
 
 
 def json_text(text: str) -> str:
@@ -59,6 +60,23 @@ def _shape(config: dict[str, Any], folder: Path) -> tuple[str, int, int, int]:
     return arch, *family_named(arch).shape(config, folder)
 
 
+def _stored_as(folder: Path) -> str:
+    """The dtype most of the checkpoint's matrices are stored as (F32, BF16, ...), from the
+    safetensors headers only."""
+    from attncli.models.sources.safetensors import SafetensorsSource
+
+    source = SafetensorsSource(folder)
+    kinds = Counter(source.dtype_name(name) for name, shape in source.shapes().items()
+                    if len(shape) >= 2)
+    return kinds.most_common(1)[0][0] if kinds else "none"
+
+
+def _row(name: str, source: str, fmt: str | None, model: str, path: str | None) -> dict[str, Any]:
+    """The fields every listed model has: what it is called, where it is kept, how to use it."""
+    return {"name": json_text(name), "source": source, "format": fmt,
+            "model": json_text(model), "path": None if path is None else json_text(path)}
+
+
 def describe_folder(name: str, folder: Path) -> dict[str, Any]:
     """One readable checkpoint's row; an AttnCliError says why attncli cannot read the folder."""
     if not is_file(folder / "config.json"):
@@ -70,8 +88,9 @@ def describe_folder(name: str, folder: Path) -> dict[str, Any]:
         size = sum(f.stat().st_size for f in files)  # stat follows the cache's links to blobs
     except OSError as err:
         raise AttnCliError(f"cannot read the size of its weights: {err.strerror}") from None
-    return {"name": json_text(name), "architecture": arch, "layers": layers, "heads": heads,
-            "kv_heads": kv_heads, "size_bytes": size, "path": json_text(str(folder))}
+    return {**_row(name, HF, "safetensors", name, str(folder)), "quantization": _stored_as(folder),
+            "architecture": arch, "layers": layers, "heads": heads, "kv_heads": kv_heads,
+            "size_bytes": size}
 
 
 def _reason(err: AttnCliError, folder: Path) -> str:
@@ -94,19 +113,88 @@ def _repo_dirs(cache: Path) -> list[Path]:
         raise AttnCliError(f"cannot list the hub cache {cache}: {err.strerror or err}") from None
 
 
-def cached_models(cache: Path | None = None) -> dict[str, Any]:
-    """Every model in the hub cache that attncli can read, by name, and those it cannot."""
-    cache = cache or hub_cache_dir()
-    rows, unreadable = [], []
+def _has_safetensors(folder: Path) -> bool:
+    return is_file(folder / "model.safetensors") or is_file(folder / INDEX)
+
+
+def _gguf_files(folder: Path) -> list[Path]:
+    """The model GGUF files of a snapshot that has no safetensors (a "-GGUF" repo), by name."""
+    try:
+        files = sorted(p for p in folder.iterdir() if is_model_gguf(p.name) and is_file(p))
+    except OSError:
+        return []
+    return files[:MAX_FILES]
+
+
+def _hub(cache: Path, rows: list[dict[str, Any]], unreadable: list[dict[str, Any]]) -> None:
+    """The hub cache's repos: a safetensors checkpoint is one row, a GGUF repo one per file."""
     for repo_dir in _repo_dirs(cache) if is_dir(cache) else []:
         name = repo_dir.name.removeprefix("models--").replace("--", "/")
         snapshot = snapshot_of(repo_dir)
+        ggufs = [] if snapshot is None or _has_safetensors(snapshot) else _gguf_files(snapshot)
+        for file in ggufs:
+            _add_gguf(f"{name}/{file.name}", HF, str(file), file, rows, unreadable)
+        if ggufs:
+            continue
         try:
             if snapshot is None:
                 raise AttnCliError(_no_snapshot(repo_dir))
             rows.append(describe_folder(name, snapshot))
         except AttnCliError as err:
             where = snapshot if snapshot is not None else repo_dir
-            unreadable.append({"name": json_text(name), "path": json_text(str(where)),
+            fmt = "safetensors" if snapshot is not None and _has_safetensors(snapshot) else None
+            unreadable.append({**_row(name, HF, fmt, name, str(where)),
                                "reason": json_text(_reason(err, where))})
-    return {"cache": json_text(str(cache)), "models": rows, "unreadable": unreadable}
+
+
+def _add_gguf(name: str, source: str, model: str, path: Path, rows: list[dict[str, Any]],
+              unreadable: list[dict[str, Any]]) -> None:
+    """A GGUF file's row from its header, or its unreadable entry with the reason."""
+    from attncli.models.sources.gguf.describe import describe_gguf
+
+    described = describe_gguf(path)
+    row = {**_row(name, source, "gguf", model, str(path)),
+           "quantization": described["quantization"], "architecture": described["architecture"],
+           "layers": described["layers"], "heads": described["heads"],
+           "kv_heads": described["kv_heads"], "size_bytes": described["size"]}
+    if described["readable"]:
+        rows.append(row)
+    else:
+        unreadable.append({**row, "reason": json_text(str(described["reason"])[:300])})
+
+
+def _stores(rows: list[dict[str, Any]], unreadable: list[dict[str, Any]]) -> None:
+    """Ollama's manifests and LM Studio's files: each a GGUF, or an entry saying why not."""
+    for entry in [*ollama_models(), *lmstudio_files()]:
+        source = entry["source"]
+        model = f"{PREFIX}{entry['name']}" if source == OLLAMA else entry["name"]
+        if entry["error"] is not None or entry["path"] is None:
+            unreadable.append({**_row(entry["name"], source, "gguf", model, entry["path"]),
+                               "reason": json_text(str(entry["error"])[:300])})
+        else:
+            _add_gguf(entry["name"], source, model, Path(entry["path"]), rows, unreadable)
+
+
+def _where(cache: Path) -> dict[str, Any]:
+    """The folders looked in, for the title and the JSON."""
+    try:
+        ollama: str | None = json_text(str(ollama_root()))
+    except AttnCliError:
+        ollama = None
+    try:
+        lmstudio = [json_text(str(root)) for root in lmstudio_roots()]
+    except AttnCliError:
+        lmstudio = []
+    return {HF: json_text(str(cache)), OLLAMA: ollama, LMSTUDIO: lmstudio}
+
+
+def cached_models(cache: Path | None = None) -> dict[str, Any]:
+    """Every model in the hub cache, Ollama's store and LM Studio's folder that attncli can read,
+    and those it cannot, with the reason."""
+    cache = cache or hub_cache_dir()
+    rows: list[dict[str, Any]] = []
+    unreadable: list[dict[str, Any]] = []
+    _hub(cache, rows, unreadable)
+    _stores(rows, unreadable)
+    return {"cache": json_text(str(cache)), "stores": _where(cache), "models": rows,
+            "unreadable": unreadable}

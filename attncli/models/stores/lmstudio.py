@@ -12,7 +12,7 @@ from typing import Any
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 from attncli.models.stores.ollama import shown as _shown
-from attncli.models.stores.paths import is_dir
+from attncli.models.stores.paths import is_dir, is_model_gguf
 
 MAX_ENTRIES = 20_000  # folder entries looked at in one walk of one root
 SHOWN = 8  # candidates named in one error line
@@ -72,12 +72,6 @@ def _inside_dirs(folder: Path, root: Path, budget: list[int]) -> Iterator[tuple[
             yield entry.name, real
 
 
-def _is_model_file(name: str) -> bool:
-    """A GGUF file that holds a model: a vision projector (mmproj) does not."""
-    lower = name.lower()
-    return lower.endswith(".gguf") and "mmproj" not in lower
-
-
 def _file_entry(root: Path, name: str, path: Path) -> dict[str, Any] | None:
     """One file's record, an error record if it links outside root, None if not a file."""
     entry: dict[str, Any] = {"name": visible(name), "source": "lmstudio", "path": None,
@@ -109,7 +103,7 @@ def _walk(root: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for publisher, pub_dir in _inside_dirs(real_root, real_root, budget):
         for model, model_dir in _inside_dirs(pub_dir, real_root, budget):
             for file in _entries(model_dir, budget):
-                if _is_model_file(file.name):
+                if is_model_gguf(file.name):
                     name = f"{publisher}/{model}/{file.name}"
                     record = _file_entry(real_root, name, Path(file.path))
                     if record is not None:

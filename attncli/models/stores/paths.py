@@ -19,3 +19,9 @@ def is_dir(path: Path) -> bool:
         return path.is_dir()
     except (OSError, ValueError):
         return False
+
+
+def is_model_gguf(name: str) -> bool:
+    """A GGUF file name that holds a model: a vision projector (mmproj) does not."""
+    lower = name.lower()
+    return lower.endswith(".gguf") and "mmproj" not in lower
