@@ -18,6 +18,9 @@ ROPE_TYPES: dict[str, tuple[str, ...]] = {
     "linear": ("factor",),
     "dynamic": ("factor",),
     "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+    # a GGUF file's rope_freqs tensor (llama.cpp's form of Llama 3.1's scaling): one divisor
+    # per rotated pair, in freq_factors
+    "freq_factors": (),
 }
 WHERE = "config.json rope_scaling"
 
@@ -57,6 +60,20 @@ def _partial(config: dict[str, Any], scaling: dict[str, Any]) -> float:
     return partial
 
 
+def _freq_factors(scaling: dict[str, Any], head_dim: int) -> list[float]:
+    """One positive finite divisor per rotated pair."""
+    factors = scaling.get("freq_factors")
+    if not isinstance(factors, list) or len(factors) != head_dim // 2:
+        raise AttnCliError(f"{WHERE}: freq_factors must be a list of {head_dim // 2} numbers, "
+                           f"one per rotated pair")
+    bad = [f for f in factors if isinstance(f, bool) or not isinstance(f, int | float)
+           or not 0 < f < float("inf")]
+    if bad:
+        raise AttnCliError(f"{WHERE}: freq_factors holds {shown(bad[0])}, not a positive "
+                           "finite number")
+    return [float(f) for f in factors]
+
+
 def rope_settings(config: dict[str, Any], head_dim: int,
                   max_positions: int) -> tuple[float, dict[str, Any], int]:
     """rope_theta, the checked scaling parameters (rope_type named) and the rotary dim."""
@@ -73,6 +90,9 @@ def rope_settings(config: dict[str, Any], head_dim: int,
         checked[key] = config_number(scaling, key, where=WHERE)
     if rope_type == "default":
         return theta, checked, head_dim  # transformers turns the whole head here
+    if rope_type == "freq_factors":
+        checked["freq_factors"] = _freq_factors(scaling, head_dim)
+        return theta, checked, head_dim
     if int(head_dim * partial) != head_dim:
         raise AttnCliError(f"config.json sets partial_rotary_factor={partial:g} with "
                            f"rope_type {rope_type!r}, which transformers cannot run (its "

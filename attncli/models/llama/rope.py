@@ -52,6 +52,8 @@ def inv_freq(spec: LlamaSpec, num_tokens: int) -> Tensor:
         return freqs / scaling["factor"]  # positions squeezed by factor
     if rope_type == "llama3":
         return _llama3(freqs, scaling)
+    if rope_type == "freq_factors":  # llama.cpp's rope_freqs: θ_k / factor_k
+        return freqs / torch.tensor(scaling["freq_factors"], dtype=torch.float32)  # (dim/2,)
     return freqs
 
 

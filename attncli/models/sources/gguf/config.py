@@ -58,9 +58,6 @@ def build_config(header: GgufHeader) -> dict[str, Any]:
     missing = [f"{arch}.{k}" for k in _REQUIRED if f"{arch}.{k}" not in meta]
     if missing:
         raise AttnCliError(f"{header.path} lacks metadata {', '.join(missing)}")
-    if "rope_freqs.weight" in header.tensors:
-        raise AttnCliError(f"{header.path} scales its rotary frequencies with a rope_freqs "
-                           "tensor (Llama 3.1 style), which attncli does not apply")
     config: dict[str, Any] = {"model_type": model_type, "architectures": [cls]}
     config |= {hf: _number(header, f"{arch}.{k}") for k, hf in keys.items()
                if f"{arch}.{k}" in meta}

@@ -42,6 +42,10 @@ def can_dequantize(qtype: GGMLQuantizationType) -> bool:
     return True
 
 
+FREQ_FACTORS = "rope_freqs.weight"
+MAX_PAIRS = 65_536  # rotated pairs a head may have (head_dim is checked again by the family)
+
+
 class GgufSource:
     """A checkpoint's config, tensors and tokenizer, read from one .gguf file."""
 
@@ -53,10 +57,13 @@ class GgufSource:
         self.arch = architecture(header)
         self._layout = layout_for(self.arch, header.path)
         self._config = build_config(header)
+        self._data: mmap.mmap | None = None
+        if FREQ_FACTORS in header.tensors:
+            self._config["rope_scaling"] = {"rope_type": "freq_factors",
+                                            "freq_factors": self._freq_factors()}
         layers = int(self._config.get("num_hidden_layers", self._config.get("n_layer", 0)))
         self._names = {hf: gg for hf, gg in hf_to_gguf(self._layout, layers).items()
                        if gg in header.tensors}
-        self._data: mmap.mmap | None = None
 
     def config(self) -> dict[str, Any]:
         return dict(self._config)
@@ -96,6 +103,21 @@ class GgufSource:
 
     def tokenizer_json(self) -> str | None:
         return build_tokenizer_json(self.header)
+
+    def _freq_factors(self) -> list[float]:
+        """rope_freqs.weight: what llama.cpp divides each rotated pair's angular speed by (Llama
+        3.1's long-context scaling, written by its converter as one factor per pair)."""
+        info = self.header.tensors[FREQ_FACTORS]
+        config = self._config
+        head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+        if len(info.shape) != 1 or info.shape[0] != head_dim // 2 or info.shape[0] > MAX_PAIRS:
+            raise AttnCliError(f"{self.path}: {FREQ_FACTORS} has shape {list(info.shape)}, not "
+                               f"one factor per rotated pair ({head_dim // 2})")
+        factors = self._dequantize(info, self._blocks(info)).reshape(-1)  # (head_dim/2,)
+        if not (np.isfinite(factors).all() and (factors > 0).all()):
+            raise AttnCliError(f"{self.path}: {FREQ_FACTORS} holds a factor that is not a "
+                               "positive finite number")
+        return [float(f) for f in factors]
 
     def _info(self, name: str) -> TensorInfo:
         if name not in self._names:
