@@ -117,3 +117,10 @@ def test_a_lying_rope_freqs_is_one_line(cli, tmp_path: Path, factors: np.ndarray
     _write(path, factors)
     got = cli("run", "hello", "--model", str(path), "--json")
     assert got.code == 2 and why in got.err and len(got.err.strip().splitlines()) == 1
+
+
+def test_models_lists_it_as_readable(scaled) -> None:  # noqa: ANN001
+    from attncli.models.sources.gguf.describe import describe_gguf
+
+    described = describe_gguf(scaled[0])
+    assert described["readable"] and described["reason"] is None

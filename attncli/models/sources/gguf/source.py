@@ -59,14 +59,17 @@ class GgufSource:
         self._config = build_config(header)
         self._data: mmap.mmap | None = None
         if FREQ_FACTORS in header.tensors:
-            self._config["rope_scaling"] = {"rope_type": "freq_factors",
-                                            "freq_factors": self._freq_factors()}
+            self._check_freq_factors()  # from the header; its values are read by config()
         layers = int(self._config.get("num_hidden_layers", self._config.get("n_layer", 0)))
         self._names = {hf: gg for hf, gg in hf_to_gguf(self._layout, layers).items()
                        if gg in header.tensors}
 
     def config(self) -> dict[str, Any]:
-        return dict(self._config)
+        config = dict(self._config)
+        if FREQ_FACTORS in self.header.tensors:
+            config["rope_scaling"] = {"rope_type": "freq_factors",
+                                      "freq_factors": self._freq_factors()}
+        return config
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         return {hf: self._info(hf).shape[::-1] if self._undo(hf) == "transposed"
@@ -104,15 +107,23 @@ class GgufSource:
     def tokenizer_json(self) -> str | None:
         return build_tokenizer_json(self.header)
 
+    def _check_freq_factors(self) -> None:
+        """rope_freqs.weight holds one factor per rotated pair, as its shape says."""
+        info = self.header.tensors[FREQ_FACTORS]
+        config = self._config
+        heads = config.get("num_attention_heads")
+        if not isinstance(heads, int) or heads < 1 or "hidden_size" not in config:
+            raise AttnCliError(f"{self.path}: a {FREQ_FACTORS} tensor in a {self.arch} file, "
+                               "whose attention attncli does not rotate")
+        head_dim = config.get("head_dim") or int(config["hidden_size"]) // heads
+        if len(info.shape) != 1 or info.shape[0] != head_dim // 2 or info.shape[0] > MAX_PAIRS:
+            raise AttnCliError(f"{self.path}: {FREQ_FACTORS} has shape {list(info.shape)}, not "
+                               f"one factor per rotated pair ({head_dim // 2})")
+
     def _freq_factors(self) -> list[float]:
         """rope_freqs.weight: what llama.cpp divides each rotated pair's angular speed by (Llama
         3.1's long-context scaling, written by its converter as one factor per pair)."""
         info = self.header.tensors[FREQ_FACTORS]
-        config = self._config
-        head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-        if len(info.shape) != 1 or info.shape[0] != head_dim // 2 or info.shape[0] > MAX_PAIRS:
-            raise AttnCliError(f"{self.path}: {FREQ_FACTORS} has shape {list(info.shape)}, not "
-                               f"one factor per rotated pair ({head_dim // 2})")
         factors = self._dequantize(info, self._blocks(info)).reshape(-1)  # (head_dim/2,)
         if not (np.isfinite(factors).all() and (factors > 0).all()):
             raise AttnCliError(f"{self.path}: {FREQ_FACTORS} holds a factor that is not a "
