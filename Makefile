@@ -41,9 +41,10 @@ test-deps:
 test: lint test-deps model
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) model
 	$(PY) bench/bench.py
 	$(PY) bench/e2e.py
+	$(PY) bench/gguf_e2e.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
