@@ -78,8 +78,11 @@ def render_grid(console: Console, result: HeadsResult, scale: str = "shared") ->
     header = Text(" " * label + "".join(f"h{h}".ljust(side + 1) for h in range(heads)),
                   style="bold")
     parts: list[RenderableType] = [header]
+    shared = thumbnail_top(result, scale, [])  # all heads' top, found once: not once a picture
     for layer, row in enumerate(result.thumbnails):
-        pictures = [_thumbnail_lines(pool(m, side), depth, thumbnail_top(result, scale, m))
+        pictures = [_thumbnail_lines(pool(m, side), depth,
+                                     thumbnail_top(result, scale, m) if scale == "table"
+                                     else shared)
                     for m in row]
         for k in range(len(pictures[0])):
             line = Text()
@@ -89,7 +92,7 @@ def render_grid(console: Console, result: HeadsResult, scale: str = "shared") ->
                 line.append(" ")
             parts.append(line)
     n = result.config["num_tokens"]
-    top = thumbnail_top(result, scale, [])
+    top = shared
     parts.append(Text(f"each picture: query rows × key columns of {n} tokens, max-pooled to "
                       f"{side}×{side}", style="dim"))
     if depth is not None and scale != "table":
