@@ -116,3 +116,11 @@ def test_a_fifo_named_gguf_is_refused_at_once(cli, tmp_path: Path) -> None:  # n
     assert result.code == 2
     assert result.err.strip().splitlines() == [f"attncli: error: {fifo} is not a regular file, "
                                                "so not a GGUF file"]
+
+
+def test_the_tiled_table_describes_the_checkpoint_not_a_seed(cli, tiny) -> None:  # noqa: ANN001
+    path, _ = tiny
+    got = cli("run", TEXT, "--model", str(path), "--layer", "1", "--impl", "tiled")
+    assert got.code == 0, got.err
+    header = " ".join(got.out.split("Summary per head")[0].split())
+    assert "seed None" not in header and "layer 1 of 2" in header and "tiled path:" in header

@@ -23,6 +23,7 @@ from attncli.render.draw.scales import LogRange, log_range, weight_top
 from attncli.render.draw.streamed import Later
 from attncli.render.draw.tables import Axis, shorten
 from attncli.render.draw.views import render_view
+from attncli.render.model import describe_model
 from attncli.render.query import plain, render_query
 from attncli.render.stages import head_title
 
@@ -49,12 +50,13 @@ def _which(result: Result, head: int) -> str:
 def render_header(result: Result) -> Text:
     """The variant, its sizes, and what the tiled path computed."""
     c = result.config
+    tiled = ("\ntiled path: context, log-sum-exp, entropy and top-k, without the N×N matrix",
+             "dim")
+    if result.model is not None:  # a checkpoint's layer: its own shape, no seed to name
+        return Text.assemble(describe_model(result), tiled)
     parts = [f"{c.num_tokens:,} tokens", f"d_in {c.d_in} → d_out {c.d_out}",
              f"{c.heads} head{'s' if c.heads != 1 else ''}", f"seed {c.seed}"]
-    return Text.assemble(
-        (result.traits.title, "bold"), " · " + " · ".join(parts),
-        ("\ntiled path: context, log-sum-exp, entropy and top-k, without the N×N matrix",
-         "dim"))
+    return Text.assemble((result.traits.title, "bold"), " · " + " · ".join(parts), tiled)
 
 
 def render_summary(result: Result, options: Display) -> RenderableType:
