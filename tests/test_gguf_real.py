@@ -47,3 +47,30 @@ def test_config_and_description() -> None:
     info = describe_gguf(path)
     assert (info["quantization"], info["readable"], info["size"]) == \
         ("Q4_1", True, path.stat().st_size)
+
+
+def test_every_tensor_of_every_layer_matches_transformers(real: tuple) -> None:
+    """The same dequantized numbers go in on both sides: every tensor agrees closely."""
+    path, reference = real
+    source = open_gguf(path)
+    names = [n for n in source.shapes() if n != "model.embed_tokens.weight"]
+    assert len(names) == 30 * 9 + 1  # nine tensors a layer, and the final norm
+    for name in names:
+        torch.testing.assert_close(source.tensor(name), reference[name], atol=1e-5, rtol=1e-5,
+                                   msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_every_layers_attention_matches_transformers() -> None:
+    """One forward pass each side; all 30 layers × 9 heads of attention weights compared."""
+    from attncli.models.family import open_model
+    from tests.llama_fixtures import hf_reference
+    from tests.test_gguf_cli import _transformers
+
+    path = smollm2()
+    ids = [1, 504, 2365, 6354, 16438, 30, 378, 2365, 6354, 16438, 30, 216, 33]
+    ours = open_model(str(path)).all_layers(ids)  # (layers, heads, T, T)
+    ref = hf_reference(_transformers(path), ids)["attentions"]
+    assert ours.shape == (30, 9, len(ids), len(ids))
+    for layer in range(30):
+        torch.testing.assert_close(ours[layer], ref[layer], atol=1e-5, rtol=1e-5,
+                                   msg=lambda m, layer=layer: f"layer {layer}: {m}")
