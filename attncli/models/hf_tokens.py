@@ -285,9 +285,8 @@ def model_tokens(model: str, text: str, allow_special: bool
 
     source, family = open_family(model)
     if not family.traits.tokenizer_file and not source.vocabulary_inside:
-        raise AttnCliError(f"tokens --model reads a Llama-family folder's tokenizer.json or a "
-                           f"GGUF file's vocabulary; {model} is neither (GPT-2 checkpoints use "
-                           "--encoding gpt2)")
+        raise AttnCliError(f"tokens --model reads a tokenizer.json or a GGUF file's vocabulary;"
+                           f" {model} has neither (GPT-2 checkpoints use --encoding gpt2)")
     tokenizer = source_tokenizer(source)
     before, after, chunks = hf_token_chunks(tokenizer, text, allow_special)
     name = source.label

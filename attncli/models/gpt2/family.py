@@ -21,11 +21,11 @@ from attncli.models.family import (
     ModelSpec,
     Tokens,
     open_model,
-    source_tokens,
 )
 from attncli.models.gpt2.config import Checkpoint, check_gpt2_config, gpt2_checkpoint
 from attncli.models.gpt2.decode import GPT2Decoder, gpt2_shape
 from attncli.models.gpt2.model import check_tokens, gpt2_all_layers, gpt2_attention
+from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
 
 TRAITS = FamilyTraits(title="GPT-2", variant="gpt2", supports_tiled=False, max_tokens=1024,

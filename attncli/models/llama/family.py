@@ -19,7 +19,6 @@ from attncli.models.family import (
     LayerAttention,
     ModelSpec,
     Tokens,
-    source_tokens,
 )
 from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
 from attncli.models.llama.config import LlamaArch, llama_spec
@@ -31,6 +30,7 @@ from attncli.models.llama.model import (
     llama_attention,
     llama_layer_input,
 )
+from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
 
 TRAITS = FamilyTraits(title="Llama-family", variant="llama", supports_tiled=True,
