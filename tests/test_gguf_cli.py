@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from attncli.models.family import open_model
 from tests.gguf_fixtures import smollm2, write_model
 from tests.llama_fixtures import hf_reference
 
@@ -102,11 +103,16 @@ def test_the_real_smollm2_matches_transformers_on_every_layer(cli) -> None:  # n
     doc = cli("heads", text, "--model", str(path), "--json").json()
     ids = [t["id"] for t in doc["tokens"]]
     ref = hf_reference(_transformers(path), ids)
-    for layer in (0, 16, 29):
+    for layer in (0, 16, 29):  # through the command a user types
         ours = cli("run", text, "--model", str(path), "--layer", str(layer), "--json").json()
         assert [t["id"] for t in ours["tokens"]] == ids
         want = ref["attentions"][layer]  # (heads, T, T)
         assert_close(_weights(ours), want, atol=1e-5, rtol=1e-5)
+    every = open_model(str(path)).all_layers(ids)  # (layers, heads, T, T): one forward pass
+    assert every.shape == (30, 9, len(ids), len(ids))
+    for layer in range(30):
+        assert_close(every[layer], ref["attentions"][layer], atol=1e-5, rtol=1e-5,
+                     msg=lambda m, layer=layer: f"layer {layer}: {m}")
 
 
 def test_a_fifo_named_gguf_is_refused_at_once(cli, tmp_path: Path) -> None:  # noqa: ANN001
