@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +68,7 @@ class GgufSource:
         config = dict(self._config)
         if FREQ_FACTORS in self.header.tensors:
             config["rope_scaling"] = {"rope_type": "freq_factors",
-                                      "freq_factors": self._freq_factors()}
+                                      "freq_factors": list(self._freq_factors)}
         return config
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
@@ -120,15 +120,16 @@ class GgufSource:
             raise AttnCliError(f"{self.path}: {FREQ_FACTORS} has shape {list(info.shape)}, not "
                                f"one factor per rotated pair ({head_dim // 2})")
 
-    def _freq_factors(self) -> list[float]:
-        """rope_freqs.weight: what llama.cpp divides each rotated pair's angular speed by (Llama
-        3.1's long-context scaling, written by its converter as one factor per pair)."""
+    @cached_property
+    def _freq_factors(self) -> tuple[float, ...]:
+        """rope_freqs.weight, read once: what llama.cpp divides each rotated pair's angular speed
+        by (Llama 3.1's long-context scaling, written by its converter as one factor per pair)."""
         info = self.header.tensors[FREQ_FACTORS]
         factors = self._dequantize(info, self._blocks(info)).reshape(-1)  # (head_dim/2,)
         if not (np.isfinite(factors).all() and (factors > 0).all()):
             raise AttnCliError(f"{self.path}: {FREQ_FACTORS} holds a factor that is not a "
                                "positive finite number")
-        return [float(f) for f in factors]
+        return tuple(float(f) for f in factors)
 
     def _info(self, name: str) -> TensorInfo:
         if name not in self._names:
