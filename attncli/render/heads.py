@@ -92,11 +92,10 @@ def render_grid(console: Console, result: HeadsResult, scale: str = "shared") ->
                 line.append(" ")
             parts.append(line)
     n = result.config["num_tokens"]
-    top = shared
     parts.append(Text(f"each picture: query rows × key columns of {n} tokens, max-pooled to "
                       f"{side}×{side}", style="dim"))
     if depth is not None and scale != "table":
-        parts.append(legend(0.0, top, 2, depth=depth, scale=scale))
+        parts.append(legend(0.0, shared, 2, depth=depth, scale=scale))
     elif scale == "table":
         parts.append(Text("table scale: each picture from 0 to its own largest weight",
                           style="dim"))

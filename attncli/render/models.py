@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
@@ -73,7 +74,7 @@ class _Listing:
         yield Text(f"{count} model{'s' * (count != 1)} attncli can read (--model takes the "
                    "name; an Ollama one as ollama:NAME)")
         headers: list[Text | str] = [header for header, _ in COLUMNS]
-        widths = [max(len(str(cells[k])) for cells in [headers, *self.rows])
+        widths = [max(cell_len(str(cells[k])) for cells in [headers, *self.rows])
                   for k in range(1, len(COLUMNS))]
         if options.max_width >= NAME_WIDTH + sum(widths) + 2 * len(widths):
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -93,7 +94,7 @@ class _Listing:
 def render_models(doc: dict[str, Any]) -> RenderableType:
     """One row per model attncli can read: name, source, format and quantization, architecture,
     layers × heads (kv heads), size; then each one it cannot read, with the reason."""
-    stores = doc.get("stores") or {"huggingface": doc["cache"]}
+    stores = doc["stores"]
     parts: list[RenderableType] = []
     if not doc["models"]:
         parts.append(Text("No model attncli can read was found. Fetch one once with, for "

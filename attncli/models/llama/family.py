@@ -13,13 +13,7 @@ from attncli.core.request import Request
 from attncli.core.result import FamilyInfo, ModelInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep, Shape
-from attncli.models.family import (
-    Family,
-    FamilyTraits,
-    LayerAttention,
-    ModelSpec,
-    Tokens,
-)
+from attncli.models.family import Family, FamilyTraits, LayerAttention, ModelSpec, Tokens
 from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape

@@ -131,7 +131,8 @@ def _hub(cache: Path, rows: list[dict[str, Any]], unreadable: list[dict[str, Any
     for repo_dir in _repo_dirs(cache) if is_dir(cache) else []:
         name = repo_dir.name.removeprefix("models--").replace("--", "/")
         snapshot = snapshot_of(repo_dir)
-        ggufs = [] if snapshot is None or _has_safetensors(snapshot) else _gguf_files(snapshot)
+        safetensors = snapshot is not None and _has_safetensors(snapshot)
+        ggufs = [] if snapshot is None or safetensors else _gguf_files(snapshot)
         for file in ggufs:
             _add_gguf(f"{name}/{file.name}", HF, str(file), file, rows, unreadable)
         if ggufs:
@@ -142,7 +143,7 @@ def _hub(cache: Path, rows: list[dict[str, Any]], unreadable: list[dict[str, Any
             rows.append(describe_folder(name, snapshot))
         except AttnCliError as err:
             where = snapshot if snapshot is not None else repo_dir
-            fmt = "safetensors" if snapshot is not None and _has_safetensors(snapshot) else None
+            fmt = "safetensors" if safetensors else None
             unreadable.append({**_row(name, HF, fmt, name, str(where)),
                                "reason": json_text(_reason(err, where))})
 
