@@ -187,9 +187,10 @@ def _finish(writer: gguf.GGUFWriter) -> None:
 
 
 def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
-                tokenizer: str = "gpt2", pre: str = "smollm",
-                add_bos: bool | None = None) -> dict[str, np.ndarray]:
-    """Write a tiny random model; returns the HF weights it was made from."""
+                tokenizer: str = "gpt2", pre: str = "smollm", add_bos: bool | None = None,
+                extra: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Write a tiny random model, and any extra tensors (by GGUF name, stored F32); returns the
+    HF weights it was made from."""
     writer, vocab = _writer(path, arch, tokenizer, pre, add_bos, D, FFN)
     weights = hf_weights(arch, vocab)
     for name, w in weights.items():
@@ -197,6 +198,8 @@ def write_model(path: Path, arch: str, qtype: gguf.GGMLQuantizationType,
         kind = qtype if data.ndim == 2 else gguf.GGMLQuantizationType.F32
         stored = gguf.quants.quantize(data, kind)
         writer.add_tensor(gname, stored, raw_dtype=kind)
+    for gname, data in (extra or {}).items():
+        writer.add_tensor(gname, data, raw_dtype=gguf.GGMLQuantizationType.F32)
     _finish(writer)
     return weights
 

@@ -21,10 +21,7 @@ from tests.gguf_fixtures import (
     KV_HEADS,
     LAYERS,
     D,
-    _finish,
-    _writer,
-    hf_weights,
-    to_gguf,
+    write_model,
 )
 from tests.llama_fixtures import hf_reference
 
@@ -54,15 +51,9 @@ def _converter_factors(theta: float = 10000.0) -> np.ndarray:
 
 
 def _write(path: Path, factors: np.ndarray | None) -> dict[str, np.ndarray]:
-    writer, vocab = _writer(path, "llama", "gpt2", "smollm", None, D, FFN)
-    weights = hf_weights("llama", vocab)
-    for name, w in weights.items():
-        gname, data = to_gguf("llama", name, w)
-        writer.add_tensor(gname, data, raw_dtype=gguf.GGMLQuantizationType.F32)
-    if factors is not None:
-        writer.add_tensor("rope_freqs.weight", factors, raw_dtype=gguf.GGMLQuantizationType.F32)
-    _finish(writer)
-    return weights
+    """The tiny llama in F32, with llama.cpp's rope_freqs tensor where factors are given."""
+    extra = None if factors is None else {"rope_freqs.weight": factors}
+    return write_model(path, "llama", gguf.GGMLQuantizationType.F32, extra=extra)
 
 
 def _reference(weights: dict[str, np.ndarray], vocab: int) -> Any:
