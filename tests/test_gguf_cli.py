@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -130,3 +131,20 @@ def test_the_tiled_table_describes_the_checkpoint_not_a_seed(cli, tiny) -> None:
     assert got.code == 0, got.err
     header = " ".join(got.out.split("Summary per head")[0].split())
     assert "seed None" not in header and "layer 1 of 2" in header and "tiled path:" in header
+
+
+def test_heads_on_too_long_a_text_is_refused_before_it_runs(cli, tiny,  # noqa: ANN001
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Every layer's N × N weights are estimated first: one line, exit 2, no forward pass."""
+    from attncli.core import sizes
+    from attncli.models.llama import family
+
+    path, _ = tiny
+    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * 10**9)
+    monkeypatch.setattr(family.LlamaModel, "all_layers",
+                        lambda *_: pytest.fail("all_layers ran before the estimate"))
+    got = cli("heads", "the " * 3000, "--model", str(path))
+    assert got.code == 2 and got.err.count("\n") == 1
+    assert re.search(r"heads keeps all 2 layers' 4 heads of (3,\d{3}) × \1 weights \(2\.\d GB\), "
+                     r"more than half the 2\.0 GB available", got.err)

@@ -100,3 +100,12 @@ def test_finite_is_float32s_range() -> None:
 @pytest.mark.parametrize(("width", "clamped"), [(0, 20), (-5, 20), (100, 100), (10**8, 1000)])
 def test_console_width_is_clamped(width: int, clamped: int) -> None:
     assert clamp_width(width) == clamped
+
+
+def test_heads_counts_every_layers_weights(memory: None) -> None:
+    # 30 layers × 9 heads of 8,192 × 8,192 float32 weights, held about seven times, and one
+    # layer's five stages: SmolLM2's heads on its whole context.
+    assert sizes.heads_bytes(30, 9, 8192) == 4 * 9 * 8192**2 * (7 * 30 + 5)
+    with pytest.raises(AttnCliError, match=r"\(519\.4 GB\), more than half the 36\.0 GB"):
+        sizes.check_fits(sizes.heads_bytes(30, 9, 8192), "heads")
+    sizes.check_fits(sizes.heads_bytes(30, 9, 1000), "heads")  # 7.7 GB: measured 5.8 GB peak

@@ -203,6 +203,18 @@ def naive_bytes(num_tokens: int, num_heads: int) -> int:
     return NAIVE_CELL_BYTES * num_heads * num_tokens * num_tokens
 
 
+# `heads` keeps every layer's (heads, N, N) weights: the per-layer list, its stack and the
+# measures' temporaries held about 6.6 such float32 copies at the peak (SmolLM2 on 700 and 1,000
+# tokens: 3.9 GB and 5.8 GB), beside one layer's NAIVE_STAGES while it runs.
+HEADS_COPIES = 7
+
+
+def heads_bytes(num_layers: int, num_heads: int, num_tokens: int) -> int:
+    """What `heads` holds at its peak: every layer's weights, several times, and one layer's
+    stages."""
+    return 4 * num_heads * num_tokens * num_tokens * (HEADS_COPIES * num_layers + NAIVE_STAGES)
+
+
 def choose_impl(impl: Impl, num_tokens: int, num_heads: int,
                 budget_bytes: int = NAIVE_BUDGET) -> Impl:
     """Resolve --impl: auto picks naive while naive_bytes fits the budget, tiled beyond it."""

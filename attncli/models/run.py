@@ -13,7 +13,15 @@ from attncli.core.convert import plain
 from attncli.core.pipeline import Prepared, check_head, to_result
 from attncli.core.request import Extract, Request
 from attncli.core.result import HeadsResult, Result, RunConfig, TextConfig
-from attncli.core.sizes import NAIVE_BUDGET, Impl, choose_impl, naive_bytes, size_text
+from attncli.core.sizes import (
+    NAIVE_BUDGET,
+    Impl,
+    check_fits,
+    choose_impl,
+    heads_bytes,
+    naive_bytes,
+    size_text,
+)
 from attncli.errors import AttnCliError
 from attncli.models.family import (
     DEFAULT,
@@ -119,6 +127,10 @@ def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
     model = _open(req)
     tokens = model.tokens(req)
     ids = tokens.ids
+    n, spec = len(ids), model.spec
+    check_fits(heads_bytes(spec.n_layer, spec.num_heads, n),
+               f"heads keeps all {spec.n_layer} layers' {spec.num_heads} heads of {n:,} × {n:,} "
+               "weights", "`attncli run --layer L` shows one layer of a long input")
     weights = model.all_layers(ids)  # (layers, heads, T, T)
     measures = sort_measures(head_measures(weights), sort)
     if model.traits.kv_heads:
