@@ -89,6 +89,9 @@ class QKVAttention(Attention):
     """Section 3.4 (SelfAttention_v2): trainable query, key and value projections."""
 
     score_scale: float | None = None  # None: 1/√d_k; a checkpoint may ask for another factor
+    # (T, T) True where a query may not look beyond the causal mask: keys an evicted cache
+    # dropped (StreamingLLM's lesson). None: the causal mask alone.
+    hidden: Tensor | None = None
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False, **_: object) -> None:
         super().__init__()
@@ -120,6 +123,8 @@ class QKVAttention(Attention):
         if causal:
             # Query i may only look at keys 0..i: future positions get -inf, so weight 0.
             mask = causal_mask(scaled.shape[-1], device=scaled.device)  # (T, T)
+            if self.hidden is not None:
+                mask = mask | self.hidden  # (T, T) and the keys evicted from the cache
             masked = scaled.masked_fill(mask, -torch.inf)  # (heads, T, T)
         attn_weights = torch.softmax(scaled if masked is None else masked, dim=-1)  # (heads, T, T)
         dropped = None

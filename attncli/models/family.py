@@ -15,6 +15,7 @@ from attncli.errors import AttnCliError
 from attncli.models.checks.values import layer_index, shown
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
 
     from torch import Tensor
@@ -95,6 +96,18 @@ class LayerAttention:
     output: AttentionOutput  # weights (heads, T, T), context (T, d_model), every stage
 
 
+@dataclass
+class LayerTrace:
+    """One block of a forward pass, as the views beyond raw weights need it."""
+
+    layer: int  # 0-based
+    residual: Tensor  # (T, d_model) the residual stream entering the block
+    weights: Tensor  # (heads, T, T) its attention weights
+    values: Tensor  # (heads, T, head_dim) each query head's values (a kv head repeated by GQA)
+    out_proj: Tensor  # (d_model, heads · head_dim) W_O: head h writes through columns h·hd..
+    output: Tensor  # (T, d_model) the residual stream leaving the block
+
+
 class Model(Protocol):
     """One checked checkpoint of a family, ready to run."""
 
@@ -105,6 +118,12 @@ class Model(Protocol):
     def check_tokens(self, token_ids: list[int]) -> None: ...
     def attention(self, token_ids: list[int], layer: int) -> LayerAttention: ...
     def all_layers(self, token_ids: list[int]) -> Tensor: ...  # (layers, heads, T, T)
+    # Blocks 0..last_layer one by one; visible (T, T), True where a query may look, narrows
+    # the causal mask (an evicted key/value cache).
+    def trace(self, token_ids: list[int], last_layer: int,
+              visible: Tensor | None = None) -> Iterator[LayerTrace]: ...
+    # The final norm and the unembedding (tied or not): logits (T, vocab) of a residual stream.
+    def logits(self, hidden: Tensor) -> Tensor: ...
     # The tiled path: layer's input (T, d_model), and a module giving its heads' q, k, v.
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]: ...
     def info(self, layer: int | None = None) -> ModelInfo: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,20 @@ from attncli.models.family import (
     Family,
     FamilyTraits,
     LayerAttention,
+    LayerTrace,
     ModelSpec,
     Tokens,
     open_model,
 )
 from attncli.models.gpt2.config import Checkpoint, check_gpt2_config, gpt2_checkpoint
 from attncli.models.gpt2.decode import GPT2Decoder, gpt2_shape
-from attncli.models.gpt2.model import check_tokens, gpt2_all_layers, gpt2_attention
+from attncli.models.gpt2.model import (
+    check_tokens,
+    gpt2_all_layers,
+    gpt2_attention,
+    gpt2_logits,
+    gpt2_trace,
+)
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
 
@@ -66,6 +74,15 @@ class GPT2Model:
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""
         return gpt2_all_layers(self.ckpt, token_ids)
+
+    def trace(self, token_ids: list[int], last_layer: int,
+              visible: Tensor | None = None) -> Iterator[LayerTrace]:
+        """Blocks 0..last_layer one by one, whole."""
+        return gpt2_trace(self.ckpt, token_ids, last_layer, visible)
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """ln_f, then the tied unembedding: (T, vocab)."""
+        return gpt2_logits(self.ckpt, hidden)
 
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
         """GPT-2 never takes the tiled path (traits.supports_tiled is false)."""

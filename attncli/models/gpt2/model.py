@@ -13,8 +13,10 @@ from torch import Tensor
 from attncli.core.attention import AttentionOutput, MultiHeadAttention
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
+from attncli.models.family import LayerTrace
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.sources.named import Named
+from attncli.models.unembed import need, unembedding
 
 
 class Tensors(Protocol):
@@ -128,6 +130,40 @@ def feed_forward(weights: Tensors, ckpt: Checkpoint, block: str, x: Tensor) -> T
 def _steps(weights: Named, ckpt: Checkpoint, token_ids: list[int],
            last_layer: int) -> Iterator[_Step]:
     """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
+    for step, _ in _blocks(weights, ckpt, token_ids, last_layer, None, whole=False):
+        yield step
+
+
+@torch.no_grad()
+def gpt2_trace(ckpt: Checkpoint, token_ids: list[int], last_layer: int,
+               visible: Tensor | None = None) -> Iterator[LayerTrace]:
+    """Blocks 0..last_layer whole: each one's weights, values, W_O and residual streams."""
+    check_tokens(ckpt, token_ids)
+    weights = weights_of(ckpt)
+    for layer, (step, output) in enumerate(
+            _blocks(weights, ckpt, token_ids, last_layer, visible, whole=True)):
+        attention = step.attention
+        assert attention.values is not None and output is not None
+        # Conv1D's c_proj is (heads · head_dim, d_model); W_O as nn.Linear holds it transposed.
+        out_proj = weights[f"h.{layer}.attn.c_proj.weight"].T  # (d_model, heads · head_dim)
+        yield LayerTrace(layer=layer, residual=step.residual, weights=attention.weights,
+                         values=attention.values, out_proj=out_proj, output=output)
+
+
+@torch.no_grad()
+def gpt2_logits(ckpt: Checkpoint, hidden: Tensor) -> Tensor:
+    """ln_f and the unembedding (GPT-2 ties it to wte): logits (T, vocab) of hidden."""
+    weights, d = weights_of(ckpt), ckpt.n_embd
+    need(weights, {"ln_f.weight": (d,), "ln_f.bias": (d,)}, "predictions")
+    normed = layer_norm(weights, "ln_f", hidden, ckpt.layer_norm_epsilon)  # (T, d_model)
+    return normed @ unembedding(weights, "wte.weight", ckpt.vocab_size, d).T  # (T, vocab)
+
+
+def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: int,
+            visible: Tensor | None, whole: bool) -> Iterator[tuple[_Step, Tensor | None]]:
+    """Blocks 0..last_layer: each one's attention, and (whole) the stream leaving the block;
+    without whole the last block stops after its attention. visible (T, T), True where a
+    query may look, narrows the causal mask."""
     eps = ckpt.layer_norm_epsilon
     tok_embeds = weights.rows("wte.weight", token_ids)  # (T, d)
     pos_embeds = weights.rows("wpe.weight", range(len(token_ids)))  # (T, d)
@@ -135,10 +171,14 @@ def _steps(weights: Named, ckpt: Checkpoint, token_ids: list[int],
     for layer in range(last_layer + 1):
         block = f"h.{layer}"
         attn_input = layer_norm(weights, f"{block}.ln_1", x, eps)  # (T, d)
-        attention = load_attention(weights, ckpt, layer)(attn_input)
-        yield _Step(residual=x, attn_input=attn_input, attention=attention)
-        if layer == last_layer:
+        module = load_attention(weights, ckpt, layer)
+        module.hidden = None if visible is None else ~visible  # (T, T) keys evicted
+        attention = module(attn_input)
+        step = _Step(residual=x, attn_input=attn_input, attention=attention)
+        if layer == last_layer and not whole:
+            yield step, None
             return  # the rest of this block is not needed
         x = x + attention.context  # (T, d) shortcut around attention
         x = x + feed_forward(weights, ckpt, block,
                               layer_norm(weights, f"{block}.ln_2", x, eps))
+        yield step, x

@@ -3,6 +3,7 @@ RMSNorm, RoPE, grouped kv heads, and for some layers a sliding window."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,14 @@ from attncli.core.request import Request
 from attncli.core.result import FamilyInfo, ModelInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep, Shape
-from attncli.models.family import Family, FamilyTraits, LayerAttention, ModelSpec, Tokens
+from attncli.models.family import (
+    Family,
+    FamilyTraits,
+    LayerAttention,
+    LayerTrace,
+    ModelSpec,
+    Tokens,
+)
 from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape
@@ -23,6 +31,8 @@ from attncli.models.llama.model import (
     llama_all_layers,
     llama_attention,
     llama_layer_input,
+    llama_logits,
+    llama_trace,
 )
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
@@ -62,6 +72,15 @@ class LlamaModel:
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every query head's weights, (layers, heads, T, T)."""
         return llama_all_layers(self.ckpt.weights, self.ckpt.spec, token_ids)
+
+    def trace(self, token_ids: list[int], last_layer: int,
+              visible: Tensor | None = None) -> Iterator[LayerTrace]:
+        """Blocks 0..last_layer one by one, whole."""
+        return llama_trace(self.ckpt.weights, self.ckpt.spec, token_ids, last_layer, visible)
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """The final RMSNorm, then lm_head or the tied embedding: (T, vocab)."""
+        return llama_logits(self.ckpt.weights, self.ckpt.spec, hidden)
 
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
         """Layer's input (T, d_model), earlier layers through fused attention, and the layer

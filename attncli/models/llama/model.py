@@ -17,9 +17,11 @@ from torch import Tensor
 from attncli.core.attention import Attention, AttentionOutput, causal_mask
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
+from attncli.models.family import LayerTrace
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.rope import apply_rope, rope_tables
 from attncli.models.sources.named import Named
+from attncli.models.unembed import need, unembedding
 
 
 @dataclass
@@ -75,8 +77,10 @@ def _linear(weights: Named, name: str, x: Tensor) -> Tensor:
 
 
 def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
-                      cos: Tensor, sin: Tensor) -> LlamaAttentionOutput:
-    """Block layer's self-attention on x (T, d_model), every stage kept."""
+                      cos: Tensor, sin: Tensor,
+                      visible: Tensor | None = None) -> LlamaAttentionOutput:
+    """Block layer's self-attention on x (T, d_model), every stage kept; visible (T, T), True
+    where a query may look, narrows the causal mask (None: the layer's own mask alone)."""
     num_tokens, head_dim, name = x.shape[0], spec.head_dim, f"layers.{layer}.self_attn"
     queries = _linear(weights, f"{name}.q_proj", x)  # (T, heads · head_dim)
     keys = _linear(weights, f"{name}.k_proj", x)  # (T, kv_heads · head_dim)
@@ -98,6 +102,8 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
     attn_scores = queries_rope @ keys_rope.transpose(-2, -1)  # (heads, T, T)
     scaled = attn_scores / math.sqrt(head_dim)  # (heads, T, T) the √d_k of chapter 3
     mask = window_mask(num_tokens, spec.layer_windows[layer])  # (T, T)
+    if visible is not None:
+        mask = mask | ~visible  # (T, T) and the keys an evicted cache dropped
     masked = scaled.masked_fill(mask, -torch.inf)  # (heads, T, T)
     attn_weights = torch.softmax(masked, dim=-1)  # (heads, T, T)
     context_vec = attn_weights @ values  # (heads, T, head_dim)
@@ -130,19 +136,52 @@ class _Step:
 def llama_steps(weights: Named, spec: LlamaSpec, token_ids: list[int],
                 last_layer: int) -> Iterator[_Step]:
     """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
+    for step, _ in _blocks(weights, spec, token_ids, last_layer, None, whole=False):
+        yield step
+
+
+def _blocks(weights: Named, spec: LlamaSpec, token_ids: list[int], last_layer: int,
+            visible: Tensor | None, whole: bool) -> Iterator[tuple[_Step, Tensor | None]]:
+    """Blocks 0..last_layer: each one's attention, and (whole) the stream leaving the block;
+    without whole the last block stops after its attention."""
     check_tokens(spec, token_ids)
     x = weights.rows("embed_tokens.weight", token_ids)  # (T, d_model); no position embeddings
     cos, sin = rope_tables(spec, len(token_ids))  # each (T, rotary_dim): positions enter here
     for layer in range(last_layer + 1):
         block = f"layers.{layer}"
         attn_input = rms_norm(x, weights[f"{block}.input_layernorm.weight"], spec.rms_eps)
-        attention = grouped_attention(weights, spec, layer, attn_input, cos, sin)
-        yield _Step(residual=x, attn_input=attn_input, attention=attention)
-        if layer == last_layer:
+        attention = grouped_attention(weights, spec, layer, attn_input, cos, sin, visible)
+        step = _Step(residual=x, attn_input=attn_input, attention=attention)
+        if layer == last_layer and not whole:
+            yield step, None
             return  # the rest of this block is not needed
         x = x + attention.context  # (T, d_model) shortcut around attention
         normed = rms_norm(x, weights[f"{block}.post_attention_layernorm.weight"], spec.rms_eps)
         x = x + _feed_forward(weights, spec, block, normed)  # (T, d_model)
+        yield step, x
+
+
+@torch.no_grad()
+def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_layer: int,
+                visible: Tensor | None = None) -> Iterator[LayerTrace]:
+    """Blocks 0..last_layer whole: each one's weights, values, W_O and residual streams."""
+    for layer, (step, output) in enumerate(
+            _blocks(weights, spec, token_ids, last_layer, visible, whole=True)):
+        attention = step.attention
+        assert attention.values is not None and output is not None
+        yield LayerTrace(layer=layer, residual=step.residual, weights=attention.weights,
+                         values=attention.values,  # (heads, T, head_dim) repeated per group
+                         out_proj=weights[f"layers.{layer}.self_attn.o_proj.weight"],
+                         output=output)
+
+
+@torch.no_grad()
+def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor) -> Tensor:
+    """The final RMSNorm and lm_head (or the tied embedding): logits (T, vocab) of hidden."""
+    need(weights, {"norm.weight": (spec.d_model,)}, "predictions")
+    normed = rms_norm(hidden, weights["norm.weight"], spec.rms_eps)  # (T, d_model)
+    lm_head = unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model)
+    return normed @ lm_head.T  # (T, vocab)
 
 
 @torch.no_grad()
