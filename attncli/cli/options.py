@@ -92,6 +92,11 @@ ModelOpt = Annotated[str | None, typer.Option(
 LayerOpt = Annotated[int | None, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end [default: 0].",
     show_default=False)]
+PredictOpt = Annotated[int | None, typer.Option(
+    "--predict", help="With --model: each position's top K next tokens and their probabilities "
+    "(the last block's output through the final norm and the unembedding). explain adds the "
+    "shown layer's logit lens beside them; the tiled path predicts at the --rows window only.",
+    show_default=False, metavar="K")]
 # Long inputs: the tiled path.
 ImplOpt = Annotated[Impl, typer.Option(
     help="naive: every N × N stage in memory; tiled: context, log-sum-exp, entropy and top-k "

@@ -67,6 +67,7 @@ class Request:
     pool: Pool | None = None  # tiled: how heatmap blocks pool their weights (default max)
     full: bool = False  # tiled: the whole weights matrix in the result, not a window
     positions: bool = True  # text: add the positional embedding to the token embedding
+    predict: int | None = None  # --predict K: each position's top-K next tokens (--model)
 
     def __post_init__(self) -> None:
         for name, kind in (("impl", Impl), ("device", Device)):
@@ -130,6 +131,11 @@ def _check(req: Request) -> None:
                            "(they carry no positional embedding)")
     if req.top_k is not None and req.top_k < 0:
         raise AttnCliError(f"top-k must be 0 or more (got {req.top_k})")
+    if req.predict is not None and req.model is None:
+        raise AttnCliError("--predict applies with --model only: a chapter-3 variant has no "
+                           "vocabulary to predict")
+    if req.predict is not None and req.predict < 1:
+        raise AttnCliError(f"--predict must be 1 or more (got {req.predict})")
     if req.model is not None:
         _check_model(req)
     else:
@@ -183,3 +189,4 @@ class Extract:
     maps: bool = False  # tiled path: pooled heatmaps of the heads, for a terminal or --save
     page: bool = False  # tiled path: the weights near the diagonal, for the page's moving window
     grid: int = field(default=128)  # tiled path: the most heatmap blocks on each side
+    lens: bool = False  # explain --predict: the shown layer's logit lens beside the final

@@ -226,6 +226,8 @@ class Result:
     query: QueryRow | None = None
     window: dict[str, list[int]] | None = None  # {"rows": [a, b], "cols": [c, d]}, half-open
     long: LongStats | None = None  # the tiled path's per-row stats
+    # --predict: per position {index, token, top: [{id, text, bytes?, prob, logit}], lens?}
+    predictions: list[dict[str, Any]] | None = None
 
     @property
     def num_heads(self) -> int:
@@ -276,6 +278,8 @@ class Result:
             out["query"] = self.query.to_dict()
         if self.window is not None:
             out["window"] = self.window
+        if self.predictions is not None:
+            out["predictions"] = self.predictions
         return out
 
 

@@ -32,6 +32,7 @@ from attncli.models.family import (
     open_family,
 )
 from attncli.models.measures import head_measures, page_weights, sort_measures
+from attncli.models.predict import plan_predictions, with_predictions
 
 if TYPE_CHECKING:
     from attncli.long.run import Progress
@@ -103,6 +104,7 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
     layer = model.spec.layer_index(req.layer or 0)
     impl = _impl(req, model, len(tokens.ids), layer, budget_bytes)
     config = _config(req, model, tokens, layer, impl, extract.head)
+    plan = plan_predictions(req, extract, model, tokens, layer, impl is Impl.tiled)
     variant = model.traits.variant
     if impl is Impl.tiled:
         from attncli.long.run import run_long
@@ -112,10 +114,12 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
         prep = Prepared(tokens.tokens, x, module, model.spec.num_heads, Impl.tiled, config)
         # The module hands the kernel its heads ready: plain causal attention per head.
         result = run_long(req, prep, extract, progress)
-        return replace(result, variant=variant, model=model.info(layer))
+        result = replace(result, variant=variant, model=model.info(layer))
+        return with_predictions(result, req, model, tokens, plan)
     shown = model.attention(tokens.ids, layer)
-    return to_result(variant, config, tokens.tokens, shown.inputs, shown.output, extract,
-                     model=model.info(shown.layer))
+    result = to_result(variant, config, tokens.tokens, shown.inputs, shown.output, extract,
+                       model=model.info(shown.layer))
+    return with_predictions(result, req, model, tokens, plan)
 
 
 def run_heads(req: Request, sort: str = "layer") -> HeadsResult:

@@ -9,6 +9,7 @@ from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.i18n import text
 from attncli.render.draw.prose import prose
+from attncli.render.predictions import and_predictions
 from attncli.render.query import render_query
 from attncli.render.run import describe
 from attncli.render.stages import panels, render_panel, stage_title, text_key
@@ -113,4 +114,4 @@ def render_explain(console: Console, result: Result, options: Display) -> Render
         parts += [Text(), *render_step(console, result, step, names, number, options)]
     if result.query is not None:
         parts += [Text(), render_query(console, result, options)]
-    return Group(*parts)
+    return and_predictions(console, result, options, Group(*parts))

@@ -13,6 +13,7 @@ from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
 from attncli.render.model import describe_model, kv_note
+from attncli.render.predictions import and_predictions
 from attncli.render.query import render_query
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis
 
@@ -71,7 +72,8 @@ def render_run(console: Console, result: Result,
     if result.long is not None:
         from attncli.render.long import render_long  # a tiled run's views
 
-        return render_long(console, result, options)
+        return and_predictions(console, result, options,
+                               render_long(console, result, options))
     parts: list[RenderableType] = [describe(result), Text()]
     if options.stages:
         tables = [t for name in options.stages for t in render_stage(console, result, name,
@@ -83,4 +85,4 @@ def render_run(console: Console, result: Result,
         parts += [table, Text()]
     if result.query is not None:
         parts += [render_query(console, result, options), Text()]
-    return Group(*parts[:-1])
+    return and_predictions(console, result, options, Group(*parts[:-1]))

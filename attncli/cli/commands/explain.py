@@ -27,6 +27,7 @@ from attncli.cli.options import (
     ModelOpt,
     PositionsOpt,
     PrecisionOpt,
+    PredictOpt,
     QueryOpt,
     RowsOpt,
     SaveJsonOpt,
@@ -79,6 +80,7 @@ def explain(
     scale: ScaleOpt = Scale.shared,
     lang: LangOpt = None,
     impl: ImplOpt = Impl.auto,
+    predict: PredictOpt = None,
 ) -> None:
     """Walk through one variant's computation, stage by stage, each explained in a line.
 
@@ -93,6 +95,8 @@ def explain(
       attncli explain "..." --dropout 0.1 --json | jq .stages.dropped
 
       attncli explain "..." --show scores,softmax --query journey --save x.html
+
+      attncli explain "..." --model gpt2 --layer 6 --predict 3   (the logit lens of layer 6)
     """
     from attncli.core.pipeline import run_naive
     from attncli.core.request import Extract, Request
@@ -108,8 +112,9 @@ def explain(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
-        layer=layer, impl=impl, positions=positions)
-    extract = Extract(stages=stages, rows=windows[0], cols=windows[1], query=query, head=head)
+        layer=layer, impl=impl, positions=positions, predict=predict)
+    extract = Extract(stages=stages, rows=windows[0], cols=windows[1], query=query, head=head,
+                      lens=predict is not None)
     result = (run_model(request, extract) if request.model is not None
               else run_naive(request, extract))
     display = display_of(result, precision, view, *windows, stages,

@@ -26,6 +26,7 @@ from attncli.cli.options import (
     PoolOpt,
     PositionsOpt,
     PrecisionOpt,
+    PredictOpt,
     QueryOpt,
     RowsOpt,
     SaveJsonOpt,
@@ -82,6 +83,7 @@ def run(
     top_k: TopKOpt = None,
     pool: PoolOpt = None,
     full: FullOpt = False,
+    predict: PredictOpt = None,
 ) -> None:
     """Run one attention variant and show its weights and context vectors.
 
@@ -123,7 +125,8 @@ def run(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
-        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full, positions=positions)
+        layer=layer, impl=impl, top_k=top_k, pool=pool, full=full, positions=positions,
+        predict=predict)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=save is not None or not as_json, page=is_page(save))
     with progress_bar() as report:

@@ -377,8 +377,42 @@ function table(title, rows) {
   return box;
 }
 
+// --predict: each position's likeliest next tokens (and explain's logit lens). Token texts are
+// the model's vocabulary, untrusted: they go in as text only.
+function candidatesText(top) {
+  return (top || []).map((c) => JSON.stringify(String(c.text)) + " " + Number(c.prob).toFixed(4)).join("  ");
+}
+
+function predictions() {
+  const list = doc.predictions;
+  if (!Array.isArray(list) || !list.length) return null;
+  const lens = Array.isArray(list[0].lens), layer = (doc.config || {}).layer;
+  const box = el("section", { id: "attncli-predictions" });
+  box.appendChild(el("h2", {}, "Next-token predictions" + (lens ? " and the logit lens of layer " + layer : "")));
+  box.appendChild(el("p", { class: "hint" }, "top " + (list[0].top || []).length + " per position: "
+    + "the last layer's output through the final norm and the unembedding, softmax over the whole "
+    + "vocabulary" + (lens ? "; the lens reads layer " + layer + "'s output the same way" : "")));
+  const t = el("table", {});
+  const head = el("tr", {});
+  ["#", "token", ...(lens ? ["layer " + layer + " lens"] : []), "predicted next"]
+    .forEach((h) => head.appendChild(el("th", {}, h)));
+  t.appendChild(head);
+  for (const entry of list) {
+    const tr = el("tr", { "data-index": String(entry.index) });
+    tr.appendChild(el("td", {}, String(entry.index)));
+    tr.appendChild(el("td", {}, JSON.stringify(String(entry.token))));
+    if (lens) tr.appendChild(el("td", {}, candidatesText(entry.lens)));
+    tr.appendChild(el("td", {}, candidatesText(entry.top)));
+    t.appendChild(tr);
+  }
+  box.appendChild(t);
+  return box;
+}
+
 function extras() {
   const box = document.getElementById("attncli-extras");
+  const predicted = predictions();
+  if (predicted) box.appendChild(predicted);
   if (model.extras) { model.extras(box); return; }
   const measures = table("Measures per head", doc.heads);
   if (measures) box.appendChild(measures);
