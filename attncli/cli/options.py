@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from attncli.core.display import Lang, Scale, View
-from attncli.core.request import Device, Pool
+from attncli.core.request import Device, Measure, Pool
 from attncli.core.sizes import Impl
 from attncli.core.variants import Variant
 
-__all__ = ["Device", "Impl", "Lang", "Pool", "Scale", "Variant", "View"]
+__all__ = ["Device", "Impl", "Lang", "Measure", "Pool", "Scale", "Variant", "View"]
 
 
 # Options shared by the commands that run attention, declared once.
@@ -110,3 +110,8 @@ PoolOpt = Annotated[Pool | None, typer.Option(
 FullOpt = Annotated[bool, typer.Option(
     "--full", help="Tiled path: put the whole N × N weights in the JSON (refused when it would "
     "not fit in memory).")]
+MeasureOpt = Annotated[Measure, typer.Option(
+    help="What the matrix shows: weights; norm: ‖α_ij · W_O v_j‖ per head, rows renormalised "
+    "(Kobayashi et al. 2020); rollout: Ã_L ··· Ã_0 to the shown layer, each Ã = 0.5·I + "
+    "0.5·(heads' mean), rows renormalised (Abnar & Zuidema 2020; --model, and --rows on the "
+    "tiled path).")]

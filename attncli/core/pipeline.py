@@ -5,7 +5,7 @@ The tiled path (long/) and checkpoints (models/) build on prepare() and config_o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -15,11 +15,14 @@ from attncli.core.attention import Attention, AttentionOutput, build_variant
 from attncli.core.convert import plain
 from attncli.core.display import check_stages, resolve_query
 from attncli.core.embed import embed
-from attncli.core.request import Device, Extract, Request
+from attncli.core.measures import norm_weights, row_normalised, value_norms
+from attncli.core.request import Device, Extract, Measure, Request
 from attncli.core.result import STAGES, QueryRow, Result, RunConfig, TextConfig, TokenInfo
 from attncli.core.sizes import (
+    FLOAT_BYTES,
     NAIVE_BUDGET,
     Impl,
+    check_fits,
     check_module,
     check_naive,
     choose_impl,
@@ -84,7 +87,36 @@ def config_of(req: Request, num_tokens: int, d_in: int, d_out: int, heads: int,
         d_in=d_in, d_out=d_out, heads=heads, impl=impl.value, version=__version__,
         variant=req.kind.value, seed=req.seed, dropout=req.dropout, qkv_bias=req.qkv_bias,
         device=req.device.value, text=text, top_k=req.keys_kept if tiled else None,
-        pool=req.pooling.value if tiled else None, head=head)
+        pool=req.pooling.value if tiled else None, head=head, measure=measure_of(req))
+
+
+def measure_of(req: Request) -> str | None:
+    """The config's measure: None for the weights themselves (their JSON stays as it was)."""
+    return None if req.measure is Measure.weights else req.measure.value
+
+
+def check_measure(req: Request, extract: Extract, num_tokens: int, heads: int,
+                  impl: Impl) -> None:
+    """Refuse what --measure norm or rollout cannot show; on the naive path, estimate what
+    they keep (the tiled path estimates its own)."""
+    if req.measure is Measure.weights:
+        return
+    option = f"--measure {req.measure.value}"
+    if extract.stages:
+        raise AttnCliError(f"--show picks stages of the attention weights; {option} shows its "
+                           "own matrix: leave out one of them")
+    if req.measure is Measure.rollout and extract.head is not None:
+        raise AttnCliError("--head does not apply with --measure rollout: rollout averages the "
+                           "heads into one matrix")
+    if req.full:
+        raise AttnCliError(f"--full does not apply with {option}: pick the rows with --rows a:b")
+    if impl is Impl.tiled:
+        return
+    # norm: the raw and row-normalised matrices beside the weights; rollout: three (T, T).
+    copies = 3 * heads if req.measure is Measure.norm else 3
+    check_fits(copies * num_tokens * num_tokens * FLOAT_BYTES,
+               f"{option} keeps {copies} {num_tokens:,} × {num_tokens:,} matrices",
+               "pick fewer tokens")
 
 
 def prepare(req: Request, head: int | None = None, budget_bytes: int = NAIVE_BUDGET) -> Prepared:
@@ -154,7 +186,42 @@ def naive(prep: Prepared, extract: Extract) -> Result:
     """The naive path: every (heads, T, T) stage of the module's forward pass."""
     with torch.no_grad():
         out = prep.module(prep.x)
-    return to_result(prep.config.variant or "", prep.config, prep.tokens, prep.x, out, extract)
+        result = to_result(prep.config.variant or "", prep.config, prep.tokens, prep.x, out,
+                           extract)
+        if prep.config.measure != Measure.norm.value:
+            return result
+        raw = norm_weights(out.weights, key_norms(prep.module, prep.x))  # (heads, T, T)
+    return measured(result, raw, row_normalised(raw), extract)
+
+
+def out_proj_of(module: Attention, values: Tensor) -> Tensor:
+    """W_O (d_out, heads · head_dim) as nn.Linear holds it, read off the module's combine():
+    the identity for a variant without an output projection (simple, qkv, causal)."""
+    heads, _, head_dim = values.shape  # values (heads, T, head_dim): their sizes and device
+    width = heads * head_dim
+    eye = torch.eye(width, dtype=values.dtype, device=values.device)  # (width, width)
+    basis = eye.view(width, heads, head_dim).transpose(0, 1)  # (heads, width, hd): token t = e_t
+    bias = module.combine(basis[:, :1] * 0)  # (1, d_out) what combine adds to nothing
+    return (module.combine(basis) - bias).T  # (d_out, width)
+
+
+def key_norms(module: Attention, x: Tensor) -> Tensor:
+    """‖W_O^h v_j^h‖ (heads, T) of each head's values of x (T, d_in) (simple: v_j = x_j)."""
+    _, _, values = module.heads_qkv(x)  # (heads, T, head_dim)
+    return value_norms(values, out_proj_of(module, values))  # (heads, T)
+
+
+def measured(result: Result, raw: Tensor | None, shown: Tensor, extract: Extract) -> Result:
+    """A naive result whose matrix is the measure's: shown (heads or 1, T, T) as weights, and
+    raw, norm's lengths before the rows are renormalised (None for rollout)."""
+    if extract.head is not None and raw is not None:
+        one = slice(extract.head, extract.head + 1)
+        raw, shown = raw[one], shown[one]  # (1, T, T)
+    weights = plain(shown)
+    query = None if result.query is None else replace(
+        result.query, weights=[head[result.query.index] for head in weights])
+    return replace(result, weights=weights, norm=None if raw is None else plain(raw),
+                   query=query)
 
 
 def run_naive(req: Request, extract: Extract | None = None,

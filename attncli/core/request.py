@@ -29,6 +29,14 @@ class Device(str, Enum):
     auto = "auto"
 
 
+class Measure(str, Enum):
+    """What `run`'s matrix shows: the weights, or a view beyond them (core/measures.py)."""
+
+    weights = "weights"
+    norm = "norm"  # ‖α_ij · W_O v_j‖ per head, rows renormalised
+    rollout = "rollout"  # Ã_L ··· Ã_0 to the shown layer, heads averaged (needs --model)
+
+
 class Pool(str, Enum):
     """How a long run's heatmap block summarises its weights."""
 
@@ -67,10 +75,11 @@ class Request:
     pool: Pool | None = None  # tiled: how heatmap blocks pool their weights (default max)
     full: bool = False  # tiled: the whole weights matrix in the result, not a window
     positions: bool = True  # text: add the positional embedding to the token embedding
+    measure: Measure = Measure.weights  # what the matrix shows: weights, norm or rollout
     predict: int | None = None  # --predict K: each position's top-K next tokens (--model)
 
     def __post_init__(self) -> None:
-        for name, kind in (("impl", Impl), ("device", Device)):
+        for name, kind in (("impl", Impl), ("device", Device), ("measure", Measure)):
             object.__setattr__(self, name, _choice(kind, getattr(self, name), name))
         if self.variant is not None:
             object.__setattr__(self, "variant", _choice(Variant, self.variant, "variant"))
@@ -136,6 +145,9 @@ def _check(req: Request) -> None:
                            "vocabulary to predict")
     if req.predict is not None and req.predict < 1:
         raise AttnCliError(f"--predict must be 1 or more (got {req.predict})")
+    if req.measure is Measure.rollout and req.model is None:
+        raise AttnCliError("--measure rollout needs --model: rollout multiplies a model's layers "
+                           "(Ã_L ··· Ã_0), and a chapter-3 variant is a single layer")
     if req.model is not None:
         _check_model(req)
     else:

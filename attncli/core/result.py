@@ -1,8 +1,7 @@
 """The plain result of one run and its JSON contract (to_dict); no tensors here.
 
-One Result serves both paths: the naive path holds every weight (and the stages asked for),
-the tiled path the weights of a window plus per-row stats. Its config is a typed record,
-serialised in one place.
+One Result serves both paths: the naive path holds every weight (and the stages asked for), the
+tiled path a window's weights plus per-row stats. Its config is a typed record, serialised once.
 """
 
 from __future__ import annotations
@@ -81,6 +80,7 @@ class RunConfig:
     pool: str | None = None  # tiled path only
     head: int | None = None  # with --head: the one head the result holds
     tokenizer: dict[str, Any] | None = None  # a checkpoint's tokenizer.json: what it added
+    measure: str | None = None  # norm or rollout: what "weights" holds (None: the weights)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON "config" object."""
@@ -109,6 +109,7 @@ class RunConfig:
             out |= {"top_k": self.top_k, "pool": self.pool}
         if self.head is not None:
             out["head"] = self.head
+        out |= {"measure": self.measure} if self.measure is not None else {}
         out["version"] = self.version
         return out
 
@@ -155,21 +156,18 @@ class ModelInfo:
     def to_dict(self) -> dict[str, Any]:
         """The JSON "model" object."""
         out: dict[str, Any] = {"path": self.path}
-        if self.family is not None:
-            out["architecture"] = self.family.architecture
+        f = self.family
+        if f is not None:
+            out["architecture"] = f.architecture
         out |= {"layers": self.layers, "heads": self.heads}
-        if self.family is not None:
-            f = self.family
+        if f is not None:
             out |= {"kv_heads": f.kv_heads, "head_dim": f.head_dim}
         out["d_model"] = self.d_model
-        if self.family is not None:
-            f = self.family
+        if f is not None:
             out |= {"rope_theta": f.rope_theta, "rope_scaling": f.rope_scaling,
                     "sliding_window": f.sliding_window}
         if self.layer is not None:
-            out["layer"] = self.layer
-            if self.family is not None:
-                out["window"] = self.family.window
+            out |= {"layer": self.layer} | ({"window": f.window} if f is not None else {})
         return out
 
 
@@ -228,6 +226,7 @@ class Result:
     long: LongStats | None = None  # the tiled path's per-row stats
     # --predict: per position {index, token, top: [{id, text, bytes?, prob, logit}], lens?}
     predictions: list[dict[str, Any]] | None = None
+    norm: Any = None  # --measure norm: the raw ‖α_ij·W_O v_j‖, shaped as (renormalised) weights
 
     @property
     def num_heads(self) -> int:
@@ -270,6 +269,7 @@ class Result:
         if self.model is not None:
             out["model"] = self.model.to_dict()
         out |= {"weights": self.weights, "context": self.context}
+        out |= {"norm": self.norm} if self.norm is not None else {}
         if self.stages:
             out["stages"] = self.stages
         if self.long is not None:

@@ -75,6 +75,9 @@ def weights_result(weights: Any, tokens: Any) -> Result:
 
 def pick(result: Result, head: int | None, query: str | None) -> Result:
     """The saved result with --head's head alone and --query's row, as a run would hold them."""
+    if head is not None and result.config.measure == "rollout":
+        raise AttnCliError("--head does not apply to a rollout's file: it holds one matrix, "
+                           "heads averaged")
     if head is not None:
         held = [result.head_number(h) for h in range(result.num_heads)]
         if head not in held:
@@ -82,7 +85,9 @@ def pick(result: Result, head: int | None, query: str | None) -> Result:
                                f"{', '.join(map(str, held[:8]))}{' ...' * (len(held) > 8)}")
         at = held.index(head)
         row = result.query
+        norm = result.norm
         result = replace(result, weights=[result.weights[at]],
+                         norm=None if norm is None else [norm[at]],
                          config=replace(result.config, head=head),
                          stages={name: _one_head(name, data, at)
                                  for name, data in result.stages.items()},
@@ -156,6 +161,47 @@ def _compare(data: Any) -> list[Result]:
     return results
 
 
+MEASURES = ("norm", "rollout")  # what config.measure may say "weights" holds instead
+
+
+def run_from(data: dict[str, Any]) -> Result:
+    """A run's JSON back into its Result; with config.measure, what it holds checked too: norm's
+    raw lengths ("norm", shaped as weights), or rollout's one matrix (heads averaged)."""
+    config = data.get("config")
+    measure = config.get("measure") if isinstance(config, dict) else None
+    if measure is None:
+        if "norm" in data:
+            raise AttnCliError('saved file: "norm" without config.measure "norm"')
+        return result_from_dict(data)
+    if measure not in MEASURES:
+        raise AttnCliError(f"saved file: config.measure must be one of {', '.join(MEASURES)} "
+                           f"(got {measure!r})")
+    doc = dict(data)
+    if measure == "rollout":
+        # One matrix for every head: checked as each head's would be, then held once.
+        heads = config.get("heads") if isinstance(config, dict) else None
+        held = data.get("weights")
+        if not isinstance(held, list) or len(held) != 1 or not isinstance(heads, int) \
+                or not 1 <= heads <= 4096:
+            raise AttnCliError("saved file: a rollout's weights are one matrix ([1][N][N]) "
+                               "beside config.heads")
+        doc["weights"] = held * heads
+        query = data.get("query")
+        if isinstance(query, dict) and isinstance(query.get("weights"), list) \
+                and len(query["weights"]) == 1:
+            doc["query"] = {**query, "weights": query["weights"] * heads}
+    elif "norm" not in data:
+        raise AttnCliError('saved file: config.measure is "norm" but the file has no "norm"')
+    result = result_from_dict(doc)
+    result = replace(result, config=replace(result.config, measure=measure))
+    if measure == "norm":
+        norm = result_from_dict({**doc, "weights": data["norm"], "query": None}).weights
+        return replace(result, norm=norm)
+    query = result.query
+    return replace(result, weights=result.weights[:1],
+                   query=None if query is None else replace(query, weights=query.weights[:1]))
+
+
 def saved_from(data: Any) -> Saved:
     """The records a saved document holds, by its shape, every part checked."""
     if isinstance(data, list):
@@ -168,7 +214,7 @@ def saved_from(data: Any) -> Saved:
     if "heads" in data and "model" in data and "weights" not in data:
         return Saved("heads", [heads_from_dict(data)], doc=data)
     if "variant" in data:
-        result = result_from_dict(data)
+        result = run_from(data)
         return Saved("long" if result.long is not None else "run", [result], doc=data)
     _undrawn(data)
     if "weights" in data:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attncli.core.pipeline import Prepared, naive, prepare
+from attncli.core.pipeline import Prepared, check_measure, naive, prepare
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
 from attncli.core.sizes import NAIVE_BUDGET, Impl, naive_bytes, size_text
@@ -30,6 +30,7 @@ def run(req: Request, extract: Extract | None = None, progress: Progress | None 
     """Run one chapter-3 variant on the request's text or vectors, naive or tiled (--impl)."""
     extract = extract or Extract()
     prep = prepare(req, extract.head, budget_bytes)
+    check_measure(req, extract, len(prep.tokens), prep.heads, prep.impl)
     if prep.impl is Impl.naive:
         return naive(prep, extract)
     if req.dropout > 0:

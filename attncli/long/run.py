@@ -24,6 +24,7 @@ from attncli.core.request import Extract, Pool, Request
 from attncli.core.result import LongStats, PooledMap, QueryRow, Result, TokenInfo
 from attncli.core.sizes import check_memory
 from attncli.errors import AttnCliError
+from attncli.long.norm import norm_window
 from attncli.long.pooling import block_edges, block_size, maps_from_blocks, pooled_maps
 from attncli.long.tiled import tiled_attention
 from attncli.long.tiles import TiledOutput
@@ -138,6 +139,53 @@ def query_row(t: Tiled, index: int, tokens: list[TokenInfo]) -> QueryRow:
     return QueryRow(index, tokens[index].text, data[:, 0])
 
 
+def norm_view(t: Tiled, prep: Prepared, rows: range, cols: range, index: int | None,
+              tokens: list[TokenInfo]) -> tuple[Any, Any, QueryRow | None]:
+    """--measure norm: the window's raw lengths and renormalised rows (float32 numpy, NaN where
+    masked), and the query's renormalised row over every key."""
+    raw, shown = norm_window(prep.module, prep.x, t.queries, t.keys, t.out.lse, rows, cols,
+                             t.causal)  # each (heads, R, C)
+    query = None
+    if index is not None:
+        one, every = range(index, index + 1), range(t.queries.shape[1])
+        _, row = norm_window(prep.module, prep.x, t.queries, t.keys, t.out.lse, one, every,
+                             t.causal)  # (heads, 1, N)
+        query = QueryRow(index, tokens[index].text, masked_lists(row, one, every, t.causal)[:, 0])
+    return (masked_lists(raw, rows, cols, t.causal), masked_lists(shown, rows, cols, t.causal),
+            query)
+
+
+def rollout_picks(extract: Extract, labels: list[str]) -> list[int]:
+    """The rows a tiled rollout computes: the window's rows, and --query's row."""
+    if extract.rows is None and (extract.query is None or extract.cols is not None):
+        raise AttnCliError("--measure rollout on the tiled path computes only the rows asked "
+                           "for: give --rows a:b (or --query)")
+    rows, _ = window_ranges(extract, len(labels), False)
+    picked = list(rows)
+    if extract.query is not None:
+        index = resolve_query(extract.query, labels)
+        picked += [] if index in rows else [index]
+    return picked
+
+
+def with_rollout(result: Result, rolled: Tensor, picked: list[int]) -> Result:
+    """The tiled result with rollout rows (R, b) of Ã_L ··· Ã_0 as its window (1, R, C) and
+    its query's row: one matrix, heads averaged, NaN after each query."""
+    assert result.window is not None, "a tiled run holds its window"
+    num_tokens = len(result.tokens)
+    rows, cols = range(*result.window["rows"]), range(*result.window["cols"])
+    at = {row: k for k, row in enumerate(picked)}
+    whole = rolled.new_zeros(len(picked), num_tokens)  # (R', N) keys after b get nothing
+    whole[:, :rolled.shape[1]] = rolled
+    window = whole[[at[i] for i in rows]][:, cols.start:cols.stop]  # (R, C)
+    query = result.query
+    if query is not None:
+        one = range(query.index, query.index + 1)
+        row = whole[at[query.index]][None, None]  # (1, 1, N)
+        query = replace(query, weights=masked_lists(row, one, range(num_tokens), True)[:, 0])
+    return replace(result, weights=masked_lists(window[None], rows, cols, True), query=query)
+
+
 def band(t: Tiled, shown: list[int]) -> Any:
     """The heads' weights near the diagonal for the page's moving window (a float32 numpy
     array, see weights_band) to 4 significant digits, as the page shows them (a third of the
@@ -197,6 +245,7 @@ def one_head(result: Result, head: int | None) -> Result:
     picked = {"lse": long.stats["lse"][one], "entropy": long.stats["entropy"][one],
               "top_k": {name: rows[one] for name, rows in long.stats["top_k"].items()}}
     return replace(result, weights=result.weights[one],
+                   norm=None if result.norm is None else result.norm[one],
                    long=replace(long, stats=picked, summary=long.summary[one]),
                    query=None if query is None else replace(query, weights=query.weights[one]))
 
@@ -221,9 +270,12 @@ def run_long(req: Request, prep: Prepared, extract: Extract,
                          if extract.maps else [], band=band(t, shown) if extract.page else None)
         weights = window_weights(t, rows, cols)
         query = None if index is None else query_row(t, index, tokens)
+        norm = None
+        if prep.config.measure == "norm":
+            norm, weights, query = norm_view(t, prep, rows, cols, index, tokens)
     context = t.context
     del t  # queries, keys and each head's context go before the context becomes lists
     result = Result(variant=req.kind.value, config=prep.config, tokens=tokens, weights=weights,
-                    context=context.cpu().numpy(), query=query, long=long,
+                    context=context.cpu().numpy(), query=query, long=long, norm=norm,
                     window={"rows": [rows.start, rows.stop], "cols": [cols.start, cols.stop]})
     return one_head(result, extract.head)

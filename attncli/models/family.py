@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from attncli.errors import AttnCliError
 from attncli.models.checks.values import layer_index, shown
@@ -129,6 +129,16 @@ class Model(Protocol):
     def info(self, layer: int | None = None) -> ModelInfo: ...
     def decode_shape(self) -> Shape: ...
     def decoder(self, layer: int, num_tokens: int) -> DecodeStep: ...
+
+
+@runtime_checkable
+class LayerInputs(Protocol):
+    """A model with a tiled path whose rollout walks back through every layer (Llama family)."""
+
+    # Layers 0..last_layer: each one's input, cut to its first `prefix` tokens (the last
+    # layer's whole), and a module giving its heads' q, k, v as the tiled path takes them.
+    def layer_inputs(self, token_ids: list[int], last_layer: int,
+                     prefix: int) -> list[tuple[Tensor, Attention]]: ...
 
 
 class Family(Protocol):

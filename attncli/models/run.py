@@ -10,8 +10,16 @@ import torch
 
 from attncli import __version__
 from attncli.core.convert import plain
-from attncli.core.pipeline import Prepared, check_head, to_result
-from attncli.core.request import Extract, Request
+from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
+from attncli.core.pipeline import (
+    Prepared,
+    check_head,
+    check_measure,
+    measure_of,
+    measured,
+    to_result,
+)
+from attncli.core.request import Extract, Measure, Request
 from attncli.core.result import HeadsResult, Result, RunConfig, TextConfig
 from attncli.core.sizes import (
     NAIVE_BUDGET,
@@ -26,6 +34,7 @@ from attncli.errors import AttnCliError
 from attncli.models.family import (
     DEFAULT,
     FamilyTraits,
+    LayerInputs,
     Model,
     Tokens,
     family_named,
@@ -35,6 +44,7 @@ from attncli.models.measures import head_measures, page_weights, sort_measures
 from attncli.models.predict import plan_predictions, with_predictions
 
 if TYPE_CHECKING:
+    from attncli.core.attention import Attention
     from attncli.long.run import Progress
 
 THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
@@ -48,7 +58,7 @@ def _config(req: Request, model: Model, tokens: Tokens, layer: int, impl: Impl,
         heads=spec.num_heads, impl=impl.value, version=__version__, model=req.model, layer=layer,
         text=TextConfig(tokens.encoding, req.allow_special), tokenizer=tokens.tokenizer,
         head=head, top_k=req.keys_kept if tiled else None,
-        pool=req.pooling.value if tiled else None)
+        pool=req.pooling.value if tiled else None, measure=measure_of(req))
 
 
 def _impl(req: Request, model: Model, num_tokens: int, layer: int,
@@ -104,22 +114,72 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
     layer = model.spec.layer_index(req.layer or 0)
     impl = _impl(req, model, len(tokens.ids), layer, budget_bytes)
     config = _config(req, model, tokens, layer, impl, extract.head)
+    check_measure(req, extract, len(tokens.ids), model.spec.num_heads, impl)
     plan = plan_predictions(req, extract, model, tokens, layer, impl is Impl.tiled)
     variant = model.traits.variant
     if impl is Impl.tiled:
         from attncli.long.run import run_long
 
         model.check_tokens(tokens.ids)
-        x, module = model.layer_input(tokens.ids, layer)  # x: (T, d_model)
+        picked: list[int] | None = None
+        layers: list[tuple[torch.Tensor, Attention]] = []
+        if req.measure is Measure.rollout:
+            picked, layers = _rollout_layers(model, tokens, layer, extract)
+            x, module = layers[-1]  # x: (T, d_model) the shown layer's input, whole
+        else:
+            x, module = model.layer_input(tokens.ids, layer)  # x: (T, d_model)
         prep = Prepared(tokens.tokens, x, module, model.spec.num_heads, Impl.tiled, config)
         # The module hands the kernel its heads ready: plain causal attention per head.
         result = run_long(req, prep, extract, progress)
+        if picked is not None:
+            from attncli.long.rollout import rollout_rows
+            from attncli.long.run import with_rollout
+
+            rolled = rollout_rows(layers, model.spec.windows[:layer + 1], picked, progress)
+            result = with_rollout(result, rolled, picked)  # (R, b) rows of Ã_L ··· Ã_0
         result = replace(result, variant=variant, model=model.info(layer))
         return with_predictions(result, req, model, tokens, plan)
     shown = model.attention(tokens.ids, layer)
     result = to_result(variant, config, tokens.tokens, shown.inputs, shown.output, extract,
                        model=model.info(shown.layer))
+    if req.measure is not Measure.weights:
+        result = measured(result, *_measure_naive(model, tokens.ids, layer, req.measure),
+                          extract)
     return with_predictions(result, req, model, tokens, plan)
+
+
+@torch.no_grad()
+def _measure_naive(model: Model, ids: list[int], layer: int,
+                   measure: Measure) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """norm: layer's raw ‖α_ij · W_O^h v_j^h‖ (heads, T, T) and its rows renormalised;
+    rollout: None and Ã_layer ··· Ã_0 (1, T, T), heads averaged, one block at a time."""
+    rolled = last = None
+    for trace in model.trace(ids, layer):
+        if measure is Measure.rollout:
+            step = residual_attention(trace.weights)  # (T, T) 0.5·I + 0.5·mean_h A, renormalised
+            rolled = step if rolled is None else step @ rolled  # (T, T) layers 0..l
+        last = trace
+    assert last is not None, "a model has a layer 0"
+    if rolled is not None:
+        return None, rolled[None]  # (1, T, T)
+    raw = norm_weights(last.weights, value_norms(last.values, last.out_proj))  # (heads, T, T)
+    return raw, row_normalised(raw)
+
+
+def _rollout_layers(model: Model, tokens: Tokens, layer: int,
+                    extract: Extract) -> tuple[list[int], list[tuple[torch.Tensor, Attention]]]:
+    """The rows a tiled rollout computes (the window's rows and the query's), checked and
+    estimated, and every layer's input up to the last of them (the shown layer's whole)."""
+    from attncli.long.rollout import check_rollout
+    from attncli.long.run import rollout_picks
+
+    if not isinstance(model, LayerInputs):
+        raise AttnCliError(f"--measure rollout has no tiled path for a {model.traits.title} "
+                           "checkpoint")
+    picked = rollout_picks(extract, [t.text for t in tokens.tokens])
+    prefix = max(picked) + 1
+    check_rollout(len(picked), prefix, layer + 1, model.spec.d_model)
+    return picked, model.layer_inputs(tokens.ids, layer, prefix)
 
 
 def run_heads(req: Request, sort: str = "layer") -> HeadsResult:

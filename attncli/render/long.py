@@ -13,7 +13,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.display import Display
+from attncli.core.display import Display, measure_legend
 from attncli.core.result import LongStats, Result
 from attncli.render.draw.colors import cell_style
 from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
@@ -52,6 +52,9 @@ def render_header(result: Result) -> Text:
     c = result.config
     tiled = ("\ntiled path: context, log-sum-exp, entropy and top-k, without the N×N matrix",
              "dim")
+    legend = measure_legend(result.config.measure, result.config.layer)
+    if legend is not None:
+        tiled = (tiled[0] + "\n" + legend, tiled[1])
     if result.model is not None:  # a checkpoint's layer: its own shape, no seed to name
         return Text.assemble(describe_model(result), tiled)
     parts = [f"{c.num_tokens:,} tokens", f"d_in {c.d_in} → d_out {c.d_out}",
@@ -226,9 +229,13 @@ def render_window(console: Console, result: Result, head: int,
     labels = result.labels
     rows = Axis([labels[i] for i in range(a, b)], list(range(a, b)))
     cols = Axis([labels[j] for j in range(c, d)], list(range(c, d)))
-    which = _which(result, head)
-    title = (f"Attention weights{which}, rows {a}:{b} × columns {c}:{d} (exact, rebuilt from "
-             "the log-sum-exp)")
+    which, span = _which(result, head), f"rows {a}:{b} × columns {c}:{d}"
+    title = (f"Attention weights{which}, {span} (exact, rebuilt from the log-sum-exp)")
+    if result.config.measure == "norm":
+        title = f"‖α·W_O v‖{which}, {span} (rows renormalised over every key)"
+    elif result.config.measure == "rollout":
+        title = (f"Attention rollout to layer {result.config.layer}, heads averaged, {span} "
+                 "(exact, walked back through every layer)")
     top = weight_top(result.weights, options.scale)
     return render_view(console, title, rows, cols, cells, replace(options, rows=None, cols=None),
                        vmin=0.0, vmax=top, scale=options.scale)
@@ -247,7 +254,8 @@ def render_long(console: Console, result: Result, options: Display) -> Renderabl
                                    render_summary(result, options)]
     maps = {pmap.head: pmap for pmap in _long(result).maps}
     shared = pooled_range(result, options.scale) if maps else None  # one range for every head
-    for head in range(result.num_heads):
+    rollout = result.config.measure == "rollout"  # one window, heads averaged
+    for head in range(len(_long(result).summary)):
         number = result.head_number(head)
         if number in maps:
             parts += [Text(), render_pooled(console, maps[number], result.config.heads,
@@ -255,8 +263,10 @@ def render_long(console: Console, result: Result, options: Display) -> Renderabl
                                             shared)]
         # Made when reached: each head's listings are measured once the heads before it are out.
         parts += [Text(), Later(partial(render_top_k, console, result, head, options))]
-        if options.rows is not None or options.cols is not None:
+        if (options.rows is not None or options.cols is not None) and not rollout:
             parts += [Text(), Later(partial(render_window, console, result, head, options))]
+    if rollout and (options.rows is not None or options.cols is not None):
+        parts += [Text(), Later(partial(render_window, console, result, 0, options))]
     if result.query is not None:
         parts += [Text(), render_query(console, result, options)]
     return Group(*parts)

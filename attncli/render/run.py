@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from attncli.core.display import Display
+from attncli.core.display import Display, measure_legend
 from attncli.core.result import Result
 from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
@@ -21,8 +21,27 @@ if TYPE_CHECKING:
     pass
 
 
+def matrix_title(result: Result, h: int) -> str:
+    """The title of head h's matrix: its weights, or the measure shown instead."""
+    which = f" — {head_title(result, h, 'en')}" if result.config.heads > 1 else ""
+    if result.config.measure == "rollout":
+        return (f"Attention rollout to layer {result.config.layer}, heads averaged (row = query, "
+                "column = key; rows sum to 1)")
+    which += kv_note(result, h)
+    if result.config.measure == "norm":
+        return f"‖α·W_O v‖{which} (row = query, column = key; rows renormalised)"
+    return f"Attention weights{which} (row = query, column = key; rows sum to 1)"
+
+
 def describe(result: Result) -> Text:
-    """One line naming the variant and the settings that shaped the numbers."""
+    """One line naming the variant and the settings that shaped the numbers (and a second
+    saying what --measure shows)."""
+    line = _describe(result)
+    legend = measure_legend(result.config.measure, result.config.layer)
+    return line if legend is None else Text.assemble(line, ("\n" + legend, "dim"))
+
+
+def _describe(result: Result) -> Text:
     c = result.config
     if result.model is not None:
         return describe_model(result)
@@ -45,9 +64,7 @@ def render_weights(console: Console, result: Result,
     shown = {h: shown_weights(result, result.weights[h]) for h in range(result.num_heads)}
     top = weight_top(shown.values(), options.scale)
     for h, matrix in shown.items():
-        which = f" — {head_title(result, h, 'en')}" if result.config.heads > 1 else ""
-        which += kv_note(result, h)
-        title = f"Attention weights{which} (row = query, column = key; rows sum to 1)"
+        title = matrix_title(result, h)
         out.append(render_view(console, title, axis, axis, matrix, options, vmin=0.0, vmax=top,
                                scale=options.scale))
     return out

@@ -22,6 +22,8 @@ from attncli.cli.options import (
     InputsOpt,
     JsonOpt,
     LayerOpt,
+    Measure,
+    MeasureOpt,
     ModelOpt,
     PoolOpt,
     PositionsOpt,
@@ -84,6 +86,7 @@ def run(
     pool: PoolOpt = None,
     full: FullOpt = False,
     predict: PredictOpt = None,
+    measure: MeasureOpt = Measure.weights,
 ) -> None:
     """Run one attention variant and show its weights and context vectors.
 
@@ -126,7 +129,7 @@ def run(
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
         d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, device=device, model=model,
         layer=layer, impl=impl, top_k=top_k, pool=pool, full=full, positions=positions,
-        predict=predict)
+        measure=measure, predict=predict)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=save is not None or not as_json, page=is_page(save))
     with progress_bar() as report:

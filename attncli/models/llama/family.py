@@ -31,6 +31,7 @@ from attncli.models.llama.model import (
     llama_all_layers,
     llama_attention,
     llama_layer_input,
+    llama_layer_inputs,
     llama_logits,
     llama_trace,
 )
@@ -88,6 +89,20 @@ class LlamaModel:
         weights, spec = self.ckpt.weights, self.ckpt.spec
         x, cos, sin = llama_layer_input(weights, spec, token_ids, layer)  # x: (T, d_model)
         return x, RotaryProjection(weights, spec, layer, cos, sin)
+
+    def layer_inputs(self, token_ids: list[int], last_layer: int,
+                     prefix: int) -> list[tuple[Tensor, Attention]]:
+        """Layers 0..last_layer's inputs, the earlier ones cut to their first prefix tokens,
+        each with its layer as a module handing out rotated, group-repeated heads (the tiled
+        rollout): one pass through the blocks."""
+        weights, spec = self.ckpt.weights, self.ckpt.spec
+        out: list[tuple[Tensor, Attention]] = []
+        for layer, (x, cos, sin) in enumerate(
+                llama_layer_inputs(weights, spec, token_ids, last_layer)):
+            if layer < last_layer:  # x: (T, d_model) → (prefix, d_model), a copy of its own
+                x, cos, sin = x[:prefix].clone(), cos[:prefix], sin[:prefix]
+            out.append((x, RotaryProjection(weights, spec, layer, cos, sin)))
+        return out
 
     def info(self, layer: int | None = None) -> ModelInfo:
         """The JSON "model" object: where the checkpoint is, its shape and its attention."""

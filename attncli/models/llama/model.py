@@ -7,6 +7,7 @@ and keys, fewer key/value heads than query heads (GQA), and, for Mistral, a slid
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -218,7 +219,6 @@ def _rotated(weights: Named, spec: LlamaSpec, layer: int, x: Tensor, cos: Tensor
     return apply_rope(queries, cos, sin), apply_rope(keys, cos, sin), values
 
 
-@torch.no_grad()
 def llama_layer_input(weights: Named, spec: LlamaSpec, token_ids: list[int],
                       layer: int) -> tuple[Tensor, Tensor, Tensor]:
     """Layer's input (T, d_model) and RoPE tables, earlier blocks run without their weights.
@@ -226,6 +226,14 @@ def llama_layer_input(weights: Named, spec: LlamaSpec, token_ids: list[int],
     For long inputs: PyTorch's fused attention never builds the (T, T) weights it does not
     need to keep.
     """
+    # Only the last is kept: each earlier input goes once the next block has read it.
+    return deque(llama_layer_inputs(weights, spec, token_ids, layer), maxlen=1)[0]
+
+
+@torch.no_grad()
+def llama_layer_inputs(weights: Named, spec: LlamaSpec, token_ids: list[int],
+                       layer: int) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """Layers 0..layer's inputs (T, d_model) and the RoPE tables: blocks without weights."""
     check_tokens(spec, token_ids)
     x = weights.rows("embed_tokens.weight", token_ids)  # (T, d_model)
     cos, sin = rope_tables(spec, len(token_ids))  # each (T, rotary_dim)
@@ -246,8 +254,8 @@ def llama_layer_input(weights: Named, spec: LlamaSpec, token_ids: list[int],
         x = x + _linear(weights, f"{block}.self_attn.o_proj", heads_context)  # (T, d_model)
         normed = rms_norm(x, weights[f"{block}.post_attention_layernorm.weight"], spec.rms_eps)
         x = x + _feed_forward(weights, spec, block, normed)  # (T, d_model)
-    attn_input = rms_norm(x, weights[f"layers.{layer}.input_layernorm.weight"], spec.rms_eps)
-    return attn_input, cos, sin
+        yield attn_input, cos, sin
+    yield rms_norm(x, weights[f"layers.{layer}.input_layernorm.weight"], spec.rms_eps), cos, sin
 
 
 class RotaryProjection(Attention):

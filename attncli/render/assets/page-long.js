@@ -83,7 +83,8 @@ function longModel() {
   const causal = doc.model != null || isCausal(doc.variant);
   model = { kind: "window", tokens, list: [], extras: longExtras, afterRender: markPooled };
   if (extra.band && extra.band.values.length === doc.weights.length) model.list.push(movingChoice(causal));
-  model.list.push({ label: "window " + a + ":" + b + " × " + c + ":" + d + " (the JSON's)",
+  model.list.push({ label: (measureOf() ? measureOf() + " " : "") + "window " + a + ":" + b + " × "
+    + c + ":" + d + " (the JSON's)", legendNote: measureNote(),
     heads: doc.weights, rows: range(a, b), cols: range(c, d), signed: false, ranked: true, causal,
     afterFocus: topKeys, scaleNote: "this window's own scale, shared by the heads shown",
     note: "its keys inside this window, heaviest first (its top-k in the whole text below)" });

@@ -57,12 +57,24 @@ function dims(n) { return Array.from({ length: n }, (_, j) => "d" + j); }
 function range(a, b) { return Array.from({ length: Math.max(b - a, 0) }, (_, k) => a + k); }
 function isCausal(variant) { return variant === "causal" || variant === "multihead"; }
 
+// What run --measure put in doc.weights instead of the weights: its name and its legend.
+function measureOf() { return (doc.config && doc.config.measure) || null; }
+function measureNote() {
+  const m = measureOf();
+  if (m === "norm") return "norm: ‖α_ij·W_O v_j‖ per head (Kobayashi et al. 2020), rows "
+    + "renormalised to sum to 1; the JSON's \"norm\" holds the raw lengths";
+  if (m === "rollout") return "rollout to layer " + doc.config.layer + ": Ã_L···Ã_0, each Ã = "
+    + "0.5·I + 0.5·(mean over heads of A), rows renormalised (Abnar & Zuidema 2020): one "
+    + "matrix, heads averaged";
+  return null;
+}
+
 function stageModel() {
   const tokens = labelsOf(doc.tokens);
   const all = range(0, tokens.length);
   const causal = doc.model != null || isCausal(doc.variant);
-  const list = [{ label: "weights", heads: doc.weights || [], rows: all, cols: all, signed: false,
-    causal, ranked: true }];
+  const list = [{ label: measureOf() || "weights", heads: doc.weights || [], rows: all, cols: all,
+    signed: false, causal, ranked: true, legendNote: measureNote() }];
   for (const [name, data] of Object.entries(doc.stages || {})) {
     if (data === null || name === "weights" || !Array.isArray(data) || !data.length) continue;
     const heads = is2d(data) ? [data] : data;
@@ -317,7 +329,7 @@ function renderMaps() {
   }
   box.appendChild(el("p", { class: "legend" }, (choice.signed ? "diverging map, 0 in the middle, ±"
     : "sequential map, 0 to ") + scaleTop.toFixed(4) + " · " + (choice.scaleNote
-    || "shared scale (every head shown)")));
+    || "shared scale (every head shown)") + (choice.legendNote ? " · " + choice.legendNote : "")));
 }
 
 function selector(id, label, options, onChange, value) {
@@ -429,7 +441,8 @@ function header() {
   const c = doc.config || (doc.variants ? doc.variants[0].config : {}) || {};
   const what = model.title || (doc.variants ? "compare: " + doc.variants.map((v) => v.variant).join(", ")
     : doc.heads ? "heads of " + (doc.model ? doc.model.path || "a GPT-2" : "a model")
-    : (doc.variant || "attention") + (doc.stats ? " · tiled" : ""));
+    : (doc.variant || "attention") + (doc.stats ? " · tiled" : "")
+      + (measureOf() ? " · " + measureOf() : ""));
   const count = c.num_tokens || model.tokens.length;
   document.getElementById("attncli-title").textContent = what + (count ? " · " + count + " tokens" : "");
 }
