@@ -121,22 +121,24 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
         from attncli.long.run import run_long
 
         model.check_tokens(tokens.ids)
-        picked: list[int] | None = None
-        layers: list[tuple[torch.Tensor, Attention]] = []
+        picked, rolled = None, None
         if req.measure is Measure.rollout:
+            from attncli.long.rollout import rollout_rows
+
             picked, layers = _rollout_layers(model, tokens, layer, extract)
+            rolled = rollout_rows(layers, model.spec.windows[:layer + 1], picked,
+                                  progress)  # (R, b) rows of Ã_L ··· Ã_0
             x, module = layers[-1]  # x: (T, d_model) the shown layer's input, whole
+            del layers  # the earlier layers' inputs go before the tiled pass
         else:
             x, module = model.layer_input(tokens.ids, layer)  # x: (T, d_model)
         prep = Prepared(tokens.tokens, x, module, model.spec.num_heads, Impl.tiled, config)
         # The module hands the kernel its heads ready: plain causal attention per head.
         result = run_long(req, prep, extract, progress)
-        if picked is not None:
-            from attncli.long.rollout import rollout_rows
+        if picked is not None and rolled is not None:
             from attncli.long.run import with_rollout
 
-            rolled = rollout_rows(layers, model.spec.windows[:layer + 1], picked, progress)
-            result = with_rollout(result, rolled, picked)  # (R, b) rows of Ã_L ··· Ã_0
+            result = with_rollout(result, rolled, picked)
         result = replace(result, variant=variant, model=model.info(layer))
         return with_predictions(result, req, model, tokens, plan)
     shown = model.attention(tokens.ids, layer)
