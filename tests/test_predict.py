@@ -107,7 +107,9 @@ def test_run_json_table_and_page(cli, models, tmp_path: Path) -> None:  # noqa: 
     table = cli("run", TEXT, "--model", str(folder), "--predict", "2")
     assert table.code == 0 and "Next-token predictions, top 2" in table.out
     first = predictions[0]["top"][0]
-    assert repr(first["text"][:16]) in table.out or first["text"] == ""
+    # The label is the JSON's visible text quoted once: its escapes are not escaped again.
+    shown = first["text"]
+    assert (f"'{shown}'" if len(shown) <= 16 else f"'{shown[:15]}…'") in table.out
 
 
 @pytest.mark.parametrize("width", [40, 100])

@@ -21,7 +21,7 @@ NEXT = "next (rank)"  # the column of the token that does follow
 
 def _label(text: str) -> str:
     """A token's label quoted, so that a leading space shows: ' the'."""
-    return repr(shorten(text, LABEL_MAX))
+    return f"'{shorten(text, LABEL_MAX)}'"  # text is already visible: control bytes escaped once
 
 
 def candidates(top: list[dict[str, Any]], precision: int, stacked: bool = False) -> Text:
