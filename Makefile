@@ -45,6 +45,7 @@ bench: $(STAMP) model
 	$(PY) bench/bench.py
 	$(PY) bench/e2e.py
 	$(PY) bench/gguf_e2e.py
+	$(PY) bench/rollout.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
