@@ -61,8 +61,10 @@ def test_one_token_is_too_few() -> None:
 def test_sort_measures() -> None:
     weights = torch.stack([_stack(IDENTITY, SINK)[0], _stack(PREVIOUS, UNIFORM)[0]])
     rows = head_measures(weights)
+    # The head scores' keys sort rows that have them (tests/test_head_scores.py).
     order = {key: [(r["layer"], r["head"]) for r in sort_measures(rows, key)]
-             for key in SORT_KEYS}
+             for key in SORT_KEYS if key in rows[0]}
+    assert set(SORT_KEYS) - set(order) == {"previous_token", "duplicate_token", "induction"}
     assert order["prev"] == [(1, 0), (1, 1), (0, 1), (0, 0)]
     assert order["first"] == [(0, 1), (1, 1), (1, 0), (0, 0)]
     assert order["self"][0] == (0, 0)
@@ -77,4 +79,5 @@ def test_unknown_sort_key() -> None:
     with pytest.raises(AttnCliError) as err:
         sort_measures([], "sink")
     assert str(err.value) == (
-        "unknown sort key 'sink' (choose from layer, head, entropy, prev, first, self, distance)")
+        "unknown sort key 'sink' (choose from layer, head, entropy, prev, first, self, distance, "
+        "previous_token, duplicate_token, induction)")

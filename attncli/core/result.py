@@ -285,16 +285,24 @@ class Result:
 
 @dataclass(frozen=True)
 class HeadsResult:
-    """Every head of every layer of a model, summarised: `attncli heads`."""
+    """Every head of every shown layer of a model, summarised: `attncli heads`."""
 
-    config: dict[str, Any]
+    config: dict[str, Any]  # ... "layers": [a, b) shown, "threshold", "measure" (not weights)
     model: ModelInfo
     tokens: list[TokenInfo]
-    measures: list[dict[str, Any]]  # one per head: layer, head, entropy, prev, first, self, ...
-    thumbnails: list[list[Matrix]]  # [layers][heads][p][p] weights max-pooled to p ≤ T
+    # One per head: layer, head, entropy, prev, first, self, distance, previous_token,
+    # duplicate_token, induction, labels (and kv_head under grouped-query attention).
+    measures: list[dict[str, Any]]
+    thumbnails: list[list[Matrix]]  # [layers][heads, or 1 for rollout][p][p], max-pooled, p ≤ T
     weights: Any = None  # (layers, heads, T, T) float32 numpy: exact, for the page's ranking
+    # One per shown layer: layer, first_share, first_norm, median_norm, norm_ratio.
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    probe: dict[str, Any] | None = None  # --probe: kind, length, seed, bos, ids
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli heads`: the measures of every head, in table order."""
+        """The JSON contract of `attncli heads`: the measures of every head, in table order,
+        and each layer's sink."""
         return {"config": self.config, "model": self.model.to_dict(),
-                "tokens": [t.to_dict() for t in self.tokens], "heads": self.measures}
+                "tokens": [t.to_dict() for t in self.tokens],
+                **({"probe": self.probe} if self.probe is not None else {}),
+                "heads": self.measures, "layers": self.layers}

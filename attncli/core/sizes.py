@@ -209,10 +209,12 @@ def naive_bytes(num_tokens: int, num_heads: int) -> int:
 HEADS_COPIES = 7
 
 
-def heads_bytes(num_layers: int, num_heads: int, num_tokens: int) -> int:
-    """What `heads` holds at its peak: every layer's weights, several times, and one layer's
+def heads_bytes(num_layers: int, num_heads: int, num_tokens: int, views: int = 0) -> int:
+    """What `heads` holds at its peak: every shown layer's weights, several times, views more
+    copies of them (--measure norm keeps its own matrices beside the weights), and one layer's
     stages."""
-    return 4 * num_heads * num_tokens * num_tokens * (HEADS_COPIES * num_layers + NAIVE_STAGES)
+    copies = (HEADS_COPIES + views) * num_layers + NAIVE_STAGES
+    return 4 * num_heads * num_tokens * num_tokens * copies
 
 
 def choose_impl(impl: Impl, num_tokens: int, num_heads: int,

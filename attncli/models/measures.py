@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 import torch
 from torch import Tensor
 
 from attncli.core.measures import MEASURES, head_means
 from attncli.errors import AttnCliError
+from attncli.models.scores import SCORES
 
-SORT_KEYS = ("layer", "head", *MEASURES)
+SORT_KEYS = ("layer", "head", *MEASURES, *SCORES)
 PAGE_WEIGHTS = 2**22  # `heads` keeps its exact weights for the page's ranking up to this many
 
 
@@ -29,6 +30,9 @@ class HeadMeasures(TypedDict):
     first: float  # share on token 0, the "attention sink"
     self: float  # share on the query's own token
     distance: float  # tokens back, weighted by attention
+
+
+Row = TypeVar("Row", HeadMeasures, dict[str, Any])  # a measures row, or one with scores too
 
 
 def head_measures(weights: Tensor) -> list[HeadMeasures]:
@@ -62,7 +66,7 @@ def head_measures(weights: Tensor) -> list[HeadMeasures]:
     ]
 
 
-def sort_measures(rows: list[HeadMeasures], key: str) -> list[HeadMeasures]:
+def sort_measures(rows: list[Row], key: str) -> list[Row]:
     """Highest measure first (ties by layer, head); `layer` and `head` sort ascending."""
     if key not in SORT_KEYS:
         raise AttnCliError(f"unknown sort key {key!r} (choose from {', '.join(SORT_KEYS)})")

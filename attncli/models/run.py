@@ -1,5 +1,5 @@
-"""Runs on a checkpoint, whatever its family: one layer's attention as a Result, or every
-head's measures. Tensors become plain data here."""
+"""Runs on a checkpoint, whatever its family: one layer's attention as a Result (`heads`, every
+head's measures, is in heads.py). Tensors become plain data here."""
 
 from __future__ import annotations
 
@@ -40,15 +40,15 @@ from attncli.models.family import (
     family_named,
     open_family,
 )
-from attncli.models.measures import head_measures, page_weights, sort_measures
+from attncli.models.heads import HeadsOptions, check_threshold, heads_pass, layer_span, scored_rows
+from attncli.models.measures import page_weights, sort_measures
 from attncli.models.predict import plan_predictions, with_predictions
+from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
+from attncli.models.scores import SCORES
 
 if TYPE_CHECKING:
     from attncli.core.attention import Attention
     from attncli.long.run import Progress
-
-THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
-
 
 def _config(req: Request, model: Model, tokens: Tokens, layer: int, impl: Impl,
             head: int | None) -> RunConfig:
@@ -82,7 +82,7 @@ def _impl(req: Request, model: Model, num_tokens: int, layer: int,
     return impl
 
 
-def _open(req: Request) -> Model:
+def open_checked(req: Request) -> Model:
     """The request's checkpoint; --impl tiled refused first where the family has no such path."""
     try:
         source, family = open_family(req.model or "")
@@ -108,7 +108,7 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
     (`run` only); a GPT-2 checkpoint reads at most 1024 tokens, which the naive path shows.
     """
     extract = extract or Extract(stages=None)
-    model = _open(req)
+    model = open_checked(req)
     check_head(extract.head, model.spec.num_heads)
     tokens = model.tokens(req)
     layer = model.spec.layer_index(req.layer or 0)
@@ -184,33 +184,57 @@ def _rollout_layers(model: Model, tokens: Tokens, layer: int,
     return picked, model.layer_inputs(tokens.ids, layer, prefix)
 
 
-def run_heads(req: Request, sort: str = "layer") -> HeadsResult:
-    """Every layer × head of a checkpoint: measures and pooled thumbnails."""
+THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
+
+
+def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
+    """Every layer × head of a checkpoint (or of --layers): measures, scores, sinks and pooled
+    thumbnails, from one forward pass that stops at the last layer shown."""
+    options = options or HeadsOptions()
     if req.model is None:
         raise AttnCliError("attncli heads needs --model PATH|NAME (a local GPT-2 or Llama-family "
                            "checkpoint)")
-    sort_measures([], sort)  # an unknown sort key fails before any work
-    model = _open(req)
-    tokens = model.tokens(req)
-    ids = tokens.ids
-    n, spec = len(ids), model.spec
-    check_fits(heads_bytes(spec.n_layer, spec.num_heads, n),
-               f"heads keeps all {spec.n_layer} layers' {spec.num_heads} heads of {n:,} × {n:,} "
-               "weights", "`attncli run --layer L` shows one layer of a long input")
-    weights = model.all_layers(ids)  # (layers, heads, T, T)
-    measures = sort_measures(head_measures(weights), sort)
+    sort_measures([], options.sort)  # an unknown sort key fails before any work
+    check_threshold(options.threshold)
+    if options.probe is not None:
+        check_probe(options.probe, options.probe_length)
+    model = open_checked(req)
+    first, stop = layer_span(options.layers, model.spec.n_layer)
+    probe = None
+    if options.probe is not None:
+        tokens, probe = probe_tokens(model, req, options.probe, options.probe_length,
+                                     options.probe_seed)
+    else:
+        tokens = model.tokens(req)
+    ids, spec = tokens.ids, model.spec
+    n = len(ids)
+    if n < 2:
+        raise AttnCliError(f"head measures need at least 2 tokens (got {n})")
+    views = 1 if req.measure is Measure.norm else 0
+    check_fits(heads_bytes(stop - first, spec.num_heads, n, views),
+               f"heads keeps {stop - first} layers' {spec.num_heads} heads of {n:,} × {n:,} "
+               "weights", "pick fewer layers with --layers a:b, or `attncli run --layer L` "
+               "shows one layer of a long input")
+    done = heads_pass(model, ids, first, stop, req.measure)
+    kinds = SCORES if probe is None else (SCORE_OF[probe.kind],)
+    measures = sort_measures(scored_rows(done, options.threshold, kinds), options.sort)
     if model.traits.kv_heads:
         for row in measures:
-            row["kv_head"] = model.spec.kv_group(row["head"])  # type: ignore[typeddict-unknown-key]
-    side = min(len(ids), THUMBNAIL)
-    flat = weights.flatten(0, 1).unsqueeze(1)  # (layers·heads, 1, T, T)
+            row["kv_head"] = spec.kv_group(row["head"])
+    view = torch.stack(done.views)  # (layers, heads or 1, T, T)
+    del done.weights, done.views
+    side = min(n, THUMBNAIL)
     # Max pooling keeps a sharp one-token pattern visible in a small picture.
-    pooled = torch.nn.functional.adaptive_max_pool2d(flat, side)  # (layers·heads, 1, p, p)
-    thumbs = pooled.view(model.spec.n_layer, model.spec.num_heads, side, side)  # (L, H, p, p)
+    pooled = torch.nn.functional.adaptive_max_pool2d(view.flatten(0, 1).unsqueeze(1), side)
+    thumbs = pooled.view(*view.shape[:2], side, side)  # (layers, heads or 1, p, p)
     made = ({"encoding": tokens.encoding} if tokens.encoding is not None
             else {"tokenizer": tokens.tokenizer})
     config = {"model": req.model, **made, "allow_special": req.allow_special,
-              "num_tokens": len(tokens.tokens), "sort": sort, "version": __version__}
+              "num_tokens": len(tokens.tokens), "sort": options.sort, "layers": [first, stop],
+              "threshold": options.threshold, **({"measure": req.measure.value}
+                                                 if req.measure is not Measure.weights else {}),
+              "version": __version__}
     return HeadsResult(config=config, model=model.info(), tokens=tokens.tokens,
                        measures=[dict(m) for m in measures], thumbnails=plain(thumbs),
-                       weights=page_weights(weights))
+                       weights=page_weights(view), layers=done.sinks,
+                       probe=None if probe is None else probe.to_dict())

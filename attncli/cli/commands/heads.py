@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated
 
 import typer
@@ -10,6 +11,7 @@ from attncli.cli.app import app
 from attncli.cli.options import (
     FileOpt,
     JsonOpt,
+    MeasureOpt,
     ModelOpt,
     SaveJsonOpt,
     SaveOpt,
@@ -20,6 +22,17 @@ from attncli.cli.options import (
 )
 from attncli.cli.output import check_outputs, deliver
 from attncli.cli.requests import read_source
+from attncli.core.display import parse_window
+from attncli.core.request import Measure
+from attncli.errors import AttnCliError
+
+
+class ProbeKind(str, Enum):
+    """What `heads --probe` looks for on its repeated random tokens."""
+
+    induction = "induction"
+    previous = "previous"
+    duplicate = "duplicate"
 
 
 @app.command()
@@ -32,32 +45,61 @@ def heads(
         show_default=False)] = None,
     allow_special: SpecialOpt = False,
     sort: Annotated[str, typer.Option(
-        help="Order of the table: layer, head, entropy, prev, first, self or distance "
-        "(measures sort largest first).")] = "layer",
+        help="Order of the table: layer, head, entropy, prev, first, self, distance, "
+        "previous_token, duplicate_token or induction (measures and scores sort largest "
+        "first).")] = "layer",
+    layers: Annotated[str | None, typer.Option(
+        help="Only these layers: a:b, half-open and 0-based like --rows (10:20, 25:, -4:); the "
+        "forward pass stops at the last.", show_default=False, metavar="A:B")] = None,
+    probe: Annotated[ProbeKind | None, typer.Option(
+        help="Run on a built-in probe instead of a text: --probe-length seeded random tokens "
+        "(no special ones), repeated twice, after the model's BOS when its tokenizer has one; "
+        "heads scoring --threshold or more on the probed score are labelled.",
+        show_default=False)] = None,
+    probe_length: Annotated[int, typer.Option(
+        min=1, max=4096, help="Random tokens before the probe repeats them.")] = 50,
+    probe_seed: Annotated[int, typer.Option(help="Seed of the probe's tokens.")] = 0,
+    threshold: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="Label a head whose score is at least this: the probed score "
+        "with --probe, else every score.")] = 0.4,
+    measure: MeasureOpt = Measure.weights,
     precision: Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")] = 3,
     as_json: JsonOpt = False,
     save: SaveOpt = None,
     save_json: SaveJsonOpt = None,
     scale: ScaleOpt = Scale.shared,
 ) -> None:
-    """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance, with measures.
+    """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance: measures, head
+    scores (previous_token, duplicate_token, induction, as TransformerLens's detect_head),
+    attention sinks and thumbnails.
 
     Examples:
 
       attncli heads "The cat sat on the mat because it was tired" --model samples/toy-gpt2
 
-      attncli heads "..." --model gpt2 --sort prev
+      attncli heads "..." --model gpt2 --sort prev --layers 4:8
+
+      attncli heads --probe induction --model ~/models/SmolLM2 --sort induction
 
       attncli heads "..." --model ~/models/gpt2 --json | jq '.heads[0]'
     """
     from attncli.core.request import Request
+    from attncli.models.heads import HeadsOptions
     from attncli.models.run import run_heads
     from attncli.render.heads import render_heads
     from attncli.render.page import page_extra
 
     check_outputs(save, save_json)
-    source_text, _ = read_source(text, file)
-    request = Request(text=source_text, model=model, heads=heads, allow_special=allow_special)
-    result = run_heads(request, sort)
+    if probe is not None and (text is not None or file is not None):
+        raise AttnCliError(f"--probe {probe.value} runs on its own random tokens: give no TEXT "
+                           "or --file with it")
+    window = None if layers is None else parse_window(layers, "--layers")
+    # The probe makes its own tokens: its request carries an empty text.
+    source_text = "" if probe is not None else read_source(text, file)[0]
+    request = Request(text=source_text, model=model, heads=heads, allow_special=allow_special,
+                      measure=measure)
+    options = HeadsOptions(sort=sort, layers=window, probe=None if probe is None else probe.value,
+                           probe_length=probe_length, probe_seed=probe_seed, threshold=threshold)
+    result = run_heads(request, options)
     deliver(result.to_dict(), lambda out: render_heads(out, result, precision, scale.value),
             as_json, save, save_json, page_extra(result))

@@ -10,6 +10,7 @@ from attncli.core.checks.parts import (
     flag,
     integer,
     items,
+    maybe,
     need,
     number,
     obj,
@@ -20,10 +21,14 @@ from attncli.core.result import HeadsResult
 from attncli.errors import AttnCliError
 
 MEASURES = ("entropy", "prev", "first", "self", "distance")
-SORTS = ("layer", "head", *MEASURES)
+SCORES = ("previous_token", "duplicate_token", "induction")
+SORTS = ("layer", "head", *MEASURES, *SCORES)
+VIEWS = ("norm", "rollout")  # config.measure: what the thumbnails drew (absent: the weights)
+PROBES = ("induction", "previous", "duplicate")
+SINKS = ("first_share", "first_norm", "median_norm", "norm_ratio")
 
 
-def _config(data: Any, size: int) -> dict[str, Any]:
+def _config(data: Any, size: int, layers: int) -> dict[str, Any]:
     """The heads run's settings, as render/heads.py reads them."""
     doc = obj(data, "config")
     out: dict[str, Any] = {"model": string(need(doc, "model", "config"), "config.model")}
@@ -34,25 +39,71 @@ def _config(data: Any, size: int) -> dict[str, Any]:
     out |= {"allow_special": flag(need(doc, "allow_special", "config"), "config.allow_special"),
             "num_tokens": integer(need(doc, "num_tokens", "config"), "config.num_tokens", size,
                                   size),
-            "sort": choice(need(doc, "sort", "config"), "config.sort", SORTS),
-            "version": string(need(doc, "version", "config"), "config.version")}
+            "sort": choice(need(doc, "sort", "config"), "config.sort", SORTS)}
+    if "layers" in doc:
+        span = items(doc["layers"], "config.layers", 2)
+        first = integer(span[0], "config.layers[0]", 0, layers - 1)
+        out["layers"] = [first, integer(span[1], "config.layers[1]", first + 1, layers)]
+    if "threshold" in doc:
+        out["threshold"] = number(doc["threshold"], "config.threshold")
+        if not 0 <= out["threshold"] <= 1:
+            raise AttnCliError(f"saved file: config.threshold is {out['threshold']}, not 0 to 1")
+    if "measure" in doc:
+        out["measure"] = choice(doc["measure"], "config.measure", VIEWS)
+    out["version"] = string(need(doc, "version", "config"), "config.version")
     return out
 
 
-def _measures(data: Any, layers: int, heads: int, kv_heads: int | None) -> list[dict[str, Any]]:
-    """One measure record per layer × head, each (layer, head) once."""
+def _probe(data: Any, size: int) -> dict[str, Any]:
+    """The probe's kind, length, seed, BOS and ids: BOS + length ids, then the same again."""
+    doc = obj(data, "probe")
+    length = integer(need(doc, "length", "probe"), "probe.length", 1, size)
+    bos = flag(need(doc, "bos", "probe"), "probe.bos")
+    ids = items(need(doc, "ids", "probe"), "probe.ids", int(bos) + 2 * length)
+    return {"kind": choice(need(doc, "kind", "probe"), "probe.kind", PROBES), "length": length,
+            "seed": integer(need(doc, "seed", "probe"), "probe.seed", -2**63, 2**64),
+            "bos": bos, "ids": [integer(i, f"probe.ids[{k}]") for k, i in enumerate(ids)]}
+
+
+def _sinks(data: Any, first: int, stop: int) -> list[dict[str, Any]]:
+    """One sink record per shown layer, in order."""
+    out = []
+    for k, s in enumerate(items(data, "layers", stop - first)):
+        at = f"layers[{k}]"
+        s = obj(s, at)
+        record: dict[str, Any] = {"layer": integer(need(s, "layer", at), f"{at}.layer",
+                                                   first + k, first + k)}
+        record |= {name: maybe(need(s, name, at), number, f"{at}.{name}") for name in SINKS}
+        out.append(record)
+    return out
+
+
+def _measures(data: Any, span: list[int], heads: int,
+              kv_heads: int | None) -> list[dict[str, Any]]:
+    """One measure record per shown layer × head, each (layer, head) once; the scores and
+    labels in every record or in none."""
     seen: set[tuple[int, int]] = set()
     out = []
-    for k, m in enumerate(items(data, "heads", layers * heads)):
+    first, stop = span
+    rows = items(data, "heads", (stop - first) * heads)
+    scored = bool(rows) and isinstance(rows[0], dict) and "induction" in rows[0]
+    for k, m in enumerate(rows):
         at = f"heads[{k}]"
         m = obj(m, at)
-        pair = (integer(need(m, "layer", at), f"{at}.layer", 0, layers - 1),
+        pair = (integer(need(m, "layer", at), f"{at}.layer", first, stop - 1),
                 integer(need(m, "head", at), f"{at}.head", 0, heads - 1))
         if pair in seen:
             raise AttnCliError(f"saved file: {at} repeats layer {pair[0]} head {pair[1]}")
         seen.add(pair)
         record: dict[str, Any] = {"layer": pair[0], "head": pair[1]}
         record |= {name: number(need(m, name, at), f"{at}.{name}") for name in MEASURES}
+        if scored:
+            record |= {name: number(need(m, name, at), f"{at}.{name}") for name in SCORES}
+            labels = [choice(v, f"{at}.labels[{j}]", SCORES)
+                      for j, v in enumerate(items(need(m, "labels", at), f"{at}.labels"))]
+            if len(set(labels)) != len(labels):
+                raise AttnCliError(f"saved file: {at}.labels repeats a score")
+            record["labels"] = labels
         if kv_heads is not None:
             record["kv_head"] = integer(need(m, "kv_head", at), f"{at}.kv_head", 0, kv_heads - 1)
         out.append(record)
@@ -60,14 +111,20 @@ def _measures(data: Any, layers: int, heads: int, kv_heads: int | None) -> list[
 
 
 def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
-    """`attncli heads` JSON: the measures (it holds no weights, so no thumbnails)."""
+    """`attncli heads` JSON: the measures, scores and sinks (it holds no weights, so no
+    thumbnails)."""
     tokens = tokens_from(need(doc, "tokens", "the file"), None)
     model = model_from(doc["model"], None)
     if model.layers * model.heads > BOUND:
         raise AttnCliError(f"saved file: model.layers × model.heads is "
                            f"{model.layers * model.heads:,}, too many heads")
     kv_heads = None if model.family is None else model.family.kv_heads
-    return HeadsResult(config=_config(need(doc, "config", "the file"), len(tokens)), model=model,
-                       tokens=tokens, measures=_measures(doc["heads"], model.layers, model.heads,
-                                                         kv_heads),
-                       thumbnails=[])
+    config = _config(need(doc, "config", "the file"), len(tokens), model.layers)
+    span = config.get("layers", [0, model.layers])
+    probe = None if "probe" not in doc else _probe(doc["probe"], len(tokens))
+    if probe is not None and probe["ids"] != [t.id for t in tokens]:
+        raise AttnCliError("saved file: probe.ids are not the tokens' ids")
+    sinks = _sinks(doc["layers"], *span) if "layers" in doc else []
+    return HeadsResult(config=config, model=model, tokens=tokens,
+                       measures=_measures(doc["heads"], span, model.heads, kv_heads),
+                       thumbnails=[], layers=sinks, probe=probe)

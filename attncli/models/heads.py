@@ -1,0 +1,121 @@
+"""`heads`' one forward pass: every shown layer's weights, the view its thumbnails draw, each
+head's scores and each layer's sink, kept one layer at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attncli.core.display import Window
+from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
+from attncli.core.request import Measure
+from attncli.errors import AttnCliError
+from attncli.models.family import Model
+from attncli.models.measures import HeadMeasures, head_measures
+from attncli.models.scores import SCORES, head_labels, head_scores, layer_sinks
+
+THRESHOLD = 0.4  # --threshold: a head scoring at least this is labelled
+
+
+@dataclass(frozen=True)
+class HeadsOptions:
+    """What `heads` computes beyond the request: its layers, its probe, its labels, its order."""
+
+    sort: str = "layer"
+    layers: Window | None = None  # --layers a:b, 0-based and half-open; None: every layer
+    probe: str | None = None  # induction, previous or duplicate: run on a repeated random probe
+    probe_length: int = 50
+    probe_seed: int = 0
+    threshold: float = THRESHOLD
+
+
+def check_threshold(threshold: float) -> None:
+    """--threshold within 0..1 (a score is a share of attention)."""
+    if not 0.0 <= threshold <= 1.0:
+        raise AttnCliError(f"--threshold must be from 0 to 1 (got {threshold:g}): a score is the "
+                           "share of a head's attention on its pattern")
+
+
+def layer_span(window: Window | None, n_layer: int) -> tuple[int, int]:
+    """--layers a:b as [a, b) of the model's layers, refused when out of range or empty."""
+    if window is None:
+        return 0, n_layer
+    try:
+        return window.resolve(n_layer)
+    except AttnCliError as err:
+        raise AttnCliError(str(err).replace(f"{n_layer} tokens", f"{n_layer} layers")) from None
+
+
+@dataclass
+class HeadsPass:
+    """What one pass over layers first..stop-1 keeps: weights, the view, scores and sinks."""
+
+    first: int
+    weights: list[Tensor] = field(default_factory=list)  # each (heads, T, T)
+    views: list[Tensor] = field(default_factory=list)  # each (heads, T, T), or (1, T, T) rollout
+    scores: list[dict[str, Tensor]] = field(default_factory=list)  # each name → (heads,)
+    sinks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _traced(model: Model) -> bool:
+    """Whether the family walks its blocks one by one (a family may offer all_layers only)."""
+    return callable(getattr(model, "trace", None))
+
+
+@torch.no_grad()
+def heads_pass(model: Model, ids: list[int], first: int, stop: int,
+               measure: Measure) -> HeadsPass:
+    """Blocks 0..stop-1 once; layers first..stop-1 kept. Scores and sinks always read the raw
+    weights; the view is the weights, norm's rows renormalised, or rollout to that layer."""
+    out = HeadsPass(first)
+    if not _traced(model):  # no residual stream to read: shares only, no norms
+        if measure is Measure.norm:
+            raise AttnCliError("--measure norm needs a family that traces its blocks")
+        rolled = None
+        for layer, weights in enumerate(model.all_layers(ids)[:stop]):  # (heads, T, T) each
+            rolled = _keep(out, layer, weights, None, ids, measure, rolled)
+        return out
+    rolled = None
+    for trace in model.trace(ids, stop - 1):
+        view = None
+        if measure is Measure.norm and trace.layer >= first:
+            raw = norm_weights(trace.weights, value_norms(trace.values, trace.out_proj))
+            view = row_normalised(raw)  # (heads, T, T) ‖α_ij · W_O v_j‖, rows renormalised
+        rolled = _keep(out, trace.layer, trace.weights, trace.residual, ids, measure, rolled,
+                       view)
+    return out
+
+
+def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None, ids: list[int],
+          measure: Measure, rolled: Tensor | None, view: Tensor | None = None) -> Tensor | None:
+    """One layer into out (when shown); rollout's product Ã_layer ··· Ã_0 carried on."""
+    if measure is Measure.rollout:
+        step = residual_attention(weights)  # (T, T) 0.5·I + 0.5·mean_h A, renormalised
+        rolled = step if rolled is None else step @ rolled  # (T, T) layers 0..layer
+    if layer < out.first:
+        return rolled
+    out.weights.append(weights)
+    out.views.append(rolled[None] if rolled is not None else weights if view is None else view)
+    out.scores.append({k: v[0] for k, v in head_scores(weights[None], ids).items()})  # (heads,)
+    sink = layer_sinks(weights, residual) if residual is not None else {
+        "first_share": float(weights[:, 1:, 0].double().mean()), "first_norm": None,
+        "median_norm": None, "norm_ratio": None}
+    out.sinks.append({"layer": layer, **sink})
+    return rolled
+
+
+def scored_rows(done: HeadsPass, threshold: float,
+                kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every shown head's measures (layer numbers as the model counts them), its three scores
+    and its labels: the kinds it scores at or above threshold on."""
+    rows: list[HeadMeasures] = head_measures(torch.stack(done.weights))  # layer 0 = first shown
+    out = []
+    for row in rows:
+        k, head = row["layer"], row["head"]
+        scores = {name: float(done.scores[k][name][head]) for name in SCORES}
+        out.append({**row, "layer": done.first + k, **scores,
+                    "labels": head_labels(scores, threshold, kinds)})
+    return out

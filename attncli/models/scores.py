@@ -1,0 +1,61 @@
+"""What kind of head each one is: TransformerLens's head-detector scores, and attention sinks.
+
+A score is the share of a head's attention that falls on a detection pattern, exactly as
+`transformer_lens.head_detector.detect_head` computes it with its defaults (error measure
+"mul", the first token and the current token kept): Σ pattern ⊙ detection / Σ pattern over
+the whole (T, T) matrix, row 0 included.
+
+- previous_token: query i on key i - 1.
+- duplicate_token: query i on an earlier key j < i holding the same token id.
+- induction: query i on key j + 1, where token j is an earlier copy of token i (the token
+  that followed the last time this one appeared).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+SCORES = ("previous_token", "duplicate_token", "induction")
+SINK_SHARE = 0.5  # a head putting at least this share on the first token is a sink head
+
+
+def detection_patterns(token_ids: list[int]) -> dict[str, Tensor]:
+    """Each score's 0/1 detection pattern (T, T), lower triangular, as TransformerLens builds it."""
+    ids = torch.tensor(token_ids)  # (T,)
+    n = ids.shape[0]
+    previous = torch.diag(torch.ones(n - 1), -1)  # (T, T) ones just below the diagonal
+    same = (ids[:, None] == ids[None, :]).float()  # (T, T) token i equals token j
+    duplicate = torch.tril(same, -1)  # (T, T) earlier copies only: the token itself left out
+    # Shift right by one: key j + 1 follows the earlier copy j; nothing wraps into column 0.
+    induction = torch.zeros_like(duplicate)  # (T, T)
+    induction[:, 1:] = duplicate[:, :-1]
+    return {"previous_token": previous, "duplicate_token": duplicate,
+            "induction": torch.tril(induction)}
+
+
+def head_scores(weights: Tensor, token_ids: list[int]) -> dict[str, Tensor]:
+    """Every score of every head of weights (layers, heads, T, T): one (layers, heads) each."""
+    total = weights.double().sum((-2, -1))  # (layers, heads); T when every row sums to 1
+    out = {}
+    for name, pattern in detection_patterns(token_ids).items():
+        hit = (weights.double() * pattern.double()).sum((-2, -1))  # (layers, heads)
+        out[name] = hit / total  # (layers, heads)
+    return out
+
+
+def head_labels(scores: dict[str, float], threshold: float, kinds: tuple[str, ...]) -> list[str]:
+    """The score names among kinds at or above threshold, in SCORES order."""
+    return [name for name in SCORES if name in kinds and scores[name] >= threshold]
+
+
+def layer_sinks(weights: Tensor, residual: Tensor) -> dict[str, float]:
+    """One layer's sink: the heads' mean share on token 0 over query rows 1..T-1, weights
+    (heads, T, T), and token 0's norm in the residual stream (T, d_model) entering the layer
+    beside the median norm of the other tokens."""
+    share = weights[:, 1:, 0].double().mean()  # () heads and query rows 1..T-1 averaged
+    norms = residual.double().norm(dim=-1)  # (T,)
+    median = torch.quantile(norms[1:], 0.5)  # () the midpoint of the two middle ones when even
+    return {"first_share": float(share), "first_norm": float(norms[0]),
+            "median_norm": float(median),
+            "norm_ratio": float(norms[0] / median) if median > 0 else 0.0}
