@@ -15,7 +15,7 @@ function headsModel() {
   const all = range(0, count);
   const choice = { label: "layers × heads", heads: [[]], rows: all, cols: all, signed: false,
     ranked: true, causal: true, draw: drawGrid,
-    headName: () => "layer " + pick.layer + " · head " + pick.head,
+    headName: () => "layer " + (firstLayer() + pick.layer) + " · head " + pick.head,
     rankOf: (q) => {
       if (exact) {
         const row = exact[pick.layer][pick.head][q];
@@ -36,6 +36,48 @@ function headsModel() {
     afterRender: syncPick };
 }
 
+// The first layer the run shows (--layers a:b); pictures are numbered from it.
+function firstLayer() {
+  return (doc.config.layers || [0])[0];
+}
+
+// Each head's scores as a layer × head table per score, a sink head marked *, a labelled one +.
+function drawScores(box) {
+  const rows = doc.heads || [];
+  if (!rows.length || rows[0].induction === undefined) return;
+  const byHead = new Map(rows.map((r) => [r.layer + ":" + r.head, r]));
+  const layers = [...new Set(rows.map((r) => r.layer))].sort((a, b) => a - b);
+  const heads = [...new Set(rows.map((r) => r.head))].sort((a, b) => a - b);
+  for (const name of ["previous_token", "duplicate_token", "induction"]) {
+    const table = el("table", { class: "scores" });
+    const head = el("tr", {}, "");
+    head.appendChild(el("th", {}, name));
+    heads.forEach((h) => head.appendChild(el("th", {}, "h" + h)));
+    table.appendChild(head);
+    for (const l of layers) {
+      const tr = el("tr", {});
+      tr.appendChild(el("th", {}, "L" + l));
+      for (const h of heads) {
+        const r = byHead.get(l + ":" + h);
+        const mark = (r.labels.includes(name) ? "+" : "") + (r.first >= 0.5 ? "*" : "");
+        const td = el("td", { title: "layer " + l + " head " + h + ": " + name + " "
+          + r[name].toFixed(4) }, r[name].toFixed(2) + mark);
+        td.style.background = colour(r[name], 1, false);
+        td.style.color = r[name] > 0.5 ? "#000" : "#fff";
+        tr.appendChild(td);
+      }
+      table.appendChild(tr);
+    }
+    box.appendChild(table);
+  }
+  const sinks = (doc.layers || []).map((s) => "L" + s.layer + " " + s.first_share.toFixed(2)
+    + (s.norm_ratio === null ? "" : " (" + s.norm_ratio.toFixed(1) + "×)")).join(" · ");
+  box.appendChild(el("p", { class: "legend" }, "head scores (TransformerLens's detect_head: the "
+    + "share of each head's attention on the pattern, raw weights); + labelled (≥ "
+    + doc.config.threshold + "), * sink head (≥ 0.50 on the first token). Sinks per layer, share "
+    + "on the first token (first token's norm ÷ the median): " + sinks));
+}
+
 function drawGrid(box) {
   const thumbs = extra.thumbnails, side = thumbs[0][0].length, count = model.tokens.length;
   let top = 0;
@@ -45,9 +87,9 @@ function drawGrid(box) {
   const grid = el("div", { id: "attncli-grid" });
   thumbs.forEach((layer, l) => {
     const line = el("div", { class: "grid-row" });
-    line.appendChild(el("span", { class: "grid-label" }, "L" + l));
+    line.appendChild(el("span", { class: "grid-label" }, "L" + (firstLayer() + l)));
     layer.forEach((m, h) => {
-      const choice = { label: "layer " + l + " head " + h, heads: [m], rows: axis, cols: axis,
+      const choice = { label: "layer " + (firstLayer() + l) + " head " + h, heads: [m], rows: axis, cols: axis,
         signed: false, causal: side === count, tokens: model.tokens };
       const fig = heatmap(choice, 0, (v) => colour(v, top, false), { cell, caption: "h" + h,
         extraClass: "thumb" + (l === pick.layer && h === pick.head ? " picked" : "") });
@@ -59,6 +101,7 @@ function drawGrid(box) {
     });
     grid.appendChild(line);
   });
+  drawScores(box);
   box.appendChild(grid);
   box.appendChild(el("p", { class: "legend" }, "every layer (rows) × head (columns): query rows × "
     + "key columns" + (side === count ? "" : ", max-pooled to " + side + "×" + side) + "; sequential "
@@ -67,7 +110,7 @@ function drawGrid(box) {
 
 function headsControls(bar) {
   const layers = extra.thumbnails.length, heads = extra.thumbnails[0].length;
-  bar.appendChild(selector("attncli-layer", "layer", range(0, layers).map((l) => [String(l), String(l)]),
+  bar.appendChild(selector("attncli-layer", "layer", range(0, layers).map((l) => [String(l), String(firstLayer() + l)]),
     (v) => { pick.layer = Number(v); }));
   bar.appendChild(selector("attncli-head", "head", range(0, heads).map((h) => [String(h), String(h)]),
     (v) => { pick.head = Number(v); }));
