@@ -26,8 +26,8 @@ TL_NAMES = {"previous_token": "previous_token_head", "duplicate_token": "duplica
 @pytest.fixture(scope="module")
 def gpt2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """A random GPT-2 for attncli, and the same model as TransformerLens's TransformerBridge."""
-    from transformers import PreTrainedTokenizerFast
     from transformer_lens.model_bridge import TransformerBridge
+    from transformers import PreTrainedTokenizerFast
 
     folder = tmp_path_factory.mktemp("scores-gpt2")
     model = save_hf_gpt2(folder, seed=5, lm_head=True, n_layer=2, n_head=4, n_embd=32,
@@ -114,8 +114,8 @@ def test_probe_is_seeded_repeated_and_recorded(cli, llama) -> None:  # noqa: ANN
                    folder, "--json").json()
 
     first, again, other = probe(), probe(), probe("--probe-seed", "1")
-    p = first["probe"]
-    assert p["ids"] == again["probe"]["ids"] != other["probe"]["ids"]
+    p = first["config"]["probe"]
+    assert p["ids"] == again["config"]["probe"]["ids"] != other["config"]["probe"]["ids"]
     assert {k: p[k] for k in ("kind", "length", "seed", "bos")} == {
         "kind": "induction", "length": 12, "seed": 0, "bos": True}
     assert p["ids"] == [t["id"] for t in first["tokens"]] and len(p["ids"]) == 25
@@ -156,7 +156,7 @@ def test_show_reads_it_back_and_refuses_a_bad_file(cli, llama, tmp_path: Path) -
     shown = cli("show", str(path))
     assert shown.code == 0 and "induction" in shown.out
     for change, message in [
-            (lambda d: d["probe"]["ids"].pop(), "probe.ids has"),
+            (lambda d: d["config"]["probe"]["ids"].pop(), "config.probe.ids has"),
             (lambda d: d["heads"][0]["labels"].append("sink"), "labels[0]"),
             (lambda d: d["layers"][0].update(first_share="x"), "layers[0].first_share"),
             (lambda d: d["config"].update(layers=[2, 1]), "config.layers[1]"),

@@ -286,23 +286,15 @@ class Result:
 @dataclass(frozen=True)
 class HeadsResult:
     """Every head of every shown layer of a model, summarised: `attncli heads`."""
-
-    config: dict[str, Any]  # ... "layers": [a, b) shown, "threshold", "measure" (not weights)
+    config: dict[str, Any]  # ... "layers": [a, b) shown, "threshold", "measure", "probe"
     model: ModelInfo
     tokens: list[TokenInfo]
-    # One per head: layer, head, entropy, prev, first, self, distance, previous_token,
-    # duplicate_token, induction, labels (and kv_head under grouped-query attention).
-    measures: list[dict[str, Any]]
+    measures: list[dict[str, Any]]  # per head: layer, head, measures, scores, labels, kv_head
     thumbnails: list[list[Matrix]]  # [layers][heads, or 1 for rollout][p][p], max-pooled, p ≤ T
     weights: Any = None  # (layers, heads, T, T) float32 numpy: exact, for the page's ranking
-    # One per shown layer: layer, first_share, first_norm, median_norm, norm_ratio.
-    layers: list[dict[str, Any]] = field(default_factory=list)
-    probe: dict[str, Any] | None = None  # --probe: kind, length, seed, bos, ids
+    layers: list[dict[str, Any]] = field(default_factory=list)  # per shown layer: its sink
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli heads`: the measures of every head, in table order,
-        and each layer's sink."""
-        return {"config": self.config, "model": self.model.to_dict(),
-                "tokens": [t.to_dict() for t in self.tokens],
-                **({"probe": self.probe} if self.probe is not None else {}),
-                "heads": self.measures, "layers": self.layers}
+        """The JSON contract of `attncli heads`: every head in table order, each layer's sink."""
+        return {"config": self.config, "model": self.model.to_dict(), "heads": self.measures,
+                "tokens": [t.to_dict() for t in self.tokens], "layers": self.layers}

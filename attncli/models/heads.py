@@ -15,7 +15,13 @@ from attncli.core.request import Measure
 from attncli.errors import AttnCliError
 from attncli.models.family import Model
 from attncli.models.measures import HeadMeasures, head_measures
-from attncli.models.scores import SCORES, head_labels, head_scores, layer_sinks
+from attncli.models.scores import (
+    SCORES,
+    head_labels,
+    head_scores,
+    layer_sinks,
+    stacked_patterns,
+)
 
 THRESHOLD = 0.4  # --threshold: a head scoring at least this is labelled
 
@@ -54,6 +60,7 @@ class HeadsPass:
     """What one pass over layers first..stop-1 keeps: weights, the view, scores and sinks."""
 
     first: int
+    patterns: Tensor  # (scores, T, T) the detection patterns of the run's tokens
     weights: list[Tensor] = field(default_factory=list)  # each (heads, T, T)
     views: list[Tensor] = field(default_factory=list)  # each (heads, T, T), or (1, T, T) rollout
     scores: list[dict[str, Tensor]] = field(default_factory=list)  # each name → (heads,)
@@ -70,13 +77,13 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int,
                measure: Measure) -> HeadsPass:
     """Blocks 0..stop-1 once; layers first..stop-1 kept. Scores and sinks always read the raw
     weights; the view is the weights, norm's rows renormalised, or rollout to that layer."""
-    out = HeadsPass(first)
+    out = HeadsPass(first, patterns=stacked_patterns(ids))
     if not _traced(model):  # no residual stream to read: shares only, no norms
         if measure is Measure.norm:
             raise AttnCliError("--measure norm needs a family that traces its blocks")
         rolled = None
         for layer, weights in enumerate(model.all_layers(ids)[:stop]):  # (heads, T, T) each
-            rolled = _keep(out, layer, weights, None, ids, measure, rolled)
+            rolled = _keep(out, layer, weights, None, measure, rolled)
         return out
     rolled = None
     for trace in model.trace(ids, stop - 1):
@@ -84,12 +91,11 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int,
         if measure is Measure.norm and trace.layer >= first:
             raw = norm_weights(trace.weights, value_norms(trace.values, trace.out_proj))
             view = row_normalised(raw)  # (heads, T, T) ‖α_ij · W_O v_j‖, rows renormalised
-        rolled = _keep(out, trace.layer, trace.weights, trace.residual, ids, measure, rolled,
-                       view)
+        rolled = _keep(out, trace.layer, trace.weights, trace.residual, measure, rolled, view)
     return out
 
 
-def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None, ids: list[int],
+def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None,
           measure: Measure, rolled: Tensor | None, view: Tensor | None = None) -> Tensor | None:
     """One layer into out (when shown); rollout's product Ã_layer ··· Ã_0 carried on."""
     if measure is Measure.rollout:
@@ -99,7 +105,8 @@ def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None, 
         return rolled
     out.weights.append(weights)
     out.views.append(rolled[None] if rolled is not None else weights if view is None else view)
-    out.scores.append({k: v[0] for k, v in head_scores(weights[None], ids).items()})  # (heads,)
+    scores = head_scores(weights[None], out.patterns)  # each (1, heads)
+    out.scores.append({name: value[0] for name, value in scores.items()})  # each (heads,)
     sink = layer_sinks(weights, residual) if residual is not None else {
         "first_share": float(weights[:, 1:, 0].double().mean()), "first_norm": None,
         "median_norm": None, "norm_ratio": None}

@@ -233,8 +233,7 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
               "num_tokens": len(tokens.tokens), "sort": options.sort, "layers": [first, stop],
               "threshold": options.threshold, **({"measure": req.measure.value}
                                                  if req.measure is not Measure.weights else {}),
-              "version": __version__}
+              **({"probe": probe.to_dict()} if probe is not None else {}), "version": __version__}
     return HeadsResult(config=config, model=model.info(), tokens=tokens.tokens,
                        measures=[dict(m) for m in measures], thumbnails=plain(thumbs),
-                       weights=page_weights(view), layers=done.sinks,
-                       probe=None if probe is None else probe.to_dict())
+                       weights=page_weights(view), layers=done.sinks)

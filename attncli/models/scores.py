@@ -34,14 +34,19 @@ def detection_patterns(token_ids: list[int]) -> dict[str, Tensor]:
             "induction": torch.tril(induction)}
 
 
-def head_scores(weights: Tensor, token_ids: list[int]) -> dict[str, Tensor]:
-    """Every score of every head of weights (layers, heads, T, T): one (layers, heads) each."""
-    total = weights.double().sum((-2, -1))  # (layers, heads); T when every row sums to 1
-    out = {}
-    for name, pattern in detection_patterns(token_ids).items():
-        hit = (weights.double() * pattern.double()).sum((-2, -1))  # (layers, heads)
-        out[name] = hit / total  # (layers, heads)
-    return out
+def head_scores(weights: Tensor, patterns: Tensor) -> dict[str, Tensor]:
+    """Every score of every head of weights (layers, heads, T, T), patterns (scores, T, T)
+    stacked in SCORES order: one (layers, heads) each."""
+    w = weights.double()  # (layers, heads, T, T)
+    total = w.sum((-2, -1))  # (layers, heads); T when every row sums to 1
+    hits = torch.einsum("lhqk,sqk->slh", w, patterns.double())  # (scores, layers, heads)
+    return {name: hits[k] / total for k, name in enumerate(SCORES)}
+
+
+def stacked_patterns(token_ids: list[int]) -> Tensor:
+    """detection_patterns in SCORES order: (scores, T, T)."""
+    patterns = detection_patterns(token_ids)
+    return torch.stack([patterns[name] for name in SCORES])  # (scores, T, T)
 
 
 def head_labels(scores: dict[str, float], threshold: float, kinds: tuple[str, ...]) -> list[str]:
@@ -55,7 +60,8 @@ def layer_sinks(weights: Tensor, residual: Tensor) -> dict[str, float]:
     beside the median norm of the other tokens."""
     share = weights[:, 1:, 0].double().mean()  # () heads and query rows 1..T-1 averaged
     norms = residual.double().norm(dim=-1)  # (T,)
-    median = torch.quantile(norms[1:], 0.5)  # () the midpoint of the two middle ones when even
+    others, count = norms[1:].sort().values, norms.shape[0] - 1  # (T-1,) ascending
+    median = (others[(count - 1) // 2] + others[count // 2]) / 2  # () the two middle ones' mean
     return {"first_share": float(share), "first_norm": float(norms[0]),
             "median_norm": float(median),
             "norm_ratio": float(norms[0] / median) if median > 0 else 0.0}

@@ -258,7 +258,7 @@ def render_heads(console: Console, result: HeadsResult, precision: int = 3,
     first, stop = config.get("layers", [0, m.layers])
     which = (f"All {m.layers} layers" if (first, stop) == (0, m.layers)
              else f"Layers {first}–{stop - 1} of {m.layers}")
-    probe = result.probe
+    probe = config.get("probe")
     source = (f" · probe: {probe['length']} random tokens × 2 (seed {probe['seed']}"
               f"{', after the BOS' if probe['bos'] else ''})" if probe is not None else "")
     view = MEASURE_VIEWS.get(config.get("measure", "weights"), "")

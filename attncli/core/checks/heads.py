@@ -50,19 +50,22 @@ def _config(data: Any, size: int, layers: int) -> dict[str, Any]:
             raise AttnCliError(f"saved file: config.threshold is {out['threshold']}, not 0 to 1")
     if "measure" in doc:
         out["measure"] = choice(doc["measure"], "config.measure", VIEWS)
+    if "probe" in doc:
+        out["probe"] = _probe(doc["probe"], size)
     out["version"] = string(need(doc, "version", "config"), "config.version")
     return out
 
 
 def _probe(data: Any, size: int) -> dict[str, Any]:
     """The probe's kind, length, seed, BOS and ids: BOS + length ids, then the same again."""
-    doc = obj(data, "probe")
-    length = integer(need(doc, "length", "probe"), "probe.length", 1, size)
-    bos = flag(need(doc, "bos", "probe"), "probe.bos")
-    ids = items(need(doc, "ids", "probe"), "probe.ids", int(bos) + 2 * length)
-    return {"kind": choice(need(doc, "kind", "probe"), "probe.kind", PROBES), "length": length,
-            "seed": integer(need(doc, "seed", "probe"), "probe.seed", -2**63, 2**64),
-            "bos": bos, "ids": [integer(i, f"probe.ids[{k}]") for k, i in enumerate(ids)]}
+    at = "config.probe"
+    doc = obj(data, at)
+    length = integer(need(doc, "length", at), f"{at}.length", 1, size)
+    bos = flag(need(doc, "bos", at), f"{at}.bos")
+    ids = items(need(doc, "ids", at), f"{at}.ids", int(bos) + 2 * length)
+    return {"kind": choice(need(doc, "kind", at), f"{at}.kind", PROBES), "length": length,
+            "seed": integer(need(doc, "seed", at), f"{at}.seed", -2**63, 2**64),
+            "bos": bos, "ids": [integer(i, f"{at}.ids[{k}]") for k, i in enumerate(ids)]}
 
 
 def _sinks(data: Any, first: int, stop: int) -> list[dict[str, Any]]:
@@ -121,10 +124,9 @@ def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
     kv_heads = None if model.family is None else model.family.kv_heads
     config = _config(need(doc, "config", "the file"), len(tokens), model.layers)
     span = config.get("layers", [0, model.layers])
-    probe = None if "probe" not in doc else _probe(doc["probe"], len(tokens))
-    if probe is not None and probe["ids"] != [t.id for t in tokens]:
-        raise AttnCliError("saved file: probe.ids are not the tokens' ids")
+    if "probe" in config and config["probe"]["ids"] != [t.id for t in tokens]:
+        raise AttnCliError("saved file: config.probe.ids are not the tokens' ids")
     sinks = _sinks(doc["layers"], *span) if "layers" in doc else []
     return HeadsResult(config=config, model=model, tokens=tokens,
                        measures=_measures(doc["heads"], span, model.heads, kv_heads),
-                       thumbnails=[], layers=sinks, probe=probe)
+                       thumbnails=[], layers=sinks)
