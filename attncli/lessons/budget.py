@@ -10,7 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from attncli.core.sizes import NAIVE_CELL_BYTES, available_bytes, check_fits, size_text
+from attncli.core.sizes import (
+    NAIVE_CELL_BYTES,
+    NAIVE_STAGES,
+    available_bytes,
+    check_fits,
+    size_text,
+)
 from attncli.errors import AttnCliError
 
 LESSON_CELLS = 2**22  # attention weights a lesson lists (4,194,304: seconds, ~100 MB of JSON)
@@ -18,6 +24,10 @@ LESSON_CELLS = 2**22  # attention weights a lesson lists (4,194,304: seconds, ~1
 LISTED_CELL_BYTES = 64
 FLOAT64_STAGES = 6  # permute's float64 (heads, T, T) stages of one pass, inputs and outputs
 LESSON_MACS = 10**11  # multiply-adds a lesson computes: tens of seconds on one CPU core
+# kvcache --keep's whole passes, one per cache policy: batched matrix products run far faster per
+# multiply-add than a token-by-token decode (SmolLM2: 330 tokens in about 1.5 s a pass here).
+STREAMING_MACS = 10**12
+STREAMING_CHUNK_ROWS = 512  # positions unembedded at once: (512, vocab) float32 logits
 COST_MACS = 2**38  # cost's multiply-adds over every size (about a minute on a loaded CPU)
 FLOAT_BYTES = 4
 SHORTER = "use a shorter text, or `attncli run` for long inputs"
@@ -99,6 +109,33 @@ def check_model_kvcache(num_tokens: int, heads: int, layers: int, token_macs: in
     full = NAIVE_CELL_BYTES * heads * num_tokens * num_tokens
     check_fits(weights + full + cells * LISTED_CELL_BYTES + cache_bytes,
                f"{what} needs its weights, caches and the full pass", SHORTER)
+
+
+def check_streaming(num_tokens: int, heads: int, passes: int, work_of: Callable[[int], int],
+                    vocab: int, model: str) -> None:
+    """kvcache --keep: passes whole masked passes of work_of(T) multiply-adds each (the
+    unembedding of every position included), the (heads, T, T) stages of two blocks at once, and
+    the logits of CHUNK rows (their logsumexp and argmax temporaries beside them)."""
+    what = f"kvcache --keep on {model} ({num_tokens:,} tokens, {passes} passes)"
+    work = passes * work_of(num_tokens)
+    if work > STREAMING_MACS:
+        most = _most_within(lambda t: passes * work_of(t), STREAMING_MACS, num_tokens)
+        raise AttnCliError(f"{what} needs about {work:.1e} multiply-adds, more than the "
+                           f"{STREAMING_MACS:.0e} this lesson computes; use a shorter text "
+                           f"(at most {most:,} tokens here)")
+    trace = 2 * NAIVE_STAGES * FLOAT_BYTES * heads * num_tokens * num_tokens
+    masks = 2 * num_tokens * num_tokens  # the visible mask and its complement, as bools
+    logits = 3 * FLOAT_BYTES * min(passes * num_tokens, STREAMING_CHUNK_ROWS) * vocab
+    check_fits(trace + masks + logits, f"{what} needs its attention stages and logits", SHORTER)
+
+
+def _most_within(cost_of: Callable[[int], int], limit: int, above: int) -> int:
+    """The most tokens T < above whose cost_of(T), growing with T, stays within limit (0: none)."""
+    low, high = 0, above  # cost_of(high) > limit; cost_of(0) is taken to fit
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if cost_of(middle) <= limit else (low, middle)
+    return low
 
 
 def cost_macs(num_tokens: int, emb_dim: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
 LessonPrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")]
 ShownHeadOpt = Annotated[int, typer.Option(
     "--head", min=0, help="The head whose weights are shown (multihead, or --model).")]
+KeepOpt = Annotated[str | None, typer.Option(
+    help="With --model: evict keys from every layer's cache, keeping the latest W (window:W) "
+    "and the first S (sinks:S,window:W); prints perplexity and top-1 agreement beside the full "
+    "cache (StreamingLLM).", metavar="[sinks:S,]window:W", show_default=False)]
 
 
 def _lang(lang: Any) -> str:
@@ -125,6 +130,7 @@ def kvcache(
     heads: HeadsOpt = None,
     qkv_bias: BiasOpt = False,
     head: ShownHeadOpt = 0,
+    keep: KeepOpt = None,
     precision: LessonPrecisionOpt = 3,
     as_json: JsonOpt = False,
     lang: LangOpt = None,
@@ -144,15 +150,27 @@ def kvcache(
       attncli kvcache "..." --variant multihead --heads 2 --json | jq .totals
 
       attncli kvcache "The cat sat on the mat" --model samples/toy-gpt2 --layer -1
+
+      attncli kvcache --file samples/streaming.txt --model M.gguf --keep sinks:4,window:64
     """
     from attncli.lessons.kvcache import kvcache as run_kvcache
     from attncli.lessons.setup import build, lesson_config
     from attncli.render.lessons.kvcache import render_kvcache
 
     check_outputs(save, save_json)
+    kept = _keep(keep, model, layer, save)
     spec = _request(text, file, inputs, variant, Variant.causal, model, layer, encoding=encoding,
                     allow_special=allow_special, seed=seed, emb_dim=emb_dim, positions=positions,
                     d_out=d_out, heads=heads, qkv_bias=qkv_bias)
+    shown = _lang(lang)
+    if kept is not None:
+        from attncli.lessons.streaming import streaming_model
+        from attncli.render.lessons.streaming import render_streaming
+
+        stream = streaming_model(spec, *kept)
+        deliver(stream.to_dict(), lambda out: render_streaming(out, stream, shown), as_json, save,
+                save_json)
+        return
     if spec.model is not None:
         from attncli.lessons.kvcache import kvcache_model
 
@@ -162,9 +180,22 @@ def kvcache(
     heads_run = len(result.steps[0].weights)
     if head >= heads_run:
         raise AttnCliError(f"--head {head} is out of range (use 0..{heads_run - 1})")
-    shown = _lang(lang)
     deliver(result.to_dict(), lambda out: render_kvcache(out, result, shown, precision, head),
             as_json, save, save_json)
+
+
+def _keep(keep: str | None, model: str | None, layer: int | None,
+          save: Path | None) -> tuple[int, int] | None:
+    """--keep's (sinks, window) checked before any input is read, or None without it."""
+    if keep is None:
+        return None
+    from attncli.cli.output import is_page
+    from attncli.lessons.streaming import check_keep
+
+    kept = check_keep(keep, model, layer)
+    if is_page(save):
+        raise AttnCliError("--keep draws no page: use --save-json, or --save with .svg or .txt")
+    return kept
 
 
 @app.command()
