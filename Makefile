@@ -46,6 +46,7 @@ bench: $(STAMP) model
 	$(PY) bench/e2e.py
 	$(PY) bench/gguf_e2e.py
 	$(PY) bench/rollout.py
+	$(PY) bench/heads_scores.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -142,9 +142,10 @@ def test_heads_on_too_long_a_text_is_refused_before_it_runs(cli, tiny,  # noqa: 
 
     path, _ = tiny
     monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * 10**9)
-    monkeypatch.setattr(family.LlamaModel, "all_layers",
-                        lambda *_: pytest.fail("all_layers ran before the estimate"))
+    for forward in ("all_layers", "trace"):
+        monkeypatch.setattr(family.LlamaModel, forward,
+                            lambda *_, name=forward: pytest.fail(f"{name} ran before the estimate"))
     got = cli("heads", "the " * 3000, "--model", str(path))
     assert got.code == 2 and got.err.count("\n") == 1
-    assert re.search(r"heads keeps all 2 layers' 4 heads of (3,\d{3}) × \1 weights \(2\.\d GB\), "
+    assert re.search(r"heads keeps 2 layers' 4 heads of (3,\d{3}) × \1 weights \(2\.\d GB\), "
                      r"more than half the 2\.0 GB available", got.err)
