@@ -174,6 +174,9 @@ def test_show_reads_it_back_and_refuses_a_bad_file(cli, llama, tmp_path: Path) -
     (("x y", "--probe", "induction"), "give no TEXT or --file"),
     (("--probe", "induction", "--probe-length", "0"), "--probe-length"),
     (("--probe", "induction", "--probe-length", "100000"), "--probe-length"),
+    (("--probe", "induction", "--probe-seed", str(2**64)), "--probe-seed 18446744073709551616 is "
+     "out of range"),
+    (("--probe", "induction", "--probe-seed", str(-2**63 - 1)), "--probe-seed"),
     (("x y", "--threshold", "2"), "--threshold"),
     (("x y", "--sort", "inductions"), "unknown sort key 'inductions'"),
 ])

@@ -17,6 +17,7 @@ import torch
 
 from attncli.core.request import Request
 from attncli.core.result import TokenInfo
+from attncli.core.sizes import SEED_MAX, SEED_MIN
 from attncli.core.tokens import TokenPiece, get_encoding, labels_for
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens
@@ -44,13 +45,15 @@ class Probe:
                 "ids": self.ids}
 
 
-def check_probe(kind: str, length: int) -> None:
-    """A probe kind attncli knows, and a length within 1..MAX_PROBE."""
+def check_probe(kind: str, length: int, seed: int = 0) -> None:
+    """A probe kind attncli knows, a length within 1..MAX_PROBE and a seed torch takes."""
     if kind not in PROBE_KINDS:
         raise AttnCliError(f"unknown probe {kind!r} (choose from {', '.join(PROBE_KINDS)})")
     if not 1 <= length <= MAX_PROBE:
         raise AttnCliError(f"--probe-length must be 1 to {MAX_PROBE:,} (got {length:,}): the "
                            "probe is that many random tokens, repeated twice")
+    if not SEED_MIN <= seed <= SEED_MAX:
+        raise AttnCliError(f"--probe-seed {seed} is out of range (use {SEED_MIN}..{SEED_MAX})")
 
 
 class _Vocabulary:
@@ -100,7 +103,7 @@ def _source_of(model: Model) -> Any:
 def probe_tokens(model: Model, req: Request, kind: str, length: int,
                  seed: int) -> tuple[Tokens, Probe]:
     """length ordinary tokens drawn with seed, then the same again, after the BOS if any."""
-    check_probe(kind, length)
+    check_probe(kind, length, seed)
     sample = model.tokens(Request(text="x", model=req.model, heads=req.heads))
     vocab = _Vocabulary(model, sample)
     if not vocab.ordinary:

@@ -197,7 +197,7 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
     sort_measures([], options.sort)  # an unknown sort key fails before any work
     check_threshold(options.threshold)
     if options.probe is not None:
-        check_probe(options.probe, options.probe_length)
+        check_probe(options.probe, options.probe_length, options.probe_seed)
     model = open_checked(req)
     first, stop = layer_span(options.layers, model.spec.n_layer)
     probe = None
