@@ -92,9 +92,7 @@ class _Vocabulary:
 
 def _source_of(model: Model) -> Any:
     """Where a model that tokenises with its own vocabulary keeps it (its weight source)."""
-    source = getattr(model, "source", None)  # the Llama family
-    if source is None:  # a GPT-2 whose file carries its own vocabulary (GGUF)
-        source = getattr(getattr(getattr(model, "ckpt", None), "weights", None), "source", None)
+    source = model.vocabulary()
     if source is None:
         raise AttnCliError("--probe: this checkpoint's tokenizer could not be found")
     return source

@@ -48,6 +48,9 @@ class ToyModel:
         self.attn.eval()
         self.vocab = vocab
 
+    def vocabulary(self) -> WeightSource | None:
+        return None  # tiktoken's GPT-2 ids, folded into the toy's vocabulary
+
     def tokens(self, req: Request) -> Tokens:
         tokens, ids = text_tokens(req)
         return Tokens(tokens, [i % self.vocab for i in ids], encoding="gpt2", tokenizer=None)

@@ -53,12 +53,18 @@ class GPT2Model:
                               kv_heads=ckpt.n_head, head_dim=ckpt.head_dim, d_model=ckpt.n_embd,
                               windows=(None,) * ckpt.n_layer)
 
+    def vocabulary(self) -> WeightSource | None:
+        """The weights file, where it carries its own vocabulary (a GGUF's need not be GPT-2's);
+        None: tiktoken's GPT-2 encoding."""
+        weights = self.ckpt.weights
+        return weights.source if weights is not None and weights.source.vocabulary_inside else None
+
     def tokens(self, req: Request) -> Tokens:
         """tiktoken's GPT-2 encoding of the text, or the file's own vocabulary where the weights
         file carries one (a GGUF's need not be GPT-2's)."""
-        weights = self.ckpt.weights
-        if weights is not None and weights.source.vocabulary_inside:
-            return source_tokens(weights.source, req)
+        source = self.vocabulary()
+        if source is not None:
+            return source_tokens(source, req)
         tokens, ids = text_tokens(req)
         return Tokens(tokens, ids, encoding="gpt2", tokenizer=None)
 

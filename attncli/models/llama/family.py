@@ -55,6 +55,10 @@ class LlamaModel:
                               num_heads=s.num_heads, kv_heads=s.kv_heads, head_dim=s.head_dim,
                               d_model=s.d_model, windows=s.layer_windows)
 
+    def vocabulary(self) -> WeightSource:
+        """The source whose tokenizer this checkpoint's texts go through."""
+        return self.source
+
     def tokens(self, req: Request) -> Tokens:
         """The checkpoint's tokenizer.json, and what its post-processor added (BOS, EOS)."""
         if req.heads is not None and req.heads != self.spec.num_heads:
