@@ -260,6 +260,8 @@ def test_keep_needs_a_model_and_draws_no_page(checkpoints: dict[str, tuple[Path,
     assert not page.exists()
     cli("kvcache", TEXT, "--model", str(folder), "--keep", "window:4",
         "--layer", "1").assert_usage_error("--layer does not apply")
+    cli("kvcache", TEXT, "--model", str(folder), "--keep", "window:4",
+        "--head", "1").assert_usage_error("--keep measures every layer and head together")
 
 
 def test_a_text_too_long_is_refused_before_the_pass(tmp_path: Path, cli: Any) -> None:

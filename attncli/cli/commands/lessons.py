@@ -159,6 +159,9 @@ def kvcache(
 
     check_outputs(save, save_json)
     kept = _keep(keep, model, layer, save)
+    if kept is not None and head != 0:
+        raise AttnCliError("--keep measures every layer and head together: --head picks the "
+                           "head of the plain lesson's weights; leave it out")
     spec = _request(text, file, inputs, variant, Variant.causal, model, layer, encoding=encoding,
                     allow_special=allow_special, seed=seed, emb_dim=emb_dim, positions=positions,
                     d_out=d_out, heads=heads, qkv_bias=qkv_bias)
