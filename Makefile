@@ -13,10 +13,8 @@ $(STAMP): pyproject.toml setup.py attncli/long/_fused.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA build.
-	@# --no-compile: a module's bytecode is written when it is first imported, not for every
-	@# module of torch, transformers and their dependencies (40 s of the set-up here).
-	$(PY) -m pip install -q --no-compile torch==2.13.0
-	$(PY) -m pip install -q --no-compile -e '.[test]'
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
