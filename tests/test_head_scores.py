@@ -197,3 +197,15 @@ def test_smollm2_probe_finds_its_heads(cli) -> None:  # noqa: ANN001
     shares = {s["layer"]: s["first_share"] for s in doc["layers"]}
     assert min(shares[k] for k in range(12, 30)) > 0.3  # sinks from layer 12 on
     assert all(s["norm_ratio"] > 10 for s in doc["layers"][12:29])
+
+
+def test_a_probe_longer_than_the_context_names_the_longest_that_fits(cli) -> None:  # noqa: ANN001
+    toy = Path(__file__).resolve().parent.parent / "samples" / "toy-gpt2"
+    positions = json.loads((toy / "config.json").read_text())["n_positions"]
+    longest = (positions - 1) // 2  # twice the probe after <|endoftext|>
+    res = cli("heads", "--probe", "induction", "--probe-length", str(longest + 1), "--model",
+              str(toy))
+    res.assert_usage_error(f"use a --probe-length of at most {longest}")
+    ok = cli("heads", "--probe", "induction", "--probe-length", str(longest), "--model", str(toy),
+             "--json")
+    assert ok.code == 0 and len(ok.json()["config"]["probe"]["ids"]) == positions - 1

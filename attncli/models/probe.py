@@ -98,6 +98,19 @@ def _source_of(model: Model) -> Any:
     return source
 
 
+def _longest(model: Model, bos: bool) -> int:
+    """The longest probe the model's positions take: (positions - BOS) // 2, at least 0."""
+    low, high = 0, MAX_PROBE  # the largest n with 2·n (+ BOS) tokens accepted
+    while low < high:
+        mid = (low + high + 1) // 2
+        try:
+            model.check_tokens([0] * (2 * mid + int(bos)))
+            low = mid
+        except AttnCliError:
+            high = mid - 1
+    return low
+
+
 def probe_tokens(model: Model, req: Request, kind: str, length: int,
                  seed: int) -> tuple[Tokens, Probe]:
     """length ordinary tokens drawn with seed, then the same again, after the BOS if any."""
@@ -115,7 +128,12 @@ def probe_tokens(model: Model, req: Request, kind: str, length: int,
     except AttnCliError:
         start = []
     ids, bos = start + drawn + drawn, bool(start)
-    model.check_tokens(ids)
+    try:
+        model.check_tokens(ids)
+    except AttnCliError as error:  # the text it names is the probe's: its length is the fix
+        fix = f"use a --probe-length of at most {_longest(model, bos):,}"
+        raise AttnCliError(f"--probe-length {length:,}: {error}".replace(
+            "shorten the text", fix)) from None
     data = [vocab.data(i) for i in ids]
     pieces = [TokenPiece(k, i, label, chunk)
               for k, (i, label, chunk) in enumerate(zip(ids, labels_for(data), data, strict=True))]
