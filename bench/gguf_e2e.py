@@ -78,6 +78,23 @@ def model_path() -> Path | None:
     return Path(done.stdout.strip()) if done.returncode == 0 else None
 
 
+def real_model_setup(what: str) -> tuple[Path, str, Any] | None:
+    """The real model, the attncli command and the model's tokenizer for a bench of the GGUF, with
+    attncli byte-compiled first; None (saying so) where the model could not be fetched."""
+    gguf = model_path()
+    if gguf is None:
+        print(f"{what} not run: the real model could not be fetched (scripts/fetch_model.py)")
+        return None
+    from transformers import AutoTokenizer
+
+    # e2e.measure reads a child's stderr after it exits: transformers' progress bar could fill
+    # the pipe and hold the child.
+    os.environ["TQDM_DISABLE"] = "1"
+    cli = str(Path(sys.executable).parent / "attncli")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "attncli")], check=True)
+    return gguf, cli, AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+
+
 def long_text(tokenizer: Any) -> str:
     """Seeded sentences of common English words, cut to LONG_TOKENS of the model's tokens."""
     rng = random.Random(22)
@@ -170,19 +187,10 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(RUN_MODES),
                         help=f"the long run's outputs, of {', '.join(RUN_MODES)}")
     args = parser.parse_args()
-    gguf = model_path()
-    if gguf is None:
-        print("the GGUF targets were not run: the real model could not be fetched "
-              "(scripts/fetch_model.py)")
+    setup = real_model_setup("the GGUF targets were")
+    if setup is None:
         return
-    from transformers import AutoTokenizer
-
-    # e2e.measure reads a child's stderr after it exits: transformers' progress bar could fill
-    # the pipe and hold the child.
-    os.environ["TQDM_DISABLE"] = "1"
-    cli = str(Path(sys.executable).parent / "attncli")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "attncli")], check=True)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    gguf, cli, tokenizer = setup
     report: dict = {"model": str(gguf), "load_avg": os.getloadavg(), "repeats": args.repeats,
                     "run_repeats": args.run_repeats, "targets": [], "runs": []}
     with tempfile.TemporaryDirectory() as tmp:

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from gguf_e2e import ROOT, model_path  # this folder is on the path of a script run from it
+
 RESULTS = ROOT / "bench" / "results" / "heads_scores.json"
-MODEL = Path.home() / ".cache" / "attncli" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 TARGET = 1.2
 
 
@@ -36,8 +36,15 @@ def _timed(call: Any) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--model", default=str(MODEL))
+    parser.add_argument("--model", help="a GGUF file (default: the real model, fetched once)")
     args = parser.parse_args()
+    if args.model is None:
+        gguf = model_path()
+        if gguf is None:
+            print("the probe target was not run: the real model could not be fetched "
+                  "(scripts/fetch_model.py)")
+            return
+        args.model = str(gguf)
     sys.path.insert(0, str(ROOT))
     import torch
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from e2e import measure  # this folder is on the path of a script run from it
-from gguf_e2e import LONG_TOKENS, ROOT, count, long_text, model_path
+from gguf_e2e import LONG_TOKENS, ROOT, count, long_text, real_model_setup
 
 RESULTS = ROOT / "bench" / "results" / "rollout.json"
 PEAK_MB = 2048
@@ -32,17 +30,10 @@ def main() -> None:
     parser.add_argument("--layer", type=int, default=29)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    gguf = model_path()
-    if gguf is None:
-        print("the rollout target was not run: the real model could not be fetched "
-              "(scripts/fetch_model.py)")
+    setup = real_model_setup("the rollout target was")
+    if setup is None:
         return
-    from transformers import AutoTokenizer
-
-    os.environ["TQDM_DISABLE"] = "1"
-    cli = str(Path(sys.executable).parent / "attncli")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "attncli")], check=True)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    gguf, cli, tokenizer = setup
     report: dict = {"model": str(gguf), "rows": args.rows, "layer": args.layer,
                     "load_avg": os.getloadavg(), "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
