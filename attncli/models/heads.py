@@ -107,10 +107,7 @@ def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None,
     out.views.append(rolled[None] if rolled is not None else weights if view is None else view)
     scores = head_scores(weights[None], out.patterns)  # each (1, heads)
     out.scores.append({name: value[0] for name, value in scores.items()})  # each (heads,)
-    sink = layer_sinks(weights, residual) if residual is not None else {
-        "first_share": float(weights[:, 1:, 0].double().mean()), "first_norm": None,
-        "median_norm": None, "norm_ratio": None}
-    out.sinks.append({"layer": layer, **sink})
+    out.sinks.append({"layer": layer, **layer_sinks(weights, residual)})
     return rolled
 
 

@@ -54,11 +54,14 @@ def head_labels(scores: dict[str, float], threshold: float, kinds: tuple[str, ..
     return [name for name in SCORES if name in kinds and scores[name] >= threshold]
 
 
-def layer_sinks(weights: Tensor, residual: Tensor) -> dict[str, float]:
+def layer_sinks(weights: Tensor, residual: Tensor | None) -> dict[str, float | None]:
     """One layer's sink: the heads' mean share on token 0 over query rows 1..T-1, weights
     (heads, T, T), and token 0's norm in the residual stream (T, d_model) entering the layer
-    beside the median norm of the other tokens."""
+    beside the median norm of the other tokens (None without a residual stream)."""
     share = weights[:, 1:, 0].double().mean()  # () heads and query rows 1..T-1 averaged
+    if residual is None:
+        return {"first_share": float(share), "first_norm": None, "median_norm": None,
+                "norm_ratio": None}
     norms = residual.double().norm(dim=-1)  # (T,)
     others, count = norms[1:].sort().values, norms.shape[0] - 1  # (T-1,) ascending
     median = (others[(count - 1) // 2] + others[count // 2]) / 2  # () the two middle ones' mean
