@@ -209,3 +209,15 @@ def test_a_probe_longer_than_the_context_names_the_longest_that_fits(cli) -> Non
     ok = cli("heads", "--probe", "induction", "--probe-length", str(longest), "--model", str(toy),
              "--json")
     assert ok.code == 0 and len(ok.json()["config"]["probe"]["ids"]) == positions - 1
+
+
+def test_the_grid_names_each_score_apart_with_few_heads(cli, monkeypatch) -> None:  # noqa: ANN001
+    """4 heads are 12 columns of cells: the block of a score is widened to its name."""
+    monkeypatch.setenv("COLUMNS", "100")
+    toy = Path(__file__).resolve().parent.parent / "samples" / "toy-gpt2"
+    out = cli("heads", "--probe", "induction", "--model", str(toy)).out.splitlines()
+    header = next(line for line in out if "previous_token" in line and "induction" in line)
+    assert header.split() == ["previous_token", "duplicate_token", "induction"]
+    start = header.index("duplicate_token")
+    for line in out[out.index(header) + 2:out.index(header) + 5]:  # the rows of L0..L2
+        assert line.startswith("L") and line[start - 1] == " " and line[start + 1].isdigit()

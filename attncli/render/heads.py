@@ -200,7 +200,9 @@ def render_scores(console: Console, result: HeadsResult) -> RenderableType:
     by_head = {(m["layer"], m["head"]): m for m in result.measures}
     layers = sorted({m["layer"] for m in result.measures})
     heads = sorted({m["head"] for m in result.measures})
-    label, block = len(f"L{layers[-1]} "), 3 * len(heads) + 1
+    # A score's block: three cells a head, and at least its name and a space (4 heads are 12).
+    label, cells = len(f"L{layers[-1]} "), 3 * len(heads)
+    block = max(cells + 1, *(len(n) + 1 for n in names))
     if label + block > console.width:
         return Text(f"(the grid of {len(heads)} heads' scores needs {label + block} columns; the "
                     f"terminal has {console.width}: see the table)", style="italic")
@@ -219,7 +221,7 @@ def render_scores(console: Console, result: HeadsResult) -> RenderableType:
             for name in shown:
                 for h in heads:
                     line.append_text(_score_cell(by_head[(layer, h)], name, threshold, depth))
-                line.append(" ")
+                line.append(" " * (block - cells))
             parts.append(line)
     parts.append(Text(f"* sink head: {SINK_SHARE:.2f} or more of its attention on the first "
                       f"token · + labelled: the score is {threshold:.2f} or more"
