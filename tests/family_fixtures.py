@@ -180,7 +180,7 @@ def rope_of(model: Any, layer: int, num_tokens: int) -> dict[str, Any] | None:
 def window_of(model: Any, layer: int) -> int | None:
     """layer's sliding window (query i sees keys i - w < j <= i), None: full causal."""
     cfg = model.config
-    types = getattr(cfg, "layer_types", None)
+    types = list(getattr(cfg, "layer_types", None) or [])
     if cfg.model_type in GEMMA:
         return cfg.sliding_window if types[layer] == "sliding_attention" else None
     if cfg.model_type == "phi3":
