@@ -213,7 +213,6 @@ STRINGS: dict[str, tuple[str, str]] = {
 }
 
 
-
 # Each entry is (English, 简体中文), merged into STRINGS.
 LLAMA_STRINGS: dict[str, tuple[str, str]] = {
     "variant.llama": ("a trained Llama-family layer's grouped-query attention",
@@ -261,10 +260,26 @@ LLAMA_STRINGS: dict[str, tuple[str, str]] = {
         "比窗口更早的键也被掩码。"),
     "title.context.llama": ("Heads concatenated, then o_proj", "拼接各头，再做 o_proj 输出投影"),
 }
-
-
-
-STRINGS |= LLAMA_STRINGS  # the Llama family's stages and explanations
+# BERT-style encoders (bert, roberta): bidirectional attention, no mask, post-LN blocks.
+ENCODER_STRINGS: dict[str, tuple[str, str]] = {
+    "variant.bert": (
+        "a trained encoder layer's bidirectional multi-head attention (no mask: every token "
+        "attends to every token, before and after it)",
+        "训练好的编码器某一层的双向多头注意力（没有掩码：每个词元都关注所有词元，包括它前后的词元）"),
+    "title.inputs.bert": ("Layer input X = the residual stream", "该层的输入 X = 残差流"),
+    "explain.inputs.bert": (
+        "Each row is what this layer's attention reads for one token: word + position + token "
+        "type embeddings after LayerNorm for layer 0, else the block before's output (post-LN: "
+        "each block normalises after adding), {d_in} numbers per token.",
+        "每一行是这一层的注意力为一个词元读取的内容：第 0 层是词嵌入加位置嵌入加词元类型嵌入再经过 "
+        "LayerNorm，其余各层是前一个块的输出（后置 LayerNorm：每个块先相加再归一化），每个词元 "
+        "{d_in} 个数。"),
+    "explain.qkv.bert": (
+        "The trained query, key and value layers (each with a bias) project each input into a "
+        "query, a key and a value, as in chapter 3.",
+        "训练好的 query、key、value 层（各带偏置）把每个输入投影成查询、键和值，与第 3 章相同。"),
+}
+STRINGS |= LLAMA_STRINGS | ENCODER_STRINGS  # the families' stages and explanations
 
 
 def text(lang: str, key: str, **values: object) -> str:

@@ -87,4 +87,5 @@ def test_an_unregistered_model_type_is_refused_by_name(tmp_path: Path) -> None:
         run_model(Request(text=TEXT, model=str(tmp_path)))
     assert str(info.value) == (
         f"{tmp_path / 'config.json'} describes a 'toyarch' model; attncli reads GPT-2 "
-        "(model_type 'gpt2') and Llama-family (llama, mistral, qwen2, qwen3) checkpoints")
+        "(model_type 'gpt2') and Llama-family (llama, mistral, qwen2, qwen3) and BERT-style "
+        "encoder (bert, roberta) checkpoints")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from attncli.core.variants import MODEL_TRAITS, SAVED_TRAITS, TRAITS, Traits, Variant
+from attncli.core.variants import SAVED_TRAITS, TRAITS, Traits, Variant, model_traits
 
 if TYPE_CHECKING:
     from attncli.core.tokens import TokenPiece
@@ -40,10 +40,8 @@ class TokenInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form; "bytes" is absent for --inputs vectors, which have none."""
-        out: dict[str, Any] = {"index": self.index, "id": self.id, "text": self.text}
-        if self.bytes_hex is not None:
-            out["bytes"] = self.bytes_hex
-        return out
+        return {"index": self.index, "id": self.id, "text": self.text,
+                **({} if self.bytes_hex is None else {"bytes": self.bytes_hex})}
 
 
 @dataclass(frozen=True)
@@ -142,6 +140,7 @@ class ModelInfo:
     norm: str = ""  # what normalised the residual stream its attention reads, e.g. "RMSNorm'd"
     reads: str = ""  # that input as a formula, after a space (" ln_1(h)"), or ""
     lead: str = "The checkpoint's own weights"  # how the description line begins
+    bidirectional: bool = False  # an encoder's attention: no mask, every query sees every key
 
     @property
     def kv_heads(self) -> int:
@@ -155,10 +154,10 @@ class ModelInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON "model" object."""
-        out: dict[str, Any] = {"path": self.path}
         f = self.family
-        if f is not None:
-            out["architecture"] = f.architecture
+        out: dict[str, Any] = {"path": self.path} | (
+            {"architecture": f.architecture} if f is not None else {}) | (
+            {"attention": "bidirectional"} if self.bidirectional else {})
         out |= {"layers": self.layers, "heads": self.heads}
         if f is not None:
             out |= {"kv_heads": f.kv_heads, "head_dim": f.head_dim}
@@ -242,7 +241,7 @@ class Result:
     def traits(self) -> Traits:
         """What the variant computes: a chapter-3 variant's, a checkpoint's, or saved weights'."""
         if self.model is not None:
-            return MODEL_TRAITS
+            return model_traits(self.model.bidirectional)
         try:
             return TRAITS[Variant(self.variant)]
         except ValueError:

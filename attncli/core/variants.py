@@ -51,5 +51,14 @@ TRAITS: dict[Variant, Traits] = {
 
 # A trained checkpoint's attention: causal, many heads, no dropout.
 MODEL_TRAITS = Traits("trained model attention", causal=True, multihead=True)
+# A trained encoder's (BERT): bidirectional, no mask, every query sees every key.
+ENCODER_TRAITS = Traits("trained encoder attention", multihead=True)
+
+
+def model_traits(bidirectional: bool) -> Traits:
+    """A checkpoint's traits: an encoder's (bidirectional) or a decoder's (causal)."""
+    return ENCODER_TRAITS if bidirectional else MODEL_TRAITS
+
+
 # Weights read back from a file with no settings: nothing is assumed, not even a mask.
 SAVED_TRAITS = Traits("saved weights", multihead=True)

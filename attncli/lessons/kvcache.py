@@ -18,6 +18,7 @@ from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_kvcache, check_model_kvcache
 from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
 from attncli.models.decoding import Shape
+from attncli.models.family import Model
 
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
 # rounding of one-row and whole-text matrix products adds up layer by layer.
@@ -166,14 +167,29 @@ def kvcache(lesson: Lesson, config: dict[str, Any]) -> KVCacheResult:
                     full_pass(lesson))
 
 
+def open_decoder(req: Request, what: str) -> Model:
+    """The request's checkpoint, refused before its weights are read when its attention is
+    bidirectional (an encoder): a key/value cache needs causal attention."""
+    from attncli.models.family import open_family
+
+    if req.model is None or req.text is None:
+        raise AttnCliError(f"{what} runs a checkpoint on text")
+    source, family = open_family(req.model)
+    traits = family.traits
+    if traits.bidirectional:
+        raise AttnCliError(
+            f"{what} does not apply to a {traits.title}: its attention is bidirectional, every "
+            "token attends to every other, so each new token would change the keys and values "
+            "of the tokens before it in every layer after the first: there is no key/value "
+            "cache to reuse token by token")
+    return family.load(source, req.model, req.heads)  # --heads overrides an inferred count
+
+
 def kvcache_model(req: Request) -> KVCacheResult:
     """`attncli kvcache --model`: the checkpoint decoded step by step, whatever its family, each
     step checked against the full pass of the layer shown."""
-    from attncli.models.family import open_model
-
-    if req.model is None or req.text is None:
-        raise AttnCliError("kvcache --model runs a checkpoint on text")
-    model = open_model(req.model, req.heads)  # --heads overrides an inferred head count
+    model = open_decoder(req, "kvcache --model")
+    assert req.model is not None
     tokens = model.tokens(req)
     spec, ids = model.spec, tokens.ids
     config: dict[str, Any] = {"model": req.model, "heads": spec.num_heads}

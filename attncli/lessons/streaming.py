@@ -264,11 +264,10 @@ def _vocab(model: Model) -> int:
 def streaming_model(req: Request, sinks: int, window: int) -> StreamingResult:
     """The checkpoint on the text under the full cache and each evicted one: perplexity and top-1
     agreement per range of positions, from one masked pass per policy."""
-    from attncli.models.family import open_model
+    from attncli.lessons.kvcache import open_decoder
 
-    if req.model is None or req.text is None:
-        raise AttnCliError("kvcache --keep runs a checkpoint on text")
-    model = open_model(req.model, req.heads)
+    model = open_decoder(req, "kvcache --keep")
+    assert req.model is not None
     ids = model.tokens(req).ids
     model.check_tokens(ids)
     num_tokens, chosen = len(ids), policies(sinks, window)

@@ -33,6 +33,8 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "mistral": ("attncli.models.llama.family", "MISTRAL"),
     "qwen2": ("attncli.models.llama.family", "QWEN2"),
     "qwen3": ("attncli.models.llama.family", "QWEN3"),
+    "bert": ("attncli.models.bert.family", "BERT"),
+    "roberta": ("attncli.models.bert.family", "ROBERTA"),
 }
 DEFAULT = "gpt2"  # a checkpoint without config.json, or without model_type, is read as GPT-2
 
@@ -49,6 +51,7 @@ class FamilyTraits:
     tokenizer_file: bool  # tokenises with the checkpoint's tokenizer.json (else tiktoken GPT-2)
     norm: str  # what normalises the residual stream a layer's attention reads, e.g. "RMSNorm'd"
     reads: str = ""  # that input written as a formula, after a space, e.g. " ln_1(h)"
+    bidirectional: bool = False  # an encoder: no mask, every query sees every key; no KV cache
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class ModelSpec:
     head_dim: int
     d_model: int
     windows: tuple[int | None, ...]  # per layer: its sliding window, None = full causal
+    tiled_refusal: str = ""  # why the tiled kernel cannot run it exactly ("" when it can)
 
     @property
     def d_out(self) -> int:

@@ -23,6 +23,8 @@ def describe_model(result: Result) -> Text:
     f = m.family  # RoPE, kv heads and windows, for the models that have them
     if f is None:
         settings = f"{m.heads} heads · d_model {m.d_model}"
+        if m.bidirectional:  # an encoder: no causal mask
+            settings += " · bidirectional attention, no mask"
     else:
         mask = f"sliding window {f.window}" if f.window else "full causal mask"
         settings = (f"{m.heads} query heads, {f.kv_heads} kv heads · head_dim {f.head_dim} · "

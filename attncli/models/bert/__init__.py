@@ -1,0 +1,1 @@
+"""BERT-style encoders (bert, roberta): config, checked tensors, bidirectional blocks, Family."""
