@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -251,3 +252,116 @@ def write_k_llama(path: Path, qtype: gguf.GGMLQuantizationType,
         writer.add_tensor(gname, stored[gname], raw_dtype=kind)
     _finish(writer)
     return stored
+
+
+# --- the decoder families of issue 24, written from tiny transformers models --------------------
+
+def _neox_regroup(w: np.ndarray, heads: int) -> np.ndarray:
+    """convert_hf_to_gguf.py GPTNeoXModel.modify_tensors: per-head [q k v] to [q; k; v]."""
+    split = w.reshape(heads, 3, w.shape[0] // 3 // heads, *w.shape[1:])  # (h, 3, hd, ...)
+    return np.concatenate([split[:, j].reshape(-1, *w.shape[1:]) for j in range(3)])
+
+
+def family_tensors(arch: str, state: dict[str, np.ndarray], config: Any,
+                   layers: int) -> dict[str, np.ndarray]:
+    """What the converter writes for each HF tensor of a family (GGUF name -> data): gguf-py's
+    own name map, norms + 1 for Gemma, NeoX's regrouped qkv, llama's permute for SmolLM3."""
+    kind = next(k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == arch)
+    names = gguf.get_tensor_name_map(kind, layers)
+    tied = bool(getattr(config, "tie_word_embeddings", False))
+    heads = int(config.num_attention_heads)
+    kv_heads = int(getattr(config, "num_key_value_heads", heads) or heads)
+    written = {}
+    for name, w in state.items():
+        if name == "lm_head.weight" and (tied or arch == "gemma2"):
+            continue  # tied, or skipped by Gemma2Model.filter_tensors
+        gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        assert gname is not None, name
+        if arch in ("gemma2", "gemma3") and name.endswith("norm.weight"):
+            w = w + np.float32(1.0)
+        elif arch == "gptneox" and name.endswith("query_key_value.weight") or \
+                arch == "gptneox" and name.endswith("query_key_value.bias"):
+            w = _neox_regroup(w, heads)
+        elif arch == "smollm3" and name.endswith("q_proj.weight"):
+            w = _permute(w, heads)
+        elif arch == "smollm3" and name.endswith("k_proj.weight"):
+            w = _permute(w, kv_heads)
+        written[gname] = np.ascontiguousarray(w, dtype=np.float32)
+    return written
+
+
+def _family_metadata(writer: gguf.GGUFWriter, arch: str, c: Any) -> None:
+    """The `{arch}.*` keys each converter's set_gguf_parameters writes."""
+
+    def get(key: str) -> Any:
+        return getattr(c, key, None)
+
+    rope = get("rope_parameters") or {}
+    writer.add_block_count(get("num_hidden_layers"))
+    writer.add_context_length(get("max_position_embeddings"))
+    writer.add_embedding_length(get("hidden_size"))
+    writer.add_feed_forward_length(get("intermediate_size"))
+    writer.add_head_count(get("num_attention_heads"))
+    if arch == "gptneox":
+        head_dim = get("hidden_size") // get("num_attention_heads")
+        writer.add_rope_dimension_count(int(rope["partial_rotary_factor"] * head_dim))
+        writer.add_parallel_residual(get("use_parallel_residual"))
+        writer.add_layer_norm_eps(get("layer_norm_eps"))
+        return
+    writer.add_head_count_kv(get("num_key_value_heads"))
+    writer.add_layer_norm_rms_eps(get("rms_norm_eps"))
+    if arch in ("gemma2", "gemma3"):
+        writer.add_key_length(get("head_dim"))
+        writer.add_value_length(get("head_dim"))
+        if get("final_logit_softcapping"):
+            writer.add_final_logit_softcapping(get("final_logit_softcapping"))
+        writer.add_sliding_window(get("sliding_window"))
+    if arch == "gemma2":
+        writer.add_attn_logit_softcapping(get("attn_logit_softcapping"))
+    elif arch == "gemma3":
+        writer.add_rope_freq_base(rope["full_attention"]["rope_theta"])
+    else:
+        writer.add_rope_freq_base(rope["rope_theta"])
+    if arch == "smollm3":  # LlamaModel: head_dim, or hidden / heads
+        writer.add_rope_dimension_count(get("head_dim") or
+                                        get("hidden_size") // get("num_attention_heads"))
+    if arch == "phi3":
+        head_dim = get("hidden_size") // get("num_attention_heads")
+        writer.add_rope_dimension_count(int(rope["partial_rotary_factor"] * head_dim))
+        writer.add_rope_scaling_orig_ctx_len(get("original_max_position_embeddings"))
+        writer.add_sliding_window(get("sliding_window") or 0)
+
+
+def write_family(path: Path, arch: str, model: Any, tokenizer: str) -> dict[str, np.ndarray]:
+    """Write a tiny transformers model of a family as llama.cpp's converter does (F32); returns
+    the HF state dict it was written from."""
+    import torch
+
+    config = model.config
+    state = {k: v.detach().to(torch.float32).numpy().copy() for k, v in model.state_dict().items()}
+    writer = gguf.GGUFWriter(str(path), arch)
+    _family_metadata(writer, arch, config)
+    if tokenizer == "gpt2":
+        tokens, merges = byte_tokens()
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("olmo" if arch == "olmo2" else "gpt-2")
+        writer.add_token_list(tokens)
+        writer.add_token_merges(merges)
+        writer.add_token_types([3, 3, 3, *[1] * (len(tokens) - 3)])
+    else:
+        tokens, scores, types = sentencepiece_tokens()
+        writer.add_tokenizer_model("llama")
+        writer.add_tokenizer_pre("default")
+        writer.add_token_list(tokens)
+        writer.add_token_scores(scores)
+        writer.add_token_types(types)
+        writer.add_unk_token_id(0)
+        if arch in ("gemma2", "gemma3"):
+            writer.add_add_space_prefix(False)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    layers = int(config.num_hidden_layers)
+    for gname, data in family_tensors(arch, state, config, layers).items():
+        writer.add_tensor(gname, data, raw_dtype=gguf.GGMLQuantizationType.F32)
+    _finish(writer)
+    return state

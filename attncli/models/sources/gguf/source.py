@@ -25,7 +25,13 @@ from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_header
-from attncli.models.sources.gguf.names import hf_to_gguf, layout_for, stored_layout, unpermute
+from attncli.models.sources.gguf.names import (
+    hf_to_gguf,
+    interleave_heads,
+    layout_for,
+    stored_layout,
+    unpermute,
+)
 from attncli.models.sources.gguf.tokenizer import tokenizer_json as build_tokenizer_json
 
 if TYPE_CHECKING:
@@ -43,6 +49,7 @@ def can_dequantize(qtype: GGMLQuantizationType) -> bool:
 
 
 FREQ_FACTORS = "rope_freqs.weight"
+LONGROPE = ("rope_factors_long.weight", "rope_factors_short.weight")  # Phi-3's su/longrope
 MAX_PAIRS = 65_536  # rotated pairs a head may have (head_dim is checked again by the family)
 
 
@@ -60,6 +67,8 @@ class GgufSource:
         self._data: mmap.mmap | None = None
         if FREQ_FACTORS in header.tensors:
             self._check_freq_factors()  # from the header; its values are read by config()
+        if any(name in header.tensors for name in LONGROPE):
+            self._check_longrope()
         layers = int(self._config.get("num_hidden_layers", self._config.get("n_layer", 0)))
         self._names = {hf: gg for hf, gg in hf_to_gguf(self._layout, layers).items()
                        if gg in header.tensors}
@@ -69,6 +78,10 @@ class GgufSource:
         if FREQ_FACTORS in self.header.tensors:
             config["rope_scaling"] = {"rope_type": "freq_factors",
                                       "freq_factors": list(self._freq_factors)}
+        if LONGROPE[0] in self.header.tensors:  # as Phi-3's config.json holds them
+            long, short = (list(self._factors(name)) for name in LONGROPE)
+            config["rope_scaling"] = {"rope_type": "longrope", "long_factor": long,
+                                      "short_factor": short}
         return config
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
@@ -86,6 +99,10 @@ class GgufSource:
         undo = self._undo(name)
         if undo == "transposed":
             values = values.T  # Conv1D's (in, out)
+        elif undo == "norm":
+            values = values - np.float32(1.0)  # Gemma's stored 1 + w, back to w
+        elif undo == "qkv_heads":
+            values = interleave_heads(values, int(self._config["num_attention_heads"]))
         elif undo:
             heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
             values = unpermute(values, int(heads))
@@ -120,14 +137,33 @@ class GgufSource:
             raise AttnCliError(f"{self.path}: {FREQ_FACTORS} has shape {list(info.shape)}, not "
                                f"one factor per rotated pair ({head_dim // 2})")
 
+    def _check_longrope(self) -> None:
+        """Both longrope tensors, one factor per rotated pair each."""
+        infos = [self.header.tensors.get(name) for name in LONGROPE]
+        heads, hidden = self._config.get("num_attention_heads"), self._config.get("hidden_size")
+        pairs = None
+        if isinstance(heads, int) and heads > 0 and isinstance(hidden, int):
+            rotary = float(self._config.get("partial_rotary_factor", 1.0))
+            pairs = int(rotary * (self._config.get("head_dim") or hidden // heads)) // 2
+        for name, info in zip(LONGROPE, infos, strict=True):
+            shape = list(info.shape) if info is not None else "absent"
+            if info is None or pairs is None or info.shape != (pairs,):
+                raise AttnCliError(f"{self.path}: {name} is {shape}, not one factor per rotated "
+                                   f"pair ({pairs}), as Phi-3's longrope needs both of "
+                                   f"{' and '.join(LONGROPE)}")
+
     @cached_property
     def _freq_factors(self) -> tuple[float, ...]:
         """rope_freqs.weight, read once: what llama.cpp divides each rotated pair's angular speed
         by (Llama 3.1's long-context scaling, written by its converter as one factor per pair)."""
-        info = self.header.tensors[FREQ_FACTORS]
-        factors = self._dequantize(info, self._blocks(info)).reshape(-1)  # (head_dim/2,)
+        return self._factors(FREQ_FACTORS)
+
+    def _factors(self, name: str) -> tuple[float, ...]:
+        """A 1-D tensor of positive finite rotary factors."""
+        info = self.header.tensors[name]
+        factors = self._dequantize(info, self._blocks(info)).reshape(-1)  # (pairs,)
         if not (np.isfinite(factors).all() and (factors > 0).all()):
-            raise AttnCliError(f"{self.path}: {FREQ_FACTORS} holds a factor that is not a "
+            raise AttnCliError(f"{self.path}: {name} holds a factor that is not a "
                                "positive finite number")
         return tuple(float(f) for f in factors)
 

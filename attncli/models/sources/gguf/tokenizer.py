@@ -28,7 +28,7 @@ PRE_TOKENIZERS: dict[str, tuple[tuple[str, ...], bool]] = {
     "llama-bpe": ((_LLAMA3,), True),
     "qwen2": ((_QWEN2,), False),
     "smollm": ((r"\p{N}", _GPT2), False),
-    "gpt-2": ((_GPT2,), False),
+    "gpt-2": ((_GPT2,), False), "olmo": ((_GPT2,), False),
     "default": ((r"[\p{P}\$\+<=>\^~\|]+", _GPT2, r"\p{N}+", "[0-9][0-9][0-9]"), False),
 }
 CONTROL, USER_DEFINED = 3, 4  # llama.cpp's token types
