@@ -1,4 +1,4 @@
-"""Tiny BERT and RoBERTa checkpoints and tokenizers for the tests, built locally: nothing downloads."""
+"""Tiny BERT and RoBERTa checkpoints and tokenizers for the tests, built here: nothing downloads."""
 
 from __future__ import annotations
 
@@ -28,8 +28,15 @@ FAMILIES: dict[str, dict[str, Any]] = {
 
 def wordpiece_tokenizer(type_id: int = 0) -> Any:
     """BERT's WordPiece: lower-cased, [CLS] text [SEP], the single text's type ids type_id."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from tokenizers import trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -40,7 +47,7 @@ def wordpiece_tokenizer(type_id: int = 0) -> Any:
     tok.train_from_iterator(CORPUS, trainer)
     t = type_id
     tok.post_processor = processors.TemplateProcessing(
-        single=f"[CLS]:{t} $A:{t} [SEP]:{t}", pair=f"[CLS] $A [SEP] $B:1 [SEP]:1",
+        single=f"[CLS]:{t} $A:{t} [SEP]:{t}", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     return tok
 
@@ -102,9 +109,9 @@ def encoder_reference(model: Any, token_ids: list[int],
         attn = block.attention.self
         hooks += [
             attn.register_forward_hook(both),
-            attn.query.register_forward_hook(lambda _m, _i, y: captured["queries"].append(split(y))),
-            attn.key.register_forward_hook(lambda _m, _i, y: captured["keys"].append(split(y))),
-            attn.value.register_forward_hook(lambda _m, _i, y: captured["values"].append(split(y))),
+            *(getattr(attn, part).register_forward_hook(
+                lambda _m, _i, y, name=name: captured[name].append(split(y)))
+              for part, name in (("query", "queries"), ("key", "keys"), ("value", "values"))),
             block.attention.output.dense.register_forward_hook(
                 lambda _m, _i, y: captured["attn_out"].append(y[0])),
         ]

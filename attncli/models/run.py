@@ -95,9 +95,10 @@ def open_checked(req: Request) -> Model:
 
 def _check_tiled(req: Request, traits: FamilyTraits) -> None:
     if req.impl is Impl.tiled and not traits.supports_tiled:
+        most = ("as many tokens as its position embeddings hold" if traits.max_tokens is None
+                else f"at most {traits.max_tokens} tokens")
         raise AttnCliError(f"--impl tiled does not apply to a {traits.title} checkpoint: it "
-                           f"reads at most {traits.max_tokens} tokens, which the naive path "
-                           "shows whole")
+                           f"reads {most}, which the naive path shows whole")
 
 
 def run_model(req: Request, extract: Extract | None = None, progress: Progress | None = None,
