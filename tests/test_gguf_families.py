@@ -277,3 +277,38 @@ def test_an_unmapped_architecture_is_refused_by_name(tmp_path: Path, arch: str,
         open_gguf(path)
     described = describe_gguf(path)
     assert described["readable"] is False and reason in described["reason"]
+
+
+def _family_or_skip(model_type: str) -> None:
+    from attncli.models.family import REGISTRY
+
+    if model_type not in REGISTRY:
+        pytest.skip(f"attncli has no {model_type} family registered yet")
+
+
+def test_open_model_matches_transformers_eager(written: tuple) -> None:
+    from attncli.models.family import open_model
+
+    arch, model, path, _ = written
+    _family_or_skip(model.config.model_type)
+    ids = [1, *range(3, 14)]  # 12 tokens: past the sliding windows of 6
+    every = open_model(str(path)).all_layers(ids)  # (layers, heads, T, T)
+    with torch.no_grad():
+        ref = model(torch.tensor([ids]), output_attentions=True).attentions  # (1, heads, T, T)
+    assert every.shape[0] == len(ref)
+    for layer, want in enumerate(ref):
+        torch.testing.assert_close(every[layer], want[0], atol=1e-5, rtol=1e-5,
+                                   msg=lambda m, a=arch, i=layer: f"{a} layer {i}: {m}")
+
+
+def test_run_on_the_file_matches_transformers(cli: Any, written: tuple) -> None:
+    arch, model, path, _ = written
+    _family_or_skip(model.config.model_type)
+    result = cli("run", "hello world the world", "--model", str(path), "--layer", "-1",
+                 "--json")
+    assert result.code == 0, result.err
+    doc = result.json()
+    ids = [t["id"] for t in doc["tokens"]]
+    with torch.no_grad():
+        ref = model(torch.tensor([ids]), output_attentions=True).attentions[-1][0]
+    torch.testing.assert_close(torch.tensor(doc["weights"]), ref, atol=1e-5, rtol=1e-5)
