@@ -187,3 +187,49 @@ def test_models_lists_the_encoders(cli, encoders, tmp_path: Path,
     rows = {row["architecture"]: row for row in doc["models"]}
     for name in ("bert", "roberta"):
         assert (rows[name]["layers"], rows[name]["heads"], rows[name]["kv_heads"]) == (3, 4, 4)
+
+
+def test_a_saved_run_shows_unmasked(cli, encoders, tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    saved.write_text(cli("run", TEXT, "--model", str(encoders["bert"][0]), "--json").out)
+    doc = cli("show", str(saved), "--json").json()
+    assert doc["model"]["attention"] == "bidirectional"
+    shown = cli("show", str(saved), "--head", "0").out
+    assert "bidirectional attention, no mask" in shown.splitlines()[0]
+    rows = [line for line in shown.splitlines() if line[:1].isdigit()]
+    assert rows and not any("·" in line for line in rows)
+
+
+NODE = shutil.which("node")
+# The page's own scripts, fed a document: what they take as causal for each of its matrices.
+PAGE_PROBE = """
+const fs = require("fs");
+const dir = process.argv[2], text = fs.readFileSync(process.argv[3], "utf8");
+const code = ["page.js", "page-long.js", "page-heads.js"]
+  .map((n) => fs.readFileSync(dir + "/" + n, "utf8")).join("\\n");
+const document = { getElementById: (id) => ({ textContent: id === "attncli-data" ? text : "{}" }) };
+const run = new Function("document", code + "\\nreturn stageModel().list.map((c) => c.causal);");
+console.log(JSON.stringify(run(document)));
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="needs node to run the page's script")
+@pytest.mark.parametrize(("model", "causal"), [("bert", False), ("toy-gpt2", True)])
+def test_the_page_masks_no_key_of_an_encoder(cli, encoders, tmp_path: Path, model: str,
+                                             causal: bool) -> None:
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    folder = encoders[model][0] if model in encoders else ROOT / "samples" / model
+    saved = tmp_path / "explain.json"
+    saved.write_text(cli("explain", TEXT, "--model", str(folder), "--json").out)
+    (tmp_path / "probe.js").write_text(PAGE_PROBE)
+    assets = ROOT / "attncli" / "render" / "assets"
+    out = subprocess.run([str(NODE), str(tmp_path / "probe.js"), str(assets), str(saved)],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    flags = json.loads(out)  # the weights, then each stage (causal only for weight stages)
+    if causal:
+        assert flags[0] and not all(flags)  # the weights masked, the q/k/v stages not
+    else:
+        assert flags and not any(flags)

@@ -100,13 +100,18 @@ def model_from(data: Any, config: RunConfig | None) -> ModelInfo:
     if config is not None and heads != config.heads:
         raise AttnCliError(f"saved file: model.heads is {heads}, config.heads {config.heads}")
     family = _family(doc, heads) if "architecture" in doc else None
+    # An encoder's names its bidirectional attention: its weights hold no masked cell.
+    encoder = "attention" in doc and bool(choice(doc["attention"], "model.attention",
+                                                 ("bidirectional",)))
     # Only a RoPE model's "model" object names its architecture; one without was a GPT-2 run's.
     name, norm, reads, lead = (
+        ("encoder", "LayerNorm'd", "", ModelInfo.lead) if encoder and family is None else
         ("GPT-2", "LayerNorm'd", " ln_1(h)", "A trained model, not the chapter-3 toy")
         if family is None else (family.architecture, "RMSNorm'd", "", ModelInfo.lead))
     return ModelInfo(path=string(need(doc, "path", "model"), "model.path"), layers=layers,
                      heads=heads,
                      d_model=integer(need(doc, "d_model", "model"), "model.d_model", 1, BOUND),
                      layer=maybe(doc.get("layer"), integer, "model.layer", 0, layers - 1),
-                     family=family, name=name, norm=norm, reads=reads, lead=lead)
+                     family=family, name=name, norm=norm, reads=reads, lead=lead,
+                     bidirectional=encoder)
 

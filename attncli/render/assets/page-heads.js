@@ -14,17 +14,17 @@ function headsModel() {
   const exact = extra.weights || (side === count ? thumbs : null);
   const all = range(0, count);
   const choice = { label: "layers × heads", heads: [[]], rows: all, cols: all, signed: false,
-    ranked: true, causal: true, draw: drawGrid,
+    ranked: true, causal: causalDoc(), draw: drawGrid,
     headName: () => "layer " + (firstLayer() + pick.layer) + " · head " + pick.head,
     rankOf: (q) => {
       if (exact) {
         const row = exact[pick.layer][pick.head][q];
-        return row.map((w, j) => [j, w]).filter(([j]) => j <= q)
+        return row.map((w, j) => [j, w]).filter(([j]) => j <= q || !choice.causal)
           .sort((p, r) => r[1] - p[1] || p[0] - r[0]);
       }
       const k = range(0, side).find((b) => bin(b, side, count)[1] >= q);
       return thumbs[pick.layer][pick.head][k].map((w, c) => [c, w])
-        .filter(([c]) => bin(c, side, count)[0] <= q).sort((p, r) => r[1] - p[1] || p[0] - r[0]);
+        .filter(([c]) => bin(c, side, count)[0] <= q || !choice.causal).sort((p, r) => r[1] - p[1] || p[0] - r[0]);
     },
   };
   if (!exact) {
@@ -90,7 +90,7 @@ function drawGrid(box) {
     line.appendChild(el("span", { class: "grid-label" }, "L" + (firstLayer() + l)));
     layer.forEach((m, h) => {
       const choice = { label: "layer " + (firstLayer() + l) + " head " + h, heads: [m], rows: axis, cols: axis,
-        signed: false, causal: side === count, tokens: model.tokens };
+        signed: false, causal: side === count && causalDoc(), tokens: model.tokens };
       const fig = heatmap(choice, 0, (v) => colour(v, top, false), { cell, caption: "h" + h,
         extraClass: "thumb" + (l === pick.layer && h === pick.head ? " picked" : "") });
       fig.setAttribute("data-layer", l);

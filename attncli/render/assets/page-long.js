@@ -80,7 +80,7 @@ function topKeys(box) {
 function longModel() {
   const tokens = labelsOf(doc.tokens);
   const [a, b] = doc.window.rows, [c, d] = doc.window.cols;
-  const causal = doc.model != null || isCausal(doc.variant);
+  const causal = causalDoc();
   model = { kind: "window", tokens, list: [], extras: longExtras, afterRender: markPooled };
   if (extra.band && extra.band.values.length === doc.weights.length) model.list.push(movingChoice(causal));
   model.list.push({ label: (measureOf() ? measureOf() + " " : "") + "window " + a + ":" + b + " × "

@@ -56,6 +56,10 @@ function labelsOf(tokens) { return (tokens || []).map((t) => (typeof t === "stri
 function dims(n) { return Array.from({ length: n }, (_, j) => "d" + j); }
 function range(a, b) { return Array.from({ length: Math.max(b - a, 0) }, (_, k) => a + k); }
 function isCausal(variant) { return variant === "causal" || variant === "multihead"; }
+// A checkpoint's run is causal unless its model says its attention is bidirectional (an encoder).
+function causalDoc() {
+  return doc.model != null ? doc.model.attention !== "bidirectional" : isCausal(doc.variant);
+}
 
 // What run --measure put in doc.weights instead of the weights: its name and its legend.
 function measureOf() { return (doc.config && doc.config.measure) || null; }
@@ -72,7 +76,7 @@ function measureNote() {
 function stageModel() {
   const tokens = labelsOf(doc.tokens);
   const all = range(0, tokens.length);
-  const causal = doc.model != null || isCausal(doc.variant);
+  const causal = causalDoc();
   const list = [{ label: measureOf() || "weights", heads: doc.weights || [], rows: all, cols: all,
     signed: false, causal, ranked: true, legendNote: measureNote() }];
   for (const [name, data] of Object.entries(doc.stages || {})) {
