@@ -233,3 +233,22 @@ def test_the_page_masks_no_key_of_an_encoder(cli, encoders, tmp_path: Path, mode
         assert flags[0] and not all(flags)  # the weights masked, the q/k/v stages not
     else:
         assert flags and not any(flags)
+
+
+def test_tensorflow_layernorm_names_are_read(cli, encoders, tmp_path: Path) -> None:
+    """google-bert/bert-base-uncased keeps LayerNorm.gamma and .beta: the same numbers."""
+    from safetensors.torch import load_file, save_file
+
+    folder, model = encoders["bert"]
+    old = tmp_path / "old-names"
+    shutil.copytree(folder, old)
+    tensors = load_file(str(folder / "model.safetensors"))
+    renamed = {k.replace("LayerNorm.weight", "LayerNorm.gamma")
+               .replace("LayerNorm.bias", "LayerNorm.beta"): v for k, v in tensors.items()}
+    assert renamed.keys() != tensors.keys()
+    save_file(renamed, str(old / "model.safetensors"), metadata={"format": "pt"})
+    ids = _ids(folder)
+    ref = encoder_reference(model, ids)
+    doc = cli("run", TEXT, "--model", str(old), "--layer", "2", "--json").json()
+    assert_close(torch.tensor(doc["weights"]), ref["attentions"][2], **TOL)
+    assert_close(torch.tensor(doc["context"]), ref["attn_out"][2], **TOL)

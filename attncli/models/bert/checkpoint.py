@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torch import Tensor
+
 from attncli.core.sizes import LAYER_BOUND
 from attncli.errors import AttnCliError
 from attncli.models.bert.config import BertSpec, arch_of, bert_spec
@@ -49,6 +51,31 @@ def expected_shapes(spec: BertSpec) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+class OldNorms(Named):
+    """Named, for checkpoints that keep TensorFlow BERT's LayerNorm names (google-bert's own
+    bert-base-uncased): LayerNorm.gamma and .beta, which transformers reads as .weight, .bias."""
+
+    def old(self, name: str) -> str:
+        """name as the file spells it."""
+        for new, old in ((".LayerNorm.weight", ".LayerNorm.gamma"),
+                         (".LayerNorm.bias", ".LayerNorm.beta")):
+            if name.endswith(new):
+                return name.removesuffix(new) + old
+        return name
+
+    def __contains__(self, name: str) -> bool:
+        return super().__contains__(self.old(name))
+
+    def __getitem__(self, name: str) -> Tensor:
+        return super().__getitem__(self.old(name))
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return super().shape(self.old(name))
+
+    def dtype(self, name: str) -> str:
+        return super().dtype(self.old(name))
+
+
 def bert_checkpoint(source: WeightSource, model: str) -> BertCheckpoint:
     """The source checked as its config.json's encoder (headers only are read)."""
     config = source.config()
@@ -61,7 +88,8 @@ def bert_checkpoint(source: WeightSource, model: str) -> BertCheckpoint:
     if spec.n_layer > max(len(held), LAYER_BOUND):
         raise AttnCliError(f"config.json claims num_hidden_layers={spec.n_layer:,}, but "
                            f"{source.path} holds tensors for {len(held):,} layer(s)")
-    weights = Named(source, prefix)
+    old = prefix + "embeddings.LayerNorm.gamma" in names
+    weights = OldNorms(source, prefix) if old else Named(source, prefix)
     check_tensors(expected_shapes(spec), weights.shape, weights.dtype, weights.__contains__,
                   prefix, source.path, f"{spec.n_layer}-layer {spec.architecture} encoder")
     return BertCheckpoint(spec=spec, source=model, prefix=prefix, weights=weights)
