@@ -87,5 +87,7 @@ def test_an_unregistered_model_type_is_refused_by_name(tmp_path: Path) -> None:
         run_model(Request(text=TEXT, model=str(tmp_path)))
     assert str(info.value) == (
         f"{tmp_path / 'config.json'} describes a 'toyarch' model; attncli reads GPT-2 "
-        "(model_type 'gpt2') and Llama-family (llama, mistral, qwen2, qwen3) and BERT-style "
-        "encoder (bert, roberta) checkpoints")
+        "(model_type 'gpt2'), Llama-family (llama, mistral, qwen2, qwen3), Gemma 2 "
+        "(model_type 'gemma2'), Gemma 3 (gemma3_text, gemma3), Phi-3 (model_type 'phi3'), "
+        "GPT-NeoX (model_type 'gpt_neox'), OLMo 2 (model_type 'olmo2'), SmolLM3 (model_type "
+        "'smollm3') and BERT-style encoder (bert, roberta) checkpoints")

@@ -33,6 +33,13 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "mistral": ("attncli.models.llama.family", "MISTRAL"),
     "qwen2": ("attncli.models.llama.family", "QWEN2"),
     "qwen3": ("attncli.models.llama.family", "QWEN3"),
+    "gemma2": ("attncli.models.gemma.family", "GEMMA2"),
+    "gemma3_text": ("attncli.models.gemma.family", "GEMMA3"),
+    "gemma3": ("attncli.models.gemma.family", "GEMMA3_MULTIMODAL"),  # its language model
+    "phi3": ("attncli.models.phi3.family", "PHI3"),
+    "gpt_neox": ("attncli.models.neox.family", "NEOX"),
+    "olmo2": ("attncli.models.olmo2.family", "OLMO2"),
+    "smollm3": ("attncli.models.smollm3.family", "SMOLLM3"),
     "bert": ("attncli.models.bert.family", "BERT"),
     "roberta": ("attncli.models.bert.family", "ROBERTA"),
 }
@@ -170,7 +177,7 @@ def readable() -> str:
         groups.setdefault(family_named(name).traits.title, []).append(name)
     parts = [f"{title} (model_type {names[0]!r})" if len(names) == 1
              else f"{title} ({', '.join(names)})" for title, names in groups.items()]
-    return " and ".join(parts)
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def family_of_source(source: WeightSource, config_name: object) -> Family:

@@ -74,6 +74,10 @@ def _impl(req: Request, model: Model, num_tokens: int, layer: int,
             f"{size_text(naive_bytes(num_tokens, heads))} as full N × N matrices, more than "
             f"--impl auto allows ({NAIVE_BUDGET // 2**20} MiB); `attncli run` shows long "
             "inputs, or force this with --impl naive")
+    refusal = model.spec.tiled_refusal
+    if impl is Impl.tiled and refusal:
+        raise AttnCliError(f"{num_tokens:,} tokens need the tiled path, and {refusal}; use "
+                           "--impl naive, or a shorter text")
     window = model.spec.windows[layer]
     if impl is Impl.tiled and window is not None and window < num_tokens:
         raise AttnCliError(

@@ -23,14 +23,15 @@ def need(weights: Named, shapes: dict[str, tuple[int, ...]], what: str) -> None:
                                f"shape {tuple(weights.shape(name))}, expected {shape}")
 
 
-def unembedding(weights: Named, embedding: str, vocab: int, d_model: int) -> Tensor:
-    """(vocab, d_model): lm_head.weight where the checkpoint has one, else the token embedding
-    (tie_word_embeddings); its shape checked first."""
+def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
+                head: str = LM_HEAD) -> Tensor:
+    """(vocab, d_model): the head (lm_head.weight; GPT-NeoX's embed_out.weight) where the
+    checkpoint has one, else the token embedding (tie_word_embeddings); its shape checked."""
     source = weights.source
     shapes = source.shapes()
-    if LM_HEAD in shapes:
-        if tuple(shapes[LM_HEAD]) != (vocab, d_model):
-            raise AttnCliError(f"tensor {LM_HEAD} in {where(source)} has shape "
-                               f"{tuple(shapes[LM_HEAD])}, expected {(vocab, d_model)}")
-        return source.tensor(LM_HEAD)
+    if head in shapes:
+        if tuple(shapes[head]) != (vocab, d_model):
+            raise AttnCliError(f"tensor {head} in {where(source)} has shape "
+                               f"{tuple(shapes[head])}, expected {(vocab, d_model)}")
+        return source.tensor(head)
     return weights[embedding]

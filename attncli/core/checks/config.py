@@ -20,8 +20,10 @@ from attncli.core.result import FamilyInfo, ModelInfo, RunConfig, TextConfig
 from attncli.errors import AttnCliError
 
 BOUND = 2**31  # no count attncli writes comes near it
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3")  # the architectures a saved run may name
-SCALINGS = ("default", "linear", "dynamic", "llama3")
+# The architectures a saved run may name (core cannot ask models/ for its registry).
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "gemma3", "phi3",
+            "gpt_neox", "olmo2", "smollm3")
+SCALINGS = ("default", "linear", "dynamic", "llama3", "freq_factors", "longrope")
 
 
 def _get(doc: dict[str, Any], key: str, check: Any, *args: Any) -> Any:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,36 @@ FAMILY_MODULE = "attncli.models.llama.family"  # where the registry finds this f
 
 
 @dataclass(frozen=True)
-class LlamaArch:
-    """How one architecture of the family differs: its sliding windows and its q/k norms."""
+class Rope:
+    """How one layer turns its queries and keys."""
 
-    windows: bool  # without layer_types, sliding_window applies (llama: never)
-    window_switch: bool  # the window needs use_sliding_window true, from max_window_layers on
-    qk_norm: bool  # RMSNorm over head_dim on each query and key head (Qwen3)
+    theta: float
+    scaling: dict[str, Any]  # rope_type and its parameters
+    rotary_dim: int  # the leading dimensions of each head that turn; the rest pass through
+
+
+@dataclass(frozen=True)
+class LlamaArch:
+    """How one architecture built on the Llama block differs from Llama: declared as data.
+
+    Llama, Mistral, Qwen2 and Qwen3 differ in windows and q/k norms only; the other families
+    (Gemma, Phi-3, GPT-NeoX, OLMo 2, SmolLM3) bring their own config module, which reads the
+    keys they add (prepare, before the shared keys; finish, after).
+    """
+
+    windows: bool = False  # without layer_types, sliding_window applies (llama: never)
+    window_switch: bool = False  # the window needs use_sliding_window, from max_window_layers on
+    qk_norm: bool = False  # RMSNorm over head_dim on each query and key head (Qwen3)
+    implements: frozenset[str] = frozenset()  # NEUTRAL keys the family's own module reads
+    partial_rotary: bool = False  # partial_rotary_factor holds for every rope_type
+    eps_key: str = "rms_norm_eps"
+    eps_default: float = 1e-6
+    act_key: str = "hidden_act"
+    act_default: str = "silu"
+    # The family's own keys: config.json rewritten into the shared keys (legacy names), and
+    # the spec completed from what the shared reader cannot know.
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    finish: Callable[[dict[str, Any], LlamaSpec], LlamaSpec] | None = None
 
 # Keys that would change the maths if set, with the value that leaves it as implemented here.
 NEUTRAL = {
@@ -65,6 +90,22 @@ class LlamaSpec:
     hidden_act: str = "silu"
     qk_norm: bool = False  # Qwen3: RMSNorm over head_dim on each query and key head
     layer_windows: tuple[int | None, ...] = ()  # per layer: the sliding window, None = full
+    # What the other families change (the defaults are Llama's):
+    qk_norm_whole: bool = False  # OLMo 2: RMSNorm over all heads' queries (keys) at once
+    layer_ropes: tuple[Rope | None, ...] = ()  # per layer; None: no positions (NoPE); ()=rope
+    norm_offset: float = 0.0  # Gemma: RMSNorm scales by (1 + w)
+    layer_norm: bool = False  # GPT-NeoX: LayerNorm (mean removed, bias added), not RMSNorm
+    embed_scale: float = 1.0  # Gemma: embeddings times √d_model
+    query_scale: float | None = None  # Gemma: query_pre_attn_scalar^-1/2; None: 1/√head_dim
+    softcap: float | None = None  # Gemma 2: scores → cap · tanh(scores / cap)
+    final_softcap: float | None = None  # Gemma 2: the logits likewise
+    pre_attn_norm: bool = True  # OLMo 2: attention reads the residual stream itself
+    post_attn_norm: bool = False  # Gemma, OLMo 2: the attention output is normalised
+    pre_mlp_norm: bool = True
+    post_mlp_norm: bool = False  # Gemma, OLMo 2: the MLP output is normalised
+    parallel: bool = False  # GPT-NeoX: attention and MLP both read the block's input
+    gated_mlp: bool = True  # SwiGLU-style gate · up; False: down(act(up(x))) (GPT-NeoX)
+    head_name: str = "lm_head.weight"  # the unembedding outside the prefix, when untied
 
     @property
     def group_size(self) -> int:
@@ -84,16 +125,35 @@ class LlamaSpec:
         """The 0-based index of layer, which may count from the end (-1 is the last)."""
         return layer_index(layer, self.n_layer)
 
+    def rope_of(self, layer: int) -> Rope | None:
+        """How layer turns its queries and keys; None where it has no positions (NoPE)."""
+        if self.layer_ropes:
+            return self.layer_ropes[layer]
+        return Rope(self.rope_theta, self.rope_scaling, self.rotary_dim)
 
-def _refuse_unknown(config: dict[str, Any]) -> None:
+    @property
+    def nope_layers(self) -> tuple[int, ...]:
+        """The layers without positional encoding."""
+        return tuple(i for i in range(self.n_layer) if self.rope_of(i) is None)
+
+    @property
+    def tiled_refusal(self) -> str:
+        """Why the tiled kernel cannot run this checkpoint exactly ("" when it can)."""
+        if self.softcap is not None:
+            return (f"attention logit soft-capping (cap {self.softcap:g}) is not part of the "
+                    "tiled kernel's contract")
+        return ""
+
+
+def _refuse_unknown(config: dict[str, Any], arch: LlamaArch) -> None:
     """Refuse, naming the key, any setting that would change attention and is not implemented."""
     for key, neutral in NEUTRAL.items():
-        if key in config and config[key] != neutral:
+        if key in config and config[key] != neutral and key not in arch.implements:
             raise AttnCliError(f"config.json sets {key}={shown(config[key])}, which attncli "
                                f"does not implement (it runs {key}={neutral!r})")
     from attncli.models.activations import activation
 
-    activation(config_str(config, "hidden_act", "silu"), "hidden_act")  # an unknown one fails
+    activation(config_str(config, arch.act_key, arch.act_default), arch.act_key)
 
 
 def layer_windows(config: dict[str, Any], arch: LlamaArch, n_layer: int) -> tuple[int | None, ...]:
@@ -135,11 +195,15 @@ def arch_of(model_type: object) -> LlamaArch:
     return arch
 
 
-def llama_spec(directory: Path, config: dict[str, Any]) -> LlamaSpec:
-    """The checked spec of a Llama-family config; anything unimplemented is refused."""
+def llama_spec(directory: Path, config: dict[str, Any],
+               arch: LlamaArch | None = None) -> LlamaSpec:
+    """The checked spec of a config built on the Llama block; anything unimplemented is
+    refused (arch: the family's, else the one its model_type registers)."""
     family = config.get("model_type")
-    arch = arch_of(family)
-    _refuse_unknown(config)
+    arch = arch or arch_of(family)
+    if arch.prepare is not None:
+        config = arch.prepare(config)
+    _refuse_unknown(config, arch)
     d_model, num_heads = config_int(config, "hidden_size"), config_int(config,
                                                                        "num_attention_heads")
     kv_heads = config_int(config, "num_key_value_heads", num_heads)
@@ -152,17 +216,24 @@ def llama_spec(directory: Path, config: dict[str, Any]) -> LlamaSpec:
     head_dim = config_int(config, "head_dim") if config.get("head_dim") is not None \
         else d_model // num_heads
     max_positions = config_int(config, "max_position_embeddings", 2048)
-    theta, scaling, rotary_dim = rope_settings(config, head_dim, max_positions)
+    theta, scaling, rotary_dim = rope_settings(config, head_dim, max_positions,
+                                               arch.partial_rotary)
     n_layer = config_int(config, "num_hidden_layers")
-    return LlamaSpec(
+    spec = LlamaSpec(
         directory=directory, architecture=str(family), n_layer=n_layer, d_model=d_model,
         num_heads=num_heads, kv_heads=kv_heads, head_dim=head_dim,
         d_ff=config_int(config, "intermediate_size"), vocab_size=config_int(config, "vocab_size"),
-        max_positions=max_positions, rms_eps=epsilon(config, "rms_norm_eps", 1e-6),
+        max_positions=max_positions, rms_eps=epsilon(config, arch.eps_key, arch.eps_default),
         rope_theta=theta, rope_scaling=scaling, rotary_dim=rotary_dim,
-        hidden_act=config_str(config, "hidden_act", "silu"), qk_norm=arch.qk_norm,
+        hidden_act=config_str(config, arch.act_key, arch.act_default), qk_norm=arch.qk_norm,
         layer_windows=layer_windows(config, arch, n_layer),
     )  # fmt: skip
+    return spec if arch.finish is None else arch.finish(config, spec)
+
+
+def respec(spec: LlamaSpec, **changes: Any) -> LlamaSpec:
+    """spec with a family's own settings (dataclasses.replace, for the families' modules)."""
+    return replace(spec, **changes)
 
 
 def kv_cache_values(spec: LlamaSpec, num_tokens: int) -> int:

@@ -6,16 +6,16 @@ grouped-query attention (GQA) the group_size query heads of a group read the sam
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from attncli.models.decoding import Shape
+from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import _feed_forward, _linear, rms_norm
-from attncli.models.llama.rope import apply_rope, rope_tables
+from attncli.models.llama.model import project, scale_scores, soft_cap
+from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 
 
@@ -32,27 +32,21 @@ def llama_shape(spec: LlamaSpec) -> Shape:
     d, q_width = spec.d_model, spec.num_heads * spec.head_dim
     kv_width = spec.kv_heads * spec.head_dim
     projections = 2 * d * q_width + 2 * d * kv_width  # q_proj, o_proj; k_proj, v_proj
-    mlp = 3 * d * spec.d_ff  # gate_proj, up_proj, down_proj
+    mlp = (3 if spec.gated_mlp else 2) * d * spec.d_ff  # gate_proj, up_proj, down_proj
     return Shape(layers=spec.n_layer, d_in=d, d_out=q_width, token_macs=projections + mlp,
                  kv_width=kv_width)
 
 
 def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: Tensor,
-            cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+            rope: tuple[Tensor, Tensor] | None) -> tuple[Tensor, Tensor]:
     """Token t (1, d_model) against layer's cache: weights (heads, t+1), output (1, d_model)."""
     name, head_dim, kv_heads = f"layers.{layer}.self_attn", spec.head_dim, spec.kv_heads
-    queries = _linear(weights, f"{name}.q_proj", x).view(-1, head_dim)  # (heads, hd)
-    keys = _linear(weights, f"{name}.k_proj", x).view(-1, head_dim)  # (kv_heads, hd)
-    values = _linear(weights, f"{name}.v_proj", x).view(kv_heads, 1, head_dim)  # (kv, 1, hd)
-    if spec.qk_norm:
-        # Qwen3: RMSNorm over each head's head_dim, before RoPE.
-        queries = rms_norm(queries, weights[f"{name}.q_norm.weight"], spec.rms_eps)  # (h, hd)
-        keys = rms_norm(keys, weights[f"{name}.k_norm.weight"], spec.rms_eps)  # (kv, hd)
-    queries = apply_rope(queries.unsqueeze(1), cos, sin)  # (heads, 1, hd) turned by position t
-    keys = apply_rope(keys.unsqueeze(1), cos, sin)  # (kv_heads, 1, hd)
-    # Only token t is projected: the cache already holds the rotated keys of 0..t-1.
-    cache.keys = torch.cat([cache.keys, keys], dim=1)  # (kv_heads, t+1, hd)
-    cache.values = torch.cat([cache.values, values], dim=1)  # (kv_heads, t+1, hd)
+    # Only token t is projected (q/k norms and RoPE at position t, as the full pass does):
+    # the cache already holds the rotated keys of 0..t-1.
+    heads = project(weights, spec, layer, x, rope)  # queries (heads, 1, hd), keys (kv, 1, hd)
+    queries = heads.queries_rope[:, 0]  # (heads, hd)
+    cache.keys = torch.cat([cache.keys, heads.keys_rope], dim=1)  # (kv_heads, t+1, hd)
+    cache.values = torch.cat([cache.values, heads.values], dim=1)  # (kv_heads, t+1, hd)
     cache_len, window = cache.keys.shape[1], spec.layer_windows[layer]
     # Sliding window: query t sees keys t - window + 1 .. t; older ones stay in the cache unread.
     start = 0 if window is None else max(0, cache_len - window)
@@ -63,12 +57,14 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     # Scores and softmax in float64, rounded once to the model dtype: the step's weights differ
     # from the full pass only by that pass's own rounding, not by two roundings added up.
     attn_scores = grouped.double() @ seen_keys.double().transpose(-2, -1)  # (kv, group, 1, n)
-    attn_weights = torch.softmax(attn_scores / math.sqrt(head_dim),
+    scaled = scale_scores(spec, attn_scores)  # (kv, group, 1, n)
+    capped = soft_cap(spec, scaled)  # Gemma 2: cap · tanh(scaled / cap), else None
+    attn_weights = torch.softmax(scaled if capped is None else capped,
                                  dim=-1).to(grouped.dtype)  # (kv, group, 1, n)
     heads_context = (attn_weights @ seen_values).reshape(1, -1)  # (1, heads · hd)
     shown = attn_weights.new_zeros(spec.num_heads, cache_len)  # (heads, t+1) 0 outside window
     shown[:, start:] = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
-    return shown, _linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
+    return shown, linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
 
 
 class LlamaDecoder:
@@ -78,24 +74,22 @@ class LlamaDecoder:
         self.read, self.spec, self.layer = weights.reading_once(), spec, layer
         empty = torch.empty(spec.kv_heads, 0, spec.head_dim)  # (kv_heads, 0, head_dim)
         self.caches = [_LayerCache(empty, empty) for _ in range(spec.n_layer)]
-        self.cos, self.sin = rope_tables(spec, num_tokens)  # each (T, rotary_dim)
+        self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)
 
     @torch.no_grad()
     def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
         """Token at position through every layer: the shown one's (heads, t+1), (d_model,)."""
         read, spec, t = self.read, self.spec, position
-        x = read.rows("embed_tokens.weight", [token_id])  # (1, d_model); no position embedding
+        x = embed(read, spec, [token_id])  # (1, d_model); no position embedding
         shown: tuple[Tensor, Tensor] | None = None
         for i, cache in enumerate(self.caches):
-            block = f"layers.{i}"
-            attn_input = rms_norm(x, read[f"{block}.input_layernorm.weight"], spec.rms_eps)
-            attn_weights, attn_out = _attend(read, spec, i, cache, attn_input,
-                                             self.cos[t:t + 1], self.sin[t:t + 1])
+            tables = self.ropes[i]
+            rope = None if tables is None else (tables[0][t:t + 1], tables[1][t:t + 1])
+            attn_input = attention_input(read, spec, i, x)  # (1, d_model)
+            attn_weights, attn_out = _attend(read, spec, i, cache, attn_input, rope)
             if i == self.layer:
                 shown = attn_weights, attn_out[0]  # (heads, t+1), (d_model,)
-            x = x + attn_out  # (1, d_model) shortcut around attention
-            normed = rms_norm(x, read[f"{block}.post_attention_layernorm.weight"], spec.rms_eps)
-            x = x + _feed_forward(read, spec, block, normed)  # (1, d_model)
+            x = finish_block(read, spec, i, x, attn_out)  # (1, d_model)
         assert shown is not None, "the shown layer is one of the layers"
         return shown
 

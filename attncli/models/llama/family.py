@@ -23,16 +23,19 @@ from attncli.models.family import (
     ModelSpec,
     Tokens,
 )
-from attncli.models.llama.checkpoint import LlamaCheckpoint, llama_checkpoint
+from attncli.models.llama.checkpoint import (
+    LLAMA_LAYOUT,
+    Layout,
+    LlamaCheckpoint,
+    llama_checkpoint,
+)
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape
+from attncli.models.llama.fast import RotaryProjection, llama_layer_input, llama_layer_inputs
 from attncli.models.llama.model import (
-    RotaryProjection,
     check_tokens,
     llama_all_layers,
     llama_attention,
-    llama_layer_input,
-    llama_layer_inputs,
     llama_logits,
     llama_trace,
 )
@@ -44,16 +47,16 @@ TRAITS = FamilyTraits(title="Llama-family", variant="llama", supports_tiled=True
 
 
 class LlamaModel:
-    """One checked Llama-family checkpoint, ready to run."""
+    """One checked checkpoint of a family on the Llama block, ready to run."""
 
-    traits = TRAITS
-
-    def __init__(self, ckpt: LlamaCheckpoint, source: WeightSource) -> None:
+    def __init__(self, ckpt: LlamaCheckpoint, source: WeightSource,
+                 traits: FamilyTraits = TRAITS) -> None:
         s = ckpt.spec
-        self.ckpt, self.source = ckpt, source
+        self.ckpt, self.source, self.traits = ckpt, source, traits
         self.spec = ModelSpec(architecture=s.architecture, n_layer=s.n_layer,
                               num_heads=s.num_heads, kv_heads=s.kv_heads, head_dim=s.head_dim,
-                              d_model=s.d_model, windows=s.layer_windows)
+                              d_model=s.d_model, windows=s.layer_windows,
+                              tiled_refusal=s.tiled_refusal)
 
     def vocabulary(self) -> WeightSource:
         """The source whose tokenizer this checkpoint's texts go through."""
@@ -92,8 +95,8 @@ class LlamaModel:
         """Layer's input (T, d_model), earlier layers through fused attention, and the layer
         as a module handing the kernel rotated, group-repeated heads."""
         weights, spec = self.ckpt.weights, self.ckpt.spec
-        x, cos, sin = llama_layer_input(weights, spec, token_ids, layer)  # x: (T, d_model)
-        return x, RotaryProjection(weights, spec, layer, cos, sin)
+        x, ropes = llama_layer_input(weights, spec, token_ids, layer)  # x: (T, d_model)
+        return x, RotaryProjection(weights, spec, layer, ropes[layer])
 
     def layer_inputs(self, token_ids: list[int], last_layer: int,
                      prefix: int) -> list[tuple[Tensor, Attention]]:
@@ -106,12 +109,14 @@ class LlamaModel:
         # blocks' temporaries fragment the heap (SmolLM2 at 8,000 tokens: 38 MB a layer, not 18).
         store = torch.empty(last_layer, min(prefix, len(token_ids)),
                             spec.d_model)  # (L, b, d_model)
-        for layer, (x, cos, sin) in enumerate(
+        for layer, (x, ropes) in enumerate(
                 llama_layer_inputs(weights, spec, token_ids, last_layer)):
+            rope = ropes[layer]
             if layer < last_layer:  # x: (T, d_model) → (b, d_model), kept in the store
                 store[layer].copy_(x[:prefix])  # (b, d_model)
-                x, cos, sin = store[layer], cos[:prefix], sin[:prefix]
-            out.append((x, RotaryProjection(weights, spec, layer, cos, sin)))
+                x = store[layer]
+                rope = None if rope is None else (rope[0][:prefix], rope[1][:prefix])
+            out.append((x, RotaryProjection(weights, spec, layer, rope)))
         return out
 
     def info(self, layer: int | None = None) -> ModelInfo:
@@ -124,7 +129,8 @@ class LlamaModel:
             sliding_window=spec.sliding_window,
             window=None if layer is None else spec.layer_windows[layer])
         return ModelInfo(str(spec.directory), spec.n_layer, spec.num_heads, spec.d_model, layer,
-                         family, name=spec.architecture, norm=TRAITS.norm, reads=TRAITS.reads)
+                         family, name=spec.architecture, norm=self.traits.norm,
+                         reads=self.traits.reads)
 
     def decode_shape(self) -> Shape:
         """The multiply-adds of one token through every layer."""
@@ -136,20 +142,21 @@ class LlamaModel:
 
 
 class LlamaFamily:
-    """One architecture of the family; arch says how it differs from Llama."""
+    """One architecture on the Llama block: arch says how its maths differs from Llama's,
+    layout where its checkpoint keeps each tensor, traits how results describe it."""
 
-    traits = TRAITS
-
-    def __init__(self, arch: LlamaArch) -> None:
-        self.arch = arch
+    def __init__(self, arch: LlamaArch, traits: FamilyTraits = TRAITS,
+                 layout: Layout = LLAMA_LAYOUT) -> None:
+        self.arch, self.traits, self.layout = arch, traits, layout
 
     def load(self, source: WeightSource, model: str, heads: int | None) -> LlamaModel:
         """The source checked as its config.json's model (heads is checked with the text)."""
-        return LlamaModel(llama_checkpoint(source, model), source)
+        return LlamaModel(llama_checkpoint(source, model, self.arch, self.layout), source,
+                          self.traits)
 
     def shape(self, config: dict[str, Any], folder: Path) -> tuple[int, int, int]:
         """Layers, heads and kv heads from config.json alone (the `models` table)."""
-        spec = llama_spec(folder, config)
+        spec = llama_spec(folder, config, self.arch)
         return spec.n_layer, spec.num_heads, spec.kv_heads
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
-from attncli.models.llama.config import LlamaSpec
+from attncli.models.llama.config import LlamaSpec, Rope
 
 
 def base_inv_freq(theta: float, rotary_dim: int) -> Tensor:
@@ -29,25 +29,33 @@ def _llama3(inv_freq: Tensor, scaling: dict[str, float]) -> Tensor:
     return torch.where(medium, ramp, slow)  # (dim/2,)
 
 
-def inv_freq(spec: LlamaSpec, num_tokens: int) -> Tensor:
-    """The angular speed of each rotated pair, after the config's rope_scaling."""
-    scaling, dim = spec.rope_scaling, spec.rotary_dim
+def inv_freq(spec: LlamaSpec, num_tokens: int, rope: Rope | None = None) -> Tensor:
+    """The angular speed of each rotated pair, after the config's rope_scaling (rope: one
+    layer's own, else the spec's)."""
+    rope = rope or Rope(spec.rope_theta, spec.rope_scaling, spec.rotary_dim)
+    scaling, dim, theta = rope.scaling, rope.rotary_dim, rope.theta
     rope_type = scaling.get("rope_type", "default")
     if rope_type == "dynamic":
         # NTK-aware: past the trained length, raise the base so the slowest pair still fits.
         seq_len = max(num_tokens, spec.max_positions)
         factor = scaling["factor"]
         try:
-            base = spec.rope_theta * ((factor * seq_len / spec.max_positions) - (factor - 1)) ** (
+            base = theta * ((factor * seq_len / spec.max_positions) - (factor - 1)) ** (
                 dim / (dim - 2))
         except OverflowError:
             base = math.inf
         if not base < 3.4e38:  # float32's largest: the frequencies are computed in float32
             raise AttnCliError(f"dynamic RoPE on {num_tokens:,} tokens needs a base past what "
-                               f"float32 holds (rope_theta {spec.rope_theta:g}, factor "
+                               f"float32 holds (rope_theta {theta:g}, factor "
                                f"{factor:g}, max_position_embeddings {spec.max_positions:,})")
         return base_inv_freq(base, dim)
-    freqs = base_inv_freq(spec.rope_theta, dim)  # (dim/2,)
+    if rope_type == "longrope":  # Phi-3: the long factors once the text outgrows the original
+        key = "long_factor" if num_tokens > scaling["original_max_position_embeddings"] \
+            else "short_factor"
+        ext = torch.tensor(scaling[key], dtype=torch.float32)  # (dim/2,)
+        exponents = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim  # (dim/2,)
+        return 1.0 / (ext * theta**exponents)  # (dim/2,)
+    freqs = base_inv_freq(theta, dim)  # (dim/2,)
     if rope_type == "linear":
         return freqs / scaling["factor"]  # positions squeezed by factor
     if rope_type == "llama3":
@@ -57,12 +65,34 @@ def inv_freq(spec: LlamaSpec, num_tokens: int) -> Tensor:
     return freqs
 
 
-def rope_tables(spec: LlamaSpec, num_tokens: int) -> tuple[Tensor, Tensor]:
+def rope_tables(spec: LlamaSpec, num_tokens: int,
+                rope: Rope | None = None) -> tuple[Tensor, Tensor]:
     """cos and sin of every position's angles, each (T, rotary_dim), halves repeated."""
+    rope = rope or Rope(spec.rope_theta, spec.rope_scaling, spec.rotary_dim)
     positions = torch.arange(num_tokens, dtype=torch.float32)  # (T,)
-    angles = positions[:, None] * inv_freq(spec, num_tokens)[None, :]  # (T, dim/2)
+    angles = positions[:, None] * inv_freq(spec, num_tokens, rope)[None, :]  # (T, dim/2)
     angles = torch.cat((angles, angles), dim=-1)  # (T, dim) pair k is dims k and k + dim/2
-    return angles.cos(), angles.sin()
+    factor = rope.scaling.get("attention_factor")  # LongRoPE scales cos and sin
+    if factor is None:
+        return angles.cos(), angles.sin()
+    return angles.cos() * factor, angles.sin() * factor
+
+
+class LayerRopes:
+    """Each layer's cos and sin tables, built once per distinct rope; None for a NoPE layer."""
+
+    def __init__(self, spec: LlamaSpec, num_tokens: int) -> None:
+        self.spec, self.num_tokens = spec, num_tokens
+        self._built: dict[int, tuple[Tensor, Tensor]] = {}
+
+    def __getitem__(self, layer: int) -> tuple[Tensor, Tensor] | None:
+        rope = self.spec.rope_of(layer)
+        if rope is None:
+            return None
+        key = next((i for i in range(layer + 1) if self.spec.rope_of(i) == rope), layer)
+        if key not in self._built:
+            self._built[key] = rope_tables(self.spec, self.num_tokens, rope)
+        return self._built[key]
 
 
 def rotate_half(x: Tensor) -> Tensor:

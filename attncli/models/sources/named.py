@@ -43,27 +43,35 @@ class Named:
         return Named(self.source, self.prefix, self.finite, keep=True)
 
     def __contains__(self, name: str) -> bool:
-        return self.prefix + name in self._names
+        return self.stored_name(name) in self._names
+
+    def stored_name(self, name: str) -> str:
+        """The checkpoint's own name of a tensor."""
+        return self.prefix + name
 
     def __getitem__(self, name: str) -> Tensor:
         if name in self._kept:
             return self._kept[name]
-        tensor = self._checked(self.source.tensor(self.prefix + name), name)
+        tensor = self._checked(self._read(name), name)
         if self.keep:
             self._kept[name] = tensor
         return tensor
 
+    def _read(self, name: str) -> Tensor:
+        """The tensor as the source stores it, as float32."""
+        return self.source.tensor(self.stored_name(name))
+
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
-        return self._checked(self.source.rows(self.prefix + name, indices), name)
+        return self._checked(self.source.rows(self.stored_name(name), indices), name)
 
     def shape(self, name: str) -> tuple[int, ...]:
         """The tensor's shape, from the header only."""
-        return self.source.shapes()[self.prefix + name]
+        return self.source.shapes()[self.stored_name(name)]
 
     def dtype(self, name: str) -> str:
         """The tensor's stored dtype name, from the header only."""
-        return self.source.dtype_name(self.prefix + name)
+        return self.source.dtype_name(self.stored_name(name))
 
     def _checked(self, t: Tensor, name: str) -> Tensor:
         """t, unless finite is asked for and it holds NaN or infinity."""
@@ -73,18 +81,20 @@ class Named:
 
 
 def check_tensors(expected: dict[str, tuple[int, ...]], shape: Callable[[str], tuple[int, ...]],
-                  dtype: Callable[[str], str], has: Callable[[str], bool], prefix: str,
+                  dtype: Callable[[str], str], has: Callable[[str], bool], prefix: str | Named,
                   at: object, model: str) -> None:
     """Every tensor a run reads is present, float, and shaped as the config says: one line
-    naming the first that is not (model: what needs them, e.g. "3-layer GPT-2")."""
-    missing = [prefix + name for name in expected if not has(name)]
+    naming the first that is not (model: what needs them, e.g. "3-layer GPT-2"). prefix: what
+    comes before each name in the checkpoint, or the view that knows its stored names."""
+    stored = prefix.stored_name if isinstance(prefix, Named) else (lambda name: prefix + name)
+    missing = [stored(name) for name in expected if not has(name)]
     if missing:
         listed = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
         raise AttnCliError(f"{at} lacks {len(missing)} tensor(s) a {model} needs: {listed}")
     for name, want in expected.items():
         if shape(name) != want:
-            raise AttnCliError(f"tensor {prefix}{name} in {at} has shape {shape(name)}, "
+            raise AttnCliError(f"tensor {stored(name)} in {at} has shape {shape(name)}, "
                                f"expected {want}")
         if not readable_dtype(dtype(name)):
-            raise AttnCliError(f"tensor {prefix}{name} in {at} has dtype {dtype(name)}, "
+            raise AttnCliError(f"tensor {stored(name)} in {at} has dtype {dtype(name)}, "
                                f"expected one of {', '.join(FLOAT_DTYPES)}")

@@ -136,10 +136,17 @@ def _layer_types(config: dict[str, Any], header: GgufHeader, local: list[bool]) 
     config["layer_types"] = ["sliding_attention" if s else "full_attention" for s in local]
 
 
-def _gemma_fill(config: dict[str, Any], header: GgufHeader) -> None:
+def _gemma2_fill(config: dict[str, Any], header: GgufHeader) -> None:
+    _gemma_fill(config, header, gemma2=True)
+
+
+def _gemma3_fill(config: dict[str, Any], header: GgufHeader) -> None:
+    _gemma_fill(config, header, gemma2=False)
+
+
+def _gemma_fill(config: dict[str, Any], header: GgufHeader, gemma2: bool) -> None:
     """Gemma 2 / 3: softcaps, windows, the score scale and the local rope base."""
     _llama_fill(config, header)
-    gemma2 = config["model_type"] == "gemma2"
     needed = ("attn_logit_softcapping", "final_logit_softcapping", "sliding_window") if gemma2 \
         else ()
     missing = [k for k in needed if k not in config]
@@ -216,5 +223,5 @@ def _llama_fill(config: dict[str, Any], header: GgufHeader) -> None:
 
 # model_type → what fills in the keys the metadata lacks
 _FILLS = {"llama": _llama_fill, "qwen2": _llama_fill, "qwen3": _llama_fill, "gpt2": _gpt2_fill,
-          "smollm3": _smollm3_fill, "gemma2": _gemma_fill, "gemma3_text": _gemma_fill,
+          "smollm3": _smollm3_fill, "gemma2": _gemma2_fill, "gemma3_text": _gemma3_fill,
           "phi3": _phi3_fill, "olmo2": _olmo2_fill, "gpt_neox": _neox_fill}

@@ -1,0 +1,1 @@
+"""gemma on the Llama block."""

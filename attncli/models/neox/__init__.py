@@ -1,0 +1,1 @@
+"""neox on the Llama block."""

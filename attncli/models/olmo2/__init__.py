@@ -1,0 +1,1 @@
+"""olmo2 on the Llama block."""

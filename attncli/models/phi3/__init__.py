@@ -1,0 +1,1 @@
+"""phi3 on the Llama block."""

@@ -1,0 +1,1 @@
+"""smollm3 on the Llama block."""

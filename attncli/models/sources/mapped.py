@@ -1,0 +1,79 @@
+"""A family's tensors under the Llama block's names, whatever its checkpoint calls them.
+
+Families built on the Llama block (Gemma, Phi-3, GPT-NeoX, OLMo 2, SmolLM3) store the same
+matrices under other names, and some fuse several into one: Phi-3's qkv_proj stacks Q, K and V;
+GPT-NeoX's query_key_value interleaves them head by head. A Piece says where one block matrix
+lies in the stored tensor; Mapped reads it there, so the block's code never sees the difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from attncli.models.sources.base import WeightSource
+from attncli.models.sources.named import Named
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Rows start..stop of each of `groups` equal slices of the stored tensor `name`.
+
+    groups=1 is a plain slice (Phi-3's [Q; K; V]); groups=heads takes each head's share of a
+    per-head interleave (GPT-NeoX's [q k v] per head). stop=None: the whole tensor.
+    """
+
+    name: str
+    groups: int = 1
+    start: int = 0
+    stop: int | None = None
+
+    def cut(self, t: Tensor) -> Tensor:
+        """This piece of the stored tensor t (rows, ...) → (groups · (stop - start), ...)."""
+        if self.stop is None:
+            return t
+        per_group = t.view(self.groups, -1, *t.shape[1:])  # (groups, rows/groups, ...)
+        return per_group[:, self.start:self.stop].reshape(-1, *t.shape[1:]).contiguous()
+
+    def shape(self, stored: tuple[int, ...]) -> tuple[int, ...]:
+        """The piece's shape, from the stored tensor's shape alone."""
+        if self.stop is None:
+            return stored
+        return (self.groups * (self.stop - self.start), *stored[1:])
+
+
+class Mapped(Named):
+    """source's tensors by block name: each name a Piece of a stored tensor (prefix included).
+
+    A name the table does not hold is read as prefix + name, as Named reads it. A fused tensor
+    is read once for its pieces (the last one read is kept).
+    """
+
+    def __init__(self, source: WeightSource, prefix: str, table: dict[str, Piece],
+                 finite: bool = False, keep: bool = False) -> None:
+        super().__init__(source, prefix, finite, keep)
+        self.table = table
+        self._fused: tuple[str, Tensor] | None = None
+
+    def reading_once(self) -> Mapped:
+        return Mapped(self.source, self.prefix, self.table, self.finite, keep=True)
+
+    def _piece(self, name: str) -> Piece:
+        return self.table.get(name) or Piece(self.prefix + name)
+
+    def stored_name(self, name: str) -> str:
+        return self._piece(name).name
+
+    def _read(self, name: str) -> Tensor:
+        piece = self._piece(name)
+        if self._fused is not None and self._fused[0] == piece.name:
+            return piece.cut(self._fused[1])
+        stored = self.source.tensor(piece.name)  # (rows, ...)
+        if piece.stop is not None:
+            self._fused = piece.name, stored
+        return piece.cut(stored)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        piece = self._piece(name)
+        return piece.shape(self.source.shapes()[piece.name])
