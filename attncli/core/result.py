@@ -19,7 +19,7 @@ Stack = list[list[list[float | None]]]
 
 # Every stage a variant may have, in the order the computation runs.
 STAGES = ("inputs", "queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
-          "keys_rope", "scores", "scaled", "masked", "softmax", "dropped", "weights",
+          "keys_rope", "scores", "scaled", "capped", "masked", "softmax", "dropped", "weights",
           "heads_context", "context")  # *_norm, *_rope: models with RoPE (and q/k norms)
 
 
@@ -123,6 +123,7 @@ class FamilyInfo:
     rope_scaling: str  # default, linear, dynamic or llama3
     sliding_window: int | None  # the config's window (None: none)
     window: int | None = None  # the shown layer's own window (None: the full causal mask)
+    nope: bool = False  # the shown layer has no positional encoding (SmolLM3's NoPE layers)
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,8 @@ class ModelInfo:
             out |= {"rope_theta": f.rope_theta, "rope_scaling": f.rope_scaling,
                     "sliding_window": f.sliding_window}
         if self.layer is not None:
-            out |= {"layer": self.layer} | ({"window": f.window} if f is not None else {})
+            out |= {"layer": self.layer} | ({"window": f.window} if f is not None else {}) | (
+                {"nope": True} if f is not None and f.nope else {})
         return out
 
 
@@ -200,9 +202,8 @@ class LongStats:
     stats: dict[str, Any]  # numpy: lse, entropy (heads, N); top_k: {index, weight} (heads, N, k)
     summary: list[dict[str, Any]]  # per head: head, entropy, first, prev, self, top_k_mass, ...
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
-    # The heads shown, for the page's moving window: (heads, N, span) float32 numpy, each row's
-    # exact weights on its 64 keys up to itself (causal) or 63 either side; NaN outside.
-    band: Any = None
+    band: Any = None  # the page's moving window: (heads, N, span) float32 numpy, each row's
+    # exact weights on its 64 keys up to itself (causal) or 63 either side; NaN outside
 
 
 @dataclass(frozen=True)

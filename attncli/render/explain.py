@@ -17,7 +17,8 @@ from attncli.render.stages import panels, render_panel, stage_title, text_key
 # The walk-through's steps in computation order; Q, K and V are one step.
 STEPS = (("inputs", ("inputs",)), ("qkv", ("queries", "keys", "values")),
          ("qk_norm", ("queries_norm", "keys_norm")), ("rope", ("queries_rope", "keys_rope")),
-         ("scores", ("scores",)), ("scaled", ("scaled",)), ("masked", ("masked",)),
+         ("scores", ("scores",)), ("scaled", ("scaled",)), ("capped", ("capped",)),
+         ("masked", ("masked",)),
          ("softmax", ("softmax",)), ("dropped", ("dropped",)), ("weights", ("weights",)),
          ("heads_context", ("heads_context",)), ("context", ("context",)))
 
@@ -83,6 +84,9 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
         note += " " + text(lang, "explain.qkv.heads", **values)
     if step == "inputs" and result.config.source == "inputs":
         note = text(lang, "explain.inputs.vectors", **values)
+    model = result.model
+    if step == "scores" and model is not None and model.family is not None and model.family.nope:
+        note += " " + text(lang, "explain.nope", layer=model.layer)
     parts.append(prose(console, note, "italic"))
     if step == "softmax":
         parts.append(row_sum_check(console, result, options))

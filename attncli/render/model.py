@@ -27,8 +27,10 @@ def describe_model(result: Result) -> Text:
             settings += " · bidirectional attention, no mask"
     else:
         mask = f"sliding window {f.window}" if f.window else "full causal mask"
+        rope = "no positional encoding (NoPE)" if f.nope \
+            else f"RoPE θ {f.rope_theta:g} ({f.rope_scaling})"
         settings = (f"{m.heads} query heads, {f.kv_heads} kv heads · head_dim {f.head_dim} · "
-                    f"d_model {m.d_model} · RoPE θ {f.rope_theta:g} ({f.rope_scaling}) · {mask}")
+                    f"d_model {m.d_model} · {rope} · {mask}")
     return Text.assemble(
         (f"{m.name} layer {m.layer} of {m.layers} (0-based)", "bold"),
         f" · {settings} · {c.num_tokens} tokens\n",

@@ -17,7 +17,8 @@ from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
 from attncli.render.model import kv_note
 
-TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
+TOKEN_STAGES = ("scores", "scaled", "capped", "masked", "softmax", "dropped",
+                "weights")  # [h][T][T]
 HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
                "keys_rope")  # [h][T][head_dim]
 WEIGHT_STAGES = ("softmax", "dropped", "weights")  # in [0, 1]; masked cells shown as masked
@@ -51,7 +52,18 @@ def text_key(name: str, variant: str, kind: str) -> str:
 
 
 def d_k(result: Result) -> int:
-    """The key width the scores are scaled by (head_dim), from the keys when they are kept."""
+    """The key width the scores are scaled by (head_dim), from the keys when they are kept; a
+    checkpoint's own divisor² where it has one (Gemma's query_pre_attn_scalar), read off its
+    scores and scaled scores."""
+    scores, scaled = result.stages.get("scores"), result.stages.get("scaled")
+    if result.model is not None and scores and scaled:
+        cells = ((w, s) for h_w, h_s in zip(scores, scaled, strict=True)
+                 for r_w, r_s in zip(h_w, h_s, strict=True)
+                 for w, s in zip(r_w, r_s, strict=True))
+        ratio = next(((w / s) ** 2 for w, s in cells
+                      if w is not None and s is not None and abs(s) > 1e-3), None)
+        if ratio is not None:
+            return round(ratio)
     keys = result.stages.get("keys")
     if keys:
         return len(keys[0][0])
@@ -66,6 +78,9 @@ def stage_title(result: Result, name: str, lang: str) -> str:
         values = {"d_k": d_k(result), "root": f"{math.sqrt(d_k(result)):.4f}"}
     elif name == "dropped":
         values = {"p": result.config.dropout}
+    family = result.model.family if result.model is not None else None
+    if name == "scores" and family is not None and family.nope:  # no RoPE on this layer
+        return text(lang, "title.scores", **values)
     return text(lang, text_key(name, result.variant, "title"), **values)
 
 

@@ -91,7 +91,8 @@ def _family(doc: dict[str, Any], heads: int) -> FamilyInfo:
                       rope_scaling=choice(need(doc, "rope_scaling", "model"),
                                           "model.rope_scaling", SCALINGS),
                       sliding_window=sliding,
-                      window=maybe(doc.get("window"), integer, "model.window", 1, BOUND))
+                      window=maybe(doc.get("window"), integer, "model.window", 1, BOUND),
+                      nope=doc.get("nope") is True)
 
 
 def model_from(data: Any, config: RunConfig | None) -> ModelInfo:

@@ -26,7 +26,8 @@ from attncli.errors import AttnCliError
 
 # The tiled path's corner without --rows/--cols (long.run.DEFAULT_WINDOW; a test keeps them equal).
 CORNER = 64
-TOKEN_STAGES = ("scores", "scaled", "masked", "softmax", "dropped", "weights")  # [h][T][T]
+TOKEN_STAGES = ("scores", "scaled", "capped", "masked", "softmax", "dropped",
+                "weights")  # [h][T][T]
 HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
                "keys_rope")  # [h][T][head_dim]
 SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")

@@ -127,7 +127,8 @@ class LlamaModel:
             rope_theta=spec.rope_theta,
             rope_scaling=spec.rope_scaling.get("rope_type", "default"),
             sliding_window=spec.sliding_window,
-            window=None if layer is None else spec.layer_windows[layer])
+            window=None if layer is None else spec.layer_windows[layer],
+            nope=layer is not None and spec.rope_of(layer) is None)
         return ModelInfo(str(spec.directory), spec.n_layer, spec.num_heads, spec.d_model, layer,
                          family, name=spec.architecture, norm=self.traits.norm,
                          reads=self.traits.reads)

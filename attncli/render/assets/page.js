@@ -10,13 +10,14 @@ const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 73, 137], [49, 104, 142], [38,
 const RDBU = [[33, 102, 172], [67, 147, 195], [146, 197, 222], [209, 229, 240], [247, 247, 247],
   [253, 219, 199], [244, 165, 130], [214, 96, 77], [178, 24, 43]];
 const WEIGHT_STAGES = ["softmax", "dropped", "weights"];
-const TOKEN_STAGES = ["scores", "scaled", "masked", "softmax", "dropped", "weights"];
+const TOKEN_STAGES = ["scores", "scaled", "capped", "masked", "softmax", "dropped", "weights"];
 // What a focused row of a stage that is not weights holds.
 const HOLDS = {
   inputs: "its input embedding x (token plus position)", queries: "its query q = x·W_query",
   keys: "its key k = x·W_key", values: "its value v = x·W_value",
   scores: "its attention scores ω = q·kᵀ over the keys, before the softmax",
   scaled: "its scaled scores ω ÷ √d_k over the keys, before the softmax",
+  capped: "its soft-capped scores cap · tanh(scaled ÷ cap), before the mask",
   masked: "its masked scores (future keys −∞), before the softmax",
   heads_context: "each head's context vector, side by side", context: "its context vector z = Σ α·v",
 };

@@ -211,74 +211,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "demo.outro": ("Try it on your own text:", "在你自己的文本上试试："),
     "demo.pause": ("Enter: next step · q: quit", "回车：下一步 · q：退出"),
 }
+from attncli.i18n.models import ENCODER_STRINGS, LLAMA_STRINGS  # noqa: E402
 
-
-# Each entry is (English, 简体中文), merged into STRINGS.
-LLAMA_STRINGS: dict[str, tuple[str, str]] = {
-    "variant.llama": ("a trained Llama-family layer's grouped-query attention",
-                      "训练好的 Llama 系列模型某一层的分组查询注意力"),
-    "title.inputs.llama": ("Layer input X = RMSNorm(residual stream)",
-                           "该层的输入 X = RMSNorm(残差流)"),
-    "explain.inputs.llama": (
-        "Each row is what this layer's attention reads for one token: the residual stream "
-        "(the token embedding, with no position embedding, plus every earlier block's output) "
-        "after RMSNorm, {d_in} numbers per token.",
-        "每一行是这一层的注意力为一个词元读取的内容：残差流（词元嵌入，没有位置嵌入，再加上之前每个"
-        "块的输出）经过 RMSNorm 之后的结果，每个词元 {d_in} 个数。"),
-    "explain.qkv.llama": (
-        "The trained q_proj, k_proj and v_proj project each input into queries, keys and values. "
-        "There are fewer key/value heads than query heads (grouped-query attention): query heads "
-        "of one group read the same keys and values, shown here repeated for each query head.",
-        "训练好的 q_proj、k_proj、v_proj 把每个输入投影成查询、键和值。键/值头比查询头少（分组查询"
-        "注意力）：同一组的查询头读取相同的键和值，这里为每个查询头重复显示。"),
-    "title.qk_norm": ("Qwen3's RMSNorm on each query and key head",
-                      "Qwen3 对每个查询头和键头做的 RMSNorm"),
-    "explain.qk_norm": (
-        "Each head's query and key are RMS-normalised over head_dim, with trained scales "
-        "(q_norm, k_norm), before RoPE: this keeps the scores from growing large.",
-        "在 RoPE 之前，每个头的查询和键在 head_dim 上做 RMS 归一化，并乘以训练好的缩放"
-        "（q_norm、k_norm）：这样注意力分数不会变得过大。"),
-    "title.queries_norm": ("Queries after q_norm", "q_norm 之后的查询"),
-    "title.keys_norm": ("Keys after k_norm", "k_norm 之后的键"),
-    "title.rope": ("Rotary position embedding (RoPE)", "旋转位置编码（RoPE）"),
-    "explain.rope": (
-        "Positions enter here, not in the inputs: each pair of dimensions of a query or key at "
-        "position i is turned by the angle i·θ_k. A query at i and a key at j then meet at the "
-        "angle (i − j)·θ_k, so their score depends on how far apart they are.",
-        "位置信息在这里加入，而不是在输入中：位置 i 上的查询或键的每一对维度都旋转角度 i·θ_k。"
-        "于是位置 i 的查询与位置 j 的键之间的夹角是 (i − j)·θ_k，注意力分数只取决于两者相距多远。"),
-    "title.queries_rope": ("Queries after RoPE", "RoPE 之后的查询"),
-    "title.keys_rope": ("Keys after RoPE", "RoPE 之后的键"),
-    "title.scores.llama": ("Attention scores ω = RoPE(Q)·RoPE(K)ᵀ",
-                           "注意力分数 ω = RoPE(Q)·RoPE(K)ᵀ"),
-    "title.masked.llama": ("Causal mask (and sliding window) applied",
-                           "应用因果掩码（以及滑动窗口）"),
-    "explain.masked.llama": (
-        "Query i may only look at keys 0…i: the future positions (·) are set to −∞. In a "
-        "sliding-window layer (Mistral) keys older than the window are masked too.",
-        "查询 i 只能看到键 0…i：未来的位置（·）被设为 −∞。在滑动窗口层（Mistral）中，"
-        "比窗口更早的键也被掩码。"),
-    "title.context.llama": ("Heads concatenated, then o_proj", "拼接各头，再做 o_proj 输出投影"),
-}
-# BERT-style encoders (bert, roberta): bidirectional attention, no mask, post-LN blocks.
-ENCODER_STRINGS: dict[str, tuple[str, str]] = {
-    "variant.bert": (
-        "a trained encoder layer's bidirectional multi-head attention (no mask: every token "
-        "attends to every token, before and after it)",
-        "训练好的编码器某一层的双向多头注意力（没有掩码：每个词元都关注所有词元，包括它前后的词元）"),
-    "title.inputs.bert": ("Layer input X = the residual stream", "该层的输入 X = 残差流"),
-    "explain.inputs.bert": (
-        "Each row is what this layer's attention reads for one token: word + position + token "
-        "type embeddings after LayerNorm for layer 0, else the block before's output (post-LN: "
-        "each block normalises after adding), {d_in} numbers per token.",
-        "每一行是这一层的注意力为一个词元读取的内容：第 0 层是词嵌入加位置嵌入加词元类型嵌入再经过 "
-        "LayerNorm，其余各层是前一个块的输出（后置 LayerNorm：每个块先相加再归一化），每个词元 "
-        "{d_in} 个数。"),
-    "explain.qkv.bert": (
-        "The trained query, key and value layers (each with a bias) project each input into a "
-        "query, a key and a value, as in chapter 3.",
-        "训练好的 query、key、value 层（各带偏置）把每个输入投影成查询、键和值，与第 3 章相同。"),
-}
 STRINGS |= LLAMA_STRINGS | ENCODER_STRINGS  # the families' stages and explanations
 
 
