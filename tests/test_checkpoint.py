@@ -141,7 +141,7 @@ def test_not_gpt2_at_all(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("values", "message"), [
-    ({"model_type": "t5"}, "describes a 't5' model; attncli reads GPT-2 (model_type "
+    ({"model_type": "xglm"}, "describes a 'xglm' model; attncli reads GPT-2 (model_type "
                            "'gpt2'), Llama-family (llama, mistral, qwen2, qwen3), Gemma 2"),
     ({"model_type": {"a": 1}}, "gives model_type as a JSON object; attncli reads GPT-2"),
     ({"add_cross_attention": True}, "sets add_cross_attention=True; attncli runs the standard "

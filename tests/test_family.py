@@ -91,3 +91,16 @@ def test_an_unregistered_model_type_is_refused_by_name(tmp_path: Path) -> None:
         "(model_type 'gemma2'), Gemma 3 (gemma3_text, gemma3), Phi-3 (model_type 'phi3'), "
         "GPT-NeoX (model_type 'gpt_neox'), OLMo 2 (model_type 'olmo2'), SmolLM3 (model_type "
         "'smollm3') and BERT-style encoder (bert, roberta) checkpoints")
+
+
+@pytest.mark.parametrize(("model_type", "why"), [
+    ("mamba", "has no attention layers"), ("t5", "encoder-decoder"),
+    ("qwen3_next", "softmax attention in layers 3, 7 of 8"),
+])
+def test_a_family_attncli_cannot_show_is_refused_with_its_reason(tmp_path: Path, model_type: str,
+                                                                 why: str) -> None:
+    types = ["linear_attention"] * 3 + ["full_attention"]
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type,
+                                                      "layer_types": types * 2}))
+    with pytest.raises(AttnCliError, match=f"describes a '{model_type}' model, which .*{why}"):
+        run_model(Request(text=TEXT, model=str(tmp_path)))

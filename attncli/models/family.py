@@ -45,6 +45,19 @@ REGISTRY: dict[str, tuple[str, str]] = {
 }
 DEFAULT = "gpt2"  # a checkpoint without config.json, or without model_type, is read as GPT-2
 
+# Families attncli knows it cannot show honestly, and why: no softmax pattern to show there.
+_NO_ATTENTION = ("has no attention layers (a state-space or recurrent model): no token attends "
+                 "to another")
+_HYBRID = ("mixes softmax attention with state-space or linear-attention layers, which have no "
+           "attention pattern; attncli does not yet show a model whose blocks differ in kind")
+REFUSED: dict[str, str] = {
+    **dict.fromkeys(("mamba", "mamba2", "falcon_mamba", "rwkv", "xlstm"), _NO_ATTENTION),
+    **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "falcon_h1", "granitemoehybrid",
+                     "nemotron_h", "lfm2", "qwen3_next", "minimax", "recurrent_gemma"), _HYBRID),
+    **dict.fromkeys(("t5", "mt5", "bart", "mbart", "pegasus", "marian", "whisper"),
+                    "is an encoder-decoder model: its cross-attention is not implemented"),
+}
+
 
 @dataclass(frozen=True)
 class FamilyTraits:
@@ -182,12 +195,26 @@ def readable() -> str:
 
 def family_of_source(source: WeightSource, config_name: object) -> Family:
     """The family config.json's model_type names; one that attncli does not read, refused."""
-    model_type = source.config().get("model_type", DEFAULT)
+    config = source.config()
+    model_type = config.get("model_type", DEFAULT)
     if isinstance(model_type, str) and model_type in REGISTRY:
         return family_named(model_type)
+    if isinstance(model_type, str) and model_type in REFUSED:
+        raise AttnCliError(f"{config_name} describes a {model_type!r} model, which "
+                           f"{REFUSED[model_type]}{_softmax_layers(config)}")
     kind = (f"describes a {shown(model_type)} model" if isinstance(model_type, str)
             else f"gives model_type as {shown(model_type)}")
     raise AttnCliError(f"{config_name} {kind}; attncli reads {readable()} checkpoints")
+
+
+def _softmax_layers(config: dict[str, Any]) -> str:
+    """Which layers are softmax attention, where config.json's layer_types says."""
+    types = config.get("layer_types")
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        return ""
+    full = [i for i, kind in enumerate(types) if "attention" in kind and "linear" not in kind]
+    return (f" (softmax attention in layers {', '.join(map(str, full[:12]))}"
+            f"{', ...' if len(full) > 12 else ''} of {len(types)})") if full else ""
 
 
 def open_family(model: str) -> tuple[WeightSource, Family]:
