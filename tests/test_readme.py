@@ -60,6 +60,10 @@ NOT_RUN = {
     "SmolLM2-135M-Instruct.Q4_1.gguf": "the real model's output, measured here; "
                                        "tests/test_gguf_cli.py checks its weights against "
                                        "transformers",
+    "--model path/to/": "it needs a trained BERT or RoBERTa, which attncli never downloads; "
+                        "tests/test_encoders.py checks tiny random ones against transformers",
+    "--model bert.gguf": "a BERT GGUF file; tests/test_gguf_families.py writes one and checks "
+                         "the refusal",
     "# SmolLM2 in Ollama's store": "it lists the stores of the machine it was measured on; "
                                    "tests/test_cli_models.py builds such stores and checks the "
                                    "listing against gguf's own reader",
