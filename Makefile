@@ -51,6 +51,7 @@ bench: $(STAMP) model
 	$(PY) bench/gguf_e2e.py
 	$(PY) bench/rollout.py
 	$(PY) bench/heads_scores.py
+	$(PY) bench/families.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
