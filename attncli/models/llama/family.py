@@ -122,10 +122,13 @@ class LlamaModel:
     def info(self, layer: int | None = None) -> ModelInfo:
         """The JSON "model" object: where the checkpoint is, its shape and its attention."""
         spec = self.ckpt.spec
+        # The layer's own RoPE where layers differ (Gemma 3's local and global bases).
+        rope = None if layer is None else spec.rope_of(layer)
+        theta, scaling = (spec.rope_theta, spec.rope_scaling) if rope is None else (
+            rope.theta, rope.scaling)
         family = FamilyInfo(
             architecture=spec.architecture, kv_heads=spec.kv_heads, head_dim=spec.head_dim,
-            rope_theta=spec.rope_theta,
-            rope_scaling=spec.rope_scaling.get("rope_type", "default"),
+            rope_theta=theta, rope_scaling=scaling.get("rope_type", "default"),
             sliding_window=spec.sliding_window,
             window=None if layer is None else spec.layer_windows[layer],
             nope=layer is not None and spec.rope_of(layer) is None)
