@@ -14,7 +14,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from tests.family_fixtures import reference, save_decoder, window_of
+from tests.family_fixtures import reference, rope_of, save_decoder, window_of
 
 NAMES = ("gemma2", "gemma3_text", "phi3", "gpt_neox", "olmo2", "smollm3")
 TILED = tuple(n for n in NAMES if n != "gemma2")  # Gemma 2's soft-capping is refused there
@@ -250,3 +250,77 @@ def test_predict_top1_is_transformers_argmax(cli, models: Models, references,  #
         top2 = row.topk(2).values
         if float(top2[0] - top2[1]) > 1e-4:  # a near tie may round either way in float32
             assert entry["top"][0]["id"] == int(row.argmax()), (name, entry["index"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_heading_names_each_layers_own_rope(cli, models: Models, name: str) -> None:  # noqa: ANN001
+    """Gemma 3's local layers turn with their own base; SmolLM3's NoPE layer has none."""
+    folder, model = models[name]
+    for layer in range(model.config.num_hidden_layers):
+        doc = cli("run", TEXT, "--model", str(folder), "--layer", str(layer), "--json").json()
+        rope = rope_of(model, layer, len(doc["tokens"]))
+        if rope is None:
+            assert doc["model"]["nope"] is True, (name, layer)
+        else:
+            assert doc["model"]["rope_theta"] == rope["theta"], (name, layer)
+
+
+def _multimodal_gemma3(text_folder: Path, folder: Path) -> None:
+    """The gemma3_text checkpoint as Gemma3ForConditionalGeneration writes its language model:
+    config.json's text_config, tensors under model.language_model."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder.mkdir()
+    text = json.loads((text_folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+         "text_config": text}))
+    tensors = load_file(text_folder / "model.safetensors")
+    save_file({re.sub(r"^model\.", "model.language_model.", k): v for k, v in tensors.items()},
+              folder / "model.safetensors", metadata={"format": "pt"})
+    shutil.copy(text_folder / "tokenizer.json", folder / "tokenizer.json")
+
+
+def test_multimodal_gemma3_is_its_language_model(cli, models: Models, references,  # noqa: ANN001
+                                                 tmp_path: Path) -> None:
+    text_folder, model = models["gemma3_text"]
+    folder = tmp_path / "gemma3"
+    _multimodal_gemma3(text_folder, folder)
+    ids, ref = references["gemma3_text", TEXT]
+    for layer in (0, 2):
+        doc = cli("run", TEXT, "--model", str(folder), "--layer", str(layer), "--json").json()
+        assert doc["model"]["architecture"] == "gemma3"
+        np.testing.assert_allclose(cells(doc["weights"]), ref["attentions"][layer].numpy(),
+                                   atol=1e-5, rtol=0)
+    saved = tmp_path / "run.json"
+    assert cli("run", TEXT, "--model", str(folder), "--save-json", str(saved)).code == 0
+    assert cli("show", str(saved)).code == 0
+    kv = cli("kvcache", TEXT, "--model", str(folder), "--layer", "2", "--json")
+    assert kv.code == 0 and len(kv.json()["steps"]) == len(ids)
+    tiled = cli("run", LONG, "--model", str(folder), "--layer", "2", "--impl", "tiled", "--json")
+    assert tiled.code == 0 and tiled.json()["config"]["impl"] == "tiled"
+
+
+@pytest.mark.parametrize(("bos", "used"), [(1, True), (5, False)])
+def test_induction_probe_falls_back_to_the_configs_bos(cli, models: Models, tmp_path: Path,  # noqa: ANN001
+                                                       bos: int, used: bool) -> None:
+    """No BOS added by the tokenizer: config.json's bos_token_id, when it names an added
+    token (1: <|begin|>), else no BOS (5 is a plain byte token)."""
+    import shutil
+
+    folder = tmp_path / "olmo2"
+    shutil.copytree(models["olmo2"][0], folder)
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    tok["post_processor"] = None
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    added = {t["id"] for t in tok["added_tokens"]}
+    assert (bos in added) is used
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "bos_token_id": bos}))
+    probe = cli("heads", "--model", str(folder), "--probe", "induction", "--json").json()
+    got = probe["config"]["probe"]
+    assert got["bos"] is used
+    assert (got["ids"][0] == bos) is used
+    assert len(got["ids"]) == 2 * got["length"] + int(used)
