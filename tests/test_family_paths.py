@@ -92,7 +92,8 @@ def test_tiled_equals_naive_and_transformers(cli, models: Models, references,  #
 
 def test_tiled_refuses_soft_capping_and_short_windows(cli, models: Models) -> None:  # noqa: ANN001
     gemma2 = ("run", LONG, "--model", str(models["gemma2"][0]), "--layer", "1")
-    cli(*gemma2, "--impl", "tiled").assert_usage_error("soft-capping")
+    cli(*gemma2, "--impl", "tiled").assert_usage_error(
+        "--impl tiled: attention logit soft-capping (cap 2) is not part of the tiled kernel's")
     cli(*gemma2, "--impl", "tiled", "--measure", "rollout").assert_usage_error("soft-capping")
     gemma3 = ("run", LONG, "--model", str(models["gemma3_text"][0]), "--impl", "tiled")
     cli(*gemma3, "--layer", "0").assert_usage_error("layer 0 has a sliding window of 4 tokens")

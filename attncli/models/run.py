@@ -76,6 +76,8 @@ def _impl(req: Request, model: Model, num_tokens: int, layer: int,
             "inputs, or force this with --impl naive")
     refusal = model.spec.tiled_refusal
     if impl is Impl.tiled and refusal:
+        if req.impl is Impl.tiled:
+            raise AttnCliError(f"--impl tiled: {refusal}; use --impl naive")
         raise AttnCliError(f"{num_tokens:,} tokens need the tiled path, and {refusal}; use "
                            "--impl naive, or a shorter text")
     window = model.spec.windows[layer]
