@@ -38,6 +38,24 @@ def _ids(folder: Path, text: str = TEXT) -> list[int]:
     return list(Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text).ids)
 
 
+def test_wordpiece_pieces_are_the_text_they_stand_for(cli, encoders) -> None:  # noqa: ANN001
+    """A ## continuation is its word's next letters, and a word after a word starts with the
+    space the pre-tokenizer removed: the pieces join into the tokenizer's own decoding."""
+    from tokenizers import Tokenizer, decoders
+
+    folder, _ = encoders["bert"]
+    text = "The cats sat on unbelievable mats"
+    doc = cli("tokens", text, "--model", str(folder), "--json").json()
+    pieces = [bytes.fromhex(t["bytes"]).decode() for t in doc["tokens"][1:-1]]  # no [CLS] [SEP]
+    assert any(not p.startswith(" ") for p in pieces[1:])  # the text splits inside a word
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    ids = tok.encode(text).ids
+    assert [t["id"] for t in doc["tokens"]] == ids
+    assert "".join(pieces) == tok.decode(ids)
+    assert "##" not in "".join(pieces)
+
+
 @pytest.mark.parametrize(("name", "first", "last"), [("bert", "[CLS]", "[SEP]"),
                                                       ("roberta", "<s>", "</s>")])
 def test_token_ids_are_the_tokenizers(cli, encoders, name: str, first: str, last: str) -> None:

@@ -1,15 +1,11 @@
 """Tokenisation with a checkpoint's own tokenizer.json (HF tokenizers): labels and exact bytes.
 
-Byte-level BPE (Llama 3, Qwen) spells bytes as printable characters (Ġ is a space);
-SentencePiece-style vocabularies (Llama 2, Mistral) write ▁ for a space and fall back to
-byte tokens such as <0xE7>. Both are turned back into the bytes each token stands for.
+Each token is turned back into the bytes it stands for (models/vocab_bytes.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,30 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attncli.core.cutting.boundaries import Cuts
-from attncli.core.inputs import parse_json
-from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece, labels_for
+from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece
 from attncli.errors import AttnCliError
 from attncli.models.stores.paths import is_dir
+from attncli.models.vocab_bytes import Labeller, Triple, spec_of
 
 if TYPE_CHECKING:
     from attncli.models.sources.base import WeightSource
-
-_BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
-
-
-@cache
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's printable character → byte table, as byte-level BPE uses it."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    table, extra = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            table[chr(byte)] = byte
-        else:
-            table[chr(256 + extra)] = byte
-            extra += 1
-    return table
 
 
 @dataclass(frozen=True)
@@ -116,29 +95,6 @@ def _calling(call: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> 
         raise AttnCliError(f"{what}: {reason}") from None
 
 
-def _spec(tokenizer: Any) -> dict[str, Any]:
-    """The tokenizer as tokenizer.json describes it, read back by the one JSON reader."""
-    spec = parse_json(tokenizer.to_str(), "the tokenizer")
-    return spec if isinstance(spec, dict) else {}
-
-
-def _is_byte_level(tokenizer: Any) -> bool:
-    return "ByteLevel" in json.dumps(_spec(tokenizer).get("decoder"))
-
-
-def token_bytes(token: str, byte_level: bool, special: bool) -> bytes:
-    """The exact bytes a vocabulary entry stands for."""
-    if special:
-        return token.encode("utf-8")
-    if byte_level:
-        table = _byte_decoder()
-        return bytes(table[ch] for ch in token) if all(ch in table for ch in token) \
-            else token.encode("utf-8")
-    if match := _BYTE_TOKEN.fullmatch(token):
-        return bytes([int(match[1], 16)])  # byte fallback
-    return token.replace("▁", " ").encode("utf-8")
-
-
 def _added(tokenizer: Any) -> tuple[int, int]:
     """How many tokens the post-processor puts before and after a text (BOS, EOS), learnt from
     a probe whose own tokens cannot be mistaken for them."""
@@ -159,12 +115,9 @@ def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False,
     tokenizer = _loaded(directory)
     encoding = _encode(tokenizer, text, allow_special, True)
     before, after = _added(tokenizer)
-    pieces = _Labeller(tokenizer).pieces(_triples(encoding), 0)
+    pieces = Labeller(tokenizer).pieces(_triples(encoding), 0)
     return HFTokens(pieces=pieces, before=encoding.tokens[:before],
                     after=encoding.tokens[len(encoding.tokens) - after:], name=name)
-
-
-Triple = tuple[int, str, int]  # a token's id, its vocabulary entry, and 1 for a special token
 
 
 def _encode(tokenizer: Any, text: str, allow_special: bool, add_special_tokens: bool) -> Any:
@@ -180,23 +133,6 @@ def _triples(encoding: Any) -> list[Triple]:
     return list(zip(encoding.ids, encoding.tokens, encoding.special_tokens_mask, strict=True))
 
 
-class _Labeller:
-    """Turns a tokenizer's tokens into labelled pieces (what it asks of tokenizer.json, once)."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.byte_level = _is_byte_level(tokenizer)
-        self.specials = {t.content for t in tokenizer.get_added_tokens_decoder().values()
-                         if t.special}
-
-    def pieces(self, triples: list[Triple], start: int) -> list[TokenPiece]:
-        """Labelled pieces of these tokens, numbered from start."""
-        data = [token_bytes(tok, self.byte_level, special=bool(mask) or tok in self.specials)
-                for _, tok, mask in triples]
-        labels = labels_for(data)
-        return [TokenPiece(start + k, tid, label, chunk) for k, ((tid, _, _), label, chunk) in
-                enumerate(zip(triples, labels, data, strict=True))]
-
-
 # The pre-tokenisers of Llama-family tokenizers where a space after a non-space always starts a
 # pre-token (as in tiktoken's patterns): GPT-2's (ByteLevel's own), Llama 3's and Qwen2's.
 SPLIT_PATTERNS = (
@@ -210,7 +146,7 @@ NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")  # a space never joins the charact
 def streams(tokenizer: Any, allow_special: bool) -> bool:
     """Whether a text may be encoded in parts cut before a space that follows a non-space, with
     the whole text's tokens: what tokenizer.json says of each stage allows it."""
-    spec = _spec(tokenizer)
+    spec = spec_of(tokenizer)
     steps = [spec.get("normalizer")]
     while steps and isinstance(steps[-1], dict) and steps[-1].get("type") == "Sequence":
         steps = [*steps[:-1], *steps[-1]["normalizers"]]
@@ -263,7 +199,7 @@ def hf_token_chunks(directory: Path | Any, text: str, allow_special: bool = Fals
     count_before, count_after = _added(tokenizer)
     before, after = encoding[:count_before], encoding[len(encoding) - count_after:]
     plain = encoding[count_before:len(encoding) - count_after]
-    labeller = _Labeller(tokenizer)
+    labeller = Labeller(tokenizer)
 
     def chunks() -> Chunks:
         index, current = 0, before + plain

@@ -148,10 +148,11 @@ def token_texts(model_path: str, tokens: Tokens) -> Callable[[int], dict[str, An
 
         return tiktoken_text
     from attncli.models.family import open_family
-    from attncli.models.hf_tokens import _Labeller, source_tokenizer
+    from attncli.models.hf_tokens import source_tokenizer
+    from attncli.models.vocab_bytes import Labeller
 
     tokenizer = source_tokenizer(open_family(model_path)[0])
-    labeller = _Labeller(tokenizer)
+    labeller = Labeller(tokenizer)
 
     def own_text(token_id: int) -> dict[str, Any]:
         entry = tokenizer.id_to_token(token_id)

@@ -21,7 +21,8 @@ from attncli.core.sizes import SEED_MAX, SEED_MIN
 from attncli.core.tokens import TokenPiece, get_encoding, labels_for
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens
-from attncli.models.hf_tokens import source_tokenizer, token_bytes
+from attncli.models.hf_tokens import source_tokenizer
+from attncli.models.vocab_bytes import token_bytes
 
 PROBE_KINDS = ("induction", "previous", "duplicate")
 SCORE_OF = {"induction": "induction", "previous": "previous_token",
