@@ -7,16 +7,17 @@ from __future__ import annotations
 
 # Each entry is (English, 简体中文), merged into STRINGS.
 LLAMA_STRINGS: dict[str, tuple[str, str]] = {
-    "variant.llama": ("a trained Llama-family layer's grouped-query attention",
-                      "训练好的 Llama 系列模型某一层的分组查询注意力"),
-    "title.inputs.llama": ("Layer input X = RMSNorm(residual stream)",
-                           "该层的输入 X = RMSNorm(残差流)"),
+    "variant.llama": ("a trained decoder layer's attention (RoPE, and grouped-query where the "
+                      "model has fewer key/value heads)",
+                      "训练好的解码器某一层的注意力（RoPE；键/值头较少的模型为分组查询注意力）"),
+    "title.inputs.llama": ("Layer input X = the {norm} residual stream",
+                           "该层的输入 X = {norm} 残差流"),
     "explain.inputs.llama": (
         "Each row is what this layer's attention reads for one token: the residual stream "
-        "(the token embedding, with no position embedding, plus every earlier block's output) "
-        "after RMSNorm, {d_in} numbers per token.",
+        "(the token embedding, with no position embedding, plus every earlier block's output), "
+        "{norm}, {d_in} numbers per token.",
         "每一行是这一层的注意力为一个词元读取的内容：残差流（词元嵌入，没有位置嵌入，再加上之前每个"
-        "块的输出）经过 RMSNorm 之后的结果，每个词元 {d_in} 个数。"),
+        "块的输出），{norm}，每个词元 {d_in} 个数。"),
     "explain.qkv.llama": (
         "The trained q_proj, k_proj and v_proj project each input into queries, keys and values. "
         "There are fewer key/value heads than query heads (grouped-query attention): query heads "

@@ -33,7 +33,8 @@ def explained_stages(result: Result) -> list[str]:
 def _values(result: Result) -> dict[str, object]:
     c = result.config
     p = c.dropout or 0.0
-    return {"seed": c.seed, "d_in": c.d_in, "d_out": c.d_out, "heads": c.heads,
+    return {"norm": result.model.norm if result.model is not None else "", "seed": c.seed,
+            "d_in": c.d_in, "d_out": c.d_out, "heads": c.heads,
             "head_dim": c.d_out // c.heads, "p": p, "scale": f"{1 / (1 - p):.4f}"}
 
 

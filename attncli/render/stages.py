@@ -78,6 +78,8 @@ def stage_title(result: Result, name: str, lang: str) -> str:
         values = {"d_k": d_k(result), "root": f"{math.sqrt(d_k(result)):.4f}"}
     elif name == "dropped":
         values = {"p": result.config.dropout}
+    elif name == "inputs" and result.model is not None:
+        values = {"norm": result.model.norm}
     family = result.model.family if result.model is not None else None
     if name == "scores" and family is not None and family.nope:  # no RoPE on this layer
         return text(lang, "title.scores", **values)

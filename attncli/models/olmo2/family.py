@@ -25,6 +25,5 @@ def _norms(spec: LlamaSpec) -> dict[str, tuple[str, int, int, int | None]]:
 OLMO2: Family = LlamaFamily(
     LlamaArch(eps_default=1e-5, finish=_finish),
     FamilyTraits(title="OLMo 2", variant="llama", supports_tiled=True, max_tokens=None,
-                 kv_heads=True, tokenizer_file=True, norm="un-normalised",
-                 reads=" h (the residual stream itself)"),
+                 kv_heads=True, tokenizer_file=True, norm="un-normalised"),
     Layout(layer=_norms))
