@@ -270,3 +270,36 @@ def test_tensorflow_layernorm_names_are_read(cli, encoders, tmp_path: Path) -> N
     doc = cli("run", TEXT, "--model", str(old), "--layer", "2", "--json").json()
     assert_close(torch.tensor(doc["weights"]), ref["attentions"][2], **TOL)
     assert_close(torch.tensor(doc["context"]), ref["attn_out"][2], **TOL)
+
+
+def test_permute_model_on_an_encoder_without_positions_is_equivariant(cli, encoders) -> None:  # noqa: ANN001
+    """Without its position embeddings (and with no mask) an encoder cannot tell the two orders
+    apart at any layer; with them it can. transformers' own BertModel with its position table
+    zeroed gives the weights attncli shows for A without positions."""
+    folder, model = encoders["bert"]
+    a, b = "the cat sat on the mat", "the mat sat on the cat"
+    doc = cli("permute", a, b, "--model", str(folder), "--layer", "-1", "--json").json()
+    without, with_ = doc["without_positions"], doc["with_positions"]
+    assert without["equivariant"] and without["max_abs_diff"] <= 1e-5
+    assert not with_["equivariant"] and with_["max_abs_diff"] > 1e-2
+    ids_a = _ids(folder, a)
+    perm = doc["permutation"]
+    assert [ids_a[p] for p in perm] == _ids(folder, b)
+    reference = encoder_reference(model, ids_a)["attentions"][-1]  # (heads, T, T) positions on
+    assert_close(torch.tensor(with_["weights_a"]), reference, **TOL)
+    import copy
+
+    zeroed = copy.deepcopy(model)
+    with torch.no_grad():
+        zeroed.base_model.embeddings.position_embeddings.weight.zero_()
+    reference = encoder_reference(zeroed, ids_a)["attentions"][-1]  # (heads, T, T)
+    assert_close(torch.tensor(without["weights_a"]), reference, **TOL)
+
+
+def test_permute_model_on_a_decoder_is_refused_with_the_reason(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    from tests.llama_fixtures import save_family
+
+    save_family(tmp_path, "llama", seed=0)
+    res = cli("permute", "the cat sat", "sat the cat", "--model", str(tmp_path))
+    assert res.code == 2 and res.err.count("\n") == 1
+    assert "runs on an encoder" in res.err and "causal mask" in res.err

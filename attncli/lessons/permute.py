@@ -122,3 +122,43 @@ def permute(spec: Request, text_a: str, text_b: str) -> PermuteResult:
         without_positions=_case(spec, text_a, text_b, permutation, False),
         with_positions=_case(spec, text_a, text_b, permutation, True),
         causal=spec.traits.causal)
+
+
+# A trained encoder runs in float32: a reordered sum rounds differently, by about 1e-7 of the
+# numbers summed, so B within this of A reordered is A reordered.
+MODEL_TOLERANCE = 1e-5
+
+
+def permute_model(req: Request, text_a: str, text_b: str) -> PermuteResult:
+    """`permute --model`: an encoder's layer on A and B, with its position embeddings left out
+    and kept. Without them (and with no mask) the whole encoder is permutation-equivariant."""
+    from attncli.models.family import Positionless, open_model
+
+    model = open_model(req.model or "")
+    if not isinstance(model, Positionless):
+        raise AttnCliError(
+            f"permute --model runs on an encoder (bert, roberta), whose positions are added to "
+            f"its inputs and can be left out; a {model.traits.title} checkpoint turns queries "
+            "and keys by position inside every layer (RoPE) and its causal mask carries word "
+            "order by itself")
+    tokens_a, tokens_b = (model.tokens(replace(req, text=t)) for t in (text_a, text_b))
+    labels = {t.id: t.text for t in [*tokens_a.tokens, *tokens_b.tokens] if t.id is not None}
+    permutation = find_permutation(tokens_a.ids, tokens_b.ids, labels)
+    layer = model.spec.layer_index(req.layer or 0)
+    perm = torch.tensor(permutation)  # (T,)
+
+    def case(positions: bool) -> PermuteCase:
+        run = model.attention if positions else model.attention_positionless
+        a, b = run(tokens_a.ids, layer).output, run(tokens_b.ids, layer).output
+        reordered = a.weights[:, perm][:, :, perm]  # (heads, T, T) A's weights in B's order
+        diff = max(max_abs(b.weights, reordered), max_abs(b.context, a.context[perm]))
+        return PermuteCase(positions, diff <= MODEL_TOLERANCE, diff, a.weights.tolist(),
+                           b.weights.tolist())
+
+    info = model.info(layer)
+    return PermuteResult(
+        config={"variant": f"{info.name} layer {layer}", "model": req.model, "layer": layer,
+                "tolerance": MODEL_TOLERANCE},
+        text_a=text_a, text_b=text_b, tokens_a=tokens_a.tokens, tokens_b=tokens_b.tokens,
+        permutation=permutation, without_positions=case(False), with_positions=case(True),
+        causal=not model.traits.bidirectional)

@@ -158,6 +158,14 @@ class Model(Protocol):
 
 
 @runtime_checkable
+class Positionless(Protocol):
+    """A model whose positions are added to its inputs and can be left out (an encoder's
+    position embeddings), for `permute --model`."""
+
+    def attention_positionless(self, token_ids: list[int], layer: int) -> LayerAttention: ...
+
+
+@runtime_checkable
 class LayerInputs(Protocol):
     """A model with a tiled path whose rollout walks back through every layer (Llama family)."""
 

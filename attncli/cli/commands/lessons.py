@@ -81,6 +81,8 @@ def permute(
     d_out: DOutOpt = None,
     heads: HeadsOpt = None,
     qkv_bias: BiasOpt = False,
+    model: ModelOpt = None,
+    layer: LayerOpt = None,
     precision: LessonPrecisionOpt = 3,
     as_json: JsonOpt = False,
     lang: LangOpt = None,
@@ -99,15 +101,26 @@ def permute(
       attncli permute "the cat eats the fish" "the fish eats the cat" --variant causal
 
       attncli permute 猫吃鱼 鱼吃猫 --json | jq .without_positions.max_abs_diff
+
+    With --model, a trained encoder (bert, roberta) at --layer, its position embeddings left out
+    and kept:
+
+      attncli permute "the cat sat on the mat" "the mat sat on the cat" --model DIR --layer -1
     """
     from attncli.core.request import Request
     from attncli.lessons.permute import permute as run_permute
+    from attncli.lessons.permute import permute_model
     from attncli.render.lessons.permute import render_permute
 
     check_outputs(save, save_json)
-    spec = Request(text=text_a, variant=variant, encoding=encoding, allow_special=allow_special,
-                   seed=seed, emb_dim=emb_dim, d_out=d_out, heads=heads, qkv_bias=qkv_bias)
-    result = run_permute(spec, text_a, text_b)
+    if model is not None:  # a trained encoder, its position embeddings left out and kept
+        result = permute_model(Request(text=text_a, model=model, layer=layer,
+                                       allow_special=allow_special), text_a, text_b)
+    else:
+        spec = Request(text=text_a, variant=variant, encoding=encoding,
+                       allow_special=allow_special, seed=seed, emb_dim=emb_dim, d_out=d_out,
+                       heads=heads, qkv_bias=qkv_bias)
+        result = run_permute(spec, text_a, text_b)
     shown = _lang(lang)
     deliver(result.to_dict(), lambda out: render_permute(out, result, shown, precision),
             as_json, save, save_json)

@@ -94,6 +94,13 @@ class BertModel:
                                                self.type_id(), layer)
         return LayerAttention(index, inputs, output)
 
+    def attention_positionless(self, token_ids: list[int], layer: int) -> LayerAttention:
+        """Layer's attention with the position embeddings left out: with no mask either, the
+        whole encoder is then permutation-equivariant."""
+        index, inputs, output = bert_attention(self.ckpt.weights, self.ckpt.spec, token_ids,
+                                               self.type_id(), layer, positions_on=False)
+        return LayerAttention(index, inputs, output)
+
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""
         return bert_all_layers(self.ckpt.weights, self.ckpt.spec, token_ids, self.type_id())

@@ -48,13 +48,17 @@ def _layer_norm(weights: Named, name: str, x: Tensor, eps: float) -> Tensor:
                         eps)  # (T, d_model)
 
 
-def embed(weights: Named, spec: BertSpec, token_ids: list[int], type_id: int) -> Tensor:
-    """Word + token type + position embeddings, then LayerNorm: layer 0's input (T, d_model)."""
+def embed(weights: Named, spec: BertSpec, token_ids: list[int], type_id: int,
+          positions_on: bool = True) -> Tensor:
+    """Word + token type + position embeddings, then LayerNorm: layer 0's input (T, d_model).
+    Without positions_on the position embeddings are left out (`permute --model`)."""
     words = weights.rows("embeddings.word_embeddings.weight", token_ids)  # (T, d_model)
     types = weights.rows("embeddings.token_type_embeddings.weight",
                          [type_id] * len(token_ids))  # (T, d_model) one segment
     positions = weights.rows("embeddings.position_embeddings.weight",
                              spec.position_ids(token_ids))  # (T, d_model)
+    if not positions_on:
+        positions = torch.zeros_like(positions)  # (T, d_model) the same sums, positions 0
     # transformers' order of the two sums, so that the rounding is the same.
     return _layer_norm(weights, "embeddings.LayerNorm", words + types + positions, spec.eps)
 
@@ -98,12 +102,12 @@ class _Step:
 
 
 def _blocks(weights: Named, spec: BertSpec, token_ids: list[int], type_id: int,
-            last_layer: int, visible: Tensor | None,
-            whole: bool) -> Iterator[tuple[_Step, Tensor | None]]:
+            last_layer: int, visible: Tensor | None, whole: bool,
+            positions_on: bool = True) -> Iterator[tuple[_Step, Tensor | None]]:
     """Blocks 0..last_layer: each one's attention, and (whole) the stream leaving the block;
     without whole the last block stops after its attention."""
     check_tokens(spec, token_ids)
-    x = embed(weights, spec, token_ids, type_id)  # (T, d_model)
+    x = embed(weights, spec, token_ids, type_id, positions_on)  # (T, d_model)
     for layer in range(last_layer + 1):
         block = f"encoder.layer.{layer}"
         attention = self_attention(weights, spec, layer, x, visible)
@@ -121,11 +125,12 @@ def _blocks(weights: Named, spec: BertSpec, token_ids: list[int], type_id: int,
 
 @torch.no_grad()
 def bert_attention(weights: Named, spec: BertSpec, token_ids: list[int], type_id: int,
-                   layer: int) -> tuple[int, Tensor, AttentionOutput]:
+                   layer: int, positions_on: bool = True) -> tuple[int, Tensor, AttentionOutput]:
     """Run blocks 0..layer (negative counts from the end): that layer's index, its input
     (T, d_model) and its attention with every stage."""
     index = spec.layer_index(layer)
-    *_, (step, _) = _blocks(weights, spec, token_ids, type_id, index, None, whole=False)
+    *_, (step, _) = _blocks(weights, spec, token_ids, type_id, index, None, whole=False,
+                            positions_on=positions_on)
     return index, step.residual, step.attention
 
 
