@@ -45,6 +45,7 @@ LISTS = [b for b in BLOCKS if b.lists_commands]
 NOT_COMMANDS = {
     '{"a": {"tokens": […]}': "the shape of permute's JSON, with its arrays elided",
     "cli/        the Typer app": "the package layout",
+    "heads --json on a 50-token text": "bench/families.py's table, measured on a loaded machine",
 }
 
 # Commands that are not run, by a part of the command, and why.
