@@ -282,3 +282,25 @@ def test_cli_run_explain_heads_kvcache(cli, models: Models, name: str) -> None: 
     # The check against attncli's own full pass: within float32's rounding of the context's size.
     size = max(1.0, float(ref["attn_out"][-1].abs().max()))
     assert kvcache.json()["max_abs_diff"] <= 1e-5 * size
+
+
+@pytest.mark.parametrize("name", ["gpt_neox", "smollm3", "gemma2"])
+def test_explain_names_what_the_family_changes(cli, models: Models, name: str) -> None:  # noqa: ANN001
+    """Partial rotary names its turned dimensions (from the config), a NoPE layer is named as
+    such, and soft-capping is a step of its own."""
+    folder, model = models[name]
+    layer = {"smollm3": "1"}.get(name, "0")
+    res = cli("explain", "The cat sat on", "--model", str(folder), "--layer", layer)
+    assert res.code == 0, res.err
+    out = " ".join(res.out.split())
+    config = model.config
+    if name == "gpt_neox":
+        head_dim = config.hidden_size // config.num_attention_heads
+        turned = int(head_dim * config.rope_parameters["partial_rotary_factor"])
+        assert 0 < turned < head_dim
+        assert f"only the first {turned} of each head's {head_dim} dimensions turn" in out
+    if name == "smollm3":
+        assert config.no_rope_layers[1] == 0
+        assert "Layer 1 has no positional encoding (NoPE)" in out and "RoPE θ" not in out
+    if name == "gemma2":
+        assert "Soft-capped scores cap · tanh(scaled ÷ cap)" in out

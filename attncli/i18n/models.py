@@ -82,6 +82,11 @@ LLAMA_STRINGS |= {
         "pass almost unchanged, large ones flatten, so no single key can take the whole row.",
         "Gemma 2 用 cap · tanh(分数 ÷ cap) 把每个缩放后的分数压进 ±cap：小分数几乎不变，"
         "大分数被压平，任何一个键都无法独占整行。"),
+    "explain.rope.partial": (
+        "Here only the first {turned} of each head's {head_dim} dimensions turn (partial "
+        "rotary); the rest pass through unchanged, carrying content without position.",
+        "这里每个头的 {head_dim} 个维度中只有前 {turned} 个旋转（部分旋转）；其余维度原样通过，"
+        "只携带内容而不携带位置。"),
     "explain.nope": (
         "Layer {layer} has no positional encoding (NoPE): its queries and keys are used as "
         "projected, so only their content and the causal mask tell positions apart.",

@@ -88,6 +88,9 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
     model = result.model
     if step == "scores" and model is not None and model.family is not None and model.family.nope:
         note += " " + text(lang, "explain.nope", layer=model.layer)
+    if step == "rope" and (kept := _unturned(result)):
+        hd = model.head_dim if model is not None else 0
+        note += " " + text(lang, "explain.rope.partial", turned=hd - kept, head_dim=hd)
     parts.append(prose(console, note, "italic"))
     if step == "softmax":
         parts.append(row_sum_check(console, result, options))
@@ -99,6 +102,23 @@ def render_step(console: Console, result: Result, step: str, names: list[str], n
                 else panel.caption
             parts += [Text(), render_panel(console, caption, result, panel, options)]
     return parts
+
+
+def _unturned(result: Result) -> int:
+    """How many trailing dimensions of each head RoPE left as they were (partial rotary, as in
+    GPT-NeoX and Phi-3), read off the stages: at every position after the first, where the
+    angle is not 0, those dimensions of the turned queries equal the unturned ones."""
+    turned = result.stages.get("queries_rope")
+    before = result.stages.get("queries_norm") or result.stages.get("queries")
+    if not turned or not before or len(turned[0]) < 2:
+        return 0
+    rows = [(t_row, b_row) for t_head, b_head in zip(turned, before, strict=True)
+            for t_row, b_row in list(zip(t_head, b_head, strict=True))[1:]]
+    width = len(rows[0][0])
+    kept = 0
+    while kept < width and all(t[width - 1 - kept] == b[width - 1 - kept] for t, b in rows):
+        kept += 1
+    return kept if kept < width else 0
 
 
 def steps_for(picked: list[str] | tuple[str, ...]) -> list[tuple[str, list[str]]]:
