@@ -102,10 +102,7 @@ def permute(
 
       attncli permute 猫吃鱼 鱼吃猫 --json | jq .without_positions.max_abs_diff
 
-    With --model, a trained encoder (bert, roberta) at --layer, its position embeddings left out
-    and kept:
-
-      attncli permute "the cat sat on the mat" "the mat sat on the cat" --model DIR --layer -1
+    --model DIR runs a trained encoder's --layer (bert, roberta), positions left out and kept.
     """
     from attncli.core.request import Request
     from attncli.lessons.permute import permute as run_permute
@@ -113,14 +110,12 @@ def permute(
     from attncli.render.lessons.permute import render_permute
 
     check_outputs(save, save_json)
-    if model is not None:  # a trained encoder, its position embeddings left out and kept
-        result = permute_model(Request(text=text_a, model=model, layer=layer,
-                                       allow_special=allow_special), text_a, text_b)
-    else:
-        spec = Request(text=text_a, variant=variant, encoding=encoding,
-                       allow_special=allow_special, seed=seed, emb_dim=emb_dim, d_out=d_out,
-                       heads=heads, qkv_bias=qkv_bias)
-        result = run_permute(spec, text_a, text_b)
+    spec = Request(text=text_a, model=model, layer=layer, allow_special=allow_special) \
+        if model is not None else Request(text=text_a, variant=variant, encoding=encoding,
+                                          allow_special=allow_special, seed=seed,
+                                          emb_dim=emb_dim, d_out=d_out, heads=heads,
+                                          qkv_bias=qkv_bias)
+    result = (permute_model if model is not None else run_permute)(spec, text_a, text_b)
     shown = _lang(lang)
     deliver(result.to_dict(), lambda out: render_permute(out, result, shown, precision),
             as_json, save, save_json)
