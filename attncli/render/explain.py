@@ -110,11 +110,14 @@ def _unturned(result: Result) -> int:
     angle is not 0, those dimensions of the turned queries equal the unturned ones."""
     turned = result.stages.get("queries_rope")
     before = result.stages.get("queries_norm") or result.stages.get("queries")
-    if not turned or not before or len(turned[0]) < 2:
-        return 0
+    if not turned or not before or len(turned) != len(before) or len(turned[0]) < 2 \
+            or any(len(t) != len(b) for t, b in zip(turned, before, strict=True)):
+        return 0  # not the same cut of the two stages (a --head, --rows or --show subset)
     rows = [(t_row, b_row) for t_head, b_head in zip(turned, before, strict=True)
             for t_row, b_row in list(zip(t_head, b_head, strict=True))[1:]]
     width = len(rows[0][0])
+    if any(len(t) != width or len(b) != width for t, b in rows):
+        return 0
     kept = 0
     while kept < width and all(t[width - 1 - kept] == b[width - 1 - kept] for t, b in rows):
         kept += 1
