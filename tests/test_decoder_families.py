@@ -304,3 +304,20 @@ def test_explain_names_what_the_family_changes(cli, models: Models, name: str) -
         assert "Layer 1 has no positional encoding (NoPE)" in out and "RoPE θ" not in out
     if name == "gemma2":
         assert "Soft-capped scores cap · tanh(scaled ÷ cap)" in out
+
+
+@pytest.mark.parametrize("name", ["gemma2", "gemma3_text", "olmo2"])
+def test_head_keeps_one_head_of_every_stage(cli, models: Models, name: str) -> None:  # noqa: ANN001
+    """--head keeps one head of every stage with a head axis, the capped, q/k-normed and
+    turned ones included, and each equals that head of the whole run."""
+    folder, _ = models[name]
+    args = ("explain", "The cat sat on", "--model", str(folder), "--json")
+    whole = cli(*args).json()["stages"]
+    one = cli(*args, "--head", "2").json()["stages"]
+    headed = [k for k in ("queries", "queries_norm", "keys_norm", "queries_rope", "keys_rope",
+                          "scores", "scaled", "capped", "masked", "softmax", "weights")
+              if k in whole]
+    assert {"queries_rope", "scaled"} <= set(headed)
+    for stage in headed:
+        assert len(one[stage]) == 1, stage
+        assert one[stage][0] == whole[stage][2], stage

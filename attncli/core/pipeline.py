@@ -12,6 +12,7 @@ from torch import Tensor
 
 from attncli import __version__
 from attncli.core.attention import Attention, AttentionOutput, build_variant
+from attncli.core.checks import run as checked_run
 from attncli.core.convert import plain
 from attncli.core.display import check_stages, resolve_query
 from attncli.core.embed import embed
@@ -32,8 +33,8 @@ from attncli.core.sizes import (
 from attncli.core.tokens import get_encoding, tokenize
 from attncli.errors import AttnCliError
 
-HEAD_STAGES = ("queries", "keys", "values", "scores", "scaled", "masked", "softmax", "dropped",
-               "weights")  # the stages with a head axis first
+# The stages with a head axis first: --head keeps one head of each.
+HEAD_STAGES = (*checked_run.TOKEN_STAGES, *checked_run.HEAD_STAGES)
 
 
 def resolve_device(device: Device) -> torch.device:
