@@ -12,6 +12,7 @@ from torch import Tensor
 
 from attncli.models.activations import activation
 from attncli.models.llama.config import LlamaSpec
+from attncli.models.sources.mapped import Mapped
 from attncli.models.sources.named import Named
 
 
@@ -36,12 +37,34 @@ def linear(weights: Named, name: str, x: Tensor) -> Tensor:
     return F.linear(x, weights[f"{name}.weight"], bias)
 
 
+def linears(weights: Named, names: list[str], x: Tensor) -> list[Tensor]:
+    """x through each named linear. Where one stored tensor holds them all (Phi-3's qkv_proj and
+    gate_up_proj, NeoX's query_key_value), one product with it, cut into each one's columns:
+    the same dot products, without copying the pieces out of the weight."""
+    mapped = weights if isinstance(weights, Mapped) else None
+    fused = None if mapped is None else mapped.fused([f"{n}.weight" for n in names])
+    biases = [f"{n}.bias" in weights for n in names]
+    if mapped is None or fused is None or (any(biases) and not all(biases)):
+        return [linear(weights, n, x) for n in names]
+    whole, pieces = fused
+    bias = None
+    if all(biases):
+        bias_fused = mapped.fused([f"{n}.bias" for n in names])
+        if bias_fused is None:
+            return [linear(weights, n, x) for n in names]
+        bias = weights[bias_fused[0]]  # (rows,)
+    y = F.linear(x, weights[whole], bias)  # (T, rows) every piece's features
+    return [piece.columns(y) for piece in pieces]  # each (T, its rows)
+
+
 def feed_forward(weights: Named, spec: LlamaSpec, block: str, x: Tensor) -> Tensor:
     """SwiGLU down(act(gate(x)) · up(x)), or down(act(up(x))) where the MLP has no gate."""
     act = activation(spec.hidden_act, "hidden_act")
-    up = linear(weights, f"{block}.mlp.up_proj", x)  # (T, d_ff)
-    hidden = act(linear(weights, f"{block}.mlp.gate_proj", x)) * up if spec.gated_mlp \
-        else act(up)  # (T, d_ff)
+    if spec.gated_mlp:
+        gate, up = linears(weights, [f"{block}.mlp.gate_proj", f"{block}.mlp.up_proj"], x)
+        hidden = act(gate) * up  # (T, d_ff)
+    else:
+        hidden = act(linear(weights, f"{block}.mlp.up_proj", x))  # (T, d_ff)
     return linear(weights, f"{block}.mlp.down_proj", hidden)  # (T, d_model)
 
 

@@ -22,6 +22,7 @@ from attncli.models.llama.block import (
     embed,
     finish_block,
     linear,
+    linears,
     rms_norm,
 )
 from attncli.models.llama.config import LlamaSpec
@@ -93,9 +94,9 @@ def project(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
              rope: tuple[Tensor, Tensor] | None) -> _Heads:
     """Block layer's q, k, v of x (T, d_model), their q/k norms, and RoPE where it has one."""
     name, hd = f"layers.{layer}.self_attn", spec.head_dim
-    queries = linear(weights, f"{name}.q_proj", x)  # (T, heads · head_dim)
-    keys = linear(weights, f"{name}.k_proj", x)  # (T, kv_heads · head_dim)
-    values = _split(linear(weights, f"{name}.v_proj", x), spec.kv_heads, hd)  # (kv, T, hd)
+    queries, keys, values = linears(
+        weights, [f"{name}.q_proj", f"{name}.k_proj", f"{name}.v_proj"], x)  # (T, h·hd), (T, kv·hd)
+    values = _split(values, spec.kv_heads, hd)  # (kv, T, hd)
     queries_norm = keys_norm = None
     if spec.qk_norm_whole:  # OLMo 2: one RMSNorm over every head's queries (keys) together
         queries_norm = _split(rms_norm(queries, weights[f"{name}.q_norm.weight"], spec.rms_eps),

@@ -36,6 +36,14 @@ class Piece:
         per_group = t.view(self.groups, -1, *t.shape[1:])  # (groups, rows/groups, ...)
         return per_group[:, self.start:self.stop].reshape(-1, *t.shape[1:]).contiguous()
 
+    def columns(self, y: Tensor) -> Tensor:
+        """This piece's output features of y (..., rows): what x @ Wᵀ through the whole stored
+        tensor gives in the columns of this piece's rows."""
+        if self.stop is None:
+            return y
+        per_group = y.reshape(*y.shape[:-1], self.groups, -1)  # (..., groups, rows/groups)
+        return per_group[..., self.start:self.stop].reshape(*y.shape[:-1], -1)
+
     def shape(self, stored: tuple[int, ...]) -> tuple[int, ...]:
         """The piece's shape, from the stored tensor's shape alone."""
         if self.stop is None:
@@ -64,6 +72,17 @@ class Mapped(Named):
 
     def stored_name(self, name: str) -> str:
         return self._piece(name).name
+
+    def fused(self, names: list[str]) -> tuple[str, list[Piece]] | None:
+        """Where every one of names is a piece of one stored tensor (Phi-3's qkv_proj, NeoX's
+        query_key_value): the name that reads that tensor whole, and each name's piece."""
+        pieces = [self.table.get(name) for name in names]
+        stored = {p.name for p in pieces if p is not None}
+        if len(stored) != 1 or any(p is None or p.stop is None for p in pieces):
+            return None
+        whole = f"fused:{stored.pop()}"
+        self.table.setdefault(whole, Piece(whole.removeprefix("fused:")))
+        return whole, [p for p in pieces if p is not None]
 
     def _read(self, name: str) -> Tensor:
         piece = self._piece(name)
