@@ -99,6 +99,24 @@ def _check(ckpt: LlamaCheckpoint, weights: Named) -> None:
             expected[bias] = shape[:1]
     check_tensors(expected, weights.shape, weights.dtype, weights.__contains__, weights,
                   ckpt.directory, f"{spec.n_layer}-layer {spec.architecture}")
+    if isinstance(weights, Mapped):
+        _check_fused(weights, ckpt.directory)
+
+
+def _check_fused(weights: Mapped, directory: Path) -> None:
+    """A fused tensor (Phi-3's qkv_proj, GPT-NeoX's query_key_value) holds exactly its pieces:
+    groups × the rows up to the last piece's end, so no piece reads a neighbour's rows."""
+    stored = weights.source.shapes()
+    ends: dict[str, tuple[int, int]] = {}
+    for piece in weights.table.values():
+        if piece.stop is not None and piece.name in stored:
+            groups, end = ends.get(piece.name, (piece.groups, 0))
+            ends[piece.name] = groups, max(end, piece.stop)
+    for name, (groups, end) in sorted(ends.items()):
+        rows = stored[name][0] if stored[name] else 0
+        if rows != groups * end:
+            raise AttnCliError(f"{directory}: tensor {name} has {rows:,} rows, but config.json's "
+                               f"heads and sizes give its fused pieces {groups * end:,}")
 
 
 def llama_checkpoint(source: WeightSource, model: str, arch: LlamaArch,
