@@ -47,3 +47,29 @@ def test_fused_rows_wrong_are_refused(decoders: dict[str, Path], tmp_path: Path,
     stored = next(k for k in rows if k.endswith(FUSED[name]) and ".1." in k)
     proc = run_process("run", "The cat sat", "--model", str(folder), "--layer", "-1")
     assert_one_line(proc, stored, f"{rows[stored].shape[0] + extra:,} rows")
+
+
+def test_an_absurd_layer_claim_is_refused_before_any_per_layer_list(tmp_path: Path) -> None:
+    """num_hidden_layers of two billion without layer_types: Gemma 2 fills in one type per
+    layer, so the claim must be refused before that list is built (it hung, then ran out of
+    memory); under a 4 GB cap it is one line, exit 2, in seconds."""
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    save_decoder(tmp_path, "gemma2", seed=0)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config.pop("layer_types")
+    config["num_hidden_layers"] = 2**31 - 1
+    (tmp_path / "config.json").write_text(json.dumps(config))
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    attncli = Path(sys.executable).parent / "attncli"
+    res = subprocess.run([str(attncli), "run", "hi", "--model", str(tmp_path)], text=True,
+                         capture_output=True, preexec_fn=cap, timeout=120, check=False)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1
+    assert "claims num_hidden_layers=2,147,483,647" in res.stderr

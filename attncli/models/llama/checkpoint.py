@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from attncli.core.sizes import LAYER_BOUND
 from attncli.errors import AttnCliError
@@ -119,21 +120,31 @@ def _check_fused(weights: Mapped, directory: Path) -> None:
                                f"heads and sizes give its fused pieces {groups * end:,}")
 
 
+def check_layer_claim(config: dict[str, Any], held: int | None, folder: object) -> None:
+    """num_hidden_layers checked before anything is built per layer (a family's layer_types,
+    its NoPE flags, every layer's window). A few missing layers are listed by name later; an
+    absurd claim is refused here, before a list of two billion layers is made."""
+    text = config.get("text_config")  # a multimodal file's language model
+    claimed = (text if isinstance(text, dict) else config).get("num_hidden_layers")
+    if isinstance(claimed, int) and claimed > max(held or 0, LAYER_BOUND):
+        where = f"{folder} holds tensors for {held:,} layer(s)" if held is not None \
+            else f"no checkpoint has more than {LAYER_BOUND:,}"
+        raise AttnCliError(f"config.json claims num_hidden_layers={claimed:,}, but {where}")
+
+
 def llama_checkpoint(source: WeightSource, model: str, arch: LlamaArch,
                      layout: Layout = LLAMA_LAYOUT) -> LlamaCheckpoint:
     """The source checked as its config.json's model (headers only are read)."""
     folder = source.path  # a model folder, or a single file (GGUF) holding its config
-    spec = llama_spec(folder, source.config(), arch)
     names = source.shapes()
     embedding = dict(layout.top).get("embed_tokens.weight", "embed_tokens.weight")
     prefix = next((p for p in layout.prefixes if p + embedding in names), layout.prefixes[-1])
+    held = {m[1] for name in names if (m := _LAYER.match(name.removeprefix(prefix)))}
+    config = source.config()
+    check_layer_claim(config, len(held), folder)
+    spec = llama_spec(folder, config, arch)
     head = next((h for h in layout.heads if h in names), layout.heads[0])
     spec = respec(spec, head_name=head)
-    held = {m[1] for name in names if (m := _LAYER.match(name.removeprefix(prefix)))}
-    # A few missing layers are listed by name below; an absurd claim is refused before that.
-    if spec.n_layer > max(len(held), LAYER_BOUND):
-        raise AttnCliError(f"config.json claims num_hidden_layers={spec.n_layer:,}, but "
-                           f"{folder} holds tensors for {len(held):,} layer(s)")
     weights = Mapped(source, prefix, layout.table(spec, prefix))
     ckpt = LlamaCheckpoint(spec=spec, source=model, prefix=prefix, weights=weights)
     _check(ckpt, weights)

@@ -27,6 +27,7 @@ from attncli.models.llama.checkpoint import (
     LLAMA_LAYOUT,
     Layout,
     LlamaCheckpoint,
+    check_layer_claim,
     llama_checkpoint,
 )
 from attncli.models.llama.config import LlamaArch, llama_spec
@@ -160,6 +161,7 @@ class LlamaFamily:
 
     def shape(self, config: dict[str, Any], folder: Path) -> tuple[int, int, int]:
         """Layers, heads and kv heads from config.json alone (the `models` table)."""
+        check_layer_claim(config, None, folder)
         spec = llama_spec(folder, config, self.arch)
         return spec.n_layer, spec.num_heads, spec.kv_heads
 
