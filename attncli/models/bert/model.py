@@ -18,18 +18,14 @@ from attncli.core.attention import AttentionOutput
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
 from attncli.models.bert.config import BertSpec
+from attncli.models.checks.values import check_ids
 from attncli.models.family import LayerTrace
 from attncli.models.sources.named import Named
 
 
 def check_tokens(spec: BertSpec, token_ids: list[int]) -> None:
     """Refuse empty input, ids outside the vocabulary, and more tokens than positions."""
-    if not token_ids:
-        raise AttnCliError("no tokens to run: the text is empty")
-    for position, token_id in enumerate(token_ids):
-        if not 0 <= token_id < spec.vocab_size:
-            raise AttnCliError(f"token id {token_id} at position {position} is outside the "
-                               f"model's vocabulary (0..{spec.vocab_size - 1})")
+    check_ids(token_ids, spec.vocab_size)
     if max(spec.position_ids(token_ids)) >= spec.max_positions:
         start = f", counted from {spec.first_position}" if spec.first_position else ""
         raise AttnCliError(f"{len(token_ids):,} tokens is more than this encoder's "

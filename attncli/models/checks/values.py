@@ -83,3 +83,13 @@ def layer_index(layer: int, n_layer: int) -> int:
         raise AttnCliError(f"layer {layer} is out of range for this {n_layer}-layer model "
                            f"(use 0..{n_layer - 1}, or -{n_layer}..-1 from the end)")
     return layer % n_layer
+
+
+def check_ids(token_ids: list[int], vocab_size: int) -> None:
+    """Refuse empty input and token ids outside the model's vocabulary."""
+    if not token_ids:
+        raise AttnCliError("no tokens to run: the text is empty")
+    for position, token_id in enumerate(token_ids):
+        if not 0 <= token_id < vocab_size:
+            raise AttnCliError(f"token id {token_id} at position {position} is outside the "
+                               f"model's vocabulary (0..{vocab_size - 1})")

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from attncli.core.attention import AttentionOutput, causal_mask
-from attncli.errors import AttnCliError
+from attncli.models.checks.values import check_ids
 from attncli.models.family import LayerTrace
 from attncli.models.llama.block import (
     attention_input,
@@ -64,12 +64,7 @@ def window_mask(num_tokens: int, window: int | None) -> Tensor:
 
 def check_tokens(spec: LlamaSpec, token_ids: list[int]) -> None:
     """Refuse empty input and token ids outside the model's vocabulary."""
-    if not token_ids:
-        raise AttnCliError("no tokens to run: the text is empty")
-    for position, token_id in enumerate(token_ids):
-        if not 0 <= token_id < spec.vocab_size:
-            raise AttnCliError(f"token id {token_id} at position {position} is outside the "
-                               f"model's vocabulary (0..{spec.vocab_size - 1})")
+    check_ids(token_ids, spec.vocab_size)
 
 
 @dataclass
