@@ -1,6 +1,7 @@
 """One module per command; importing this package registers them all on the app, in help order."""
 
 from attncli.cli.commands import (
+    browse,
     compare,
     demo,
     explain,
@@ -12,4 +13,5 @@ from attncli.cli.commands import (
     tokens,
 )
 
-__all__ = ["compare", "demo", "explain", "heads", "lessons", "models", "run", "show", "tokens"]
+__all__ = ["browse", "compare", "demo", "explain", "heads", "lessons", "models", "run", "show",
+           "tokens"]

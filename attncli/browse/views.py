@@ -1,0 +1,173 @@
+"""What each screen draws, as Rich text from the source and the selection: the overview grid,
+the head view, the comparison and the status line. No Textual here: tests call these directly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from attncli.browse.draw import MARK, heatmap, legend, ranking, scale_of, thumbnail
+from attncli.browse.patterns import RowData
+from attncli.browse.source import Source
+from attncli.browse.state import Selection, clamp, window
+
+LABEL_W = 10
+MIN_SIDE, MAX_SIDE = 3, 16
+
+
+def grid_layout(source: Source, sel: Selection, width: int,
+                height: int = 10**6) -> tuple[int, int, int]:
+    """Thumbnail side, the first head shown and how many heads fit in width (and height: at
+    least four rows of heads, or every row, when the side can shrink to make room)."""
+    label = max(len(r.label) for r in source.rows) + 1
+    heads = max(r.heads for r in source.rows) if sel.view != "rollout" else 1
+    tall = 2 * ((height - 1) // min(len(source.rows), 4) - 1)
+    side = clamp(min((width - label) // heads - 2, tall), MIN_SIDE, MAX_SIDE)
+    fit = max(1, (width - label) // (side + 2))
+    first = clamp(sel.head - fit // 2, 0, max(0, heads - fit)) if fit < heads else 0
+    return side, first, min(fit, heads)
+
+
+def row_lines(side: int) -> int:
+    """Lines one row of the grid takes: its pictures (two weights a line) and its scores."""
+    return math.ceil(side / 2) + 1
+
+
+def grid_rows(source: Source, sel: Selection, width: int, height: int) -> range:
+    """The rows the grid has room for, around the selected one."""
+    per_row = row_lines(grid_layout(source, sel, width, height)[0])
+    rows_fit = max(1, (height - 1) // per_row)
+    top = clamp(sel.row - rows_fit // 2, 0, max(0, len(source.rows) - rows_fit))
+    return range(top, min(len(source.rows), top + rows_fit))
+
+
+def grid(source: Source, sel: Selection, width: int, height: int, depth: str | None,
+         busy: set[tuple[int, str]]) -> tuple[Text, int]:
+    """The layer × head grid around the selection, and the first row drawn."""
+    side, first_head, fit = grid_layout(source, sel, width, height)
+    label = max(len(r.label) for r in source.rows) + 1
+    per_row = row_lines(side)
+    shown = grid_rows(source, sel, width, height)
+    top = shown.start
+    out = Text(" " * label)
+    names = ["mean"] if sel.view == "rollout" else [f"h{h}" for h in range(first_head,
+                                                                            first_head + fit)]
+    for name in names:
+        out.append(" " + name.ljust(side + 1)[:side + 1], "bold")
+    out.append("\n")
+    for r in shown:
+        info = source.rows[r]
+        data = source.ready(r, sel.view)
+        if data is None:
+            state = "computing…" if (r, sel.view) in busy else "not computed yet: select it"
+            out.append(info.label.ljust(label), "bold")
+            out.append(f" {state}\n" + "\n" * (per_row - 1), "dim italic")
+            continue
+        pictures = [thumbnail(data.thumbs[h], side, depth)
+                    for h in range(first_head, min(data.heads, first_head + fit))]
+        for k in range(per_row - 1):
+            out.append(info.label.ljust(label) if k == 0 else " " * label, "bold")
+            for h, picture in enumerate(pictures, start=first_head):
+                chosen = r == sel.row and h == sel.head
+                out.append("▐" if chosen else " ", MARK)
+                out.append_text(picture[k] if k < len(picture) else Text(" " * side))
+                out.append("▌" if chosen else " ", MARK)
+            out.append("\n")
+        out.append(" " * label)
+        for h in range(first_head, min(data.heads, first_head + fit)):
+            value = data.scores[h].get(sel.overlay) if h < len(data.scores) else None
+            text = "" if value is None else f"{value:.2f}"
+            chosen = r == sel.row and h == sel.head
+            out.append(" " + text.center(side) + " ", "reverse bold" if chosen else
+                       _overlay_style(value, sel.overlay))
+        out.append("\n")
+    if fit < (1 if sel.view == "rollout" else max(i.heads for i in source.rows)):
+        out.append(f"heads {first_head}–{first_head + fit - 1} shown: ←/→ scrolls", "dim")
+    return out, top
+
+
+def _overlay_style(value: float | None, overlay: str) -> str:
+    if value is None or overlay in ("entropy", "distance"):
+        return "dim"
+    return "bold green" if value >= 0.4 else "green" if value >= 0.2 else "dim"
+
+
+def status(source: Source, sel: Selection, data: RowData | None) -> Text:
+    """The selection in words: layer, head, kv head, and its scores."""
+    info = source.rows[sel.row]
+    out = Text(f"{info.name} · ", "bold")
+    out.append("heads' mean" if sel.view == "rollout" else f"head {sel.head}", "bold")
+    if info.kv is not None and sel.view != "rollout":
+        out.append(f" · kv head {info.kv[sel.head]}", "bold")
+    out.append(f" · {sel.view}")
+    if data is not None and sel.head < len(data.scores):
+        for name, value in data.scores[sel.head].items():
+            if name in ("kv_head",):
+                continue
+            out.append(f" · {name} {value:.3g}", "bold" if name == sel.overlay else "")
+    return out
+
+
+def head_rooms(width: int, height: int) -> tuple[int, int]:
+    """Rows and columns of cells the head view's heatmap has room for."""
+    return max(2, height - 4), max(2, (width - LABEL_W - 3) // 2)
+
+
+def shows_exact(sel: Selection, data: RowData, width: int, height: int) -> bool:
+    """Whether the head view shows an exact window (else the whole, pooled into blocks)."""
+    if sel.exact is not None:
+        return sel.exact
+    return data.exact or data.size <= min(*head_rooms(width, height))
+
+
+def pooled_blocks(width: int, height: int) -> int:
+    """Blocks a side of the pooled head view."""
+    return min(*head_rooms(width, height))
+
+
+def head_view(source: Source, sel: Selection, data: RowData, width: int, height: int,
+              depth: str | None, scale: tuple[float, float, bool] | None = None
+              ) -> tuple[RenderableType, np.ndarray]:
+    """The head's pattern: the exact window around the query, or the whole pooled into blocks;
+    and the matrix drawn (for a shared scale)."""
+    info, size = source.rows[sel.row], data.size
+    rows_room, cols_room = head_rooms(width, height)
+    head = min(sel.head, data.heads - 1)
+    cell_w = 2
+    if shows_exact(sel, data, width, height):
+        rows = window(sel.query, size, rows_room, info.causal, True)
+        cols = window(sel.query, size, cols_room, info.causal, False)
+        matrix = data.window(head, rows, cols)  # (R, C)
+        labels = [source.tokens[i] for i in rows]
+        ruler = [str(c)[-2:] if (c % 5 == 0 or c == sel.query) else "" for c in cols]
+        where = f"exact weights: queries {rows.start}–{rows.stop - 1}, keys {cols.start}–" \
+                f"{cols.stop - 1} of {size:,}"
+        marked = sel.query - rows.start
+    else:
+        edges, matrix = data.pooled(head, pooled_blocks(width, height))
+        cell_w = max(2, min(6, (width - LABEL_W - 3) // max(1, len(edges) - 1)))
+        labels = [f"{edges[b]}–{edges[b + 1] - 1}" for b in range(len(edges) - 1)]
+        ruler = [str(b) if b % 5 == 0 else "" for b in range(len(edges) - 1)] if cell_w < 6 \
+            else [str(edges[b]) for b in range(len(edges) - 1)]
+        where = f"max-pooled into {len(edges) - 1}×{len(edges) - 1} blocks of {size:,} " \
+                "tokens: z zooms into the exact window"
+        marked = next(b for b in range(len(edges) - 1) if edges[b + 1] > sel.query)
+    used = scale or scale_of(matrix)
+    picture = heatmap(matrix, labels, ruler, marked, depth, cell_w, LABEL_W, used)
+    what = sel.what if sel.what != "weights" else "attention weights"
+    return Group(Text(where, style="dim"), picture, legend(*used, depth, what)), matrix
+
+
+def query_panel(source: Source, sel: Selection, data: RowData, width: int, lines: int,
+                depth: str | None) -> Text:
+    """The query's token and its ranked keys."""
+    head = min(sel.head, data.heads - 1)
+    weights = data.row(head, sel.query)  # (N,)
+    out = Text(f"query {sel.query} ", "bold")
+    out.append(repr(source.tokens[sel.query]))
+    out.append(" attends most to:\n", "dim")
+    out.append_text(ranking(weights, source.tokens, max(1, lines - 1), width, depth))
+    return out

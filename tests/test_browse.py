@@ -1,0 +1,265 @@
+"""`attncli browse`, driven headless by Textual's Pilot: keys move the selection, the head view
+ranks the right row, stages and views switch, saving writes a whole file, q exits 0. Every
+number shown is checked against `attncli run`/`heads` JSON or numpy on the same weights."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from attncli.browse.app import BrowseApp
+from attncli.browse.source import Source, chapter3_source, model_source
+from attncli.core.compare import Shared
+from attncli.core.inputs import read_text
+from attncli.core.request import Request
+from attncli.core.variants import Variant
+from tests.conftest import ROOT, SENTENCE
+
+TOY = ROOT / "samples" / "toy-gpt2"
+Script = Callable[[BrowseApp, Any], Awaitable[None]]
+
+
+def drive(source: Source, script: Script, size: tuple[int, int] = (100, 30),
+          saver: Any = None) -> BrowseApp:
+    """Run the app headless at size, play script with its pilot, and return the app."""
+    app = BrowseApp(source, save=saver)
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await settle(app, pilot)
+            await script(app, pilot)
+
+    asyncio.run(main())
+    return app
+
+
+async def settle(app: BrowseApp, pilot: Any) -> None:
+    """Wait until the workers are done and the screen is drawn."""
+    for _ in range(600):
+        await pilot.pause()
+        if not app.busy:
+            break
+        await asyncio.sleep(0.02)
+    await pilot.pause()
+
+
+def screen_text(app: BrowseApp) -> str:
+    """What the screen shows, as plain text lines."""
+    width, height = app.size
+    console = Console(width=width, height=height, record=True, file=open(os.devnull, "w"),
+                      force_terminal=True, color_system="truecolor")
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text()
+
+
+def chapter3(text: str = SENTENCE, **options: Any) -> Source:
+    return chapter3_source(Request(text=text, **options), list(Variant), Shared())
+
+
+def run_json(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "attncli", *args, "--json"], cwd=ROOT,
+                          capture_output=True, timeout=600, check=True)
+    return json.loads(done.stdout)
+
+
+def ranked(panel: str) -> list[int]:
+    """The key indices the head view's ranking lists, in order."""
+    lines = panel.split("attends most to:", 1)[1].splitlines()[1:]
+    return [int(m.group(1)) for line in lines if (m := re.match(r"\s+(\d+) ", line))]
+
+
+def test_keys_move_the_selection_and_the_head_view_ranks_the_query_row() -> None:
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("down", "down", "down", "right")  # multihead, head 1
+        assert (app.sel.row, app.sel.head) == (3, 1)
+        assert "multihead · head 1" in screen_text(app)
+        await pilot.press("right")  # multihead has two heads: the selection stays on the grid
+        assert app.sel.head == 1
+        await pilot.press("enter", "right", "right", "right")
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "HeadScreen" and app.sel.query == 3
+        shown = screen_text(app)
+        weights = np.array(run_json("run", SENTENCE, "--variant", "multihead")["weights"])
+        row = weights[1, 3]  # (T,) head 1, query 3: keys 0..3 unmasked
+        assert ranked(shown) == list(np.argsort(-row[:4], kind="stable"))
+        assert "query 3 ' with'" in shown
+        await pilot.press("q")
+
+    app = drive(chapter3(), script)
+    assert app.return_code == 0
+
+
+def test_stages_views_find_and_zoom() -> None:
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("down", "down", "enter")  # causal
+        await settle(app, pilot)
+        seen = []
+        for _ in range(6):
+            await pilot.press("s")
+            await settle(app, pilot)
+            seen.append(app.sel.stage)
+            assert f"· {app.sel.stage} ·" in screen_text(app).splitlines()[0]
+        assert seen[:5] == ["scores", "scaled", "masked", "softmax", "weights"]
+        await pilot.press("v")
+        await settle(app, pilot)
+        assert app.sel.view == "norm"
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"step", "enter")
+        await settle(app, pilot)
+        assert app.sel.query == 5
+        exact = app.sel.exact
+        await pilot.press("z")
+        assert app.sel.exact is not exact and "max-pooled" in screen_text(app)
+        await pilot.press("escape")
+        assert type(app.screen).__name__ == "Overview"
+        await pilot.press("q")
+
+    drive(chapter3(), script)
+
+
+def test_the_norm_view_is_runs_measure_norm() -> None:
+    source = chapter3()
+    norm = source.get(2, "norm").window(0, range(6), range(6))
+    want = np.array(run_json("run", SENTENCE, "--variant", "causal", "--measure", "norm")
+                    ["weights"], dtype=float)[0]
+    want[np.triu_indices(6, 1)] = np.nan  # masked keys are shown masked
+    np.testing.assert_allclose(norm, want, rtol=1e-6, atol=1e-7)
+
+
+def test_the_model_grid_is_heads_json(tmp_path: Path) -> None:
+    text = read_text(None, str(TOY / "probe.txt"))  # as --file reads it
+    source = model_source(Request(text=text, model=str(TOY), allow_special=True))
+    doc = run_json("heads", "--file", str(TOY / "probe.txt"), "--model", str(TOY),
+                   "--allow-special")
+    layers = len(source.rows)
+    for row in doc["heads"]:
+        data = source.get(row["layer"])
+        for name in ("first", "prev", "induction", "previous_token"):
+            assert data.scores[row["head"]][name] == pytest.approx(row[name], abs=1e-9)
+    one = run_json("run", "--file", str(TOY / "probe.txt"), "--model", str(TOY),
+                   "--allow-special", "--layer", str(layers - 1))
+    got = source.get(layers - 1).window(1, range(len(source.tokens)), range(len(source.tokens)))
+    want = np.array(one["weights"][1], dtype=float)
+    want[np.triu_indices(len(want), 1)] = np.nan
+    np.testing.assert_allclose(got, want, atol=2e-6)
+
+
+def test_compare_puts_two_heads_on_one_scale() -> None:
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("down", "down", "c", "down", "right", "c")
+        await settle(app, pilot)
+        shown = screen_text(app)
+        assert type(app.screen).__name__ == "CompareScreen"
+        assert "causal head 0" in shown and "multihead head 1" in shown
+        a = app.source.get(2).row(0, 0)
+        b = app.source.get(3).row(1, 0)
+        gap = np.abs(np.nan_to_num(a) - np.nan_to_num(b))
+        assert f"largest difference {gap.max():.4f}" in shown
+        await pilot.press("q")
+
+    drive(chapter3(), script)
+
+
+@pytest.mark.parametrize("key, ending", [("s", ".svg"), ("t", ".txt"), ("h", ".html")])
+def test_e_saves_the_screen_and_says_where(tmp_path: Path, key: str, ending: str) -> None:
+    from attncli.cli.commands.browse import Saver
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("e", key)
+        await settle(app, pilot)
+        await pilot.press("q")
+
+    app = drive(chapter3(), script, saver=Saver(tmp_path))
+    (saved,) = tmp_path.iterdir()
+    assert saved.suffix == ending
+    body = saved.read_text()
+    assert "simple" in body
+    assert not re.search(r"(src|href)=\"https?:|@import|url\(https?:", body)
+    if ending == ".svg":
+        assert "fonts.googleapis" not in body and "cdnjs" not in body
+    del app
+
+
+def test_q_exits_0_and_ctrl_c_130() -> None:
+    async def stop(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("ctrl+c")
+
+    assert drive(chapter3(), stop).return_code == 130
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+def test_the_overview_fits_the_terminal(size: tuple[int, int]) -> None:
+    """The main screens at each size: every line within the width, the grid's parts in order."""
+    text = (TOY / "probe.txt").read_text()
+    source = model_source(Request(text=text, model=str(TOY), allow_special=True))
+    screens: list[str] = []
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        screens.append(screen_text(app))
+        await pilot.press("enter")
+        await settle(app, pilot)
+        screens.append(screen_text(app))
+        await pilot.press("q")
+
+    drive(source, script, size)
+    overview, head = (s.splitlines() for s in screens)
+    assert len(overview) == size[1] and all(len(line) <= size[0] for line in overview)
+    assert overview[0].startswith("gpt2") or "layers" in overview[0]
+    assert re.match(r"\s+h0\s+h1", overview[1])
+    assert overview[2].startswith("L0") and any(line.startswith("L1") for line in overview)
+    assert any("layer 0 · head 0" in line for line in overview[-4:])
+    assert head[0].startswith("layer 0 · head 0") and "exact weights" in head[1]
+    assert all(len(line) <= size[0] for line in head)
+
+
+def test_a_long_input_is_tiled_and_exact_on_demand() -> None:
+    """Tiled rows: windows, a query's row and pooled blocks equal the naive weights."""
+    words = (ROOT / "README.md").read_text().split()[:1500]
+    text = " ".join(words)
+    tiled = chapter3_source(Request(text=text, variant=Variant.causal, impl="tiled"),
+                            [Variant.causal], Shared())
+    naive = chapter3_source(Request(text=text, variant=Variant.causal, impl="naive"),
+                            [Variant.causal], Shared())
+    assert tiled.long and not naive.long
+    t, n = tiled.get(0), naive.get(0)
+    assert not t.exact and n.exact and t.size == n.size > 1000
+    rows, cols = range(700, 740), range(650, 720)
+    np.testing.assert_allclose(t.window(0, rows, cols), n.window(0, rows, cols), atol=1e-6)
+    np.testing.assert_allclose(t.row(0, 999), n.row(0, 999), atol=1e-6)
+    edges, blocks = t.pooled(0, 40)
+    want_edges, want = n.pooled(0, 40)
+    assert edges == want_edges
+    np.testing.assert_allclose(blocks, want, atol=1e-6)
+    for name in ("first", "prev", "self", "entropy"):
+        assert t.scores[0][name] == pytest.approx(n.scores[0][name], abs=1e-5)
+
+
+def test_not_on_a_terminal_it_exits_2_pointing_to_run() -> None:
+    piped = subprocess.run([sys.executable, "-m", "attncli", "browse", SENTENCE], cwd=ROOT,
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert piped.returncode == 2 and piped.stdout == ""
+    assert piped.stderr.count("\n") == 1 and "terminal" in piped.stderr
+    assert "attncli run" in piped.stderr
+    leader, follower = pty.openpty()
+    try:
+        no_stdin = subprocess.run([sys.executable, "-m", "attncli", "browse", SENTENCE],
+                                  cwd=ROOT, stdin=subprocess.DEVNULL, stdout=follower,
+                                  stderr=subprocess.PIPE, text=True, timeout=600, check=False)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert no_stdin.returncode == 2 and "standard input" in no_stdin.stderr
+    assert no_stdin.stderr.count("\n") == 1
