@@ -69,6 +69,7 @@ bench: $(STAMP) model
 	$(PY) bench/rollout.py
 	$(PY) bench/heads_scores.py
 	$(PY) bench/families.py
+	$(PY) bench/browse.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

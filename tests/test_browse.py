@@ -5,7 +5,6 @@ number shown is checked against `attncli run`/`heads` JSON or numpy on the same 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pty
 import re
@@ -68,19 +67,15 @@ def chapter3(text: str = SENTENCE, **options: Any) -> Source:
     return chapter3_source(Request(text=text, **options), list(Variant), Shared())
 
 
-def run_json(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "attncli", *args, "--json"], cwd=ROOT,
-                          capture_output=True, timeout=600, check=True)
-    return json.loads(done.stdout)
-
-
 def ranked(panel: str) -> list[int]:
     """The key indices the head view's ranking lists, in order."""
     lines = panel.split("attends most to:", 1)[1].splitlines()[1:]
     return [int(m.group(1)) for line in lines if (m := re.match(r"\s+(\d+) ", line))]
 
 
-def test_keys_move_the_selection_and_the_head_view_ranks_the_query_row() -> None:
+def test_keys_move_the_selection_and_the_head_view_ranks_the_query_row(cli: Any) -> None:
+    weights = np.array(cli("run", SENTENCE, "--variant", "multihead", "--json").json()["weights"])
+
     async def script(app: BrowseApp, pilot: Any) -> None:
         await pilot.press("down", "down", "down", "right")  # multihead, head 1
         assert (app.sel.row, app.sel.head) == (3, 1)
@@ -91,7 +86,6 @@ def test_keys_move_the_selection_and_the_head_view_ranks_the_query_row() -> None
         await settle(app, pilot)
         assert type(app.screen).__name__ == "HeadScreen" and app.sel.query == 3
         shown = screen_text(app)
-        weights = np.array(run_json("run", SENTENCE, "--variant", "multihead")["weights"])
         row = weights[1, 3]  # (T,) head 1, query 3: keys 0..3 unmasked
         assert ranked(shown) == list(np.argsort(-row[:4], kind="stable"))
         assert "query 3 ' with'" in shown
@@ -130,27 +124,27 @@ def test_stages_views_find_and_zoom() -> None:
     drive(chapter3(), script)
 
 
-def test_the_norm_view_is_runs_measure_norm() -> None:
+def test_the_norm_view_is_runs_measure_norm(cli: Any) -> None:
     source = chapter3()
     norm = source.get(2, "norm").window(0, range(6), range(6))
-    want = np.array(run_json("run", SENTENCE, "--variant", "causal", "--measure", "norm")
-                    ["weights"], dtype=float)[0]
+    want = np.array(cli("run", SENTENCE, "--variant", "causal", "--measure", "norm", "--json")
+                    .json()["weights"], dtype=float)[0]
     want[np.triu_indices(6, 1)] = np.nan  # masked keys are shown masked
     np.testing.assert_allclose(norm, want, rtol=1e-6, atol=1e-7)
 
 
-def test_the_model_grid_is_heads_json(tmp_path: Path) -> None:
+def test_the_model_grid_is_heads_json(cli: Any) -> None:
     text = read_text(None, str(TOY / "probe.txt"))  # as --file reads it
     source = model_source(Request(text=text, model=str(TOY), allow_special=True))
-    doc = run_json("heads", "--file", str(TOY / "probe.txt"), "--model", str(TOY),
-                   "--allow-special")
+    doc = cli("heads", "--file", str(TOY / "probe.txt"), "--model", str(TOY),
+              "--allow-special", "--json").json()
     layers = len(source.rows)
     for row in doc["heads"]:
         data = source.get(row["layer"])
         for name in ("first", "prev", "induction", "previous_token"):
             assert data.scores[row["head"]][name] == pytest.approx(row[name], abs=1e-9)
-    one = run_json("run", "--file", str(TOY / "probe.txt"), "--model", str(TOY),
-                   "--allow-special", "--layer", str(layers - 1))
+    one = cli("run", "--file", str(TOY / "probe.txt"), "--model", str(TOY),
+              "--allow-special", "--layer", str(layers - 1), "--json").json()
     got = source.get(layers - 1).window(1, range(len(source.tokens)), range(len(source.tokens)))
     want = np.array(one["weights"][1], dtype=float)
     want[np.triu_indices(len(want), 1)] = np.nan
@@ -263,3 +257,24 @@ def test_not_on_a_terminal_it_exits_2_pointing_to_run() -> None:
         os.close(leader)
     assert no_stdin.returncode == 2 and "standard input" in no_stdin.stderr
     assert no_stdin.stderr.count("\n") == 1
+
+
+def test_inputs_without_ids_and_a_variant_that_cannot_split_them() -> None:
+    """journey.json's 3-wide vectors: multihead's 2 heads cannot split them, so the overview of
+    every variant leaves it out and says why; asked for by name, it is refused in one line."""
+    from attncli.core.inputs import load_inputs
+    from attncli.errors import AttnCliError
+
+    vectors = load_inputs(str(ROOT / "samples" / "journey.json"))
+    source = chapter3_source(Request(inputs=vectors), list(Variant), Shared())
+    assert [r.name for r in source.rows] == ["simple", "qkv", "causal"]
+    assert "multihead left out: its 2 heads do not divide d_out=3" in source.title
+    assert "previous_token" not in source.get(0).scores[0]  # no token ids, no head scores
+    with pytest.raises(AttnCliError, match="heads must divide d_out"):
+        chapter3_source(Request(inputs=vectors, variant=Variant.multihead), [Variant.multihead],
+                        Shared())
+
+
+def test_one_token_has_no_measures_but_opens() -> None:
+    source = chapter3("a")
+    assert source.get(3).scores == [{}, {}] and source.get(3).row(1, 0).tolist() == [1.0]

@@ -41,7 +41,7 @@ class BrowseApp(App[int]):
                  terminal: bool = False) -> None:
         super().__init__(driver_class=stdout_driver() if terminal else None)
         self.source, self.saver = source, save
-        self.sel = Selection()
+        self.sel = Selection(row=source.start)
         self.mark: tuple[int, int] | None = None
         self.busy: set[Any] = set()  # what workers are computing
         self.errors: dict[Any, str] = {}  # what failed, and why
@@ -106,7 +106,7 @@ class BrowseApp(App[int]):
 
     def _failed(self, key: Any, message: str) -> None:
         self.errors[key] = message
-        self.notify(message, severity="error", timeout=8)
+        self.notify(message, severity="error", timeout=8, markup=False)
 
     def status_line(self) -> Text:
         """The selection in words, with a spinner while something is computed."""
@@ -132,7 +132,7 @@ class BrowseApp(App[int]):
                 return
             where = find(self.source.tokens, text, self.sel.query)
             if where is None:
-                self.notify(f"no token holds {text!r}", severity="warning")
+                self.notify(f"no token holds {text!r}", severity="warning", markup=False)
                 return
             self.sel.query = where
             if isinstance(self.screen, Overview):
@@ -156,8 +156,8 @@ class BrowseApp(App[int]):
         try:
             where = self.saver(kind, console, page)
         except AttnCliError as err:
-            self.notify(str(err), severity="error", timeout=8)
+            self.notify(str(err), severity="error", timeout=8, markup=False)
             return
-        self.notify(f"saved {where}", timeout=8)
+        self.notify(f"saved {where}", timeout=8, markup=False)
 
 

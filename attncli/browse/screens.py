@@ -33,14 +33,13 @@ STRIP_H, PANEL_H = 1, 7
 
 KeyList = list[Binding | tuple[str, str] | tuple[str, str, str]]
 QUERY_KEYS: KeyList = [
-              Binding("left", "query(-1)", "query", show=False),
-              Binding("right", "query(1)", "query", show=False),
-              Binding("up", "query(-1)", show=False), Binding("down", "query(1)", show=False),
-              Binding("pageup", "query(-10)", show=False),
-              Binding("pagedown", "query(10)", show=False),
-              Binding("home", "query(-1000000000)", show=False),
-              Binding("end", "query(1000000000)", show=False),
-              Binding("z", "zoom", "exact/pooled"), Binding("escape", "back", "back")]
+    Binding("left", "query(-1)", "query", show=False),
+    Binding("right", "query(1)", "query", show=False),
+    Binding("up", "query(-1)", show=False), Binding("down", "query(1)", show=False),
+    Binding("pageup", "query(-10)", show=False), Binding("pagedown", "query(10)", show=False),
+    Binding("home", "query(-1000000000)", show=False),
+    Binding("end", "query(1000000000)", show=False),
+    Binding("z", "zoom", "exact/pooled"), Binding("escape", "back", "back")]
 
 
 class Overview(Screen[None]):
@@ -100,9 +99,10 @@ class Overview(Screen[None]):
         if app.mark is None or app.mark == chosen:
             app.mark = chosen
             self.notify(f"{app.source.rows[chosen[0]].name} head {chosen[1]} marked: select "
-                        "another head and press c to compare")
+                        "another head and press c to compare", markup=False)
             return
         self.app.push_screen(CompareScreen(app.mark, chosen))
+        app.mark = None
 
     def action_overlay(self) -> None:
         app = browse_app(self)
@@ -114,7 +114,6 @@ class Overview(Screen[None]):
         app.sel.view = cycle(app.source.rows[app.sel.row].views, app.sel.view)
         move(app.sel, app.source)
         app.redraw()
-
 
 
 class QueryScreen(Screen[None]):

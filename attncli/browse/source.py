@@ -14,7 +14,7 @@ import torch
 
 from attncli.browse.patterns import ExactRow, RowData, TiledRow
 from attncli.core.compare import Shared, variant_request
-from attncli.core.pipeline import naive, prepare
+from attncli.core.pipeline import Prepared, naive, prepare
 from attncli.core.request import Extract, Measure, Request
 from attncli.core.result import Result
 from attncli.core.sizes import NAIVE_BUDGET, Impl, heads_bytes
@@ -53,6 +53,7 @@ class Source:
     compute: Callable[[int, str], RowData]
     long: bool = False
     pages: Callable[[int], Result | Any] | None = None  # the HTML page's result of a row
+    start: int = 0  # the row selected first (--layer)
     _done: dict[tuple[int, str], RowData] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -97,6 +98,8 @@ def _matrices(data: Any, heads: int, causal: bool = False) -> np.ndarray:
 def _scores(weights: np.ndarray, ids: list[int] | None) -> list[dict[str, float]]:
     """The `heads` measures of each head (and its head scores when the tokens have ids)."""
     w = torch.from_numpy(np.nan_to_num(weights, nan=0.0))[None]  # (1, heads, T, T)
+    if w.shape[-1] < 2:  # the measures leave out row 0: one token has none
+        return [{} for _ in range(w.shape[1])]
     rows = head_measures(w)
     found = head_scores(w, stacked_patterns(ids)) if ids and len(ids) == w.shape[-1] else {}
     return [{**{k: float(v) for k, v in row.items()  # type: ignore[arg-type]
@@ -107,8 +110,20 @@ def _scores(weights: np.ndarray, ids: list[int] | None) -> list[dict[str, float]
 
 def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> Source:
     """The chapter-3 variants on one text (or --inputs), one row each, heads as the variant has."""
-    requests = [variant_request(base, v, shared) for v in variants]
-    preps = [prepare(r) for r in requests]  # tokens, embeddings, seeded modules, the path
+    requests: list[Request] = []
+    preps: list[Prepared] = []
+    left_out: list[str] = []
+    for v in variants:
+        req = variant_request(base, v, shared)
+        if len(variants) > 1 and req.traits.multihead and preps:  # not asked for by name
+            width = req.d_out or int(preps[0].x.shape[1])
+            if width % req.num_heads:
+                left_out.append(f"{v.value} left out: its {req.num_heads} heads do not divide "
+                                f"d_out={width} (see --heads, --d-out)")
+                continue
+        preps.append(prepare(req))  # tokens, embeddings, seeded modules, the path
+        requests.append(req)
+    variants = [r.kind for r in requests]
     long = any(p.impl is Impl.tiled for p in preps)
     if long and any(r.dropout > 0 for r in requests):
         raise AttnCliError("--dropout is not supported on the tiled path that a text this long "
@@ -141,7 +156,8 @@ def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> S
                     stages=(WEIGHTS,) if p.impl is Impl.tiled else _stages(result(k)))
             for k, (v, p) in enumerate(zip(variants, preps, strict=True))]
     title = f"chapter-3 attention on {len(preps[0].tokens):,} tokens" + (
-        " (tiled: exact windows on demand)" if long else "")
+        " (tiled: exact windows on demand)" if long else "") + "".join(
+        f" · {note}" for note in left_out)
     return Source(title, [t.text for t in preps[0].tokens], rows, compute, long,
                   pages=None if long else result)
 
@@ -174,7 +190,8 @@ def model_source(req: Request) -> Source:
     name = model.info().name or spec.architecture
     title = f"{name} · {spec.n_layer} layers × {spec.num_heads} heads · {n:,} tokens" + (
         "" if exact else " (tiled: each layer when shown, exact windows on demand)")
-    source = Source(title, [t.text for t in tokens.tokens], rows, lambda r, w: _never(), not exact)
+    source = Source(title, [t.text for t in tokens.tokens], rows, lambda r, w: _never(), not exact,
+                    start=spec.layer_index(req.layer or 0))
     heads_done: dict[str, Any] = {}
 
     def every_layer(view: str) -> None:

@@ -104,11 +104,9 @@ def browse(
         chosen = [variant] if variant is not None else list(Variant)
         source = chapter3_source(request, chosen, Shared(d_out=d_out, heads=heads,
                                                          dropout=dropout))
-    first = 0 if layer is None or model is None else layer % len(source.rows)
     from attncli.browse.app import BrowseApp
 
     browser = BrowseApp(source, save=Saver(save_dir), terminal=True)
-    browser.sel.row = first
     browser.run()
     code = browser.return_code or 0
     if code:
