@@ -46,7 +46,9 @@ class BrowseApp(App[int]):
         self.busy: set[Any] = set()  # what workers are computing
         self.errors: dict[Any, str] = {}  # what failed, and why
         self.values: dict[Any, Any] = {}  # what workers computed beyond the rows
+        self.drawn: dict[Any, list[Text]] = {}  # the overview's thumbnails, drawn once
         self.spin = 0
+        self.generation = 0  # counts redraws: what the grid's lines are drawn for
         self.title = "attncli browse"
 
     @property
@@ -65,8 +67,11 @@ class BrowseApp(App[int]):
 
     def redraw(self) -> None:
         """Draw the screen on top again."""
+        self.generation += 1
         for widget in self.screen.query(Picture):
             widget.refresh()
+        for lines in self.screen.query("#grid"):
+            lines.refresh()
 
     def need(self, row: int, what: str) -> RowData | None:
         """The row's data when computed; else start computing it (once) and return None."""

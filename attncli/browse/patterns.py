@@ -24,15 +24,13 @@ def pool_edges(size: int, blocks: int) -> list[int]:
 
 
 def max_pool(matrix: np.ndarray, edges: list[int], cols: list[int] | None = None) -> np.ndarray:
-    """matrix (R, C) max-pooled into blocks (NaN, masked, ignored; an all-masked block is NaN)."""
+    """matrix (R, C) max-pooled into blocks (NaN, masked, ignored; an all-masked block is NaN).
+    Edges rise strictly: block b is rows edges[b]..edges[b+1]-1."""
     cols = edges if cols is None else cols
-    out = np.full((len(edges) - 1, len(cols) - 1), np.nan, dtype=np.float32)  # (b, c)
-    for r in range(len(edges) - 1):
-        band = matrix[edges[r]:edges[r + 1]]  # (rows, C)
-        for c in range(len(cols) - 1):
-            block = band[:, cols[c]:cols[c + 1]]  # (rows, cols)
-            if block.size and not np.isnan(block).all():
-                out[r, c] = np.nanmax(block)
+    seen = np.where(np.isnan(matrix), -np.inf, matrix)  # (R, C)
+    out = np.maximum.reduceat(seen, edges[:-1], axis=0)  # (b, C)
+    out = np.maximum.reduceat(out, cols[:-1], axis=1).astype(np.float32)  # (b, c)
+    out[np.isneginf(out)] = np.nan
     return out
 
 

@@ -7,18 +7,21 @@ from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from attncli.browse.draw import strip
 from attncli.browse.state import OVERLAYS, Selection, clamp, cycle, heads_shown, move
 from attncli.browse.views import (
-    grid,
+    grid_frame,
     grid_layout,
     grid_rows,
     head_view,
@@ -42,6 +45,37 @@ QUERY_KEYS: KeyList = [
     Binding("z", "zoom", "exact/pooled"), Binding("escape", "back", "back")]
 
 
+class GridLines(Widget):
+    """The overview's grid, drawn a line at a time: each line's strip is kept under its key, so
+    a move re-renders the two rows it changes and the terminal gets only those."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.strips: dict[Any, Strip] = {}
+        self.frame: tuple[Any, list[Any]] = (None, [])
+
+    def render_line(self, y: int) -> Strip:
+        app = browse_app(self)
+        width, height = self.size
+        token = (app.generation, width, height)
+        if self.frame[0] != token:
+            for row in grid_rows(app.source, app.sel, width, height):
+                app.need(row, app.sel.view)
+            self.frame = (token, grid_frame(app.source, app.sel, width, height, app.depth,
+                                            app.busy, app.drawn))
+        lines = self.frame[1]
+        if y >= len(lines):
+            return Strip.blank(width, self.rich_style)
+        key, text = lines[y]
+        key = (key, width)
+        if key not in self.strips:
+            if len(self.strips) > 4096:
+                self.strips.clear()
+            segments = Segment.apply_style(text.render(app.console), self.rich_style)
+            self.strips[key] = Strip(segments).crop_extend(0, width, self.rich_style)
+        return self.strips[key]
+
+
 class Overview(Screen[None]):
     """Every row × head as thumbnails, the selection bracketed, its scores below."""
 
@@ -57,17 +91,9 @@ class Overview(Screen[None]):
     def compose(self) -> ComposeResult:
         app = browse_app(self)
         yield Static(Text(app.source.title, style="bold"), id="title")
-        yield Picture(self.draw_grid, id="grid")
+        yield GridLines(id="grid")
         yield Picture(lambda w, h: app.status_line(), id="status")
         yield Footer()
-
-    def draw_grid(self, width: int, height: int) -> RenderableType:
-        app = browse_app(self)
-        app.need(app.sel.row, app.sel.view)
-        for row in grid_rows(app.source, app.sel, width, height):
-            app.need(row, app.sel.view)
-        picture, self.top = grid(app.source, app.sel, width, height, app.depth, app.busy)
-        return picture
 
     def on_click(self, event: events.Click) -> None:
         app = browse_app(self)
@@ -78,7 +104,8 @@ class Overview(Screen[None]):
         per_row = row_lines(side)
         if y < 1 or x < label:
             return
-        app.sel.row = min(len(app.source.rows) - 1, getattr(self, "top", 0) + (y - 1) // per_row)
+        top = grid_rows(app.source, app.sel, *widget.size).start
+        app.sel.row = min(len(app.source.rows) - 1, top + (y - 1) // per_row)
         app.sel.head = min(heads_shown(app.sel, app.source) - 1,
                            first + min(fit - 1, (x - label) // (side + 2)))
         app.redraw()

@@ -4,6 +4,7 @@ the head view, the comparison and the status line. No Textual here: tests call t
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
@@ -44,49 +45,75 @@ def grid_rows(source: Source, sel: Selection, width: int, height: int) -> range:
     return range(top, min(len(source.rows), top + rows_fit))
 
 
-def grid(source: Source, sel: Selection, width: int, height: int, depth: str | None,
-         busy: set[tuple[int, str]]) -> tuple[Text, int]:
-    """The layer × head grid around the selection, and the first row drawn."""
+Line = tuple[Any, Text]  # a line of the grid, and a key naming what it shows
+
+
+def grid_frame(source: Source, sel: Selection, width: int, height: int, depth: str | None,
+               busy: set[Any], drawn: dict[Any, list[Text]] | None = None) -> list[Line]:
+    """The layer × head grid around the selection, line by line, each with a key that changes
+    exactly when the line does (a move changes two rows' lines; the terminal redraws those).
+    drawn keeps each thumbnail's lines between calls."""
+    drawn = {} if drawn is None else drawn
     side, first_head, fit = grid_layout(source, sel, width, height)
     label = max(len(r.label) for r in source.rows) + 1
     per_row = row_lines(side)
-    shown = grid_rows(source, sel, width, height)
-    top = shown.start
-    out = Text(" " * label)
     names = ["mean"] if sel.view == "rollout" else [f"h{h}" for h in range(first_head,
                                                                             first_head + fit)]
+    header = Text(" " * label)
     for name in names:
-        out.append(" " + name.ljust(side + 1)[:side + 1], "bold")
-    out.append("\n")
-    for r in shown:
-        info = source.rows[r]
-        data = source.ready(r, sel.view)
-        if data is None:
-            state = "computing…" if (r, sel.view) in busy else "not computed yet: select it"
-            out.append(info.label.ljust(label), "bold")
-            out.append(f" {state}\n" + "\n" * (per_row - 1), "dim italic")
-            continue
-        pictures = [thumbnail(data.thumbs[h], side, depth)
-                    for h in range(first_head, min(data.heads, first_head + fit))]
-        for k in range(per_row - 1):
-            out.append(info.label.ljust(label) if k == 0 else " " * label, "bold")
-            for h, picture in enumerate(pictures, start=first_head):
-                chosen = r == sel.row and h == sel.head
-                out.append("▐" if chosen else " ", MARK)
-                out.append_text(picture[k] if k < len(picture) else Text(" " * side))
-                out.append("▌" if chosen else " ", MARK)
-            out.append("\n")
-        out.append(" " * label)
-        for h in range(first_head, min(data.heads, first_head + fit)):
-            value = data.scores[h].get(sel.overlay) if h < len(data.scores) else None
-            text = "" if value is None else f"{value:.2f}"
-            chosen = r == sel.row and h == sel.head
-            out.append(" " + text.center(side) + " ", "reverse bold" if chosen else
-                       _overlay_style(value, sel.overlay))
-        out.append("\n")
+        header.append(" " + name.ljust(side + 1)[:side + 1], "bold")
+    frame: list[Line] = [(("header", tuple(names), side, label), header)]
+    for r in grid_rows(source, sel, width, height):
+        frame += _row_lines(source, sel, r, (side, first_head, fit, label, per_row), depth,
+                            busy, drawn)
     if fit < (1 if sel.view == "rollout" else max(i.heads for i in source.rows)):
-        out.append(f"heads {first_head}–{first_head + fit - 1} shown: ←/→ scrolls", "dim")
-    return out, top
+        note = f"heads {first_head}–{first_head + fit - 1} shown: ←/→ scrolls"
+        frame.append((("note", note), Text(note, "dim")))
+    return frame
+
+
+def _row_lines(source: Source, sel: Selection, r: int, shape: tuple[int, int, int, int, int],
+               depth: str | None, busy: set[Any], drawn: dict[Any, list[Text]]) -> list[Line]:
+    side, first_head, fit, label, per_row = shape
+    info, data = source.rows[r], source.ready(r, sel.view)
+    if data is None:
+        state = "computing…" if (r, sel.view) in busy else "not computed yet: select it"
+        line = Text(info.label.ljust(label), "bold")
+        line.append(f" {state}", "dim italic")
+        return [((r, "state", state, label), line)] + [
+            (("blank",), Text()) for _ in range(per_row - 1)]
+    heads = range(first_head, min(data.heads, first_head + fit))
+    chosen = sel.head if r == sel.row else -1
+    base = (r, id(data), first_head, fit, side, depth, chosen)
+    pictures = []
+    for h in heads:
+        key = (id(data), h, side, depth)
+        if key not in drawn:
+            drawn[key] = thumbnail(data.thumbs[h], side, depth)
+        pictures.append(drawn[key])
+    out: list[Line] = []
+    for k in range(per_row - 1):
+        line = Text(info.label.ljust(label) if k == 0 else " " * label, "bold")
+        for h, picture in zip(heads, pictures, strict=True):
+            line.append("▐" if h == chosen else " ", MARK)
+            line.append_text(picture[k] if k < len(picture) else Text(" " * side))
+            line.append("▌" if h == chosen else " ", MARK)
+        out.append(((*base, k), line))
+    line = Text(" " * label)
+    for h in heads:
+        value = data.scores[h].get(sel.overlay) if h < len(data.scores) else None
+        text = "" if value is None else f"{value:.2f}"
+        line.append(" " + text.center(side) + " ", "reverse bold" if h == chosen else
+                    _overlay_style(value, sel.overlay))
+    out.append(((*base, "scores", sel.overlay), line))
+    return out
+
+
+def grid(source: Source, sel: Selection, width: int, height: int, depth: str | None,
+         busy: set[Any], drawn: dict[Any, list[Text]] | None = None) -> Text:
+    """The grid as one text (for tests and saved screens)."""
+    return Text("\n").join(line for _, line in grid_frame(source, sel, width, height, depth,
+                                                            busy, drawn))
 
 
 def _overlay_style(value: float | None, overlay: str) -> str:
