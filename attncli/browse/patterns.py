@@ -9,9 +9,10 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from attncli.core.attention import Attention
 from attncli.core.convert import masked_lists
-from attncli.long.pooling import block_edges
-from attncli.long.run import Tiled, maps, summary
+from attncli.long.pooling import block_edges, block_size
+from attncli.long.run import Tiled, attend, maps, summary
 from attncli.long.window import weights_window
 
 THUMB = 16  # the largest side of an overview thumbnail, in weights
@@ -61,7 +62,7 @@ class ExactRow:
     exact: bool = True
 
     def __post_init__(self) -> None:
-        edges = pool_edges(self.size, THUMB)
+        edges = block_edges(self.size, THUMB)  # as the tiled pass pools
         if not self.thumbs:
             self.thumbs = [max_pool(m, edges) for m in self.weights]
 
@@ -82,6 +83,12 @@ class ExactRow:
 
     def row(self, head: int, index: int) -> np.ndarray:
         return self.weights[head, index]  # (N,)
+
+
+def tiled_row(module: Attention, causal: bool, x: torch.Tensor, top_k: int) -> TiledRow:
+    """One tiled pass over x (N, d_in), its thumbnails max-pooled inside the pass."""
+    side = block_size(block_edges(int(x.shape[0]), THUMB))
+    return TiledRow(attend(module, causal, x, top_k, None, side))
 
 
 def _pooled_array(values: list[list[float | None]]) -> np.ndarray:
@@ -107,9 +114,10 @@ class TiledRow:
         if not self.scores:
             self.scores = [{k: float(v) for k, v in s.items() if k != "head"}
                            for s in summary(self.tiled)]
-        if not self.thumbs:
+        if not self.thumbs:  # from the blocks the pass pooled, when it did (tiled_row)
             self.thumbs = [_pooled_array(m.values) for m in
                            maps(self.tiled, every, "max", THUMB, None)]
+        self.tiled.out.pooled = None  # other block counts are rebuilt from the lse
 
     @property
     def heads(self) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attncli.browse.patterns import ExactRow, RowData, TiledRow
+from attncli.browse.patterns import ExactRow, RowData, TiledRow, tiled_row
 from attncli.core.compare import Shared, variant_request
 from attncli.core.pipeline import Prepared, naive, prepare
 from attncli.core.request import Extract, Measure, Request
@@ -20,7 +20,7 @@ from attncli.core.result import Result
 from attncli.core.sizes import NAIVE_BUDGET, Impl, heads_bytes
 from attncli.core.variants import TRAITS, Variant
 from attncli.errors import AttnCliError
-from attncli.long.run import attend
+from attncli.models.family import LayerInputs
 from attncli.models.heads import HeadsOptions
 from attncli.models.measures import head_measures
 from attncli.models.run import open_checked, run_heads, run_model
@@ -144,7 +144,7 @@ def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> S
             if what != WEIGHTS:
                 raise AttnCliError(f"{what} is not kept on the tiled path: `attncli run` with a "
                                    "shorter text shows every stage")
-            return TiledRow(attend(prep.module, traits.causal, prep.x, requests[row].keys_kept))
+            return tiled_row(prep.module, traits.causal, prep.x, requests[row].keys_kept)
         weights = _matrices(result(row).weights, prep.heads)
         data = (result(row, Measure.norm).weights if what == "norm" else
                 result(row).weights if what == WEIGHTS else result(row).stages[what])
@@ -226,14 +226,23 @@ def model_source(req: Request) -> Source:
                                       causal and what not in BEFORE_MASK), base.scores)
         if what != WEIGHTS:
             raise AttnCliError(f"{what} needs every weight: a shorter text shows it")
-        return _tiled_layer(model, ids, row, req)
+        return _tiled_layer(model, ids, row, req, inputs)
 
+    inputs: dict[int, tuple[torch.Tensor, Any]] = {}
     source.compute = compute
     source.pages = (lambda row: heads_done.get(WEIGHTS)) if exact else None
     return source
 
 
-def _tiled_layer(model: Any, ids: list[int], layer: int, req: Request) -> RowData:
+INPUTS_BUDGET = 2**30  # bytes of layer inputs kept for a long model's later rows
+AHEAD = 4  # layers past the one asked for whose inputs one pass also keeps
+
+
+def _tiled_layer(model: Any, ids: list[int], layer: int, req: Request,
+                 inputs: dict[int, tuple[torch.Tensor, Any]]) -> RowData:
+    """A long text's layer on the tiled path. One pass through the blocks keeps the inputs of
+    the next few layers too (within INPUTS_BUDGET), so moving down the rows does not start each
+    layer's pass from the embeddings again."""
     spec = model.spec
     if spec.tiled_refusal:
         raise AttnCliError(f"layer {layer}: {spec.tiled_refusal}; a shorter text shows it")
@@ -242,8 +251,18 @@ def _tiled_layer(model: Any, ids: list[int], layer: int, req: Request) -> RowDat
         raise AttnCliError(f"layer {layer} has a sliding window of {window} tokens, which the "
                            "tiled path does not implement: a shorter text shows it")
     model.check_tokens(ids)
-    x, module = model.layer_input(ids, layer)  # x: (T, d_model)
-    return TiledRow(attend(module, True, x, req.keys_kept))
+    if layer not in inputs:
+        inputs.clear()
+        each = len(ids) * spec.d_model * 4  # one layer's input, float32
+        last = min(spec.n_layer - 1, layer + min(AHEAD, INPUTS_BUDGET // each - 1))
+        if isinstance(model, LayerInputs) and last > layer:
+            for k, pair in enumerate(model.layer_inputs(ids, last, len(ids))):
+                if k >= layer:
+                    inputs[k] = pair  # x: (T, d_model) and its layer's module
+        else:
+            inputs[layer] = model.layer_input(ids, layer)  # x: (T, d_model)
+    x, module = inputs[layer]
+    return tiled_row(module, True, x, req.keys_kept)
 
 
 def _never() -> RowData:
