@@ -7,21 +7,17 @@ from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
-from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.strip import Strip
-from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from attncli.browse.draw import strip
 from attncli.browse.state import OVERLAYS, Selection, clamp, cycle, heads_shown, move
 from attncli.browse.views import (
-    grid_frame,
     grid_layout,
     grid_rows,
     head_view,
@@ -30,7 +26,7 @@ from attncli.browse.views import (
     row_lines,
     shows_exact,
 )
-from attncli.browse.widgets import Picture, browse_app
+from attncli.browse.widgets import GridLines, Picture, browse_app
 
 STRIP_H, PANEL_H = 1, 7
 
@@ -43,37 +39,6 @@ QUERY_KEYS: KeyList = [
     Binding("home", "query(-1000000000)", show=False),
     Binding("end", "query(1000000000)", show=False),
     Binding("z", "zoom", "exact/pooled"), Binding("escape", "back", "back")]
-
-
-class GridLines(Widget):
-    """The overview's grid, drawn a line at a time: each line's strip is kept under its key, so
-    a move re-renders the two rows it changes and the terminal gets only those."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.strips: dict[Any, Strip] = {}
-        self.frame: tuple[Any, list[Any]] = (None, [])
-
-    def render_line(self, y: int) -> Strip:
-        app = browse_app(self)
-        width, height = self.size
-        token = (app.generation, width, height)
-        if self.frame[0] != token:
-            for row in grid_rows(app.source, app.sel, width, height):
-                app.need(row, app.sel.view)
-            self.frame = (token, grid_frame(app.source, app.sel, width, height, app.depth,
-                                            app.busy, app.drawn))
-        lines = self.frame[1]
-        if y >= len(lines):
-            return Strip.blank(width, self.rich_style)
-        key, text = lines[y]
-        key = (key, width)
-        if key not in self.strips:
-            if len(self.strips) > 4096:
-                self.strips.clear()
-            segments = Segment.apply_style(text.render(app.console), self.rich_style)
-            self.strips[key] = Strip(segments).crop_extend(0, width, self.rich_style)
-        return self.strips[key]
 
 
 class Overview(Screen[None]):

@@ -8,12 +8,14 @@ from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.text import Text
 
 from attncli.browse.draw import MARK, heatmap, legend, ranking, scale_of, thumbnail
 from attncli.browse.patterns import RowData
 from attncli.browse.source import Source
 from attncli.browse.state import Selection, clamp, window
+from attncli.render.draw.colors import cell_style
 
 LABEL_W = 10
 MIN_SIDE, MAX_SIDE = 3, 16
@@ -103,8 +105,10 @@ def _row_lines(source: Source, sel: Selection, r: int, shape: tuple[int, int, in
     for h in heads:
         value = data.scores[h].get(sel.overlay) if h < len(data.scores) else None
         text = "" if value is None else f"{value:.2f}"
-        line.append(" " + text.center(side) + " ", "reverse bold" if h == chosen else
-                    _overlay_style(value, sel.overlay))
+        line.append(" ")
+        line.append(text.center(side), "reverse bold" if h == chosen else
+                    _overlay_style(value, sel.overlay, depth))
+        line.append(" ")
     out.append(((*base, "scores", sel.overlay), line))
     return out
 
@@ -116,10 +120,17 @@ def grid(source: Source, sel: Selection, width: int, height: int, depth: str | N
                                                             busy, drawn))
 
 
-def _overlay_style(value: float | None, overlay: str) -> str:
-    if value is None or overlay in ("entropy", "distance"):
+SHARES = ("first", "prev", "self", "previous_token", "induction", "duplicate_token")
+
+
+def _overlay_style(value: float | None, overlay: str, depth: str | None) -> Style | str:
+    """A share's colour on the weights' scale (0 … 1) under its thumbnail; bold at 0.4 or more
+    without colour. Entropy and distance are not shares: plain."""
+    if value is None or overlay not in SHARES:
         return "dim"
-    return "bold green" if value >= 0.4 else "green" if value >= 0.2 else "dim"
+    if depth is None:
+        return "bold" if value >= 0.4 else "dim"
+    return cell_style(min(max(value, 0.0), 1.0), 0.0, 1.0, depth)
 
 
 def status(source: Source, sel: Selection, data: RowData | None) -> Text:

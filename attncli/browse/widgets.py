@@ -8,12 +8,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import RenderableType
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.dom import DOMNode
 from textual.screen import ModalScreen
+from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Input, Static
+
+from attncli.browse.views import grid_frame, grid_rows
 
 if TYPE_CHECKING:
     from attncli.browse.app import BrowseApp
@@ -105,6 +110,37 @@ class FindScreen(ModalScreen[str | None]):
             event.stop()
             self.dismiss(None)
 
+
+
+class GridLines(Widget):
+    """The overview's grid, drawn a line at a time: each line's strip is kept under its key, so
+    a move re-renders the two rows it changes and the terminal gets only those."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.strips: dict[Any, Strip] = {}
+        self.frame: tuple[Any, list[Any]] = (None, [])
+
+    def render_line(self, y: int) -> Strip:
+        app = browse_app(self)
+        width, height = self.size
+        token = (app.generation, width, height)
+        if self.frame[0] != token:
+            for row in grid_rows(app.source, app.sel, width, height):
+                app.need(row, app.sel.view)
+            self.frame = (token, grid_frame(app.source, app.sel, width, height, app.depth,
+                                            app.busy, app.drawn))
+        lines = self.frame[1]
+        if y >= len(lines):
+            return Strip.blank(width, self.rich_style)
+        key, text = lines[y]
+        key = (key, width)
+        if key not in self.strips:
+            if len(self.strips) > 4096:
+                self.strips.clear()
+            segments = Segment.apply_style(text.render(app.console), self.rich_style)
+            self.strips[key] = Strip(segments).crop_extend(0, width, self.rich_style)
+        return self.strips[key]
 
 
 def browse_app(node: DOMNode) -> BrowseApp:
