@@ -307,3 +307,29 @@ def test_a_long_models_layers_are_tiled_and_equal_the_naive_run(tmp_path: Path,
             np.testing.assert_allclose(got, want[head], rtol=1e-5, atol=1e-5, equal_nan=True)
             np.testing.assert_allclose(data.row(head, size - 1), want[head, -1], rtol=1e-5,
                                        atol=1e-5)
+
+
+def test_pooled_rows_step_by_block_and_a_click_picks_the_query() -> None:
+    from attncli.long.pooling import block_edges
+
+    text = " ".join((ROOT / "README.md").read_text().split()[:300])
+    source = chapter3_source(Request(text=text, variant=Variant.causal), [Variant.causal],
+                             Shared())
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        await pilot.press("enter", "z")  # pooled blocks
+        await settle(app, pilot)
+        shown = screen_text(app)
+        assert "max-pooled into" in shown
+        blocks = int(re.search(r"max-pooled into (\d+)×", shown).group(1))  # type: ignore[union-attr]
+        edges = block_edges(len(source.tokens), blocks)
+        await pilot.press("down", "down")
+        assert app.sel.query == edges[2]
+        await pilot.press("up")
+        assert app.sel.query == edges[1]
+        picture = app.screen.query_one("#map")
+        await pilot.click(picture, offset=(2, 2 + 5))  # the sixth row of blocks
+        assert app.sel.query == edges[5]
+        await pilot.press("q")
+
+    drive(source, script)

@@ -34,7 +34,7 @@ KeyList = list[Binding | tuple[str, str] | tuple[str, str, str]]
 QUERY_KEYS: KeyList = [
     Binding("left", "query(-1)", "query", show=False),
     Binding("right", "query(1)", "query", show=False),
-    Binding("up", "query(-1)", show=False), Binding("down", "query(1)", show=False),
+    Binding("up", "rows(-1)", show=False), Binding("down", "rows(1)", show=False),
     Binding("pageup", "query(-10)", show=False), Binding("pagedown", "query(10)", show=False),
     Binding("home", "query(-1000000000)", show=False),
     Binding("end", "query(1000000000)", show=False),
@@ -116,6 +116,18 @@ class QueryScreen(Screen[None]):
         app.sel.query = clamp(app.sel.query + step, 0, len(app.source.tokens) - 1)
         app.redraw()
 
+    def action_rows(self, step: int) -> None:
+        """↑/↓: the query one row up or down the heatmap (a token, or a pooled block)."""
+        app, starts = browse_app(self), getattr(self, "starts", [])
+        if app.sel.exact is False or (not self.exact_now() and starts):
+            above = [s for s in starts if s < app.sel.query]
+            below = [s for s in starts if s > app.sel.query]
+            target = (above[-1] if above else 0) if step < 0 else (
+                below[0] if below else app.sel.query)
+            self.action_query(target - app.sel.query)
+        else:
+            self.action_query(step)
+
     def action_zoom(self) -> None:
         app = browse_app(self)
         app.sel.exact = not self.exact_now()
@@ -134,6 +146,14 @@ class QueryScreen(Screen[None]):
         return line
 
     def on_click(self, event: events.Click) -> None:
+        picture = self.query("#map")
+        if picture and picture.first().region.contains(event.screen_x, event.screen_y):
+            line = event.screen_y - picture.first().region.y - 2  # below the heading and ruler
+            starts = getattr(self, "starts", [])
+            if 0 <= line < len(starts):
+                browse_app(self).sel.query = starts[line]
+                browse_app(self).redraw()
+            return
         widget = self.query_one("#strip")
         if widget.region.contains(event.screen_x, event.screen_y):
             x = event.screen_x - widget.region.x
@@ -184,7 +204,7 @@ class HeadScreen(QueryScreen):
             head, blocks = min(app.sel.head, data.heads - 1), pooled_blocks(width, height)
             if app.later((id(data), head, blocks), lambda: data.pooled(head, blocks)) is None:
                 return Text(f"pooling {data.size:,} × {data.size:,} weights…", "dim")
-        picture, _ = head_view(app.source, app.sel, data, width, height, app.depth)
+        picture, _, self.starts = head_view(app.source, app.sel, data, width, height, app.depth)
         return picture
 
     def draw_panel(self, width: int, height: int) -> RenderableType:
@@ -259,8 +279,8 @@ class CompareScreen(QueryScreen):
         high = float(seen.max()) if seen.size else 1.0
         scale = (low, high, True) if low < 0 else (0.0, high if high > 0 else 1.0, False)
         self.shown_exact = shows_exact(sels[side], datas[side], width, height - 1)
-        picture, _ = head_view(app.source, sels[side], datas[side], width, height - 1,
-                               app.depth, scale)
+        picture, _, self.starts = head_view(app.source, sels[side], datas[side], width,
+                                            height - 1, app.depth, scale)
         return Group(Text(self.name_of(side), "bold"), picture)
 
     def difference(self) -> Text:

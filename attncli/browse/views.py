@@ -168,9 +168,10 @@ def pooled_blocks(width: int, height: int) -> int:
 
 def head_view(source: Source, sel: Selection, data: RowData, width: int, height: int,
               depth: str | None, scale: tuple[float, float, bool] | None = None
-              ) -> tuple[RenderableType, np.ndarray]:
+              ) -> tuple[RenderableType, np.ndarray, list[int]]:
     """The head's pattern: the exact window around the query, or the whole pooled into blocks;
-    and the matrix drawn (for a shared scale)."""
+    the matrix drawn (for a shared scale), and the first query of each row drawn (for clicks:
+    the rows start on the picture's third line)."""
     info, size = source.rows[sel.row], data.size
     rows_room, cols_room = head_rooms(width, height)
     head = min(sel.head, data.heads - 1)
@@ -184,6 +185,7 @@ def head_view(source: Source, sel: Selection, data: RowData, width: int, height:
         where = f"exact weights: queries {rows.start}–{rows.stop - 1}, keys {cols.start}–" \
                 f"{cols.stop - 1} of {size:,}"
         marked = sel.query - rows.start
+        starts = list(rows)
     else:
         edges, matrix = data.pooled(head, pooled_blocks(width, height))
         cell_w = max(2, min(6, (width - LABEL_W - 3) // max(1, len(edges) - 1)))
@@ -193,10 +195,12 @@ def head_view(source: Source, sel: Selection, data: RowData, width: int, height:
         where = f"max-pooled into {len(edges) - 1}×{len(edges) - 1} blocks of {size:,} " \
                 "tokens: z zooms into the exact window"
         marked = next(b for b in range(len(edges) - 1) if edges[b + 1] > sel.query)
+        starts = edges[:-1]
     used = scale or scale_of(matrix)
     picture = heatmap(matrix, labels, ruler, marked, depth, cell_w, LABEL_W, used)
     what = sel.what if sel.what != "weights" else "attention weights"
-    return Group(Text(where, style="dim"), picture, legend(*used, depth, what)), matrix
+    heading = Text(where, style="dim", no_wrap=True, overflow="ellipsis")
+    return Group(heading, picture, legend(*used, depth, what)), matrix, starts
 
 
 def query_panel(source: Source, sel: Selection, data: RowData, width: int, lines: int,
