@@ -320,8 +320,8 @@ def test_pooled_rows_step_by_block_and_a_click_picks_the_query() -> None:
         await pilot.press("enter", "z")  # pooled blocks
         await settle(app, pilot)
         shown = screen_text(app)
-        assert "max-pooled into" in shown
-        blocks = int(re.search(r"max-pooled into (\d+)×", shown).group(1))  # type: ignore[union-attr]
+        assert "max-pooled:" in shown
+        blocks = int(re.search(r"max-pooled: (\d+)×", shown).group(1))  # type: ignore[union-attr]
         edges = block_edges(len(source.tokens), blocks)
         await pilot.press("down", "down")
         assert app.sel.query == edges[2]
@@ -333,3 +333,17 @@ def test_pooled_rows_step_by_block_and_a_click_picks_the_query() -> None:
         await pilot.press("q")
 
     drive(source, script)
+
+
+def test_a_models_stages_are_the_ones_its_layers_have(cli: Any) -> None:
+    """GPT-2 has no soft-cap: `s` offers only the stages `explain --json` holds, each equal."""
+    text = "The cat sat on the mat because it was tired"
+    source = model_source(Request(text=text, model=str(TOY)))
+    stages = source.rows[1].stages
+    doc = cli("explain", text, "--model", str(TOY), "--layer", "1", "--json").json()
+    assert "capped" not in stages and stages[-1] == "weights"
+    low = np.tril_indices(3)  # cells no stage masks
+    for stage in stages[:-1]:
+        got = source.get(1, stage).window(0, range(3), range(3))
+        want = np.array(doc["stages"][stage], dtype=float)[0][:3, :3]
+        np.testing.assert_allclose(got[low], want[low], rtol=1e-5, atol=1e-5)

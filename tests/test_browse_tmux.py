@@ -10,6 +10,8 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -24,17 +26,25 @@ def _tmux(*args: str) -> str:
                           check=True).stdout
 
 
-@pytest.fixture
-def session() -> Iterator[str]:
+@contextmanager
+def browsing(*args: str, errors: str = "") -> Iterator[str]:
+    """A tmux session running `attncli browse args` at 100 × 30 and 256 colours (errors: a
+    redirection of its stderr)."""
     name = f"browse-{uuid.uuid4().hex[:8]}"
     command = (f"cd {shlex.quote(str(ROOT))} && echo BEFORE-BROWSE && "
                f"env -u NO_COLOR -u COLORTERM TERM=screen-256color {shlex.quote(sys.executable)} "
-               f"-m attncli browse {shlex.quote(SENTENCE)}; echo EXIT=$?; sleep 600")
+               f"-m attncli browse {shlex.join(args)} {errors}; echo EXIT=$?; sleep 600")
     _tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", command)
     try:
         yield name
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+
+
+@pytest.fixture
+def session() -> Iterator[str]:
+    with browsing(SENTENCE) as name:
+        yield name
 
 
 def _wait(name: str, seen: Callable[[str], bool], what: str, seconds: float = 120) -> str:
@@ -65,3 +75,39 @@ def test_keys_move_the_head_and_q_restores_the_terminal(session: str) -> None:
     assert "attends most to" not in pane  # the main screen is back, not the app's
     assert _tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
     assert _tmux("display", "-p", "-t", session, "#{cursor_flag}").strip() == "1"
+
+
+def test_heads_without_a_variant_give_multihead_its_heads() -> None:
+    with browsing(SENTENCE, "--heads", "3", "--d-out", "6") as name:
+        pane = _wait(name, lambda p: "chapter-3 attention on 6 tokens" in p, "the overview")
+        assert "h2" in pane.splitlines()[1]  # multihead's third head has a column
+        _tmux("send-keys", "-t", name, "q")
+        assert "EXIT=0" in _wait(name, lambda p: "EXIT=" in p, "the exit")
+
+
+def test_q_while_a_layer_is_computed_exits_at_once(tmp_path: Path) -> None:
+    """A 20,000-token text on the real model: q during the first layer's pass exits now, not
+    when the pass is done (more than a minute later here)."""
+    from tests.gguf_fixtures import smollm2
+
+    words = (ROOT / "README.md").read_text().split()
+    text = tmp_path / "long.txt"
+    text.write_text(" ".join(words[k * 7919 % len(words)] for k in range(11_000)))
+    with browsing("--file", str(text), "--model", str(smollm2())) as name:
+        _wait(name, lambda p: "computing…" in p, "the spinner")
+        _tmux("send-keys", "-t", name, "q")
+        pane = _wait(name, lambda p: "EXIT=" in p, "the exit", seconds=30)
+        assert "EXIT=0" in pane
+
+
+def test_a_lost_terminal_is_one_line(tmp_path: Path) -> None:
+    """The pane closed under it (as an SSH connection dropped): one line, no traceback."""
+    err = tmp_path / "err.txt"
+    with browsing(SENTENCE, errors=f"2> {shlex.quote(str(err))}") as name:
+        _wait(name, lambda p: "simple · head 0" in p, "the overview")
+        _tmux("kill-session", "-t", name)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not err.read_text():
+        time.sleep(0.2)
+    time.sleep(1)
+    assert err.read_text() == "attncli: error: hung up\n"

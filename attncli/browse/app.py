@@ -5,6 +5,7 @@ worker thread with a spinner; the screen never waits for it."""
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from attncli.render.draw.palette import depth_of
 # (kind: svg, txt or html; the screen as a recording console; the row's result for the page)
 Saver = Callable[[str, Console, Any], str]
 SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+WORKER = "attncli-browse-worker"  # the threads that compute rows and pooled blocks
 
 
 class BrowseApp(App[int]):
@@ -81,8 +83,7 @@ class BrowseApp(App[int]):
                 or key in self.errors:
             return data
         self.busy.add(key)
-        self.run_worker(lambda: self._compute(key, lambda: self.source.get(row, what)),
-                        thread=True, group="rows")
+        self._start(key, lambda: self.source.get(row, what))
         return data
 
     def later(self, key: Any, work: Callable[[], Any]) -> Any:
@@ -91,19 +92,29 @@ class BrowseApp(App[int]):
             return self.values[key]
         if key not in self.busy and key not in self.errors:
             self.busy.add(key)
-            self.run_worker(lambda: self._compute(key, work), thread=True, group="rows")
+            self._start(key, work)
         return None
 
+    def _start(self, key: Any, work: Callable[[], Any]) -> None:
+        """work on a daemon thread of its own (not Textual's workers, which run on the event
+        loop's executor: leaving the app would wait for a layer's pass to finish)."""
+        threading.Thread(target=self._compute, args=(key, work), name=WORKER,
+                         daemon=True).start()
+
     def _compute(self, key: Any, work: Callable[[], Any]) -> None:
+        failed = None
         try:
-            value = work()
+            self.values[key] = work()
         except AttnCliError as err:
-            self.call_from_thread(self._failed, key, str(err))
+            failed = str(err)
         except MemoryError:
-            self.call_from_thread(self._failed, key, "out of memory: try a shorter text")
-        else:
-            self.values[key] = value
-        self.call_from_thread(self._done, key)
+            failed = "out of memory: try a shorter text"
+        try:
+            if failed is not None:
+                self.call_from_thread(self._failed, key, failed)
+            self.call_from_thread(self._done, key)
+        except RuntimeError:  # the app has closed meanwhile: nobody to tell
+            pass
 
     def _done(self, key: Any) -> None:
         self.busy.discard(key)
@@ -116,11 +127,14 @@ class BrowseApp(App[int]):
     def status_line(self) -> Text:
         """The selection in words, with a spinner while something is computed."""
         line = status(self.source, self.sel, self.source.ready(self.sel.row, self.sel.view))
-        if self.busy:
-            line.append(f"\n{SPIN[self.spin % len(SPIN)]} computing…", "bold yellow")
-        elif (self.sel.row, self.sel.what) in self.errors:
-            line.append("\n" + self.errors[(self.sel.row, self.sel.what)], "red")
-        return line
+        error = self.errors.get((self.sel.row, self.sel.what))
+        if not self.busy and error is None:
+            return line
+        first = Text(f"{SPIN[self.spin % len(SPIN)]} computing…", "bold yellow") \
+            if self.busy else Text(error or "", "red")
+        first.no_wrap, line.no_wrap = True, True  # the news first, then the selection's line
+        first.overflow = line.overflow = "ellipsis"
+        return Text("\n").join([first, line])
 
     def action_quit_browse(self) -> None:
         self.exit(return_code=0)

@@ -15,7 +15,8 @@ from attncli.browse.patterns import max_pool, pool_edges
 from attncli.render.draw.colors import MASKED_MARK, MASKED_STYLE, SHADES, shade_of
 from attncli.render.draw.palette import swatch
 
-MARK = Style(color="bright_yellow", bold=True)  # the selection's brackets
+MARK = Style(color="bright_red", bold=True)  # the selection's brackets: a colour that no
+# step of viridis (the weights' scale, yellow at the top) is, at 16 colours too
 QUERY = Style(reverse=True, bold=True)  # the query's label
 
 
@@ -125,7 +126,8 @@ def ranking(weights: np.ndarray, tokens: Sequence[str], count: int, width: int,
     out = Text()
     for k in order:
         w = float(weights[k])
-        filled = w / top * bar_w if top > 0 else 0.0
+        filled = max(w, 0.0) / top * bar_w if top > 0 else 0.0  # a signed stage's negatives
+        # get no bar
         bar = "█" * int(filled) + (" ▏▎▍▌▋▊▉"[int((filled % 1) * 8)] if filled < bar_w else "")
         out.append(f"{k:>6} ", "dim")
         out.append(label(tokens[k], 12) + " ", "bold")

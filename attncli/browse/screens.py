@@ -235,7 +235,8 @@ class CompareScreen(QueryScreen):
     """Two heads side by side on one scale, and where they differ most."""
 
     BINDINGS = QUERY_KEYS
-    DEFAULT_CSS = "#title { height: 1; } #pair { height: 1fr; } #a, #b { width: 1fr; } " \
+    DEFAULT_CSS = "#title { height: 1; } #pair { height: 1fr; } #a, #b { width: 1fr; " \
+                  "height: 1fr; } " \
                   f"#strip {{ height: {STRIP_H}; background: $boost; }} #status {{ height: 2; }}"
 
     def __init__(self, a: tuple[int, int], b: tuple[int, int]) -> None:

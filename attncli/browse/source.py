@@ -126,8 +126,9 @@ def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> S
     variants = [r.kind for r in requests]
     long = any(p.impl is Impl.tiled for p in preps)
     if long and any(r.dropout > 0 for r in requests):
-        raise AttnCliError("--dropout is not supported on the tiled path that a text this long "
-                           "takes: leave out --dropout, or use a shorter text")
+        raise AttnCliError("--dropout is not supported on the tiled path (--impl tiled, or a text "
+                           "past the naive budget): leave out --dropout, or use --impl naive or "
+                           "a shorter text")
     ids = [t.id for t in preps[0].tokens if t.id is not None]
     results: dict[int, Result] = {}
 
@@ -155,11 +156,20 @@ def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> S
                     views=(WEIGHTS,) if p.impl is Impl.tiled else (WEIGHTS, "norm"),
                     stages=(WEIGHTS,) if p.impl is Impl.tiled else _stages(result(k)))
             for k, (v, p) in enumerate(zip(variants, preps, strict=True))]
-    title = f"chapter-3 attention on {len(preps[0].tokens):,} tokens" + (
+    count = len(preps[0].tokens)
+    title = f"chapter-3 attention on {count:,} token{'s' if count != 1 else ''}" + (
         " (tiled: exact windows on demand)" if long else "") + "".join(
         f" · {note}" for note in left_out)
     return Source(title, [t.text for t in preps[0].tokens], rows, compute, long,
                   pages=None if long else result)
+
+
+def _model_stages(req: Request) -> tuple[str, ...]:
+    """The N × N stages of the model's layer 0 (the weights alone where they do not fit)."""
+    try:
+        return _stages(run_model(replace(req, layer=0), Extract(stages=None)))
+    except AttnCliError:
+        return (WEIGHTS,)
 
 
 SQUARE = ("scores", "scaled", "capped", "masked", "softmax", "dropped", WEIGHTS)
@@ -183,7 +193,9 @@ def model_source(req: Request) -> Source:
         req.impl is Impl.auto and heads_bytes(spec.n_layer, spec.num_heads, n) <= NAIVE_BUDGET)
     kv = tuple(spec.kv_group(h) for h in range(spec.num_heads)) if traits.kv_heads else None
     causal = not traits.bidirectional
-    stages = (WEIGHTS,) if not exact else ("scores", "scaled", "capped", "masked", WEIGHTS)
+    # The stages this family's layers have, from one pass to layer 0 (a model's stage is the
+    # pass up to its layer: each later one is computed when it is first shown).
+    stages = _model_stages(req) if exact else (WEIGHTS,)
     views = (WEIGHTS,) if not exact else (WEIGHTS, "norm", "rollout")
     rows = [RowInfo(f"layer {k}", f"L{k}", spec.num_heads, kv, views, stages,
                     causal) for k in range(spec.n_layer)]

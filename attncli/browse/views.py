@@ -140,7 +140,7 @@ def status(source: Source, sel: Selection, data: RowData | None) -> Text:
     out.append("heads' mean" if sel.view == "rollout" else f"head {sel.head}", "bold")
     if info.kv is not None and sel.view != "rollout":
         out.append(f" · kv head {info.kv[sel.head]}", "bold")
-    out.append(f" · {sel.view}")
+    out.append(f" · {sel.what}")
     if data is not None and sel.head < len(data.scores):
         for name, value in data.scores[sel.head].items():
             if name in ("kv_head",):
@@ -192,8 +192,9 @@ def head_view(source: Source, sel: Selection, data: RowData, width: int, height:
         labels = [f"{edges[b]}–{edges[b + 1] - 1}" for b in range(len(edges) - 1)]
         ruler = [str(b) if b % 5 == 0 else "" for b in range(len(edges) - 1)] if cell_w < 6 \
             else [str(edges[b]) for b in range(len(edges) - 1)]
-        where = f"max-pooled into {len(edges) - 1}×{len(edges) - 1} blocks of {size:,} " \
-                "tokens: z zooms into the exact window"
+        where = f"max-pooled: {len(edges) - 1}×{len(edges) - 1} blocks of up to " \
+                f"{edges[1] - edges[0]} tokens a side, over {size:,} tokens; z zooms into the " \
+                "exact window"
         marked = next(b for b in range(len(edges) - 1) if edges[b + 1] > sel.query)
         starts = edges[:-1]
     used = scale or scale_of(matrix)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,10 +39,34 @@ NO_TERMINAL = ("attncli browse needs a terminal: it draws full-screen and reads 
 
 
 def check_terminal() -> None:
-    """Refuse before any work when stdin or stdout is not a terminal."""
+    """Refuse before any work when stdin or stdout is not a terminal (or TERM=dumb, which
+    cannot draw full-screen)."""
     for fd, what in ((1, "standard output"), (0, "standard input")):
         if not os.isatty(fd):
             raise AttnCliError(NO_TERMINAL.format(what=what))
+    if os.environ.get("TERM") == "dumb":
+        raise AttnCliError(NO_TERMINAL.format(what="a TERM=dumb terminal"))
+
+
+def _quiet_lost_terminal(args: threading.ExceptHookArgs) -> None:
+    """A terminal gone (SSH dropped, the pane closed) fails Textual's output thread's writes:
+    the hang-up's one line says so, not a traceback."""
+    if not issubclass(args.exc_type, OSError):
+        threading.__excepthook__(args)
+
+
+def _leave(code: int) -> None:
+    """Exit now: after q or Ctrl-C a layer's pass may still run in a worker thread, which the
+    interpreter's shutdown would meet half-way (it writes nothing: saving happens on the app's
+    own thread)."""
+    from attncli.browse.app import WORKER
+
+    if any(t.name == WORKER and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
@@ -92,7 +118,8 @@ def browse(
     request = Request(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
-        d_out=d_out, heads=heads, dropout=dropout, qkv_bias=qkv_bias, model=model, layer=layer,
+        d_out=d_out, heads=heads if variant is not None or model is not None else None,
+        dropout=dropout, qkv_bias=qkv_bias, model=model, layer=layer,
         impl=impl, top_k=top_k, positions=positions)
     if model is not None:
         from attncli.browse.source import model_source
@@ -107,10 +134,9 @@ def browse(
     from attncli.browse.app import BrowseApp
 
     browser = BrowseApp(source, save=Saver(save_dir), terminal=True)
+    threading.excepthook = _quiet_lost_terminal
     browser.run()
-    code = browser.return_code or 0
-    if code:
-        raise typer.Exit(code)
+    _leave(browser.return_code or 0)
 
 
 class Saver:
@@ -138,5 +164,5 @@ class Saver:
             from attncli.render.page import page_extra, render_page
 
             content = render_page(page.to_dict(), "attncli browse", page_extra(page))
-        write_atomic(path, content, "e")
+        write_atomic(path, content, "the saved screen")
         return str(path.resolve())
