@@ -244,7 +244,8 @@ class CompareScreen(QueryScreen):
         self.pair = (a, b)
 
     def compose(self) -> ComposeResult:
-        yield Static(id="title")
+        yield Static(Text(f"compare {self.name_of(0)} and {self.name_of(1)} · one colour scale "
+                          f"· {browse_app(self).source.title}", "bold"), id="title")
         with Horizontal(id="pair"):
             yield Picture(lambda w, h: self.draw_one(0, w, h), id="a")
             yield Picture(lambda w, h: self.draw_one(1, w, h), id="b")
