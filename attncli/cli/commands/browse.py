@@ -60,8 +60,12 @@ def _leave(code: int) -> None:
     interpreter's shutdown would meet half-way (it writes nothing: saving happens on the app's
     own thread)."""
     from attncli.browse.app import WORKER
+    from attncli.cli.streams import interruption, was_interrupted
 
     if any(t.name == WORKER and t.is_alive() for t in threading.enumerate()):
+        if was_interrupted():  # a hang-up or SIGTERM that ended the app: its one line
+            message, code = interruption()
+            sys.stderr.write(f"attncli: error: {message}\n")
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
