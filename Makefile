@@ -48,11 +48,12 @@ lint: $(STAMP)
 test-deps:
 	@bash scripts/test-deps.sh
 
-# Two workers of one torch thread each: on this 2-core machine 6 minutes instead of 8.5 serially
-# (each worker's torch would otherwise start a thread per core and the two would contend).
+# Three workers of one torch thread each on this 2-core machine: the suite is mostly attncli
+# processes, whose waits a third worker fills (a fresh clone's make test: 9 min 11 s, against
+# 9 min 49 s with two; each worker's torch would otherwise start a thread per core).
 # What the tests need beyond the venv (apt's packages, the real model) is fetched while the venv
 # is built, and mypy checks the code while the suite runs: each waits on the network or a core.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test:
 	@bash scripts/test-deps.sh & deps=$$!; \
 	$(PYTHON) scripts/fetch_model.py > /dev/null || echo "the real-model tests will skip" >&2 & \
