@@ -12,21 +12,12 @@ from rich.style import Style
 from rich.text import Text
 
 from attncli.browse.patterns import max_pool, pool_edges
-from attncli.render.draw.colors import MASKED_MARK, MASKED_STYLE, SHADES, shade_of
+from attncli.render.draw.colors import MASKED_MARK, MASKED_STYLE, block_style, shade_of
 from attncli.render.draw.palette import swatch
 
 MARK = Style(color="bright_red", bold=True)  # the selection's brackets: a colour that no
 # step of viridis (the weights' scale, yellow at the top) is, at 16 colours too
 QUERY = Style(reverse=True, bold=True)  # the query's label
-
-
-def fraction(value: float, vmin: float, vmax: float, diverging: bool) -> float:
-    """Where value sits on the scale: 0 … 1 (0.5 is zero on a diverging one)."""
-    if diverging:
-        half = max(abs(vmin), abs(vmax))
-        return 0.5 if half <= 0 else min(max(0.5 + 0.5 * value / half, 0.0), 1.0)
-    span = vmax - vmin
-    return 0.5 if span <= 0 else min(max((value - vmin) / span, 0.0), 1.0)
 
 
 def scale_of(matrix: np.ndarray) -> tuple[float, float, bool]:
@@ -57,10 +48,9 @@ def thumbnail(matrix: np.ndarray, side: int, depth: str | None, vmax: float = 1.
             top = small[r, c]
             bottom = small[r + 1, c] if r + 1 < small.shape[0] else math.nan
             line.append("▀", Style(
-                color=None if math.isnan(top) else swatch(fraction(top, 0, vmax, False),
-                                                          depth).color,
-                bgcolor=None if math.isnan(bottom) else swatch(
-                    fraction(bottom, 0, vmax, False), depth).color))
+                color=None if math.isnan(top) else block_style(top, 0, vmax, depth).color,
+                bgcolor=None if math.isnan(bottom) else block_style(bottom, 0, vmax,
+                                                                    depth).color))
         lines.append(line)
     return lines
 
@@ -70,10 +60,9 @@ def cell(value: float, vmin: float, vmax: float, diverging: bool, depth: str | N
     """One heatmap cell: a coloured block, or a shade character repeated, or the masked mark."""
     if math.isnan(value):
         return MASKED_MARK.center(width), MASKED_STYLE
-    share = fraction(value, vmin, vmax, diverging)
     if depth is None:
-        return SHADES[round(share * (len(SHADES) - 1))] * width, None
-    return " " * width, Style(bgcolor=swatch(share, depth, diverging).color)
+        return shade_of(value, vmin, vmax, diverging) * width, None
+    return " " * width, Style(bgcolor=block_style(value, vmin, vmax, depth, diverging).color)
 
 
 def label(text: str, width: int) -> str:
@@ -109,7 +98,7 @@ def legend(vmin: float, vmax: float, diverging: bool, depth: str | None, what: s
     for k in range(12):
         share = k / 11
         if depth is None:
-            out.append(SHADES[round(share * (len(SHADES) - 1))])
+            out.append(shade_of(share, 0.0, 1.0))
         else:
             out.append(" ", Style(bgcolor=swatch(share, depth, diverging).color))
     out.append(f" {vmax:.3g}   {MASKED_MARK} masked", style="dim")
@@ -131,8 +120,7 @@ def ranking(weights: np.ndarray, tokens: Sequence[str], count: int, width: int,
         bar = "█" * int(filled) + (" ▏▎▍▌▋▊▉"[int((filled % 1) * 8)] if filled < bar_w else "")
         out.append(f"{k:>6} ", "dim")
         out.append(label(tokens[k], 12) + " ", "bold")
-        style = None if depth is None else Style(color=swatch(
-            fraction(w, 0.0, top, False), depth).color)
+        style = None if depth is None else block_style(w, 0.0, top, depth)
         out.append(bar.ljust(bar_w), style)
         out.append(f" {w:.4f}\n")
     return out
