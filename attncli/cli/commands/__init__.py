@@ -2,6 +2,7 @@
 
 from attncli.cli.commands import (
     browse,
+    check,
     compare,
     demo,
     explain,
@@ -13,5 +14,5 @@ from attncli.cli.commands import (
     tokens,
 )
 
-__all__ = ["browse", "compare", "demo", "explain", "heads", "lessons", "models", "run", "show",
-           "tokens"]
+__all__ = ["browse", "check", "compare", "demo", "explain", "heads", "lessons", "models", "run",
+           "show", "tokens"]

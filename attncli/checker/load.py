@@ -1,0 +1,104 @@
+"""Import a reader's file and find their class: FILE.py:Class, or FILE.py with one class.
+
+This runs the reader's code (that is the point of `check`); what it raises is shown as theirs,
+in one line with the line of their file it came from, never as attncli's traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+import zlib
+from pathlib import Path
+from types import ModuleType
+
+from attncli.errors import AttnCliError
+
+
+def theirs(err: BaseException, file: str | None = None) -> str:
+    """An exception of the reader's code in one line: type, message, where in their file."""
+    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    message = message if len(message) <= 200 else message[:197] + "..."
+    where = ""
+    frames = traceback.extract_tb(err.__traceback__)
+    own = [f for f in frames if "/attncli/" not in f.filename.replace("\\", "/")
+           and "/torch/" not in f.filename.replace("\\", "/")]
+    if isinstance(err, SyntaxError) and err.lineno is not None:
+        where = f" ({Path(err.filename or file or '?').name}, line {err.lineno})"
+        message = err.msg
+    elif own:
+        where = f" ({Path(own[-1].filename).name}, line {own[-1].lineno})"
+    return f"{type(err).__name__}" + (f": {message}" if message else "") + where
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    """FILE.py:Class → (FILE.py, Class); a bare FILE.py → (FILE.py, None). C:\\ is a path."""
+    path, sep, name = target.rpartition(":")
+    if sep and name.isidentifier() and path and not (len(path) == 1 and path.isalpha()):
+        return path, name
+    return target, None
+
+
+def import_file(path: str) -> ModuleType:
+    """The reader's file as a module (its folder first on sys.path, as python runs it)."""
+    file = Path(path)
+    if not file.exists():
+        raise AttnCliError(f"no such file: {path}")
+    if file.is_dir():
+        raise AttnCliError(f"{path} is a directory, not a Python file")
+    name = f"attncli_yours_{zlib.crc32(str(file.resolve()).encode()):08x}"
+    loader = importlib.machinery.SourceFileLoader(name, os.fspath(file))
+    spec = importlib.util.spec_from_loader(name, loader)
+    if spec is None:
+        raise AttnCliError(f"cannot load {path} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up
+    folder = os.fspath(file.resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        loader.exec_module(module)
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
+        raise AttnCliError(f"{path} exited while it was imported (SystemExit {err.code!r}): "
+                           "keep module-level code under `if __name__ == \"__main__\":`") from None
+    except BaseException as err:
+        raise AttnCliError(f"{path} does not import: {theirs(err, path)}") from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def find_class(module: ModuleType, path: str, name: str | None) -> type:
+    """The named class of module, or its one class that subclasses torch.nn.Module."""
+    from torch import nn
+
+    own = [v for v in vars(module).values()
+           if inspect.isclass(v) and v.__module__ == module.__name__]
+    if name is not None:
+        found = getattr(module, name, None)
+        if found is None:
+            listed = ", ".join(c.__name__ for c in own) or "none"
+            raise AttnCliError(f"{path} has no class {name!r} (its classes: {listed})")
+        if not inspect.isclass(found):
+            raise AttnCliError(f"{path}:{name} is a {type(found).__name__}, not a class")
+        return found
+    modules = [c for c in own if issubclass(c, nn.Module)]
+    if len(modules) == 1:
+        return modules[0]
+    listed = ", ".join(c.__name__ for c in modules) or "none"
+    raise AttnCliError(f"{path} holds {len(modules)} nn.Module classes ({listed}): name one "
+                       f"as {path}:Class")
+
+
+def load_target(target: str) -> tuple[type, str]:
+    """The reader's class for FILE.py[:Class], and how the report names it."""
+    path, name = split_target(target)
+    module = import_file(path)
+    cls = find_class(module, path, name)
+    return cls, f"{path}:{cls.__name__}"

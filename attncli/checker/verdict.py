@@ -1,0 +1,226 @@
+"""Run a reader's class and the reference on every case, compare, and diagnose a difference by
+trying each known mistake (then each pair) against the reader's outputs."""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from attncli.checker.cases import BOOK_TOKENS, Case, cases_for
+from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
+from attncli.checker.load import theirs
+from attncli.checker.mistakes import BY_ID, CONTIGUOUS, MISSING_CONTIGUOUS, MISTAKES, Mistake
+from attncli.checker.reference import Weights, forward, make_weights
+from attncli.checker.weights import Plan, plan_for
+from attncli.errors import AttnCliError
+
+ATOL, RTOL = 1e-5, 1e-4  # float32 rounding of another order of the same sums
+
+
+@dataclass
+class Outcome:
+    """One case's run of the reader's class."""
+
+    case: Case
+    weights: Weights
+    plan: Plan
+    output: Tensor | None = None  # (T, d_out) or (b, T, d_out)
+    error: str | None = None  # what the reader's forward raised, or why its output is unusable
+    contiguous: bool = False  # it raised torch's "use .contiguous()" error
+    reference: Tensor | None = None
+
+
+@dataclass
+class Report:
+    """The verdict on a reader's class: cases, differences, the mistake that explains them."""
+
+    target: str
+    kind: Kind
+    plan: Plan
+    outcomes: list[Outcome] = field(default_factory=list)
+    mistakes: list[tuple[str, str]] = field(default_factory=list)  # (id, text) that match
+    first: dict[str, Any] | None = None  # the first row that differs
+
+    @property
+    def passed(self) -> bool:
+        """Every case equal to the book's within float32 rounding."""
+        return all(_close(o) for o in self.outcomes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of `check --json`."""
+        diffs = [_max_diff(o) for o in self.outcomes]
+        finite = [d for d in diffs if d is not None]
+        out: dict[str, Any] = {
+            "verdict": "pass" if self.passed else "fail", "target": self.target,
+            "kind": self.kind.name.value, "book_class": self.kind.book_class,
+            "copied": {"how": self.plan.how, "map": self.plan.describe()},
+            "tolerance": {"atol": ATOL, "rtol": RTOL},
+            "max_diff": max(finite) if len(finite) == len(diffs) else None,
+            "cases": [_case(o, d) for o, d in zip(self.outcomes, diffs, strict=True)]}
+        if not self.passed:
+            out["diagnosis"] = {"mistakes": [{"id": i, "text": t} for i, t in self.mistakes],
+                                "first_difference": self.first}
+        return out
+
+
+def _case(o: Outcome, diff: float | None) -> dict[str, Any]:
+    s = o.case.setting
+    return {"name": o.case.name, "shape": list(o.case.x.shape), "d_in": s.d_in, "d_out": s.d_out,
+            "context_length": s.context_length, "num_heads": s.num_heads, "dropout": s.dropout,
+            "training": s.training, "qkv_bias": s.qkv_bias, "seed": s.seed,
+            "pass": _close(o), "max_diff": diff, "error": o.error}
+
+
+def _differences(out: Tensor, ref: Tensor) -> Tensor:
+    """|out - ref|, 0 where both are NaN, inf where only one is."""
+    diff = (out - ref).abs()  # (..., d_out)
+    both = out.isnan() & ref.isnan()  # (..., d_out)
+    return torch.where(both, 0.0, diff.nan_to_num(nan=torch.inf))  # (..., d_out)
+
+
+def _matches(out: Tensor, ref: Tensor) -> bool:
+    if out.shape != ref.shape:
+        return False
+    return bool((_differences(out, ref) <= ATOL + RTOL * ref.abs().nan_to_num()).all())
+
+
+def _close(o: Outcome) -> bool:
+    return o.output is not None and o.reference is not None and _matches(o.output, o.reference)
+
+
+def _max_diff(o: Outcome) -> float | None:
+    if o.output is None or o.reference is None:
+        return None
+    value = float(_differences(o.output, o.reference).max())
+    return value if value != float("inf") else None
+
+
+def _run(cls: type, ctor: Constructor, case: Case) -> Outcome:
+    s = case.setting
+    values = {"d_in": s.d_in, "d_out": s.d_out, "context_length": s.context_length,
+              "dropout": s.dropout, "num_heads": s.num_heads}
+    args, kwargs = ctor.arguments(values, s.qkv_bias)
+    shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    try:
+        module = cls(*args, **kwargs)
+    except Exception as err:
+        raise AttnCliError(f"your {cls.__name__}({shown}) raised {theirs(err)}") from None
+    if not isinstance(module, nn.Module):
+        raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
+                           "subclass nn.Module")
+    plan = plan_for(module, s, ctor.kind.multihead)
+    weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
+    plan.copy(weights)
+    module.train(s.training)
+    out = Outcome(case, weights, plan)
+    torch.manual_seed(s.seed)
+    try:
+        with torch.no_grad():
+            result = module(case.x.clone())
+    except Exception as err:
+        out.error, out.contiguous = f"your forward raised {theirs(err)}", CONTIGUOUS in str(err)
+        return out
+    if isinstance(result, tuple | list) and result:
+        result = result[0]  # (context, weights): the context is what is compared
+    want = (*case.x.shape[:-1], s.d_out)
+    if not isinstance(result, Tensor):
+        out.error = f"your forward returned {type(result).__name__}, not a tensor"
+    elif tuple(result.shape) != want:
+        out.error = (f"your forward returned shape {tuple(result.shape)}; the book's returns "
+                     f"{want}")
+    else:
+        out.output = result.detach().float()
+    return out
+
+
+def _reference(o: Outcome, kind: Kind, mistakes: frozenset[str], w: Weights) -> Tensor:
+    torch.manual_seed(o.case.setting.seed)
+    return forward(kind, w, o.case.x, o.case.setting, mistakes)
+
+
+def _weights_for(o: Outcome, m: Mistake, w: Weights) -> Weights | None:
+    """The weights a mistake computes with in this case (None: it cannot be this mistake)."""
+    s = o.case.setting
+    if m.weights == "extra_bias" and not s.qkv_bias:
+        extra = o.plan.extra_biases(s.qkv_bias)
+        if not extra:
+            return None
+        return replace(w, b_query=extra.get("q"), b_key=extra.get("k"), b_value=extra.get("v"))
+    if m.weights == "missing_bias" and s.qkv_bias:
+        return replace(w, b_query=None, b_key=None, b_value=None)
+    return w
+
+
+def _explains(group: tuple[Mistake, ...], outcomes: list[Outcome], kind: Kind) -> bool:
+    """Whether the mistakes together give the reader's output in every case."""
+    switches = frozenset(m.id for m in group if m.weights is None)
+    for o in outcomes:
+        w: Weights | None = o.weights
+        for m in group:
+            w = None if w is None else _weights_for(o, m, w)
+        if w is None or o.output is None or not _matches(o.output,
+                                                         _reference(o, kind, switches, w)):
+            return False
+    return True
+
+
+def diagnose(outcomes: list[Outcome], kind: Kind) -> list[tuple[str, str]]:
+    """The known mistakes (one, else two together) whose outputs equal the reader's."""
+    if any(o.contiguous for o in outcomes):
+        return [MISSING_CONTIGUOUS]
+    if any(o.output is None for o in outcomes):
+        return []
+    known = [m for m in MISTAKES if m.fits(kind)]
+    for size in (1, 2):
+        found = [g for g in itertools.combinations(known, size) if _explains(g, outcomes, kind)]
+        if found:
+            return [(" + ".join(m.id for m in g), "; and ".join(m.text for m in g))
+                    for g in found]
+    return []
+
+
+def _first_difference(outcomes: list[Outcome]) -> dict[str, Any] | None:
+    for o in outcomes:
+        if _close(o) or o.output is None or o.reference is None:
+            continue
+        out, ref = o.output, o.reference
+        rows_out = out.reshape(-1, out.shape[-1])  # (b·T, d_out)
+        rows_ref = ref.reshape(-1, ref.shape[-1])  # (b·T, d_out)
+        for r in range(rows_out.shape[0]):
+            if not _matches(rows_out[r], rows_ref[r]):
+                tokens = o.case.x.shape[-2]
+                batch, token = divmod(r, tokens)
+                label = BOOK_TOKENS[token] if o.case.book else None
+                return {"case": o.case.name, "batch": batch if out.dim() == 3 else None,
+                        "token": token, "label": label,
+                        "yours": [_plain(v) for v in rows_out[r].tolist()],
+                        "book": [_plain(v) for v in rows_ref[r].tolist()]}
+    return None
+
+
+def _plain(value: float) -> float | None:
+    return None if value != value or value in (float("inf"), float("-inf")) else value
+
+
+def check_class(cls: type, target: str, forced: KindName | None = None) -> Report:
+    """Run cls on every case against the book's computation; the global RNG is restored."""
+    if not isinstance(cls, type):
+        raise AttnCliError(f"{target} is not a class")
+    ctor = constructor_of(cls, forced)
+    with torch.random.fork_rng(devices=[]):
+        outcomes = [_run(cls, ctor, case) for case in cases_for(ctor)]
+        for o in outcomes:
+            o.reference = _reference(o, ctor.kind, frozenset(), o.weights)
+        report = Report(target, ctor.kind, outcomes[0].plan, outcomes)
+        if not report.passed:
+            report.mistakes = diagnose(outcomes, ctor.kind)
+            report.first = _first_difference(outcomes)
+    return report
+
+
+__all__ = ["BY_ID", "Report", "check_class"]

@@ -1,0 +1,203 @@
+"""Copy the reference's weights into a reader's module: by the book's names, else by shape.
+
+A reader may hold nn.Linear layers (y = x·Wᵀ + b) or raw nn.Parameter matrices (y = x·W), name
+them as they like, or fuse W_query, W_key and W_value into one projection. The plan says which
+of their parameters receives which of the book's, so the report can say how it copied.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from attncli.checker.reference import Setting, Weights
+from attncli.errors import AttnCliError
+
+BOOK_NAMES = {"W_query": "q", "W_key": "k", "W_value": "v", "out_proj": "out"}
+HINTS = (("q", r"(^|_)(q|query|queries)($|_|\d)|^wq"), ("k", r"(^|_)(k|key|keys)($|_|\d)|^wk"),
+         ("v", r"(^|_)(v|value|values)($|_|\d)|^wv"),
+         ("out", r"(^|_)(o|out|proj|out_proj|o_proj|output|wo)($|_|\d)"))
+ROLES = ("q", "k", "v", "out")
+BOOK = {"q": "W_query", "k": "W_key", "v": "W_value", "out": "out_proj"}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One reader matrix (and its bias) that plays one role, or the three fused."""
+
+    name: str  # the reader's name for it, e.g. "W_query" or "attn.qkv"
+    weight: nn.Parameter
+    bias: nn.Parameter | None
+    matmul: bool  # used as x @ W (d_in, d_out), not as nn.Linear's x @ Wᵀ
+    fused: bool = False  # q, k and v side by side, in that order
+
+
+@dataclass
+class Plan:
+    """Which reader parameter receives which of the reference's, and how the match was made."""
+
+    how: str  # "names" (the book's) or "shapes"
+    slots: dict[str, Slot] = field(default_factory=dict)  # role (q, k, v, out or qkv) → slot
+
+    def describe(self) -> dict[str, str]:
+        """Each reader name → the book's name it received."""
+        out = {}
+        for role, slot in self.slots.items():
+            book = "W_query, W_key, W_value" if role == "qkv" else BOOK[role]
+            out[slot.name] = book + (" (transposed)" if slot.matmul else "")
+        return out
+
+    def extra_biases(self, qkv_bias: bool) -> dict[str, Tensor]:
+        """The reader's own q/k/v biases where the book has none (qkv_bias=False), by role."""
+        if qkv_bias:
+            return {}
+        found: dict[str, Tensor] = {}
+        for role, slot in self.slots.items():
+            if slot.bias is None or role == "out":
+                continue
+            bias = slot.bias.detach().float()  # (d_out,) or (3·d_out,) fused
+            parts = bias.chunk(3) if slot.fused else (bias,)
+            found |= dict(zip(("q", "k", "v") if slot.fused else (role,), parts, strict=True))
+        return found
+
+    def copy(self, w: Weights) -> None:
+        """Write w into the reader's parameters, in their layout."""
+        with torch.no_grad():
+            for role, slot in self.slots.items():
+                if role == "qkv":
+                    matrix = torch.cat([w.W_query, w.W_key, w.W_value])  # (3·d_out, d_in)
+                    biases = [w.b_query, w.b_key, w.b_value]
+                    bias = None if biases[0] is None else torch.cat(biases)  # type: ignore[arg-type]
+                else:
+                    matrix, bias = _role(w, role)
+                slot.weight.copy_(matrix.T if slot.matmul else matrix)
+                if slot.bias is not None and bias is not None:
+                    slot.bias.copy_(bias)
+                elif slot.bias is not None and role == "out":
+                    slot.bias.zero_()
+
+
+def _role(w: Weights, role: str) -> tuple[Tensor, Tensor | None]:
+    return {"q": (w.W_query, w.b_query), "k": (w.W_key, w.b_key), "v": (w.W_value, w.b_value),
+            "out": (w.out_proj if w.out_proj is not None else torch.eye(w.W_query.shape[0]),
+                    w.out_bias)}[role]
+
+
+Candidate = tuple[str, nn.Parameter, "nn.Parameter | None", bool]
+
+
+def _candidates(module: nn.Module) -> list[Candidate]:
+    """(name, weight, bias, matmul) for every nn.Linear, then every raw 2-D parameter."""
+    found: list[Candidate] = []
+    owned: set[int] = set()
+    for name, sub in module.named_modules():
+        if isinstance(sub, nn.Linear):
+            found.append((name, sub.weight, sub.bias, False))  # type: ignore[arg-type]
+            owned |= {id(sub.weight), id(sub.bias)}
+    raw = [(n, p) for n, p in module.named_parameters() if id(p) not in owned]
+    vectors = {n: p for n, p in raw if p.dim() == 1}
+    for name, param in raw:
+        if param.dim() == 2:
+            bias = next((b for n, b in vectors.items() if _pairs(name, n)), None)
+            vectors = {n: b for n, b in vectors.items() if b is not bias}
+            found.append((name, param, bias, True))
+        elif param.dim() != 1:
+            raise AttnCliError(f"cannot copy the book's weights into yours: parameter {name!r} "
+                               f"has shape {tuple(param.shape)}, which no projection has")
+    if vectors:
+        name, param = next(iter(vectors.items()))
+        raise AttnCliError(f"cannot tell which projection your parameter {name!r} (shape "
+                           f"{tuple(param.shape)}) is the bias of: name it after its matrix "
+                           "(W_query and W_query_bias, or wq and bq)")
+    return found
+
+
+def _pairs(matrix: str, vector: str) -> bool:
+    """Whether a raw 1-D parameter is the bias of a raw matrix: W_query_bias, or wq and bq."""
+    if _stem(vector) == _stem(matrix) + "_bias":
+        return True
+    m, v = matrix.split(".")[-1].lower(), vector.split(".")[-1].lower()
+    return m[:1] == "w" and v[:1] == "b" and m[1:].lstrip("_") == v[1:].lstrip("_") != ""
+
+
+def _stem(name: str) -> str:
+    return name.replace(".", "_").removesuffix("_weight")
+
+
+def _hint(name: str) -> str | None:
+    last = name.split(".")[-1].lower()
+    for role, pattern in HINTS:
+        if re.search(pattern, last):
+            return role
+    return None
+
+
+def plan_for(module: nn.Module, s: Setting, multihead: bool) -> Plan:
+    """Match the reader's parameters to the book's roles: its names, else shapes and hints."""
+    items = _candidates(module)
+    if not items:
+        raise AttnCliError("your class has no weights (no nn.Linear and no nn.Parameter): "
+                           "chapter 3's classes project with W_query, W_key and W_value")
+    by_name = {BOOK_NAMES.get(n) for n, *_ in items}
+    if None not in by_name and {"q", "k", "v"} <= by_name:
+        plan = Plan("names")
+        for name, weight, bias, matmul in items:
+            plan.slots[BOOK_NAMES[name]] = Slot(name, weight, bias, _layout(weight, s, matmul))
+        return _checked(plan, s, multihead)
+    plan = Plan("shapes")
+    left: list[Slot] = []
+    for name, weight, bias, matmul in items:
+        shape = tuple(weight.shape)
+        if shape in ((3 * s.d_out, s.d_in), (s.d_in, 3 * s.d_out)) and "qkv" not in plan.slots:
+            plan.slots["qkv"] = Slot(name, weight, bias, shape[0] == s.d_in, fused=True)
+        else:
+            left.append(Slot(name, weight, bias, _layout(weight, s, matmul)))
+    free = [r for r in ROLES if r not in plan.slots and not ("qkv" in plan.slots and r != "out")]
+    for slot in list(left):  # names that say their role
+        role = _hint(slot.name)
+        if role in free and _fits(slot, s, role):
+            plan.slots[role] = slot
+            free.remove(role)
+            left.remove(slot)
+    for slot in left:  # the rest in the order they were declared
+        role = next((r for r in free if _fits(slot, s, r)), None)
+        if role is None:
+            raise AttnCliError(
+                f"cannot copy the book's weights into yours: {slot.name!r} has shape "
+                f"{tuple(slot.weight.shape)}, which none of the book's projections has "
+                f"(d_in={s.d_in}, d_out={s.d_out})")
+        plan.slots[role] = slot
+        free.remove(role)
+    return _checked(plan, s, multihead)
+
+
+def _layout(weight: Tensor, s: Setting, matmul: bool) -> bool:
+    """Whether a matrix is used as x @ W: a raw parameter shaped (d_in, d_out), or square."""
+    if not matmul:
+        return False
+    return tuple(weight.shape) != (s.d_out, s.d_in) or s.d_in == s.d_out
+
+
+def _fits(slot: Slot, s: Setting, role: str) -> bool:
+    shape = tuple(slot.weight.shape)
+    want = (s.d_out, s.d_out) if role == "out" else (s.d_out, s.d_in)
+    return shape in (want, want[::-1])
+
+
+def _checked(plan: Plan, s: Setting, multihead: bool) -> Plan:
+    roles = set(plan.slots)
+    if "qkv" not in roles and not {"q", "k", "v"} <= roles:
+        missing = ", ".join(BOOK[r] for r in ("q", "k", "v") if r not in roles)
+        raise AttnCliError(f"cannot copy the book's weights into yours: found nothing for "
+                           f"{missing} (d_in={s.d_in}, d_out={s.d_out})")
+    for role, slot in plan.slots.items():
+        if role != "qkv" and not _fits(slot, s, role):
+            raise AttnCliError(f"cannot copy the book's {BOOK[role]} into your {slot.name!r}: "
+                               f"its shape is {tuple(slot.weight.shape)}")
+    if "out" in plan.slots and not multihead:
+        raise AttnCliError(f"your {plan.slots['out'].name!r} looks like an output projection, "
+                           "which only MultiHeadAttention has")
+    return plan

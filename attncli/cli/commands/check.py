@@ -1,0 +1,70 @@
+"""`attncli check`."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Annotated
+
+import typer
+
+from attncli.cli.app import app
+from attncli.cli.options import JsonOpt
+from attncli.cli.output import console, emit, emit_json
+from attncli.errors import AttnCliError
+
+
+@app.command()
+def check(
+    target: Annotated[str, typer.Argument(
+        help="Your class: FILE.py:Class, or FILE.py when it holds one nn.Module class.",
+        metavar="FILE.py:Class", show_default=False)],
+    kind: Annotated[str | None, typer.Option(
+        help="Which of the book's classes it is, when its constructor does not say: self_v1, "
+        "self_v2, causal or multihead.", show_default=False)] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check your own chapter-3 attention class against the book's: PASS, or FAIL with the
+    known mistake that explains the difference.
+
+    THIS RUNS YOUR CODE: FILE.py is imported, and the class is constructed and called.
+
+    The class is recognised from its constructor (SelfAttention_v1/v2(d_in, d_out),
+    CausalAttention(d_in, d_out, context_length, dropout), MultiHeadAttention(d_in, d_out,
+    context_length, dropout, num_heads), each with an optional qkv_bias). The book's weights are
+    copied into it, by the book's names or else by shape, and both run on the book's inputs and
+    on random ones, batch sizes 1 and 2, dropout off, on (the same seed) and in eval mode.
+    Exit 0: pass; 1: fail; 2: bad input (a file that does not import, no such class, a
+    constructor that does not fit).
+
+    Examples:
+
+      attncli check my_attention.py:MultiHeadAttention
+
+      attncli check ch03.py:CausalAttention --json | jq .diagnosis
+    """
+    from attncli.checker.kinds import KindName
+    from attncli.checker.load import load_target
+    from attncli.checker.verdict import check_class
+    from attncli.cli.streams import after_imports
+    from attncli.render.reports.check import RUNS_YOURS, render_check
+
+    forced = None
+    if kind is not None:
+        try:
+            forced = KindName(kind)
+        except ValueError:
+            raise AttnCliError(f"unknown kind {kind!r} (choose from "
+                               f"{', '.join(k.value for k in KindName)})") from None
+    after_imports()
+    out = console()
+    with contextlib.redirect_stdout(sys.stderr):  # what their code prints is not the report
+        cls, name = load_target(target)
+        report = check_class(cls, name, forced)
+    doc = {"notice": RUNS_YOURS.format(target=name)} | report.to_dict()
+    if as_json:
+        emit_json(doc)
+    else:
+        emit(out, render_check(doc))
+    if not report.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,1 @@
+"""Reports beside the attention views: `check`'s verdict on a reader's own class."""
