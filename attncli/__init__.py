@@ -1,3 +1,46 @@
-"""attncli: a command-line attention inspector."""
+"""attncli: a command-line attention inspector, and its Python API.
+
+    import attncli
+    attncli.run("Your journey starts with one step", variant="causal").weights
+
+`import attncli` is light: torch is imported when a function runs (see attncli/api/).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+API = ("run", "explain", "heads", "show", "view", "check", "Result", "HeadsResult",
+       "CheckResult", "AttnCliError")
+__all__ = ["AttnCliError", "CheckResult", "HeadsResult", "Result", "__version__", "check",
+           "explain", "heads", "run", "show", "view"]
+
+if TYPE_CHECKING:
+    from attncli.api import (
+        CheckResult,
+        HeadsResult,
+        Result,
+        check,
+        explain,
+        heads,
+        run,
+        show,
+        view,
+    )
+    from attncli.errors import AttnCliError
+
+
+def __getattr__(name: str) -> Any:
+    """The API's names, imported on first use (PEP 562)."""
+    if name == "AttnCliError":
+        from attncli.errors import AttnCliError
+
+        return AttnCliError
+    if name in API:
+        # By name, not an import statement: the root is only a lazy door to attncli.api, and
+        # every module below imports the root for __version__.
+        return getattr(importlib.import_module("attncli.api"), name)
+    raise AttributeError(f"module 'attncli' has no attribute {name!r}")

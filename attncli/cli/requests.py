@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attncli.core.display import Display, Scale, View, Window
+from attncli.core.display import display_of
 from attncli.errors import AttnCliError
+
+__all__ = ["display_of", "read_source"]
 
 if TYPE_CHECKING:
     from attncli.core.inputs import InputVectors
-    from attncli.core.result import Result
 
 
 def read_source(text: str | None, file: str | None,
@@ -25,14 +26,3 @@ def read_source(text: str | None, file: str | None,
             raise AttnCliError("give TEXT, --file or --inputs, not more than one")
         return None, load_inputs(inputs)
     return read_text(text, file), None
-
-
-def display_of(result: Result, precision: int, view: View, rows: Window | None = None,
-               cols: Window | None = None, stages: tuple[str, ...] | None = None,
-               lang: str = "en", scale: Scale = Scale.shared) -> Display:
-    """The display record for a result: --rows/--cols resolved against its tokens."""
-    size = len(result.tokens)
-    return Display(precision=precision, view=view,
-                   rows=None if rows is None else rows.resolve(size),
-                   cols=None if cols is None else cols.resolve(size), stages=stages, lang=lang,
-                   scale=scale.value)

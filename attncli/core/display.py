@@ -9,8 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from attncli.core.result import Result
 
 CANDIDATES_SHOWN = 8
 
@@ -176,3 +180,14 @@ def parse_windows(rows: str | None, cols: str | None) -> tuple[Window | None, Wi
     """--rows and --cols, syntax-checked; their ranges are checked against the result."""
     return (None if rows is None else parse_window(rows, "--rows"),
             None if cols is None else parse_window(cols, "--cols"))
+
+
+def display_of(result: Result, precision: int, view: View, rows: Window | None = None,
+               cols: Window | None = None, stages: tuple[str, ...] | None = None,
+               lang: str = "en", scale: Scale = Scale.shared) -> Display:
+    """The display record for a result: --rows/--cols resolved against its tokens."""
+    size = len(result.tokens)
+    return Display(precision=precision, view=view,
+                   rows=None if rows is None else rows.resolve(size),
+                   cols=None if cols is None else cols.resolve(size), stages=stages, lang=lang,
+                   scale=scale.value)

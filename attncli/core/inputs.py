@@ -229,6 +229,11 @@ def load_inputs(path: str | os.PathLike[str], stdin: BinaryIO | None = None) -> 
         if "vectors" not in doc:
             raise AttnCliError('--inputs object needs a "vectors" list (and optional "tokens")')
         labels, doc = doc.get("tokens"), doc["vectors"]
+    return input_vectors(doc, labels)
+
+
+def input_vectors(doc: object, labels: object = None) -> InputVectors:
+    """N equal-length lists of finite numbers (and N token labels, or x1..xN) as vectors."""
     if not isinstance(doc, list) or not doc:
         raise AttnCliError("--inputs holds no vectors: expected a non-empty list of number lists")
     vectors = [_vector(row, i) for i, row in enumerate(doc)]

@@ -1,0 +1,54 @@
+"""attncli.show and attncli.view: draw attention weights a user computed themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from attncli.api.notebook import print_out, shell_kind
+from attncli.api.results import Result
+from attncli.core.display import Display
+from attncli.errors import AttnCliError
+
+
+def _nested(weights: Any) -> Any:
+    """A tensor (any device, with grad), an array or nested lists, as nested lists: [N][N] or
+    [H][N][N]; a leading batch of one, [1][H][N][N], is dropped."""
+    data = weights
+    if hasattr(data, "detach"):
+        data = data.detach().cpu().float()
+    if hasattr(data, "tolist"):
+        data = data.tolist()
+    depth, probe = 0, data
+    while isinstance(probe, list) and probe:
+        depth, probe = depth + 1, probe[0]
+    if depth == 4:
+        if len(data) != 1:
+            raise AttnCliError(f"weights hold a batch of {len(data)}: pass one of them, "
+                               "weights[0], as [H][N][N]")
+        data = data[0]
+    elif depth not in (2, 3):
+        raise AttnCliError(f"weights must be [N][N] or [H][N][N] (got {depth} dimensions)")
+    return data
+
+
+def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> Result:
+    """Weights as a Result that shows itself: the page in a notebook, tables in a terminal."""
+    from attncli.core.saved import weights_result
+
+    if isinstance(tokens, str):
+        raise AttnCliError("tokens must be a list of strings, one per row (got one string)")
+    record = weights_result(_nested(weights), None if tokens is None else list(tokens))
+    return Result(record, Display(precision=precision), mode="weights")
+
+
+def show(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> None:
+    """Draw weights ([N][N] or [H][N][N]: a tensor, an array or lists) with their tokens: as
+    the interactive page in Jupyter or VS Code, as coloured tables in IPython or a terminal."""
+    shown = view(weights, tokens, precision)
+    if shell_kind() is not None:
+        from IPython.display import display
+
+        display(shown)
+    else:
+        print_out(shown.renderable)

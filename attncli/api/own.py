@@ -1,0 +1,67 @@
+"""attncli.check: a reader's own chapter-3 class (or "FILE.py:Class") against the book's."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from attncli.api.notebook import Shown, text_of
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from attncli.checker.verdict import Report
+
+
+class CheckResult(Shown):
+    """The verdict: passed, to_dict() (as `check --json`), and the report as text or HTML."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+
+    @property
+    def passed(self) -> bool:
+        """Whether every case equals the book's."""
+        return self.report.passed
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of `attncli check --json`."""
+        from attncli.render.reports.check import RUNS_YOURS
+
+        return {"notice": RUNS_YOURS.format(target=self.report.target)} | self.report.to_dict()
+
+    def renderable(self, console: Console) -> RenderableType:
+        from attncli.render.reports.check import render_check
+
+        return render_check(self.report.to_dict())
+
+    def page(self) -> str:
+        return f"<pre>{html.escape(text_of(self.renderable, colour=False, width=100))}</pre>"
+
+    def summary(self) -> str:
+        return f"<attncli.CheckResult {self.report.target}: " \
+            f"{'PASS' if self.passed else 'FAIL'}>"
+
+
+def check(cls: type | str, kind: str | None = None) -> CheckResult:
+    """Check a class (or "FILE.py:Class", imported) against the book's computation: the book's
+    weights copied in, the book's and random inputs, batch 1 and 2, dropout off, on and in eval
+    mode. The result says PASS, or FAIL with the known mistake that explains the difference."""
+    from attncli.checker.kinds import KindName
+    from attncli.checker.load import load_target
+    from attncli.checker.verdict import check_class
+    from attncli.errors import AttnCliError
+
+    try:
+        forced = None if kind is None else KindName(kind)
+    except ValueError:
+        raise AttnCliError(f"unknown kind {kind!r} (choose from "
+                           f"{', '.join(k.value for k in KindName)})") from None
+    if isinstance(cls, str):
+        found, target = load_target(cls)
+    else:
+        found, target = cls, getattr(cls, "__qualname__", repr(cls))
+    return CheckResult(check_class(found, target, forced))

@@ -1,0 +1,160 @@
+"""attncli.run, attncli.explain and attncli.heads: the CLI's commands as functions.
+
+Each builds the same typed Request (and Extract) as its command, from keyword arguments named
+as the command's options (--d-out is d_out), and returns the same result contract.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+from attncli.api.results import HeadsResult, Result
+from attncli.core.display import Display, View, Window, display_of, parse_stages, parse_window
+from attncli.core.request import Extract, Request
+from attncli.core.result import STAGES
+from attncli.errors import AttnCliError
+
+# Request's fields a caller may set by name; text, inputs and model travel on their own.
+OPTIONS = tuple(f.name for f in fields(Request) if f.name not in ("text", "inputs"))
+
+
+def _options(given: dict[str, Any], call: str) -> dict[str, Any]:
+    for name in given:
+        if name not in OPTIONS:
+            close = difflib.get_close_matches(name, OPTIONS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise AttnCliError(f"attncli.{call}() has no option {name!r}{hint}; its options: "
+                               f"{', '.join(OPTIONS)}")
+    return given
+
+
+def _window(value: str | Sequence[int] | None, name: str) -> Window | None:
+    """--rows/--cols as "a:b" or (a, b)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        if len(value) != 2 or not all(isinstance(v, int) for v in value):
+            raise AttnCliError(f"{name} must be 'a:b' or a pair of integers (got {value!r})")
+        value = f"{value[0]}:{value[1]}"
+    return parse_window(value, f"{name}=")
+
+
+def _stages(show: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if show is None or isinstance(show, str):
+        return parse_stages(show, STAGES)
+    return parse_stages(",".join(show), STAGES)
+
+
+def _source(text: str | None, file: str | os.PathLike[str] | None,
+            inputs: Any, tokens: Sequence[str] | None) -> dict[str, Any]:
+    """The request's text or vectors: a string, a file, or vectors (a JSON path, a nested list,
+    a tensor or an array of (T, d_in))."""
+    from attncli.core.inputs import input_vectors, load_inputs, read_text
+
+    if sum(v is not None for v in (text, file, inputs)) != 1:
+        raise AttnCliError("give text, file= or inputs=, exactly one")
+    if inputs is None:
+        if tokens is not None:
+            raise AttnCliError("tokens= names the rows of inputs= vectors; text is tokenised")
+        return {"text": read_text(text, file) if file is not None else _text(text)}
+    if isinstance(inputs, str | os.PathLike):
+        if tokens is not None:
+            raise AttnCliError("tokens= goes with vectors; a JSON file gives its own \"tokens\"")
+        return {"inputs": load_inputs(inputs)}
+    data = inputs.tolist() if hasattr(inputs, "tolist") else inputs
+    if isinstance(data, list) and len(data) == 1 and isinstance(data[0], list) and data[0] \
+            and isinstance(data[0][0], list):
+        data = data[0]  # a batch of one, (1, T, d_in)
+    return {"inputs": input_vectors(data, None if tokens is None else list(tokens))}
+
+
+def _text(text: str | None) -> str:
+    if not isinstance(text, str):
+        raise AttnCliError(f"text must be a string (got {type(text).__name__})")
+    return text
+
+
+def _request(call: str, text: str | None, file: Any, inputs: Any, tokens: Any,
+             options: dict[str, Any]) -> Request:
+    return Request(**_source(text, file, inputs, tokens), **_options(options, call))
+
+
+def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
+        inputs: Any = None, tokens: Sequence[str] | None = None,
+        show: str | Sequence[str] | None = None, rows: str | Sequence[int] | None = None,
+        cols: str | Sequence[int] | None = None, query: str | int | None = None,
+        head: int | None = None, precision: int = 4, **options: Any) -> Result:
+    """Run one attention variant (or a checkpoint's layer) as `attncli run` does.
+
+    options are `run`'s: variant, model, layer, seed, emb_dim, d_out, heads, dropout,
+    qkv_bias, context_length, positions, encoding, allow_special, impl, top_k, pool, full,
+    measure, predict, device. Example: attncli.run("Your journey starts with one step",
+    variant="multihead", heads=2).weights
+    """
+    from attncli.core.sizes import NAIVE_BUDGET
+    from attncli.long.path import run as run_attention
+    from attncli.models.run import run_model
+    from attncli.render.page import page_extra
+
+    request = _request("run", text, file, inputs, tokens, options)
+    windows = _window(rows, "rows"), _window(cols, "cols")
+    stages = _stages(show)
+    extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1],
+                      query=None if query is None else str(query), head=head, maps=True,
+                      page=True)
+    record = (run_model(request, extract, None, NAIVE_BUDGET) if request.model is not None
+              else run_attention(request, extract))
+    return Result(record, display_of(record, precision, View.auto, *windows, stages),
+                  extra=page_extra(record))
+
+
+def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
+            inputs: Any = None, tokens: Sequence[str] | None = None,
+            show: str | Sequence[str] | None = None, query: str | int | None = None,
+            head: int | None = None, lang: str = "en", precision: int = 4,
+            **options: Any) -> Result:
+    """Every stage of one run, as `attncli explain` does: result.stages holds them by name
+    ("scores", "scaled", "masked", "softmax", ...), and it displays as the walk-through."""
+    from attncli.core.pipeline import run_naive
+    from attncli.models.run import run_model
+
+    if lang not in ("en", "zh"):
+        raise AttnCliError(f"unknown lang {lang!r} (choose from en, zh)")
+    request = _request("explain", text, file, inputs, tokens, options)
+    stages = _stages(show)
+    extract = Extract(stages=stages, query=None if query is None else str(query), head=head,
+                      lens=request.predict is not None)
+    record = (run_model(request, extract) if request.model is not None
+              else run_naive(request, extract))
+    display = Display(precision=precision, stages=stages, lang=lang)
+    return Result(record, display, mode="explain")
+
+
+def heads(text: str | None = None, *, model: str | os.PathLike[str],
+          file: str | os.PathLike[str] | None = None, sort: str = "layer",
+          layers: str | Sequence[int] | None = None, probe: str | None = None,
+          probe_length: int = 50, probe_seed: int = 0, threshold: float = 0.4,
+          measure: str = "weights", allow_special: bool = False, num_heads: int | None = None,
+          precision: int = 3) -> HeadsResult:
+    """Every layer × head of a checkpoint, as `attncli heads` does: measures, TransformerLens's
+    head scores (previous_token, duplicate_token, induction), sinks and thumbnails."""
+    from attncli.models.heads import HeadsOptions
+    from attncli.models.run import run_heads
+    from attncli.render.page import page_extra
+
+    if probe is not None and (text is not None or file is not None):
+        raise AttnCliError(f"probe={probe!r} runs on its own random tokens: give no text or file")
+    if probe not in (None, "induction", "previous", "duplicate"):
+        raise AttnCliError(f"unknown probe {probe!r} (choose from induction, previous, "
+                           "duplicate)")
+    source = "" if probe is not None else _source(text, file, None, None)["text"]
+    request = Request(text=source, model=os.fspath(model), heads=num_heads,
+                      allow_special=allow_special, measure=measure)  # type: ignore[arg-type]
+    options = HeadsOptions(sort=sort, layers=_window(layers, "layers"), probe=probe,
+                           probe_length=probe_length, probe_seed=probe_seed, threshold=threshold)
+    record = run_heads(request, options)
+    return HeadsResult(record, precision, extra=page_extra(record))
