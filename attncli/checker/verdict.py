@@ -211,6 +211,9 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
     """Run cls on every case against the book's computation; the global RNG is restored."""
     if not isinstance(cls, type):
         raise AttnCliError(f"{target} is not a class")
+    if not issubclass(cls, nn.Module):
+        raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
+                           "subclass nn.Module")
     ctor = constructor_of(cls, forced)
     with torch.random.fork_rng(devices=[]):
         outcomes = [_run(cls, ctor, case) for case in cases_for(ctor)]
