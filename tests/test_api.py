@@ -220,3 +220,31 @@ def test_reprs_are_one_line() -> None:
     result = attncli.run(SENTENCE, variant="multihead", heads=2)
     assert repr(result) == "<attncli.Result multihead: 6 tokens, 2 heads, naive>"
     assert repr(attncli.heads("The cat sat", model=TOY)).startswith("<attncli.HeadsResult ")
+
+
+def test_the_readmes_python_examples_print_what_they_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's ```pycon block, run as a doctest in the repository root."""
+    import doctest
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```pycon\n(.*?)```", text, re.S)
+    assert blocks
+    monkeypatch.chdir(ROOT)
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(
+        optionflags=doctest.NORMALIZE_WHITESPACE)
+    for k, block in enumerate(blocks):
+        test = parser.get_doctest(block, {}, f"README pycon {k}", "README.md", 0)
+        assert test.examples
+        runner.run(test)
+    assert runner.failures == 0
+
+
+def test_the_sample_notebook_runs_whole(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+
+    monkeypatch.chdir(ROOT)
+    runpy.run_path(str(ROOT / "samples" / "notebook.py"), run_name="__main__")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "torch.Size([2, 6, 6])"
+    assert "True" in lines and lines[-1] == "False split_no_transpose"

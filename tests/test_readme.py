@@ -46,6 +46,7 @@ NOT_COMMANDS = {
     '{"a": {"tokens": […]}': "the shape of permute's JSON, with its arrays elided",
     "cli/        the Typer app": "the package layout",
     "heads --json on a 50-token text": "bench/families.py's table, measured on a loaded machine",
+    ">>> import attncli": "Python, not shell: tests/test_api.py runs it as a doctest",
 }
 
 # Commands that are not run, by a part of the command, and why.
@@ -198,7 +199,12 @@ def test_the_block_shows_what_its_commands_print(block: Block, run_line: Runner)
             continue
         res = run_line(example.command, example.width)
         shows_error = any(line.startswith("attncli: error: ") for line in example.shown)
-        if (res.code != 0) != shows_error:
+        stated = re.search(r"#.*\bexits? (\d+)\b", example.command)  # check's FAIL exits 1
+        if stated is not None and res.code != int(stated.group(1)):
+            failures.append(f"README.md:{example.line}: `{example.command}` exited {res.code}, "
+                            f"not {stated.group(1)}:\n{res.err}")
+            continue
+        if stated is None and (res.code != 0) != shows_error:
             failures.append(f"README.md:{example.line}: `{example.command}` exited {res.code}:"
                             f"\n{res.err}")
             continue

@@ -24,11 +24,13 @@ def render_check(report: dict[str, Any]) -> RenderableType:
     largest difference, and the verdict with its diagnosis."""
     parts: list[RenderableType] = [Text(RUNS_YOURS.format(target=report["target"]), "dim")]
     copied = report["copied"]
-    how = ("by the book's names" if copied["how"] == "names"
-           else "by shape (your names are not the book's)")
-    mapping = ", ".join(f"{yours} ← {book}" for yours, book in copied["map"].items())
+    if copied["how"] == "names":
+        how = f"by the book's names ({', '.join(copied['map'])})"
+    else:
+        how = "by shape, your names not being the book's: " + ", ".join(
+            f"{yours} ← {book}" for yours, book in copied["map"].items())
     parts.append(Text.assemble("Checked as the book's ", (report["book_class"], "bold"),
-                               f"; weights copied {how}: {mapping}."))
+                               f"; the book's weights copied into yours {how}."))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("case")
     table.add_column("max |yours − book's|", justify="right")
