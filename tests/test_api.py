@@ -248,3 +248,21 @@ def test_the_sample_notebook_runs_whole(monkeypatch: pytest.MonkeyPatch,
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "torch.Size([2, 6, 6])"
     assert "True" in lines and lines[-1] == "False split_no_transpose"
+
+
+def test_huge_tensors_are_refused_before_any_copy() -> None:
+    """A view of 17 G cells holds one number: the estimate refuses it before tolist()."""
+    import resource
+
+    huge = torch.zeros(1).expand(64, 16384, 16384)  # (H, N, N) without the memory
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as statm:  # what this worker maps already, plus 4 GiB
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + 4 * 2**30, hard))
+    try:
+        with pytest.raises(attncli.AttnCliError, match="17,179,869,184 numbers"):
+            attncli.view(huge)
+        with pytest.raises(attncli.AttnCliError, match="inputs of shape"):
+            attncli.run(inputs=torch.zeros(1).expand(2**20, 2**14), variant="simple")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,12 @@ from attncli.errors import AttnCliError
 def _nested(weights: Any) -> Any:
     """A tensor (any device, with grad), an array or nested lists, as nested lists: [N][N] or
     [H][N][N]; a leading batch of one, [1][H][N][N], is dropped."""
+    from attncli.core.checks.parts import check_cells
+
     data = weights
+    shape = getattr(data, "shape", None)
+    if shape is not None:  # a tensor or an array: its size is known before any copy
+        check_cells(math.prod(int(n) for n in shape), f"weights of shape {tuple(shape)}")
     if hasattr(data, "detach"):
         data = data.detach().cpu().float()
     if hasattr(data, "tolist"):

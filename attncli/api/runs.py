@@ -7,6 +7,7 @@ as the command's options (--d-out is d_out), and returns the same result contrac
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import fields
@@ -53,6 +54,7 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
             inputs: Any, tokens: Sequence[str] | None) -> dict[str, Any]:
     """The request's text or vectors: a string, a file, or vectors (a JSON path, a nested list,
     a tensor or an array of (T, d_in))."""
+    from attncli.core.checks.parts import check_cells
     from attncli.core.inputs import input_vectors, load_inputs, read_text
 
     if sum(v is not None for v in (text, file, inputs)) != 1:
@@ -65,6 +67,9 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
         if tokens is not None:
             raise AttnCliError("tokens= goes with vectors; a JSON file gives its own \"tokens\"")
         return {"inputs": load_inputs(inputs)}
+    shape = getattr(inputs, "shape", None)
+    if shape is not None:  # a tensor or an array: its size is known before any copy
+        check_cells(math.prod(int(n) for n in shape), f"inputs of shape {tuple(shape)}")
     data = inputs.tolist() if hasattr(inputs, "tolist") else inputs
     if isinstance(data, list) and len(data) == 1 and isinstance(data[0], list) and data[0] \
             and isinstance(data[0][0], list):
