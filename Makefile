@@ -79,6 +79,7 @@ bench: $(STAMP) model
 	$(PY) bench/heads_scores.py
 	$(PY) bench/families.py
 	$(PY) bench/browse.py
+	$(PY) bench/api.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
