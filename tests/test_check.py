@@ -250,3 +250,21 @@ def test_the_python_api_checks_a_class_and_leaves_the_seed_alone() -> None:
     assert not report.passed
     assert [m["id"] for m in report.to_dict()["diagnosis"]["mistakes"]] == ["no_out_proj"]
     assert "Diagnosis: no_out_proj" in str(report)
+
+
+def test_a_float64_class_is_run_in_its_own_dtype(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    path = tmp_path / "f64.py"
+    path.write_text(_book_mha_source(**{
+        "self.out_proj = nn.Linear(d_out, d_out)":
+            "self.out_proj = nn.Linear(d_out, d_out)\n        self.double()"}), encoding="utf-8")
+    run = cli("check", str(path), "--json")
+    assert run.code == 0, run.out[-1500:]
+
+
+def test_sys_exit_in_the_readers_code_is_bad_input_not_a_pass(cli,  # noqa: ANN001
+                                                               tmp_path: Path) -> None:
+    path = tmp_path / "quits.py"
+    path.write_text(_book_mha_source(**{
+        "b, num_tokens, d_in = x.shape": "raise SystemExit(0)"}), encoding="utf-8")
+    cli("check", str(path)).assert_usage_error(
+        "your MultiHeadAttention's forward exited (SystemExit 0)")

@@ -108,6 +108,9 @@ def _run(cls: type, ctor: Constructor, case: Case) -> Outcome:
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
     try:
         module = cls(*args, **kwargs)
+    except SystemExit as err:
+        raise AttnCliError(f"your {cls.__name__}({shown}) exited (SystemExit {err.code!r})") \
+            from None
     except Exception as err:
         raise AttnCliError(f"your {cls.__name__}({shown}) raised {theirs(err)}") from None
     if not isinstance(module, nn.Module):
@@ -119,9 +122,13 @@ def _run(cls: type, ctor: Constructor, case: Case) -> Outcome:
     module.train(s.training)
     out = Outcome(case, weights, plan)
     torch.manual_seed(s.seed)
+    dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
     try:
         with torch.no_grad():
-            result = module(case.x.clone())
+            result = module(case.x.to(dtype, copy=True))  # a forward may change its input
+    except SystemExit as err:
+        raise AttnCliError(f"your {cls.__name__}'s forward exited (SystemExit {err.code!r})") \
+            from None
     except Exception as err:
         out.error, out.contiguous = f"your forward raised {theirs(err)}", CONTIGUOUS in str(err)
         return out
