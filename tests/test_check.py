@@ -189,7 +189,7 @@ def test_pass_says_so_first_that_it_runs_your_code(cli) -> None:  # noqa: ANN001
     assert run.out.splitlines()[0].startswith("attncli check runs your code:")
     assert "PASS: your CausalAttention equals the book's on all 7 cases" in \
         run.out.replace("\n", " ")
-    assert "copied by the book's names" in run.out.replace("\n", " ")
+    assert "weights copied into yours by the book's names" in run.out.replace("\n", " ")
 
 
 def test_help_says_it_runs_your_code(cli) -> None:  # noqa: ANN001

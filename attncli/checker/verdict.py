@@ -222,6 +222,15 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
         raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
                            "subclass nn.Module")
     ctor = constructor_of(cls, forced)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the cases are tiny: a thread pool only costs them time
+    try:
+        return _checked(cls, ctor, target)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _checked(cls: type, ctor: Constructor, target: str) -> Report:
     with torch.random.fork_rng(devices=[]):
         outcomes = [_run(cls, ctor, case) for case in cases_for(ctor)]
         for o in outcomes:
