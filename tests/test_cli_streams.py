@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_redteam import ATTNCLI, TOY, limit_memory
+from tests.test_redteam import ATTNCLI, TOY, limit_memory, memory_headroom
 
 TIMEOUT_S = 600  # a hang guard only: nothing here depends on how fast the machine is
 COMMANDS = [
@@ -103,11 +103,13 @@ def test_a_reader_that_stops_after_one_byte(tmp_path: Path) -> None:
         assert (proc.returncode, proc.stderr) == (0, b""), (args, proc.stderr)
 
 
-def test_a_save_to_a_full_device_is_a_write_error(tmp_path: Path) -> None:
-    """--save-json /dev/full, a device whose writes fail: exit 1, one line naming it."""
-    proc = subprocess.run([str(ATTNCLI), "run", "x", "--save-json", "/dev/full"], cwd=tmp_path,
-                          capture_output=True, timeout=TIMEOUT_S, preexec_fn=limit_memory,
-                          check=False)
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stderr == (b"attncli: error: write error: --save-json '/dev/full': No space "
-                           b"left on device\n")
+def test_a_save_to_a_full_device_is_a_write_error(tmp_path: Path, cli: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """--save-json /dev/full, a device whose writes fail: exit 1, one line naming it. In-process:
+    the file is one attncli opens by name, not one of its standard streams."""
+    monkeypatch.chdir(tmp_path)
+    with memory_headroom():
+        got = cli("run", "x", "--save-json", "/dev/full")
+    assert got.code == 1, got.err
+    assert got.err == ("attncli: error: write error: --save-json '/dev/full': No space "
+                       "left on device\n")

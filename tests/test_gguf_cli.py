@@ -3,11 +3,14 @@ loading the same GGUF file (`from_pretrained(..., gguf_file=...)`, eager attenti
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +26,37 @@ from tests.llama_fixtures import hf_reference
 TEXT = "The cat sat on the mat. 猫 123 🙂"
 
 
+@contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """What transformers' GGUF loader asks gguf for again and again, made once inside: the
+    TensorNameMap(arch, layers) it builds for each module of the model (397 times for SmolLM2,
+    ~14 ms each), and the GGUFReader of a file, which from_pretrained parses twice, for the config
+    and for the tensors (5 s each for SmolLM2's 49,152-token vocabulary). Both are only read
+    (get_name; fields and tensors of a read-only memmap), so the loader builds exactly the config
+    and the tensors that it would from fresh ones."""
+    readers: dict[tuple[Any, ...], Any] = {}
+    fresh_reader = gguf.GGUFReader
+
+    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = fresh_reader(path, *args, **kwargs)
+        return readers[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "get_tensor_name_map",
+                      functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map))
+        patch.setattr(gguf, "GGUFReader", reader)
+        yield
+
+
 def _transformers(path: Path) -> Any:
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                 attn_implementation="eager",
-                                                 dtype=torch.float32)
+    with gguf_parsed_once():
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                     attn_implementation="eager",
+                                                     dtype=torch.float32)
     return model.eval()
 
 

@@ -11,13 +11,16 @@ import torch
 
 from attncli.models.sources.gguf import describe_gguf, open_gguf
 from tests.gguf_fixtures import smollm2
+from tests.test_gguf_cli import gguf_parsed_once
 from tests.test_gguf_source import transformers_tensors
 
 
 @pytest.fixture(scope="module")
 def real() -> tuple[Path, dict[str, torch.Tensor]]:
     path = smollm2()
-    return path, transformers_tensors(path, "llama", open_gguf(path).config())
+    config = open_gguf(path).config()
+    with gguf_parsed_once():  # only transformers' loader runs with gguf's parses made once
+        return path, transformers_tensors(path, "llama", config)
 
 
 @pytest.mark.parametrize("layer", [0, 29])

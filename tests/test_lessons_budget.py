@@ -1,14 +1,15 @@
 """The lessons estimate their sizes before work: hostile sizes exit 2 at once, in one line naming
-the option and the size, as real runs of the installed attncli under an address-space limit."""
+the option and the size. Each runs in-process (attncli.cli.main.execute, which decides the exit
+code and the line) under an address-space limit: this process's soft RLIMIT_AS set to 3 GiB past
+what it holds, for the call (tests.test_redteam.memory_headroom), so attncli's estimates see at
+least the address space that a fresh attncli process under a 3 GiB limit would have."""
 
 from __future__ import annotations
 
 import json
-import os
-import resource
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,27 +26,26 @@ from attncli.lessons.budget import (
 )
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import save_family
+from tests.test_redteam import memory_headroom
 
-ATTNCLI = Path(sys.executable).parent / "attncli"
-MEMORY_LIMIT = 3 * 2**30
-TIMEOUT_S = 300  # generous: the machine is shared; a refusal takes a second or two
 LONG = "a b " * 1500  # 3,000 tokens: more than a lesson lists (4,194,304 weights)
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
-def _refused(*args: str, cwd: Path | None = None) -> str:
+@pytest.fixture
+def refused(cli: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
     """Run attncli under the limit; it must exit 2 with one line on stderr, nothing on stdout."""
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "80"}
-    done = subprocess.run([str(ATTNCLI), *args], capture_output=True, env=env, cwd=cwd,
-                          timeout=TIMEOUT_S, preexec_fn=_limit_memory, check=False)
-    err = done.stderr.decode()
-    assert done.returncode == 2, err
-    assert done.stdout == b"" and err.startswith("attncli: error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err
-    return err
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def call(*args: str) -> str:
+        with memory_headroom():
+            done = cli(*args)
+        err = done.err
+        assert done.code == 2, err
+        assert done.out == "" and err.startswith("attncli: error: ") and err.count("\n") == 1, err
+        assert "Traceback" not in err
+        return err
+
+    return call
 
 
 HUGE = "1" + "0" * 400
@@ -78,32 +78,34 @@ HUGE = "1" + "0" * 400
     (("permute", "猫鱼", "鱼猫", "--variant", "multihead", "--heads", "100000", "--d-out",
       "100000"), ["permute on two texts of 6 tokens × 100000 head(s) lists 14,400,000"]),
 ])
-def test_sizes_past_the_budget_exit_2_naming_them(args: tuple[str, ...],
+def test_sizes_past_the_budget_exit_2_naming_them(refused: Callable[..., str],
+                                                  args: tuple[str, ...],
                                                   named: list[str]) -> None:
-    err = _refused(*args)
+    err = refused(*args)
     for part in named:
         assert part in err, err
 
 
-def test_flash_on_many_input_vectors(tmp_path: Path) -> None:
+def test_flash_on_many_input_vectors(refused: Callable[..., str], tmp_path: Path) -> None:
     vectors = tmp_path / "x.json"
     vectors.write_text(json.dumps({"tokens": [f"t{i}" for i in range(2100)],
                                    "vectors": [[1.0, float(i % 7)] for i in range(2100)]}))
-    err = _refused("flash", "--inputs", str(vectors))
+    err = refused("flash", "--inputs", str(vectors))
     assert "flash on --inputs (2,100 tokens × 1 head(s))" in err, err
 
 
-def test_kvcache_model_on_a_long_text(tmp_path: Path) -> None:
+def test_kvcache_model_on_a_long_text(refused: Callable[..., str], tmp_path: Path) -> None:
     model = tmp_path / "gpt2"
     save_hf_gpt2(model, seed=3, n_layer=1, n_head=2, n_embd=16, n_positions=4096)
-    err = _refused("kvcache", LONG, "--model", str(model))
+    err = refused("kvcache", LONG, "--model", str(model))
     assert f"kvcache --model {model} on 3,001 tokens × 2 head(s) lists" in err, err
 
 
-def test_kvcache_llama_model_on_a_long_text(tmp_path: Path) -> None:
+def test_kvcache_llama_model_on_a_long_text(refused: Callable[..., str],
+                                            tmp_path: Path) -> None:
     model = tmp_path / "llama"
     save_family(model, "llama", seed=5)  # 4 query heads share 2 kv heads; no position limit
-    err = _refused("kvcache", "ab" * 1500, "--model", str(model))
+    err = refused("kvcache", "ab" * 1500, "--model", str(model))
     # 3,000 bytes and the tokenizer's BOS.
     assert f"kvcache --model {model} on 3,001 tokens × 4 head(s) lists 18,018,004" in err, err
 

@@ -1,9 +1,16 @@
 """The red-team pass of issue 9, kept: hostile invocations of the installed attncli, by class.
 
-Each case is the exact shell command, run as a real subprocess in a fresh working directory under
-a 3 GiB address-space limit and a timeout. It must exit with the code given, write at most one
-line on stderr (the line given), never a traceback, and leave no file but the ones it was asked
-to write.
+Each case is the exact shell command, run in a fresh working directory under a 3 GiB
+address-space limit. It must exit with the code given, write at most one line on stderr (the line
+given), never a traceback, and leave no file but the ones it was asked to write.
+
+A case whose subject is the process (its streams, its terminal, /dev/stdout, a shell redirection,
+pipe, expansion or other setup step) runs as a real subprocess of bash, with a timeout. Every other
+case is one plain `attncli ARGS` (after at most an `ln -s TARGET NAME;`, made with os.symlink)
+whose outcome (exit code, stderr line, files written) is decided inside
+attncli.cli.main.execute: it runs in-process through the `cli` fixture, in its own fresh
+directory, with this process's soft RLIMIT_AS set to 3 GiB past what it holds for the
+call (so attncli's estimates see at least the address space a fresh process would have).
 """
 
 from __future__ import annotations
@@ -11,11 +18,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import resource
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,29 @@ TIMEOUT_S = 600  # a hang guard only: no case depends on the machine's speed
 def limit_memory() -> None:
     """In the child: a regression fails with MemoryError here instead of exhausting the machine."""
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def _address_space() -> int:
+    """Bytes of address space this process holds now."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+
+
+@contextmanager
+def memory_headroom(headroom: int = MEMORY_LIMIT) -> Iterator[None]:
+    """In-process: this process's soft RLIMIT_AS set to headroom bytes past what it holds now,
+    for the block, then restored, so that an in-process run of attncli sees an address-space
+    limit as a child under limit_memory does (and a regression fails instead of exhausting the
+    machine)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _address_space() + headroom
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def shell(command: str, cwd: Path, env: dict[str, str] | None = None,
@@ -167,32 +200,77 @@ CASES = [
 ]
 
 
-def _attack(workdir: Path, command: str) -> tuple[subprocess.CompletedProcess[bytes], set[str]]:
-    """Run one case in its own fresh directory: the process, and the names it added there."""
+SHELL_SYNTAX = set(";&|<>$`")  # a redirection, pipe, expansion or second command
+PROCESS_CLASSES = ("streams", "terminal")  # the process's own descriptors, its environment
+LINK_FIRST = re.compile(r"ln -s (\S+) (\S+); (attncli .*)")  # a symbolic link, then attncli
+
+
+def in_process_case(kind: str, command: str) -> tuple[tuple[str, str] | None, list[str]] | None:
+    """(the symbolic link `ln -s TARGET NAME;` makes first or None, the arguments) of a case that
+    runs in-process, or None for one that needs a real process: one about the process's streams
+    or terminal, one that names /dev/stdout (the process's own descriptor 1), or any command that
+    is more than one plain attncli invocation, after such a link."""
+    link = None
+    if (first := LINK_FIRST.fullmatch(command)) is not None:
+        link, command = (first[1], first[2]), first[3]
+    if kind in PROCESS_CLASSES or "/dev/stdout" in command or SHELL_SYNTAX & set(command):
+        return None
+    words = shlex.split(command)
+    return (link, words[1:]) if words[0] == "attncli" else None
+
+
+def _attack(workdir: Path, command: str
+            ) -> tuple[subprocess.CompletedProcess[bytes], set[str], Path]:
+    """Run one case in its own fresh directory: the process, the names it added there, and the
+    directory."""
     workdir.mkdir()
     make_fixtures(workdir)
     before = set(os.listdir(workdir))
     proc = shell(command, workdir)
-    return proc, set(os.listdir(workdir)) - before
+    return proc, set(os.listdir(workdir)) - before, workdir
 
 
 @pytest.fixture(scope="module")
 def attacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Every case, run three at a time: each one mostly waits for torch to load."""
+    """Every case that needs a real process, run three at a time: each one mostly waits for
+    torch to load."""
     root = tmp_path_factory.mktemp("redteam")
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {case[1]: pool.submit(_attack, root / f"case{k}", case[1])
-                   for k, case in enumerate(CASES)}
+                   for k, case in enumerate(CASES) if in_process_case(case[0], case[1]) is None}
     return {command: future.result() for command, future in futures.items()}
+
+
+def run_in(workdir: Path, cli: Any, monkeypatch: pytest.MonkeyPatch, *args: str) -> Any:
+    """attncli args in-process with workdir as the working directory, under memory_headroom."""
+    monkeypatch.chdir(workdir)
+    with memory_headroom():
+        return cli(*args)
 
 
 @pytest.mark.parametrize(("kind", "command", "code", "line", "written"), CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_hostile_invocation(attacks: dict[str, Any], kind: str, command: str, code: int,
-                            line: str | None, written: tuple[str, ...]) -> None:
-    proc, added = attacks[command]
-    err = proc.stderr.decode("utf-8", "replace")
-    assert proc.returncode == code, err
+def test_hostile_invocation(request: pytest.FixtureRequest, tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch, cli: Any, kind: str,
+                            command: str, code: int, line: str | None,
+                            written: tuple[str, ...]) -> None:
+    case = in_process_case(kind, command)
+    if case is None:
+        proc, added, _ = request.getfixturevalue("attacks")[command]
+        returncode, stdout = proc.returncode, proc.stdout
+        err = proc.stderr.decode("utf-8", "replace")
+    else:
+        workdir = tmp_path / "case"
+        workdir.mkdir()
+        make_fixtures(workdir)
+        before = set(os.listdir(workdir))
+        link, args = case
+        if link is not None:
+            os.symlink(link[0], workdir / link[1])
+        got = run_in(workdir, cli, monkeypatch, *args)
+        added = set(os.listdir(workdir)) - before
+        returncode, stdout, err = got.code, got.out.encode("utf-8", "replace"), got.err
+    assert returncode == code, err
     assert "Traceback" not in err
     if line is None:
         assert err == "", err
@@ -202,7 +280,7 @@ def test_hostile_invocation(attacks: dict[str, Any], kind: str, command: str, co
         assert "\x1b" not in err
     assert added == set(written)
     if code == 0 and "--json" in command and "|" not in command:
-        for doc in proc.stdout.splitlines():  # each JSON document is one line
+        for doc in stdout.splitlines():  # each JSON document is one line
             json.loads(doc, parse_constant=_strict)
 
 
@@ -210,19 +288,22 @@ def _strict(name: str) -> None:
     raise AssertionError(f"non-strict JSON: {name}")
 
 
-def test_labels_never_reach_the_terminal_raw(tmp_path: Path) -> None:
+def test_labels_never_reach_the_terminal_raw(tmp_path: Path, cli: Any,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process: what is checked is the text attncli writes, whatever stdout is."""
     make_fixtures(tmp_path)
     for view in ("table", "heatmap"):
-        proc = shell(f"attncli run --inputs escapes.json --variant simple --view {view}",
-                     tmp_path)
-        assert proc.returncode == 0
-        assert b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
-        assert b"\xc2\x9b" not in proc.stdout  # C1 CSI
-        assert view == "heatmap" or "\\x1b]0;owned\\x07" in proc.stdout.decode()
-    doc = json.loads(shell("attncli run --inputs escapes.json --json", tmp_path).stdout)
+        got = run_in(tmp_path, cli, monkeypatch, "run", "--inputs", "escapes.json", "--variant",
+                     "simple", "--view", view)
+        assert got.code == 0
+        stdout = got.out.encode("utf-8", "replace")
+        assert b"\x1b" not in stdout and b"\x07" not in stdout
+        assert b"\xc2\x9b" not in stdout  # C1 CSI
+        assert view == "heatmap" or "\\x1b]0;owned\\x07" in stdout.decode()
+    doc = run_in(tmp_path, cli, monkeypatch, "run", "--inputs", "escapes.json", "--json").json()
     assert [t["text"] for t in doc["tokens"]] == ["\\x1b]0;owned\\x07", "red\\x1b[31m",
                                                   "two\\nlines", "\\x9b2J"]
-    doc = json.loads(shell("attncli run --inputs surrogate.json --json", tmp_path).stdout)
+    doc = run_in(tmp_path, cli, monkeypatch, "run", "--inputs", "surrogate.json", "--json").json()
     assert doc["tokens"][0]["text"] == "a\\ud800"
 
 
@@ -235,10 +316,11 @@ def test_bare_attncli_prints_help_plainly(tmp_path: Path) -> None:
     assert err.startswith("Usage: attncli") and "error" not in err.lower()
 
 
-def test_columns_zero_still_saves_the_view(tmp_path: Path) -> None:
-    proc = shell("COLUMNS=0 attncli run x --save o.txt", tmp_path)
+def test_columns_zero_still_saves_the_view(attacks: dict[str, Any]) -> None:
+    """The process of the case above of that command (COLUMNS=0 is read by a real process)."""
+    proc, _, workdir = attacks["COLUMNS=0 attncli run x --save o.txt"]
     assert proc.returncode == 0 and proc.stdout.strip()
-    assert "Attention weights" in (tmp_path / "o.txt").read_text()
+    assert "Attention weights" in (workdir / "o.txt").read_text()
 
 
 def test_save_json_to_stdout_is_the_json(tmp_path: Path) -> None:
