@@ -187,7 +187,7 @@ def test_pass_says_so_first_that_it_runs_your_code(cli) -> None:  # noqa: ANN001
     run = cli("check", f"{CLASSES / 'book_causal.py'}:CausalAttention")
     assert run.code == 0, run.err
     assert run.out.splitlines()[0].startswith("attncli check runs your code:")
-    assert "PASS: your CausalAttention equals the book's on all 7 cases" in \
+    assert "PASS: your CausalAttention equals the book's CausalAttention on all 7 cases" in \
         run.out.replace("\n", " ")
     assert "weights copied into yours by the book's names" in run.out.replace("\n", " ")
 
@@ -268,3 +268,159 @@ def test_sys_exit_in_the_readers_code_is_bad_input_not_a_pass(cli,  # noqa: ANN0
         "b, num_tokens, d_in = x.shape": "raise SystemExit(0)"}), encoding="utf-8")
     cli("check", str(path)).assert_usage_error(
         "your MultiHeadAttention's forward exited (SystemExit 0)")
+
+
+def _book_causal_source(**changes: str) -> str:
+    source = (CLASSES / "book_causal.py").read_text(encoding="utf-8")
+    for old, new in changes.items():
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
+def _check_json(cli, path: Path, *extra: str) -> tuple[int, Any]:  # noqa: ANN001
+    run = cli("check", str(path), "--json", *extra)
+    return run.code, (run.json() if run.code in (0, 1) else run.err)
+
+
+def test_unnamed_projections_declared_out_of_order_still_pass(cli,  # noqa: ANN001
+                                                               tmp_path: Path) -> None:
+    """lin_b is the key, declared first: the names do not say, so the orders are tried."""
+    path = tmp_path / "anon.py"
+    source = _book_causal_source(**{"self.W_query": "self.lin_a", "self.W_key": "self.lin_b",
+                                    "self.W_value": "self.lin_c"})
+    lines = source.splitlines()
+    a = next(i for i, line in enumerate(lines) if "self.lin_a = nn.Linear" in line)
+    lines[a], lines[a + 1] = lines[a + 1], lines[a]  # lin_b (the key) declared first
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, doc = _check_json(cli, path)
+    assert code == 0, doc
+    assert doc["copied"]["how"] == "shapes" and doc["copied"]["guessed_order"]
+    assert doc["copied"]["map"] == {"lin_a": "W_query", "lin_b": "W_key", "lin_c": "W_value"}
+    # A real bug is still found with the roles guessed.
+    path.write_text(path.read_text().replace("keys.shape[-1] ** 0.5", "1"), encoding="utf-8")
+    code, doc = _check_json(cli, path)
+    assert code == 1 and [m["id"] for m in doc["diagnosis"]["mistakes"]] == ["no_scale"]
+
+
+def test_parameters_the_book_lacks_are_named_and_left_alone(cli,  # noqa: ANN001
+                                                            tmp_path: Path) -> None:
+    path = tmp_path / "extra.py"
+    path.write_text(_book_causal_source(**{
+        "self.dropout = nn.Dropout(dropout)":
+            "self.dropout = nn.Dropout(dropout)\n        self.unused = nn.Linear(d_in, d_out)\n"
+            "        self.norm = nn.LayerNorm(d_out)\n"
+            "        self.scale = nn.Parameter(torch.ones(1))"}), encoding="utf-8")
+    code, doc = _check_json(cli, path)
+    assert code == 0, doc
+    assert set(doc["copied"]["ignored"]) == {"unused (2, 3)", "norm.weight (2,)",
+                                             "norm.bias (2,)", "scale (1,)"}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"super().__init__()": "super().__init__()\n        self.train = None"},
+     "your CausalAttention.train(True) raised TypeError"),
+    ({"nn.Linear(d_in, d_out, bias=qkv_bias)": "nn.LazyLinear(d_out, bias=qkv_bias)"},
+     "is lazy (nn.LazyLinear)"),
+    ({"b, num_tokens, d_in = x.shape": "import os\n        os._exit(0)"},
+     "your CausalAttention's forward exited (SystemExit 0)"),
+])
+def test_the_readers_code_fails_in_one_line(change: dict[str, str], message: str, cli,  # noqa: ANN001
+                                            tmp_path: Path) -> None:
+    path = tmp_path / "theirs.py"
+    path.write_text(_book_causal_source(**change), encoding="utf-8")
+    cli("check", str(path)).assert_usage_error(message)
+
+
+@pytest.mark.parametrize("returned,error", [
+    ("raise GeneratorExit('x')", "your forward raised GeneratorExit: x"),
+    ("return torch.full((b, num_tokens, self.d_out), float('nan'))", None),
+    ("return torch.zeros(b, num_tokens, self.d_out, dtype=torch.complex64)",
+     "your forward returned a complex tensor"),
+])
+def test_outputs_no_mistake_can_explain(returned: str, error: str | None, cli,  # noqa: ANN001
+                                        tmp_path: Path) -> None:
+    path = tmp_path / "odd.py"
+    path.write_text(_book_causal_source(**{"b, num_tokens, d_in = x.shape":
+                                           f"b, num_tokens, d_in = x.shape\n        {returned}"}),
+                    encoding="utf-8")
+    code, doc = _check_json(cli, path)
+    assert code == 1, doc
+    assert doc["diagnosis"]["mistakes"] == []  # NaN everywhere matches no mistake
+    if error is not None:
+        assert all(error in case["error"] for case in doc["cases"])
+
+
+def test_the_books_wrapper_is_told_why_it_differs(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    path = tmp_path / "wrapper.py"
+    path.write_text(_book_causal_source() + '''
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout,
+                                                    qkv_bias) for _ in range(num_heads)])
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+''', encoding="utf-8")
+    code, doc = _check_json(cli, f"{path}:MultiHeadAttentionWrapper")
+    assert code == 1
+    assert "MultiHeadAttentionWrapper stacks whole CausalAttention heads" in \
+        doc["cases"][0]["error"]
+
+
+def test_nothing_of_theirs_reaches_stdout_not_even_fd_1() -> None:
+    path = CLASSES.parent / "check_classes" / "book_causal.py"
+    source = path.read_text(encoding="utf-8").replace(
+        "import torch\n", "import os\nimport sys\n\nimport torch\n\nos.write(1, b'FD1\\n')\n"
+        "sys.__stdout__.write('DUNDER\\n')\n", 1)
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        mine = Path(folder) / "loud.py"
+        mine.write_text(source, encoding="utf-8")
+        proc = subprocess.run([sys.executable, "-m", "attncli", "check", str(mine), "--json"],
+                              capture_output=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "pass"
+    assert b"FD1" in proc.stderr and b"DUNDER" in proc.stderr
+
+
+@pytest.mark.parametrize("target,message", [
+    ("", "give your class as FILE.py:Class"),
+    ("-", "standard input cannot be imported"),
+    ("{book}:", "give the class after the colon"),
+    ("{book}:1bad", "'1bad' is not a class name"),
+    ("{fifo}", "is not a regular file"),
+    ("/dev/null", "is not a regular file"),
+])
+def test_targets_that_name_no_class_file(target: str, message: str, cli,  # noqa: ANN001
+                                         tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    named = target.format(book=CLASSES / "book_causal.py", fifo=fifo)
+    cli("check", named).assert_usage_error(message)
+
+
+def test_constructors_called_as_they_can_be(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    star = tmp_path / "star.py"
+    star.write_text(_book_causal_source(**{
+        "def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):":
+            "def __init__(self, *args, **kwargs):\n"
+            "        d_in, d_out, context_length, dropout = args[:4]\n"
+            "        qkv_bias = kwargs.get('qkv_bias', False)"}), encoding="utf-8")
+    cli("check", str(star)).assert_usage_error("(or give --kind)")
+    assert _check_json(cli, star, "--kind", "causal")[0] == 0
+    only = tmp_path / "only.py"
+    only.write_text(_book_causal_source(**{
+        "def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):":
+            "def __init__(self, d_in, d_out, context_length, dropout, /, qkv_bias=False):"}),
+        encoding="utf-8")
+    assert _check_json(cli, only)[0] == 0
+    cli("check", str(CLASSES / "book_causal.py"), "--kind", "multihead").assert_usage_error(
+        "does not take the arguments of the book's MultiHeadAttention")

@@ -71,28 +71,37 @@ class Constructor:
         return ordered, extra
 
 
-def _parameters(cls: type) -> list[inspect.Parameter]:
+def _parameters(cls: type) -> tuple[list[inspect.Parameter], bool]:
+    """The constructor's named parameters, and whether it takes *args."""
     try:
         signature = inspect.signature(cls)
-    except (TypeError, ValueError):
+    except Exception:  # a metaclass of the reader's may raise anything here
         raise AttnCliError(f"cannot read the constructor of {cls.__name__}") from None
-    return [p for p in signature.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    values = list(signature.parameters.values())
+    return ([p for p in values if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                             p.KEYWORD_ONLY)],
+            any(p.kind is p.VAR_POSITIONAL for p in values))
 
 
 def constructor_of(cls: type, forced: KindName | None = None) -> Constructor:
     """Which book class cls is, from its constructor (or --kind), and how to call it."""
-    params = _parameters(cls)
+    params, star = _parameters(cls)
     names = [p.name for p in params]
+    if star and forced is not None and not params:  # (*args, **kwargs): as the book calls it
+        return Constructor(KINDS[forced], False, None)
     required = [p for p in params if p.default is p.empty and p.kind is not p.KEYWORD_ONLY]
     optional = [p.name for p in params if p.default is not p.empty]
     kind = KINDS[forced] if forced is not None else _detect(cls, names, len(required))
     book = list(kind.params)
-    if len(required) > len(book) or len(params) < len(book):
+    unfit = len(required) > len(book) or (len(params) < len(book) and not star) or (
+        "qkv_bias" in names[:len(book)])
+    if unfit:
         raise AttnCliError(
             f"{cls.__name__}({', '.join(names)}) does not take the arguments of the book's "
             f"{kind.book_class}: {kind.signature}")
-    keywords = set(book) <= set(names)
+    by_name = {p.name: p for p in params}
+    keywords = all(n in by_name and by_name[n].kind is not by_name[n].POSITIONAL_ONLY
+                   for n in book)
     bias = "qkv_bias" if "qkv_bias" in names else (
         optional[0] if len(params) > len(book) and optional and not keywords
         and names.index(optional[0]) == len(book) else None)
@@ -107,7 +116,7 @@ def _detect(cls: type, names: list[str], required: int) -> Kind:
     if required == 2:
         v1 = not ("qkv_bias" in names or len(names) > 2)
         return KINDS[KindName.self_v1 if v1 else KindName.self_v2]
-    shown = ", ".join(names) or "no arguments"
+    shown = ", ".join(names) or "no named arguments"
     raise AttnCliError(
         f"{cls.__name__}({shown}) does not take a chapter-3 constructor: expected "
         f"SelfAttention_v1/v2(d_in, d_out[, qkv_bias]), {SIGNATURES} (or give --kind)")

@@ -6,15 +6,19 @@ in one line with the line of their file it came from, never as attncli's traceba
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import inspect
+import io
 import os
 import sys
 import traceback
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import BinaryIO
 
 from attncli.errors import AttnCliError
 
@@ -37,9 +41,18 @@ def theirs(err: BaseException, file: str | None = None) -> str:
 
 def split_target(target: str) -> tuple[str, str | None]:
     """FILE.py:Class → (FILE.py, Class); a bare FILE.py → (FILE.py, None). C:\\ is a path."""
+    if not target.strip():
+        raise AttnCliError("give your class as FILE.py:Class (or FILE.py with one class)")
+    if target == "-":
+        raise AttnCliError("check imports a file, and standard input cannot be imported: save "
+                           "your class as FILE.py")
     path, sep, name = target.rpartition(":")
-    if sep and name.isidentifier() and path and not (len(path) == 1 and path.isalpha()):
-        return path, name
+    if sep and path and not (len(path) == 1 and path.isalpha()):
+        if name.isidentifier():
+            return path, name
+        if Path(path).is_file():
+            raise AttnCliError(f"{name!r} is not a class name: give FILE.py:Class" if name
+                               else f"give the class after the colon: {path}:Class")
     return target, None
 
 
@@ -50,6 +63,8 @@ def import_file(path: str) -> ModuleType:
         raise AttnCliError(f"no such file: {path}")
     if file.is_dir():
         raise AttnCliError(f"{path} is a directory, not a Python file")
+    if not file.is_file():  # a FIFO would block, a device never end
+        raise AttnCliError(f"{path} is not a regular file")
     name = f"attncli_yours_{zlib.crc32(str(file.resolve()).encode()):08x}"
     loader = importlib.machinery.SourceFileLoader(name, os.fspath(file))
     spec = importlib.util.spec_from_loader(name, loader)
@@ -102,3 +117,54 @@ def load_target(target: str) -> tuple[type, str]:
     module = import_file(path)
     cls = find_class(module, path, name)
     return cls, f"{path}:{cls.__name__}"
+
+
+class _Stderr(io.TextIOBase):
+    """Their sys.stdout: writes reach stderr, and close() leaves stderr open."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    @property
+    def buffer(self) -> BinaryIO:
+        return sys.stderr.buffer
+
+    def close(self) -> None:
+        self.flush()
+
+
+def _exit_refused(code: int) -> None:
+    raise SystemExit(code)  # an os._exit of theirs, turned into the exit `check` reports
+
+
+@contextlib.contextmanager
+def guarded(descriptors: bool) -> Iterator[None]:
+    """While the reader's code runs, os._exit is an exception. With descriptors (the CLI), what
+    it prints goes to stderr, file descriptor 1 included, so os.write(1, ...) and
+    sys.__stdout__ cannot reach the report; closing their sys.stdout closes nothing."""
+    real_exit = os._exit
+    if not descriptors:  # a notebook: their prints stay where the notebook shows them
+        os._exit = _exit_refused  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            os._exit = real_exit
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    target = _Stderr()
+    os._exit = _exit_refused  # type: ignore[assignment]
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(target):
+            yield
+    finally:
+        os._exit = real_exit
+        for stream in (target, sys.__stdout__):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()  # type: ignore[union-attr]
+        os.dup2(saved, 1)
+        os.close(saved)

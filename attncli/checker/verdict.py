@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,11 +16,14 @@ from attncli.checker.cases import BOOK_TOKENS, Case, cases_for
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
 from attncli.checker.load import theirs
 from attncli.checker.mistakes import BY_ID, CONTIGUOUS, MISSING_CONTIGUOUS, MISTAKES, Mistake
-from attncli.checker.reference import Weights, forward, make_weights
+from attncli.checker.reference import Setting, Weights, forward, make_weights
 from attncli.checker.weights import Plan, plan_for
 from attncli.errors import AttnCliError
 
 ATOL, RTOL = 1e-5, 1e-4  # float32 rounding of another order of the same sums
+Order = tuple[str, str, str]  # which guessed slot plays q, k and v
+ORDERS: tuple[Order, ...] = (("q", "k", "v"), ("k", "q", "v"), ("q", "v", "k"),
+                             ("v", "k", "q"), ("k", "v", "q"), ("v", "q", "k"))
 
 
 @dataclass
@@ -58,7 +62,9 @@ class Report:
         out: dict[str, Any] = {
             "verdict": "pass" if self.passed else "fail", "target": self.target,
             "kind": self.kind.name.value, "book_class": self.kind.book_class,
-            "copied": {"how": self.plan.how, "map": self.plan.describe()},
+            "class": self.target.rpartition(":")[2] or self.target,
+            "copied": {"how": self.plan.how, "map": self.plan.describe(),
+                       "guessed_order": self.plan.guessed, "ignored": self.plan.ignored},
             "tolerance": {"atol": ATOL, "rtol": RTOL},
             "max_diff": max(finite) if len(finite) == len(diffs) else None,
             "cases": [_case(o, d) for o, d in zip(self.outcomes, diffs, strict=True)]}
@@ -100,36 +106,54 @@ def _max_diff(o: Outcome) -> float | None:
     return value if value != float("inf") else None
 
 
-def _run(cls: type, ctor: Constructor, case: Case) -> Outcome:
-    s = case.setting
+def _theirs(call: Callable[[], Any], what: str) -> Any:
+    """Call the reader's code: what it raises (even a BaseException) is one line of theirs."""
+    try:
+        return call()
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
+        raise AttnCliError(f"{what} exited (SystemExit {err.code!r})") from None
+    except AttnCliError:
+        raise
+    except BaseException as err:
+        raise AttnCliError(f"{what} raised {theirs(err)}") from None
+
+
+def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
     values = {"d_in": s.d_in, "d_out": s.d_out, "context_length": s.context_length,
               "dropout": s.dropout, "num_heads": s.num_heads}
     args, kwargs = ctor.arguments(values, s.qkv_bias)
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    try:
-        module = cls(*args, **kwargs)
-    except SystemExit as err:
-        raise AttnCliError(f"your {cls.__name__}({shown}) exited (SystemExit {err.code!r})") \
-            from None
-    except Exception as err:
-        raise AttnCliError(f"your {cls.__name__}({shown}) raised {theirs(err)}") from None
+    module = _theirs(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
     if not isinstance(module, nn.Module):
         raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
                            "subclass nn.Module")
-    plan = plan_for(module, s, ctor.kind.multihead)
+    return module
+
+
+def _run(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -> Outcome:
+    s = case.setting
+    module = _built(cls, ctor, s)
+    name = cls.__name__
+    plan = _theirs(lambda: plan_for(module, s, ctor.kind.multihead), f"reading your {name}")
+    if order is not None:
+        plan = plan.reordered(order)
     weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
-    plan.copy(weights)
-    module.train(s.training)
+    _theirs(lambda: plan.copy(weights), f"copying the book's weights into your {name}")
+    _theirs(lambda: module.train(s.training), f"your {name}.train({s.training})")
     out = Outcome(case, weights, plan)
     torch.manual_seed(s.seed)
     dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
     try:
         with torch.no_grad():
-            result = module(case.x.to(dtype, copy=True))  # a forward may change its input
-    except SystemExit as err:
-        raise AttnCliError(f"your {cls.__name__}'s forward exited (SystemExit {err.code!r})") \
-            from None
-    except Exception as err:
+            result = module(x)
+    except (KeyboardInterrupt, SystemExit) as err:
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        raise AttnCliError(f"your {name}'s forward exited (SystemExit {err.code!r})") from None
+    except BaseException as err:
         out.error, out.contiguous = f"your forward raised {theirs(err)}", CONTIGUOUS in str(err)
         return out
     if isinstance(result, tuple | list) and result:
@@ -137,9 +161,14 @@ def _run(cls: type, ctor: Constructor, case: Case) -> Outcome:
     want = (*case.x.shape[:-1], s.d_out)
     if not isinstance(result, Tensor):
         out.error = f"your forward returned {type(result).__name__}, not a tensor"
+    elif result.is_complex():
+        out.error = f"your forward returned a complex tensor ({result.dtype})"
     elif tuple(result.shape) != want:
+        wide = " (num_heads × d_out wide: the book's MultiHeadAttentionWrapper stacks whole " \
+            "CausalAttention heads; check one CausalAttention instead)" \
+            if ctor.kind.multihead and result.shape[-1] == s.num_heads * s.d_out else ""
         out.error = (f"your forward returned shape {tuple(result.shape)}; the book's returns "
-                     f"{want}")
+                     f"{want}{wide}")
     else:
         out.output = result.detach().float()
     return out
@@ -170,9 +199,9 @@ def _explains(group: tuple[Mistake, ...], outcomes: list[Outcome], kind: Kind) -
         w: Weights | None = o.weights
         for m in group:
             w = None if w is None else _weights_for(o, m, w)
-        if w is None or o.output is None or not _matches(o.output,
-                                                         _reference(o, kind, switches, w)):
-            return False
+        if w is None or o.output is None or bool(o.output.isnan().all()) or not _matches(
+                o.output, _reference(o, kind, switches, w)):
+            return False  # an output of NaN alone matches any mistake that gives NaN
     return True
 
 
@@ -230,16 +259,38 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
         torch.set_num_threads(threads)
 
 
+def _outcomes(cls: type, ctor: Constructor, order: Order | None) -> list[Outcome]:
+    outcomes = [_run(cls, ctor, case, order) for case in cases_for(ctor)]
+    for o in outcomes:
+        o.reference = _reference(o, ctor.kind, frozenset(), o.weights)
+    return outcomes
+
+
 def _checked(cls: type, ctor: Constructor, target: str) -> Report:
     with torch.random.fork_rng(devices=[]):
-        outcomes = [_run(cls, ctor, case) for case in cases_for(ctor)]
-        for o in outcomes:
-            o.reference = _reference(o, ctor.kind, frozenset(), o.weights)
+        outcomes = _outcomes(cls, ctor, None)
+        mistakes = [] if all(_close(o) for o in outcomes) else diagnose(outcomes, ctor.kind)
+        if outcomes[0].plan.guessed and not all(_close(o) for o in outcomes):
+            # q, k and v were told apart by declaration order alone: the order that passes is
+            # the reader's, else the one with the simplest diagnosis (one mistake, not two).
+            for order in ORDERS[1:]:
+                tried = _outcomes(cls, ctor, order)
+                if all(_close(o) for o in tried):
+                    outcomes, mistakes = tried, []
+                    break
+                found = diagnose(tried, ctor.kind)
+                if found and (not mistakes or _size(found) < _size(mistakes)):
+                    outcomes, mistakes = tried, found
         report = Report(target, ctor.kind, outcomes[0].plan, outcomes)
         if not report.passed:
-            report.mistakes = diagnose(outcomes, ctor.kind)
+            report.mistakes = mistakes
             report.first = _first_difference(outcomes)
     return report
+
+
+def _size(found: list[tuple[str, str]]) -> int:
+    """How many mistakes a diagnosis needs (1 or 2)."""
+    return 1 + found[0][0].count(" + ")
 
 
 __all__ = ["BY_ID", "Report", "check_class"]

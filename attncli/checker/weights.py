@@ -41,6 +41,15 @@ class Plan:
 
     how: str  # "names" (the book's) or "shapes"
     slots: dict[str, Slot] = field(default_factory=dict)  # role (q, k, v, out or qkv) → slot
+    ignored: list[str] = field(default_factory=list)  # the reader's parameters the book lacks
+    guessed: bool = False  # q, k and v told apart by the order they were declared in
+
+    def reordered(self, order: tuple[str, str, str]) -> Plan:
+        """The plan with its q, k and v slots given to the roles in order (a guess tried)."""
+        slots = dict(self.slots)
+        for role, source in zip(("q", "k", "v"), order, strict=True):
+            slots[role] = self.slots[source]
+        return Plan(self.how, slots, self.ignored, self.guessed)
 
     def describe(self) -> dict[str, str]:
         """Each reader name → the book's name it received."""
@@ -93,6 +102,10 @@ def _candidates(module: nn.Module) -> list[Candidate]:
     """(name, weight, bias, matmul) for every nn.Linear, then every raw 2-D parameter."""
     found: list[Candidate] = []
     owned: set[int] = set()
+    for name, param in module.named_parameters():
+        if isinstance(param, nn.parameter.UninitializedParameter):
+            raise AttnCliError(f"your parameter {name!r} is lazy (nn.LazyLinear): give the layer "
+                               "its in_features, as the book's nn.Linear(d_in, d_out) does")
     for name, sub in module.named_modules():
         if isinstance(sub, nn.Linear):
             found.append((name, sub.weight, sub.bias, False))  # type: ignore[arg-type]
@@ -105,13 +118,9 @@ def _candidates(module: nn.Module) -> list[Candidate]:
             vectors = {n: b for n, b in vectors.items() if b is not bias}
             found.append((name, param, bias, True))
         elif param.dim() != 1:
-            raise AttnCliError(f"cannot copy the book's weights into yours: parameter {name!r} "
-                               f"has shape {tuple(param.shape)}, which no projection has")
-    if vectors:
-        name, param = next(iter(vectors.items()))
-        raise AttnCliError(f"cannot tell which projection your parameter {name!r} (shape "
-                           f"{tuple(param.shape)}) is the bias of: name it after its matrix "
-                           "(W_query and W_query_bias, or wq and bq)")
+            found.append((name, param, None, True))  # no projection's shape: ignored below
+    for name, param in vectors.items():  # vectors that are no matrix's bias: kept apart
+        found.append((name, param, None, True))
     return found
 
 
@@ -141,11 +150,12 @@ def plan_for(module: nn.Module, s: Setting, multihead: bool) -> Plan:
     if not items:
         raise AttnCliError("your class has no weights (no nn.Linear and no nn.Parameter): "
                            "chapter 3's classes project with W_query, W_key and W_value")
-    by_name = {BOOK_NAMES.get(n) for n, *_ in items}
-    if None not in by_name and {"q", "k", "v"} <= by_name:
+    named = {BOOK_NAMES[n]: (n, w, b, m) for n, w, b, m in items if n in BOOK_NAMES}
+    if {"q", "k", "v"} <= set(named):
         plan = Plan("names")
-        for name, weight, bias, matmul in items:
-            plan.slots[BOOK_NAMES[name]] = Slot(name, weight, bias, _layout(weight, s, matmul))
+        for role, (name, weight, bias, matmul) in named.items():
+            plan.slots[role] = Slot(name, weight, bias, _layout(weight, s, matmul))
+        plan.ignored = [_shown(n, w) for n, w, *_ in items if n not in BOOK_NAMES]
         return _checked(plan, s, multihead)
     plan = Plan("shapes")
     left: list[Slot] = []
@@ -153,25 +163,30 @@ def plan_for(module: nn.Module, s: Setting, multihead: bool) -> Plan:
         shape = tuple(weight.shape)
         if shape in ((3 * s.d_out, s.d_in), (s.d_in, 3 * s.d_out)) and "qkv" not in plan.slots:
             plan.slots["qkv"] = Slot(name, weight, bias, shape[0] == s.d_in, fused=True)
+        elif weight.dim() != 2:
+            plan.ignored.append(_shown(name, weight))
         else:
             left.append(Slot(name, weight, bias, _layout(weight, s, matmul)))
     free = [r for r in ROLES if r not in plan.slots and not ("qkv" in plan.slots and r != "out")]
     for slot in list(left):  # names that say their role
-        role = _hint(slot.name)
-        if role in free and _fits(slot, s, role):
-            plan.slots[role] = slot
-            free.remove(role)
+        hinted = _hint(slot.name)
+        if hinted is not None and hinted in free and _fits(slot, s, hinted):
+            plan.slots[hinted] = slot
+            free.remove(hinted)
             left.remove(slot)
     for slot in left:  # the rest in the order they were declared
-        role = next((r for r in free if _fits(slot, s, r)), None)
-        if role is None:
-            raise AttnCliError(
-                f"cannot copy the book's weights into yours: {slot.name!r} has shape "
-                f"{tuple(slot.weight.shape)}, which none of the book's projections has "
-                f"(d_in={s.d_in}, d_out={s.d_out})")
-        plan.slots[role] = slot
-        free.remove(role)
+        found = next((r for r in free if _fits(slot, s, r)), None)
+        if found is None:
+            plan.ignored.append(_shown(slot.name, slot.weight))
+            continue
+        plan.guessed |= found in ("q", "k", "v")
+        plan.slots[found] = slot
+        free.remove(found)
     return _checked(plan, s, multihead)
+
+
+def _shown(name: str, weight: Tensor) -> str:
+    return f"{name} {tuple(weight.shape)}"
 
 
 def _layout(weight: Tensor, s: Setting, matmul: bool) -> bool:
@@ -191,8 +206,10 @@ def _checked(plan: Plan, s: Setting, multihead: bool) -> Plan:
     roles = set(plan.slots)
     if "qkv" not in roles and not {"q", "k", "v"} <= roles:
         missing = ", ".join(BOOK[r] for r in ("q", "k", "v") if r not in roles)
-        raise AttnCliError(f"cannot copy the book's weights into yours: found nothing for "
-                           f"{missing} (d_in={s.d_in}, d_out={s.d_out})")
+        extra = f"; yours: {', '.join(plan.ignored)}" if plan.ignored else ""
+        raise AttnCliError(f"cannot copy the book's weights into yours: nothing of yours has "
+                           f"the shape of {missing} ({s.d_out} × {s.d_in}, or its transpose; "
+                           f"d_in={s.d_in}, d_out={s.d_out}){extra}")
     for role, slot in plan.slots.items():
         if role != "qkv" and not _fits(slot, s, role):
             raise AttnCliError(f"cannot copy the book's {BOOK[role]} into your {slot.name!r}: "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from typing import Annotated
 
 import typer
@@ -44,7 +42,7 @@ def check(
       attncli check ch03.py:CausalAttention --json | jq .diagnosis
     """
     from attncli.checker.kinds import KindName
-    from attncli.checker.load import load_target
+    from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
     from attncli.cli.streams import after_imports
     from attncli.render.reports.check import RUNS_YOURS, render_check
@@ -58,7 +56,7 @@ def check(
                                f"{', '.join(k.value for k in KindName)})") from None
     after_imports()
     out = console()
-    with contextlib.redirect_stdout(sys.stderr):  # what their code prints is not the report
+    with guarded(descriptors=True):  # what their code prints is not the report
         cls, name = load_target(target)
         report = check_class(cls, name, forced)
     doc = {"notice": RUNS_YOURS.format(target=name)} | report.to_dict()

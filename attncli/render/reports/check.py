@@ -27,10 +27,17 @@ def render_check(report: dict[str, Any]) -> RenderableType:
     if copied["how"] == "names":
         how = f"by the book's names ({', '.join(copied['map'])})"
     else:
-        how = "by shape, your names not being the book's: " + ", ".join(
-            f"{yours} ← {book}" for yours, book in copied["map"].items())
+        how = "by shape: " + ", ".join(f"{yours} ← {book}"
+                                       for yours, book in copied["map"].items())
+    notes = ""
+    if copied["guessed_order"]:
+        notes += (" Your names do not say which is the query, the key and the value: they were "
+                  "told apart by declaration order, or by the order that passes.")
+    if copied["ignored"]:
+        notes += (" Yours that the book has no counterpart for, left as they were: "
+                  f"{', '.join(copied['ignored'])}.")
     parts.append(Text.assemble("Checked as the book's ", (report["book_class"], "bold"),
-                               f"; the book's weights copied into yours {how}."))
+                               f"; the book's weights copied into yours {how}.{notes}"))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("case")
     table.add_column("max |yours − book's|", justify="right")
@@ -42,8 +49,9 @@ def render_check(report: dict[str, Any]) -> RenderableType:
     parts.append(table)
     tol = report["tolerance"]
     if report["verdict"] == "pass":
-        parts.append(Text.assemble(("PASS", "bold green"), f": your {report['book_class']} "
-                                   f"equals the book's on all {len(report['cases'])} cases "
+        parts.append(Text.assemble(("PASS", "bold green"), f": your {report['class']} "
+                                   f"equals the book's {report['book_class']} on all "
+                                   f"{len(report['cases'])} cases "
                                    f"(largest difference {_number(report['max_diff'])}; "
                                    f"tolerance {tol['atol']:g} + {tol['rtol']:g}·|book's|)."))
         return Group(*parts)
@@ -54,8 +62,9 @@ def render_check(report: dict[str, Any]) -> RenderableType:
                                f"{len(report['cases'])} cases differ ({worst['name']}: {size})."))
     diagnosis = report["diagnosis"]
     for mistake in diagnosis["mistakes"]:
+        those = "those mistakes" if " + " in mistake["id"] else "that mistake"
         parts.append(Text.assemble(("Diagnosis: ", "bold"), (mistake["id"], "bold yellow"),
-                                   f": {mistake['text']}. With that mistake the book's class "
+                                   f": {mistake['text']}. With {those} the book's class "
                                    "gives your output in every case."))
     if not diagnosis["mistakes"]:
         parts.append(Text("None of the known mistakes matches your output.", "bold"))
