@@ -210,6 +210,25 @@ def test_import_attncli_does_not_import_torch() -> None:
     (lambda: attncli.heads("x", model=TOY, probe="induction"), "runs on its own random tokens"),
     (lambda: attncli.check(int), "int is not a torch.nn.Module"),
     (lambda: attncli.check("nowhere.py:X"), "no such file"),
+    (lambda: attncli.run(SENTENCE, heads="2"), "heads must be an integer or None (got str"),
+    (lambda: attncli.run(SENTENCE, emb_dim=8.5), "emb_dim must be an integer (got float 8.5)"),
+    (lambda: attncli.run(SENTENCE, heads=True, variant="multihead"), "(got bool True)"),
+    (lambda: attncli.run(SENTENCE, model=5), "model must be a string or None"),
+    (lambda: attncli.run(file=5), "file must be a string"),
+    (lambda: attncli.run(SENTENCE, head="0"), "head must be an integer or None"),
+    (lambda: attncli.run(SENTENCE, show=["scores", 5]), "show must be 'scores,weights' or"),
+    (lambda: attncli.run(SENTENCE, precision=99), "precision must be in 0..8 (got 99)"),
+    (lambda: attncli.run("   "), "the input text is empty"),
+    (lambda: attncli.run(inputs=torch.randn(2, 3, 4)), "or a batch of one, (1, T, d_in) (got "
+     "shape (2, 3, 4))"),
+    (lambda: attncli.heads("x", model=TOY, threshold="x"), "threshold must be a number"),
+    (lambda: attncli.heads("x", model=TOY, probe_length=0), "probe_length must be in 1..4096"),
+    (lambda: attncli.heads("x", model=5), "model must be a string (got int 5)"),
+    (lambda: attncli.view(torch.rand(6, 6, device="meta")), "cannot read the weights"),
+    (lambda: attncli.view(torch.rand(0, 0)), "weights are empty (shape (0, 0))"),
+    (lambda: attncli.view(torch.rand(2, 2, dtype=torch.complex64)), "must be real numbers"),
+    (lambda: attncli.view("w.json"), "`attncli show FILE` reads a saved file"),
+    (lambda: attncli.view([[1.0, 0.0], [0.0, 1.0]], [1, 2]), "tokens must be a list of strings"),
 ])
 def test_bad_calls_raise_one_attncli_error(call: Any, message: str) -> None:
     with pytest.raises(attncli.AttnCliError, match=re.escape(message)):

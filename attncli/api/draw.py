@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from attncli.api.args import in_range
 from attncli.api.notebook import print_out, shell_kind
 from attncli.api.results import Result
 from attncli.core.display import Display
@@ -18,13 +19,26 @@ def _nested(weights: Any) -> Any:
     from attncli.core.checks.parts import check_cells
 
     data = weights
+    if isinstance(data, str | bytes | dict) or not (hasattr(data, "tolist")
+                                                   or isinstance(data, list | tuple)):
+        raise AttnCliError(f"weights must be a tensor, an array or nested lists (got "
+                           f"{type(data).__name__}); `attncli show FILE` reads a saved file")
     shape = getattr(data, "shape", None)
     if shape is not None:  # a tensor or an array: its size is known before any copy
         check_cells(math.prod(int(n) for n in shape), f"weights of shape {tuple(shape)}")
-    if hasattr(data, "detach"):
-        data = data.detach().cpu().float()
-    if hasattr(data, "tolist"):
-        data = data.tolist()
+        if 0 in tuple(shape):
+            raise AttnCliError(f"weights are empty (shape {tuple(shape)})")
+    if getattr(data, "is_complex", lambda: False)() or "complex" in str(getattr(data, "dtype",
+                                                                                "")):
+        raise AttnCliError("weights must be real numbers (got complex ones)")
+    try:
+        if hasattr(data, "detach"):
+            data = data.detach().cpu().float()
+        if hasattr(data, "tolist"):
+            data = data.tolist()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as err:
+        raise AttnCliError(f"cannot read the weights: {str(err).splitlines()[0]}") from None
+    data = _lists(data)
     depth, probe = 0, data
     while isinstance(probe, list) and probe:
         depth, probe = depth + 1, probe[0]
@@ -38,12 +52,21 @@ def _nested(weights: Any) -> Any:
     return data
 
 
+def _lists(data: Any) -> Any:
+    """Tuples as lists, as the JSON they stand for."""
+    if isinstance(data, tuple | list):
+        return [_lists(v) for v in data]
+    return data
+
+
 def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> Result:
     """Weights as a Result that shows itself: the page in a notebook, tables in a terminal."""
     from attncli.core.saved import weights_result
 
-    if isinstance(tokens, str):
-        raise AttnCliError("tokens must be a list of strings, one per row (got one string)")
+    in_range("view", "precision", precision, 0, 8)
+    if tokens is not None and (isinstance(tokens, str) or not isinstance(tokens, Sequence)
+                               or not all(isinstance(t, str) for t in tokens)):
+        raise AttnCliError(f"tokens must be a list of strings, one per row (got {tokens!r:.60})")
     record = weights_result(_nested(weights), None if tokens is None else list(tokens))
     return Result(record, Display(precision=precision), mode="weights")
 

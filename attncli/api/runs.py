@@ -6,31 +6,17 @@ as the command's options (--d-out is d_out), and returns the same result contrac
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
+from attncli.api.args import in_range, options, typed
 from attncli.api.results import HeadsResult, Result
 from attncli.core.display import Display, View, Window, display_of, parse_stages, parse_window
 from attncli.core.request import Extract, Request
 from attncli.core.result import STAGES
 from attncli.errors import AttnCliError
-
-# Request's fields a caller may set by name; text, inputs and model travel on their own.
-OPTIONS = tuple(f.name for f in fields(Request) if f.name not in ("text", "inputs"))
-
-
-def _options(given: dict[str, Any], call: str) -> dict[str, Any]:
-    for name in given:
-        if name not in OPTIONS:
-            close = difflib.get_close_matches(name, OPTIONS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise AttnCliError(f"attncli.{call}() has no option {name!r}{hint}; its options: "
-                               f"{', '.join(OPTIONS)}")
-    return given
 
 
 def _window(value: str | Sequence[int] | None, name: str) -> Window | None:
@@ -38,7 +24,9 @@ def _window(value: str | Sequence[int] | None, name: str) -> Window | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        if len(value) != 2 or not all(isinstance(v, int) for v in value):
+        pair = isinstance(value, Sequence) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)
+        if not pair:
             raise AttnCliError(f"{name} must be 'a:b' or a pair of integers (got {value!r})")
         value = f"{value[0]}:{value[1]}"
     return parse_window(value, f"{name}=")
@@ -47,7 +35,16 @@ def _window(value: str | Sequence[int] | None, name: str) -> Window | None:
 def _stages(show: str | Sequence[str] | None) -> tuple[str, ...] | None:
     if show is None or isinstance(show, str):
         return parse_stages(show, STAGES)
+    if not isinstance(show, Sequence) or not all(isinstance(n, str) for n in show):
+        raise AttnCliError(f"show must be 'scores,weights' or a list of stage names (got "
+                           f"{show!r})")
     return parse_stages(",".join(show), STAGES)
+
+
+def _extract(call: str, head: Any, query: Any) -> tuple[int | None, str | None]:
+    typed(call, "head", head, int | None)
+    typed(call, "query", query, str | int | None)
+    return head, None if query is None else str(query)
 
 
 def _source(text: str | None, file: str | os.PathLike[str] | None,
@@ -62,7 +59,12 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
     if inputs is None:
         if tokens is not None:
             raise AttnCliError("tokens= names the rows of inputs= vectors; text is tokenised")
-        return {"text": read_text(text, file) if file is not None else _text(text)}
+        if file is not None:
+            return {"text": read_text(None, typed("run", "file", file, str))}
+        return {"text": _text(text)}
+    if tokens is not None and (isinstance(tokens, str) or not isinstance(tokens, Sequence)
+                               or not all(isinstance(t, str) for t in tokens)):
+        raise AttnCliError(f"tokens must be a list of strings, one per vector (got {tokens!r:.60})")
     if isinstance(inputs, str | os.PathLike):
         if tokens is not None:
             raise AttnCliError("tokens= goes with vectors; a JSON file gives its own \"tokens\"")
@@ -70,7 +72,15 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
     shape = getattr(inputs, "shape", None)
     if shape is not None:  # a tensor or an array: its size is known before any copy
         check_cells(math.prod(int(n) for n in shape), f"inputs of shape {tuple(shape)}")
-    data = inputs.tolist() if hasattr(inputs, "tolist") else inputs
+    if shape is not None and (len(shape) not in (2, 3) or (len(shape) == 3 and shape[0] != 1)):
+        raise AttnCliError(f"inputs must be (T, d_in) vectors, or a batch of one, (1, T, d_in) "
+                           f"(got shape {tuple(shape)})")
+    if getattr(inputs, "is_complex", lambda: False)():
+        raise AttnCliError("inputs must be real numbers (got a complex tensor)")
+    try:
+        data = inputs.tolist() if hasattr(inputs, "tolist") else inputs
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as err:
+        raise AttnCliError(f"cannot read inputs: {err}") from None
     if isinstance(data, list) and len(data) == 1 and isinstance(data[0], list) and data[0] \
             and isinstance(data[0][0], list):
         data = data[0]  # a batch of one, (1, T, d_in)
@@ -80,12 +90,14 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
 def _text(text: str | None) -> str:
     if not isinstance(text, str):
         raise AttnCliError(f"text must be a string (got {type(text).__name__})")
+    if not text.strip():
+        raise AttnCliError("the input text is empty (or only whitespace)")
     return text
 
 
 def _request(call: str, text: str | None, file: Any, inputs: Any, tokens: Any,
-             options: dict[str, Any]) -> Request:
-    return Request(**_source(text, file, inputs, tokens), **_options(options, call))
+             given: dict[str, Any]) -> Request:
+    return Request(**_source(text, file, inputs, tokens), **options(call, given))
 
 
 def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
@@ -105,12 +117,13 @@ def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
     from attncli.models.run import run_model
     from attncli.render.page import page_extra
 
+    in_range("run", "precision", precision, 0, 8)
+    head, query = _extract("run", head, query)
     request = _request("run", text, file, inputs, tokens, options)
     windows = _window(rows, "rows"), _window(cols, "cols")
     stages = _stages(show)
-    extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1],
-                      query=None if query is None else str(query), head=head, maps=True,
-                      page=True)
+    extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
+                      head=head, maps=True, page=True)
     record = (run_model(request, extract, None, NAIVE_BUDGET) if request.model is not None
               else run_attention(request, extract))
     return Result(record, display_of(record, precision, View.auto, *windows, stages),
@@ -129,10 +142,11 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
 
     if lang not in ("en", "zh"):
         raise AttnCliError(f"unknown lang {lang!r} (choose from en, zh)")
+    in_range("explain", "precision", precision, 0, 8)
+    head, query = _extract("explain", head, query)
     request = _request("explain", text, file, inputs, tokens, options)
     stages = _stages(show)
-    extract = Extract(stages=stages, query=None if query is None else str(query), head=head,
-                      lens=request.predict is not None)
+    extract = Extract(stages=stages, query=query, head=head, lens=request.predict is not None)
     record = (run_model(request, extract) if request.model is not None
               else run_naive(request, extract))
     display = Display(precision=precision, stages=stages, lang=lang)
@@ -151,6 +165,15 @@ def heads(text: str | None = None, *, model: str | os.PathLike[str],
     from attncli.models.run import run_heads
     from attncli.render.page import page_extra
 
+    for name, value, hint in (("sort", sort, str), ("probe", probe, str | None),
+                              ("probe_seed", probe_seed, int), ("threshold", threshold, float),
+                              ("measure", measure, str), ("allow_special", allow_special, bool),
+                              ("num_heads", num_heads, int | None), ("model", model, str)):
+        typed("heads", name, value, hint)
+    in_range("heads", "probe_length", probe_length, 1, 4096)
+    in_range("heads", "precision", precision, 0, 8)
+    if not 0.0 <= threshold <= 1.0:
+        raise AttnCliError(f"attncli.heads(): threshold must be in [0, 1] (got {threshold})")
     if probe is not None and (text is not None or file is not None):
         raise AttnCliError(f"probe={probe!r} runs on its own random tokens: give no text or file")
     if probe not in (None, "induction", "previous", "duplicate"):

@@ -1,0 +1,89 @@
+"""The API's arguments checked before any work, each against the type its option has, so a
+wrong type is one AttnCliError naming it (never a TypeError from deep inside)."""
+
+from __future__ import annotations
+
+import os
+import types
+import typing
+from enum import Enum
+from functools import cache
+from typing import Any
+
+from attncli.errors import AttnCliError
+
+
+@cache
+def request_types() -> dict[str, Any]:
+    """Request's fields and their types, read from its annotations."""
+    from attncli.core.request import Request
+
+    return typing.get_type_hints(Request)
+
+
+def _names(hint: Any) -> list[Any]:
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return list(typing.get_args(hint))
+    return [hint]
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    if kind is type(None):
+        return value is None
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is str:
+        return isinstance(value, str)
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return isinstance(value, str | kind)
+    return True  # a record (InputVectors): built by attncli itself
+
+
+def _said(kind: Any) -> str:
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return "one of " + ", ".join(repr(m.value) for m in kind)
+    return {type(None): "None", bool: "True or False", int: "an integer", float: "a number",
+            str: "a string"}.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def typed(call: str, name: str, value: Any, hint: Any) -> Any:
+    """value, checked against hint (a type or a union); a path may be any os.PathLike."""
+    if isinstance(value, os.PathLike) and str in _names(hint):
+        value = os.fspath(value)
+    kinds = _names(hint)
+    if not any(_fits(value, kind) for kind in kinds):
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise AttnCliError(f"attncli.{call}(): {name} must be "
+                           f"{' or '.join(_said(k) for k in kinds)} (got "
+                           f"{type(value).__name__} {shown})")
+    return value
+
+
+def options(call: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The Request options of a call, each checked by its field's type."""
+    import difflib
+
+    hints = request_types()
+    names = [n for n in hints if n not in ("text", "inputs")]
+    out = {}
+    for name, value in given.items():
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise AttnCliError(f"attncli.{call}() has no option {name!r}{hint}; its options: "
+                               f"{', '.join(names)}")
+        out[name] = typed(call, name, value, hints[name])
+    return out
+
+
+def in_range(call: str, name: str, value: int, low: int, high: int) -> int:
+    """An integer argument within [low, high], as the CLI's option bounds it."""
+    typed(call, name, value, int)
+    if not low <= value <= high:
+        raise AttnCliError(f"attncli.{call}(): {name} must be in {low}..{high} (got {value})")
+    return value
