@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -351,23 +352,38 @@ def test_outputs_no_mistake_can_explain(returned: str, error: str | None, cli,  
         assert all(error in case["error"] for case in doc["cases"])
 
 
-def test_the_books_wrapper_is_told_why_it_differs(cli, tmp_path: Path) -> None:  # noqa: ANN001
-    path = tmp_path / "wrapper.py"
-    path.write_text(_book_causal_source() + '''
-
-class MultiHeadAttentionWrapper(nn.Module):
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout,
-                                                    qkv_bias) for _ in range(num_heads)])
-
-    def forward(self, x):
-        return torch.cat([head(x) for head in self.heads], dim=-1)
-''', encoding="utf-8")
-    code, doc = _check_json(cli, f"{path}:MultiHeadAttentionWrapper")
+def test_a_wrapper_by_another_name_is_told_to_say_so(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    path = tmp_path / "stacked.py"
+    path.write_text((CLASSES / "book_wrapper.py").read_text().replace(
+        "MultiHeadAttentionWrapper", "Stacked"), encoding="utf-8")
+    code, doc = _check_json(cli, f"{path}:Stacked")
     assert code == 1
-    assert "MultiHeadAttentionWrapper stacks whole CausalAttention heads" in \
+    assert "as the book's MultiHeadAttentionWrapper: give --kind wrapper" in \
         doc["cases"][0]["error"]
+    code, doc = _check_json(cli, f"{path}:Stacked", "--kind", "wrapper")
+    assert code == 0, doc
+    assert doc["copied"]["map"]["heads.1.W_key"] == "W_key (head 1)"
+
+
+def test_the_books_wrapper_prints_the_books_numbers() -> None:
+    """Listing 3.4's output for torch.manual_seed(123), from the reference's wrapper forward
+    with the weights of the book's own CausalAttention heads."""
+    from attncli.checker.load import import_file
+    from attncli.checker.reference import Weights
+
+    module = import_file(str(CLASSES / "book_wrapper.py"))
+    torch.manual_seed(123)
+    wrapper = module.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    heads = tuple(Weights(h.W_query.weight.detach(), h.W_key.weight.detach(),
+                          h.W_value.weight.detach()) for h in wrapper.heads)
+    x = torch.stack((torch.tensor(BOOK_INPUTS),) * 2)  # (2, 6, 3)
+    s = Setting(3, 2, 6, num_heads=2)
+    ours = forward(KINDS[KindName.wrapper], replace(heads[0], heads=heads), x, s)
+    book = torch.tensor([[-0.4519, 0.2216, 0.4772, 0.1063], [-0.5874, 0.0058, 0.5891, 0.3257],
+                         [-0.6300, -0.0632, 0.6202, 0.3860], [-0.5675, -0.0843, 0.5478, 0.3589],
+                         [-0.5526, -0.0981, 0.5321, 0.3428], [-0.5299, -0.1081, 0.5077, 0.3493]])
+    torch.testing.assert_close(ours[0], book, atol=5e-5, rtol=0)
+    torch.testing.assert_close(ours, wrapper(x).detach(), atol=1e-7, rtol=0)
 
 
 def test_nothing_of_theirs_reaches_stdout_not_even_fd_1() -> None:

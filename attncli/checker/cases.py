@@ -46,7 +46,7 @@ def cases_for(ctor: Constructor) -> list[Case]:
             out.append(Case("random inputs, qkv_bias=True", _random(None, 5, 4, 2),
                             Setting(4, 6, 5, qkv_bias=True), False))
         return out
-    h2, h3 = (2, 3) if kind.multihead else (1, 1)
+    h2, h3 = (2, 3) if kind.takes_heads else (1, 1)
     two = torch.stack((book, book))  # (2, 6, 3) as the book batches them
     out = [
         Case("book inputs, batch 1", book[None], Setting(3, 2, 6, num_heads=h2), True),

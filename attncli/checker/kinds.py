@@ -17,6 +17,7 @@ class KindName(str, Enum):
     self_v2 = "self_v2"
     causal = "causal"
     multihead = "multihead"
+    wrapper = "wrapper"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class Kind:
     multihead: bool = False
     batched: bool = True  # forward takes (b, T, d_in); the self-attention classes take (T, d_in)
     linear: bool = True  # nn.Linear projections (v1 holds nn.Parameter matrices)
+    stacked: bool = False  # whole CausalAttention heads side by side: num_heads · d_out wide
+
+    @property
+    def takes_heads(self) -> bool:
+        """Whether the constructor takes num_heads."""
+        return self.multihead or self.stacked
 
     @property
     def signature(self) -> str:
@@ -50,8 +57,11 @@ KINDS: dict[KindName, Kind] = {
     KindName.multihead: Kind(KindName.multihead, "MultiHeadAttention",
                              ("d_in", "d_out", "context_length", "dropout", "num_heads"),
                              causal=True, dropout=True, multihead=True),
+    KindName.wrapper: Kind(KindName.wrapper, "MultiHeadAttentionWrapper",
+                           ("d_in", "d_out", "context_length", "dropout", "num_heads"),
+                           causal=True, dropout=True, stacked=True),
 }
-SIGNATURES = "; ".join(k.signature for k in KINDS.values() if k.batched)
+SIGNATURES = "; ".join(k.signature for k in KINDS.values() if k.batched and not k.stacked)
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,9 @@ def constructor_of(cls: type, forced: KindName | None = None) -> Constructor:
 
 def _detect(cls: type, names: list[str], required: int) -> Kind:
     if "num_heads" in names or required == 5:
-        return KINDS[KindName.multihead]
+        # The two classes with heads share a constructor: the book's names tell them apart.
+        wrapper = "wrapper" in cls.__name__.lower()
+        return KINDS[KindName.wrapper if wrapper else KindName.multihead]
     if "context_length" in names or required == 4:
         return KINDS[KindName.causal]
     if required == 2:

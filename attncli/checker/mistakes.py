@@ -20,7 +20,7 @@ class Mistake:
     def fits(self, kind: Kind) -> bool:
         """Whether a class of this kind can make the mistake."""
         return {"all": True, "causal": kind.causal, "dropout": kind.dropout,
-                "multihead": kind.multihead, "bias": kind.linear}[self.applies]
+                "multihead": kind.multihead, "bias": kind.linear and not kind.stacked}[self.applies]
 
 
 MISTAKES = (

@@ -7,13 +7,13 @@ each switch computes what one known mistake computes, so a reader's output can b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attncli.checker.kinds import Kind
+from attncli.checker.kinds import KINDS, Kind, KindName
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Weights:
     b_value: Tensor | None = None  # (d_out,)
     out_proj: Tensor | None = None  # (d_out, d_out) multi-head only
     out_bias: Tensor | None = None  # (d_out,)
+    heads: tuple[Weights, ...] = ()  # the wrapper's: each CausalAttention head's own
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class Setting:
 
 def make_weights(kind: Kind, s: Setting, seed: int) -> Weights:
     """Random weights for a case, from their own generator (the global seed is left alone)."""
+    if kind.stacked:
+        one = replace(s, num_heads=1)
+        heads = tuple(make_weights(KINDS[KindName.causal], one, seed + h)
+                      for h in range(s.num_heads))
+        return replace(heads[0], heads=heads)
     g = torch.Generator().manual_seed(seed)
 
     def draw(*shape: int) -> Tensor:
@@ -66,6 +72,10 @@ def forward(kind: Kind, w: Weights, x: Tensor, s: Setting,
             mistakes: frozenset[str] = frozenset()) -> Tensor:
     """The book's forward on x ((T, d_in), or (b, T, d_in) for the batched classes), with
     mistakes switched in; the caller seeds torch first when dropout acts."""
+    if kind.stacked:  # the wrapper: each head a CausalAttention, in order (their dropout too)
+        one = replace(s, num_heads=1)
+        return torch.cat([forward(KINDS[KindName.causal], head, x, one, mistakes)
+                          for head in w.heads], dim=-1)  # (b, T, num_heads · d_out)
     xb = x if x.dim() == 3 else x[None]  # (b, T, d_in)
     b, num_tokens, _ = xb.shape
     heads = s.num_heads if kind.multihead else 1

@@ -136,7 +136,8 @@ def _run(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -
     s = case.setting
     module = _built(cls, ctor, s)
     name = cls.__name__
-    plan = _theirs(lambda: plan_for(module, s, ctor.kind.multihead), f"reading your {name}")
+    plan = _theirs(lambda: plan_for(module, s, ctor.kind.multihead, ctor.kind.stacked),
+                   f"reading your {name}")
     if order is not None:
         plan = plan.reordered(order)
     weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
@@ -158,14 +159,14 @@ def _run(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -
         return out
     if isinstance(result, tuple | list) and result:
         result = result[0]  # (context, weights): the context is what is compared
-    want = (*case.x.shape[:-1], s.d_out)
+    want = (*case.x.shape[:-1], s.d_out * (s.num_heads if ctor.kind.stacked else 1))
     if not isinstance(result, Tensor):
         out.error = f"your forward returned {type(result).__name__}, not a tensor"
     elif result.is_complex():
         out.error = f"your forward returned a complex tensor ({result.dtype})"
     elif tuple(result.shape) != want:
-        wide = " (num_heads × d_out wide: the book's MultiHeadAttentionWrapper stacks whole " \
-            "CausalAttention heads; check one CausalAttention instead)" \
+        wide = " (num_heads × d_out wide, as the book's MultiHeadAttentionWrapper: give " \
+            "--kind wrapper)" \
             if ctor.kind.multihead and result.shape[-1] == s.num_heads * s.d_out else ""
         out.error = (f"your forward returned shape {tuple(result.shape)}; the book's returns "
                      f"{want}{wide}")

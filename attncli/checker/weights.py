@@ -8,7 +8,7 @@ of their parameters receives which of the book's, so the report can say how it c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor, nn
@@ -43,9 +43,13 @@ class Plan:
     slots: dict[str, Slot] = field(default_factory=dict)  # role (q, k, v, out or qkv) → slot
     ignored: list[str] = field(default_factory=list)  # the reader's parameters the book lacks
     guessed: bool = False  # q, k and v told apart by the order they were declared in
+    heads: list[tuple[str, Plan]] = field(default_factory=list)  # the wrapper's, by module name
 
     def reordered(self, order: tuple[str, str, str]) -> Plan:
         """The plan with its q, k and v slots given to the roles in order (a guess tried)."""
+        if self.heads:
+            return Plan(self.how, {}, self.ignored, self.guessed,
+                        [(name, head.reordered(order)) for name, head in self.heads])
         slots = dict(self.slots)
         for role, source in zip(("q", "k", "v"), order, strict=True):
             slots[role] = self.slots[source]
@@ -53,6 +57,9 @@ class Plan:
 
     def describe(self) -> dict[str, str]:
         """Each reader name → the book's name it received."""
+        if self.heads:
+            return {f"{name}.{yours}": f"{book} (head {h})" for h, (name, head) in
+                    enumerate(self.heads) for yours, book in head.describe().items()}
         out = {}
         for role, slot in self.slots.items():
             book = "W_query, W_key, W_value" if role == "qkv" else BOOK[role]
@@ -74,6 +81,8 @@ class Plan:
 
     def copy(self, w: Weights) -> None:
         """Write w into the reader's parameters, in their layout."""
+        for (_, head), weights in zip(self.heads, w.heads, strict=False):
+            head.copy(weights)
         with torch.no_grad():
             for role, slot in self.slots.items():
                 if role == "qkv":
@@ -144,8 +153,25 @@ def _hint(name: str) -> str | None:
     return None
 
 
-def plan_for(module: nn.Module, s: Setting, multihead: bool) -> Plan:
+def stacked_plan(module: nn.Module, s: Setting) -> Plan:
+    """The wrapper's plan: one per CausalAttention head, found in its nn.ModuleList."""
+    lists = [(n, m) for n, m in module.named_modules()
+             if isinstance(m, nn.ModuleList) and len(m) == s.num_heads]
+    if not lists:
+        raise AttnCliError(f"the book's MultiHeadAttentionWrapper keeps its {s.num_heads} heads "
+                           "in an nn.ModuleList of CausalAttention modules; yours has none")
+    name, heads = lists[0]
+    one = replace(s, num_heads=1)
+    plans = [(f"{name}.{h}", plan_for(head, one, False)) for h, head in enumerate(heads)]
+    how = "names" if all(p.how == "names" for _, p in plans) else "shapes"
+    return Plan(how, {}, [i for _, p in plans for i in p.ignored],
+                any(p.guessed for _, p in plans), plans)
+
+
+def plan_for(module: nn.Module, s: Setting, multihead: bool, stacked: bool = False) -> Plan:
     """Match the reader's parameters to the book's roles: its names, else shapes and hints."""
+    if stacked:
+        return stacked_plan(module, s)
     items = _candidates(module)
     if not items:
         raise AttnCliError("your class has no weights (no nn.Linear and no nn.Parameter): "

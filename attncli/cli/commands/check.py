@@ -19,7 +19,8 @@ def check(
         metavar="FILE.py:Class", show_default=False)],
     kind: Annotated[str | None, typer.Option(
         help="Which of the book's classes it is, when its constructor does not say: self_v1, "
-        "self_v2, causal or multihead.", show_default=False)] = None,
+        "self_v2, causal, multihead or wrapper (MultiHeadAttentionWrapper).",
+        show_default=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check your own chapter-3 attention class against the book's: PASS, or FAIL with the
@@ -29,8 +30,10 @@ def check(
 
     The class is recognised from its constructor (SelfAttention_v1/v2(d_in, d_out),
     CausalAttention(d_in, d_out, context_length, dropout), MultiHeadAttention(d_in, d_out,
-    context_length, dropout, num_heads), each with an optional qkv_bias). The book's weights are
-    copied into it, by the book's names or else by shape, and both run on the book's inputs and
+    context_length, dropout, num_heads), each with an optional qkv_bias; a class named
+    MultiHeadAttentionWrapper is the book's wrapper of CausalAttention heads). The book's
+    weights are copied into it, by the book's names or else by shape, and both run on the
+    book's inputs and
     on random ones, batch sizes 1 and 2, dropout off, on (the same seed) and in eval mode.
     Exit 0: pass; 1: fail; 2: bad input (a file that does not import, no such class, a
     constructor that does not fit).
