@@ -53,7 +53,9 @@ test-deps:
 
 # Three workers of one torch thread each on this 2-core machine: the suite is mostly attncli
 # processes, whose waits a third worker fills (a fresh clone's make test: 9 min 11 s, against
-# 9 min 49 s with two; each worker's torch would otherwise start a thread per core).
+# 9 min 49 s with two; each worker's torch would otherwise start a thread per core). Each file
+# runs on one worker (--dist loadfile): split across workers, a file's module-scoped fixture is
+# built once per worker, and test_cli_streams.py's 60 processes (150 s) ran twice.
 # What the tests need beyond the venv (apt's packages, the real model) is fetched while the venv
 # is built, and mypy checks the code while the suite runs: each waits on the network or a core.
 TEST_WORKERS ?= 3
@@ -68,7 +70,8 @@ test:
 	@# again (0.6 s of CPU each). Python checks each file's date, so an edit is never missed.
 	@$(PY) -m compileall -q attncli
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS); tests=$$?; \
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile; \
+	tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 bench: $(STAMP) model
