@@ -14,13 +14,17 @@ if TYPE_CHECKING:
     from attncli.core.inputs import InputVectors
 
 
-def read_source(text: str | None, file: str | None,
-                inputs: str | None = None) -> tuple[str | None, InputVectors | None]:
-    """The run's input: text (TEXT, '-', --file or piped stdin), or --inputs vectors."""
+def read_source(text: str | None, file: str | None, inputs: str | None = None,
+                settle: bool = True) -> tuple[str | None, InputVectors | None]:
+    """The run's input: text (TEXT, '-', --file or piped stdin), or --inputs vectors.
+
+    settle: the command's imports are done by now (else it calls after_imports itself, once
+    the input has been checked and the computation imported: bad input never imports torch)."""
     from attncli.cli.streams import after_imports
     from attncli.core.inputs import load_inputs, read_text
 
-    after_imports()  # the command's imports are done by now
+    if settle:
+        after_imports()
     if inputs is not None:
         if text is not None or file is not None:
             raise AttnCliError("give TEXT, --file or --inputs, not more than one")

@@ -98,16 +98,14 @@ def explain(
 
       attncli explain "..." --model gpt2 --layer 6 --predict 3   (the logit lens of layer 6)
     """
-    from attncli.core.pipeline import run_naive
+    from attncli.cli.streams import after_imports
     from attncli.core.request import Extract, Request
     from attncli.i18n import resolve_lang
-    from attncli.models.run import run_model
-    from attncli.render.explain import render_explain
 
     windows = parse_windows(rows, cols)
     stages = parse_stages(show, STAGES)
     check_outputs(save, save_json)
-    source_text, source_inputs = read_source(text, file, inputs)
+    source_text, source_inputs = read_source(text, file, inputs, settle=False)
     request = Request(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
@@ -115,6 +113,12 @@ def explain(
         layer=layer, impl=impl, positions=positions, predict=predict)
     extract = Extract(stages=stages, rows=windows[0], cols=windows[1], query=query, head=head,
                       lens=predict is not None)
+    # The input is checked: now the computation (torch) is imported.
+    from attncli.core.pipeline import run_naive
+    from attncli.models.run import run_model
+    from attncli.render.explain import render_explain
+
+    after_imports()
     result = (run_model(request, extract) if request.model is not None
               else run_naive(request, extract))
     display = display_of(result, precision, view, *windows, stages,

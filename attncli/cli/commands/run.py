@@ -109,13 +109,9 @@ def run(
 
       attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
     """
-    from attncli.cli.progress import progress_bar
+    from attncli.cli.streams import after_imports
     from attncli.core.request import Extract, Request
     from attncli.core.sizes import NAIVE_BUDGET
-    from attncli.long.path import run as run_attention
-    from attncli.models.run import run_model
-    from attncli.render.page import page_extra
-    from attncli.render.run import render_run
 
     windows = parse_windows(rows, cols)
     stages = parse_stages(show, STAGES)
@@ -123,7 +119,7 @@ def run(
     if full and not (as_json or save_json):
         raise AttnCliError("--full puts the whole weights matrix in the JSON: use it with --json "
                            "or --save-json")
-    source_text, source_inputs = read_source(text, file, inputs)
+    source_text, source_inputs = read_source(text, file, inputs, settle=False)
     request = Request(
         text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
         allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
@@ -132,6 +128,14 @@ def run(
         measure=measure, predict=predict)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=save is not None or not as_json, page=is_page(save))
+    # The input is checked: now the computation (torch) is imported.
+    from attncli.cli.progress import progress_bar
+    from attncli.long.path import run as run_attention
+    from attncli.models.run import run_model
+    from attncli.render.page import page_extra
+    from attncli.render.run import render_run
+
+    after_imports()
     with progress_bar() as report:
         result = (run_model(request, extract, report, NAIVE_BUDGET) if request.model is not None
                   else run_attention(request, extract, report))
