@@ -83,11 +83,8 @@ def heads(
 
       attncli heads "..." --model ~/models/gpt2 --json | jq '.heads[0]'
     """
+    from attncli.cli.streams import after_imports
     from attncli.core.request import Request
-    from attncli.models.heads import HeadsOptions
-    from attncli.models.run import run_heads
-    from attncli.render.heads import render_heads
-    from attncli.render.page import page_extra
 
     check_outputs(save, save_json)
     if probe is not None and (text is not None or file is not None):
@@ -95,9 +92,16 @@ def heads(
                            "or --file with it")
     window = None if layers is None else parse_window(layers, "--layers")
     # The probe makes its own tokens: its request carries an empty text.
-    source_text = "" if probe is not None else read_source(text, file)[0]
+    source_text = "" if probe is not None else read_source(text, file, settle=False)[0]
     request = Request(text=source_text, model=model, heads=heads, allow_special=allow_special,
                       measure=measure)
+    # The input is checked: now the computation (torch) is imported.
+    from attncli.models.heads import HeadsOptions
+    from attncli.models.run import run_heads
+    from attncli.render.heads import render_heads
+    from attncli.render.page import page_extra
+
+    after_imports()
     options = HeadsOptions(sort=sort, layers=window, probe=None if probe is None else probe.value,
                            probe_length=probe_length, probe_seed=probe_seed, threshold=threshold)
     result = run_heads(request, options)
