@@ -36,6 +36,7 @@ def text_of(build: Build, colour: bool, width: int | None = None) -> str:
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=width or _width(), force_terminal=colour,
+                      force_jupyter=False,  # in a kernel Rich would display, not write, it
                       no_color=not colour or "NO_COLOR" in os.environ, highlight=False,
                       color_system="truecolor" if colour else None)
     console.print(build(console))
