@@ -175,13 +175,13 @@ def test_ipython_shows_the_page_as_html_and_the_tables_as_text() -> None:
     assert "Attention weights" in data["text/plain"] and "journey" in data["text/plain"]
 
 
-def test_plain_ipython_shows_rich_text() -> None:
+def test_plain_ipython_shows_rich_text(tmp_path: Path) -> None:
     code = ("import attncli; attncli.show([[1.0, 0.0], [0.25, 0.75]], tokens=['cat', 'sat']); "
             "r = attncli.run('one two', variant='simple'); r")
     proc = subprocess.run([sys.executable, "-m", "IPython", "--no-banner", "--colors=nocolor",
                            "-c", code], capture_output=True, text=True, timeout=300,
-                          check=False, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin",
-                                            "HOME": str(ROOT)})
+                          check=False, cwd=ROOT, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin",
+                                                      "HOME": str(tmp_path)})  # its profile
     assert proc.returncode == 0, proc.stderr
     assert "0.7500" in proc.stdout and "cat" in proc.stdout
     assert "Traceback" not in proc.stderr
