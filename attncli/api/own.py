@@ -29,9 +29,7 @@ class CheckResult(Shown):
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of `attncli check --json`."""
-        from attncli.render.reports.check import RUNS_YOURS
-
-        return {"notice": RUNS_YOURS.format(target=self.report.target)} | self.report.to_dict()
+        return self.report.to_dict()
 
     def renderable(self, console: Console) -> RenderableType:
         from attncli.render.reports.check import render_check
@@ -50,16 +48,11 @@ def check(cls: type | str, kind: str | None = None) -> CheckResult:
     """Check a class (or "FILE.py:Class", imported) against the book's computation: the book's
     weights copied in, the book's and random inputs, batch 1 and 2, dropout off, on and in eval
     mode. The result says PASS, or FAIL with the known mistake that explains the difference."""
-    from attncli.checker.kinds import KindName
+    from attncli.checker.kinds import kind_named
     from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
-    from attncli.errors import AttnCliError
 
-    try:
-        forced = None if kind is None else KindName(kind)
-    except ValueError:
-        raise AttnCliError(f"unknown kind {kind!r} (choose from "
-                           f"{', '.join(k.value for k in KindName)})") from None
+    forced = kind_named(kind)
     with guarded(descriptors=False):  # os._exit in their code is an error, not the end
         if isinstance(cls, str):
             found, target = load_target(cls)

@@ -81,6 +81,17 @@ class Constructor:
         return ordered, extra
 
 
+def kind_named(value: str | None) -> KindName | None:
+    """--kind (or kind=): one of the book's classes by its short name."""
+    if value is None:
+        return None
+    try:
+        return KindName(value)
+    except ValueError:
+        raise AttnCliError(f"unknown kind {value!r} (choose from "
+                           f"{', '.join(k.value for k in KindName)})") from None
+
+
 def _parameters(cls: type) -> tuple[list[inspect.Parameter], bool]:
     """The constructor's named parameters, and whether it takes *args."""
     try:

@@ -63,7 +63,6 @@ MISTAKES = (
     Mistake("missing_bias", "qkv_bias=True is ignored: W_query, W_key and W_value have no bias",
             "bias", weights="missing_bias"),
 )
-BY_ID = {m.id: m for m in MISTAKES}
 # A forward that raises this (torch's words) left out .contiguous() before .view.
 CONTIGUOUS = "view size is not compatible with input tensor's size and stride"
 MISSING_CONTIGUOUS = ("missing_contiguous", ".view() on the transposed context needs "

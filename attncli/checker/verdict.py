@@ -15,12 +15,14 @@ from torch import Tensor, nn
 from attncli.checker.cases import BOOK_TOKENS, Case, cases_for
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
 from attncli.checker.load import theirs
-from attncli.checker.mistakes import BY_ID, CONTIGUOUS, MISSING_CONTIGUOUS, MISTAKES, Mistake
+from attncli.checker.mistakes import CONTIGUOUS, MISSING_CONTIGUOUS, MISTAKES, Mistake
 from attncli.checker.reference import Setting, Weights, forward, make_weights
 from attncli.checker.weights import Plan, plan_for
 from attncli.errors import AttnCliError
 
 ATOL, RTOL = 1e-5, 1e-4  # float32 rounding of another order of the same sums
+# The report's first line, in the text and in the JSON: `check` runs the reader's code.
+RUNS_YOURS = "attncli check runs your code: {target} is imported, constructed and called."
 Order = tuple[str, str, str]  # which guessed slot plays q, k and v
 ORDERS: tuple[Order, ...] = (("q", "k", "v"), ("k", "q", "v"), ("q", "v", "k"),
                              ("v", "k", "q"), ("k", "v", "q"), ("v", "q", "k"))
@@ -60,6 +62,7 @@ class Report:
         diffs = [_max_diff(o) for o in self.outcomes]
         finite = [d for d in diffs if d is not None]
         out: dict[str, Any] = {
+            "notice": RUNS_YOURS.format(target=self.target),
             "verdict": "pass" if self.passed else "fail", "target": self.target,
             "kind": self.kind.name.value, "book_class": self.kind.book_class,
             "class": self.target.rpartition(":")[2] or self.target,
@@ -125,10 +128,7 @@ def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
               "dropout": s.dropout, "num_heads": s.num_heads}
     args, kwargs = ctor.arguments(values, s.qkv_bias)
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module = _theirs(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
-    if not isinstance(module, nn.Module):
-        raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
-                           "subclass nn.Module")
+    module: nn.Module = _theirs(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
     return module
 
 
@@ -150,9 +150,9 @@ def _run(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -
     try:
         with torch.no_grad():
             result = module(x)
-    except (KeyboardInterrupt, SystemExit) as err:
-        if isinstance(err, KeyboardInterrupt):
-            raise
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
         raise AttnCliError(f"your {name}'s forward exited (SystemExit {err.code!r})") from None
     except BaseException as err:
         out.error, out.contiguous = f"your forward raised {theirs(err)}", CONTIGUOUS in str(err)
@@ -184,7 +184,7 @@ def _weights_for(o: Outcome, m: Mistake, w: Weights) -> Weights | None:
     """The weights a mistake computes with in this case (None: it cannot be this mistake)."""
     s = o.case.setting
     if m.weights == "extra_bias" and not s.qkv_bias:
-        extra = o.plan.extra_biases(s.qkv_bias)
+        extra = o.plan.extra_biases()
         if not extra:
             return None
         return replace(w, b_query=extra.get("q"), b_key=extra.get("k"), b_value=extra.get("v"))
@@ -270,8 +270,9 @@ def _outcomes(cls: type, ctor: Constructor, order: Order | None) -> list[Outcome
 def _checked(cls: type, ctor: Constructor, target: str) -> Report:
     with torch.random.fork_rng(devices=[]):
         outcomes = _outcomes(cls, ctor, None)
-        mistakes = [] if all(_close(o) for o in outcomes) else diagnose(outcomes, ctor.kind)
-        if outcomes[0].plan.guessed and not all(_close(o) for o in outcomes):
+        passed = all(_close(o) for o in outcomes)
+        mistakes = [] if passed else diagnose(outcomes, ctor.kind)
+        if outcomes[0].plan.guessed and not passed:
             # q, k and v were told apart by declaration order alone: the order that passes is
             # the reader's, else the one with the simplest diagnosis (one mistake, not two).
             for order in ORDERS[1:]:
@@ -294,4 +295,4 @@ def _size(found: list[tuple[str, str]]) -> int:
     return 1 + found[0][0].count(" + ")
 
 
-__all__ = ["BY_ID", "Report", "check_class"]
+__all__ = ["Report", "check_class"]

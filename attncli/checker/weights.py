@@ -66,10 +66,9 @@ class Plan:
             out[slot.name] = book + (" (transposed)" if slot.matmul else "")
         return out
 
-    def extra_biases(self, qkv_bias: bool) -> dict[str, Tensor]:
-        """The reader's own q/k/v biases where the book has none (qkv_bias=False), by role."""
-        if qkv_bias:
-            return {}
+    def extra_biases(self) -> dict[str, Tensor]:
+        """The reader's own q/k/v biases, by role: what a class computes with when the book
+        has none (qkv_bias=False)."""
         found: dict[str, Tensor] = {}
         for role, slot in self.slots.items():
             if slot.bias is None or role == "out":
@@ -94,14 +93,14 @@ class Plan:
                 slot.weight.copy_(matrix.T if slot.matmul else matrix)
                 if slot.bias is not None and bias is not None:
                     slot.bias.copy_(bias)
-                elif slot.bias is not None and role == "out":
-                    slot.bias.zero_()
 
 
 def _role(w: Weights, role: str) -> tuple[Tensor, Tensor | None]:
-    return {"q": (w.W_query, w.b_query), "k": (w.W_key, w.b_key), "v": (w.W_value, w.b_value),
-            "out": (w.out_proj if w.out_proj is not None else torch.eye(w.W_query.shape[0]),
-                    w.out_bias)}[role]
+    if role == "out":  # only MultiHeadAttention's plan has it, and its weights always do
+        assert w.out_proj is not None, "a multi-head case's weights hold out_proj"
+        return w.out_proj, w.out_bias
+    return {"q": (w.W_query, w.b_query), "k": (w.W_key, w.b_key),
+            "v": (w.W_value, w.b_value)}[role]
 
 
 Candidate = tuple[str, nn.Parameter, "nn.Parameter | None", bool]

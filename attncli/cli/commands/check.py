@@ -9,7 +9,6 @@ import typer
 from attncli.cli.app import app
 from attncli.cli.options import JsonOpt
 from attncli.cli.output import console, emit, emit_json
-from attncli.errors import AttnCliError
 
 
 @app.command()
@@ -44,25 +43,19 @@ def check(
 
       attncli check ch03.py:CausalAttention --json | jq .diagnosis
     """
-    from attncli.checker.kinds import KindName
+    from attncli.checker.kinds import kind_named
     from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
     from attncli.cli.streams import after_imports
-    from attncli.render.reports.check import RUNS_YOURS, render_check
+    from attncli.render.reports.check import render_check
 
-    forced = None
-    if kind is not None:
-        try:
-            forced = KindName(kind)
-        except ValueError:
-            raise AttnCliError(f"unknown kind {kind!r} (choose from "
-                               f"{', '.join(k.value for k in KindName)})") from None
+    forced = kind_named(kind)
     after_imports()
     out = console()
     with guarded(descriptors=True):  # what their code prints is not the report
         cls, name = load_target(target)
         report = check_class(cls, name, forced)
-    doc = {"notice": RUNS_YOURS.format(target=name)} | report.to_dict()
+    doc = report.to_dict()
     if as_json:
         emit_json(doc)
     else:

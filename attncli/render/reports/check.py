@@ -8,8 +8,6 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-RUNS_YOURS = "attncli check runs your code: {target} is imported, constructed and called."
-
 
 def _number(value: float | None) -> str:
     return "NaN/inf" if value is None else f"{value:.2e}" if value else "0"
@@ -22,7 +20,7 @@ def _row(values: list[float | None]) -> str:
 def render_check(report: dict[str, Any]) -> RenderableType:
     """The first line says the reader's code ran; then how the weights were copied, each case's
     largest difference, and the verdict with its diagnosis."""
-    parts: list[RenderableType] = [Text(RUNS_YOURS.format(target=report["target"]), "dim")]
+    parts: list[RenderableType] = [Text(report["notice"], "dim")]
     copied = report["copied"]
     if copied["how"] == "names":
         how = f"by the book's names ({', '.join(copied['map'])})"
