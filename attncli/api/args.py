@@ -3,9 +3,11 @@ wrong type is one AttnCliError naming it (never a TypeError from deep inside).""
 
 from __future__ import annotations
 
+import math
 import os
 import types
 import typing
+from collections.abc import Sequence
 from enum import Enum
 from functools import cache
 from typing import Any
@@ -87,3 +89,33 @@ def in_range(call: str, name: str, value: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise AttnCliError(f"attncli.{call}(): {name} must be in {low}..{high} (got {value})")
     return value
+
+
+def numbers_of(data: Any, what: str, floats: bool = False) -> Any:
+    """A tensor's or an array's numbers as nested lists (anything else as it is), its size
+    estimated before the copy and complex numbers refused; floats: a tensor as float32 first."""
+    shape = getattr(data, "shape", None)
+    if shape is None or not hasattr(data, "tolist"):
+        return data
+    from attncli.core.checks.parts import check_cells
+
+    check_cells(math.prod(int(n) for n in shape), f"{what} of shape {tuple(shape)}")
+    if "complex" in str(getattr(data, "dtype", "")):
+        raise AttnCliError(f"{what} must be real numbers (got complex ones)")
+    try:
+        if hasattr(data, "detach"):  # any device, with grad
+            data = data.detach().cpu().float() if floats else data.detach().cpu()
+        return data.tolist()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as err:
+        raise AttnCliError(f"cannot read the {what}: {str(err).splitlines()[0]}") from None
+
+
+def token_texts(tokens: Any, per: str) -> list[str] | None:
+    """tokens= as a list of strings, one per row or vector (one string is not a list)."""
+    if tokens is None:
+        return None
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not all(
+            isinstance(t, str) for t in tokens):
+        raise AttnCliError(f"tokens must be a list of strings, one per {per} (got "
+                           f"{tokens!r:.60})")
+    return list(tokens)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from attncli.api.args import in_range
+from attncli.api.args import in_range, numbers_of, token_texts
 from attncli.api.notebook import print_out, shell_kind
 from attncli.api.results import Result
 from attncli.core.display import Display
@@ -16,28 +15,15 @@ from attncli.errors import AttnCliError
 def _nested(weights: Any) -> Any:
     """A tensor (any device, with grad), an array or nested lists, as nested lists: [N][N] or
     [H][N][N]; a leading batch of one, [1][H][N][N], is dropped."""
-    from attncli.core.checks.parts import check_cells
-
     data = weights
     if isinstance(data, str | bytes | dict) or not (hasattr(data, "tolist")
                                                    or isinstance(data, list | tuple)):
         raise AttnCliError(f"weights must be a tensor, an array or nested lists (got "
                            f"{type(data).__name__}); `attncli show FILE` reads a saved file")
     shape = getattr(data, "shape", None)
-    if shape is not None:  # a tensor or an array: its size is known before any copy
-        check_cells(math.prod(int(n) for n in shape), f"weights of shape {tuple(shape)}")
-        if 0 in tuple(shape):
-            raise AttnCliError(f"weights are empty (shape {tuple(shape)})")
-    if getattr(data, "is_complex", lambda: False)() or "complex" in str(getattr(data, "dtype",
-                                                                                "")):
-        raise AttnCliError("weights must be real numbers (got complex ones)")
-    try:
-        if hasattr(data, "detach"):
-            data = data.detach().cpu().float()
-        if hasattr(data, "tolist"):
-            data = data.tolist()
-    except (RuntimeError, NotImplementedError, TypeError, ValueError) as err:
-        raise AttnCliError(f"cannot read the weights: {str(err).splitlines()[0]}") from None
+    if shape is not None and 0 in tuple(shape):
+        raise AttnCliError(f"weights are empty (shape {tuple(shape)})")
+    data = numbers_of(data, "weights", floats=True)  # bool and integer weights as numbers
     data = _lists(data)
     depth, probe = 0, data
     while isinstance(probe, list) and probe:
@@ -64,10 +50,7 @@ def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) 
     from attncli.core.saved import weights_result
 
     in_range("view", "precision", precision, 0, 8)
-    if tokens is not None and (isinstance(tokens, str) or not isinstance(tokens, Sequence)
-                               or not all(isinstance(t, str) for t in tokens)):
-        raise AttnCliError(f"tokens must be a list of strings, one per row (got {tokens!r:.60})")
-    record = weights_result(_nested(weights), None if tokens is None else list(tokens))
+    record = weights_result(_nested(weights), token_texts(tokens, "row"))
     return Result(record, Display(precision=precision), mode="weights")
 
 

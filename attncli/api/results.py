@@ -31,10 +31,9 @@ def _tensor(data: Any, masked: float = float("nan")) -> torch.Tensor:
     import numpy as np
     import torch
 
-    array = np.asarray(data, dtype=np.float32) if not isinstance(data, np.ndarray) else data
-    if masked != masked:  # noqa: PLR0124  (NaN: masked cells are already NaN)
-        return torch.from_numpy(np.array(array, dtype=np.float32))
-    return torch.from_numpy(np.nan_to_num(np.array(array, dtype=np.float32), nan=masked))
+    array = np.array(data, dtype=np.float32)  # a copy, None (masked) as NaN
+    array[np.isnan(array)] = masked
+    return torch.from_numpy(array)
 
 
 class Result(Shown):

@@ -6,12 +6,11 @@ as the command's options (--d-out is d_out), and returns the same result contrac
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from attncli.api.args import in_range, options, typed
+from attncli.api.args import in_range, numbers_of, options, token_texts, typed
 from attncli.api.results import HeadsResult, Result
 from attncli.core.display import Display, View, Window, display_of, parse_stages, parse_window
 from attncli.core.request import Extract, Request
@@ -51,7 +50,6 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
             inputs: Any, tokens: Sequence[str] | None) -> dict[str, Any]:
     """The request's text or vectors: a string, a file, or vectors (a JSON path, a nested list,
     a tensor or an array of (T, d_in))."""
-    from attncli.core.checks.parts import check_cells
     from attncli.core.inputs import input_vectors, load_inputs, read_text
 
     if sum(v is not None for v in (text, file, inputs)) != 1:
@@ -62,29 +60,20 @@ def _source(text: str | None, file: str | os.PathLike[str] | None,
         if file is not None:
             return {"text": read_text(None, typed("run", "file", file, str))}
         return {"text": _text(text)}
-    if tokens is not None and (isinstance(tokens, str) or not isinstance(tokens, Sequence)
-                               or not all(isinstance(t, str) for t in tokens)):
-        raise AttnCliError(f"tokens must be a list of strings, one per vector (got {tokens!r:.60})")
+    labels = token_texts(tokens, "vector")
     if isinstance(inputs, str | os.PathLike):
         if tokens is not None:
             raise AttnCliError("tokens= goes with vectors; a JSON file gives its own \"tokens\"")
         return {"inputs": load_inputs(inputs)}
     shape = getattr(inputs, "shape", None)
-    if shape is not None:  # a tensor or an array: its size is known before any copy
-        check_cells(math.prod(int(n) for n in shape), f"inputs of shape {tuple(shape)}")
     if shape is not None and (len(shape) not in (2, 3) or (len(shape) == 3 and shape[0] != 1)):
         raise AttnCliError(f"inputs must be (T, d_in) vectors, or a batch of one, (1, T, d_in) "
                            f"(got shape {tuple(shape)})")
-    if getattr(inputs, "is_complex", lambda: False)():
-        raise AttnCliError("inputs must be real numbers (got a complex tensor)")
-    try:
-        data = inputs.tolist() if hasattr(inputs, "tolist") else inputs
-    except (RuntimeError, NotImplementedError, TypeError, ValueError) as err:
-        raise AttnCliError(f"cannot read inputs: {err}") from None
+    data = numbers_of(inputs, "inputs")
     if isinstance(data, list) and len(data) == 1 and isinstance(data[0], list) and data[0] \
             and isinstance(data[0][0], list):
         data = data[0]  # a batch of one, (1, T, d_in)
-    return {"inputs": input_vectors(data, None if tokens is None else list(tokens))}
+    return {"inputs": input_vectors(data, labels)}
 
 
 def _text(text: str | None) -> str:
