@@ -148,12 +148,17 @@ def _write(tmp_path: Path, body: str, name: str = "mine.py") -> Path:
     return path
 
 
-def _book_mha_source(**changes: str) -> str:
-    source = (CLASSES / "book_mha.py").read_text(encoding="utf-8")
+def _book_source(name: str, **changes: str) -> str:
+    """One of the book's classes in the corpus, each change (a line of it) made."""
+    source = (CLASSES / name).read_text(encoding="utf-8")
     for old, new in changes.items():
-        assert old in source
+        assert old in source, old
         source = source.replace(old, new)
     return source
+
+
+def _book_mha_source(**changes: str) -> str:
+    return _book_source("book_mha.py", **changes)
 
 
 def test_two_mistakes_together_are_named_together(cli, tmp_path: Path) -> None:  # noqa: ANN001
@@ -272,11 +277,7 @@ def test_sys_exit_in_the_readers_code_is_bad_input_not_a_pass(cli,  # noqa: ANN0
 
 
 def _book_causal_source(**changes: str) -> str:
-    source = (CLASSES / "book_causal.py").read_text(encoding="utf-8")
-    for old, new in changes.items():
-        assert old in source, old
-        source = source.replace(old, new)
-    return source
+    return _book_source("book_causal.py", **changes)
 
 
 def _check_json(cli, path: Path, *extra: str) -> tuple[int, Any]:  # noqa: ANN001
