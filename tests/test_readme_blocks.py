@@ -6,6 +6,7 @@ import json
 
 from tests.readme_blocks import (
     README,
+    ROUNDING,
     TIMINGS,
     Block,
     Example,
@@ -35,6 +36,22 @@ def test_masks_hide_times_but_not_bytes() -> None:
     assert differences(example, slower, TIMINGS) == ""
     assert differences(example, slower.replace("304.0", "305.0"), TIMINGS) != ""
     assert differences(example, slower.replace("1.99", "1.98"), TIMINGS) != ""
+
+
+def test_json_floats_match_within_two_float32_steps_only() -> None:
+    example = Example(1, "attncli run --json", ("[0.13854756951332092, 0.5, 3]",))
+    assert differences(example, "[0.13854758441448212, 0.5, 3]", []) == ""  # one step
+    assert differences(example, "[0.1385476, 0.5, 3]", []) != ""  # about five steps
+    assert differences(example, "[0.13854756951332092, 0.5, 4]", []) != ""  # integers exactly
+
+
+def test_rounding_masks_hide_noise_but_not_a_difference() -> None:
+    example = Example(1, "attncli kvcache", ("(max |diff| weights 8.9e-08, context 2.1e-07)",
+                                             "(max |diff| =", "1.1e-16): invariant"))
+    noise = "(max |diff| weights 3.0e-08, context 1.8e-07)\n(max |diff| =\n1.7e-16): invariant\n"
+    assert differences(example, noise, ROUNDING) == ""
+    assert differences(example, noise.replace("3.0e-08", "3.0e-03"), ROUNDING) != ""
+    assert differences(example, noise.replace("1.7e-16", "1.7e-01"), ROUNDING) != ""
 
 
 def test_an_elided_block_matches_only_around_its_gaps() -> None:
