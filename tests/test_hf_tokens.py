@@ -122,3 +122,29 @@ def test_the_json_lists_the_same_tokens(folders: dict[str, Path]) -> None:
         assert [t["id"] for t in tokens] == [p.id for p in whole.pieces]
         assert tokens[-1]["index"] <= last and max(t["id"] for t in tokens) <= largest
         assert doc["tokenizer"]["added_before"] == whole.before
+
+
+def test_chatml_specials_follow_allow_special_and_the_files_padding_is_off(
+        tmp_path: Path) -> None:
+    """A byte-level tokenizer.json with <|im_start|> as a special token (SmolLM2's, Qwen's)
+    that pads to 64 and truncates at 8: the text's own tokens, in one list or streamed, and
+    <|im_start|> plain text unless allow_special; against the tokenizers library's encode."""
+    from tokenizers import Tokenizer
+
+    tok = byte_level_tokenizer()
+    tok.add_special_tokens(["<|im_start|>"])
+    tok.enable_padding(length=64, pad_id=0, pad_token="<pad>")
+    tok.enable_truncation(8)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    text = "<|im_start|>user The cat sat on the mat. 猫吃鱼 <|im_start|> " * 3
+    reference = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    reference.no_padding()
+    reference.no_truncation()
+    special = reference.token_to_id("<|im_start|>")
+    for allow in (False, True):
+        reference.encode_special_tokens = not allow
+        expected = reference.encode(text).ids
+        assert len(expected) > 8 and (special in expected[1:]) == allow
+        assert [p.id for p in hf_tokenize(tmp_path, text, allow).pieces] == expected
+        _, _, chunks = hf_token_chunks(tmp_path, text, allow, 10, 20)
+        assert [p.id for chunk in chunks for p in chunk] == expected

@@ -33,7 +33,9 @@ EncodingOpt = Annotated[str, typer.Option(
     "--encoding", "-e", help="tiktoken encoding: gpt2 (bundled, alias r50k_base), cl100k_base, "
     "o200k_base, p50k_base (these need tiktoken's cached files).")]
 SpecialOpt = Annotated[bool, typer.Option("--allow-special",
-    help="Encode text such as <|endoftext|> as the special token, not as plain text.")]
+    help="Encode special-token text in the input (<|endoftext|>, [SEP], [CLS], <|im_start|>) "
+    "as the special token, with every tokenizer [default: off: such text is plain text, as "
+    "tiktoken reads it; transformers' tokenizers read it as the special token].")]
 SeedOpt = Annotated[int, typer.Option(help="Seed for the embeddings and the attention weights.")]
 EmbDimOpt = Annotated[int, typer.Option(help="Embedding size (d_in) for text input.")]
 ContextOpt = Annotated[int | None, typer.Option(

@@ -55,9 +55,15 @@ def source_tokenizer(source: WeightSource) -> Any:
 
 @cache
 def _parsed(text: str, what: str) -> Any:
+    """The tokenizer, with the padding and truncation its file may set switched off: an
+    inspector shows the text's own tokens (no [PAD] rows), and a text longer than the model's
+    positions is refused, or taken by the tiled path, as for every model, never cut short."""
     from tokenizers import Tokenizer
 
-    return _calling(Tokenizer.from_str, what, text)
+    tokenizer = _calling(Tokenizer.from_str, what, text)
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def _loaded(tokenizer: Path | Any) -> Any:  # a tokenizer, or a folder's
