@@ -33,14 +33,17 @@ typedef void (*block_fn)(const uint8_t *x, float *y, int64_t n);  /* n blocks */
 
 static inline float from_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
 
-/* IEEE half (little-endian bytes) to float32, exactly: subnormals, infinities, NaN payloads. */
+static inline uint32_t to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* IEEE half (little-endian bytes) to float32, exactly: subnormals, infinities, NaN payloads.
+ * The half's bits moved into a float32's place are that half times 2^-112 (a subnormal half
+ * lands on a float32 subnormal), so one exact product by 2^112 converts every finite half;
+ * no branch on them, so loops of halves vectorise. */
 static inline float f16(const uint8_t *p) {
     uint32_t h = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-    uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1f) return from_bits(sign | 0x7f800000u | (man << 13));
-    if (exp) return from_bits(sign | ((exp + 112u) << 23) | (man << 13));
-    float magnitude = (float)man * 0x1p-24f;  /* a subnormal half is man·2^-24, exact */
-    return sign ? -magnitude : magnitude;
+    uint32_t sign = (h & 0x8000u) << 16, rest = (h & 0x7fffu) << 13;
+    uint32_t finite = to_bits(from_bits(rest) * 0x1p112f);
+    return from_bits(sign | ((h & 0x7c00u) == 0x7c00u ? 0x7f800000u | rest : finite));
 }
 
 static const int8_t KVALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -138,10 +141,11 @@ VECTOR_CLONES static void blocks_q2_k(const uint8_t *x, float *y, int64_t n) {
             ml[s] = dmin * (float)(x[s] >> 4);
         }
         const uint8_t *qs = x + 16;
-        for (int p = 0; p < QK_K; p++) {  /* p = half·128 + shift·32 + l */
-            int q = (qs[(p >> 7) * 32 + (p & 31)] >> (2 * ((p >> 5) & 3))) & 3;
-            y[p] = dl[p >> 4] * (float)q - ml[p >> 4];
-        }
+        for (int g = 0; g < 8; g++)  /* 32 values: half g / 4, bits 2·(g % 4) of qs[32·half..] */
+            for (int l = 0; l < 32; l++) {
+                int s = 2 * g + l / 16, q = (qs[(g >> 2) * 32 + l] >> (2 * (g & 3))) & 3;
+                y[32 * g + l] = dl[s] * (float)q - ml[s];
+            }
     }
 }
 
@@ -155,11 +159,12 @@ VECTOR_CLONES static void blocks_q3_k(const uint8_t *x, float *y, int64_t n) {
             int hi = (sc[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
             dl[s] = d * (float)((lo | hi << 4) - 32);
         }
-        for (int p = 0; p < QK_K; p++) {  /* p = half·128 + shift·32 + l; mask bit p / 32 */
-            int low = (qs[(p >> 7) * 32 + (p & 31)] >> (2 * ((p >> 5) & 3))) & 3;
-            int high = ((hmask[p & 31] >> (p >> 5)) & 1) ^ 1;  /* offset 4 where the bit is 0 */
-            y[p] = dl[p >> 4] * (float)(low - (high << 2));
-        }
+        for (int g = 0; g < 8; g++)  /* as Q2_K's values, with mask bit g of hmask[l] */
+            for (int l = 0; l < 32; l++) {
+                int low = (qs[(g >> 2) * 32 + l] >> (2 * (g & 3))) & 3;
+                int high = ((hmask[l] >> g) & 1) ^ 1;  /* offset 4 where the bit is 0 */
+                y[32 * g + l] = dl[2 * g + l / 16] * (float)(low - (high << 2));
+            }
     }
 }
 
@@ -179,10 +184,11 @@ VECTOR_CLONES static void blocks_q4_k(const uint8_t *x, float *y, int64_t n) {
         float dl[8], ml[8];
         scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
         const uint8_t *qs = x + 16;
-        for (int p = 0; p < QK_K; p++) {
-            int q = (qs[(p >> 6) * 32 + (p & 31)] >> (4 * ((p >> 5) & 1))) & 0xF;
-            y[p] = dl[p >> 5] * (float)q - ml[p >> 5];
-        }
+        for (int g = 0; g < 8; g++)
+            for (int l = 0; l < 32; l++) {
+                int q = (qs[(g >> 1) * 32 + l] >> (4 * (g & 1))) & 0xF;
+                y[32 * g + l] = dl[g] * (float)q - ml[g];
+            }
     }
 }
 
@@ -192,11 +198,11 @@ VECTOR_CLONES static void blocks_q5_k(const uint8_t *x, float *y, int64_t n) {
         float dl[8], ml[8];
         scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
         const uint8_t *qh = x + 16, *qs = x + 48;
-        for (int p = 0; p < QK_K; p++) {
-            int q = ((qs[(p >> 6) * 32 + (p & 31)] >> (4 * ((p >> 5) & 1))) & 0xF) |
-                    (((qh[p & 31] >> (p >> 5)) & 1) << 4);
-            y[p] = dl[p >> 5] * (float)q - ml[p >> 5];
-        }
+        for (int g = 0; g < 8; g++)
+            for (int l = 0; l < 32; l++) {
+                int q = ((qs[(g >> 1) * 32 + l] >> (4 * (g & 1))) & 0xF) | (((qh[l] >> g) & 1) << 4);
+                y[32 * g + l] = dl[g] * (float)q - ml[g];
+            }
     }
 }
 
@@ -206,12 +212,13 @@ VECTOR_CLONES static void blocks_q6_k(const uint8_t *x, float *y, int64_t n) {
         const uint8_t *ql = x, *qh = x + 128;
         float d = f16(x + 208), dl[16];
         for (int s = 0; s < 16; s++) dl[s] = d * (float)(int8_t)x[192 + s];
-        for (int p = 0; p < QK_K; p++) {  /* p = half·128 + r */
-            int h = p >> 7, r = p & 127;
-            int q = ((ql[h * 64 + (r & 63)] >> (4 * (r >> 6))) & 0xF) |
-                    (((qh[h * 32 + (r & 31)] >> (2 * (r >> 5))) & 3) << 4);
-            y[p] = dl[p >> 4] * (float)(q - 32);
-        }
+        for (int g = 0; g < 8; g++)  /* 32 values: half h = g / 4, r = 32·(g % 4) + l */
+            for (int l = 0; l < 32; l++) {
+                int h = g >> 2, r = 32 * (g & 3) + l;
+                int q = ((ql[h * 64 + (r & 63)] >> (4 * (r >> 6))) & 0xF) |
+                        (((qh[h * 32 + l] >> (2 * (g & 3))) & 3) << 4);
+                y[32 * g + l] = dl[2 * g + l / 16] * (float)(q - 32);
+            }
     }
 }
 
