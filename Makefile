@@ -16,7 +16,7 @@ REAL_TEXT := samples/induction.txt
 WHEELS ?= /opt/wheels
 CPU_TORCH := $(firstword $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl))
 
-$(STAMP): pyproject.toml setup.py attncli/long/_fused.c
+$(STAMP): pyproject.toml setup.py attncli/long/_fused.c attncli/models/sources/gguf/_dequant.c
 	$(PYTHON) -m venv $(VENV)
 	@if [ -n "$(CPU_TORCH)" ] && $(PY) -m pip install -q uv && $(VENV)/bin/uv pip install -q \
 		--python $(PY) --compile-bytecode --find-links $(WHEELS) 'torch==2.13.0+cpu' -e '.[test]'; \
@@ -79,6 +79,7 @@ bench: $(STAMP) model
 	$(PY) bench/bench.py
 	$(PY) bench/e2e.py
 	$(PY) bench/gguf_e2e.py
+	$(PY) bench/dequant.py
 	$(PY) bench/rollout.py
 	$(PY) bench/heads_scores.py
 	$(PY) bench/families.py

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-from gguf.quants import dequantize
 
 from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
 from attncli.models.sources.gguf.config import architecture, build_config
+from attncli.models.sources.gguf.dequant import dequantize
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_header
 from attncli.models.sources.gguf.names import (
     hf_to_gguf,
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 @cache
 def can_dequantize(qtype: GGMLQuantizationType) -> bool:
-    """Whether gguf.quants has a dequantizer for this type (tried on zero blocks)."""
+    """Whether dequant.py (its C code, else gguf.quants) dequantizes this type (tried on zero
+    blocks)."""
     try:
         dequantize(np.zeros((1, GGML_QUANT_SIZES[qtype][1]), dtype=np.uint8), qtype)
     except (NotImplementedError, ValueError, KeyError, TypeError):
