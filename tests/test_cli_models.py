@@ -189,3 +189,41 @@ def test_a_c1_control_in_a_folder_name_is_escaped_in_the_json(cli, cache: Path) 
     assert "\u009b" not in got.out and "na\\u009bme" in got.out
     assert got.json()["models"][0]["name"] == "Org/na\u009bme"
     assert "\u009b" not in cli("models").out
+
+
+def test_many_manifests_naming_a_few_blobs_parse_each_header_once(
+        cli, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 manifests took 184 s when each parsed its blob's header again: the calls are
+    counted here (bench/models.py times a store of 3,000)."""
+    from attncli.models.sources.gguf import describe
+
+    files = [tmp_path / "llama.gguf", tmp_path / "gpt2.gguf"]
+    write_model(files[0], "llama", gguf.GGMLQuantizationType.Q8_0)
+    write_model(files[1], "gpt2", gguf.GGMLQuantizationType.F16)
+    ollama = tmp_path / "many"
+    blobs = [_pull(ollama, f"m{k:02d}", data=files[k % 2].read_bytes()) for k in range(40)]
+    lmstudio = tmp_path / "lms"
+    (lmstudio / "pub" / "m").mkdir(parents=True)
+    shutil.copyfile(files[0], lmstudio / "pub" / "m" / "a.gguf")
+    (lmstudio / "pub" / "m" / "b.gguf").symlink_to("a.gguf")  # one file, two names
+    monkeypatch.setenv("OLLAMA_MODELS", str(ollama))
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(lmstudio))
+    parsed: Counter[str] = Counter()
+    read_header = describe.read_header
+
+    def counting(path: Path) -> object:
+        parsed[str(Path(path).resolve())] += 1
+        return read_header(path)
+
+    monkeypatch.setattr(describe, "read_header", counting)
+    doc = cli("models", "--json").json()
+    assert parsed == {str(blobs[0].resolve()): 1, str(blobs[1].resolve()): 1,
+                      str((lmstudio / "pub" / "m" / "a.gguf").resolve()): 1}
+    rows = {row["name"]: row for row in doc["models"]}
+    for k, blob in enumerate(blobs):
+        assert rows[f"m{k:02d}:latest"] == {
+            "name": f"m{k:02d}:latest", "source": "ollama", "format": "gguf",
+            "model": f"ollama:m{k:02d}:latest", "path": str(blob), **_gguf_row(blob)}
+    for name in ("a.gguf", "b.gguf"):
+        assert {k: rows[f"pub/m/{name}"][k] for k in ("architecture", "size_bytes")} == {
+            "architecture": "llama", "size_bytes": files[0].stat().st_size}
