@@ -12,7 +12,7 @@ import gguf
 import pytest
 from safetensors import safe_open
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, rendered
 from tests.gguf_fixtures import write_model
 from tests.llama_fixtures import save_family
 from tests.test_stores_ollama import _pull
@@ -227,3 +227,19 @@ def test_many_manifests_naming_a_few_blobs_parse_each_header_once(
     for name in ("a.gguf", "b.gguf"):
         assert {k: rows[f"pub/m/{name}"][k] for k in ("architecture", "size_bytes")} == {
             "architecture": "llama", "size_bytes": files[0].stat().st_size}
+
+
+def test_every_width_shows_each_size_whole(cli, stores: dict[str, Path]) -> None:
+    """At no width is a cell cut: the table needs a divider and a space either side of each
+    column after the name (at 80 columns its size column lost "MB"), else two lines a model
+    (from 64 columns, where each model's second line fits)."""
+    from attncli.render.models import render_models, size_text
+
+    doc = cli("models", "--json").json()
+    sizes = [size_text(row["size_bytes"]) for row in doc["models"]]
+    for width in range(64, 131):
+        lines = rendered(lambda console: render_models(doc), width).splitlines()
+        assert all(len(line) <= width for line in lines), width
+        shown = [next((line for line in lines if line.rstrip().endswith(size)), None)
+                 for size in sizes]
+        assert None not in shown, (width, sizes, lines)

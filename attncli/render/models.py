@@ -79,7 +79,8 @@ class _Listing:
         headers: list[Text | str] = [header for header, _ in COLUMNS]
         widths = [max(cell_len(str(cells[k])) for cells in [headers, *self.rows])
                   for k in range(1, len(COLUMNS))]
-        if options.max_width >= NAME_WIDTH + sum(widths) + 2 * len(widths):
+        # each column after the name: its cells, a space either side, one divider
+        if options.max_width >= NAME_WIDTH + sum(widths) + 3 * len(widths):
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
             for column, justify in COLUMNS:  # only a long name folds: it is what --model takes
                 table.add_column(column, justify=justify,  # type: ignore[arg-type]
