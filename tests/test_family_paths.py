@@ -205,6 +205,7 @@ def test_models_lists_each_family(cli, models: Models, tmp_path: Path,  # noqa: 
     monkeypatch.setenv("HF_HUB_CACHE", str(root))
     monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
     monkeypatch.setenv("LMSTUDIO_MODELS", str(tmp_path / "no-lmstudio"))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "no-attncli"))
     run = cli("models", "--json")
     assert run.code == 0, run.err
     doc = run.json()

@@ -56,6 +56,7 @@ def _usage_or_ok(got: CliRun) -> None:
 
 def _models_lists(cli, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(folder.parent.parent.parent))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(folder.parent.parent.parent / "no-attncli"))
     got = cli("models", "--json")
     assert got.code == 0, got.err
     doc = got.json()

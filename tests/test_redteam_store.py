@@ -55,6 +55,7 @@ def hostile_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config = json.loads((eps / "config.json").read_text())
     (eps / "config.json").write_text(json.dumps({**config, "layer_norm_epsilon": 1e300}))
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "no-attncli"))
     return cache
 
 
@@ -127,6 +128,7 @@ def test_a_cache_that_cannot_be_listed_is_one_line(cli, tmp_path: Path,
     inside a folder with no search permission is what root still reads; a path through a
     regular file (ENOTDIR) and a name past NAME_MAX (ENAMETOOLONG) fail for everyone."""
     (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "no-attncli"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / ("n" * 300)))
     got = cli("models", "--json")
     assert got.code in (0, 2), got.err
@@ -143,6 +145,7 @@ def test_an_unreadable_snapshot_is_listed_as_unreadable(cli, tmp_path: Path,
     folder = _snapshot(cache, "Org--locked")
     folder.chmod(0)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", str(tmp_path / "no-attncli"))
     try:
         doc = cli("models", "--json").json()
     finally:

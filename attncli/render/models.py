@@ -12,9 +12,10 @@ from rich.text import Text
 
 # The stores' names where the list says where it looked, and in the table's source column.
 SOURCES = {"huggingface": "Hugging Face cache", "ollama": "Ollama's store",
-           "lmstudio": "LM Studio's folder"}
+           "lmstudio": "LM Studio's folder", "attncli": "attncli's cache"}
 NAME_WIDTH = 20  # the name column's least width; narrower, the list is one model per 2 lines
-SHORT = {"huggingface": "HF cache", "ollama": "Ollama", "lmstudio": "LM Studio"}
+SHORT = {"huggingface": "HF cache", "ollama": "Ollama", "lmstudio": "LM Studio",
+         "attncli": "attncli"}
 COLUMNS = (("name", "left"), ("source", "left"), ("stored as", "left"), ("arch", "left"),
            ("layers × heads", "right"), ("size", "right"))
 
@@ -59,6 +60,8 @@ def _looked_in(stores: dict[str, Any]) -> Text:
     if stores.get("ollama"):
         parts.append(f"{SOURCES['ollama']} {escaped(stores['ollama'])}")
     parts.extend(f"{SOURCES['lmstudio']} {escaped(root)}" for root in stores.get("lmstudio", []))
+    if stores.get("attncli"):
+        parts.append(f"{SOURCES['attncli']} {escaped(stores['attncli'])}")
     return Text("Looked in: " + " · ".join(parts), style="dim")
 
 
@@ -76,7 +79,8 @@ class _Listing:
         headers: list[Text | str] = [header for header, _ in COLUMNS]
         widths = [max(cell_len(str(cells[k])) for cells in [headers, *self.rows])
                   for k in range(1, len(COLUMNS))]
-        if options.max_width >= NAME_WIDTH + sum(widths) + 2 * len(widths):
+        # each column after the name: its cells, a space either side, one divider
+        if options.max_width >= NAME_WIDTH + sum(widths) + 3 * len(widths):
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
             for column, justify in COLUMNS:  # only a long name folds: it is what --model takes
                 table.add_column(column, justify=justify,  # type: ignore[arg-type]

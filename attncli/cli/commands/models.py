@@ -9,13 +9,14 @@ from attncli.cli.output import console, emit, emit_json
 
 @app.command()
 def models(as_json: JsonOpt = False) -> None:
-    """List the models --model can read: the Hugging Face cache, Ollama's store, LM Studio's folder.
+    """List the models --model can read: the HF cache, Ollama's, LM Studio's and attncli's own.
 
     Each from its headers alone (no weights read): name, source, format and quantization,
     architecture, layers × heads (kv heads), size; then those attncli cannot read, and why.
     Safetensors checkpoints and GGUF files of GPT-2 and the Llama family (llama, mistral, qwen2,
-    qwen3). The stores are $HF_HUB_CACHE, $OLLAMA_MODELS (else ~/.ollama/models) and
-    $LMSTUDIO_MODELS (else ~/.lmstudio/models). Nothing is downloaded.
+    qwen3). The stores are $HF_HUB_CACHE, $OLLAMA_MODELS (else ~/.ollama/models),
+    $LMSTUDIO_MODELS (else ~/.lmstudio/models) and attncli's cache, where make demo fetches
+    SmolLM2 ($ATTNCLI_MODEL_CACHE, else ~/.cache/attncli/models). Nothing is downloaded.
 
     Examples:
 

@@ -1,6 +1,7 @@
-"""`attncli models`: the models in the Hugging Face cache, Ollama's store and LM Studio's folder,
-each from its headers alone (no tensor read), and those attncli cannot read, each with the reason
-(read defensively: nothing there stops the list)."""
+"""`attncli models`: the models in the Hugging Face cache, Ollama's store, LM Studio's folder and
+attncli's own cache, each from its headers alone (no tensor read, each distinct GGUF file's header
+parsed once), and those attncli cannot read, each with the reason (read defensively: nothing there
+stops the list)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
+from attncli.models.stores.fetched import fetched_models, fetched_root
 from attncli.models.stores.lmstudio import lmstudio_files, lmstudio_roots
 from attncli.models.stores.locate import hub_cache_dir, read_config_file, snapshot_of
 from attncli.models.stores.ollama import PREFIX, ollama_models, ollama_root
 from attncli.models.stores.paths import is_dir, is_file, is_model_gguf
 
 INDEX = "model.safetensors.index.json"
-HF, OLLAMA, LMSTUDIO = "huggingface", "ollama", "lmstudio"  # the stores' names in the JSON
+HF, OLLAMA, LMSTUDIO, FETCHED = "huggingface", "ollama", "lmstudio", "attncli"  # in the JSON
 MAX_FILES = 200  # GGUF files listed from one hub repo
 
 
@@ -126,15 +128,39 @@ def _gguf_files(folder: Path) -> list[Path]:
     return files[:MAX_FILES]
 
 
-def _hub(cache: Path, rows: list[dict[str, Any]], unreadable: list[dict[str, Any]]) -> None:
+class Headers:
+    """What each GGUF file holds, its header parsed once however many entries name it (thousands
+    of Ollama manifests may share a few blobs)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, dict[str, Any]] = {}
+
+    def describe(self, path: Path) -> dict[str, Any]:
+        """describe_gguf(path), from the first description of the same real file."""
+        from attncli.models.sources.gguf.describe import describe_gguf
+
+        try:
+            key = os.path.realpath(path)
+        except (OSError, ValueError):
+            return describe_gguf(path)
+        if key not in self.seen:
+            self.seen[key] = describe_gguf(path)
+        return self.seen[key]
+
+
+Listed = tuple[list[dict[str, Any]], list[dict[str, Any]], Headers]  # rows, unreadable, headers
+
+
+def _hub(cache: Path, listed: Listed) -> None:
     """The hub cache's repos: a safetensors checkpoint is one row, a GGUF repo one per file."""
+    rows, unreadable, _ = listed
     for repo_dir in _repo_dirs(cache) if is_dir(cache) else []:
         name = repo_dir.name.removeprefix("models--").replace("--", "/")
         snapshot = snapshot_of(repo_dir)
         safetensors = snapshot is not None and _has_safetensors(snapshot)
         ggufs = [] if snapshot is None or safetensors else _gguf_files(snapshot)
         for file in ggufs:
-            _add_gguf(f"{name}/{file.name}", HF, str(file), file, rows, unreadable)
+            _add_gguf(f"{name}/{file.name}", HF, str(file), file, listed)
         if ggufs:
             continue
         try:
@@ -148,12 +174,10 @@ def _hub(cache: Path, rows: list[dict[str, Any]], unreadable: list[dict[str, Any
                                "reason": json_text(_reason(err, where))})
 
 
-def _add_gguf(name: str, source: str, model: str, path: Path, rows: list[dict[str, Any]],
-              unreadable: list[dict[str, Any]]) -> None:
+def _add_gguf(name: str, source: str, model: str, path: Path, listed: Listed) -> None:
     """A GGUF file's row from its header, or its unreadable entry with the reason."""
-    from attncli.models.sources.gguf.describe import describe_gguf
-
-    described = describe_gguf(path)
+    rows, unreadable, headers = listed
+    described = headers.describe(path)
     row = {**_row(name, source, "gguf", model, str(path)),
            "quantization": described["quantization"], "architecture": described["architecture"],
            "layers": described["layers"], "heads": described["heads"],
@@ -164,8 +188,9 @@ def _add_gguf(name: str, source: str, model: str, path: Path, rows: list[dict[st
         unreadable.append({**row, "reason": json_text(str(described["reason"])[:300])})
 
 
-def _stores(rows: list[dict[str, Any]], unreadable: list[dict[str, Any]]) -> None:
+def _stores(listed: Listed) -> None:
     """Ollama's manifests and LM Studio's files: each a GGUF, or an entry saying why not."""
+    unreadable = listed[1]
     for entry in [*ollama_models(), *lmstudio_files()]:
         source = entry["source"]
         model = f"{PREFIX}{entry['name']}" if source == OLLAMA else entry["name"]
@@ -173,7 +198,23 @@ def _stores(rows: list[dict[str, Any]], unreadable: list[dict[str, Any]]) -> Non
             unreadable.append({**_row(entry["name"], source, "gguf", model, entry["path"]),
                                "reason": json_text(str(entry["error"])[:300])})
         else:
-            _add_gguf(entry["name"], source, model, Path(entry["path"]), rows, unreadable)
+            _add_gguf(entry["name"], source, model, Path(entry["path"]), listed)
+
+
+def _fetched(listed: Listed) -> None:
+    """attncli's own cache: its GGUF files and its Hugging Face folders."""
+    rows, unreadable, _ = listed
+    for entry in fetched_models():
+        name, model, path = entry["name"], entry["model"], Path(entry["path"])
+        if entry["kind"] == "gguf":
+            _add_gguf(name, FETCHED, model, path, listed)
+            continue
+        try:
+            rows.append({**describe_folder(name, path), "source": FETCHED,
+                         "model": json_text(model)})
+        except AttnCliError as err:
+            unreadable.append({**_row(name, FETCHED, None, model, str(path)),
+                               "reason": json_text(_reason(err, path))})
 
 
 def _where(cache: Path) -> dict[str, Any]:
@@ -186,16 +227,22 @@ def _where(cache: Path) -> dict[str, Any]:
         lmstudio = [json_text(str(root)) for root in lmstudio_roots()]
     except AttnCliError:
         lmstudio = []
-    return {HF: json_text(str(cache)), OLLAMA: ollama, LMSTUDIO: lmstudio}
+    try:
+        fetched: str | None = json_text(str(fetched_root()))
+    except AttnCliError:
+        fetched = None
+    return {HF: json_text(str(cache)), OLLAMA: ollama, LMSTUDIO: lmstudio, FETCHED: fetched}
 
 
 def cached_models(cache: Path | None = None) -> dict[str, Any]:
-    """Every model in the hub cache, Ollama's store and LM Studio's folder that attncli can read,
-    and those it cannot, with the reason."""
+    """Every model in the hub cache, Ollama's store, LM Studio's folder and attncli's own cache
+    that attncli can read, and those it cannot, with the reason."""
     cache = cache or hub_cache_dir()
     rows: list[dict[str, Any]] = []
     unreadable: list[dict[str, Any]] = []
-    _hub(cache, rows, unreadable)
-    _stores(rows, unreadable)
+    listed = (rows, unreadable, Headers())
+    _hub(cache, listed)
+    _stores(listed)
+    _fetched(listed)
     return {"cache": json_text(str(cache)), "stores": _where(cache), "models": rows,
             "unreadable": unreadable}

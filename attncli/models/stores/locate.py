@@ -11,6 +11,7 @@ from typing import Any
 
 from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
+from attncli.models.stores.fetched import find_fetched
 from attncli.models.stores.lmstudio import find_lmstudio
 from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
 from attncli.models.stores.paths import is_dir, is_file
@@ -116,7 +117,7 @@ def model_exists(path: Path, model: str) -> bool:
 
 def resolve_path(model: str) -> Path:
     """The folder or file --model names: ollama:NAME[:TAG], a path, a snapshot in the hub cache,
-    or a name in LM Studio's folder."""
+    a name in attncli's own cache, or a name in LM Studio's folder."""
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
     path = Path(model).expanduser()
@@ -126,7 +127,8 @@ def resolve_path(model: str) -> Path:
                 raise AttnCliError(f"no such file or directory: {model}")
             path = find_cached(model)
         except AttnCliError:
-            found = find_lmstudio(model)  # PUBLISHER/MODEL[/FILE.gguf] in LM Studio's folder
+            # NAME[.gguf] in attncli's cache; PUBLISHER/MODEL[/FILE.gguf] in LM Studio's folder
+            found = find_fetched(model) or find_lmstudio(model)
             if found is None:
                 raise
             return found
