@@ -199,7 +199,7 @@ class GgufSource:
     def _read_into(self, fd: int, buffer: np.ndarray, offset: int) -> None:
         """Fill buffer (1-D uint8) with the file's bytes from offset, or one line: the file
         shrank since its header was read, or could not be read."""
-        view, done = memoryview(buffer), 0
+        view, done = buffer.data, 0  # (n,) bytes, written in place
         while done < len(view):
             try:
                 got = os.preadv(fd, [view[done:]], offset + done)
