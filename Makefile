@@ -83,6 +83,7 @@ bench: $(STAMP) model
 	$(PY) bench/families.py
 	$(PY) bench/browse.py
 	$(PY) bench/api.py
+	$(PY) bench/scale.py --sizes 1b
 
 clean:
 	rm -rf $(VENV) build *.egg-info
