@@ -86,6 +86,7 @@ bench: $(STAMP) model
 	$(PY) bench/browse.py
 	$(PY) bench/api.py
 	$(PY) bench/models.py
+	$(PY) bench/scale.py --sizes 1b
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -160,3 +160,32 @@ def test_describe_says_why_a_file_cannot_be_read(tmp_path: Path) -> None:
     (tmp_path / "x.gguf").write_bytes(b"not a gguf file at all, no")
     info = describe_gguf(tmp_path / "x.gguf")
     assert info["readable"] is False and "is not a GGUF file" in info["reason"]
+
+
+def test_reading_leaves_no_mapping_of_the_file(tmp_path: Path) -> None:
+    """Tensors are read with pread into buffers of their own: once read, nothing of the file is
+    mapped into the process (a mapping kept every page read resident, the whole file in the
+    end), and rows() reads only the rows asked for, equal to the whole tensor's rows."""
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", Q.Q8_0)
+    source = open_gguf(path)
+    whole = source.tensor("model.embed_tokens.weight")
+    torch.testing.assert_close(source.rows("model.embed_tokens.weight", [5, 1, 5]),
+                               whole[[5, 1, 5]], atol=0, rtol=0)
+    for name in source.shapes():
+        source.tensor(name)
+    maps = Path("/proc/self/maps")
+    if maps.exists():
+        assert str(path) not in maps.read_text()
+
+
+def test_a_file_cut_short_after_its_header_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", Q.Q8_0)
+    source = open_gguf(path)
+    last = max(source.header.tensors.values(), key=lambda info: info.start)
+    with open(path, "r+b") as stream:
+        stream.truncate(last.start + 10)
+    name = next(hf for hf, gg in source._names.items() if gg == last.name)
+    with pytest.raises(AttnCliError, match="shrank to .* bytes since its header was read"):
+        source.tensor(name)

@@ -227,13 +227,16 @@ def _softmax_layers(config: dict[str, Any]) -> str:
 
 def open_family(model: str) -> tuple[WeightSource, Family]:
     """--model (a path or a cached hub name) opened by its format, and the family it names."""
+    from attncli.models.memory import check_model_fits
     from attncli.models.sources.formats import open_source
     from attncli.models.stores.locate import is_dir, resolve_path
 
     path = resolve_path(model)
     source = open_source(path)
     config_name = (path if is_dir(path) else path.parent) / "config.json"
-    return source, family_of_source(source, config_name)
+    family = family_of_source(source, config_name)
+    check_model_fits(source, model)  # one layer at a time must fit, before any is read
+    return source, family
 
 
 def open_model(model: str, heads: int | None = None) -> Model:

@@ -3,6 +3,8 @@ unembedding, checked before they are read (a headless checkpoint has neither).""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torch import Tensor
 
 from attncli.errors import AttnCliError
@@ -23,15 +25,30 @@ def need(weights: Named, shapes: dict[str, tuple[int, ...]], what: str) -> None:
                                f"shape {tuple(weights.shape(name))}, expected {shape}")
 
 
+VOCAB_CHUNK = 16_384  # unembedding rows read at once: 256 MB of float32 at d_model 4,096
+
+
 def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
-                head: str = LM_HEAD) -> Tensor:
-    """(vocab, d_model): the head (lm_head.weight; GPT-NeoX's embed_out.weight) where the
-    checkpoint has one, else the token embedding (tie_word_embeddings); its shape checked."""
+                head: str = LM_HEAD) -> Callable[[range], Tensor]:
+    """Rows of the (vocab, d_model) unembedding: the head (lm_head.weight; GPT-NeoX's
+    embed_out.weight) where the checkpoint has one, else the token embedding
+    (tie_word_embeddings); its shape checked before any is read."""
     source = weights.source
     shapes = source.shapes()
     if head in shapes:
         if tuple(shapes[head]) != (vocab, d_model):
             raise AttnCliError(f"tensor {head} in {where(source)} has shape "
                                f"{tuple(shapes[head])}, expected {(vocab, d_model)}")
-        return source.tensor(head)
-    return weights[embedding]
+        return lambda rows: source.rows(head, rows)
+    return lambda rows: weights.rows(embedding, rows)
+
+
+def unembed(hidden: Tensor, rows: Callable[[range], Tensor], vocab: int) -> Tensor:
+    """hidden (T, d_model) through the unembedding: logits (T, vocab), its rows read VOCAB_CHUNK
+    at a time, so that its whole float32 copy (Llama 3's 128,256 × 4,096: 2.1 GB) never exists."""
+    logits = hidden.new_empty(hidden.shape[0], vocab)  # (T, vocab)
+    for start in range(0, vocab, VOCAB_CHUNK):
+        stop = min(start + VOCAB_CHUNK, vocab)
+        table = rows(range(start, stop)).to(hidden.device)  # (c, d_model)
+        logits[:, start:stop] = hidden @ table.T  # (T, c)
+    return logits

@@ -16,7 +16,7 @@ from attncli.models.activations import activation
 from attncli.models.family import LayerTrace
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.sources.named import Named
-from attncli.models.unembed import need, unembedding
+from attncli.models.unembed import need, unembed, unembedding
 
 
 class Tensors(Protocol):
@@ -156,7 +156,8 @@ def gpt2_logits(ckpt: Checkpoint, hidden: Tensor) -> Tensor:
     weights, d = weights_of(ckpt), ckpt.n_embd
     need(weights, {"ln_f.weight": (d,), "ln_f.bias": (d,)}, "predictions")
     normed = layer_norm(weights, "ln_f", hidden, ckpt.layer_norm_epsilon)  # (T, d_model)
-    return normed @ unembedding(weights, "wte.weight", ckpt.vocab_size, d).T  # (T, vocab)
+    lm_head = unembedding(weights, "wte.weight", ckpt.vocab_size, d)
+    return unembed(normed, lm_head, ckpt.vocab_size)  # (T, vocab)
 
 
 def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: int,

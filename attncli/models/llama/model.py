@@ -28,7 +28,7 @@ from attncli.models.llama.block import (
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.rope import LayerRopes, apply_rope
 from attncli.models.sources.named import Named
-from attncli.models.unembed import need, unembedding
+from attncli.models.unembed import need, unembed, unembedding
 
 
 @dataclass
@@ -210,7 +210,7 @@ def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor) -> Tensor:
     normed = block_norm(weights, spec, "norm", hidden)  # (T, d_model)
     lm_head = unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model,
                           spec.head_name)
-    logits = normed @ lm_head.T  # (T, vocab)
+    logits = unembed(normed, lm_head, spec.vocab_size)  # (T, vocab)
     if spec.final_softcap is None:
         return logits
     return torch.tanh(logits / spec.final_softcap) * spec.final_softcap  # (T, vocab)

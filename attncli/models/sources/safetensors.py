@@ -142,6 +142,8 @@ class SafetensorsSource:
         import torch
 
         table = self._slice(name)
+        if isinstance(indices, range) and indices.step == 1 and len(indices):  # a block of rows
+            return table[indices.start:indices.stop].float()  # (len(indices), d)
         return torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
 
     def tokenizer_json(self) -> str | None:

@@ -1,8 +1,10 @@
 """A GGUF file as a weight source: HF names, float32 tensors in HF layout, read lazily.
 
-The file is memory-mapped once; a tensor is dequantized (gguf.quants.dequantize, llama.cpp's own
-numerics) only when asked for, and rows() of an embedding dequantizes only the rows asked for
-(every row of a GGUF tensor is whole quantization blocks).
+A tensor's bytes are read with pread into a buffer of their own, and dequantized
+(gguf.quants.dequantize, llama.cpp's own numerics) only when asked for; rows() of an embedding
+reads and dequantizes only the rows asked for (every row of a GGUF tensor is whole quantization
+blocks). Nothing of the file stays in memory once a tensor is dropped: a mapped file kept every
+page it had read resident, so a run's peak memory grew with the file (8B Q8_0: 7.9 GB).
 
 No on-disk cache of dequantized tensors: all 272 tensors of SmolLM2-135M Q4_1 take 0.8-1.4 s on
 the 2-core test machine (embedding plus one layer 0.1 s), while their float32 copy would be 538 MB
@@ -11,7 +13,7 @@ on disk (5.5 times the file) and took 0.48 s to read back even from a warm page 
 
 from __future__ import annotations
 
-import mmap
+import os
 from collections.abc import Sequence
 from functools import cache, cached_property
 from pathlib import Path
@@ -65,7 +67,6 @@ class GgufSource:
         self.arch = architecture(header)
         self._layout = layout_for(self.arch, header.path)
         self._config = build_config(header)
-        self._data: mmap.mmap | None = None
         if FREQ_FACTORS in header.tensors:
             self._check_freq_factors()  # from the header; its values are read by config()
         if any(name in header.tensors for name in LONGROPE):
@@ -119,7 +120,7 @@ class GgufSource:
         bad = [i for i in indices if not 0 <= i < count]
         if bad:
             raise AttnCliError(f"{self.path}: rows {bad[:8]} are outside {name}'s {count:,} rows")
-        picked = self._blocks(info)[np.asarray(indices, dtype=np.int64)]  # (n, row_bytes)
+        picked = self._blocks(info, indices)  # (n, row_bytes)
         return torch.from_numpy(_owned(self._dequantize(info, picked)))  # (n, ne0)
 
     def tokenizer_json(self) -> str | None:
@@ -176,19 +177,39 @@ class GgufSource:
     def _undo(self, name: str) -> str:
         return stored_layout(self._layout, self._names[name])
 
-    def _blocks(self, info: TensorInfo) -> np.ndarray:
-        """The tensor's bytes, one row per line: (rows, row_bytes), a view of the mapped file."""
-        if self._data is None:
+    def _blocks(self, info: TensorInfo, rows: Sequence[int] | None = None) -> np.ndarray:
+        """The tensor's bytes, one row per line: (rows, row_bytes), read from the file into a
+        new writable array; rows: only those rows, in that order (None: every row)."""
+        count = info.nbytes // info.row_bytes if info.row_bytes else 0
+        picked = range(count) if rows is None else rows
+        blocks = np.empty((len(picked), info.row_bytes), dtype=np.uint8)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as err:
+            raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
+        try:
+            if rows is None:
+                self._read_into(fd, blocks.reshape(-1), info.start)
+            else:
+                for line, row in zip(blocks, picked, strict=True):
+                    self._read_into(fd, line, info.start + int(row) * info.row_bytes)
+        finally:
+            os.close(fd)
+        return blocks
+
+    def _read_into(self, fd: int, buffer: np.ndarray, offset: int) -> None:
+        """Fill buffer (1-D uint8) with the file's bytes from offset, or one line: the file
+        shrank since its header was read, or could not be read."""
+        view, done = buffer.data, 0  # (n,) bytes, written in place
+        while done < len(view):
             try:
-                with open(self.path, "rb") as stream:
-                    self._data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+                got = os.preadv(fd, [view[done:]], offset + done)
             except OSError as err:
                 raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
-        if len(self._data) < self.header.size:
-            raise AttnCliError(f"{self.path} shrank to {len(self._data):,} bytes since its header "
-                               "was read")
-        raw = np.frombuffer(self._data, dtype=np.uint8, count=info.nbytes, offset=info.start)
-        return raw.reshape(-1, info.row_bytes)
+            if got == 0:
+                raise AttnCliError(f"{self.path} shrank to {offset + done:,} bytes since its "
+                                   f"header was read ({self.header.size:,})")
+            done += got
 
     def _dequantize(self, info: TensorInfo, blocks: np.ndarray) -> np.ndarray:
         if not can_dequantize(info.qtype):
@@ -202,8 +223,8 @@ class GgufSource:
 
 
 def _owned(values: np.ndarray) -> np.ndarray:
-    """float32, C order and writable: a copy only where values is a view of the read-only map
-    (an F32 tensor) or not contiguous (a transpose); dequantized arrays are used as they are."""
+    """float32, C order and writable: a copy only where values is not (a transpose, a view of
+    the read buffer as another dtype); dequantized arrays are used as they are."""
     return np.require(values, dtype=np.float32, requirements=["C", "W"])
 
 

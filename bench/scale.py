@@ -1,0 +1,138 @@
+"""Scale (#37): attncli on Llama-shaped GGUFs of 1B to 70B, against the float32 matmul floor.
+
+    .venv/bin/python bench/scale.py --sizes 1b                  # a quick run
+    .venv/bin/python bench/scale.py --sizes 1b,3b,8b,70b --qtypes q8_0,q4_k --tokens 50,2000
+
+The files (bench/shapes.py: random Q8_0 / Q4_K blocks, small finite scales) are written once
+into ~/.cache/attncli/bench (beside $ATTNCLI_MODEL_CACHE when it is set), never the repository;
+the 70B shape has 2 of its 80 layers, and its numbers are extrapolated per layer. Each command
+(`run --layer -1`, `heads`, `kvcache`) is a fresh process: wall seconds and peak RSS from
+os.wait4's rusage of that child (e2e.measure). The floor, timed in this process, is the same
+forward's float32 matmuls (q, k, v, scores, weights·V, o, gate, up, down) with random weights
+already in memory, layer by layer; ratio = attncli's seconds / the floor's. The table is
+written as markdown to bench/results/scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+from e2e import measure  # this folder is on the path of a script run from it
+from shapes import LLAMA_1B, LLAMA_3B, LLAMA_8B, LLAMA_70B, LlamaShape, Q, write_llama_shape
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "scale.md"
+SHAPES = {s.name: s for s in (LLAMA_1B, LLAMA_3B, LLAMA_8B, LLAMA_70B)}
+QTYPES = {"q8_0": Q.Q8_0, "q4_k": Q.Q4_K}
+PARTIAL_LAYERS = {"70b": 2}  # a 70B file of 2 layers: per-layer numbers, extrapolated
+COMMANDS = {"run": ["run", "--layer", "-1"], "heads": ["heads"], "kvcache": ["kvcache"]}
+
+
+def cache_dir() -> Path:
+    """~/.cache/attncli/bench, or bench/ beside $ATTNCLI_MODEL_CACHE."""
+    models = os.environ.get("ATTNCLI_MODEL_CACHE")
+    base = Path(models).parent if models else Path.home() / ".cache" / "attncli"
+    return base / "bench"
+
+
+def model_file(shape: LlamaShape, qtype: Q) -> Path:
+    """The shape's file, written once (with room to spare on the disk, or a clear stop)."""
+    layers = PARTIAL_LAYERS.get(shape.name)
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"llama-{shape.name}{f'-{layers}L' if layers else ''}.{qtype.name}.gguf"
+    if not path.exists():
+        free = shutil.disk_usage(folder).free
+        block, size = __import__("gguf").GGML_QUANT_SIZES[qtype]
+        need = sum(r * c // block * size for _, (r, c) in shape.matrices(layers))
+        if need * 1.2 > free:
+            sys.exit(f"{path.name} needs {need / 1e9:.1f} GB, {free / 1e9:.1f} GB free")
+        started = time.perf_counter()
+        part = path.with_suffix(".part")
+        write_llama_shape(part, shape, qtype, layers)
+        part.rename(path)
+        print(f"wrote {path} ({path.stat().st_size / 1e9:.2f} GB) in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+    return path
+
+
+def text_file(tokens: int) -> Path:
+    """A text of about `tokens` tokens (the synthetic byte-level vocabulary: one a character)."""
+    path = cache_dir() / f"text-{tokens}.txt"
+    rng = random.Random(tokens)
+    path.write_text("".join(rng.choice("abcdefghij klmnop") for _ in range(tokens)))
+    return path
+
+
+@torch.no_grad()
+def matmul_floor(shape: LlamaShape, tokens: int, layers: int) -> float:
+    """Seconds for layers blocks' float32 matmuls on tokens rows, one layer's random weights in
+    memory (reused for each layer, as attncli holds one layer at a time)."""
+    d, hd, g = shape.hidden, shape.hidden // shape.heads, torch.Generator().manual_seed(0)
+    w = {name: torch.randn(rows, cols, generator=g) / cols ** 0.5
+         for name, (rows, cols) in [("q", (shape.heads * hd, d)), ("k", (shape.kv_heads * hd, d)),
+                                    ("v", (shape.kv_heads * hd, d)), ("o", (d, shape.heads * hd)),
+                                    ("gate", (shape.ffn, d)), ("up", (shape.ffn, d)),
+                                    ("down", (d, shape.ffn))]}
+    x = torch.randn(tokens, d, generator=g)  # (T, d)
+    started = time.perf_counter()
+    for _ in range(layers):
+        q = (x @ w["q"].T).view(tokens, shape.heads, hd).transpose(0, 1)  # (h, T, hd)
+        k = (x @ w["k"].T).view(tokens, shape.kv_heads, hd).transpose(0, 1)  # (kv, T, hd)
+        v = (x @ w["v"].T).view(tokens, shape.kv_heads, hd).transpose(0, 1)  # (kv, T, hd)
+        share = shape.heads // shape.kv_heads
+        k, v = k.repeat_interleave(share, 0), v.repeat_interleave(share, 0)  # (h, T, hd)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / hd ** 0.5, dim=-1)  # (h, T, T)
+        x = x + (weights @ v).transpose(0, 1).reshape(tokens, -1) @ w["o"].T  # (T, d)
+        x = x + (torch.nn.functional.silu(x @ w["gate"].T) * (x @ w["up"].T)) @ w["down"].T
+        x = x / x.norm(dim=-1, keepdim=True) * d ** 0.5  # (T, d) kept at size
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1b", help="comma-separated: 1b,3b,8b,70b")
+    parser.add_argument("--qtypes", default="q8_0,q4_k", help="comma-separated: q8_0,q4_k")
+    parser.add_argument("--tokens", default="50,2000", help="comma-separated token counts")
+    parser.add_argument("--commands", default="run,heads,kvcache")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    cli = str(Path(sys.executable).parent / "attncli")
+    lines = ["| shape | qtype | file GB | command | tokens | seconds | peak RSS MB | floor s "
+             "| ratio | note |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for size in args.sizes.split(","):
+        shape = SHAPES[size]
+        layers = PARTIAL_LAYERS.get(size, shape.layers)
+        for qname in args.qtypes.split(","):
+            path = model_file(shape, QTYPES[qname])
+            gb = path.stat().st_size / 1e9
+            for tokens in (int(t) for t in args.tokens.split(",")):
+                text = text_file(tokens)
+                floor = matmul_floor(shape, tokens, layers)
+                for command in args.commands.split(","):
+                    result = measure([cli, *COMMANDS[command], "--model", str(path), "--file",
+                                      str(text)])
+                    note = result["error"] or ""
+                    if size in PARTIAL_LAYERS:
+                        note += (f" {layers} of {shape.layers} layers: ×{shape.layers / layers:.0f}"
+                                 f" ≈ {result['seconds'] * shape.layers / layers:.0f} s")
+                    ratio = result["seconds"] / floor if result["exit"] == 0 else float("nan")
+                    line = (f"| {size} | {qname} | {gb:.2f} | {command} | {tokens} | "
+                            f"{result['seconds']:.1f} | {result['peak_mb']:.0f} | {floor:.2f} | "
+                            f"{ratio:.1f} | {note.strip()} |")
+                    print(line, flush=True)
+                    lines.append(line)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
