@@ -11,9 +11,9 @@ from rich.console import RenderableType
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
+from textual.app import ComposeResult, ScreenStackError
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Static
@@ -50,6 +50,16 @@ def stdout_driver() -> type[Any] | None:
     return StdoutDriver
 
 
+def on_top(screen: Screen[Any]) -> bool:
+    """Whether screen is the one shown on top. Keys typed fast reach a screen after an earlier
+    key has closed it; a closed screen must not close another: the key goes to the app, whose
+    bindings are those of the screen now on top."""
+    try:
+        return screen.app.screen is screen
+    except ScreenStackError:  # the app is closing
+        return False
+
+
 class Picture(Static):
     """A widget drawn by a function of its size."""
 
@@ -71,8 +81,9 @@ class HelpScreen(ModalScreen[None]):
         yield Static(Text.from_markup(HELP), id="help")
 
     def on_key(self, event: events.Key) -> None:
-        event.stop()
-        self.dismiss(None)
+        if on_top(self):
+            event.stop()
+            self.dismiss(None)
 
 
 class SaveScreen(ModalScreen[str | None]):
@@ -89,9 +100,10 @@ class SaveScreen(ModalScreen[str | None]):
         yield Static(f"Save what is on screen: s SVG · t text · {page}Esc cancel", id="help")
 
     def on_key(self, event: events.Key) -> None:
-        event.stop()
-        kinds = {"s": "svg", "t": "txt", **({"h": "html"} if self.page else {})}
-        self.dismiss(kinds.get(event.key))
+        if on_top(self):
+            event.stop()
+            kinds = {"s": "svg", "t": "txt", **({"h": "html"} if self.page else {})}
+            self.dismiss(kinds.get(event.key))
 
 
 class FindScreen(ModalScreen[str | None]):
@@ -103,13 +115,13 @@ class FindScreen(ModalScreen[str | None]):
         yield Input(placeholder="find a token by its text (Enter; Esc cancels)")
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
-        self.dismiss(message.value)
+        if on_top(self):
+            self.dismiss(message.value)
 
     def on_key(self, event: events.Key) -> None:
-        if event.key == "escape":
+        if event.key == "escape" and on_top(self):
             event.stop()
             self.dismiss(None)
-
 
 
 class GridLines(Widget):
