@@ -26,7 +26,7 @@ from attncli.browse.views import (
     row_lines,
     shows_exact,
 )
-from attncli.browse.widgets import GridLines, Picture, browse_app, on_top
+from attncli.browse.widgets import GridLines, Picture, browse_app, close
 
 STRIP_H, PANEL_H = 1, 7
 
@@ -138,8 +138,7 @@ class QueryScreen(Screen[None]):
         return bool(getattr(self, "shown_exact", True))
 
     def action_back(self) -> None:
-        if on_top(self):
-            self.dismiss()
+        close(self)
 
     def draw_strip(self, width: int, height: int) -> RenderableType:
         app = browse_app(self)
