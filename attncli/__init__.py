@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from attncli.version import __version__
 
 API = ("run", "explain", "heads", "show", "view", "check", "Result", "HeadsResult",
        "CheckResult", "AttnCliError")
@@ -40,7 +40,6 @@ def __getattr__(name: str) -> Any:
 
         return AttnCliError
     if name in API:
-        # By name, not an import statement: the root is only a lazy door to attncli.api, and
-        # every module below imports the root for __version__.
+        # Lazily: `import attncli` stays light (no torch until a function runs).
         return getattr(importlib.import_module("attncli.api"), name)
     raise AttributeError(f"module 'attncli' has no attribute {name!r}")

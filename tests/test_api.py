@@ -285,3 +285,48 @@ def test_huge_tensors_are_refused_before_any_copy() -> None:
             attncli.run(inputs=torch.zeros(1).expand(2**20, 2**14), variant="simple")
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+HOSTILE = "a\x1b[2J\x1b]0;owned\x07\r\x00\x7f\x9b\u202eb"
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_an_error_is_made_clean_as_the_clis_line_writes_it() -> None:
+    """Every control character written out when the error is made, as `tokens` shows them."""
+    err = attncli.AttnCliError(f"unknown variant {HOSTILE}\nnext line")
+    assert str(err) == ("unknown variant a\\x1b[2J\\x1b]0;owned\\x07\\r\\x00\\x7f\\x9b\\u202eb"
+                        "\\nnext line")
+    assert str(attncli.AttnCliError(str(err))) == str(err)  # escaping twice changes nothing
+
+
+@pytest.mark.parametrize("call", [
+    lambda: attncli.run(HOSTILE, variant=HOSTILE),
+    lambda: attncli.run(HOSTILE, query=HOSTILE),
+    lambda: attncli.run(HOSTILE, show=HOSTILE),
+    lambda: attncli.run(HOSTILE, rows=HOSTILE),
+    lambda: attncli.run(HOSTILE, encoding=HOSTILE),
+    lambda: attncli.run(file=f"/nonexistent/{HOSTILE}.txt"),
+    lambda: attncli.run(inputs=[[1.0, 2.0]], tokens=[HOSTILE, HOSTILE, HOSTILE]),
+    lambda: attncli.heads(HOSTILE, model=f"/nonexistent/{HOSTILE}.gguf"),
+    lambda: attncli.view([[1.0]], tokens=[HOSTILE, HOSTILE]),
+    lambda: attncli.view([[HOSTILE]]),
+], ids=["variant", "query", "show", "rows", "encoding", "file", "tokens", "model", "view-tokens",
+        "view-cell"])
+def test_the_apis_errors_hold_no_control_character(call: Any) -> None:
+    with pytest.raises(attncli.AttnCliError) as caught:
+        call()
+    message = str(caught.value)
+    assert CONTROLS.findall(message) == [] and message.strip() != ""
+
+
+def test_view_sizes_nested_lists_from_their_outer_lengths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """[[0.0]*20000]*20000 is refused before a single cell is read: its rows cannot be walked."""
+
+    class Untouchable(list):  # type: ignore[type-arg]
+        def __iter__(self) -> Any:
+            raise AssertionError("a cell was read before the size was estimated")
+
+    monkeypatch.setattr("attncli.core.sizes.available_bytes", lambda: 16 * 2**30)
+    row = Untouchable([0.0] * 20000)
+    with pytest.raises(attncli.AttnCliError, match=r"shape \(20000, 20000\) \(400,000,000 "):
+        attncli.view([row] * 20000)

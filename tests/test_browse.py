@@ -16,9 +16,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
+from textual import events
 
 from attncli.browse.app import BrowseApp
+from attncli.browse.screens import CompareScreen, HeadScreen, Overview
 from attncli.browse.source import Source, chapter3_source, model_source
 from attncli.core.compare import Shared
 from attncli.core.inputs import read_text
@@ -347,3 +351,62 @@ def test_a_models_stages_are_the_ones_its_layers_have(cli: Any) -> None:
         got = source.get(1, stage).window(0, range(3), range(3))
         want = np.array(doc["stages"][stage], dtype=float)[0][:3, :3]
         np.testing.assert_allclose(got[low], want[low], rtol=1e-5, atol=1e-5)
+
+
+# Every key the app and its screens bind, and the keys a person reaches for: the save prompt's
+# s/t/h, a letter nothing binds, and backspace for the find prompt.
+BOUND = sorted({key.strip() for owner in (BrowseApp, Overview, HeadScreen, CompareScreen)
+                for binding in owner.BINDINGS if hasattr(binding, "key")
+                for key in binding.key.split(",")})
+KEYS = sorted({*BOUND, "enter", "escape", "tab", "up", "down", "left", "right", "q",
+               "question_mark", "s", "t", "h", "x", "backspace"})
+CHARS = {"question_mark": "?", "slash": "/", "left_square_bracket": "[",
+         "right_square_bracket": "]", "enter": "\r", "tab": "\t", "escape": "\x1b"}
+# Bursts of keys, each posted at once (faster than any screen handles them), then a few turns
+# of the event loop (0: the next burst lands on top of this one).
+BURSTS = st.lists(st.tuples(st.lists(st.sampled_from(KEYS), min_size=1, max_size=6),
+                            st.integers(0, 4)), min_size=1, max_size=6)
+
+
+def test_the_bursts_draw_on_every_bound_key() -> None:
+    assert {"enter", "escape", "c", "o", "v", "s", "z", "e", "slash", "question_mark", "q",
+            "ctrl+c", "left_square_bracket", "right_square_bracket"} <= set(KEYS)
+
+
+@settings(max_examples=25, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(bursts=BURSTS)
+@example(bursts=[(["question_mark"], 3), (["escape", "tab", "j", "k", "l", "h"], 0),
+                 (["enter", "enter", "escape", "down", "up"], 0)])  # the issue's keys
+def test_any_burst_of_keys_leaves_browse_usable_or_exits_cleanly(
+        bursts: list[tuple[list[str], int]]) -> None:
+    """Keys typed faster than the screens handle them (`? Esc Tab j k l h Enter Enter Esc`
+    once popped the last screen): afterwards the app either exited 0 (q) or 130 (Ctrl-C), or
+    still shows the overview under its screens, Esc closes them one at a time, and q exits 0."""
+    sent = [key for keys, _ in bursts for key in keys]
+    saved: list[str] = []
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        for keys, turns in bursts:
+            for key in keys:
+                app.post_message(events.Key(key, CHARS.get(key, key if len(key) == 1 else None)))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+        await settle(app, pilot)
+        if app.return_code is not None:
+            return
+        stack = app.screen_stack
+        assert isinstance(stack[1], Overview) and len(stack) >= 2
+        while not isinstance(app.screen, Overview):
+            before = len(app.screen_stack)
+            await pilot.press("escape")
+            await settle(app, pilot)
+            assert len(app.screen_stack) == before - 1
+        await pilot.press("q")
+
+    app = drive(chapter3("one two three four"), script,
+                saver=lambda kind, console, page: saved.append(kind) or f"out.{kind}")
+    assert app.return_code in (0, 130)
+    if app.return_code == 130:
+        assert "ctrl+c" in sent
+    assert set(saved) <= {"svg", "txt"}

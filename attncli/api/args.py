@@ -94,11 +94,14 @@ def in_range(call: str, name: str, value: int, low: int, high: int) -> int:
 def numbers_of(data: Any, what: str, floats: bool = False) -> Any:
     """A tensor's or an array's numbers as nested lists (anything else as it is), its size
     estimated before the copy and complex numbers refused; floats: a tensor as float32 first."""
-    shape = getattr(data, "shape", None)
-    if shape is None or not hasattr(data, "tolist"):
-        return data
     from attncli.core.checks.parts import check_cells
 
+    shape = getattr(data, "shape", None)
+    if shape is None or not hasattr(data, "tolist"):
+        if isinstance(data, list | tuple):  # from the outer lengths, before a walk of every cell
+            outer = _outer_shape(data)
+            check_cells(math.prod(outer), f"{what} of shape {outer}")
+        return data
     check_cells(math.prod(int(n) for n in shape), f"{what} of shape {tuple(shape)}")
     if "complex" in str(getattr(data, "dtype", "")):
         raise AttnCliError(f"{what} must be real numbers (got complex ones)")
@@ -108,6 +111,17 @@ def numbers_of(data: Any, what: str, floats: bool = False) -> Any:
         return data.tolist()
     except (RuntimeError, NotImplementedError, TypeError, ValueError) as err:
         raise AttnCliError(f"cannot read the {what}: {str(err).splitlines()[0]}") from None
+
+
+def _outer_shape(data: Any) -> tuple[int, ...]:
+    """The lengths of nested lists along their first items (the shape, when rectangular)."""
+    lengths: list[int] = []
+    while isinstance(data, list | tuple) and len(lengths) < 8:
+        lengths.append(len(data))
+        if not data:
+            break
+        data = data[0]
+    return tuple(lengths)
 
 
 def token_texts(tokens: Any, per: str) -> list[str] | None:

@@ -39,10 +39,13 @@ def _nested(weights: Any) -> Any:
 
 
 def _lists(data: Any) -> Any:
-    """Tuples as lists, as the JSON they stand for."""
-    if isinstance(data, tuple | list):
-        return [_lists(v) for v in data]
-    return data
+    """Tuples as lists, as the JSON they stand for; a row of numbers is taken whole (the
+    checks after read each cell)."""
+    if not isinstance(data, tuple | list):
+        return data
+    if data and not isinstance(data[0], tuple | list):
+        return data if isinstance(data, list) else list(data)
+    return [_lists(v) for v in data]
 
 
 def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> Result:

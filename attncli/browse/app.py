@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -19,7 +19,14 @@ from attncli.browse.screens import Overview
 from attncli.browse.source import Source
 from attncli.browse.state import Selection, find
 from attncli.browse.views import status
-from attncli.browse.widgets import FindScreen, HelpScreen, Picture, SaveScreen, stdout_driver
+from attncli.browse.widgets import (
+    Browser,
+    FindScreen,
+    HelpScreen,
+    Picture,
+    SaveScreen,
+    stdout_driver,
+)
 from attncli.errors import AttnCliError
 from attncli.render.draw.palette import depth_of
 
@@ -180,3 +187,5 @@ class BrowseApp(App[int]):
         self.notify(f"saved {where}", timeout=8, markup=False)
 
 
+if TYPE_CHECKING:
+    _IS_A_BROWSER: type[Browser] = BrowseApp  # mypy checks that the app is what screens expect

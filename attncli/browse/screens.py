@@ -26,7 +26,7 @@ from attncli.browse.views import (
     row_lines,
     shows_exact,
 )
-from attncli.browse.widgets import GridLines, Picture, browse_app
+from attncli.browse.widgets import GridLines, Picture, browse_app, close
 
 STRIP_H, PANEL_H = 1, 7
 
@@ -138,7 +138,7 @@ class QueryScreen(Screen[None]):
         return bool(getattr(self, "shown_exact", True))
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        close(self)
 
     def draw_strip(self, width: int, height: int) -> RenderableType:
         app = browse_app(self)

@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult
+from textual.app import ComposeResult, ScreenStackError
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from attncli.browse.patterns import RowData
+from attncli.browse.source import Source
+from attncli.browse.state import Selection
 from attncli.browse.views import grid_frame, grid_rows
-
-if TYPE_CHECKING:
-    from attncli.browse.app import BrowseApp
 
 HELP = """[b]attncli browse[/b]: the keys
 
@@ -50,6 +50,19 @@ def stdout_driver() -> type[Any] | None:
     return StdoutDriver
 
 
+def close(screen: Screen[Any], result: Any = None) -> bool:
+    """Dismiss screen with result if it is the one on top, and say whether it was. Keys typed
+    fast reach a screen after an earlier key has closed it; a closed screen must not close the
+    one below: such a key goes on to the app, whose bindings are those of the screen on top."""
+    try:
+        on_top = screen.app.screen is screen
+    except ScreenStackError:  # the app is closing
+        on_top = False
+    if on_top:
+        screen.dismiss(result)
+    return on_top
+
+
 class Picture(Static):
     """A widget drawn by a function of its size."""
 
@@ -71,8 +84,8 @@ class HelpScreen(ModalScreen[None]):
         yield Static(Text.from_markup(HELP), id="help")
 
     def on_key(self, event: events.Key) -> None:
-        event.stop()
-        self.dismiss(None)
+        if close(self, None):
+            event.stop()
 
 
 class SaveScreen(ModalScreen[str | None]):
@@ -89,9 +102,9 @@ class SaveScreen(ModalScreen[str | None]):
         yield Static(f"Save what is on screen: s SVG · t text · {page}Esc cancel", id="help")
 
     def on_key(self, event: events.Key) -> None:
-        event.stop()
         kinds = {"s": "svg", "t": "txt", **({"h": "html"} if self.page else {})}
-        self.dismiss(kinds.get(event.key))
+        if close(self, kinds.get(event.key)):
+            event.stop()
 
 
 class FindScreen(ModalScreen[str | None]):
@@ -103,13 +116,11 @@ class FindScreen(ModalScreen[str | None]):
         yield Input(placeholder="find a token by its text (Enter; Esc cancels)")
 
     def on_input_submitted(self, message: Input.Submitted) -> None:
-        self.dismiss(message.value)
+        close(self, message.value)
 
     def on_key(self, event: events.Key) -> None:
-        if event.key == "escape":
+        if event.key == "escape" and close(self, None):
             event.stop()
-            self.dismiss(None)
-
 
 
 class GridLines(Widget):
@@ -143,6 +154,32 @@ class GridLines(Widget):
         return self.strips[key]
 
 
-def browse_app(node: DOMNode) -> BrowseApp:
+class Browser(Protocol):
+    """What the screens and widgets read and call on their app (app.BrowseApp is one): they
+    know it by this, so the imports run one way, app → screens → widgets."""
+
+    mark: tuple[int, int] | None  # the head `c` marked for comparing
+
+    @property
+    def source(self) -> Source: ...
+    @property
+    def sel(self) -> Selection: ...
+    @property
+    def busy(self) -> set[Any]: ...
+    @property
+    def drawn(self) -> dict[Any, list[Text]]: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def console(self) -> Console: ...
+    @property
+    def depth(self) -> str | None: ...
+    def redraw(self) -> None: ...
+    def need(self, row: int, what: str) -> RowData | None: ...
+    def later(self, key: Any, work: Callable[[], Any]) -> Any: ...
+    def status_line(self) -> Text: ...
+
+
+def browse_app(node: DOMNode) -> Browser:
     """The node's app, typed."""
-    return cast("BrowseApp", node.app)
+    return cast(Browser, node.app)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attncli import __version__
+from attncli.version import __version__
 
 app = typer.Typer(
     help="See attention: tokenise text, embed it, run one attention variant and show the "

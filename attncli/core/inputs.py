@@ -169,6 +169,8 @@ def _read_path(path: str | os.PathLike[str], what: str, stdin: BinaryIO | None =
         raise AttnCliError(f"{what} {shown!r} is a directory, not a file") from None
     except OSError as err:
         raise AttnCliError(f"cannot read {what} {shown!r}: {err.strerror}") from None
+    except ValueError:  # a NUL, which no path holds (only the API can pass one)
+        raise AttnCliError(f"{what} {shown!r} holds a NUL byte, which no file name can") from None
 
 
 def read_text(text: str | None, file: str | os.PathLike[str] | None,

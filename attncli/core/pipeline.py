@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from attncli import __version__
 from attncli.core.attention import Attention, AttentionOutput, build_variant
 from attncli.core.checks import run as checked_run
 from attncli.core.convert import plain
@@ -32,6 +31,7 @@ from attncli.core.sizes import (
 )
 from attncli.core.tokens import get_encoding, tokenize
 from attncli.errors import AttnCliError
+from attncli.version import __version__
 
 # The stages with a head axis first: --head keeps one head of each.
 HEAD_STAGES = (*checked_run.TOKEN_STAGES, *checked_run.HEAD_STAGES)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from attncli import __version__
 from attncli.core.checks.heads import heads_from_dict
 from attncli.core.checks.parts import check_cells, items, obj, row
 from attncli.core.checks.run import HEAD_STAGES, TOKEN_STAGES, result_from_dict, tokens_from
@@ -14,6 +13,7 @@ from attncli.core.display import resolve_query
 from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import STAGES, QueryRow, Result, RunConfig, TokenInfo
 from attncli.errors import AttnCliError
+from attncli.version import __version__
 
 Doc = dict[str, Any]
 

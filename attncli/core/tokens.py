@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attncli.core.sizes import check_tokens
-from attncli.errors import AttnCliError
+from attncli.errors import AttnCliError, escaped
 
 if TYPE_CHECKING:
     import tiktoken
@@ -115,33 +115,9 @@ def encode(text: str, encoding: str = "gpt2", allow_special: bool = False) -> li
     return enc.encode_ordinary(text)
 
 
-# Unicode's explicit direction marks, embeddings, overrides and isolates: printed raw, they
-# reverse or reorder what follows them on the line.
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                           "\u2066\u2067\u2068\u2069")
-
-
 def _visible(text: str) -> str:
     """Escape control characters and make a whitespace-only label visible."""
-    if text.isprintable():  # nothing to escape: the common case, in C
-        return text.replace(" ", "␣") if text.strip() == "" else text
-    out = []
-    for ch in text:
-        if ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) < 0xA0:
-            out.append(f"\\x{ord(ch):02x}")
-        elif 0xD800 <= ord(ch) < 0xE000:  # a lone surrogate, which no output encoding holds
-            out.append(f"\\u{ord(ch):04x}")
-        elif ch in _BIDI_CONTROLS:  # would reorder the rest of the terminal line
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    label = "".join(out)
+    label = escaped(text)
     return label.replace(" ", "␣") if label.strip() == "" else label
 
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attncli import __version__
 from attncli.core.convert import plain
 from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
 from attncli.core.pipeline import (
@@ -45,6 +44,7 @@ from attncli.models.measures import page_weights, sort_measures
 from attncli.models.predict import plan_predictions, with_predictions
 from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
 from attncli.models.scores import SCORES
+from attncli.version import __version__
 
 if TYPE_CHECKING:
     from attncli.core.attention import Attention
