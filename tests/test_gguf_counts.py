@@ -124,3 +124,50 @@ def test_a_layer_index_with_many_digits_is_not_a_layer(tmp_path: Path) -> None:
     assert _LAYER.match("blk.007.attn_q.weight") is None  # not how llama.cpp names layer 7
     match = _LAYER.match("blk.12.attn_q.weight")
     assert match is not None and match.group(1) == "12"
+
+
+@pytest.fixture(scope="module")
+def gemma3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.gguf_fixtures import write_family
+    from tests.test_gguf_families import FAMILIES, _model
+
+    path = tmp_path_factory.mktemp("gemma3") / "gemma3.gguf"
+    write_family(path, "gemma3", _model("gemma3"), FAMILIES["gemma3"][2])
+    return path
+
+
+def _swa(period: int, layers: int) -> list[str]:
+    """llama.cpp's llama_hparams::set_swa_pattern, written out: local where n == 0 or
+    il % n < n - 1."""
+    return ["sliding_attention" if period == 0 or il % period < period - 1 else "full_attention"
+            for il in range(layers)]
+
+
+@pytest.mark.parametrize(("typed", "local"), [
+    ((T.UINT32, 2), _swa(2, 7)),
+    ((T.UINT32, 0), _swa(0, 7)),
+    ((T.INT32, 6), _swa(6, 7)),
+    ((T.ARRAY, (T.BOOL, [True, False] * 3 + [True])), _swa(2, 7)),
+    ((T.ARRAY, (T.UINT8, [0] * 7)), ["full_attention"] * 7),
+])
+def test_a_sliding_window_pattern_is_a_period_or_one_flag_per_layer(
+        gemma3: Path, tmp_path: Path, typed: tuple[Any, Any], local: list[str]) -> None:
+    path = tmp_path / "m.gguf"
+    rewrite(gemma3, path, {"gemma3.attention.sliding_window_pattern": typed})
+    assert open_gguf(path).config()["layer_types"] == local
+
+
+@pytest.mark.parametrize(("typed", "said"), [
+    ((T.STRING, "6"), "the string '6', not a period or one flag per layer"),
+    ((T.FLOAT32, math.nan), "nan, not a period or one flag per layer"),
+    ((T.INT32, -6), "-6, not a period or one flag per layer"),
+    ((T.ARRAY, (T.BOOL, [True] * 3)), "a sliding-window pattern of 3 layers, not 7"),
+    ((T.ARRAY, (T.STRING, ["a"] * 7)), "an array of 7 values, not a period or one flag"),
+])
+def test_a_hostile_sliding_window_pattern_is_one_line(gemma3: Path, tmp_path: Path,
+                                                      typed: tuple[Any, Any], said: str) -> None:
+    path = tmp_path / "m.gguf"
+    rewrite(gemma3, path, {"gemma3.attention.sliding_window_pattern": typed})
+    with pytest.raises(AttnCliError, match=f"^{path}: a gemma3 GGUF has ") as caught:
+        open_gguf(path)
+    assert said in str(caught.value)
