@@ -149,8 +149,9 @@ def test_a_fifo_named_gguf_is_refused_at_once(cli, tmp_path: Path) -> None:  # n
     os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
     result = cli("run", "hi", "--model", str(fifo))
     assert result.code == 2
-    assert result.err.strip().splitlines() == [f"attncli: error: {fifo} is not a regular file, "
-                                               "so not a GGUF file"]
+    assert result.err.strip().splitlines() == [f"attncli: error: {fifo} is a FIFO (named pipe), "
+                                               "not a regular file or folder, so attncli does "
+                                               "not open it"]
 
 
 def test_the_tiled_table_describes_the_checkpoint_not_a_seed(cli, tiny) -> None:  # noqa: ANN001

@@ -120,8 +120,10 @@ def test_a_type_without_a_dequantizer_is_refused_by_name(tmp_path: Path) -> None
     block = gguf.GGML_QUANT_SIZES[Q.Q8_1][1]
     shape = [_kv(f"llama.{key}", T.UINT32, struct.pack("<I", value)) for key, value in
              (("block_count", 1), ("embedding_length", 32), ("attention.head_count", 1))]
-    path.write_bytes(_file([ARCH, *shape], [_tensor("output_norm.weight", [32], Q.Q8_1, 0)],
-                           b"\0" * block))
+    tensors = [_tensor("output_norm.weight", [32], Q.Q8_1, 0),  # one block, padded to 64
+               _tensor("token_embd.weight", [32, 2], Q.F32, 64),  # the width and layer the
+               _tensor("blk.0.attn_norm.weight", [32], Q.F32, 320)]  # counts claim
+    path.write_bytes(_file([ARCH, *shape], tensors, b"\0" * (448 + block)))
     with pytest.raises(AttnCliError, match="stored as Q8_1, which the gguf package cannot"):
         open_gguf(path).tensor("model.norm.weight")
     assert "Q8_1" in describe_gguf(path)["reason"]

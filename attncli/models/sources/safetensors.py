@@ -24,6 +24,7 @@ from attncli.models.stores.locate import (
     is_file,
     is_pickle,
     read_config_file,
+    refuse_special,
     utf8_name,
 )
 
@@ -99,6 +100,7 @@ class SafetensorsSource:
     def config(self) -> dict[str, Any]:
         """config.json beside the weights, or {} when there is none."""
         file = self._folder / "config.json"
+        refuse_special(file)
         return read_config_file(file) if is_file(file) else {}
 
     def _where(self) -> dict[str, Path]:
@@ -149,6 +151,7 @@ class SafetensorsSource:
     def tokenizer_json(self) -> str | None:
         """tokenizer.json beside the weights, read by the one JSON reader (its limits)."""
         file = self._folder / "tokenizer.json"
+        refuse_special(file)
         if not is_file(file):
             return None
         try:

@@ -14,13 +14,16 @@ from attncli.errors import AttnCliError
 from attncli.models.stores.fetched import find_fetched
 from attncli.models.stores.lmstudio import find_lmstudio
 from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
-from attncli.models.stores.paths import is_dir, is_file
+from attncli.models.stores.paths import is_dir, is_file, special_kind
 
 # GPT-2's official repos moved to this organisation; the cache may hold either spelling.
 HUB_ORG = "openai-community"
 _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 _FILE_SUFFIXES = (".safetensors", ".json", *PICKLE_SUFFIXES)
+# what a reader opens by name in a checkpoint folder
+READ_IN_FOLDER = ("config.json", "tokenizer.json", "model.safetensors",
+                  "model.safetensors.index.json")
 
 
 def looks_like_hub_name(model: str) -> bool:
@@ -117,7 +120,27 @@ def model_exists(path: Path, model: str) -> bool:
 
 def resolve_path(model: str) -> Path:
     """The folder or file --model names: ollama:NAME[:TAG], a path, a snapshot in the hub cache,
-    a name in attncli's own cache, or a name in LM Studio's folder."""
+    a name in attncli's own cache, or a name in LM Studio's folder; a FIFO, device or socket
+    there is refused before any read."""
+    path = _resolved(model)
+    refuse_special(path)
+    if is_dir(path):
+        for name in READ_IN_FOLDER:
+            refuse_special(path / name)
+    elif path.suffix.lower() in PICKLE_SUFFIXES:
+        raise AttnCliError(f"refusing to load {path}: {convert_hint(path)}")
+    return path
+
+
+def refuse_special(path: Path) -> None:
+    """One line where path is a FIFO, a device or a socket: attncli reads regular files only."""
+    kind = special_kind(path)
+    if kind is not None:
+        raise AttnCliError(f"{path} is {kind}, not a regular file or folder, so attncli does "
+                           "not open it")
+
+
+def _resolved(model: str) -> Path:
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
     path = Path(model).expanduser()
@@ -132,8 +155,6 @@ def resolve_path(model: str) -> Path:
             if found is None:
                 raise
             return found
-    if not is_dir(path) and path.suffix.lower() in PICKLE_SUFFIXES:
-        raise AttnCliError(f"refusing to load {path}: {convert_hint(path)}")
     return path
 
 
@@ -157,6 +178,8 @@ def file_in_dir(directory: Path) -> Path:
         raise AttnCliError(f"cannot list {directory}: {err.strerror or err}") from None
     found = [n for n in entries if n.endswith(".safetensors")]
     broken = [n for n in found if not is_file(directory / n)]
+    for name in broken:
+        refuse_special(directory / name)
     if broken:
         raise AttnCliError(f"{broken[0]} in {directory} is not a readable file (a link to a "
                            "blob that is not there? an interrupted download)")
@@ -203,7 +226,10 @@ def utf8_name(file: Path) -> Iterator[str]:
 
 
 def is_pickle(file: Path) -> bool:
-    """True for torch.save's zip format or a bare pickle, whatever the file is called."""
+    """True for torch.save's zip format or a bare pickle, whatever the file is called (only a
+    regular file is opened to look)."""
+    if not is_file(file):
+        return False
     try:
         with open(file, "rb") as raw:
             magic = raw.read(2)

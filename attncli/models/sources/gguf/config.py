@@ -14,9 +14,13 @@ A value the maths needs that neither the file nor llama.cpp fixes refuses the fi
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
+
 from attncli.errors import AttnCliError
+from attncli.models.sources.gguf.counts import check_counts, shown
 from attncli.models.sources.gguf.header import GgufHeader
 from attncli.models.sources.gguf.names import layout_for
 
@@ -72,8 +76,9 @@ def architecture(header: GgufHeader) -> str:
 
 def _number(header: GgufHeader, key: str) -> int | float:
     value = header.metadata[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise AttnCliError(f"{header.path}: metadata {key} is {value!r}, not a number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise AttnCliError(f"{header.path}: metadata {key} is {shown(value)}, not a finite "
+                           "number")
     return value
 
 
@@ -85,6 +90,7 @@ def build_config(header: GgufHeader) -> dict[str, Any]:
     missing = [f"{arch}.{k}" for k in _REQUIRED if f"{arch}.{k}" not in meta]
     if missing:
         raise AttnCliError(f"{header.path} lacks metadata {', '.join(missing)}")
+    check_counts(header, arch)  # before any per-layer list is built from them
     config: dict[str, Any] = {"model_type": model_type, "architectures": [cls]}
     config |= {hf: _number(header, f"{arch}.{k}") for k, hf in keys.items()
                if f"{arch}.{k}" in meta}
@@ -127,9 +133,16 @@ def _rotary(config: dict[str, Any], header: GgufHeader) -> float:
 def _layer_types(config: dict[str, Any], header: GgufHeader, local: list[bool]) -> None:
     """layer_types from attention.sliding_window_pattern where the file has one, else local."""
     arch = header.metadata["general.architecture"]
-    stored = header.metadata.get(f"{arch}.attention.sliding_window_pattern")
-    if stored is not None:
-        local = [bool(v) for v in list(stored)]
+    key = f"{arch}.attention.sliding_window_pattern"
+    stored = header.metadata.get(key)
+    if isinstance(stored, int) and not isinstance(stored, bool) and stored >= 0:
+        # older converters wrote the period n: llama.cpp's set_swa_pattern makes layer i local
+        # where n == 0 or i % n < n - 1
+        local = [stored == 0 or i % stored < stored - 1 for i in range(len(local))]
+    elif isinstance(stored, np.ndarray) and stored.dtype.kind in "biu":
+        local = [bool(v) for v in stored]
+    elif stored is not None:
+        raise _refuse(header, f"has {key} {shown(stored)}, not a period or one flag per layer")
     if len(local) != config["num_hidden_layers"]:
         raise _refuse(header, f"has a sliding-window pattern of {len(local)} layers, not "
                               f"{config['num_hidden_layers']}")
