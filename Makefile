@@ -83,6 +83,7 @@ bench: $(STAMP) model
 	$(PY) bench/families.py
 	$(PY) bench/browse.py
 	$(PY) bench/api.py
+	$(PY) bench/hidden_cache.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

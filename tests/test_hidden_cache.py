@@ -288,3 +288,18 @@ def test_no_cache_reads_and_writes_nothing(cli, monkeypatch: pytest.MonkeyPatch)
     assert not Path(os.environ["ATTNCLI_HIDDEN_CACHE"]).exists() and passes.STATS == {}
     req = Request(text=TEXT, model=TOY)
     assert cached_pass(req, open_checked(req), [1, 2]).cache is None
+
+
+def test_browse_shares_the_streams_run_kept(cli, llama_gguf: str,  # noqa: ANN001
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from attncli.browse.source import model_source
+
+    req = Request(text=TEXT, model=llama_gguf)
+    monkeypatch.setenv("ATTNCLI_NO_CACHE", "1")
+    fresh = model_source(req).get(1).weights  # (heads, T, T) from its own pass
+    monkeypatch.delenv("ATTNCLI_NO_CACHE")
+    assert cli("run", TEXT, "--model", llama_gguf, "--layer", "1", "--json").code == 0
+    passes.STATS.clear()
+    again = model_source(req)
+    assert again.get(1).weights.tobytes() == fresh.tobytes()
+    assert passes.STATS["read"] > 0
