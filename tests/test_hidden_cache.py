@@ -303,3 +303,26 @@ def test_browse_shares_the_streams_run_kept(cli, llama_gguf: str,  # noqa: ANN00
     again = model_source(req)
     assert again.get(1).weights.tobytes() == fresh.tobytes()
     assert passes.STATS["read"] > 0
+
+
+@pytest.mark.parametrize("kind", ["llama", "smollm2"])
+def test_tiled_looks_equal_a_fresh_pass_and_keep_their_own_streams(
+        cli, kind: str, llama_gguf: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    model = _model(kind, llama_gguf)
+    layers = ("1", "0") if kind == "llama" else ("20", "21")
+
+    def tiled(layer: str) -> dict:
+        done = cli("run", TEXT, "--model", model, "--layer", layer, "--impl", "tiled", "--json")
+        assert done.code == 0, done.err
+        return done.json()
+
+    assert cli("run", TEXT, "--model", model, "--layer", layers[0], "--json").code == 0
+    passes.STATS.clear()
+    first = [tiled(layers[0])]
+    assert passes.STATS["read"] == 0  # the naive pass's streams are not the fused path's
+    first.append(tiled(layers[1]))
+    passes.STATS.clear()
+    again = [tiled(layer) for layer in layers]
+    assert passes.STATS["computed"] == 0 and passes.STATS["read"] == 2
+    monkeypatch.setenv("ATTNCLI_NO_CACHE", "1")
+    assert first == again == [tiled(layer) for layer in layers]

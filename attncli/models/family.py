@@ -204,6 +204,15 @@ class Resumable(Protocol):
                    known: Known | None) -> Iterator[LayerTrace]: ...
 
 
+@runtime_checkable
+class FusedResumable(Protocol):
+    """A model whose tiled path's layer input can start from known fused-path streams."""
+
+    # layer_input from known.first (or 0); keep(layer, stream) gets each stream entering a layer.
+    def fused_input_from(self, token_ids: list[int], layer: int, known: Known | None,
+                         keep: Callable[[int, Tensor], None]) -> tuple[Tensor, Attention]: ...
+
+
 class Family(Protocol):
     """An architecture: how it reads a weight source into a Model."""
 

@@ -138,8 +138,8 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
                                   progress)  # (R, b) rows of Ã_L ··· Ã_0
             x, module = layers[-1]  # x: (T, d_model) the shown layer's input, whole
             del layers  # the earlier layers' inputs go before the tiled pass
-        else:
-            x, module = model.layer_input(tokens.ids, layer)  # x: (T, d_model)
+        else:  # a repeat look starts from the fused path's kept streams
+            x, module = cached_pass(req, model, tokens.ids, fused=True).layer_input(layer)
         prep = Prepared(tokens.tokens, x, module, model.spec.num_heads, Impl.tiled, config)
         # The module hands the kernel its heads ready: plain causal attention per head.
         result = run_long(req, prep, extract, progress)

@@ -16,8 +16,16 @@ import torch
 from torch import Tensor
 
 from attncli import __version__
+from attncli.core.attention import Attention
 from attncli.core.request import Request
-from attncli.models.family import Known, LayerAttention, LayerTrace, Model, Resumable
+from attncli.models.family import (
+    FusedResumable,
+    Known,
+    LayerAttention,
+    LayerTrace,
+    Model,
+    Resumable,
+)
 from attncli.models.hidden.store import HiddenCache, cache_cap, cache_folder
 
 FORMAT = 1  # the key's own version: bump it when what a stream means changes
@@ -71,8 +79,9 @@ class CachedPass:
     """One model and one text's passes, served from the cache where an earlier look kept the
     streams, and keeping the streams computed (cache None: plain passes)."""
 
-    def __init__(self, model: Model, ids: list[int], cache: HiddenCache | None) -> None:
-        resumable = isinstance(model, Resumable)
+    def __init__(self, model: Model, ids: list[int], cache: HiddenCache | None,
+                 fused: bool = False) -> None:
+        resumable = isinstance(model, FusedResumable if fused else Resumable)
         self.model, self.ids = model, ids
         self.cache = cache if resumable else None
         self.read: set[int] = set()  # layers whose stream came from the cache
@@ -98,22 +107,32 @@ class CachedPass:
     def _known(self, first: int, stream: Tensor) -> Known:
         return Known(first, stream, self._load)
 
+    def _deepest(self, layer: int) -> Known | None:
+        """The deepest stream kept at or before layer, as where a pass starts."""
+        for start in range(layer, -1, -1):
+            stream = self._load(start)
+            if stream is not None:
+                return self._known(start, stream)
+        return None
+
     def attention(self, layer: int) -> LayerAttention:
         """Layer's attention with every stage, from the deepest stream kept at or before it."""
         layer = self.model.spec.layer_index(layer)
         if self.cache is None or not isinstance(self.model, Resumable):
             return self.model.attention(self.ids, layer)
-        known = None
-        for start in range(layer, -1, -1):
-            stream = self._load(start)
-            if stream is not None:
-                known = self._known(start, stream)
-                break
+        known = self._deepest(layer)
         shown, streams = self.model.attention_from(self.ids, layer, known)
         first = 0 if known is None else known.first
         for offset, stream in enumerate(streams):
             self._keep(first + offset, stream)
         return shown
+
+    def layer_input(self, layer: int) -> tuple[Tensor, Attention]:
+        """The tiled path's input of layer (T, d_model) and its module, from the deepest stream
+        the fused path kept (a pass made with fused=True: its sums differ from the naive's)."""
+        if self.cache is None or not isinstance(self.model, FusedResumable):
+            return self.model.layer_input(self.ids, layer)
+        return self.model.fused_input_from(self.ids, layer, self._deepest(layer), self._keep)
 
     def trace(self, last_layer: int) -> Iterator[LayerTrace]:
         """Blocks 0..last_layer whole; a block whose output was kept runs its attention only."""
@@ -128,14 +147,15 @@ class CachedPass:
             yield block
 
 
-def cached_pass(req: Request, model: Model, ids: list[int]) -> CachedPass:
-    """The request's passes on model over ids, through the cache unless it is off, the family
-    cannot start from a stream, or every layer's stream would not fit in the cache's size."""
+def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False) -> CachedPass:
+    """The request's passes on model over ids (fused: the tiled path's layer inputs), through
+    the cache unless it is off, the family cannot start from a stream, or every layer's stream
+    would not fit in the cache's size."""
     folder = cache_folder()
     spec = model.spec
     whole = (spec.n_layer + 1) * len(ids) * spec.d_model * 4  # bytes: every layer's stream
     cap = cache_cap() if folder is not None else 0
-    if folder is None or not ids or whole > cap or not isinstance(model, Resumable):
+    if folder is None or not ids or whole > cap:
         return CachedPass(model, ids, None)
-    key = hidden_key(req, model, ids)
-    return CachedPass(model, ids, HiddenCache(folder, cap, key, len(ids), spec.d_model))
+    key = {**hidden_key(req, model, ids), "pass": "fused" if fused else "naive"}
+    return CachedPass(model, ids, HiddenCache(folder, cap, key, len(ids), spec.d_model), fused)

@@ -3,7 +3,7 @@ RMSNorm, RoPE, grouped kv heads, and for some layers a sliding window."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,13 @@ class LlamaModel:
         as a module handing the kernel rotated, group-repeated heads."""
         weights, spec = self.ckpt.weights, self.ckpt.spec
         x, ropes = llama_layer_input(weights, spec, token_ids, layer)  # x: (T, d_model)
+        return x, RotaryProjection(weights, spec, layer, ropes[layer])
+
+    def fused_input_from(self, token_ids: list[int], layer: int, known: Known | None,
+                         keep: Callable[[int, Tensor], None]) -> tuple[Tensor, Attention]:
+        """layer_input from a stream the fused path kept; keep is handed each stream made."""
+        weights, spec = self.ckpt.weights, self.ckpt.spec
+        x, ropes = llama_layer_input(weights, spec, token_ids, layer, known, keep)
         return x, RotaryProjection(weights, spec, layer, ropes[layer])
 
     def layer_inputs(self, token_ids: list[int], last_layer: int,
