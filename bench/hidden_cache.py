@@ -12,6 +12,9 @@ with ATTNCLI_NO_CACHE=1. The target: a look served from the cache ≤ 0.2× a fi
 models (on a 135M model the process start dominates; the ratio of the passes' own time is what
 grows with the model).
 
+passes: the same looks inside one process, as CPU seconds: what the cache saves of the pass
+itself, without the interpreter's start (which dominates on a 135M model).
+
 dequant: every tensor of the file dequantized (the work a pass repeats), against the same float32
 tensors read back from one file in the page cache, as a dequantized-weights cache would.
 """
@@ -81,6 +84,33 @@ def looks(model: Path, commands: list[tuple[str, list[str]]] = LOOKS) -> dict:
     return {"looks": out, "startup_layer0_s": round(startup, 2)}
 
 
+def passes_cpu(model: Path, layers: tuple[int, int]) -> dict:
+    """CPU seconds of each look inside one process (no interpreter start, no imports): cache
+    off, then first and again through an empty cache folder. CPU time, not wall time: the
+    machine this runs on is shared, and CPU time is what a look costs on any of them."""
+    from attncli.core.request import Request
+    from attncli.models.run import run_heads, run_model
+
+    def cpu(call: object) -> float:
+        start = time.process_time()
+        call()  # type: ignore[operator]
+        return round(time.process_time() - start, 3)
+
+    commands = [(f"run --layer {k}", lambda k=k: run_model(Request(text=TEXT, model=str(model),
+                                                                     layer=k)))
+                for k in layers] + [("heads", lambda: run_heads(Request(text=TEXT,
+                                                                         model=str(model))))]
+    out: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ.update({"ATTNCLI_HIDDEN_CACHE": folder, "ATTNCLI_NO_CACHE": "1"})
+        commands[0][1]()  # imports, and the file in the page cache
+        for phase in ("off", "first", "again"):
+            for name, call in commands:
+                out.setdefault(name, {})[phase] = cpu(call)
+            os.environ.pop("ATTNCLI_NO_CACHE", None)
+    return out
+
+
 def dequant(model: Path) -> dict:
     """Seconds to dequantize every tensor, against reading the float32 results back."""
     from attncli.models.sources.formats import open_source
@@ -111,7 +141,7 @@ def dequant(model: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("looks", "dequant", "both"), default="both")
+    parser.add_argument("--part", choices=("looks", "passes", "dequant", "both"), default="both")
     parser.add_argument("--model", type=Path, default=MODEL)
     parser.add_argument("--synthetic", type=int, default=0, metavar="LAYERS",
                         help="also time the looks on a random Llama GGUF of this many layers")
@@ -119,13 +149,18 @@ def main() -> None:
     result: dict = {"model": str(args.model), "threads": os.environ.get("OMP_NUM_THREADS")}
     if args.part in ("looks", "both"):
         result.update(looks(args.model))
+    if args.part in ("passes", "both"):
+        result["passes_cpu"] = passes_cpu(args.model, (20, 21))
     if args.synthetic:
         with tempfile.TemporaryDirectory() as folder:
             path = synthetic(Path(folder), args.synthetic)
             last = args.synthetic - 1
             deep = [(f"run --layer {k}", ["run", "--layer", str(k)]) for k in (last - 1, last)]
-            result["synthetic"] = {"file_mb": round(path.stat().st_size / 2**20, 1),
-                                   **looks(path, [*deep, ("heads", ["heads"])])}
+            result["synthetic"] = {"file_mb": round(path.stat().st_size / 2**20, 1)}
+            if args.part in ("looks", "both"):
+                result["synthetic"].update(looks(path, [*deep, ("heads", ["heads"])]))
+            if args.part in ("passes", "both"):
+                result["synthetic"]["passes_cpu"] = passes_cpu(path, (last - 1, last))
     if args.part in ("dequant", "both"):
         result["dequant"] = dequant(args.model)
     RESULTS.parent.mkdir(exist_ok=True)

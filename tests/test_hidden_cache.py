@@ -326,3 +326,18 @@ def test_tiled_looks_equal_a_fresh_pass_and_keep_their_own_streams(
     assert passes.STATS["computed"] == 0 and passes.STATS["read"] == 2
     monkeypatch.setenv("ATTNCLI_NO_CACHE", "1")
     assert first == again == [tiled(layer) for layer in layers]
+
+
+@pytest.mark.parametrize("kind", ["toy", "llama"])
+def test_predictions_and_the_kvcache_lesson_from_the_cache_equal_fresh_ones(
+        cli, kind: str, llama_gguf: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    model = _model(kind, llama_gguf)
+    commands = [("run", TEXT, "--model", model, "--layer", "1", "--predict", "3", "--json"),
+                ("kvcache", TEXT, "--model", model, "--layer", "1", "--json")]
+    monkeypatch.setenv("ATTNCLI_NO_CACHE", "1")
+    fresh = [cli(*args).json() for args in commands]
+    monkeypatch.delenv("ATTNCLI_NO_CACHE")
+    first = [cli(*args).json() for args in commands]
+    passes.STATS.clear()
+    again = [cli(*args).json() for args in commands]
+    assert first == again == fresh and passes.STATS["computed"] == 0
