@@ -228,10 +228,10 @@ def _small_files() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
 
 
-@pytest.mark.parametrize("blocked", ["fsize", "a file"])
+@pytest.mark.parametrize("blocked", ["fsize", "a file", "/dev/null"])
 def test_a_cache_that_cannot_be_written_does_not_fail_the_command(
         tmp_path: Path, blocked: str) -> None:
-    folder = tmp_path / "cache"
+    folder = Path(blocked) if blocked.startswith("/") else tmp_path / "cache"
     if blocked == "a file":
         folder.write_text("not a folder")
     env = {**os.environ, "ATTNCLI_HIDDEN_CACHE": str(folder), "OMP_NUM_THREADS": "1"}
@@ -247,6 +247,8 @@ def test_a_cache_that_cannot_be_written_does_not_fail_the_command(
     assert err.count("\n") == 1 and err.startswith("attncli: note: hidden states not cached")
     if blocked == "fsize":
         assert list(folder.iterdir()) == []  # no half-written entry, no temporary file
+    if blocked == "/dev/null":
+        assert folder.is_char_device()
 
 
 def test_the_least_recently_used_entries_go_first(tmp_path: Path) -> None:
@@ -275,10 +277,12 @@ def test_the_cap_reads_sizes(monkeypatch: pytest.MonkeyPatch, value: str, size: 
     assert cache_cap() == size
 
 
-def test_a_bad_cap_is_a_usage_error(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
-    monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE_MAX", "lots")
+@pytest.mark.parametrize("value", ["lots", "-5", "²", "1.5G", "G"])
+def test_a_bad_cap_is_a_usage_error(cli, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                    value: str) -> None:
+    monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE_MAX", value)
     cli("run", TEXT, "--model", TOY, "--json").assert_usage_error(
-        "ATTNCLI_HIDDEN_CACHE_MAX must be a size such as 500M or 2G (got 'lots')")
+        f"ATTNCLI_HIDDEN_CACHE_MAX must be a size such as 500M or 2G (got {value!r})")
 
 
 def test_no_cache_reads_and_writes_nothing(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001

@@ -60,7 +60,7 @@ def cache_cap() -> int:
         return DEFAULT_CAP
     unit = text[-1] if text[-1] in _UNITS else ""
     number = text[:-1] if unit else text
-    if not number.isdigit():
+    if not (number.isascii() and number.isdigit()):
         raise AttnCliError(f"{CAP_ENV} must be a size such as 500M or 2G (got "
                            f"{os.environ[CAP_ENV]!r})")
     return int(number) * _UNITS[unit]
