@@ -345,3 +345,16 @@ def test_predictions_and_the_kvcache_lesson_from_the_cache_equal_fresh_ones(
     passes.STATS.clear()
     again = [cli(*args).json() for args in commands]
     assert first == again == fresh and passes.STATS["computed"] == 0
+
+
+def test_a_checkpoint_gone_since_it_was_read_is_run_without_the_cache(
+        llama_gguf: str, tmp_path: Path) -> None:
+    copy = tmp_path / "gone.gguf"
+    shutil.copy(llama_gguf, copy)
+    req = Request(text=TEXT, model=str(copy))
+    model = open_checked(req)
+    ids = model.tokens(req).ids
+    want = model.attention(ids, 1).output.weights
+    copy.unlink()
+    looked = cached_pass(req, model, ids)
+    assert looked.cache is None and torch.equal(looked.attention(1).output.weights, want)

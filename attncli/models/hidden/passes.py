@@ -1,6 +1,7 @@
-"""Passes that reuse the hidden-state cache, whatever the family: `run`, `heads`, `browse` and
-`--predict` look at one model and one text through a CachedPass, which starts each pass from
-the deepest residual stream an earlier look kept and keeps the ones it computes."""
+"""Passes that reuse the hidden-state cache, whatever the family: `run`, `heads`, `browse`,
+`--predict` and `kvcache --model` look at one model and one text through a CachedPass, which
+starts each pass from the deepest residual stream an earlier look kept and keeps the ones it
+computes."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from torch import Tensor
 from attncli import __version__
 from attncli.core.attention import Attention
 from attncli.core.request import Request
+from attncli.errors import AttnCliError
 from attncli.models.family import (
     FusedResumable,
     Known,
@@ -157,5 +159,8 @@ def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False)
     cap = cache_cap() if folder is not None else 0
     if folder is None or not ids or whole > cap:
         return CachedPass(model, ids, None)
-    key = {**hidden_key(req, model, ids), "pass": "fused" if fused else "naive"}
+    try:
+        key = {**hidden_key(req, model, ids), "pass": "fused" if fused else "naive"}
+    except (OSError, AttnCliError):  # the checkpoint moved since it was read: no key, no cache
+        return CachedPass(model, ids, None)
     return CachedPass(model, ids, HiddenCache(folder, cap, key, len(ids), spec.d_model), fused)
