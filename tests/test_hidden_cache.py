@@ -358,3 +358,16 @@ def test_a_checkpoint_gone_since_it_was_read_is_run_without_the_cache(
     copy.unlink()
     looked = cached_pass(req, model, ids)
     assert looked.cache is None and torch.equal(looked.attention(1).output.weights, want)
+
+
+def test_the_folder_stays_within_its_cap_across_texts(
+        cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    words = TEXT.split()
+    entry = 4 * (64 * 4 * len(words) + 4096)  # toy-gpt2: 3 + 1 streams of T × 64, and headers
+    monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE_MAX", str(2 * entry))
+    folder = Path(os.environ["ATTNCLI_HIDDEN_CACHE"])
+    for k in range(6):
+        text = " ".join(words[k:] + words[:k])  # as many tokens, another text each time
+        assert cli("heads", text, "--model", TOY, "--json").code == 0
+        assert sum(p.stat().st_size for p in folder.iterdir()) <= 2 * entry
+    assert len(list(folder.iterdir())) >= 4  # the last text whole, at least

@@ -155,7 +155,8 @@ def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False)
     would not fit in the cache's size."""
     folder = cache_folder()
     spec = model.spec
-    whole = (spec.n_layer + 1) * len(ids) * spec.d_model * 4  # bytes: every layer's stream
+    # Bytes every layer's stream takes, each file's header (the key, ~1 KB) counted as 4 KiB.
+    whole = (spec.n_layer + 1) * (len(ids) * spec.d_model * 4 + 4096)
     cap = cache_cap() if folder is not None else 0
     if folder is None or not ids or whole > cap:
         return CachedPass(model, ids, None)
@@ -163,4 +164,5 @@ def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False)
         key = {**hidden_key(req, model, ids), "pass": "fused" if fused else "naive"}
     except (OSError, AttnCliError):  # the checkpoint moved since it was read: no key, no cache
         return CachedPass(model, ids, None)
-    return CachedPass(model, ids, HiddenCache(folder, cap, key, len(ids), spec.d_model), fused)
+    cache = HiddenCache(folder, cap, key, len(ids), spec.d_model, reserve=whole)
+    return CachedPass(model, ids, cache, fused)

@@ -80,7 +80,9 @@ class HiddenCache:
     key: dict[str, Any]
     tokens: int
     width: int
+    reserve: int = 0  # bytes this text's streams may take: made room for at the first store
     name: str = field(init=False)
+    _room_made: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.name = key_name(self.key)
@@ -160,7 +162,9 @@ class HiddenCache:
         except OSError as err:
             _note(self.folder, err)
             return
-        evict(self.folder, self.cap)
+        if not self._room_made:  # one scan of the folder a pass, not one a layer
+            self._room_made = True
+            evict(self.folder, max(0, self.cap - self.reserve))
 
 
 def _refuse(name: str) -> None:
