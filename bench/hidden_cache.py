@@ -49,18 +49,21 @@ def synthetic(folder: Path, layers: int, d: int = 1024, ffn: int = 4096) -> Path
     sys.path.insert(0, str(ROOT))
     from tests import gguf_fixtures as fx
 
-    fx.LAYERS = layers  # the fixtures' module constants: a bigger model of the same layout
-    path = folder / f"synthetic-{layers}x{d}.gguf"
-    writer, vocab = fx._writer(path, "llama", "gpt2", "smollm", True, d, ffn)
-    for name, w in fx.hf_weights("llama", vocab, 0, d, ffn).items():
-        gname, data = fx.to_gguf("llama", name, w)
-        if data.ndim == 2:  # fan-in scaling: activations keep their size block after block
-            data = (data * (2 / np.sqrt(data.shape[1]))).astype(np.float32)
-            kind = gguf.GGMLQuantizationType.Q4_1
-        else:
-            data, kind = np.ones_like(data), gguf.GGMLQuantizationType.F32
-        writer.add_tensor(gname, gguf.quants.quantize(data, kind), raw_dtype=kind)
-    fx._finish(writer)
+    kept, fx.LAYERS = fx.LAYERS, layers  # the fixtures' module constant: a bigger model
+    try:
+        path = folder / f"synthetic-{layers}x{d}.gguf"
+        writer, vocab = fx._writer(path, "llama", "gpt2", "smollm", True, d, ffn)
+        for name, w in fx.hf_weights("llama", vocab, 0, d, ffn).items():
+            gname, data = fx.to_gguf("llama", name, w)
+            if data.ndim == 2:  # fan-in scaling: activations keep their size block after block
+                data = (data * (2 / np.sqrt(data.shape[1]))).astype(np.float32)
+                kind = gguf.GGMLQuantizationType.Q4_1
+            else:
+                data, kind = np.ones_like(data), gguf.GGMLQuantizationType.F32
+            writer.add_tensor(gname, gguf.quants.quantize(data, kind), raw_dtype=kind)
+        fx._finish(writer)
+    finally:
+        fx.LAYERS = kept
     return path
 
 
