@@ -86,6 +86,7 @@ bench: $(STAMP) model
 	$(PY) bench/browse.py
 	$(PY) bench/api.py
 	$(PY) bench/models.py
+	$(PY) bench/hidden_cache.py
 	$(PY) bench/scale.py --sizes 1b
 
 clean:

@@ -23,6 +23,14 @@ def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FORCE_COLOR", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _own_hidden_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each test's hidden-state cache in its own folder: never the user's, never shared."""
+    monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE", str(tmp_path / "hidden-cache"))
+    monkeypatch.delenv("ATTNCLI_NO_CACHE", raising=False)
+    monkeypatch.delenv("ATTNCLI_HIDDEN_CACHE_MAX", raising=False)
+
+
 class CliRun:
     """Exit code, stdout and stderr of one in-process CLI run."""
 

@@ -19,6 +19,7 @@ from attncli.lessons.budget import check_kvcache, check_model_kvcache
 from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
 from attncli.models.decoding import Shape
 from attncli.models.family import Model
+from attncli.models.hidden.passes import cached_pass
 
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
 # rounding of one-row and whole-text matrix products adds up layer by layer.
@@ -208,6 +209,6 @@ def kvcache_model(req: Request) -> KVCacheResult:
         decoded.weights.append(weights)
         decoded.context.append(context)
         decoded.cache_bytes.append(step.cache_bytes())
-    full = model.attention(ids, index)
+    full = cached_pass(req, model, ids).attention(index)  # a repeat look: from kept streams
     return assemble({**config, "layer": index}, tokens.tokens, shape, decoded,
                     (full.output.weights, full.output.context))

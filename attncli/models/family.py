@@ -15,7 +15,7 @@ from attncli.errors import AttnCliError
 from attncli.models.checks.values import layer_index, shown
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     from torch import Tensor
@@ -120,6 +120,23 @@ class LayerAttention:
     output: AttentionOutput  # weights (heads, T, T), context (T, d_model), every stage
 
 
+@dataclass(frozen=True)
+class Known:
+    """Residual streams an earlier pass of the same text kept (the hidden-state cache).
+
+    A pass given them starts at layer first from stream, and takes a block's output from
+    later (the stream entering the next layer) instead of running its MLP where later has it.
+    """
+
+    first: int
+    stream: Tensor  # (T, d_model) float32 entering layer first, exactly as a pass made it
+    later: Callable[[int], Tensor | None]  # layer → the stream entering it, or None
+
+    def after(self, layer: int) -> Tensor | None:
+        """The stream leaving block layer (entering layer + 1), when known."""
+        return self.later(layer + 1)
+
+
 @dataclass
 class LayerTrace:
     """One block of a forward pass, as the views beyond raw weights need it."""
@@ -173,6 +190,27 @@ class LayerInputs(Protocol):
     # layer's whole), and a module giving its heads' q, k, v as the tiled path takes them.
     def layer_inputs(self, token_ids: list[int], last_layer: int,
                      prefix: int) -> list[tuple[Tensor, Attention]]: ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A model whose passes can start from known residual streams (the hidden-state cache)."""
+
+    # Blocks first..layer: that layer's attention, and the streams entering layers first..layer.
+    def attention_from(self, token_ids: list[int], layer: int,
+                       known: Known | None) -> tuple[LayerAttention, list[Tensor]]: ...
+    # Blocks known.first (or 0)..last_layer whole, each block's output known or computed.
+    def trace_from(self, token_ids: list[int], last_layer: int,
+                   known: Known | None) -> Iterator[LayerTrace]: ...
+
+
+@runtime_checkable
+class FusedResumable(Protocol):
+    """A model whose tiled path's layer input can start from known fused-path streams."""
+
+    # layer_input from known.first (or 0); keep(layer, stream) gets each stream entering a layer.
+    def fused_input_from(self, token_ids: list[int], layer: int, known: Known | None,
+                         keep: Callable[[int, Tensor], None]) -> tuple[Tensor, Attention]: ...
 
 
 class Family(Protocol):

@@ -14,6 +14,7 @@ from attncli.core.measures import norm_weights, residual_attention, row_normalis
 from attncli.core.request import Measure
 from attncli.errors import AttnCliError
 from attncli.models.family import Model
+from attncli.models.hidden.passes import CachedPass
 from attncli.models.measures import HeadMeasures, head_measures
 from attncli.models.scores import (
     SCORES,
@@ -73,10 +74,11 @@ def _traced(model: Model) -> bool:
 
 
 @torch.no_grad()
-def heads_pass(model: Model, ids: list[int], first: int, stop: int,
-               measure: Measure) -> HeadsPass:
-    """Blocks 0..stop-1 once; layers first..stop-1 kept. Scores and sinks always read the raw
-    weights; the view is the weights, norm's rows renormalised, or rollout to that layer."""
+def heads_pass(model: Model, ids: list[int], first: int, stop: int, measure: Measure,
+               passes: CachedPass | None = None) -> HeadsPass:
+    """Blocks 0..stop-1 once (through passes' hidden-state cache when given); layers
+    first..stop-1 kept. Scores and sinks always read the raw weights; the view is the weights,
+    norm's rows renormalised, or rollout to that layer."""
     out = HeadsPass(first, patterns=stacked_patterns(ids))
     if not _traced(model):  # no residual stream to read: shares only, no norms
         if measure is Measure.norm:
@@ -86,7 +88,8 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int,
             rolled = _keep(out, layer, weights, None, measure, rolled)
         return out
     rolled = None
-    for trace in model.trace(ids, stop - 1):
+    traces = model.trace(ids, stop - 1) if passes is None else passes.trace(stop - 1)
+    for trace in traces:
         view = None
         if measure is Measure.norm and trace.layer >= first:
             raw = norm_weights(trace.weights, value_norms(trace.values, trace.out_proj))

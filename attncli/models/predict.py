@@ -20,6 +20,7 @@ from attncli.core.result import Result
 from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES, check_fits
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens
+from attncli.models.hidden.passes import cached_pass
 
 CHUNK_ROWS = 256  # positions unembedded at once: (256, vocab) logits, 50 MB at SmolLM2's vocab
 # One candidate as Python data (a dict, its id, text, bytes, two floats) and its JSON text.
@@ -92,11 +93,15 @@ def _top(model: Model, hidden: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
 
 @torch.no_grad()
 def predictions(model: Model, tokens: Tokens, plan: PredictPlan,
-                text_of: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per position of the plan: the input token and its top-K next tokens (and the lens's)."""
+                text_of: Callable[[int], dict[str, Any]],
+                req: Request | None = None) -> list[dict[str, Any]]:
+    """Per position of the plan: the input token and its top-K next tokens (and the lens's);
+    with req, the pass goes through the hidden-state cache."""
     a, b, last = plan.start, plan.stop, model.spec.n_layer - 1
     final = lens = None
-    for block in model.trace(tokens.ids[:b], last_layer=last):
+    blocks = (model.trace(tokens.ids[:b], last_layer=last) if req is None
+              else cached_pass(req, model, tokens.ids[:b]).trace(last))
+    for block in blocks:
         if block.layer == plan.lens:
             lens = block.output[a:b].clone()  # (R, d_model) leaving the shown block
         if block.layer == last:
@@ -122,7 +127,7 @@ def with_predictions(result: Result, req: Request, model: Model, tokens: Tokens,
     if plan is None:
         return result
     texts = token_texts(req.model or "", tokens)
-    return replace(result, predictions=predictions(model, tokens, plan, texts))
+    return replace(result, predictions=predictions(model, tokens, plan, texts, req))
 
 
 def token_texts(model_path: str, tokens: Tokens) -> Callable[[int], dict[str, Any]]:

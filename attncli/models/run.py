@@ -40,6 +40,7 @@ from attncli.models.family import (
     open_family,
 )
 from attncli.models.heads import HeadsOptions, check_threshold, heads_pass, layer_span, scored_rows
+from attncli.models.hidden.passes import CachedPass, cached_pass
 from attncli.models.measures import page_weights, sort_measures
 from attncli.models.predict import plan_predictions, with_predictions
 from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
@@ -137,8 +138,8 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
                                   progress)  # (R, b) rows of Ã_L ··· Ã_0
             x, module = layers[-1]  # x: (T, d_model) the shown layer's input, whole
             del layers  # the earlier layers' inputs go before the tiled pass
-        else:
-            x, module = model.layer_input(tokens.ids, layer)  # x: (T, d_model)
+        else:  # a repeat look starts from the fused path's kept streams
+            x, module = cached_pass(req, model, tokens.ids, fused=True).layer_input(layer)
         prep = Prepared(tokens.tokens, x, module, model.spec.num_heads, Impl.tiled, config)
         # The module hands the kernel its heads ready: plain causal attention per head.
         result = run_long(req, prep, extract, progress)
@@ -148,22 +149,22 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
             result = with_rollout(result, rolled, picked)
         result = replace(result, variant=variant, model=model.info(layer))
         return with_predictions(result, req, model, tokens, plan)
-    shown = model.attention(tokens.ids, layer)
+    passes = cached_pass(req, model, tokens.ids)  # a repeat look starts from kept streams
+    shown = passes.attention(layer)
     result = to_result(variant, config, tokens.tokens, shown.inputs, shown.output, extract,
                        model=model.info(shown.layer))
     if req.measure is not Measure.weights:
-        result = measured(result, *_measure_naive(model, tokens.ids, layer, req.measure),
-                          extract)
+        result = measured(result, *_measure_naive(passes, layer, req.measure), extract)
     return with_predictions(result, req, model, tokens, plan)
 
 
 @torch.no_grad()
-def _measure_naive(model: Model, ids: list[int], layer: int,
+def _measure_naive(passes: CachedPass, layer: int,
                    measure: Measure) -> tuple[torch.Tensor | None, torch.Tensor]:
     """norm: layer's raw ‖α_ij · W_O^h v_j^h‖ (heads, T, T) and its rows renormalised;
     rollout: None and Ã_layer ··· Ã_0 (1, T, T), heads averaged, one block at a time."""
     rolled = last = None
-    for trace in model.trace(ids, layer):
+    for trace in passes.trace(layer):
         if measure is Measure.rollout:
             step = residual_attention(trace.weights)  # (T, T) 0.5·I + 0.5·mean_h A, renormalised
             rolled = step if rolled is None else step @ rolled  # (T, T) layers 0..l
@@ -222,7 +223,7 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
                f"heads keeps {stop - first} layers' {spec.num_heads} heads of {n:,} × {n:,} "
                "weights", "pick fewer layers with --layers a:b, or `attncli run --layer L` "
                "shows one layer of a long input")
-    done = heads_pass(model, ids, first, stop, req.measure)
+    done = heads_pass(model, ids, first, stop, req.measure, cached_pass(req, model, ids))
     kinds = SCORES if probe is None else (SCORE_OF[probe.kind],)
     measures = sort_measures(scored_rows(done, options.threshold, kinds), options.sort)
     if model.traits.kv_heads:

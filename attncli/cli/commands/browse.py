@@ -102,7 +102,9 @@ def browse(
 
     Without --model it shows the four chapter-3 variants (or --variant's) on one text, one row
     each. Long inputs take the tiled path: pooled blocks and exact windows on demand. Keys: ? in
-    the app. It needs a terminal: piped, use `attncli run`.
+    the app. It needs a terminal: piped, use `attncli run`. With --model, layers that `run` or
+    `heads` already looked at start from the hidden states they kept (ATTNCLI_NO_CACHE=1: off;
+    see `attncli run --help`).
 
     Examples:
 

@@ -73,6 +73,10 @@ def heads(
     scores (previous_token, duplicate_token, induction, as TransformerLens's detect_head),
     attention sinks and thumbnails.
 
+    A second look at the same text and checkpoint (`run --layer`, `browse`) starts from the
+    hidden states this one kept in ~/.cache/attncli/hidden (ATTNCLI_HIDDEN_CACHE: the folder,
+    ATTNCLI_HIDDEN_CACHE_MAX=2G: its size; ATTNCLI_NO_CACHE=1: off).
+
     Examples:
 
       attncli heads "The cat sat on the mat because it was tired" --model samples/toy-gpt2

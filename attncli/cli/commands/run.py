@@ -93,6 +93,11 @@ def run(
     Long inputs take the tiled path (--impl auto): per head a summary, a heatmap pooled into
     blocks, each query's top keys, and with --rows/--cols the exact weights of a window.
 
+    With --model, a second look at the same text and checkpoint (another --layer, `heads`,
+    `browse`) starts from the hidden states the first one kept in ~/.cache/attncli/hidden
+    ($XDG_CACHE_HOME/attncli/hidden; the folder: ATTNCLI_HIDDEN_CACHE, its size:
+    ATTNCLI_HIDDEN_CACHE_MAX=2G, least recently used out first; ATTNCLI_NO_CACHE=1: off).
+
     Examples:
 
       attncli run "Your journey starts with one step" --variant causal

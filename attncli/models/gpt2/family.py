@@ -18,6 +18,7 @@ from attncli.models.decoding import DecodeStep, Shape
 from attncli.models.family import (
     Family,
     FamilyTraits,
+    Known,
     LayerAttention,
     LayerTrace,
     ModelSpec,
@@ -76,6 +77,18 @@ class GPT2Model:
         """Blocks 0..layer run; that layer's attention with every stage."""
         shown = gpt2_attention(self.ckpt, token_ids, layer)
         return LayerAttention(shown.layer, shown.inputs, shown.output)
+
+    def attention_from(self, token_ids: list[int], layer: int,
+                       known: Known | None) -> tuple[LayerAttention, list[Tensor]]:
+        """Blocks known.first..layer run from a known stream; that layer's attention and the
+        streams entering each block run."""
+        shown = gpt2_attention(self.ckpt, token_ids, layer, known)
+        return LayerAttention(shown.layer, shown.inputs, shown.output), shown.hidden_states
+
+    def trace_from(self, token_ids: list[int], last_layer: int,
+                   known: Known | None) -> Iterator[LayerTrace]:
+        """Blocks known.first..last_layer whole, known outputs taken as they are."""
+        return gpt2_trace(self.ckpt, token_ids, last_layer, None, known)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""

@@ -13,7 +13,7 @@ from torch import Tensor
 from attncli.core.attention import AttentionOutput, MultiHeadAttention
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
-from attncli.models.family import LayerTrace
+from attncli.models.family import Known, LayerTrace
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.sources.named import Named
 from attncli.models.unembed import need, unembed, unembedding
@@ -32,11 +32,12 @@ class GPT2Layer:
     layer: int  # 0-based index of the layer shown
     inputs: Tensor  # (T, d_model) ln_1 of the residual stream: what this attention reads
     output: AttentionOutput  # weights (heads, T, T); context (T, d_model) after c_proj
-    hidden_states: list[Tensor]  # layer + 1 tensors (T, d_model): embeddings, then each block out
+    hidden_states: list[Tensor]  # (T, d_model) each: the streams entering the blocks run
 
 
 @dataclass
 class _Step:
+    layer: int
     residual: Tensor  # (T, d_model) the stream entering the block
     attn_input: Tensor  # (T, d_model) ln_1(residual)
     attention: AttentionOutput
@@ -62,12 +63,14 @@ def check_tokens(ckpt: Checkpoint, token_ids: list[int]) -> None:
 
 
 @torch.no_grad()
-def gpt2_attention(ckpt: Checkpoint, token_ids: list[int], layer: int) -> GPT2Layer:
-    """Run blocks 0..layer (negative counts from the end) and return that layer's attention."""
+def gpt2_attention(ckpt: Checkpoint, token_ids: list[int], layer: int,
+                   known: Known | None = None) -> GPT2Layer:
+    """Run blocks 0..layer (negative counts from the end; known.first.. given known streams)
+    and return that layer's attention."""
     index = ckpt.layer_index(layer)
     check_tokens(ckpt, token_ids)
     hidden_states: list[Tensor] = []
-    for step in _steps(weights_of(ckpt), ckpt, token_ids, last_layer=index):
+    for step in _steps(weights_of(ckpt), ckpt, token_ids, last_layer=index, known=known):
         hidden_states.append(step.residual)
     return GPT2Layer(layer=index, inputs=step.attn_input, output=step.attention,
                      hidden_states=hidden_states)
@@ -128,21 +131,22 @@ def feed_forward(weights: Tensors, ckpt: Checkpoint, block: str, x: Tensor) -> T
 
 
 def _steps(weights: Named, ckpt: Checkpoint, token_ids: list[int],
-           last_layer: int) -> Iterator[_Step]:
+           last_layer: int, known: Known | None = None) -> Iterator[_Step]:
     """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
-    for step, _ in _blocks(weights, ckpt, token_ids, last_layer, None, whole=False):
+    for step, _ in _blocks(weights, ckpt, token_ids, last_layer, None, whole=False, known=known):
         yield step
 
 
 @torch.no_grad()
 def gpt2_trace(ckpt: Checkpoint, token_ids: list[int], last_layer: int,
-               visible: Tensor | None = None) -> Iterator[LayerTrace]:
+               visible: Tensor | None = None,
+               known: Known | None = None) -> Iterator[LayerTrace]:
     """Blocks 0..last_layer whole: each one's weights, values, W_O and residual streams."""
     check_tokens(ckpt, token_ids)
     weights = weights_of(ckpt)
-    for layer, (step, output) in enumerate(
-            _blocks(weights, ckpt, token_ids, last_layer, visible, whole=True)):
-        attention = step.attention
+    for step, output in _blocks(weights, ckpt, token_ids, last_layer, visible, whole=True,
+                                known=known):
+        attention, layer = step.attention, step.layer
         assert attention.values is not None and output is not None
         # Conv1D's c_proj is (heads · head_dim, d_model); W_O as nn.Linear holds it transposed.
         out_proj = weights[f"h.{layer}.attn.c_proj.weight"].T  # (d_model, heads · head_dim)
@@ -161,25 +165,33 @@ def gpt2_logits(ckpt: Checkpoint, hidden: Tensor) -> Tensor:
 
 
 def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: int,
-            visible: Tensor | None, whole: bool) -> Iterator[tuple[_Step, Tensor | None]]:
+            visible: Tensor | None, whole: bool,
+            known: Known | None = None) -> Iterator[tuple[_Step, Tensor | None]]:
     """Blocks 0..last_layer: each one's attention, and (whole) the stream leaving the block;
     without whole the last block stops after its attention. visible (T, T), True where a
-    query may look, narrows the causal mask."""
+    query may look, narrows the causal mask. Known streams start the pass at known.first and
+    stand for the blocks' outputs they cover (their MLPs are not run)."""
     eps = ckpt.layer_norm_epsilon
-    tok_embeds = weights.rows("wte.weight", token_ids)  # (T, d)
-    pos_embeds = weights.rows("wpe.weight", range(len(token_ids)))  # (T, d)
-    x = tok_embeds + pos_embeds  # (T, d)
-    for layer in range(last_layer + 1):
+    if known is None:
+        tok_embeds = weights.rows("wte.weight", token_ids)  # (T, d)
+        pos_embeds = weights.rows("wpe.weight", range(len(token_ids)))  # (T, d)
+        x = tok_embeds + pos_embeds  # (T, d)
+    else:
+        x = known.stream  # (T, d) the stream entering block known.first
+    for layer in range(0 if known is None else known.first, last_layer + 1):
         block = f"h.{layer}"
         attn_input = layer_norm(weights, f"{block}.ln_1", x, eps)  # (T, d)
         module = load_attention(weights, ckpt, layer)
         module.hidden = None if visible is None else ~visible  # (T, T) keys evicted
         attention = module(attn_input)
-        step = _Step(residual=x, attn_input=attn_input, attention=attention)
+        step = _Step(layer=layer, residual=x, attn_input=attn_input, attention=attention)
         if layer == last_layer and not whole:
             yield step, None
             return  # the rest of this block is not needed
-        x = x + attention.context  # (T, d) shortcut around attention
-        x = x + feed_forward(weights, ckpt, block,
-                              layer_norm(weights, f"{block}.ln_2", x, eps))
+        after = None if known is None else known.after(layer)
+        if after is None:  # no stream known past this block: its MLP is run
+            x = x + attention.context  # (T, d) shortcut around attention
+            after = x + feed_forward(weights, ckpt, block,
+                                     layer_norm(weights, f"{block}.ln_2", x, eps))
+        x = after
         yield step, x

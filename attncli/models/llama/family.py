@@ -3,7 +3,7 @@ RMSNorm, RoPE, grouped kv heads, and for some layers a sliding window."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from attncli.models.decoding import DecodeStep, Shape
 from attncli.models.family import (
     Family,
     FamilyTraits,
+    Known,
     LayerAttention,
     LayerTrace,
     ModelSpec,
@@ -79,6 +80,18 @@ class LlamaModel:
         shown = llama_attention(self.ckpt.weights, self.ckpt.spec, token_ids, layer)
         return LayerAttention(shown.layer, shown.inputs, shown.output)
 
+    def attention_from(self, token_ids: list[int], layer: int,
+                       known: Known | None) -> tuple[LayerAttention, list[Tensor]]:
+        """Blocks known.first..layer run from a known stream; that layer's attention and the
+        streams entering each block run."""
+        shown = llama_attention(self.ckpt.weights, self.ckpt.spec, token_ids, layer, known)
+        return LayerAttention(shown.layer, shown.inputs, shown.output), shown.hidden_states
+
+    def trace_from(self, token_ids: list[int], last_layer: int,
+                   known: Known | None) -> Iterator[LayerTrace]:
+        """Blocks known.first..last_layer whole, known outputs taken as they are."""
+        return llama_trace(self.ckpt.weights, self.ckpt.spec, token_ids, last_layer, None, known)
+
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every query head's weights, (layers, heads, T, T)."""
         return llama_all_layers(self.ckpt.weights, self.ckpt.spec, token_ids)
@@ -97,6 +110,13 @@ class LlamaModel:
         as a module handing the kernel rotated, group-repeated heads."""
         weights, spec = self.ckpt.weights, self.ckpt.spec
         x, ropes = llama_layer_input(weights, spec, token_ids, layer)  # x: (T, d_model)
+        return x, RotaryProjection(weights, spec, layer, ropes[layer])
+
+    def fused_input_from(self, token_ids: list[int], layer: int, known: Known | None,
+                         keep: Callable[[int, Tensor], None]) -> tuple[Tensor, Attention]:
+        """layer_input from a stream the fused path kept; keep is handed each stream made."""
+        weights, spec = self.ckpt.weights, self.ckpt.spec
+        x, ropes = llama_layer_input(weights, spec, token_ids, layer, known, keep)
         return x, RotaryProjection(weights, spec, layer, ropes[layer])
 
     def layer_inputs(self, token_ids: list[int], last_layer: int,

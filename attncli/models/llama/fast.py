@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -13,11 +13,14 @@ from torch import Tensor
 
 from attncli.core.attention import Attention
 from attncli.errors import AttnCliError
+from attncli.models.family import Known
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import check_tokens, grouped_attention, project, window_mask
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
+
+Keep = Callable[[int, Tensor], None]  # (layer, the residual stream entering it)
 
 
 def rotated(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
@@ -27,32 +30,42 @@ def rotated(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
     return heads.queries_rope, heads.keys_rope, heads.values
 
 
-def llama_layer_input(weights: Named, spec: LlamaSpec, token_ids: list[int],
-                      layer: int) -> tuple[Tensor, LayerRopes]:
+def llama_layer_input(weights: Named, spec: LlamaSpec, token_ids: list[int], layer: int,
+                      known: Known | None = None,
+                      keep: Keep | None = None) -> tuple[Tensor, LayerRopes]:
     """Layer's input (T, d_model) and the RoPE tables, earlier blocks run without their weights.
 
     For long inputs: PyTorch's fused attention never builds the (T, T) weights it does not
     need to keep.
     """
     # Only the last is kept: each earlier input goes once the next block has read it.
-    return deque(llama_layer_inputs(weights, spec, token_ids, layer), maxlen=1)[0]
+    return deque(llama_layer_inputs(weights, spec, token_ids, layer, known, keep), maxlen=1)[0]
 
 
 @torch.no_grad()
-def llama_layer_inputs(weights: Named, spec: LlamaSpec, token_ids: list[int],
-                       layer: int) -> Iterator[tuple[Tensor, LayerRopes]]:
-    """Layers 0..layer's inputs (T, d_model) and the RoPE tables: blocks without weights."""
+def llama_layer_inputs(weights: Named, spec: LlamaSpec, token_ids: list[int], layer: int,
+                       known: Known | None = None,
+                       keep: Keep | None = None) -> Iterator[tuple[Tensor, LayerRopes]]:
+    """Layers known.first (or 0)..layer's inputs (T, d_model) and the RoPE tables: blocks
+    without weights, a block whose output is known not run; keep(layer, stream) is handed
+    each residual stream entering a layer."""
     check_tokens(spec, token_ids)
-    x = embed(weights, spec, token_ids)  # (T, d_model)
+    first = 0 if known is None else known.first
+    x = embed(weights, spec, token_ids) if known is None else known.stream  # (T, d_model)
     ropes = LayerRopes(spec, len(token_ids))
-    for index in range(layer):
+    for index in range(first, layer):
+        if keep is not None:
+            keep(index, x)
         attn_input = attention_input(weights, spec, index, x)  # (T, d_model)
-        if spec.softcap is not None:  # no fused kernel soft-caps: the weights are built
+        after = None if known is None else known.after(index)
+        if after is None and spec.softcap is not None:  # no fused kernel soft-caps
             context = grouped_attention(weights, spec, index, attn_input, ropes[index]).context
-        else:
+        elif after is None:
             context = _fused_context(weights, spec, index, attn_input, ropes[index])
-        x = finish_block(weights, spec, index, x, context)  # (T, d_model)
+        x = finish_block(weights, spec, index, x, context) if after is None else after
         yield attn_input, ropes
+    if keep is not None:
+        keep(layer, x)
     yield attention_input(weights, spec, layer, x), ropes
 
 

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from attncli.core.attention import AttentionOutput, causal_mask
 from attncli.models.checks.values import check_ids
-from attncli.models.family import LayerTrace
+from attncli.models.family import Known, LayerTrace
 from attncli.models.llama.block import (
     attention_input,
     block_norm,
@@ -49,7 +49,7 @@ class LlamaLayer:
     layer: int  # 0-based index of the layer shown
     inputs: Tensor  # (T, d_model) input_layernorm of the residual stream
     output: LlamaAttentionOutput  # weights (heads, T, T); context (T, d_model) after o_proj
-    hidden_states: list[Tensor]  # layer + 1 tensors (T, d_model): embeddings, then each block out
+    hidden_states: list[Tensor]  # (T, d_model) each: the streams entering the blocks run
     window: int | None  # this layer's sliding window, None for full causal attention
 
 
@@ -158,43 +158,52 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
 
 @dataclass
 class _Step:
+    layer: int
     residual: Tensor  # (T, d_model) the stream entering the block
     attn_input: Tensor  # (T, d_model) input_layernorm(residual)
     attention: LlamaAttentionOutput
 
 
 def llama_steps(weights: Named, spec: LlamaSpec, token_ids: list[int],
-                last_layer: int) -> Iterator[_Step]:
-    """Run blocks 0..last_layer, yielding each block's attention; stop after the last one's."""
-    for step, _ in _blocks(weights, spec, token_ids, last_layer, None, whole=False):
+                last_layer: int, known: Known | None = None) -> Iterator[_Step]:
+    """Run blocks 0..last_layer (known.first.. given known streams), yielding each block's
+    attention; stop after the last one's."""
+    for step, _ in _blocks(weights, spec, token_ids, last_layer, None, whole=False, known=known):
         yield step
 
 
 def _blocks(weights: Named, spec: LlamaSpec, token_ids: list[int], last_layer: int,
-            visible: Tensor | None, whole: bool) -> Iterator[tuple[_Step, Tensor | None]]:
+            visible: Tensor | None, whole: bool,
+            known: Known | None = None) -> Iterator[tuple[_Step, Tensor | None]]:
     """Blocks 0..last_layer: each one's attention, and (whole) the stream leaving the block;
-    without whole the last block stops after its attention."""
+    without whole the last block stops after its attention. Known streams start the pass at
+    known.first and stand for the blocks' outputs they cover (their MLPs are not run)."""
     check_tokens(spec, token_ids)
-    x = embed(weights, spec, token_ids)  # (T, d_model)
+    first = 0 if known is None else known.first
+    x = embed(weights, spec, token_ids) if known is None else known.stream  # (T, d_model)
     ropes = LayerRopes(spec, len(token_ids))  # each layer's (T, rotary_dim) tables, or None
-    for layer in range(last_layer + 1):
+    for layer in range(first, last_layer + 1):
         attn_input = attention_input(weights, spec, layer, x)  # (T, d_model)
         attention = grouped_attention(weights, spec, layer, attn_input, ropes[layer], visible)
-        step = _Step(residual=x, attn_input=attn_input, attention=attention)
+        step = _Step(layer=layer, residual=x, attn_input=attn_input, attention=attention)
         if layer == last_layer and not whole:
             yield step, None
             return  # the rest of this block is not needed
-        x = finish_block(weights, spec, layer, x, attention.context)  # (T, d_model)
+        after = None if known is None else known.after(layer)
+        if after is None:  # no stream known past this block: its MLP is run
+            after = finish_block(weights, spec, layer, x, attention.context)  # (T, d_model)
+        x = after
         yield step, x
 
 
 @torch.no_grad()
 def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_layer: int,
-                visible: Tensor | None = None) -> Iterator[LayerTrace]:
+                visible: Tensor | None = None,
+                known: Known | None = None) -> Iterator[LayerTrace]:
     """Blocks 0..last_layer whole: each one's weights, values, W_O and residual streams."""
-    for layer, (step, output) in enumerate(
-            _blocks(weights, spec, token_ids, last_layer, visible, whole=True)):
-        attention = step.attention
+    for step, output in _blocks(weights, spec, token_ids, last_layer, visible, whole=True,
+                                known=known):
+        attention, layer = step.attention, step.layer
         assert attention.values is not None and output is not None
         yield LayerTrace(layer=layer, residual=step.residual, weights=attention.weights,
                          values=attention.values,  # (heads, T, head_dim) repeated per group
@@ -218,11 +227,12 @@ def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor) -> Tensor:
 
 @torch.no_grad()
 def llama_attention(weights: Named, spec: LlamaSpec, token_ids: list[int],
-                    layer: int) -> LlamaLayer:
-    """Run blocks 0..layer (negative counts from the end) and return that layer's attention."""
+                    layer: int, known: Known | None = None) -> LlamaLayer:
+    """Run blocks 0..layer (negative counts from the end; known.first.. given known streams)
+    and return that layer's attention."""
     index = spec.layer_index(layer)
     hidden_states = []
-    for step in llama_steps(weights, spec, token_ids, last_layer=index):
+    for step in llama_steps(weights, spec, token_ids, last_layer=index, known=known):
         hidden_states.append(step.residual)
     return LlamaLayer(layer=index, inputs=step.attn_input, output=step.attention,
                       hidden_states=hidden_states, window=spec.layer_windows[index])

@@ -1,0 +1,1 @@
+"""The hidden-state cache: residual streams kept on disk, and passes that start from them."""

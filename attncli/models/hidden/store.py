@@ -1,0 +1,214 @@
+"""The hidden-state cache on disk: the residual stream entering each layer of one text's pass
+through one model, kept so that a later look runs only the attention it shows.
+
+One file per (model, text, layer): a magic line, the header's length, a JSON header (the whole
+key, the layer, the shape and the payload's sha256), zero padding to 64 bytes, then T × d_model
+float32 exactly as the pass made them. A file is read only when it is a regular file whose
+header names this key and layer and whose payload has the right size and checksum; nothing is
+ever unpickled. Writes go to a temporary file in the same folder, fsync'd, then os.replace'd:
+a reader never sees half a file, and a failed write (a full disk, a read-only folder) leaves
+none and costs one note on stderr. The folder is kept under a total size, least recently used
+first out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attncli.errors import AttnCliError
+
+MAGIC = b"attncli hidden states\n"
+SUFFIX = ".hidden"
+TEMP_PREFIX = ".part-"
+ALIGN = 64  # the payload starts on a 64-byte boundary
+MAX_HEADER = 2**20  # bytes: a key holds hashes and numbers, never the text itself
+DEFAULT_CAP = 2 * 2**30  # bytes kept in the folder before the least recently used go
+STALE_TEMP_S = 3600  # a temporary file this old was left by a writer that died
+FOLDER_ENV = "ATTNCLI_HIDDEN_CACHE"  # the folder (default: $XDG_CACHE_HOME/attncli/hidden)
+CAP_ENV = "ATTNCLI_HIDDEN_CACHE_MAX"  # its total size: bytes, or with K, M or G
+OFF_ENV = "ATTNCLI_NO_CACHE"  # 1: neither read nor write the cache
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+_noted: list[str] = []  # the one note this process gave about a failed write
+
+
+def cache_folder() -> Path | None:
+    """Where hidden states are kept; None when ATTNCLI_NO_CACHE turns the cache off."""
+    if os.environ.get(OFF_ENV, "") not in ("", "0"):
+        return None
+    if os.environ.get(FOLDER_ENV):
+        return Path(os.environ[FOLDER_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "attncli" / "hidden"
+
+
+def cache_cap() -> int:
+    """The folder's size limit in bytes: ATTNCLI_HIDDEN_CACHE_MAX (e.g. 500M, 2G), else 2 GiB."""
+    text = os.environ.get(CAP_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    if not text:
+        return DEFAULT_CAP
+    unit = text[-1] if text[-1] in _UNITS else ""
+    number = text[:-1] if unit else text
+    if not (number.isascii() and number.isdigit()):
+        raise AttnCliError(f"{CAP_ENV} must be a size such as 500M or 2G (got "
+                           f"{os.environ[CAP_ENV]!r})")
+    return int(number) * _UNITS[unit]
+
+
+def key_name(key: dict[str, Any]) -> str:
+    """The file name stem of a key: a hash of its canonical JSON."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+
+
+@dataclass
+class HiddenCache:
+    """One model and one text's streams in the cache folder, each (tokens, width) float32."""
+
+    folder: Path
+    cap: int
+    key: dict[str, Any]
+    tokens: int
+    width: int
+    reserve: int = 0  # bytes this text's streams may take: made room for at the first store
+    name: str = field(init=False)
+    _room_made: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.name = key_name(self.key)
+
+    def path(self, layer: int) -> Path:
+        """The file of the stream entering layer (layer n_layer: the last block's output)."""
+        return self.folder / f"{self.name}-{layer}{SUFFIX}"
+
+    def _header(self, layer: int, digest: str) -> bytes:
+        header = json.dumps({"key": self.key, "layer": layer, "shape": [self.tokens, self.width],
+                             "dtype": "float32", "sha256": digest}, sort_keys=True).encode()
+        start = len(MAGIC) + 8 + len(header)
+        return MAGIC + len(header).to_bytes(8, "little") + header + bytes(-start % ALIGN)
+
+    def load(self, layer: int) -> Tensor | None:
+        """The stream entering layer, when a whole, matching file holds it; else None."""
+        try:
+            fd = os.open(self.path(layer), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO or a device is never read
+                os.close(fd)
+                return None
+            with os.fdopen(fd, "rb") as file:
+                return self._read(file, info, layer)
+        except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
+            return None
+
+    def _read(self, file: Any, info: os.stat_result, layer: int) -> Tensor | None:
+        lead = file.read(len(MAGIC) + 8)
+        if len(lead) != len(MAGIC) + 8 or lead[:len(MAGIC)] != MAGIC:
+            return None
+        size = int.from_bytes(lead[len(MAGIC):], "little")
+        if size > MAX_HEADER:
+            return None
+        header = json.loads(file.read(size), parse_constant=_refuse)
+        expected = {"key": self.key, "layer": layer, "shape": [self.tokens, self.width],
+                    "dtype": "float32"}
+        if not isinstance(header, dict) or any(header.get(k) != v for k, v in expected.items()):
+            return None
+        start = len(MAGIC) + 8 + size
+        start += -start % ALIGN
+        payload = self.tokens * self.width * 4
+        if info.st_size != start + payload:
+            return None
+        file.seek(start)
+        stream = torch.empty(self.tokens, self.width, dtype=torch.float32)  # (T, d_model)
+        view = stream.numpy().data.cast("B")
+        if file.readinto(view) != payload or hashlib.sha256(view).hexdigest() != header["sha256"]:
+            return None
+        try:
+            os.utime(file.fileno())  # used now: the last to be evicted
+        except OSError:
+            pass
+        return stream
+
+    def store(self, layer: int, stream: Tensor) -> None:
+        """Keep the stream entering layer; a failed write leaves no file and one note."""
+        data = stream.detach().to("cpu", torch.float32).contiguous()  # (T, d_model)
+        view = data.numpy().data.cast("B")
+        lead = self._header(layer, hashlib.sha256(view).hexdigest())
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, temp = tempfile.mkstemp(dir=self.folder, prefix=TEMP_PREFIX, suffix=SUFFIX)
+            try:
+                with os.fdopen(fd, "wb") as file:
+                    file.write(lead)
+                    file.write(view)
+                    file.flush()
+                    os.fsync(file.fileno())
+                os.replace(temp, self.path(layer))
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
+        except OSError as err:
+            _note(self.folder, err)
+            return
+        if not self._room_made:  # one scan of the folder a pass, not one a layer
+            self._room_made = True
+            evict(self.folder, max(0, self.cap - self.reserve))
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"non-strict JSON constant {name}")
+
+
+def _note(folder: Path, err: OSError) -> None:
+    """One line on stderr, once a process: the cache was not written, the result stands."""
+    if _noted:
+        return
+    _noted.append(str(folder))
+    reason = err.strerror or type(err).__name__
+    print(f"attncli: note: hidden states not cached in {folder} ({reason}); results are "
+          "unaffected", file=sys.stderr)
+
+
+def evict(folder: Path, cap: int) -> None:
+    """Remove the least recently used entries until the folder's entries fit in cap bytes;
+    only this cache's own files (and temporary files a dead writer left) are touched."""
+    now = time.time()
+    entries: list[tuple[int, int, str]] = []
+    try:
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if not entry.name.endswith(SUFFIX) or not entry.is_file(follow_symlinks=False):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if entry.name.startswith(TEMP_PREFIX):
+                    if now - info.st_mtime > STALE_TEMP_S:
+                        _remove(entry.path)
+                    continue
+                entries.append((info.st_mtime_ns, info.st_size, entry.path))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= cap:
+            break
+        _remove(path)
+        total -= size
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
