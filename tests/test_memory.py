@@ -68,7 +68,10 @@ sys.exit(execute(sys.argv[3:]))
 
 
 def _run_limited(mode: str, headroom: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "NO_COLOR": "1"}
+    # No hidden-state cache: the kept run must make the whole pass the freed run made, not read
+    # the streams the freed run left.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "NO_COLOR": "1",
+           "ATTNCLI_NO_CACHE": "1"}
     return subprocess.run([sys.executable, "-c", CHILD, mode, str(headroom), *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600, check=False)
 

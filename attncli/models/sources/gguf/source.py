@@ -14,6 +14,7 @@ on disk (5.5 times the file) and took 0.48 s to read back even from a warm page 
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from functools import cache, cached_property
 from pathlib import Path
@@ -67,6 +68,7 @@ class GgufSource:
         self.arch = architecture(header)
         self._layout = layout_for(self.arch, header.path)
         self._config = build_config(header)
+        self._fd: int | None = None  # opened at the first read, closed with the source
         if FREQ_FACTORS in header.tensors:
             self._check_freq_factors()  # from the header; its values are read by config()
         if any(name in header.tensors for name in LONGROPE):
@@ -183,19 +185,24 @@ class GgufSource:
         count = info.nbytes // info.row_bytes if info.row_bytes else 0
         picked = range(count) if rows is None else rows
         blocks = np.empty((len(picked), info.row_bytes), dtype=np.uint8)
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError as err:
-            raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
-        try:
-            if rows is None:
-                self._read_into(fd, blocks.reshape(-1), info.start)
-            else:
-                for line, row in zip(blocks, picked, strict=True):
-                    self._read_into(fd, line, info.start + int(row) * info.row_bytes)
-        finally:
-            os.close(fd)
+        fd = self._descriptor()
+        if rows is None:
+            self._read_into(fd, blocks.reshape(-1), info.start)
+        else:
+            for line, row in zip(blocks, picked, strict=True):
+                self._read_into(fd, line, info.start + int(row) * info.row_bytes)
         return blocks
+
+    def _descriptor(self) -> int:
+        """The file, opened once and kept open while the source lives: every tensor comes from
+        the file whose header was read, even once that file is renamed, replaced or deleted."""
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError as err:
+                raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
+            weakref.finalize(self, os.close, self._fd)
+        return self._fd
 
     def _read_into(self, fd: int, buffer: np.ndarray, offset: int) -> None:
         """Fill buffer (1-D uint8) with the file's bytes from offset, or one line: the file
