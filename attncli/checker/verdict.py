@@ -4,41 +4,25 @@ trying each known mistake (then each pair) against the reader's outputs."""
 from __future__ import annotations
 
 import itertools
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from attncli.checker.cases import BOOK_TOKENS, Case, cases_for
+from attncli.checker.cases import BOOK_TOKENS, cases_for
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
-from attncli.checker.load import theirs
-from attncli.checker.mistakes import CONTIGUOUS, MISSING_CONTIGUOUS, MISTAKES, Mistake
-from attncli.checker.reference import Setting, Weights, forward, make_weights
-from attncli.checker.weights import Plan, plan_for
+from attncli.checker.mistakes import MISSING_CONTIGUOUS, MISTAKES, Mistake
+from attncli.checker.reference import Weights, forward
+from attncli.checker.runs import Order, Outcome, run_case
+from attncli.checker.weights import Plan
 from attncli.errors import AttnCliError
 
 ATOL, RTOL = 1e-5, 1e-4  # float32 rounding of another order of the same sums
 # The report's first line, in the text and in the JSON: `check` runs the reader's code.
 RUNS_YOURS = "attncli check runs your code: {target} is imported, constructed and called."
-Order = tuple[str, str, str]  # which guessed slot plays q, k and v
 ORDERS: tuple[Order, ...] = (("q", "k", "v"), ("k", "q", "v"), ("q", "v", "k"),
                              ("v", "k", "q"), ("k", "v", "q"), ("v", "q", "k"))
-
-
-@dataclass
-class Outcome:
-    """One case's run of the reader's class."""
-
-    case: Case
-    weights: Weights
-    plan: Plan
-    output: Tensor | None = None  # (T, d_out) or (b, T, d_out)
-    error: str | None = None  # what the reader's forward raised, or why its output is unusable
-    contiguous: bool = False  # it raised torch's "use .contiguous()" error
-    reference: Tensor | None = None
 
 
 @dataclass
@@ -107,72 +91,6 @@ def _max_diff(o: Outcome) -> float | None:
         return None
     value = float(_differences(o.output, o.reference).max())
     return value if value != float("inf") else None
-
-
-def _theirs(call: Callable[[], Any], what: str) -> Any:
-    """Call the reader's code: what it raises (even a BaseException) is one line of theirs."""
-    try:
-        return call()
-    except KeyboardInterrupt:
-        raise
-    except SystemExit as err:
-        raise AttnCliError(f"{what} exited (SystemExit {err.code!r})") from None
-    except AttnCliError:
-        raise
-    except BaseException as err:
-        raise AttnCliError(f"{what} raised {theirs(err)}") from None
-
-
-def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
-    values = {"d_in": s.d_in, "d_out": s.d_out, "context_length": s.context_length,
-              "dropout": s.dropout, "num_heads": s.num_heads}
-    args, kwargs = ctor.arguments(values, s.qkv_bias)
-    shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module: nn.Module = _theirs(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
-    return module
-
-
-def _run(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -> Outcome:
-    s = case.setting
-    module = _built(cls, ctor, s)
-    name = cls.__name__
-    plan = _theirs(lambda: plan_for(module, s, ctor.kind.multihead, ctor.kind.stacked),
-                   f"reading your {name}")
-    if order is not None:
-        plan = plan.reordered(order)
-    weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
-    _theirs(lambda: plan.copy(weights), f"copying the book's weights into your {name}")
-    _theirs(lambda: module.train(s.training), f"your {name}.train({s.training})")
-    out = Outcome(case, weights, plan)
-    torch.manual_seed(s.seed)
-    dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
-    x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
-    try:
-        with torch.no_grad():
-            result = module(x)
-    except KeyboardInterrupt:
-        raise
-    except SystemExit as err:
-        raise AttnCliError(f"your {name}'s forward exited (SystemExit {err.code!r})") from None
-    except BaseException as err:
-        out.error, out.contiguous = f"your forward raised {theirs(err)}", CONTIGUOUS in str(err)
-        return out
-    if isinstance(result, tuple | list) and result:
-        result = result[0]  # (context, weights): the context is what is compared
-    want = (*case.x.shape[:-1], s.d_out * (s.num_heads if ctor.kind.stacked else 1))
-    if not isinstance(result, Tensor):
-        out.error = f"your forward returned {type(result).__name__}, not a tensor"
-    elif result.is_complex():
-        out.error = f"your forward returned a complex tensor ({result.dtype})"
-    elif tuple(result.shape) != want:
-        wide = " (num_heads × d_out wide, as the book's MultiHeadAttentionWrapper: give " \
-            "--kind wrapper)" \
-            if ctor.kind.multihead and result.shape[-1] == s.num_heads * s.d_out else ""
-        out.error = (f"your forward returned shape {tuple(result.shape)}; the book's returns "
-                     f"{want}{wide}")
-    else:
-        out.output = result.detach().float()
-    return out
 
 
 def _reference(o: Outcome, kind: Kind, mistakes: frozenset[str], w: Weights) -> Tensor:
@@ -261,7 +179,7 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
 
 
 def _outcomes(cls: type, ctor: Constructor, order: Order | None) -> list[Outcome]:
-    outcomes = [_run(cls, ctor, case, order) for case in cases_for(ctor)]
+    outcomes = [run_case(cls, ctor, case, order) for case in cases_for(ctor)]
     for o in outcomes:
         o.reference = _reference(o, ctor.kind, frozenset(), o.weights)
     return outcomes
@@ -296,3 +214,4 @@ def _size(found: list[tuple[str, str]]) -> int:
 
 
 __all__ = ["Report", "check_class"]
+

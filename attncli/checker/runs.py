@@ -1,0 +1,106 @@
+"""Run a reader's class on one case: construct it, copy the book's weights in, call forward, and
+keep its output or the one line that says why it cannot be compared."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from attncli.checker.cases import Case
+from attncli.checker.kinds import Constructor
+from attncli.checker.load import said, theirs
+from attncli.checker.mistakes import CONTIGUOUS
+from attncli.checker.outputs import usable
+from attncli.checker.reference import Setting, Weights, make_weights
+from attncli.checker.weights import Plan, plan_for
+from attncli.errors import AttnCliError
+
+Order = tuple[str, str, str]  # which guessed slot plays q, k and v
+
+
+@dataclass
+class Outcome:
+    """One case's run of the reader's class."""
+
+    case: Case
+    weights: Weights
+    plan: Plan
+    output: Tensor | None = None  # (T, d_out) or (b, T, d_out)
+    error: str | None = None  # what the reader's forward raised, or why its output is unusable
+    contiguous: bool = False  # it raised torch's "use .contiguous()" error
+    reference: Tensor | None = None
+
+
+def their_call(call: Callable[[], Any], what: str) -> Any:
+    """Call the reader's code: what it raises (even a BaseException) is one line of theirs."""
+    try:
+        return call()
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
+        raise AttnCliError(f"{what} exited (SystemExit {said(err.code, as_repr=True)})") from None
+    except AttnCliError:
+        raise
+    except BaseException as err:
+        raise AttnCliError(f"{what} raised {theirs(err)}") from None
+
+
+def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
+    values = {"d_in": s.d_in, "d_out": s.d_out, "context_length": s.context_length,
+              "dropout": s.dropout, "num_heads": s.num_heads}
+    args, kwargs = ctor.arguments(values, s.qkv_bias)
+    shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+    module: nn.Module = their_call(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
+    return module
+
+
+def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -> Outcome:
+    s = case.setting
+    module = _built(cls, ctor, s)
+    name = cls.__name__
+    plan = their_call(lambda: plan_for(module, s, ctor.kind.multihead, ctor.kind.stacked),
+                   f"reading your {name}")
+    if order is not None:
+        plan = plan.reordered(order)
+    weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
+    their_call(lambda: plan.copy(weights), f"copying the book's weights into your {name}")
+    their_call(lambda: module.train(s.training), f"your {name}.train({s.training})")
+    out = Outcome(case, weights, plan)
+    torch.manual_seed(s.seed)
+    dtype = their_call(lambda: next((p.dtype for p in module.parameters() if p.is_floating_point()),
+                                 torch.float32), f"reading your {name}'s parameters")
+    x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
+    try:
+        with torch.no_grad():
+            result = module(x)
+    except KeyboardInterrupt:
+        raise
+    except SystemExit as err:
+        raise AttnCliError(f"your {name}'s forward exited (SystemExit "
+                           f"{said(err.code, as_repr=True)})") from None
+    except BaseException as err:
+        out.error = f"your forward raised {theirs(err)}"
+        out.contiguous = CONTIGUOUS in said(err, 1000)
+        return out
+    want = (*case.x.shape[:-1], s.d_out * (s.num_heads if ctor.kind.stacked else 1))
+    plain = usable(result, want, ctor.kind.multihead and _width(result) == s.num_heads * s.d_out)
+    if isinstance(plain, str):
+        out.error = plain
+    else:
+        out.output = plain
+    return out
+
+
+def _width(result: object) -> int | None:
+    """The last dimension of a dense tensor (to tell a wrapper's wide output), else None."""
+    try:
+        if isinstance(result, Tensor) and not result.is_nested and result.dim():
+            return int(result.shape[-1])
+    except Exception:  # a tensor subclass of theirs: usable() says what it is
+        return None
+    return None
