@@ -3,10 +3,15 @@ that cannot be printed, hostile file names, globals their file changes, and fork
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+
+from tests.conftest import attncli_process
 
 CLASSES = Path(__file__).resolve().parent / "check_classes"
 RETURN = "return context_vec"
@@ -143,3 +148,73 @@ def test_an_esc_byte_in_a_file_name_is_escaped(cli, tmp_path: Path) -> None:  # 
     assert "evil\\x1b[31m.py" in cli("check", str(path), "--json").json()["target"]
     missing = cli("check", str(tmp_path / "gone\x1b[2J.py"))
     assert missing.code == 2 and "gone\\x1b[2J.py" in missing.err and "\x1b" not in missing.err
+
+
+@pytest.mark.parametrize("line,said,verdict", [
+    ("torch.set_default_dtype(torch.float64)", "torch.set_default_dtype(torch.float64)", "pass"),
+    ("import sys\nsys.setrecursionlimit(80)", "sys.setrecursionlimit(80)", "pass"),
+    ("torch.softmax = lambda t, dim: t.exp()", "replaced torch.softmax", "fail"),
+    ("_real = torch.softmax\ntorch.softmax = lambda t, dim: _real(t, dim=dim)",
+     "replaced torch.softmax", "pass"),
+    ("torch.Tensor.masked_fill_ = lambda self, mask, value: self",
+     "replaced torch.Tensor.masked_fill_", "fail"),
+    ("del torch.nn.functional.dropout", "deleted torch.nn.functional.dropout", "fail"),
+])
+def test_their_globals_never_reach_the_reference(line: str, said: str, verdict: str, cli,  # noqa: ANN001
+                                                 tmp_path: Path) -> None:
+    """Their class runs with what their file set; the reference with torch's defaults, so a
+    correct class passes and a changed softmax fails as theirs; the report names the change."""
+    source = _causal().replace("import torch\n", f"import torch\n{line}\n", 1)
+    path = _write(tmp_path, source)
+    before = (torch.get_default_dtype(), sys.getrecursionlimit(), torch.softmax,
+              torch.Tensor.masked_fill_, torch.nn.functional.dropout)
+    run = cli("check", f"{path}:CausalAttention", "--json")
+    assert run.code == {"pass": 0, "fail": 1}[verdict], (run.out[-1500:], run.err)
+    doc = run.json()
+    assert doc["your_settings"] == [said]
+    if verdict == "fail":
+        assert doc["diagnosis"]["mistakes"] == []  # their softmax, not a known mistake
+    text = cli("check", f"{path}:CausalAttention")
+    assert said in " ".join(text.out.split())
+    assert _api(path)["your_settings"] == [said]
+    after = (torch.get_default_dtype(), sys.getrecursionlimit(), torch.softmax,
+             torch.Tensor.masked_fill_, torch.nn.functional.dropout)
+    assert after == before  # attncli.check leaves the session's globals as it found them
+
+
+def test_a_class_made_under_float64_in_a_session_passes() -> None:
+    """A notebook that set float64 before it defined the class: the class runs in float64."""
+    import attncli
+    from attncli.checker.load import import_file
+
+    cls = import_file(str(CLASSES / "book_mha.py")).MultiHeadAttention
+    torch.set_default_dtype(torch.float64)
+    try:
+        result = attncli.check(cls)
+        assert torch.get_default_dtype() == torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert result.passed, str(result)
+    assert result.to_dict()["your_settings"] == ["torch.set_default_dtype(torch.float64)"]
+
+
+@pytest.mark.parametrize("where", ["import", "init", "forward"])
+def test_a_fork_in_their_code_never_runs_attncli_in_the_child(where: str,
+                                                              tmp_path: Path) -> None:
+    """The child ends as it comes out of fork(): one report, one set of exit lines."""
+    marker = tmp_path / "child_ran"
+    fork = f"__import__('os').fork() or open({str(marker)!r}, 'a').write('x')"
+    if where == "import":
+        source = _causal().replace("import torch\n", f"import torch\n{fork}\n", 1)
+    elif where == "init":
+        source = _causal(**{"super().__init__()": f"super().__init__()\n        {fork}"})
+    else:
+        source = _causal(**{RETURN: f"{fork}\n        {RETURN}"})
+    path = _write(tmp_path, source)
+    run = attncli_process("check", f"{path}:CausalAttention", "--json")
+    assert run.returncode == 0, run.stderr[-1500:]
+    assert json.loads(run.stdout)["verdict"] == "pass"  # one JSON document, not two
+    assert run.stderr == b""
+    assert not marker.exists()  # the child ran no line of theirs after the fork, nor ours
+    text = attncli_process("check", f"{path}:CausalAttention")
+    assert text.stdout.count(b"PASS:") == 1 and text.stderr == b""

@@ -61,6 +61,18 @@ def theirs(err: BaseException, file: str | None = None) -> str:
     return visible(type(err).__name__) + (f": {message}" if message else "") + where
 
 
+@contextlib.contextmanager
+def yours() -> Iterator[None]:
+    """The reader's settings around their code, while a check runs (defaults.yours)."""
+    if "attncli.checker.defaults" not in sys.modules:  # no check runs: nothing to switch
+        yield
+        return
+    from attncli.checker.defaults import yours as switched
+
+    with switched():
+        yield
+
+
 def split_target(target: str) -> tuple[str, str | None]:
     """FILE.py:Class → (FILE.py, Class); a bare FILE.py → (FILE.py, None). C:\\ is a path."""
     if not target.strip():
@@ -106,7 +118,8 @@ def import_file(path: str) -> ModuleType:
     folder = os.fspath(file.resolve().parent)
     sys.path.insert(0, folder)
     try:
-        loader.exec_module(module)
+        with yours():  # their file's torch.set_default_dtype(...) is theirs, not attncli's
+            loader.exec_module(module)
     except KeyboardInterrupt:
         raise
     except SystemExit as err:
@@ -185,9 +198,19 @@ def _exit_refused(code: int) -> None:
 
 @contextlib.contextmanager
 def guarded(descriptors: bool) -> Iterator[None]:
-    """While the reader's code runs, os._exit is an exception. With descriptors (the CLI), what
+    """While the reader's code runs, attncli computes with torch's defaults (defaults.py), a
+    fork of theirs ends in the child, and os._exit is an exception. With descriptors (the CLI), what
     it prints goes to stderr, file descriptor 1 included, so os.write(1, ...) and
     sys.__stdout__ cannot reach the report; closing their sys.stdout closes nothing."""
+    from attncli.checker.defaults import fenced
+
+    with fenced():
+        with _printing(descriptors):
+            yield
+
+
+@contextlib.contextmanager
+def _printing(descriptors: bool) -> Iterator[None]:
     real_exit = os._exit
     if not descriptors:  # a notebook: their prints stay where the notebook shows them
         os._exit = _exit_refused  # type: ignore[assignment]

@@ -3,6 +3,7 @@ keep its output or the one line that says why it cannot be compared."""
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from torch import Tensor, nn
 
 from attncli.checker.cases import Case
 from attncli.checker.kinds import Constructor
-from attncli.checker.load import said, theirs
+from attncli.checker.load import said, theirs, yours
 from attncli.checker.mistakes import CONTIGUOUS
 from attncli.checker.outputs import usable
 from attncli.checker.reference import Setting, Weights, make_weights
@@ -36,10 +37,12 @@ class Outcome:
     reference: Tensor | None = None
 
 
-def their_call(call: Callable[[], Any], what: str) -> Any:
-    """Call the reader's code: what it raises (even a BaseException) is one line of theirs."""
+def their_call(call: Callable[[], Any], what: str, settings: bool = False) -> Any:
+    """Call the reader's code (with settings: under their file's globals): what it raises (even
+    a BaseException) is one line of theirs."""
     try:
-        return call()
+        with yours() if settings else contextlib.nullcontext():
+            return call()
     except KeyboardInterrupt:
         raise
     except SystemExit as err:
@@ -55,7 +58,8 @@ def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
               "dropout": s.dropout, "num_heads": s.num_heads}
     args, kwargs = ctor.arguments(values, s.qkv_bias)
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module: nn.Module = their_call(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
+    module: nn.Module = their_call(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})",
+                                   True)
     return module
 
 
@@ -69,14 +73,14 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
         plan = plan.reordered(order)
     weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
     their_call(lambda: plan.copy(weights), f"copying the book's weights into your {name}")
-    their_call(lambda: module.train(s.training), f"your {name}.train({s.training})")
+    their_call(lambda: module.train(s.training), f"your {name}.train({s.training})", True)
     out = Outcome(case, weights, plan)
     torch.manual_seed(s.seed)
     dtype = their_call(lambda: next((p.dtype for p in module.parameters() if p.is_floating_point()),
                                  torch.float32), f"reading your {name}'s parameters")
     x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
     try:
-        with torch.no_grad():
+        with yours(), torch.no_grad():
             result = module(x)
     except KeyboardInterrupt:
         raise

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from attncli.checker.cases import BOOK_TOKENS, cases_for
+from attncli.checker.defaults import changed
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
 from attncli.checker.mistakes import MISSING_CONTIGUOUS, MISTAKES, Mistake
 from attncli.checker.reference import Weights, forward
@@ -35,6 +36,7 @@ class Report:
     outcomes: list[Outcome] = field(default_factory=list)
     mistakes: list[tuple[str, str]] = field(default_factory=list)  # (id, text) that match
     first: dict[str, Any] | None = None  # the first row that differs
+    changed: list[str] = field(default_factory=list)  # the globals their code changed
 
     @property
     def passed(self) -> bool:
@@ -52,7 +54,7 @@ class Report:
             "class": self.target.rpartition(":")[2] or self.target,
             "copied": {"how": self.plan.how, "map": self.plan.describe(),
                        "guessed_order": self.plan.guessed, "ignored": self.plan.ignored},
-            "tolerance": {"atol": ATOL, "rtol": RTOL},
+            "tolerance": {"atol": ATOL, "rtol": RTOL}, "your_settings": self.changed,
             "max_diff": max(finite) if len(finite) == len(diffs) else None,
             "cases": [_case(o, d) for o, d in zip(self.outcomes, diffs, strict=True)]}
         if not self.passed:
@@ -173,9 +175,11 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the cases are tiny: a thread pool only costs them time
     try:
-        return _checked(cls, ctor, target)
+        report = _checked(cls, ctor, target)
     finally:
         torch.set_num_threads(threads)
+    report.changed = changed()
+    return report
 
 
 def _outcomes(cls: type, ctor: Constructor, order: Order | None) -> list[Outcome]:

@@ -36,6 +36,10 @@ def render_check(report: dict[str, Any]) -> RenderableType:
                   f"{', '.join(copied['ignored'])}.")
     parts.append(Text.assemble("Checked as the book's ", (report["book_class"], "bold"),
                                f"; the book's weights copied into yours {how}.{notes}"))
+    if report.get("your_settings"):
+        parts.append(Text(f"Your code changed torch's globals ({'; '.join(report['your_settings'])}"
+                          "): your class ran with them, the book's reference with torch's "
+                          "defaults (float32, torch's own functions)."))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("case")
     table.add_column("max |yours − book's|", justify="right")
