@@ -218,3 +218,18 @@ def test_a_fork_in_their_code_never_runs_attncli_in_the_child(where: str,
     assert not marker.exists()  # the child ran no line of theirs after the fork, nor ours
     text = attncli_process("check", f"{path}:CausalAttention")
     assert text.stdout.count(b"PASS:") == 1 and text.stderr == b""
+
+
+@pytest.mark.parametrize("name", ["alt_mha_raw_out.py", "alt_mha_raw_out_t.py"])
+def test_a_square_raw_out_projection_is_tried_both_ways_with_a_bug(name: str, cli,  # noqa: ANN001
+                                                                    tmp_path: Path) -> None:
+    """The mistake is still named when the orientation of W_out had to be tried."""
+    source = (CLASSES / name).read_text(encoding="utf-8")
+    scaled = "attn_scores / keys.shape[-1] ** 0.5"
+    assert scaled in source
+    path = _write(tmp_path, source.replace(scaled, "attn_scores"))
+    run = cli("check", f"{path}:MultiHeadAttention", "--json")
+    assert run.code == 1, run.err
+    doc = run.json()
+    assert [m["id"] for m in doc["diagnosis"]["mistakes"]] == ["no_scale"]
+    assert doc["copied"]["map"]["W_out"].startswith("out_proj")

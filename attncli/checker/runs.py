@@ -63,7 +63,8 @@ def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
     return module
 
 
-def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -> Outcome:
+def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = None,
+             flips: frozenset[str] = frozenset()) -> Outcome:
     s = case.setting
     module = _built(cls, ctor, s)
     name = cls.__name__
@@ -71,6 +72,8 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
                    f"reading your {name}")
     if order is not None:
         plan = plan.reordered(order)
+    if flips:
+        plan = plan.flipped(flips)
     weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
     their_call(lambda: plan.copy(weights), f"copying the book's weights into your {name}")
     their_call(lambda: module.train(s.training), f"your {name}.train({s.training})", True)

@@ -182,11 +182,23 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
     return report
 
 
-def _outcomes(cls: type, ctor: Constructor, order: Order | None) -> list[Outcome]:
-    outcomes = [run_case(cls, ctor, case, order) for case in cases_for(ctor)]
+def _outcomes(cls: type, ctor: Constructor, order: Order | None,
+              flips: frozenset[str] = frozenset()) -> list[Outcome]:
+    outcomes = [run_case(cls, ctor, case, order, flips) for case in cases_for(ctor)]
     for o in outcomes:
         o.reference = _reference(o, ctor.kind, frozenset(), o.weights)
     return outcomes
+
+
+def _guesses(outcomes: list[Outcome]) -> list[tuple[Order | None, frozenset[str]]]:
+    """The other readings of the reader's weights: q, k and v in another order when only
+    declaration order told them apart; a square raw matrix (W_out used as ctx @ W_out, or
+    ctx @ W_out.T) the other way round."""
+    square = sorted(frozenset().union(*(o.plan.square() for o in outcomes)))
+    flips = [frozenset(c) for n in range(len(square) + 1)
+             for c in itertools.combinations(square, n)]
+    orders: tuple[Order | None, ...] = ORDERS if outcomes[0].plan.guessed else (None,)
+    return [(o, f) for o in orders for f in flips][1:]
 
 
 def _checked(cls: type, ctor: Constructor, target: str) -> Report:
@@ -194,17 +206,16 @@ def _checked(cls: type, ctor: Constructor, target: str) -> Report:
         outcomes = _outcomes(cls, ctor, None)
         passed = all(_close(o) for o in outcomes)
         mistakes = [] if passed else diagnose(outcomes, ctor.kind)
-        if outcomes[0].plan.guessed and not passed:
-            # q, k and v were told apart by declaration order alone: the order that passes is
-            # the reader's, else the one with the simplest diagnosis (one mistake, not two).
-            for order in ORDERS[1:]:
-                tried = _outcomes(cls, ctor, order)
-                if all(_close(o) for o in tried):
-                    outcomes, mistakes = tried, []
-                    break
-                found = diagnose(tried, ctor.kind)
-                if found and (not mistakes or _size(found) < _size(mistakes)):
-                    outcomes, mistakes = tried, found
+        # The reading that passes is the reader's, else the one with the simplest diagnosis
+        # (one mistake, not two).
+        for order, flips in [] if passed else _guesses(outcomes):
+            tried = _outcomes(cls, ctor, order, flips)
+            if all(_close(o) for o in tried):
+                outcomes, mistakes = tried, []
+                break
+            found = diagnose(tried, ctor.kind)
+            if found and (not mistakes or _size(found) < _size(mistakes)):
+                outcomes, mistakes = tried, found
         report = Report(target, ctor.kind, outcomes[0].plan, outcomes)
         if not report.passed:
             report.mistakes = mistakes
