@@ -233,3 +233,11 @@ def test_a_square_raw_out_projection_is_tried_both_ways_with_a_bug(name: str, cl
     doc = run.json()
     assert [m["id"] for m in doc["diagnosis"]["mistakes"]] == ["no_scale"]
     assert doc["copied"]["map"]["W_out"].startswith("out_proj")
+
+
+def test_the_watch_on_dot_T_is_taken_away_afterwards(cli) -> None:  # noqa: ANN001
+    run = cli("check", str(CLASSES / "bug_keys_T_batched.py"), "--json")
+    assert run.code == 1 and "\x1b" not in run.err
+    assert [m["id"] for m in run.json()["diagnosis"]["mistakes"]] == ["keys_T_batched"]
+    assert "T" not in vars(torch.Tensor)
+    assert torch.ones(2, 3).T.shape == (3, 2)

@@ -4,8 +4,9 @@ keep its output or the one line that says why it cannot be compared."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,35 @@ class Outcome:
     output: Tensor | None = None  # (T, d_out) or (b, T, d_out)
     error: str | None = None  # what the reader's forward raised, or why its output is unusable
     contiguous: bool = False  # it raised torch's "use .contiguous()" error
+    transposed: bool = False  # it took .T of a tensor of 3 or more dimensions
     reference: Tensor | None = None
+
+
+_TRANSPOSE = vars(torch._C.TensorBase)["T"]  # torch's own .T
+
+
+@contextlib.contextmanager
+def _watching_T(seen: list[int]) -> Iterator[None]:  # noqa: N802  (the name is torch's .T)
+    """While their forward runs, .T records the dimensions of a tensor of 3 or more (keys.T on
+    a batched input reverses every dimension, a mistake torch only warns about once)."""
+
+    def transpose(self: Tensor) -> Tensor:
+        if self.dim() < 3:
+            return _TRANSPOSE.__get__(self)
+        seen.append(self.dim())
+        with warnings.catch_warnings():  # torch's deprecation warning: the report names it
+            warnings.simplefilter("ignore")
+            return _TRANSPOSE.__get__(self)
+
+    before = vars(Tensor).get("T")
+    Tensor.T = property(transpose)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if before is None:
+            del Tensor.T
+        else:
+            Tensor.T = before
 
 
 def their_call(call: Callable[[], Any], what: str, settings: bool = False) -> Any:
@@ -82,8 +111,9 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
     dtype = their_call(lambda: next((p.dtype for p in module.parameters() if p.is_floating_point()),
                                  torch.float32), f"reading your {name}'s parameters")
     x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
+    seen: list[int] = []
     try:
-        with yours(), torch.no_grad():
+        with yours(), _watching_T(seen), torch.no_grad():
             result = module(x)
     except KeyboardInterrupt:
         raise
@@ -93,7 +123,9 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
     except BaseException as err:
         out.error = f"your forward raised {theirs(err)}"
         out.contiguous = CONTIGUOUS in said(err, 1000)
+        out.transposed = bool(seen)
         return out
+    out.transposed = bool(seen)
     want = (*case.x.shape[:-1], s.d_out * (s.num_heads if ctor.kind.stacked else 1))
     plain = usable(result, want, ctor.kind.multihead and _width(result) == s.num_heads * s.d_out)
     if isinstance(plain, str):

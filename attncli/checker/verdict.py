@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from attncli.checker.cases import BOOK_TOKENS, cases_for
 from attncli.checker.defaults import changed
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
-from attncli.checker.mistakes import MISSING_CONTIGUOUS, MISTAKES, Mistake
+from attncli.checker.mistakes import MISSING_CONTIGUOUS, MISTAKES, TRANSPOSE_2D, Mistake
 from attncli.checker.reference import Weights, forward
 from attncli.checker.runs import Order, Outcome, run_case
 from attncli.checker.weights import Plan
@@ -130,6 +130,8 @@ def diagnose(outcomes: list[Outcome], kind: Kind) -> list[tuple[str, str]]:
     """The known mistakes (one, else two together) whose outputs equal the reader's."""
     if any(o.contiguous for o in outcomes):
         return [MISSING_CONTIGUOUS]
+    if kind.batched and any(o.transposed for o in outcomes):
+        return [TRANSPOSE_2D]
     if any(o.output is None for o in outcomes):
         return []
     known = [m for m in MISTAKES if m.fits(kind)]
