@@ -58,7 +58,11 @@ class Report:
             "max_diff": max(finite) if len(finite) == len(diffs) else None,
             "cases": [_case(o, d) for o, d in zip(self.outcomes, diffs, strict=True)]}
         if not self.passed:
-            out["diagnosis"] = {"mistakes": [{"id": i, "text": t} for i, t in self.mistakes],
+            # explains_output: the reference with the mistake gives theirs (not a mistake seen
+            # in what their forward did, such as .view without .contiguous()).
+            seen = {MISSING_CONTIGUOUS[0], TRANSPOSE_2D[0]}
+            out["diagnosis"] = {"mistakes": [{"id": i, "text": t, "explains_output": i not in seen}
+                                             for i, t in self.mistakes],
                                 "first_difference": self.first}
         return out
 
