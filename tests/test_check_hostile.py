@@ -114,6 +114,8 @@ def test_what_their_forward_raises_is_one_escaped_line(raised: str, said: str, c
     ("class Meta(type):\n    def __new__(m, *a):\n        raise TypeError('no class')\n"
      "class CausalAttention(metaclass=Meta):\n    pass\n", "does not import: TypeError: no class"),
     ("raise Exception('\\x1b]0;title\\x07')\n", "Exception: \\x1b]0;title\\x07"),
+    ("class Nasty(Exception):\n    def __str__(self):\n        raise ValueError('x')\n"
+     "raise Nasty()\n", "does not import: Nasty: <Nasty that cannot be printed>"),
 ])
 def test_a_class_that_cannot_be_built_is_exit_2(source: str, said: str, cli,  # noqa: ANN001
                                                tmp_path: Path) -> None:
@@ -285,3 +287,14 @@ def test_an_unknown_lang_is_bad_input(cli) -> None:  # noqa: ANN001
     assert cli("check", str(CLASSES / "book_causal.py"), "--lang", "fr").code == 2
     with pytest.raises(AttnCliError, match="unknown lang 'fr'"):
         attncli.check(str(CLASSES / "book_causal.py"), lang="fr")
+
+
+def test_a_fork_in_their_forward_under_the_python_api(tmp_path: Path) -> None:
+    """In a notebook the child of their fork() ends too: the session gets one result."""
+    import attncli
+
+    marker = tmp_path / "child_ran"
+    fork = f"__import__('os').fork() or open({str(marker)!r}, 'a').write('x')"
+    path = _write(tmp_path, _causal(**{RETURN: f"{fork}\n        {RETURN}"}))
+    assert attncli.check(f"{path}:CausalAttention").passed
+    assert not marker.exists()
