@@ -46,7 +46,7 @@ CHECK_STRINGS: dict[str, tuple[str, str]] = {
                       "第一个不一致的行：{case}，{where}"),
     "verdict.batch": ("batch {batch}, ", "批次 {batch}，"),
     "verdict.token": ("token {token}", "词元 {token}"),
-    "verdict.yours": ("yours: ", "你的："),
+    "verdict.yours": ("yours: ", "你的："),  # as wide as book's: in each language
     "verdict.book": ("book's:", "书中："),
 }
 

@@ -88,6 +88,6 @@ def _failed(report: dict[str, Any], lang: str) -> list[RenderableType]:
             (f" ({first['label']!r})" if first["label"] else "")
         parts.append(Text(text(lang, "verdict.first", case=phrase(lang, first["case"]),
                                where=where) +
-                          f"\n  {text(lang, 'verdict.yours')}  {_row(first['yours'])}"
+                          f"\n  {text(lang, 'verdict.yours')} {_row(first['yours'])}"
                           f"\n  {text(lang, 'verdict.book')} {_row(first['book'])}"))
     return parts
