@@ -298,3 +298,15 @@ def test_a_fork_in_their_forward_under_the_python_api(tmp_path: Path) -> None:
     path = _write(tmp_path, _causal(**{RETURN: f"{fork}\n        {RETURN}"}))
     assert attncli.check(f"{path}:CausalAttention").passed
     assert not marker.exists()
+
+
+def test_a_default_device_of_meta_in_their_file_is_said(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    source = _causal().replace("import torch\n", "import torch\ntorch.set_default_device('meta')\n",
+                               1)
+    run = cli("check", f"{_write(tmp_path, source)}:CausalAttention", "--json")
+    assert run.code == 1, run.err
+    doc = run.json()
+    assert "torch.set_default_device('meta')" in doc["your_settings"]
+    assert {c["error"] for c in doc["cases"]} == {
+        "your parameters are on the meta device, not the CPU"}
+    assert torch.get_default_device() == torch.device("cpu")

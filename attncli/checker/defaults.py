@@ -91,9 +91,23 @@ class _Fence:
 _fence: list[_Fence] = []  # the check running now, if any
 
 
+_guards: list[bool] = []  # fork_guard()s open now
+
+
 def _child_after_fork() -> None:
-    if _fence:
+    if _fence or _guards:
         _REAL_EXIT(0)  # a fork of theirs: the child leaves before attncli runs another line
+
+
+@contextlib.contextmanager
+def fork_guard() -> Iterator[None]:
+    """A fork while attncli prints a check's report (a __del__ of theirs) ends in the child too;
+    fenced() guards the check itself."""
+    _guards.append(True)
+    try:
+        yield
+    finally:
+        _guards.pop()
 
 
 os.register_at_fork(after_in_child=_child_after_fork)

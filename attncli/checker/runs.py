@@ -108,8 +108,12 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
     their_call(lambda: module.train(s.training), f"your {name}.train({s.training})", True)
     out = Outcome(case, weights, plan)
     torch.manual_seed(s.seed)
-    dtype = their_call(lambda: next((p.dtype for p in module.parameters() if p.is_floating_point()),
-                                 torch.float32), f"reading your {name}'s parameters")
+    params = their_call(lambda: list(module.parameters()), f"reading your {name}'s parameters")
+    elsewhere = next((p.device for p in params if p.device.type != "cpu"), None)
+    if elsewhere is not None:  # torch.set_default_device('meta') in their file, say
+        out.error = f"your parameters are on the {said(elsewhere)} device, not the CPU"
+        return out
+    dtype = next((p.dtype for p in params if p.is_floating_point()), torch.float32)
     x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
     seen: list[int] = []
     try:

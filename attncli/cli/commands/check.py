@@ -48,6 +48,7 @@ def check(
     """
     import os
 
+    from attncli.checker.defaults import fork_guard
     from attncli.checker.kinds import kind_named
     from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
@@ -58,13 +59,14 @@ def check(
     forced = kind_named(kind)
     after_imports()
     out = console()
-    with guarded(descriptors=True):  # what their code prints is not the report
-        cls, name = load_target(target)
-        report = check_class(cls, name, forced)
-    doc = report.to_dict()
-    if as_json:
-        emit_json(doc)
-    else:
-        emit(out, render_check(doc, resolve_lang(lang and lang.value, os.environ)))
+    with fork_guard():  # until the report is printed, a child of theirs prints nothing
+        with guarded(descriptors=True):  # what their code prints is not the report
+            cls, name = load_target(target)
+            report = check_class(cls, name, forced)
+        doc = report.to_dict()
+        if as_json:
+            emit_json(doc)
+        else:
+            emit(out, render_check(doc, resolve_lang(lang and lang.value, os.environ)))
     if not report.passed:
         raise typer.Exit(1)
