@@ -114,6 +114,13 @@ def test_what_their_forward_raises_is_one_escaped_line(raised: str, said: str, c
     ("class Meta(type):\n    def __new__(m, *a):\n        raise TypeError('no class')\n"
      "class CausalAttention(metaclass=Meta):\n    pass\n", "does not import: TypeError: no class"),
     ("raise Exception('\\x1b]0;title\\x07')\n", "Exception: \\x1b]0;title\\x07"),
+    ("class Meta(type(torch.nn.Module)):\n    def __getattribute__(cls, name):\n"
+     "        if name in ('__name__', '__qualname__', '__mro__', '__dict__'):\n"
+     "            raise RuntimeError('\\x1b[31mno ' + name)\n"
+     "        return super().__getattribute__(name)\n"
+     "class CausalAttention(torch.nn.Module, metaclass=Meta):\n"
+     "    def __init__(self, d_in, d_out, context_length, dropout):\n"
+     "        super().__init__()\n", "CausalAttention"),
     ("class Nasty(Exception):\n    def __str__(self):\n        raise ValueError('x')\n"
      "raise Nasty()\n", "does not import: Nasty: <Nasty that cannot be printed>"),
 ])

@@ -52,7 +52,7 @@ def check(cls: type | str, kind: str | None = None, lang: str = "en") -> CheckRe
     mode. The result says PASS, or FAIL with the known mistake that explains the difference;
     its report is in lang (en or zh)."""
     from attncli.checker.kinds import kind_named
-    from attncli.checker.load import guarded, load_target
+    from attncli.checker.load import class_name, guarded, load_target, said
     from attncli.checker.verdict import check_class
 
     forced = kind_named(kind)
@@ -62,5 +62,6 @@ def check(cls: type | str, kind: str | None = None, lang: str = "en") -> CheckRe
         if isinstance(cls, str):
             found, target = load_target(cls)
         else:
-            found, target = cls, getattr(cls, "__qualname__", repr(cls))
+            found, target = cls, class_name(cls, qualified=True) if isinstance(cls, type) \
+                else said(cls, as_repr=True)
         return CheckResult(check_class(found, target, forced), lang)

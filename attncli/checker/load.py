@@ -73,6 +73,15 @@ def yours() -> Iterator[None]:
         yield
 
 
+def class_name(cls: type, qualified: bool = False) -> str:
+    """A class's name, escaped, read past its metaclass (whose __getattribute__ may raise)."""
+    try:
+        name = type.__dict__["__qualname__" if qualified else "__name__"].__get__(cls)
+    except Exception:  # not a type after all
+        return "<class>"
+    return visible(name if isinstance(name, str) else "<class>")
+
+
 def split_target(target: str) -> tuple[str, str | None]:
     """FILE.py:Class → (FILE.py, Class); a bare FILE.py → (FILE.py, None). C:\\ is a path."""
     if not target.strip():
@@ -153,7 +162,7 @@ def _find_class(module: ModuleType, shown: str, name: str | None) -> type:
     if name is not None:
         found = getattr(module, name, None)
         if found is None:
-            listed = ", ".join(visible(c.__name__) for c in own) or "none"
+            listed = ", ".join(class_name(c) for c in own) or "none"
             raise AttnCliError(f"{shown} has no class {name!r} (its classes: {listed})")
         if not inspect.isclass(found):
             raise AttnCliError(f"{shown}:{name} is a {visible(type(found).__name__)}, "
@@ -162,7 +171,7 @@ def _find_class(module: ModuleType, shown: str, name: str | None) -> type:
     modules = [c for c in own if issubclass(c, nn.Module)]
     if len(modules) == 1:
         return modules[0]
-    listed = ", ".join(visible(c.__name__) for c in modules) or "none"
+    listed = ", ".join(class_name(c) for c in modules) or "none"
     raise AttnCliError(f"{shown} holds {len(modules)} nn.Module classes ({listed}): name one "
                        f"as {shown}:Class")
 
@@ -172,7 +181,7 @@ def load_target(target: str) -> tuple[type, str]:
     path, name = split_target(target)
     module = import_file(path)
     cls = find_class(module, path, name)
-    return cls, f"{shown_path(path)}:{visible(cls.__name__)}"
+    return cls, f"{shown_path(path)}:{class_name(cls)}"
 
 
 class _Stderr(io.TextIOBase):

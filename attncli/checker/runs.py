@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from attncli.checker.cases import Case
 from attncli.checker.kinds import Constructor
-from attncli.checker.load import said, theirs, yours
+from attncli.checker.load import class_name, said, theirs, yours
 from attncli.checker.mistakes import CONTIGUOUS
 from attncli.checker.outputs import usable
 from attncli.checker.reference import Setting, Weights, make_weights
@@ -87,7 +87,7 @@ def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
               "dropout": s.dropout, "num_heads": s.num_heads}
     args, kwargs = ctor.arguments(values, s.qkv_bias)
     shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module: nn.Module = their_call(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})",
+    module: nn.Module = their_call(lambda: cls(*args, **kwargs), f"your {class_name(cls)}({shown})",
                                    True)
     return module
 
@@ -96,7 +96,7 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
              flips: frozenset[str] = frozenset()) -> Outcome:
     s = case.setting
     module = _built(cls, ctor, s)
-    name = cls.__name__
+    name = class_name(cls)
     plan = their_call(lambda: plan_for(module, s, ctor.kind.multihead, ctor.kind.stacked),
                    f"reading your {name}")
     if order is not None:

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from attncli.checker.cases import BOOK_TOKENS, cases_for
 from attncli.checker.defaults import changed
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
+from attncli.checker.load import class_name, theirs
 from attncli.checker.mistakes import MISSING_CONTIGUOUS, MISTAKES, TRANSPOSE_2D, Mistake
 from attncli.checker.reference import Weights, forward
 from attncli.checker.runs import Order, Outcome, run_case
@@ -175,13 +176,17 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
     if not isinstance(cls, type):
         raise AttnCliError(f"{target} is not a class")
     if not issubclass(cls, nn.Module):
-        raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
+        raise AttnCliError(f"{class_name(cls)} is not a torch.nn.Module: the book's classes "
                            "subclass nn.Module")
-    ctor = constructor_of(cls, forced)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the cases are tiny: a thread pool only costs them time
     try:
-        report = _checked(cls, ctor, target)
+        report = _checked(cls, constructor_of(cls, forced), target)
+    except (AttnCliError, KeyboardInterrupt):
+        raise
+    except BaseException as err:  # their metaclass, raising where attncli looks at the class
+        raise AttnCliError(f"looking at your class {class_name(cls)} raised "
+                           f"{theirs(err)}") from None
     finally:
         torch.set_num_threads(threads)
     report.changed = changed()
