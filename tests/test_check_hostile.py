@@ -208,12 +208,21 @@ def test_a_class_made_under_float64_in_a_session_passes() -> None:
     assert result.to_dict()["your_settings"] == ["torch.set_default_dtype(torch.float64)"]
 
 
+def _fork_once(tmp_path: Path, marker: Path) -> str:
+    """A line that forks the first time only; a child that runs on writes marker and ends, so
+    a regression fails the test instead of forking a process per case (or running pytest on)."""
+    once = str(tmp_path / "forked")
+    return (f"(__import__('os').path.exists({once!r}) or open({once!r}, 'w').close() or "
+            f"__import__('os').fork()) or (open({str(marker)!r}, 'a').write('x'), "
+            "__import__('posix')._exit(0))")
+
+
 @pytest.mark.parametrize("where", ["import", "init", "forward"])
 def test_a_fork_in_their_code_never_runs_attncli_in_the_child(where: str,
                                                               tmp_path: Path) -> None:
     """The child ends as it comes out of fork(): one report, one set of exit lines."""
     marker = tmp_path / "child_ran"
-    fork = f"__import__('os').fork() or open({str(marker)!r}, 'a').write('x')"
+    fork = _fork_once(tmp_path, marker)
     if where == "import":
         source = _causal().replace("import torch\n", f"import torch\n{fork}\n", 1)
     elif where == "init":
@@ -226,6 +235,7 @@ def test_a_fork_in_their_code_never_runs_attncli_in_the_child(where: str,
     assert json.loads(run.stdout)["verdict"] == "pass"  # one JSON document, not two
     assert run.stderr == b""
     assert not marker.exists()  # the child ran no line of theirs after the fork, nor ours
+    (tmp_path / "forked").unlink()  # the text report: forked afresh
     text = attncli_process("check", f"{path}:CausalAttention")
     assert text.stdout.count(b"PASS:") == 1 and text.stderr == b""
 
@@ -301,7 +311,7 @@ def test_a_fork_in_their_forward_under_the_python_api(tmp_path: Path) -> None:
     import attncli
 
     marker = tmp_path / "child_ran"
-    fork = f"__import__('os').fork() or open({str(marker)!r}, 'a').write('x')"
+    fork = _fork_once(tmp_path, marker)
     path = _write(tmp_path, _causal(**{RETURN: f"{fork}\n        {RETURN}"}))
     assert attncli.check(f"{path}:CausalAttention").passed
     assert not marker.exists()
