@@ -3,9 +3,12 @@ made (torch.set_default_dtype(torch.float64), a recursion limit, a monkeypatched
 attncli's reference and report with torch's defaults; the report says what their file changed.
 
 A fork() in the reader's code is caught in the child as it returns from fork, by a hook
-os.register_at_fork installs once: while a check runs, the child exits at once, so it never runs
-attncli's checker or prints attncli's lines (a pid test after their code returns would miss a
-fork in a __del__ or a thread of theirs that returns into attncli's own code).
+os.register_at_fork installs once: while a check runs, the child exits at once (os._exit(0), no
+flush), so it never runs attncli's checker or prints attncli's lines. A pid test after their code
+returns would miss a fork in a __del__ or a generator's finally that runs inside attncli's own
+code, and would let the child run on through the rest of their code first; yours() keeps that
+test as well, for a fork whose at-fork hooks were skipped. The cost: their child does not run
+either, which is no loss for a class whose forward is being checked.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def run_case(cls: type, ctor: Constructor, case: Case, order: Order | None = Non
     module = _built(cls, ctor, s)
     name = class_name(cls)
     plan = their_call(lambda: plan_for(module, s, ctor.kind.multihead, ctor.kind.stacked),
-                   f"reading your {name}")
+                      f"reading your {name}")
     if order is not None:
         plan = plan.reordered(order)
     if flips:
