@@ -6,6 +6,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from attncli.api.notebook import Shown, text_of
+from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 class CheckResult(Shown):
     """The verdict: passed, to_dict() (as `check --json`), and the report as text or HTML."""
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: Report, lang: str = "en") -> None:
         self.report = report
+        self.lang = lang
 
     @property
     def passed(self) -> bool:
@@ -34,7 +36,7 @@ class CheckResult(Shown):
     def renderable(self, console: Console) -> RenderableType:
         from attncli.render.reports.check import render_check
 
-        return render_check(self.report.to_dict())
+        return render_check(self.report.to_dict(), self.lang)
 
     def page(self) -> str:
         return f"<pre>{html.escape(text_of(self.renderable, colour=False, width=100))}</pre>"
@@ -44,18 +46,22 @@ class CheckResult(Shown):
             f"{'PASS' if self.passed else 'FAIL'}>"
 
 
-def check(cls: type | str, kind: str | None = None) -> CheckResult:
+def check(cls: type | str, kind: str | None = None, lang: str = "en") -> CheckResult:
     """Check a class (or "FILE.py:Class", imported) against the book's computation: the book's
     weights copied in, the book's and random inputs, batch 1 and 2, dropout off, on and in eval
-    mode. The result says PASS, or FAIL with the known mistake that explains the difference."""
+    mode. The result says PASS, or FAIL with the known mistake that explains the difference;
+    its report is in lang (en or zh)."""
     from attncli.checker.kinds import kind_named
-    from attncli.checker.load import guarded, load_target
+    from attncli.checker.load import class_name, guarded, load_target, said
     from attncli.checker.verdict import check_class
 
     forced = kind_named(kind)
+    if lang not in ("en", "zh"):
+        raise AttnCliError(f"unknown lang {lang!r} (choose from en, zh)")
     with guarded(descriptors=False):  # os._exit in their code is an error, not the end
         if isinstance(cls, str):
             found, target = load_target(cls)
         else:
-            found, target = cls, getattr(cls, "__qualname__", repr(cls))
-        return CheckResult(check_class(found, target, forced))
+            found, target = cls, class_name(cls, qualified=True) if isinstance(cls, type) \
+                else said(cls, as_repr=True)
+        return CheckResult(check_class(found, target, forced), lang)

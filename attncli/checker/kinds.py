@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from attncli.checker.load import class_name
 from attncli.errors import AttnCliError
 
 
@@ -97,7 +98,7 @@ def _parameters(cls: type) -> tuple[list[inspect.Parameter], bool]:
     try:
         signature = inspect.signature(cls)
     except Exception:  # a metaclass of the reader's may raise anything here
-        raise AttnCliError(f"cannot read the constructor of {cls.__name__}") from None
+        raise AttnCliError(f"cannot read the constructor of {class_name(cls)}") from None
     values = list(signature.parameters.values())
     return ([p for p in values if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
                                              p.KEYWORD_ONLY)],
@@ -118,7 +119,7 @@ def constructor_of(cls: type, forced: KindName | None = None) -> Constructor:
         "qkv_bias" in names[:len(book)])
     if unfit:
         raise AttnCliError(
-            f"{cls.__name__}({', '.join(names)}) does not take the arguments of the book's "
+            f"{class_name(cls)}({', '.join(names)}) does not take the arguments of the book's "
             f"{kind.book_class}: {kind.signature}")
     by_name = {p.name: p for p in params}
     keywords = all(n in by_name and by_name[n].kind is not by_name[n].POSITIONAL_ONLY
@@ -132,7 +133,7 @@ def constructor_of(cls: type, forced: KindName | None = None) -> Constructor:
 def _detect(cls: type, names: list[str], required: int) -> Kind:
     if "num_heads" in names or required == 5:
         # The two classes with heads share a constructor: the book's names tell them apart.
-        wrapper = "wrapper" in cls.__name__.lower()
+        wrapper = "wrapper" in class_name(cls).lower()
         return KINDS[KindName.wrapper if wrapper else KindName.multihead]
     if "context_length" in names or required == 4:
         return KINDS[KindName.causal]
@@ -141,5 +142,5 @@ def _detect(cls: type, names: list[str], required: int) -> Kind:
         return KINDS[KindName.self_v1 if v1 else KindName.self_v2]
     shown = ", ".join(names) or "no named arguments"
     raise AttnCliError(
-        f"{cls.__name__}({shown}) does not take a chapter-3 constructor: expected "
+        f"{class_name(cls)}({shown}) does not take a chapter-3 constructor: expected "
         f"SelfAttention_v1/v2(d_in, d_out[, qkv_bias]), {SIGNATURES} (or give --kind)")

@@ -74,8 +74,11 @@ def forward(kind: Kind, w: Weights, x: Tensor, s: Setting,
     mistakes switched in; the caller seeds torch first when dropout acts."""
     if kind.stacked:  # the wrapper: each head a CausalAttention, in order (their dropout too)
         one = replace(s, num_heads=1)
-        return torch.cat([forward(KINDS[KindName.causal], head, x, one, mistakes)
-                          for head in w.heads], dim=-1)  # (b, T, num_heads · d_out)
+        order = w.heads[::-1] if "heads_run_reversed" in mistakes else w.heads
+        outs = [forward(KINDS[KindName.causal], head, x, one, mistakes) for head in order]
+        if "heads_reversed" in mistakes:
+            outs = outs[::-1]  # run in order (their dropout too), concatenated last head first
+        return torch.cat(outs, dim=-1)  # (b, T, num_heads · d_out)
     xb = x if x.dim() == 3 else x[None]  # (b, T, d_in)
     b, num_tokens, _ = xb.shape
     heads = s.num_heads if kind.multihead else 1
@@ -105,16 +108,18 @@ def forward(kind: Kind, w: Weights, x: Tensor, s: Setting,
         diagonal = 2 if "mask_sees_next" in mistakes else \
             0 if "mask_includes_diagonal" in mistakes else 1
         mask = torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal)  # (T, T)
-        if "mask_after_softmax" not in mistakes:
+        if not {"mask_after_softmax", "mask_discarded"} & mistakes:
             fill = 0.0 if "mask_zero" in mistakes else -torch.inf
             scores = scores.masked_fill(mask, fill)  # (b, h, T, T)
+    if "dropout_before_softmax" in mistakes:
+        scores = drop(scores)  # (b, h, T, T) a dropped -inf is 0: the future gets weight
     d_k = 1 if "no_scale" in mistakes else s.d_out if "scale_d_out" in mistakes else \
         s.d_in if "scale_d_in" in mistakes else head_dim
     dim = -2 if "softmax_queries" in mistakes else 1 if "softmax_heads" in mistakes else -1
     weights = torch.softmax(scores / d_k**0.5, dim=dim)  # (b, h, T, T)
     if mask is not None and "mask_after_softmax" in mistakes:
         weights = weights.masked_fill(mask, 0.0)  # (b, h, T, T) rows no longer sum to 1
-    if not {"dropout_before_mask", "dropout_on_context"} & mistakes:
+    if not {"dropout_before_mask", "dropout_before_softmax", "dropout_on_context"} & mistakes:
         weights = drop(weights)  # (b, h, T, T)
     context = weights @ (k if "weights_times_keys" in mistakes else v)  # (b, h, T, hd)
     if "merge_no_transpose" in mistakes:

@@ -4,41 +4,27 @@ trying each known mistake (then each pair) against the reader's outputs."""
 from __future__ import annotations
 
 import itertools
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from attncli.checker.cases import BOOK_TOKENS, Case, cases_for
+from attncli.checker.cases import BOOK_TOKENS, cases_for
+from attncli.checker.defaults import changed
 from attncli.checker.kinds import Constructor, Kind, KindName, constructor_of
-from attncli.checker.load import theirs
-from attncli.checker.mistakes import CONTIGUOUS, MISSING_CONTIGUOUS, MISTAKES, Mistake
-from attncli.checker.reference import Setting, Weights, forward, make_weights
-from attncli.checker.weights import Plan, plan_for
+from attncli.checker.load import class_name, theirs
+from attncli.checker.mistakes import MISSING_CONTIGUOUS, MISTAKES, TRANSPOSE_2D, Mistake
+from attncli.checker.reference import Weights, forward
+from attncli.checker.runs import Order, Outcome, run_case
+from attncli.checker.weights import Plan
 from attncli.errors import AttnCliError
 
 ATOL, RTOL = 1e-5, 1e-4  # float32 rounding of another order of the same sums
 # The report's first line, in the text and in the JSON: `check` runs the reader's code.
 RUNS_YOURS = "attncli check runs your code: {target} is imported, constructed and called."
-Order = tuple[str, str, str]  # which guessed slot plays q, k and v
 ORDERS: tuple[Order, ...] = (("q", "k", "v"), ("k", "q", "v"), ("q", "v", "k"),
                              ("v", "k", "q"), ("k", "v", "q"), ("v", "q", "k"))
-
-
-@dataclass
-class Outcome:
-    """One case's run of the reader's class."""
-
-    case: Case
-    weights: Weights
-    plan: Plan
-    output: Tensor | None = None  # (T, d_out) or (b, T, d_out)
-    error: str | None = None  # what the reader's forward raised, or why its output is unusable
-    contiguous: bool = False  # it raised torch's "use .contiguous()" error
-    reference: Tensor | None = None
 
 
 @dataclass
@@ -51,6 +37,7 @@ class Report:
     outcomes: list[Outcome] = field(default_factory=list)
     mistakes: list[tuple[str, str]] = field(default_factory=list)  # (id, text) that match
     first: dict[str, Any] | None = None  # the first row that differs
+    changed: list[str] = field(default_factory=list)  # the globals their code changed
 
     @property
     def passed(self) -> bool:
@@ -68,11 +55,15 @@ class Report:
             "class": self.target.rpartition(":")[2] or self.target,
             "copied": {"how": self.plan.how, "map": self.plan.describe(),
                        "guessed_order": self.plan.guessed, "ignored": self.plan.ignored},
-            "tolerance": {"atol": ATOL, "rtol": RTOL},
+            "tolerance": {"atol": ATOL, "rtol": RTOL}, "your_settings": self.changed,
             "max_diff": max(finite) if len(finite) == len(diffs) else None,
             "cases": [_case(o, d) for o, d in zip(self.outcomes, diffs, strict=True)]}
         if not self.passed:
-            out["diagnosis"] = {"mistakes": [{"id": i, "text": t} for i, t in self.mistakes],
+            # explains_output: the reference with the mistake gives theirs (not a mistake seen
+            # in what their forward did, such as .view without .contiguous()).
+            seen = {MISSING_CONTIGUOUS[0], TRANSPOSE_2D[0]}
+            out["diagnosis"] = {"mistakes": [{"id": i, "text": t, "explains_output": i not in seen}
+                                             for i, t in self.mistakes],
                                 "first_difference": self.first}
         return out
 
@@ -107,72 +98,6 @@ def _max_diff(o: Outcome) -> float | None:
         return None
     value = float(_differences(o.output, o.reference).max())
     return value if value != float("inf") else None
-
-
-def _theirs(call: Callable[[], Any], what: str) -> Any:
-    """Call the reader's code: what it raises (even a BaseException) is one line of theirs."""
-    try:
-        return call()
-    except KeyboardInterrupt:
-        raise
-    except SystemExit as err:
-        raise AttnCliError(f"{what} exited (SystemExit {err.code!r})") from None
-    except AttnCliError:
-        raise
-    except BaseException as err:
-        raise AttnCliError(f"{what} raised {theirs(err)}") from None
-
-
-def _built(cls: type, ctor: Constructor, s: Setting) -> nn.Module:
-    values = {"d_in": s.d_in, "d_out": s.d_out, "context_length": s.context_length,
-              "dropout": s.dropout, "num_heads": s.num_heads}
-    args, kwargs = ctor.arguments(values, s.qkv_bias)
-    shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-    module: nn.Module = _theirs(lambda: cls(*args, **kwargs), f"your {cls.__name__}({shown})")
-    return module
-
-
-def _run(cls: type, ctor: Constructor, case: Case, order: Order | None = None) -> Outcome:
-    s = case.setting
-    module = _built(cls, ctor, s)
-    name = cls.__name__
-    plan = _theirs(lambda: plan_for(module, s, ctor.kind.multihead, ctor.kind.stacked),
-                   f"reading your {name}")
-    if order is not None:
-        plan = plan.reordered(order)
-    weights = make_weights(ctor.kind, s, seed=zlib.crc32(case.name.encode()))
-    _theirs(lambda: plan.copy(weights), f"copying the book's weights into your {name}")
-    _theirs(lambda: module.train(s.training), f"your {name}.train({s.training})")
-    out = Outcome(case, weights, plan)
-    torch.manual_seed(s.seed)
-    dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
-    x = case.x.to(dtype, copy=True)  # a copy: a forward may change its input
-    try:
-        with torch.no_grad():
-            result = module(x)
-    except KeyboardInterrupt:
-        raise
-    except SystemExit as err:
-        raise AttnCliError(f"your {name}'s forward exited (SystemExit {err.code!r})") from None
-    except BaseException as err:
-        out.error, out.contiguous = f"your forward raised {theirs(err)}", CONTIGUOUS in str(err)
-        return out
-    if isinstance(result, tuple | list) and result:
-        result = result[0]  # (context, weights): the context is what is compared
-    want = (*case.x.shape[:-1], s.d_out * (s.num_heads if ctor.kind.stacked else 1))
-    if not isinstance(result, Tensor):
-        out.error = f"your forward returned {type(result).__name__}, not a tensor"
-    elif result.is_complex():
-        out.error = f"your forward returned a complex tensor ({result.dtype})"
-    elif tuple(result.shape) != want:
-        wide = " (num_heads × d_out wide, as the book's MultiHeadAttentionWrapper: give " \
-            "--kind wrapper)" \
-            if ctor.kind.multihead and result.shape[-1] == s.num_heads * s.d_out else ""
-        out.error = (f"your forward returned shape {tuple(result.shape)}; the book's returns "
-                     f"{want}{wide}")
-    else:
-        out.output = result.detach().float()
-    return out
 
 
 def _reference(o: Outcome, kind: Kind, mistakes: frozenset[str], w: Weights) -> Tensor:
@@ -210,6 +135,8 @@ def diagnose(outcomes: list[Outcome], kind: Kind) -> list[tuple[str, str]]:
     """The known mistakes (one, else two together) whose outputs equal the reader's."""
     if any(o.contiguous for o in outcomes):
         return [MISSING_CONTIGUOUS]
+    if kind.batched and any(o.transposed for o in outcomes):
+        return [TRANSPOSE_2D]
     if any(o.output is None for o in outcomes):
         return []
     known = [m for m in MISTAKES if m.fits(kind)]
@@ -249,22 +176,40 @@ def check_class(cls: type, target: str, forced: KindName | None = None) -> Repor
     if not isinstance(cls, type):
         raise AttnCliError(f"{target} is not a class")
     if not issubclass(cls, nn.Module):
-        raise AttnCliError(f"{cls.__name__} is not a torch.nn.Module: the book's classes "
+        raise AttnCliError(f"{class_name(cls)} is not a torch.nn.Module: the book's classes "
                            "subclass nn.Module")
-    ctor = constructor_of(cls, forced)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the cases are tiny: a thread pool only costs them time
     try:
-        return _checked(cls, ctor, target)
+        report = _checked(cls, constructor_of(cls, forced), target)
+    except (AttnCliError, KeyboardInterrupt):
+        raise
+    except BaseException as err:  # their metaclass, raising where attncli looks at the class
+        raise AttnCliError(f"looking at your class {class_name(cls)} raised "
+                           f"{theirs(err)}") from None
     finally:
         torch.set_num_threads(threads)
+    report.changed = changed()
+    return report
 
 
-def _outcomes(cls: type, ctor: Constructor, order: Order | None) -> list[Outcome]:
-    outcomes = [_run(cls, ctor, case, order) for case in cases_for(ctor)]
+def _outcomes(cls: type, ctor: Constructor, order: Order | None,
+              flips: frozenset[str] = frozenset()) -> list[Outcome]:
+    outcomes = [run_case(cls, ctor, case, order, flips) for case in cases_for(ctor)]
     for o in outcomes:
         o.reference = _reference(o, ctor.kind, frozenset(), o.weights)
     return outcomes
+
+
+def _guesses(outcomes: list[Outcome]) -> list[tuple[Order | None, frozenset[str]]]:
+    """The other readings of the reader's weights: q, k and v in another order when only
+    declaration order told them apart; a square raw matrix (W_out used as ctx @ W_out, or
+    ctx @ W_out.T) the other way round."""
+    square = sorted(frozenset().union(*(o.plan.square() for o in outcomes)))
+    flips = [frozenset(c) for n in range(len(square) + 1)
+             for c in itertools.combinations(square, n)]
+    orders: tuple[Order | None, ...] = ORDERS if outcomes[0].plan.guessed else (None,)
+    return [(o, f) for o in orders for f in flips][1:]
 
 
 def _checked(cls: type, ctor: Constructor, target: str) -> Report:
@@ -272,17 +217,16 @@ def _checked(cls: type, ctor: Constructor, target: str) -> Report:
         outcomes = _outcomes(cls, ctor, None)
         passed = all(_close(o) for o in outcomes)
         mistakes = [] if passed else diagnose(outcomes, ctor.kind)
-        if outcomes[0].plan.guessed and not passed:
-            # q, k and v were told apart by declaration order alone: the order that passes is
-            # the reader's, else the one with the simplest diagnosis (one mistake, not two).
-            for order in ORDERS[1:]:
-                tried = _outcomes(cls, ctor, order)
-                if all(_close(o) for o in tried):
-                    outcomes, mistakes = tried, []
-                    break
-                found = diagnose(tried, ctor.kind)
-                if found and (not mistakes or _size(found) < _size(mistakes)):
-                    outcomes, mistakes = tried, found
+        # The reading that passes is the reader's, else the one with the simplest diagnosis
+        # (one mistake, not two).
+        for order, flips in [] if passed else _guesses(outcomes):
+            tried = _outcomes(cls, ctor, order, flips)
+            if all(_close(o) for o in tried):
+                outcomes, mistakes = tried, []
+                break
+            found = diagnose(tried, ctor.kind)
+            if found and (not mistakes or _size(found) < _size(mistakes)):
+                outcomes, mistakes = tried, found
         report = Report(target, ctor.kind, outcomes[0].plan, outcomes)
         if not report.passed:
             report.mistakes = mistakes
@@ -296,3 +240,4 @@ def _size(found: list[tuple[str, str]]) -> int:
 
 
 __all__ = ["Report", "check_class"]
+

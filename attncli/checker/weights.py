@@ -33,6 +33,7 @@ class Slot:
     bias: nn.Parameter | None
     matmul: bool  # used as x @ W (d_in, d_out), not as nn.Linear's x @ Wᵀ
     fused: bool = False  # q, k and v side by side, in that order
+    raw: bool = False  # an nn.Parameter of theirs: a square one may be used either way round
 
 
 @dataclass
@@ -54,6 +55,20 @@ class Plan:
         for role, source in zip(("q", "k", "v"), order, strict=True):
             slots[role] = self.slots[source]
         return Plan(self.how, slots, self.ignored, self.guessed)
+
+    def square(self) -> frozenset[str]:
+        """The roles held by square raw matrices, whose orientation their shape cannot tell."""
+        found = {role for role, slot in self.slots.items() if slot.raw and not slot.fused
+                 and slot.weight.dim() == 2 and slot.weight.shape[0] == slot.weight.shape[1]}
+        return frozenset(found.union(*(head.square() for _, head in self.heads)))
+
+    def flipped(self, roles: frozenset[str]) -> Plan:
+        """The plan with the matrices of roles used the other way round (a guess tried)."""
+        square = self.square()
+        slots = {role: replace(slot, matmul=not slot.matmul) if role in roles & square
+                 else slot for role, slot in self.slots.items()}
+        return Plan(self.how, slots, self.ignored, self.guessed,
+                    [(name, head.flipped(roles)) for name, head in self.heads])
 
     def describe(self) -> dict[str, str]:
         """Each reader name → the book's name it received."""
@@ -179,8 +194,13 @@ def plan_for(module: nn.Module, s: Setting, multihead: bool, stacked: bool = Fal
     if {"q", "k", "v"} <= set(named):
         plan = Plan("names")
         for role, (name, weight, bias, matmul) in named.items():
-            plan.slots[role] = Slot(name, weight, bias, _layout(weight, s, matmul))
-        plan.ignored = [_shown(n, w) for n, w, *_ in items if n not in BOOK_NAMES]
+            plan.slots[role] = Slot(name, weight, bias, _layout(weight, s, matmul), raw=matmul)
+        rest = [i for i in items if i[0] not in BOOK_NAMES]
+        out = _out_of(rest, s) if multihead and "out" not in plan.slots else None
+        if out is not None:  # W_out beside the book's W_query, W_key and W_value
+            name, weight, bias, matmul = out
+            plan.slots["out"] = Slot(name, weight, bias, _layout(weight, s, matmul), raw=matmul)
+        plan.ignored = [_shown(n, w) for n, w, *_ in rest if out is None or n != out[0]]
         return _checked(plan, s, multihead)
     plan = Plan("shapes")
     left: list[Slot] = []
@@ -191,7 +211,7 @@ def plan_for(module: nn.Module, s: Setting, multihead: bool, stacked: bool = Fal
         elif weight.dim() != 2:
             plan.ignored.append(_shown(name, weight))
         else:
-            left.append(Slot(name, weight, bias, _layout(weight, s, matmul)))
+            left.append(Slot(name, weight, bias, _layout(weight, s, matmul), raw=matmul))
     free = [r for r in ROLES if r not in plan.slots and not ("qkv" in plan.slots and r != "out")]
     for slot in list(left):  # names that say their role
         hinted = _hint(slot.name)
@@ -208,6 +228,14 @@ def plan_for(module: nn.Module, s: Setting, multihead: bool, stacked: bool = Fal
         plan.slots[found] = slot
         free.remove(found)
     return _checked(plan, s, multihead)
+
+
+def _out_of(items: list[Candidate], s: Setting) -> Candidate | None:
+    """The output projection among parameters not named as the book's: a d_out × d_out
+    matrix whose name says so, else the only one."""
+    square = [i for i in items if tuple(i[1].shape) == (s.d_out, s.d_out)]
+    hinted = [i for i in square if _hint(i[0]) == "out"]
+    return hinted[0] if hinted else square[0] if len(square) == 1 else None
 
 
 def _shown(name: str, weight: Tensor) -> str:

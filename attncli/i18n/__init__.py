@@ -211,9 +211,10 @@ STRINGS: dict[str, tuple[str, str]] = {
     "demo.outro": ("Try it on your own text:", "在你自己的文本上试试："),
     "demo.pause": ("Enter: next step · q: quit", "回车：下一步 · q：退出"),
 }
+from attncli.i18n.check import CHECK_STRINGS  # noqa: E402
 from attncli.i18n.models import ENCODER_STRINGS, LLAMA_STRINGS  # noqa: E402
 
-STRINGS |= LLAMA_STRINGS | ENCODER_STRINGS  # the families' stages and explanations
+STRINGS |= LLAMA_STRINGS | ENCODER_STRINGS | CHECK_STRINGS  # families' stages, check's report
 
 
 def text(lang: str, key: str, **values: object) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.app import app
-from attncli.cli.options import JsonOpt
+from attncli.cli.options import JsonOpt, LangOpt
 from attncli.cli.output import console, emit, emit_json
 
 
@@ -21,6 +21,7 @@ def check(
         "self_v2, causal, multihead or wrapper (MultiHeadAttentionWrapper).",
         show_default=False)] = None,
     as_json: JsonOpt = False,
+    lang: LangOpt = None,
 ) -> None:
     """Check your own chapter-3 attention class against the book's: PASS, or FAIL with the
     known mistake that explains the difference.
@@ -42,23 +43,30 @@ def check(
       attncli check my_attention.py:MultiHeadAttention
 
       attncli check ch03.py:CausalAttention --json | jq .diagnosis
+
+      attncli check my_attention.py --lang zh
     """
+    import os
+
+    from attncli.checker.defaults import fork_guard
     from attncli.checker.kinds import kind_named
     from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
     from attncli.cli.streams import after_imports
+    from attncli.i18n import resolve_lang
     from attncli.render.reports.check import render_check
 
     forced = kind_named(kind)
     after_imports()
     out = console()
-    with guarded(descriptors=True):  # what their code prints is not the report
-        cls, name = load_target(target)
-        report = check_class(cls, name, forced)
-    doc = report.to_dict()
-    if as_json:
-        emit_json(doc)
-    else:
-        emit(out, render_check(doc))
+    with fork_guard():  # until the report is printed, a child of theirs prints nothing
+        with guarded(descriptors=True):  # what their code prints is not the report
+            cls, name = load_target(target)
+            report = check_class(cls, name, forced)
+        doc = report.to_dict()
+        if as_json:
+            emit_json(doc)
+        else:
+            emit(out, render_check(doc, resolve_lang(lang and lang.value, os.environ)))
     if not report.passed:
         raise typer.Exit(1)

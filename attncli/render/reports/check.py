@@ -8,6 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from attncli.i18n import text
+from attncli.i18n.check import mistake_text, phrase
+
 
 def _number(value: float | None) -> str:
     return "NaN/inf" if value is None else f"{value:.2e}" if value else "0"
@@ -17,60 +20,74 @@ def _row(values: list[float | None]) -> str:
     return "[" + ", ".join("NaN" if v is None else f"{v:.4f}" for v in values) + "]"
 
 
-def render_check(report: dict[str, Any]) -> RenderableType:
+def render_check(report: dict[str, Any], lang: str = "en") -> RenderableType:
     """The first line says the reader's code ran; then how the weights were copied, each case's
-    largest difference, and the verdict with its diagnosis."""
-    parts: list[RenderableType] = [Text(report["notice"], "dim")]
+    largest difference, and the verdict with its diagnosis, in lang (en or zh)."""
+    parts: list[RenderableType] = [Text(text(lang, "verdict.notice", target=report["target"]),
+                                        "dim")]
     copied = report["copied"]
     if copied["how"] == "names":
-        how = f"by the book's names ({', '.join(copied['map'])})"
+        how = text(lang, "verdict.by_names", names=", ".join(copied["map"]))
     else:
-        how = "by shape: " + ", ".join(f"{yours} ← {book}"
-                                       for yours, book in copied["map"].items())
-    notes = ""
+        how = text(lang, "verdict.by_shapes", pairs=", ".join(
+            f"{yours} ← {book}" for yours, book in copied["map"].items()))
+    said = [text(lang, "verdict.copied", book=report["book_class"], how=how)]
     if copied["guessed_order"]:
-        notes += (" Your names do not say which is the query, the key and the value: they were "
-                  "told apart by declaration order, or by the order that passes.")
+        said.append(text(lang, "verdict.guessed"))
     if copied["ignored"]:
-        notes += (" Yours that the book has no counterpart for, left as they were: "
-                  f"{', '.join(copied['ignored'])}.")
-    parts.append(Text.assemble("Checked as the book's ", (report["book_class"], "bold"),
-                               f"; the book's weights copied into yours {how}.{notes}"))
+        said.append(text(lang, "verdict.ignored", names=", ".join(copied["ignored"])))
+    parts.append(Text(" ".join(said)))
+    if report.get("your_settings"):
+        parts.append(Text(text(lang, "verdict.settings",
+                               changes="; ".join(report["your_settings"]))))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    table.add_column("case")
-    table.add_column("max |yours − book's|", justify="right")
+    table.add_column(text(lang, "verdict.case"))
+    table.add_column(text(lang, "verdict.diff"), justify="right")
     table.add_column("")
     for case in report["cases"]:
         verdict = Text("PASS", "green") if case["pass"] else Text("FAIL", "bold red")
-        shown = case["error"] if case["error"] else _number(case["max_diff"])
-        table.add_row(case["name"], shown, verdict)
+        shown = phrase(lang, case["error"], line=True) if case["error"] else \
+            _number(case["max_diff"])
+        table.add_row(phrase(lang, case["name"]), shown, verdict)
     parts.append(table)
     tol = report["tolerance"]
     if report["verdict"] == "pass":
-        parts.append(Text.assemble(("PASS", "bold green"), f": your {report['class']} "
-                                   f"equals the book's {report['book_class']} on all "
-                                   f"{len(report['cases'])} cases "
-                                   f"(largest difference {_number(report['max_diff'])}; "
-                                   f"tolerance {tol['atol']:g} + {tol['rtol']:g}·|book's|)."))
+        parts.append(Text.assemble(("PASS", "bold green"), text(
+            lang, "verdict.pass", cls=report["class"], book=report["book_class"],
+            n=len(report["cases"]), diff=_number(report["max_diff"]), atol=f"{tol['atol']:g}",
+            rtol=f"{tol['rtol']:g}")))
         return Group(*parts)
+    parts += _failed(report, lang)
+    return Group(*parts)
+
+
+def _failed(report: dict[str, Any], lang: str) -> list[RenderableType]:
     failed = [c for c in report["cases"] if not c["pass"]]
     worst = max(failed, key=lambda c: float("inf") if c["max_diff"] is None else c["max_diff"])
-    size = worst["error"] or f"largest difference {_number(worst['max_diff'])}"
-    parts.append(Text.assemble(("FAIL", "bold red"), f": {len(failed)} of "
-                               f"{len(report['cases'])} cases differ ({worst['name']}: {size})."))
+    size = phrase(lang, worst["error"], line=True) if worst["error"] else \
+        text(lang, "verdict.largest", diff=_number(worst["max_diff"]))
+    parts: list[RenderableType] = [Text.assemble(("FAIL", "bold red"), text(
+        lang, "verdict.fail", failed=len(failed), n=len(report["cases"]),
+        case=phrase(lang, worst["name"]), size=size))]
     diagnosis = report["diagnosis"]
     for mistake in diagnosis["mistakes"]:
-        those = "those mistakes" if " + " in mistake["id"] else "that mistake"
-        parts.append(Text.assemble(("Diagnosis: ", "bold"), (mistake["id"], "bold yellow"),
-                                   f": {mistake['text']}. With {those} the book's class "
-                                   "gives your output in every case."))
+        those = "verdict.explains_two" if " + " in mistake["id"] else "verdict.explains_one"
+        said = mistake_text(lang, mistake["id"], mistake["text"])
+        parts.append(Text.assemble((text(lang, "verdict.diagnosis"), "bold"),
+                                   (mistake["id"], "bold yellow"),
+                                   f": {said}." if lang == "en" else f"：{said}。",
+                                   " " + text(lang, those) if mistake.get("explains_output", True)
+                                   else ""))
     if not diagnosis["mistakes"]:
-        parts.append(Text("None of the known mistakes matches your output.", "bold"))
+        parts.append(Text(text(lang, "verdict.none"), "bold"))
     first = diagnosis["first_difference"]
     if first is not None:
-        where = (f"batch {first['batch']}, " if first["batch"] is not None else "") + \
-            f"token {first['token']}" + (f" ({first['label']!r})" if first["label"] else "")
-        parts.append(Text(f"The first row that differs: {first['case']}, {where}\n"
-                          f"  yours:  {_row(first['yours'])}\n"
-                          f"  book's: {_row(first['book'])}"))
-    return Group(*parts)
+        where = (text(lang, "verdict.batch", batch=first["batch"])
+                 if first["batch"] is not None else "") + \
+            text(lang, "verdict.token", token=first["token"]) + \
+            (f" ({first['label']!r})" if first["label"] else "")
+        parts.append(Text(text(lang, "verdict.first", case=phrase(lang, first["case"]),
+                               where=where) +
+                          f"\n  {text(lang, 'verdict.yours')} {_row(first['yours'])}"
+                          f"\n  {text(lang, 'verdict.book')} {_row(first['book'])}"))
+    return parts
