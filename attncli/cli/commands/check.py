@@ -6,21 +6,21 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import JsonOpt
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Output
 from attncli.cli.output import console, emit, emit_json
 
 
-@app.command()
+@command()
 def check(
     target: Annotated[str, typer.Argument(
         help="Your class: FILE.py:Class, or FILE.py when it holds one nn.Module class.",
         metavar="FILE.py:Class", show_default=False)],
+    output: Annotated[Output, Without("save", "save_json")],
     kind: Annotated[str | None, typer.Option(
         help="Which of the book's classes it is, when its constructor does not say: self_v1, "
         "self_v2, causal, multihead or wrapper (MultiHeadAttentionWrapper).",
         show_default=False)] = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Check your own chapter-3 attention class against the book's: PASS, or FAIL with the
     known mistake that explains the difference.
@@ -56,7 +56,7 @@ def check(
         cls, name = load_target(target)
         report = check_class(cls, name, forced)
     doc = report.to_dict()
-    if as_json:
+    if output.as_json:
         emit_json(doc)
     else:
         emit(out, render_check(doc))
