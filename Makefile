@@ -7,7 +7,7 @@ SENTENCE := Your journey starts with one step
 
 REAL_TEXT := samples/induction.txt
 
-.PHONY: demo test bench lint test-deps model clean
+.PHONY: demo test check bench lint test-deps model clean
 
 # The CPU build of torch first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA
 # build. uv installs the same packages as pip in a fraction of the time, taking torch's CPU wheel
@@ -73,6 +73,17 @@ test:
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile; \
 	tests=$$?; \
+	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
+
+# The fast lane: lint, types and every in-process test; the tests that start processes
+# (attncli, tmux, a browser: marked `process` by tests/conftest.py) are left to make test.
+# One worker per core, each torch on one thread; mypy checks while the tests run.
+CHECK_WORKERS ?= 2
+check: $(STAMP)
+	$(PY) -m ruff check .
+	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider \
+		-n $(CHECK_WORKERS) -m "not process"; tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 bench: $(STAMP) model

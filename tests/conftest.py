@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,51 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 JOURNEY = ROOT / "samples" / "journey.json"
 SENTENCE = "Your journey starts with one step"
+
+
+# What starts another process: attncli, a terminal (tmux) or a browser (selenium's Chrome).
+SPAWNS = {"subprocess", "attncli_process", "Popen", "webdriver", "tmux", "pexpect",
+          "multiprocessing", "system"}
+
+
+@cache
+def _spawning(path: Path) -> frozenset[str]:
+    """Names of path's functions and classes (tests, helpers, fixtures) that start a process,
+    directly or through another of the module's, of tests.conftest's, or of the test module they
+    import it from, that does."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    uses: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            uses[node.name] = {n.id if isinstance(n, ast.Name) else n.attr
+                               for n in ast.walk(node) if isinstance(n, ast.Name | ast.Attribute)}
+            uses[node.name] |= {a.name.split(".")[-1] for n in ast.walk(node)
+                                if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+    found = set(SPAWNS) | (set() if path.name == "conftest.py" else
+                           set(_spawning(Path(__file__))))
+    for node in ast.walk(tree):  # a module that imports a spawning fixture from another test module
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
+            other = Path(__file__).parent / f"{(node.module or '').split('.')[-1]}.py"
+            found |= set(_spawning(other)) & {a.name for a in node.names}
+    grew = True
+    while grew:
+        more = {name for name, used in uses.items() if name not in found and used & found}
+        found |= more
+        grew = bool(more)
+    return frozenset(found - SPAWNS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `process` every test that starts a process, itself or through a fixture or helper:
+    `make check` (-m "not process") runs the rest, in-process, in seconds."""
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is None:
+            continue
+        spawning = _spawning(Path(str(item.fspath)))
+        names = {function.__name__, *getattr(item, "fixturenames", ())}
+        if names & spawning:
+            item.add_marker(pytest.mark.process)
 
 
 @pytest.fixture(autouse=True)

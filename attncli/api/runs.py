@@ -101,9 +101,7 @@ def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
     measure, predict, device. Example: attncli.run("Your journey starts with one step",
     variant="multihead", heads=2).weights
     """
-    from attncli.core.sizes import NAIVE_BUDGET
-    from attncli.long.path import run as run_attention
-    from attncli.models.run import run_model
+    from attncli.models.run import run_request
     from attncli.render.page import page_extra
 
     in_range("run", "precision", precision, 0, 8)
@@ -113,8 +111,7 @@ def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
     stages = _stages(show)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=True, page=True)
-    record = (run_model(request, extract, None, NAIVE_BUDGET) if request.model is not None
-              else run_attention(request, extract))
+    record = run_request(request, extract)
     return Result(record, display_of(record, precision, View.auto, *windows, stages),
                   extra=page_extra(record))
 
@@ -126,8 +123,7 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
             **options: Any) -> Result:
     """Every stage of one run, as `attncli explain` does: result.stages holds them by name
     ("scores", "scaled", "masked", "softmax", ...), and it displays as the walk-through."""
-    from attncli.core.pipeline import run_naive
-    from attncli.models.run import run_model
+    from attncli.models.run import run_request
 
     if lang not in ("en", "zh"):
         raise AttnCliError(f"unknown lang {lang!r} (choose from en, zh)")
@@ -136,8 +132,7 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
     request = _request("explain", text, file, inputs, tokens, options)
     stages = _stages(show)
     extract = Extract(stages=stages, query=query, head=head, lens=request.predict is not None)
-    record = (run_model(request, extract) if request.model is not None
-              else run_naive(request, extract))
+    record = run_request(request, extract, naive_only=True)
     display = Display(precision=precision, stages=stages, lang=lang)
     return Result(record, display, mode="explain")
 

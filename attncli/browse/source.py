@@ -15,7 +15,7 @@ import torch
 from attncli.browse.patterns import ExactRow, RowData, TiledRow, tiled_row
 from attncli.core.compare import Shared, variant_request
 from attncli.core.pipeline import Prepared, naive, prepare
-from attncli.core.request import Extract, Measure, Request
+from attncli.core.request import Extract, Measure, Request, Route
 from attncli.core.result import Result
 from attncli.core.sizes import NAIVE_BUDGET, Impl, heads_bytes
 from attncli.core.variants import TRAITS, Variant
@@ -106,6 +106,14 @@ def _scores(weights: np.ndarray, ids: list[int] | None) -> list[dict[str, float]
                 if k not in ("layer", "head")},
              **{name: float(found[name][0][h]) for name in found}}
             for h, row in enumerate(rows)]
+
+
+def source_of(req: Request, shared: Shared) -> Source:
+    """What browse shows for req: a checkpoint's layers, or the chapter-3 variants (req.variant
+    alone when it names one), shared's settings applied to each."""
+    if req.route is Route.checkpoint:
+        return model_source(req)
+    return chapter3_source(req, list(Variant) if req.variant is None else [req.variant], shared)
 
 
 def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> Source:

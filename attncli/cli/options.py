@@ -1,16 +1,36 @@
-"""Command-line options shared by several commands, each declared once."""
+"""Command-line options, each declared once with its default and help, in the groups that
+commands take."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from attncli.core.display import Lang, Scale, View
-from attncli.core.request import Device, Measure, Pool
+from attncli.cli.groups import Group
+from attncli.cli.output import Page, check_outputs, deliver
+from attncli.cli.requests import read_source
+from attncli.core.display import (
+    Display,
+    Lang,
+    Scale,
+    View,
+    Window,
+    display_of,
+    parse_stages,
+    parse_windows,
+)
+from attncli.core.request import Device, Measure, Pool, Request
+from attncli.core.result import STAGES
 from attncli.core.sizes import Impl
 from attncli.core.variants import Variant
+
+if TYPE_CHECKING:
+    from attncli.core.inputs import InputVectors
+    from attncli.core.result import Result
 
 __all__ = ["Device", "Impl", "Lang", "Measure", "Pool", "Scale", "Variant", "View"]
 
@@ -120,3 +140,131 @@ MeasureOpt = Annotated[Measure, typer.Option(
     "(Kobayashi et al. 2020); rollout: Ã_L ··· Ã_0 to the shown layer, each Ã = 0.5·I + "
     "0.5·(heads' mean), rows renormalised (Abnar & Zuidema 2020; --model, and --rows on the "
     "tiled path).")]
+
+
+# The groups: each option above belongs to one, and a command lists the groups it takes
+# (cli/groups.py). Defaults that the computation also has are read from Request, once.
+@dataclass(frozen=True)
+class Source(Group):
+    """The text (TEXT, '-', --file, piped stdin) or --inputs vectors to run on."""
+
+    panel = "Input"
+    text: TextArg = None
+    file: FileOpt = None
+    inputs: InputsOpt = None
+
+    def read(self, settle: bool = True) -> tuple[str | None, InputVectors | None]:
+        """The input, read and checked (see cli.requests.read_source)."""
+        return read_source(self.text, self.file, self.inputs, settle)
+
+
+@dataclass(frozen=True)
+class Encoding(Group):
+    """How text becomes tokens."""
+
+    panel = "Input"
+    encoding: EncodingOpt = Request.encoding
+    allow_special: SpecialOpt = Request.allow_special
+
+
+@dataclass(frozen=True)
+class Checkpoint(Group):
+    """A trained checkpoint instead of a chapter-3 variant."""
+
+    panel = "Model"
+    model: ModelOpt = Request.model
+    layer: LayerOpt = Request.layer
+    predict: PredictOpt = Request.predict
+
+
+@dataclass(frozen=True)
+class Chapter3(Group):
+    """The seeded chapter-3 variant: its embeddings and weights."""
+
+    panel = "Chapter-3 settings"
+    variant: VariantOpt = Request.variant
+    seed: SeedOpt = Request.seed
+    emb_dim: EmbDimOpt = Request.emb_dim
+    positions: PositionsOpt = Request.positions
+    context_length: ContextOpt = Request.context_length
+    d_out: DOutOpt = Request.d_out
+    heads: HeadsOpt = Request.heads
+    dropout: DropoutOpt = Request.dropout
+    qkv_bias: BiasOpt = Request.qkv_bias
+
+
+@dataclass(frozen=True)
+class Compute(Group):
+    """Where and how attention is computed, and what its matrix measures."""
+
+    panel = "Computation"
+    device: DeviceOpt = Request.device
+    impl: ImplOpt = Request.impl
+    top_k: TopKOpt = Request.top_k
+    pool: PoolOpt = Request.pool
+    full: FullOpt = Request.full
+    measure: MeasureOpt = Request.measure
+
+
+@dataclass(frozen=True)
+class Look(Group):
+    """What of the result is shown, and how."""
+
+    panel = "Display"
+    head: HeadOpt = None
+    precision: PrecisionOpt = 4
+    show: ShowOpt = None
+    query: QueryOpt = None
+    view: ViewOpt = View.auto
+    rows: RowsOpt = None
+    cols: ColsOpt = None
+    scale: ScaleOpt = Scale.shared
+    lang: LangOpt = None
+
+    def windows(self) -> tuple[Window | None, Window | None]:
+        """--rows and --cols, parsed."""
+        return parse_windows(self.rows, self.cols)
+
+    def stages(self) -> tuple[str, ...] | None:
+        """--show's stages, parsed (None: not given)."""
+        return parse_stages(self.show, STAGES)
+
+    def language(self) -> str:
+        """--lang, or the environment's language."""
+        from attncli.i18n import resolve_lang
+
+        return resolve_lang(self.lang and self.lang.value, os.environ)
+
+    def display(self, result: Result, windows: tuple[Window | None, Window | None],
+                stages: tuple[str, ...] | None = None, lang: str = "en") -> Display:
+        """The display record of result."""
+        return display_of(result, self.precision, self.view, *windows, stages, lang, self.scale)
+
+
+@dataclass(frozen=True)
+class Output(Group):
+    """Where the output goes: tables or JSON on stdout, and files beside."""
+
+    panel = "Output"
+    as_json: JsonOpt = False
+    save: SaveOpt = None
+    save_json: SaveJsonOpt = None
+
+    def check(self) -> None:
+        """Refuse unwritable --save/--save-json before any work."""
+        check_outputs(self.save, self.save_json)
+
+    def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
+        """JSON or tables on stdout, and the files asked for."""
+        deliver(doc, build, self.as_json, self.save, self.save_json, extra)
+
+
+def request_of(source: tuple[str | None, InputVectors | None], *groups: Group,
+               **given: Any) -> Request:
+    """The run's Request: the input, each group's fields that are Request's, then given."""
+    settings = {f.name: getattr(group, f.name) for group in groups for f in fields(group)  # type: ignore[arg-type]
+                if f.name in REQUEST_FIELDS}
+    return Request(text=source[0], inputs=source[1], **(settings | given))
+
+
+REQUEST_FIELDS = {f.name for f in fields(Request)}

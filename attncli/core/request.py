@@ -37,6 +37,13 @@ class Measure(str, Enum):
     rollout = "rollout"  # Ã_L ··· Ã_0 to the shown layer, heads averaged (needs --model)
 
 
+class Route(str, Enum):
+    """What a request runs: a seeded chapter-3 variant, or a trained checkpoint's layers."""
+
+    chapter3 = "chapter3"
+    checkpoint = "checkpoint"
+
+
 class Pool(str, Enum):
     """How a long run's heatmap block summarises its weights."""
 
@@ -88,6 +95,11 @@ class Request:
         _check(self)
 
     @property
+    def route(self) -> Route:
+        """The one place that decides what runs: the checkpoint with --model, else a variant."""
+        return Route.checkpoint if self.model is not None else Route.chapter3
+
+    @property
     def kind(self) -> Variant:
         """The chapter-3 variant this request runs."""
         return self.variant or Variant.causal
@@ -126,7 +138,8 @@ def _check(req: Request) -> None:
     if (req.text is None) == (req.inputs is None):
         raise AttnCliError("give TEXT, --file or --inputs, not more than one")
     check_seed(req.seed)
-    if req.layer is not None and req.model is None:
+    toy = req.route is Route.chapter3
+    if req.layer is not None and toy:
         raise AttnCliError("--layer applies with --model only (a checkpoint's layers)")
     if req.impl is Impl.naive:
         for given, option in ((req.top_k is not None, "--top-k"), (req.pool is not None, "--pool"),
@@ -140,18 +153,18 @@ def _check(req: Request) -> None:
                            "(they carry no positional embedding)")
     if req.top_k is not None and req.top_k < 0:
         raise AttnCliError(f"top-k must be 0 or more (got {req.top_k})")
-    if req.predict is not None and req.model is None:
+    if req.predict is not None and toy:
         raise AttnCliError("--predict applies with --model only: a chapter-3 variant has no "
                            "vocabulary to predict")
     if req.predict is not None and req.predict < 1:
         raise AttnCliError(f"--predict must be 1 or more (got {req.predict})")
-    if req.measure is Measure.rollout and req.model is None:
+    if req.measure is Measure.rollout and toy:
         raise AttnCliError("--measure rollout needs --model: rollout multiplies a model's layers "
                            "(Ã_L ··· Ã_0), and a chapter-3 variant is a single layer")
-    if req.model is not None:
-        _check_model(req)
-    else:
+    if toy:
         _check_variant(req)
+    else:
+        _check_model(req)
 
 
 def _check_variant(req: Request) -> None:

@@ -12,11 +12,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attncli.core.request import Request
+from attncli.core.request import Request, Route
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_kvcache, check_model_kvcache
-from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
+from attncli.lessons.setup import (
+    Lesson,
+    build,
+    finish_context,
+    heads_qkv,
+    lesson_config,
+    max_abs,
+    source_of,
+)
 from attncli.models.decoding import Shape
 from attncli.models.family import Model
 from attncli.models.hidden.passes import cached_pass
@@ -166,6 +174,13 @@ def kvcache(lesson: Lesson, config: dict[str, Any]) -> KVCacheResult:
     check_kvcache(lesson.x.shape[0], lesson.heads, lesson.module.d_out, source_of(config))
     return assemble(config, lesson.tokens, variant_shape(lesson), decode_variant(lesson),
                     full_pass(lesson))
+
+
+def kvcache_lesson(req: Request) -> KVCacheResult:
+    """`attncli kvcache` on what req runs: its checkpoint, or its chapter-3 variant."""
+    if req.route is Route.checkpoint:
+        return kvcache_model(req)
+    return kvcache(build(req), lesson_config(req))
 
 
 def open_decoder(req: Request, what: str) -> Model:

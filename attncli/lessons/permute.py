@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from attncli.core.request import Request
+from attncli.core.request import Request, Route
 from attncli.core.result import Stack, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_permute
@@ -102,6 +102,11 @@ def _case(spec: Request, text_a: str, text_b: str, permutation: list[int],
     diff = max(max_abs(out_b.weights, reordered), max_abs(out_b.context, out_a.context[perm]))
     return PermuteCase(positions, diff <= TOLERANCE, diff, out_a.weights.tolist(),
                        out_b.weights.tolist())
+
+
+def permute_lesson(req: Request, text_a: str, text_b: str) -> PermuteResult:
+    """`attncli permute` on what req runs: its checkpoint's layer, or its chapter-3 variant."""
+    return (permute_model if req.route is Route.checkpoint else permute)(req, text_a, text_b)
 
 
 def permute(spec: Request, text_a: str, text_b: str) -> PermuteResult:

@@ -16,9 +16,10 @@ from attncli.core.pipeline import (
     check_measure,
     measure_of,
     measured,
+    run_naive,
     to_result,
 )
-from attncli.core.request import Extract, Measure, Request
+from attncli.core.request import Extract, Measure, Request, Route
 from attncli.core.result import HeadsResult, Result, RunConfig, TextConfig
 from attncli.core.sizes import (
     NAIVE_BUDGET,
@@ -30,6 +31,7 @@ from attncli.core.sizes import (
     size_text,
 )
 from attncli.errors import AttnCliError
+from attncli.long.path import run as run_variant
 from attncli.models.family import (
     DEFAULT,
     FamilyTraits,
@@ -106,6 +108,18 @@ def _check_tiled(req: Request, traits: FamilyTraits) -> None:
                 else f"at most {traits.max_tokens} tokens")
         raise AttnCliError(f"--impl tiled does not apply to a {traits.title} checkpoint: it "
                            f"reads {most}, which the naive path shows whole")
+
+
+def run_request(req: Request, extract: Extract | None = None, progress: Progress | None = None,
+                naive_only: bool = False) -> Result:
+    """What req asks for, on the path that fits: a checkpoint's layer (req.route) or a chapter-3
+    variant, each tiled where its naive N × N stages would pass NAIVE_BUDGET, unless naive_only
+    (`explain`, which shows every stage, refuses such inputs instead)."""
+    if req.route is Route.checkpoint:
+        return run_model(req, extract, progress, None if naive_only else NAIVE_BUDGET)
+    if naive_only:
+        return run_naive(req, extract)
+    return run_variant(req, extract, progress)
 
 
 def run_model(req: Request, extract: Extract | None = None, progress: Progress | None = None,

@@ -10,28 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import (
-    BiasOpt,
-    ContextOpt,
-    DOutOpt,
-    DropoutOpt,
-    EmbDimOpt,
-    EncodingOpt,
-    FileOpt,
-    HeadsOpt,
-    Impl,
-    ImplOpt,
-    InputsOpt,
-    LayerOpt,
-    ModelOpt,
-    PositionsOpt,
-    SeedOpt,
-    SpecialOpt,
-    TextArg,
-    TopKOpt,
-    VariantOpt,
-)
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source, request_of
 from attncli.errors import AttnCliError
 
 NO_TERMINAL = ("attncli browse needs a terminal: it draws full-screen and reads keys, and {what} "
@@ -73,26 +53,13 @@ def _leave(code: int) -> None:
         raise typer.Exit(code)
 
 
-@app.command()
+@command()
 def browse(
-    text: TextArg = None,
-    file: FileOpt = None,
-    inputs: InputsOpt = None,
-    model: ModelOpt = None,
-    layer: LayerOpt = None,
-    variant: VariantOpt = None,
-    encoding: EncodingOpt = "gpt2",
-    allow_special: SpecialOpt = False,
-    seed: SeedOpt = 123,
-    emb_dim: EmbDimOpt = 8,
-    positions: PositionsOpt = True,
-    context_length: ContextOpt = None,
-    d_out: DOutOpt = None,
-    heads: HeadsOpt = None,
-    dropout: DropoutOpt = 0.0,
-    qkv_bias: BiasOpt = False,
-    impl: ImplOpt = Impl.auto,
-    top_k: TopKOpt = None,
+    source: Source,
+    checkpoint: Annotated[Checkpoint, Without("predict")],
+    encoding: Encoding,
+    settings: Chapter3,
+    compute: Annotated[Compute, Without("device", "pool", "full", "measure")],
     save_dir: Annotated[Path, typer.Option(
         help="Where `e` saves what is on screen (SVG, text or the HTML page).",
         file_okay=False)] = Path("."),
@@ -115,31 +82,18 @@ def browse(
       attncli browse --file book.txt --variant multihead --heads 4
     """
     check_terminal()
-    from attncli.cli.requests import read_source
+    from attncli.browse.source import source_of
     from attncli.core.compare import Shared
-    from attncli.core.request import Request
-    from attncli.core.variants import Variant
 
-    source_text, source_inputs = read_source(text, file, inputs)
-    request = Request(
-        text=source_text, inputs=source_inputs, variant=variant, encoding=encoding,
-        allow_special=allow_special, seed=seed, emb_dim=emb_dim, context_length=context_length,
-        d_out=d_out, heads=heads if variant is not None or model is not None else None,
-        dropout=dropout, qkv_bias=qkv_bias, model=model, layer=layer,
-        impl=impl, top_k=top_k, positions=positions)
-    if model is not None:
-        from attncli.browse.source import model_source
-
-        source = model_source(request)
-    else:
-        from attncli.browse.source import chapter3_source
-
-        chosen = [variant] if variant is not None else list(Variant)
-        source = chapter3_source(request, chosen, Shared(d_out=d_out, heads=heads,
-                                                         dropout=dropout))
+    # Every variant at once (no --variant, no --model) takes --heads as multihead's alone.
+    every = settings.variant is None and checkpoint.model is None
+    request = request_of(source.read(), checkpoint, encoding, settings, compute,
+                         **({"heads": None} if every else {}))
+    shown = source_of(request, Shared(d_out=settings.d_out, heads=settings.heads,
+                                      dropout=settings.dropout))
     from attncli.browse.app import BrowseApp
 
-    browser = BrowseApp(source, save=Saver(save_dir), terminal=True)
+    browser = BrowseApp(shown, save=Saver(save_dir), terminal=True)
     threading.excepthook = _quiet_lost_terminal
     browser.run()
     _leave(browser.return_code or 0)

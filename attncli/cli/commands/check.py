@@ -6,22 +6,23 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import JsonOpt, LangOpt
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Look, Output
 from attncli.cli.output import console, emit, emit_json
 
 
-@app.command()
+@command()
 def check(
     target: Annotated[str, typer.Argument(
         help="Your class: FILE.py:Class, or FILE.py when it holds one nn.Module class.",
         metavar="FILE.py:Class", show_default=False)],
+    output: Annotated[Output, Without("save", "save_json")],
+    look: Annotated[Look, Without("head", "precision", "show", "query", "view", "rows", "cols",
+                                  "scale")],
     kind: Annotated[str | None, typer.Option(
         help="Which of the book's classes it is, when its constructor does not say: self_v1, "
         "self_v2, causal, multihead or wrapper (MultiHeadAttentionWrapper).",
         show_default=False)] = None,
-    as_json: JsonOpt = False,
-    lang: LangOpt = None,
 ) -> None:
     """Check your own chapter-3 attention class against the book's: PASS, or FAIL with the
     known mistake that explains the difference.
@@ -46,14 +47,11 @@ def check(
 
       attncli check my_attention.py --lang zh
     """
-    import os
-
     from attncli.checker.defaults import fork_guard
     from attncli.checker.kinds import kind_named
     from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
     from attncli.cli.streams import after_imports
-    from attncli.i18n import resolve_lang
     from attncli.render.reports.check import render_check
 
     forced = kind_named(kind)
@@ -64,9 +62,9 @@ def check(
             cls, name = load_target(target)
             report = check_class(cls, name, forced)
         doc = report.to_dict()
-        if as_json:
+        if output.as_json:
             emit_json(doc)
         else:
-            emit(out, render_check(doc, resolve_lang(lang and lang.value, os.environ)))
+            emit(out, render_check(doc, look.language()))
     if not report.passed:
         raise typer.Exit(1)

@@ -6,69 +6,30 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.app import app
+from attncli.cli.groups import Without, command
 from attncli.cli.options import (
-    BiasOpt,
-    ColsOpt,
-    ContextOpt,
-    Device,
-    DeviceOpt,
-    DOutOpt,
-    DropoutOpt,
-    EmbDimOpt,
-    EncodingOpt,
-    FileOpt,
-    HeadsOpt,
-    Impl,
-    ImplOpt,
-    InputsOpt,
-    JsonOpt,
-    PositionsOpt,
-    PrecisionOpt,
-    RowsOpt,
-    SaveJsonOpt,
-    SaveOpt,
-    Scale,
-    ScaleOpt,
-    SeedOpt,
-    SpecialOpt,
-    TextArg,
+    Chapter3,
+    Compute,
+    Encoding,
+    Look,
+    Output,
+    Source,
     Variant,
-    View,
-    ViewOpt,
+    request_of,
 )
-from attncli.cli.output import check_outputs, deliver
-from attncli.cli.requests import display_of, read_source
-from attncli.core.display import parse_names, parse_windows
+from attncli.core.display import parse_names
 
 
-@app.command()
+@command()
 def compare(
-    text: TextArg = None,
-    file: FileOpt = None,
-    inputs: InputsOpt = None,
+    source: Source,
+    encoding: Encoding,
+    settings: Annotated[Chapter3, Without("variant")],
+    compute: Annotated[Compute, Without("top_k", "pool", "full", "measure")],
+    look: Annotated[Look, Without("head", "show", "query", "lang")],
+    output: Output,
     variants: Annotated[str, typer.Option(
         help="The variants to compare, comma-separated.")] = "simple,qkv,causal,multihead",
-    encoding: EncodingOpt = "gpt2",
-    allow_special: SpecialOpt = False,
-    seed: SeedOpt = 123,
-    emb_dim: EmbDimOpt = 8,
-    positions: PositionsOpt = True,
-    context_length: ContextOpt = None,
-    d_out: DOutOpt = None,
-    heads: HeadsOpt = None,
-    dropout: DropoutOpt = 0.0,
-    qkv_bias: BiasOpt = False,
-    device: DeviceOpt = Device.cpu,
-    precision: PrecisionOpt = 4,
-    as_json: JsonOpt = False,
-    view: ViewOpt = View.auto,
-    rows: RowsOpt = None,
-    cols: ColsOpt = None,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
-    scale: ScaleOpt = Scale.shared,
-    impl: ImplOpt = Impl.auto,
 ) -> None:
     """Compare the attention weights of several variants on the same tokens and embeddings.
 
@@ -83,19 +44,15 @@ def compare(
       attncli compare "..." --view heatmap --json | jq '.variants[].variant'
     """
     from attncli.core.compare import Shared, run_compare
-    from attncli.core.request import Request
     from attncli.render.compare import render_compare
 
     names = parse_names(variants, [v.value for v in Variant], "--variants")
-    windows = parse_windows(rows, cols)
-    check_outputs(save, save_json)
-    source_text, source_inputs = read_source(text, file, inputs)
-    base = Request(
-        text=source_text, inputs=source_inputs, encoding=encoding, allow_special=allow_special,
-        seed=seed, emb_dim=emb_dim, context_length=context_length, qkv_bias=qkv_bias,
-        device=device, impl=impl, positions=positions)
-    shared = Shared(d_out=d_out, heads=heads, dropout=dropout)
+    windows = look.windows()
+    output.check()
+    base = request_of(source.read(), encoding, settings, compute, d_out=None, heads=None,
+                      dropout=0.0)
+    shared = Shared(d_out=settings.d_out, heads=settings.heads, dropout=settings.dropout)
     results = run_compare(base, [Variant(name) for name in names], shared, *windows)
-    display = display_of(results[0], precision, view, *windows, scale=scale)
+    display = look.display(results[0], windows)
     doc = {"variants": [result.to_dict() for result in results]}
-    deliver(doc, lambda out: render_compare(out, results, display), as_json, save, save_json)
+    output.deliver(doc, lambda out: render_compare(out, results, display))

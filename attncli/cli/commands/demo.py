@@ -2,37 +2,28 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from functools import partial
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import (
-    LangOpt,
-    PrecisionOpt,
-    SaveOpt,
-    View,
-    ViewOpt,
-)
-from attncli.cli.output import Page, check_outputs, deliver_pages
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Look, Output
+from attncli.cli.output import Page, deliver_pages
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 
-@app.command()
+@command()
 def demo(
-    lang: LangOpt = None,
+    look: Annotated[Look, Without("head", "show", "query", "rows", "cols", "scale")],
+    output: Annotated[Output, Without("as_json", "save_json")],
     no_pause: Annotated[bool, typer.Option(
         "--no-pause", help="Do not wait for Enter between steps (it never waits when stdin or "
         "stdout is not a terminal).")] = False,
-    view: ViewOpt = View.auto,
-    precision: PrecisionOpt = 4,
-    save: SaveOpt = None,
     chapter: Annotated[str | None, typer.Option(
         help="Show only this chapter: intro, query, all, qkv, causal, dropout, multihead, "
         "order, kvcache, flash or cost.", show_default=False, metavar="NAME")] = None,
@@ -54,14 +45,12 @@ def demo(
       attncli demo --chapter kvcache --lang zh
     """
     from attncli.core.display import Display
-    from attncli.i18n import resolve_lang
     from attncli.lessons.chapters import CHAPTERS
     from attncli.lessons.tour import tour
     from attncli.render.demo import render_outro, render_page, render_title
 
-    check_outputs(save, None)
-    options = Display(precision=precision, view=view,
-                      lang=resolve_lang(lang and lang.value, os.environ))
+    output.check()
+    options = Display(precision=look.precision, view=look.view, lang=look.language())
     steps = tour()
     total = len(steps) + len(CHAPTERS)
     book: list[Page] = [partial(render_page, step=step, number=k, total=total, options=options)
@@ -78,7 +67,7 @@ def demo(
     pages: list[Page] = [lambda out: render_title(options.lang), *chosen]
     pages.append(lambda out: render_outro(options.lang))
     paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
-    deliver_pages(pages, save, options.lang if paced else None)
+    deliver_pages(pages, output.save, options.lang if paced else None)
 
 
 def _chapter_page(out: Console, key: str, number: int, total: int,

@@ -7,23 +7,9 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import (
-    FileOpt,
-    JsonOpt,
-    MeasureOpt,
-    ModelOpt,
-    SaveJsonOpt,
-    SaveOpt,
-    Scale,
-    ScaleOpt,
-    SpecialOpt,
-    TextArg,
-)
-from attncli.cli.output import check_outputs, deliver
-from attncli.cli.requests import read_source
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source, request_of
 from attncli.core.display import parse_window
-from attncli.core.request import Measure
 from attncli.errors import AttnCliError
 
 
@@ -35,15 +21,18 @@ class ProbeKind(str, Enum):
     duplicate = "duplicate"
 
 
-@app.command()
+@command()
 def heads(
-    text: TextArg = None,
-    file: FileOpt = None,
-    model: ModelOpt = None,
+    source: Annotated[Source, Without("inputs")],
+    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    encoding: Annotated[Encoding, Without("encoding")],
+    compute: Annotated[Compute, Without("device", "impl", "top_k", "pool", "full")],
+    look: Annotated[Look, Without("head", "precision", "show", "query", "view", "rows", "cols",
+                                  "lang")],
+    output: Output,
     heads: Annotated[int | None, typer.Option(
         "--heads", help="Heads per layer, for a bare .safetensors file of a non-standard width.",
         show_default=False)] = None,
-    allow_special: SpecialOpt = False,
     sort: Annotated[str, typer.Option(
         help="Order of the table: layer, head, entropy, prev, first, self, distance, "
         "previous_token, duplicate_token or induction (measures and scores sort largest "
@@ -62,12 +51,7 @@ def heads(
     threshold: Annotated[float, typer.Option(
         min=0.0, max=1.0, help="Label a head whose score is at least this: the probed score "
         "with --probe, else every score.")] = 0.4,
-    measure: MeasureOpt = Measure.weights,
     precision: Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")] = 3,
-    as_json: JsonOpt = False,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
-    scale: ScaleOpt = Scale.shared,
 ) -> None:
     """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance: measures, head
     scores (previous_token, duplicate_token, induction, as TransformerLens's detect_head),
@@ -88,17 +72,15 @@ def heads(
       attncli heads "..." --model ~/models/gpt2 --json | jq '.heads[0]'
     """
     from attncli.cli.streams import after_imports
-    from attncli.core.request import Request
 
-    check_outputs(save, save_json)
-    if probe is not None and (text is not None or file is not None):
+    output.check()
+    if probe is not None and (source.text is not None or source.file is not None):
         raise AttnCliError(f"--probe {probe.value} runs on its own random tokens: give no TEXT "
                            "or --file with it")
     window = None if layers is None else parse_window(layers, "--layers")
     # The probe makes its own tokens: its request carries an empty text.
-    source_text = "" if probe is not None else read_source(text, file, settle=False)[0]
-    request = Request(text=source_text, model=model, heads=heads, allow_special=allow_special,
-                      measure=measure)
+    text = "" if probe is not None else source.read(settle=False)[0]
+    request = request_of((text, None), checkpoint, encoding, compute, heads=heads)
     # The input is checked: now the computation (torch) is imported.
     from attncli.models.heads import HeadsOptions
     from attncli.models.run import run_heads
@@ -109,5 +91,6 @@ def heads(
     options = HeadsOptions(sort=sort, layers=window, probe=None if probe is None else probe.value,
                            probe_length=probe_length, probe_seed=probe_seed, threshold=threshold)
     result = run_heads(request, options)
-    deliver(result.to_dict(), lambda out: render_heads(out, result, precision, scale.value),
-            as_json, save, save_json, page_extra(result))
+    output.deliver(result.to_dict(),
+                   lambda out: render_heads(out, result, precision, look.scale.value),
+                   page_extra(result))

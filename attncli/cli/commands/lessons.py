@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from attncli.cli.app import app
+from attncli.cli.groups import Group, Without, command
 from attncli.cli.options import (
-    BiasOpt,
-    DOutOpt,
-    EmbDimOpt,
-    EncodingOpt,
-    FileOpt,
-    HeadsOpt,
-    InputsOpt,
-    JsonOpt,
+    Chapter3,
+    Checkpoint,
+    Encoding,
     LangOpt,
-    LayerOpt,
-    ModelOpt,
-    PositionsOpt,
-    SaveJsonOpt,
-    SaveOpt,
-    SeedOpt,
-    SpecialOpt,
-    TextArg,
+    Look,
+    Output,
+    Source,
     Variant,
-    VariantOpt,
+    request_of,
 )
-from attncli.cli.output import check_outputs, deliver
 from attncli.errors import AttnCliError
-
-if TYPE_CHECKING:
-    from attncli.core.request import Request
 
 LessonPrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")]
 ShownHeadOpt = Annotated[int, typer.Option(
@@ -43,51 +29,35 @@ KeepOpt = Annotated[str | None, typer.Option(
     help="With --model: evict keys from every layer's cache, keeping the latest W (window:W) "
     "and the first S (sinks:S,window:W); prints perplexity and top-1 agreement beside the full "
     "cache (StreamingLLM).", metavar="[sinks:S,]window:W", show_default=False)]
+# The lessons' chapter-3 settings: no --context-length, no --dropout (they decode or compare).
+Settings = Annotated[Chapter3, Without("context_length", "dropout")]
 
 
-def _lang(lang: Any) -> str:
-    from attncli.i18n import resolve_lang
+@dataclass(frozen=True)
+class Shown(Group):
+    """What a lesson shows of its result."""
 
-    return resolve_lang(lang and lang.value, os.environ)
+    panel = "Display"
+    head: ShownHeadOpt = 0
+    precision: LessonPrecisionOpt = 3
+    lang: LangOpt = None
 
-
-def _request(text: str | None, file: str | None, inputs: str | None,
-             variant: Variant | None, default: Variant, model: str | None = None,
-             layer: int | None = None, *,
-             encoding: str, allow_special: bool, seed: int, emb_dim: int, positions: bool,
-             d_out: int | None, heads: int | None, qkv_bias: bool) -> Request:
-    """The lesson's request, with its input read (TEXT, --file, stdin or --inputs)."""
-    from attncli.cli.requests import read_source
-    from attncli.core.request import Request
-
-    source_text, source_inputs = read_source(text, file, inputs)
-    return Request(text=source_text, inputs=source_inputs,
-                   variant=variant if model is not None else (variant or default),
-                   encoding=encoding, allow_special=allow_special, seed=seed, emb_dim=emb_dim,
-                   positions=positions, d_out=d_out, heads=heads, qkv_bias=qkv_bias,
-                   model=model, layer=layer)
+    def language(self) -> str:
+        """--lang, or the environment's language."""
+        return Look(lang=self.lang).language()
 
 
-@app.command()
+@command()
 def permute(
     text_a: Annotated[str, typer.Argument(metavar="TEXT_A", help="The first text.")],
     text_b: Annotated[str, typer.Argument(metavar="TEXT_B", help="The same tokens reordered.")],
+    encoding: Encoding,
+    settings: Annotated[Settings, Without("variant", "positions")],
+    checkpoint: Annotated[Checkpoint, Without("predict")],
+    shown: Annotated[Shown, Without("head")],
+    output: Output,
     variant: Annotated[Variant, typer.Option(
         "--variant", "-v", help="Attention variant (qkv has no mask).")] = Variant.qkv,
-    encoding: EncodingOpt = "gpt2",
-    allow_special: SpecialOpt = False,
-    seed: SeedOpt = 123,
-    emb_dim: EmbDimOpt = 8,
-    d_out: DOutOpt = None,
-    heads: HeadsOpt = None,
-    qkv_bias: BiasOpt = False,
-    model: ModelOpt = None,
-    layer: LayerOpt = None,
-    precision: LessonPrecisionOpt = 3,
-    as_json: JsonOpt = False,
-    lang: LangOpt = None,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
 ) -> None:
     """Show that attention without positions cannot tell word order: 猫吃鱼 vs 鱼吃猫.
 
@@ -104,47 +74,26 @@ def permute(
 
     --model DIR runs a trained encoder's --layer (bert, roberta), positions left out and kept.
     """
-    from attncli.core.request import Request
-    from attncli.lessons.permute import permute as run_permute
-    from attncli.lessons.permute import permute_model
+    from attncli.core.request import Request, Route
+    from attncli.lessons.permute import permute_lesson
     from attncli.render.lessons.permute import render_permute
 
-    check_outputs(save, save_json)
-    spec = Request(text=text_a, model=model, layer=layer, allow_special=allow_special) \
-        if model is not None else Request(text=text_a, variant=variant, encoding=encoding,
-                                          allow_special=allow_special, seed=seed,
-                                          emb_dim=emb_dim, d_out=d_out, heads=heads,
-                                          qkv_bias=qkv_bias)
-    result = (permute_model if model is not None else run_permute)(spec, text_a, text_b)
-    shown = _lang(lang)
-    deliver(result.to_dict(), lambda out: render_permute(out, result, shown, precision),
-            as_json, save, save_json)
+    output.check()
+    # A checkpoint takes its layer and --allow-special; the chapter-3 settings go to a variant.
+    spec = Request(text=text_a, model=checkpoint.model, layer=checkpoint.layer,
+                   allow_special=encoding.allow_special)
+    if spec.route is Route.chapter3:
+        spec = request_of((text_a, None), encoding, settings, variant=variant)
+    result = permute_lesson(spec, text_a, text_b)
+    lang = shown.language()
+    output.deliver(result.to_dict(),
+                   lambda out: render_permute(out, result, lang, shown.precision))
 
 
-@app.command()
-def kvcache(
-    text: TextArg = None,
-    file: FileOpt = None,
-    inputs: InputsOpt = None,
-    model: ModelOpt = None,
-    layer: LayerOpt = None,
-    variant: VariantOpt = None,
-    encoding: EncodingOpt = "gpt2",
-    allow_special: SpecialOpt = False,
-    seed: SeedOpt = 123,
-    emb_dim: EmbDimOpt = 8,
-    positions: PositionsOpt = True,
-    d_out: DOutOpt = None,
-    heads: HeadsOpt = None,
-    qkv_bias: BiasOpt = False,
-    head: ShownHeadOpt = 0,
-    keep: KeepOpt = None,
-    precision: LessonPrecisionOpt = 3,
-    as_json: JsonOpt = False,
-    lang: LangOpt = None,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
-) -> None:
+@command()
+def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Without("predict")],
+            encoding: Encoding, settings: Settings, shown: Shown, output: Output,
+            keep: KeepOpt = None) -> None:
     """Decode token by token with a key/value cache, each step checked against the full pass.
 
     Per step: the query's weights over the cache, the cache's length and bytes, and the
@@ -161,38 +110,29 @@ def kvcache(
 
       attncli kvcache --file samples/streaming.txt --model M.gguf --keep sinks:4,window:64
     """
-    from attncli.lessons.kvcache import kvcache as run_kvcache
-    from attncli.lessons.setup import build, lesson_config
+    from attncli.lessons.kvcache import kvcache_lesson
     from attncli.render.lessons.kvcache import render_kvcache
 
-    check_outputs(save, save_json)
-    kept = _keep(keep, model, layer, save)
-    if kept is not None and head != 0:
+    output.check()
+    kept = _keep(keep, checkpoint.model, checkpoint.layer, output.save)
+    if kept is not None and shown.head != 0:
         raise AttnCliError("--keep measures every layer and head together: --head picks the "
                            "head of the plain lesson's weights; leave it out")
-    spec = _request(text, file, inputs, variant, Variant.causal, model, layer, encoding=encoding,
-                    allow_special=allow_special, seed=seed, emb_dim=emb_dim, positions=positions,
-                    d_out=d_out, heads=heads, qkv_bias=qkv_bias)
-    shown = _lang(lang)
+    spec = request_of(source.read(), checkpoint, encoding, settings)
+    lang = shown.language()
     if kept is not None:
         from attncli.lessons.streaming import streaming_model
         from attncli.render.lessons.streaming import render_streaming
 
         stream = streaming_model(spec, *kept)
-        deliver(stream.to_dict(), lambda out: render_streaming(out, stream, shown), as_json, save,
-                save_json)
+        output.deliver(stream.to_dict(), lambda out: render_streaming(out, stream, lang))
         return
-    if spec.model is not None:
-        from attncli.lessons.kvcache import kvcache_model
-
-        result = kvcache_model(spec)
-    else:
-        result = run_kvcache(build(spec), lesson_config(spec))
+    result = kvcache_lesson(spec)
     heads_run = len(result.steps[0].weights)
-    if head >= heads_run:
-        raise AttnCliError(f"--head {head} is out of range (use 0..{heads_run - 1})")
-    deliver(result.to_dict(), lambda out: render_kvcache(out, result, shown, precision, head),
-            as_json, save, save_json)
+    if shown.head >= heads_run:
+        raise AttnCliError(f"--head {shown.head} is out of range (use 0..{heads_run - 1})")
+    output.deliver(result.to_dict(), lambda out: render_kvcache(out, result, lang,
+                                                                shown.precision, shown.head))
 
 
 def _keep(keep: str | None, model: str | None, layer: int | None,
@@ -209,30 +149,17 @@ def _keep(keep: str | None, model: str | None, layer: int | None,
     return kept
 
 
-@app.command()
+@command()
 def flash(
-    text: TextArg = None,
-    file: FileOpt = None,
-    inputs: InputsOpt = None,
+    source: Source,
+    encoding: Encoding,
+    settings: Settings,
+    shown: Shown,
+    output: Output,
     block: Annotated[int, typer.Option(help="Keys per block.")] = 4,
     query: Annotated[int | None, typer.Option(
         help="The query shown, 0-based; negative counts from the end [default: the last].",
         show_default=False, metavar="I")] = None,
-    variant: VariantOpt = None,
-    encoding: EncodingOpt = "gpt2",
-    allow_special: SpecialOpt = False,
-    seed: SeedOpt = 123,
-    emb_dim: EmbDimOpt = 8,
-    positions: PositionsOpt = True,
-    d_out: DOutOpt = None,
-    heads: HeadsOpt = None,
-    qkv_bias: BiasOpt = False,
-    head: ShownHeadOpt = 0,
-    precision: LessonPrecisionOpt = 3,
-    as_json: JsonOpt = False,
-    lang: LangOpt = None,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
 ) -> None:
     """Follow the online softmax of the tiled (flash) path for one query, block by block.
 
@@ -252,26 +179,22 @@ def flash(
     from attncli.lessons.setup import build, lesson_config
     from attncli.render.lessons.flash import render_flash
 
-    check_outputs(save, save_json)
-    spec = _request(text, file, inputs, variant, Variant.causal, encoding=encoding,
-                    allow_special=allow_special, seed=seed, emb_dim=emb_dim, positions=positions,
-                    d_out=d_out, heads=heads, qkv_bias=qkv_bias)
-    result = run_flash(build(spec), lesson_config(spec), block, query, head)
-    shown = _lang(lang)
-    deliver(result.to_dict(), lambda out: render_flash(out, result, shown, precision),
-            as_json, save, save_json)
+    output.check()
+    spec = request_of(source.read(), encoding, settings)
+    result = run_flash(build(spec), lesson_config(spec), block, query, shown.head)
+    lang = shown.language()
+    output.deliver(result.to_dict(), lambda out: render_flash(out, result, lang, shown.precision))
 
 
-@app.command()
+@command()
 def cost(
+    settings: Annotated[Chapter3, Without("variant", "emb_dim", "positions", "context_length",
+                                          "d_out", "heads", "dropout", "qkv_bias")],
+    shown: Annotated[Shown, Without("head", "precision")],
+    output: Output,
     max_tokens: Annotated[int, typer.Option(help="The largest N; N doubles from 128.")] = 4096,
     heads: Annotated[int, typer.Option(help="Attention heads.")] = 1,
     emb_dim: Annotated[int, typer.Option(help="d_out, split across the heads.")] = 64,
-    seed: SeedOpt = 123,
-    as_json: JsonOpt = False,
-    lang: LangOpt = None,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
 ) -> None:
     """Measure the O(n²) cost: time and peak bytes of the naive and the tiled path as N doubles.
 
@@ -293,8 +216,7 @@ def cost(
     from attncli.lessons.cost import cost as run_cost
     from attncli.render.lessons.cost import render_cost
 
-    check_outputs(save, save_json)
-    result = run_cost(max_tokens, heads, emb_dim, seed)
-    shown = _lang(lang)
-    deliver(result.to_dict(), lambda out: render_cost(out, result, shown), as_json, save,
-            save_json)
+    output.check()
+    result = run_cost(max_tokens, heads, emb_dim, settings.seed)
+    lang = shown.language()
+    output.deliver(result.to_dict(), lambda out: render_cost(out, result, lang))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from attncli.cli.app import app
-from attncli.cli.options import JsonOpt
+from typing import Annotated
+
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Output
 from attncli.cli.output import console, emit, emit_json
 
 
-@app.command()
-def models(as_json: JsonOpt = False) -> None:
+@command()
+def models(output: Annotated[Output, Without("save", "save_json")]) -> None:
     """List the models --model can read: the HF cache, Ollama's, LM Studio's and attncli's own.
 
     Each from its headers alone (no weights read): name, source, format and quantization,
@@ -27,7 +29,7 @@ def models(as_json: JsonOpt = False) -> None:
     from attncli.models.stores.catalog import cached_models
 
     doc = cached_models()
-    if as_json:
+    if output.as_json:
         emit_json(doc)
         return
     from attncli.render.models import render_models

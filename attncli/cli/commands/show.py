@@ -7,49 +7,23 @@ from typing import Annotated, Any
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import (
-    ColsOpt,
-    HeadOpt,
-    JsonOpt,
-    LangOpt,
-    PrecisionOpt,
-    QueryOpt,
-    RowsOpt,
-    SaveJsonOpt,
-    SaveOpt,
-    Scale,
-    ScaleOpt,
-    ShowOpt,
-    View,
-    ViewOpt,
-)
-from attncli.cli.output import Page, check_outputs, deliver
-from attncli.cli.requests import display_of
+from attncli.cli.groups import command
+from attncli.cli.options import Look, Output
+from attncli.cli.output import Page
 from attncli.core.checks.run import CORNER
-from attncli.core.display import Display, Window, parse_stages, parse_windows
-from attncli.core.result import STAGES, Result
+from attncli.core.display import Display, Window
+from attncli.core.result import Result
 from attncli.core.saved import with_stages
 from attncli.errors import AttnCliError
 
 
-@app.command()
+@command()
 def show(
     file: Annotated[str, typer.Argument(
         help="attncli JSON from any command, a [N][N] or [H][N][N] list of weights, or "
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
-    head: HeadOpt = None,
-    precision: PrecisionOpt = 4,
-    as_json: JsonOpt = False,
-    show: ShowOpt = None,
-    query: QueryOpt = None,
-    view: ViewOpt = View.auto,
-    rows: RowsOpt = None,
-    cols: ColsOpt = None,
-    save: SaveOpt = None,
-    save_json: SaveJsonOpt = None,
-    scale: ScaleOpt = Scale.shared,
-    lang: LangOpt = None,
+    look: Look,
+    output: Output,
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 
@@ -65,22 +39,21 @@ def show(
     """
     from attncli.core.saved import load_saved, pick
 
-    windows = parse_windows(rows, cols)
-    stages = parse_stages(show, STAGES)
-    check_outputs(save, save_json)
+    windows, stages = look.windows(), look.stages()
+    output.check()
     saved = load_saved(file)
     if saved.kind == "heads":
-        _heads_only(head, query, show, rows, cols)
+        _heads_only(look.head, look.query, look.show, look.rows, look.cols)
         doc, build = _output("heads", saved.results[0].to_dict(), saved.results, None)
-        deliver(doc, build, as_json, save, save_json)
+        output.deliver(doc, build)
         return
-    results = [pick(result, head, query) for result in saved.results]
+    results = [pick(result, look.head, look.query) for result in saved.results]
     first = results[0]
     if first.window is not None and (first.long is None or not _corner(first)):
         windows = (windows[0] or _span(first.window["rows"], "--rows"),
                    windows[1] or _span(first.window["cols"], "--cols"))
-    display = display_of(first, precision, view, *windows, stages or None,
-                         lang.value if lang else "en", scale)
+    display = look.display(first, windows, stages or None,
+                           look.lang.value if look.lang else "en")
     if first.long is not None:
         _inside(first, display)
     doc, _ = _output(saved.kind, {}, results, display)
@@ -90,7 +63,7 @@ def show(
         results = [with_stages(r, stages) for r in results]
         display = replace(display, stages=stages)
     _, build = _output(saved.kind, {}, results, display)
-    deliver(doc, build, as_json, save, save_json)
+    output.deliver(doc, build)
 
 
 def _heads_only(head: int | None, query: str | None, show: str | None, rows: str | None,

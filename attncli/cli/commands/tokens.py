@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from attncli.cli.app import app
-from attncli.cli.options import (
-    EncodingOpt,
-    FileOpt,
-    JsonOpt,
-    ModelOpt,
-    SpecialOpt,
-    TextArg,
-)
+from typing import Annotated
+
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Checkpoint, Encoding, Output, Source
 from attncli.cli.output import emit_json, emit_streamed
 
 
-@app.command()
+@command()
 def tokens(
-    text: TextArg = None,
-    file: FileOpt = None,
-    encoding: EncodingOpt = "gpt2",
-    allow_special: SpecialOpt = False,
-    as_json: JsonOpt = False,
-    model: ModelOpt = None,
+    source: Annotated[Source, Without("inputs")],
+    encoding: Encoding,
+    output: Annotated[Output, Without("save", "save_json")],
+    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
 ) -> None:
     """Show how the text splits into tokens: index, id, label and exact bytes.
 
@@ -38,20 +31,20 @@ def tokens(
     from attncli.core.tokens import token_bounds, token_chunks
     from attncli.render.draw.token_table import print_token_stream
 
-    source = read_text(text, file)
-    if model is not None:
+    text = read_text(source.text, source.file)
+    if checkpoint.model is not None:  # the checkpoint's tokenizer: no run is decided here
         from attncli.models.hf_tokens import model_tokens
 
-        doc, pieces, name, limits = model_tokens(model, source, allow_special)
-        if as_json:
+        doc, pieces, name, limits = model_tokens(checkpoint.model, text, encoding.allow_special)
+        if output.as_json:
             emit_json(doc)
         else:
             emit_streamed(lambda out: print_token_stream(out, pieces, name, limits))
         return
-    chunks = token_chunks(source, encoding, allow_special)
-    if as_json:
-        emit_json({"encoding": encoding,
+    chunks = token_chunks(text, encoding.encoding, encoding.allow_special)
+    if output.as_json:
+        emit_json({"encoding": encoding.encoding,
                    "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)})
         return
-    bounds = token_bounds(source, encoding)
-    emit_streamed(lambda out: print_token_stream(out, chunks, encoding, bounds))
+    bounds = token_bounds(text, encoding.encoding)
+    emit_streamed(lambda out: print_token_stream(out, chunks, encoding.encoding, bounds))

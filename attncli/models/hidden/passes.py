@@ -16,7 +16,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attncli import __version__
 from attncli.core.attention import Attention
 from attncli.core.request import Request
 from attncli.errors import AttnCliError
@@ -29,6 +28,7 @@ from attncli.models.family import (
     Resumable,
 )
 from attncli.models.hidden.store import HiddenCache, cache_cap, cache_folder
+from attncli.version import __version__
 
 FORMAT = 1  # the key's own version: bump it when what a stream means changes
 # Streams read from the cache and computed by passes in this process: how tests see a look

@@ -1,0 +1,145 @@
+"""Options declared once (cli/groups.py, cli/options.py): groups expand into a command's options
+under their panels, commands list groups instead of restating options, and one Request is built
+from them."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass, fields
+from typing import Annotated, Any
+
+import pytest
+import typer
+
+import attncli.cli.commands  # noqa: F401  (registers every command)
+from attncli.cli.app import app
+from attncli.cli.groups import PanelledCommand, Without, expand
+from attncli.cli.options import (
+    Chapter3,
+    Checkpoint,
+    Compute,
+    Encoding,
+    Group,
+    Look,
+    Output,
+    Source,
+    request_of,
+)
+from attncli.core.request import Request, Route
+
+GROUPS = [Source, Encoding, Checkpoint, Chapter3, Compute, Look, Output]
+
+
+@dataclass(frozen=True)
+class Pair(Group):
+    panel = "Pair"
+    first: Annotated[int, typer.Option(help="The first.")] = 1
+    second: Annotated[str, typer.Option(help="The second.")] = "b"
+
+
+def _commands() -> dict[str, Any]:
+    return dict(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def _panel_of(command: Any, name: str) -> str | None:
+    ctx = typer.Context(command)
+    return next(getattr(p, "rich_help_panel", None) for p in command.get_params(ctx)
+                if p.name == name)
+
+
+def test_expand_spreads_groups_into_keyword_options_and_calls_with_them_built() -> None:
+    seen: dict[str, Any] = {}
+
+    def body(pair: Pair, own: Annotated[int, typer.Option()] = 7) -> None:
+        seen.update(pair=pair, own=own)
+
+    call = expand(body)
+    params = inspect.signature(call).parameters
+    assert list(params) == ["first", "second", "own"]
+    assert [p.default for p in params.values()] == [1, "b", 7]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
+    call(first=3, second="x", own=9)
+    assert seen == {"pair": Pair(first=3, second="x"), "own": 9}
+
+
+def test_without_leaves_options_out_and_their_defaults_stand() -> None:
+    seen: list[Pair] = []
+
+    def body(pair: Annotated[Pair, Without("second")]) -> None:
+        seen.append(pair)
+
+    call = expand(body)
+    assert list(inspect.signature(call).parameters) == ["first"]
+    call(first=5)
+    assert seen == [Pair(first=5, second="b")]
+
+
+def test_a_group_field_goes_under_its_panel_and_the_shared_option_is_left_alone() -> None:
+    def body(pair: Pair) -> None:
+        pass
+
+    param = inspect.signature(expand(body)).parameters["first"]
+    info = param.annotation.__metadata__[0]
+    assert info.rich_help_panel == "Pair"
+    declared = typing.get_type_hints(Pair, include_extras=True)["first"].__metadata__[0]
+    assert declared.rich_help_panel is None  # the declaration itself is not changed by its use
+
+
+@pytest.mark.parametrize("wrong", [
+    "def body(pair: Pair, first: int = 1) -> None: pass",  # an option declared twice
+    "def body(pair: Annotated[Pair, Without('third')]) -> None: pass",  # no such option
+])
+def test_mistakes_in_a_command_declaration_fail_at_import(wrong: str) -> None:
+    space: dict[str, Any] = {"Pair": Pair, "Annotated": Annotated, "Without": Without}
+    exec(wrong, space)  # noqa: S102  (a fixed declaration, to see expand refuse it)
+    with pytest.raises(AssertionError):
+        expand(space["body"])
+
+
+@pytest.mark.parametrize("name", sorted(_commands()))
+def test_every_command_prints_its_help_with_options_under_headings(name: str) -> None:
+    command = _commands()[name]
+    assert isinstance(command, PanelledCommand)
+    ctx = typer.Context(command, info_name=name)
+    text = command.get_help(ctx)
+    headings = [line[:-1] for line in text.splitlines() if line and line[0] != " "
+                and line.endswith(":") and not line.startswith("Usage")]
+    panels = {getattr(p, "rich_help_panel", None) or "Options"
+              for p in command.get_params(ctx) if p.param_type_name == "option"}
+    assert set(headings) - {"Arguments"} == panels
+    assert len(headings) == len(set(headings))
+    for param in command.get_params(ctx):  # each option's line is under exactly one heading
+        if param.param_type_name == "option" and param.get_help_record(ctx) is not None:
+            assert text.count(f"  {param.get_help_record(ctx)[0]}  ") + text.count(
+                f"  {param.get_help_record(ctx)[0]}\n") == 1
+
+
+def test_no_command_restates_an_option_of_a_group() -> None:
+    """An option named as a group's field is that group's, in every command that offers it,
+    unless the command gives it another meaning (its own help)."""
+    by_name = {f.name: group for group in GROUPS for f in fields(group)}
+    for name, command in _commands().items():
+        ctx = typer.Context(command, info_name=name)
+        for param in command.get_params(ctx):
+            group = by_name.get(param.name or "")
+            if group is None or _panel_of(command, param.name or "") == group.panel:
+                continue
+            declared = typing.get_type_hints(group, include_extras=True)[param.name or ""]
+            assert param.help != declared.__metadata__[0].help, (name, param.name)
+
+
+def test_request_of_takes_each_groups_request_fields_and_the_given_ones_last() -> None:
+    settings = Chapter3(seed=7, heads=2, variant=None)
+    request = request_of(("one two", None), Encoding(), settings, Compute(), Look(), Output(),
+                         heads=None)
+    assert request == Request(text="one two", seed=7)
+    assert request_of(("a", None), Checkpoint(model="m")).route is Route.checkpoint
+    assert request_of(("a", None), Checkpoint()).route is Route.chapter3
+
+
+def test_group_defaults_are_the_requests() -> None:
+    request = Request(text="x")
+    for group in (Encoding, Checkpoint, Chapter3, Compute):
+        for f in fields(group):
+            assert f.default == getattr(request, f.name), (group.__name__, f.name)
