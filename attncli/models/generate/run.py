@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attncli.core.generated import GenerationResult
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
 from attncli.models.generate.engine import Step, decode
 from attncli.models.generate.prompt import Prompt, build_prompt
+from attncli.models.generate.result import GenerationResult
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
 
