@@ -13,18 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 from attncli.version import __version__
 
-API = ("run", "explain", "heads", "show", "view", "check", "Result", "HeadsResult",
-       "CheckResult", "AttnCliError")
-__all__ = ["AttnCliError", "CheckResult", "HeadsResult", "Result", "__version__", "check",
-           "explain", "heads", "run", "show", "view"]
+API = ("run", "explain", "heads", "show", "view", "check", "generate", "Result", "HeadsResult",
+       "CheckResult", "Generation", "AttnCliError")
+__all__ = ["AttnCliError", "CheckResult", "Generation", "HeadsResult", "Result", "__version__",
+           "check", "explain", "generate", "heads", "run", "show", "view"]
 
 if TYPE_CHECKING:
     from attncli.api import (
         CheckResult,
+        Generation,
         HeadsResult,
         Result,
         check,
         explain,
+        generate,
         heads,
         run,
         show,

@@ -12,9 +12,10 @@ Nothing here imports torch until a function is called.
 """
 
 from attncli.api.draw import show, view
+from attncli.api.generation import Generation, generate
 from attncli.api.own import CheckResult, check
 from attncli.api.results import HeadsResult, Result
 from attncli.api.runs import explain, heads, run
 
-__all__ = ["CheckResult", "HeadsResult", "Result", "check", "explain", "heads", "run", "show",
-           "view"]
+__all__ = ["CheckResult", "Generation", "HeadsResult", "Result", "check", "explain", "generate",
+           "heads", "run", "show", "view"]

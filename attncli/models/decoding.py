@@ -42,6 +42,12 @@ class DecodeStep(Protocol):
         its cache and its attention output (d_out,)."""
         ...
 
+    def step_layers(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
+        """Token at position through every layer: each layer's weights (layers, heads, t+1)
+        over its own cache, and the logits of the next token (vocab,): the last block's
+        output through the final norm and the unembedding, as the family's logits() reads it."""
+        ...
+
     def cache_bytes(self) -> int:
         """Bytes every layer's cache holds now."""
         ...

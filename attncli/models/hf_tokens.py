@@ -113,14 +113,16 @@ def _added(tokenizer: Any) -> tuple[int, int]:
 
 
 def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False,
-                name: str = "tokenizer.json") -> HFTokens:
+                name: str = "tokenizer.json", add_special_tokens: bool = True) -> HFTokens:
     """Tokenise text as the model's tokenizer does, BOS and all, into labelled pieces.
 
     Special-token spellings in the text are plain text unless allow_special, as for GPT-2.
+    Without add_special_tokens the post-processor adds nothing (a chat template's text, which
+    writes its own BOS, as apply_chat_template encodes it).
     """
     tokenizer = _loaded(directory)
-    encoding = _encode(tokenizer, text, allow_special, True)
-    before, after = _added(tokenizer)
+    encoding = _encode(tokenizer, text, allow_special, add_special_tokens)
+    before, after = _added(tokenizer) if add_special_tokens else (0, 0)
     pieces = Labeller(tokenizer).pieces(_triples(encoding), 0)
     return HFTokens(pieces=pieces, before=encoding.tokens[:before],
                     after=encoding.tokens[len(encoding.tokens) - after:], name=name)

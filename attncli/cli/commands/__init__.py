@@ -6,6 +6,7 @@ from attncli.cli.commands import (
     compare,
     demo,
     explain,
+    generate,
     heads,
     lessons,
     models,
@@ -14,5 +15,5 @@ from attncli.cli.commands import (
     tokens,
 )
 
-__all__ = ["browse", "check", "compare", "demo", "explain", "heads", "lessons", "models", "run",
-           "show", "tokens"]
+__all__ = ["browse", "check", "compare", "demo", "explain", "generate", "heads", "lessons",
+           "models", "run", "show", "tokens"]

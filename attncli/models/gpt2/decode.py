@@ -11,7 +11,13 @@ from torch import Tensor
 from attncli.core.attention import MultiHeadAttention
 from attncli.models.decoding import Shape
 from attncli.models.gpt2.config import Checkpoint
-from attncli.models.gpt2.model import feed_forward, layer_norm, load_attention, weights_of
+from attncli.models.gpt2.model import (
+    feed_forward,
+    gpt2_logits,
+    layer_norm,
+    load_attention,
+    weights_of,
+)
 
 
 @dataclass
@@ -57,19 +63,33 @@ class GPT2Decoder:
     @torch.no_grad()
     def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
         """Token at position through every block: the shown one's (heads, t+1) and (d,)."""
+        every, outputs, _ = self._blocks(token_id, position)
+        return every[self.layer], outputs[self.layer][0]  # (heads, t+1), (d,)
+
+    @torch.no_grad()
+    def step_layers(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
+        """Token at position through every block: each block's weights (layers, heads, t+1)
+        over its cache, and the logits of the next token (vocab,)."""
+        every, _, hidden = self._blocks(token_id, position)
+        logits = gpt2_logits(self.ckpt, hidden, self.weights)  # (1, vocab)
+        return torch.stack(every), logits[0]  # (layers, heads, t+1), (vocab,)
+
+    def _blocks(self, token_id: int, position: int) -> tuple[list[Tensor], list[Tensor], Tensor]:
+        """Every block's weights (heads, t+1) and attention output (1, d), and the residual
+        stream leaving the last block (1, d)."""
         ckpt, weights, eps = self.ckpt, self.weights, self.ckpt.layer_norm_epsilon
         x = weights.rows("wte.weight", [token_id]) + weights.rows("wpe.weight", [position])
-        shown: tuple[Tensor, Tensor] | None = None  # x: (1, d) above
-        for i, block in enumerate(self.blocks):
+        every: list[Tensor] = []  # x: (1, d) above
+        outputs: list[Tensor] = []
+        for block in self.blocks:
             attn_weights, attn_out = _attend(block, layer_norm(weights, f"{block.name}.ln_1", x,
                                                                eps), ckpt.head_dim)
-            if i == self.layer:
-                shown = attn_weights, attn_out[0]  # (heads, t+1), (d,)
+            every.append(attn_weights)  # (heads, t+1)
+            outputs.append(attn_out)  # (1, d)
             x = x + attn_out  # (1, d)
             x = x + feed_forward(weights, ckpt, block.name,
                                  layer_norm(weights, f"{block.name}.ln_2", x, eps))  # (1, d)
-        assert shown is not None, "the shown layer is one of the blocks"
-        return shown
+        return every, outputs, x
 
     def cache_bytes(self) -> int:
         """Bytes of every block's keys and values so far."""

@@ -155,9 +155,10 @@ def gpt2_trace(ckpt: Checkpoint, token_ids: list[int], last_layer: int,
 
 
 @torch.no_grad()
-def gpt2_logits(ckpt: Checkpoint, hidden: Tensor) -> Tensor:
-    """ln_f and the unembedding (GPT-2 ties it to wte): logits (T, vocab) of hidden."""
-    weights, d = weights_of(ckpt), ckpt.n_embd
+def gpt2_logits(ckpt: Checkpoint, hidden: Tensor, weights: Named | None = None) -> Tensor:
+    """ln_f and the unembedding (GPT-2 ties it to wte): logits (T, vocab) of hidden; weights:
+    a view reading each tensor once (a decoder's), else the checkpoint's."""
+    weights, d = weights or weights_of(ckpt), ckpt.n_embd
     need(weights, {"ln_f.weight": (d,), "ln_f.bias": (d,)}, "predictions")
     normed = layer_norm(weights, "ln_f", hidden, ckpt.layer_norm_epsilon)  # (T, d_model)
     lm_head = unembedding(weights, "wte.weight", ckpt.vocab_size, d)

@@ -14,7 +14,7 @@ from torch import Tensor
 from attncli.models.decoding import Shape
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import project, scale_scores, soft_cap
+from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 
@@ -79,19 +79,33 @@ class LlamaDecoder:
     @torch.no_grad()
     def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
         """Token at position through every layer: the shown one's (heads, t+1), (d_model,)."""
+        every, outputs, _ = self._blocks(token_id, position)
+        return every[self.layer], outputs[self.layer][0]  # (heads, t+1), (d_model,)
+
+    @torch.no_grad()
+    def step_layers(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
+        """Token at position through every layer: each layer's weights (layers, heads, t+1)
+        over its cache, and the logits of the next token (vocab,)."""
+        every, _, hidden = self._blocks(token_id, position)
+        logits = llama_logits(self.read, self.spec, hidden)  # (1, vocab)
+        return torch.stack(every), logits[0]  # (layers, heads, t+1), (vocab,)
+
+    def _blocks(self, token_id: int, position: int) -> tuple[list[Tensor], list[Tensor], Tensor]:
+        """Every layer's weights (heads, t+1) and attention output (1, d_model), and the
+        residual stream leaving the last block (1, d_model)."""
         read, spec, t = self.read, self.spec, position
         x = embed(read, spec, [token_id])  # (1, d_model); no position embedding
-        shown: tuple[Tensor, Tensor] | None = None
+        every: list[Tensor] = []
+        outputs: list[Tensor] = []
         for i, cache in enumerate(self.caches):
             tables = self.ropes[i]
             rope = None if tables is None else (tables[0][t:t + 1], tables[1][t:t + 1])
             attn_input = attention_input(read, spec, i, x)  # (1, d_model)
             attn_weights, attn_out = _attend(read, spec, i, cache, attn_input, rope)
-            if i == self.layer:
-                shown = attn_weights, attn_out[0]  # (heads, t+1), (d_model,)
+            every.append(attn_weights)  # (heads, t+1)
+            outputs.append(attn_out)  # (1, d_model)
             x = finish_block(read, spec, i, x, attn_out)  # (1, d_model)
-        assert shown is not None, "the shown layer is one of the layers"
-        return shown
+        return every, outputs, x
 
     def cache_bytes(self) -> int:
         """Bytes of every layer's keys and values so far (kv_heads per token, not heads)."""

@@ -1,0 +1,97 @@
+"""`attncli.generate`: a model's answer and what each answer token looked at, as a result that
+shows itself in a notebook or a terminal like the others."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from attncli.api.notebook import Shown
+
+if TYPE_CHECKING:
+    import torch
+    from rich.console import Console, RenderableType
+
+    from attncli.models.generate.result import GenerateView, GenerationResult
+
+
+class Generation(Shown):
+    """One generation: answer (text), answer_tokens, prompt_tokens, weights (one
+    (layers, heads, keys) tensor per answer token, from its own decode step), to_dict() (the
+    CLI's --json) and ranked(i) (the prompt tokens answer token i looked at most)."""
+
+    def __init__(self, record: GenerationResult, view: GenerateView) -> None:
+        self.record, self.view = record, view
+
+    @property
+    def answer(self) -> str:
+        """The answer's text."""
+        return self.record.answer_text
+
+    @property
+    def answer_tokens(self) -> list[str]:
+        """The answer's tokens' texts."""
+        return [t.text for t in self.record.answer]
+
+    @property
+    def prompt_tokens(self) -> list[str]:
+        """The tokens the model was given (the template's, with a chat template)."""
+        return [t.text for t in self.record.prompt]
+
+    @property
+    def weights(self) -> list[torch.Tensor]:
+        """Per answer token, its step's raw weights (layers, heads, keys) as float32."""
+        import torch
+
+        return [torch.from_numpy(w.copy()) for w in self.record.weights]
+
+    def ranked(self, at: int) -> list[tuple[str, float]]:
+        """The prompt tokens answer token at looked at most, with their weights (the view's
+        layers, heads, combine and sinks)."""
+        return [(self.record.prompt[i].text, w) for i, w in self.record.ranked(at, self.view)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Equal to `attncli generate ... --json`."""
+        from attncli.api.results import _plain
+
+        return _plain(self.record.to_dict())
+
+    def renderable(self, console: Console) -> RenderableType:
+        from attncli.render.reports.generate import render_generation
+
+        return render_generation(console, self.record, self.view)
+
+    def page(self) -> str:
+        """The terminal view as HTML, for a notebook."""
+        import io
+
+        from rich.console import Console
+
+        console = Console(record=True, width=100, force_terminal=True, color_system="truecolor",
+                          file=io.StringIO())
+        console.print(self.renderable(console))
+        return console.export_html(inline_styles=True)
+
+    def summary(self) -> str:
+        return (f"<Generation {len(self.record.answer)} tokens, stopped: {self.record.stopped}:"
+                f" {self.answer[:60]!r}>")
+
+
+def generate(prompt: str, model: str, *, max_new_tokens: int = 48, sample: bool = False,
+             temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+             seed: int | None = None, system: str | None = None, raw: bool = False,
+             at: int | None = None, layers: tuple[int, int] | None = None,
+             head: int | None = None, combine: str = "mean",
+             exclude_sinks: bool = True) -> Generation:
+    """Let model answer prompt (greedy unless sample) and keep what each answer token looked
+    at, from its own decode step."""
+    from attncli.models.generate.result import GenerateView, check_view
+    from attncli.models.generate.run import generate_model
+    from attncli.models.generate.sampling import Sampling
+
+    sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
+                        top_p=top_p, top_k=top_k, seed=seed)
+    record = generate_model(model, prompt, sampling, system=system, raw=raw)
+    view = GenerateView(at=at, layers=layers, head=head, combine=combine,
+                        exclude_sinks=exclude_sinks)
+    check_view(record, view)
+    return Generation(record, view)

@@ -1,0 +1,92 @@
+"""The generation loop: the prompt through the decode step token by token (filling every
+layer's cache), then one decode step per answer token, each keeping its own attention.
+
+Step s's query is the token at position P - 1 + s (the prompt's last token, then each answer
+token): its weights over every layer's cache are what the model looked at as it chose answer
+token s, the same row a full teacher-forced pass over prompt + answer holds at that position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attncli.errors import AttnCliError
+from attncli.models.family import Model
+from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
+
+TOP_K = 5  # next-token candidates kept per step
+
+
+@dataclass(frozen=True)
+class Step:
+    """One answer token and what made it."""
+
+    token_id: int
+    position: int  # the query's position: the token before this one
+    weights: np.ndarray  # (layers, heads, position + 1) float32, from the step's own caches
+    top_ids: list[int]  # the TOP_K likeliest next tokens, most likely first
+    top_probs: list[float]  # their probabilities (softmax of the raw logits)
+    prob: float  # the chosen token's probability (softmax of the raw logits)
+
+
+def check_decoder(model: Model) -> None:
+    """Refuse, in one line, a model that cannot generate (an encoder)."""
+    if model.traits.bidirectional:
+        raise AttnCliError(f"generate needs a decoder; a {model.traits.title} attends in both "
+                           "directions and does not write text token by token")
+
+
+def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
+    """The prompt and the longest answer fit the model's positions, and the kept weights fit
+    memory."""
+    from attncli.core.sizes import FLOAT_BYTES, check_fits
+
+    if prompt_len == 0:
+        raise AttnCliError("the prompt has no tokens: give some text")
+    limit, n = model.traits.max_tokens, sampling.max_new_tokens
+    if limit is not None and prompt_len + n > limit:
+        raise AttnCliError(f"the prompt's {prompt_len:,} tokens and --max-new-tokens {n:,} go "
+                           f"past the model's {limit:,} positions; use a smaller "
+                           "--max-new-tokens or a shorter prompt")
+    spec = model.spec
+    kept = spec.n_layer * spec.num_heads * n * (prompt_len + n) * FLOAT_BYTES
+    cache = 2 * spec.n_layer * spec.kv_heads * spec.head_dim * (prompt_len + n) * FLOAT_BYTES
+    check_fits(kept + cache, f"generating {n:,} tokens after {prompt_len:,} keeps every "
+               f"step's weights over {spec.n_layer} layers × {spec.num_heads} heads",
+               "use a smaller --max-new-tokens or a shorter prompt")
+
+
+@torch.no_grad()
+def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
+           stop_ids: frozenset[int],
+           on_prefill: Callable[[int], None] | None = None) -> Iterator[Step]:
+    """Answer tokens one decode step at a time, until a stop id (kept, as transformers keeps
+    it) or sampling.max_new_tokens; a sampling run draws from sampling.seed (with_seed)."""
+    check_decoder(model)
+    model.check_tokens(prompt_ids)
+    check_length(model, len(prompt_ids), sampling)
+    generator = generator_for(with_seed(sampling))
+    decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens)
+    for position, token_id in enumerate(prompt_ids[:-1]):
+        decoder.step_layers(token_id, position)  # fills every layer's cache
+        if on_prefill is not None:
+            on_prefill(position + 1)
+    token_id, position = prompt_ids[-1], len(prompt_ids) - 1
+    for _ in range(sampling.max_new_tokens):
+        weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)
+        logits = logits.float()
+        if not torch.isfinite(logits).all():
+            raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are "
+                               "too large")
+        chosen = choose(logits, sampling, generator)
+        probs = torch.softmax(logits, dim=-1)  # (vocab,)
+        top = probs.topk(min(TOP_K, probs.shape[0]))
+        yield Step(chosen, position, weights.float().numpy().copy(), top.indices.tolist(),
+                   top.values.tolist(), float(probs[chosen]))
+        if chosen in stop_ids:
+            return
+        token_id, position = chosen, position + 1

@@ -1,0 +1,93 @@
+"""A prompt as the model is given it: the chat template's text (or the raw prompt) in tokens,
+the ids that stop the answer, and the sink tokens a view may leave out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attncli.core.request import Request
+from attncli.core.result import TokenInfo
+from attncli.models.family import Model, open_family
+from attncli.models.generate.chat import ChatSetup, chat_setup, template_text, turn_end_text
+from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
+from attncli.models.sources.base import WeightSource
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The tokens the model reads first, and what the answer stops at."""
+
+    tokens: list[TokenInfo]
+    ids: list[int]
+    given: str  # the text tokenised: the template's output, or the prompt itself
+    templated: bool
+    origin: str  # where the template came from ("" without one)
+    stop_ids: frozenset[int]
+    sinks: list[int]  # the first token and every token of the template's own text
+
+
+def build_prompt(model: Model, model_path: str, prompt: str, system: str | None, raw: bool,
+                 allow_special: bool = False) -> Prompt:
+    """The prompt through the checkpoint's chat template (unless raw, or it has none) and its
+    tokenizer, as transformers' apply_chat_template(..., add_generation_prompt=True) encodes
+    it: the template's text with its special tokens read as such, no BOS added on top."""
+    source = model.vocabulary()
+    # A checkpoint tokenised by tiktoken (GPT-2) has no template; its config still names EOS.
+    setup = chat_setup(source if source is not None else open_family(model_path)[0])
+    if raw or setup.template is None or source is None:
+        tokens = model.tokens(Request(text=prompt, model=model_path,
+                                      allow_special=allow_special))
+        return Prompt(tokens.tokens, tokens.ids, prompt, False, "",
+                      setup.stop_ids | _eos_of(model, source, setup), [0])
+    given = template_text(setup, prompt, system)
+    pieces = hf_tokenize(source_tokenizer(source), given, allow_special=True,
+                         name=source.label, add_special_tokens=False).pieces
+    infos = [TokenInfo.of(p) for p in pieces]
+    ids = [p.id for p in pieces if p.id is not None]
+    contents = [c for c in (system, prompt) if c]
+    return Prompt(infos, ids, given, True, setup.origin,
+                  setup.stop_ids | _eos_of(model, source, setup) | _turn_end(source, setup),
+                  _sinks(infos, given, contents))
+
+
+def _eos_of(model: Model, source: WeightSource | None, setup: ChatSetup) -> frozenset[int]:
+    """eos_token (tokenizer_config.json's) as an id, where the vocabulary has it."""
+    eos = setup.special.get("eos_token")
+    if source is None or eos is None:
+        return frozenset()
+    found = source_tokenizer(source).token_to_id(eos)
+    return frozenset() if found is None else frozenset({int(found)})
+
+
+def _turn_end(source: WeightSource, setup: ChatSetup) -> frozenset[int]:
+    """The token the template writes right after an assistant message, when it is an added
+    (control) token: <|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>."""
+    tail = turn_end_text(setup)
+    if not tail:
+        return frozenset()
+    tokenizer = source_tokenizer(source)
+    ids = tokenizer.encode(tail, add_special_tokens=False).ids
+    added = set(tokenizer.get_added_tokens_decoder())
+    return frozenset({ids[0]}) if ids and ids[0] in added else frozenset()
+
+
+def _sinks(tokens: list[TokenInfo], given: str, contents: list[str]) -> list[int]:
+    """The first token, and every token lying wholly outside the messages' own text (the
+    template's fixed text), found by the tokens' bytes; where the bytes do not spell the text
+    (a tokenizer that rewrites it), the first token only."""
+    data = given.encode("utf-8")
+    spans, end = [], len(data)
+    for content in reversed(contents):  # the last message last; each earlier one before it
+        start = data.rfind(content.encode("utf-8"), 0, end)
+        if start < 0:
+            return [0]
+        spans.append((start, start + len(content.encode("utf-8"))))
+        end = start
+    sinks, offset = [0], 0
+    for token in tokens:
+        width = len(bytes.fromhex(token.bytes_hex)) if token.bytes_hex is not None else 0
+        end = offset + width
+        if token.index > 0 and not any(s < end and offset < e for s, e in spans):
+            sinks.append(token.index)
+        offset = end
+    return sinks if offset == len(data) else [0]

@@ -1,0 +1,143 @@
+"""What a generation holds, as plain data, and its JSON contract (to_dict); the views of one
+answer token's attention (layers and heads combined, sinks left out) as numpy, no torch.
+
+Step s is the decode step that chose answer token s: its query is the token before it, and its
+weights (layers, heads, P + s) cover the P prompt tokens and answer tokens 0..s-1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attncli.core.result import ModelInfo, TokenInfo
+
+COMBINES = ("mean", "max")
+STOPPED = ("eos", "max_new_tokens", "interrupted")
+
+
+@dataclass(frozen=True)
+class GenerateView:
+    """Which of a generation's weights a view shows, and how it combines them."""
+
+    at: int | None = None  # the answer token shown on its own (0-based); None: every one
+    layers: tuple[int, int] | None = None  # half-open [a, b); None: every layer
+    head: int | None = None  # one head; None: every head
+    combine: str = "mean"  # how the shown layers and heads make one row: mean or max
+    exclude_sinks: bool = True  # leave out the sink tokens and renormalise what is left
+    k: int = 3  # prompt tokens ranked per answer token
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """A model's answer to a prompt, and what each answer token looked at."""
+
+    model: ModelInfo
+    prompt: list[TokenInfo]
+    answer: list[TokenInfo]  # indices continue the prompt's: answer token s is P + s
+    given: str  # the text the model was given: the template's output, or the raw prompt
+    template: dict[str, Any]  # {"used": bool, "origin", "system"?}
+    sampling: dict[str, Any]
+    stop_ids: list[int]
+    stopped: str  # eos, max_new_tokens or interrupted
+    sinks: list[int]  # prompt indices --exclude-sinks leaves out: the first, the template's own
+    steps: list[dict[str, Any]]  # per answer token: {index, position, id, prob, top}
+    weights: list[Any] = field(default_factory=list)  # per step (layers, heads, P + s) float32
+    layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
+    head_kept: int | None = None  # the one head weights hold, when only one
+
+    @property
+    def answer_text(self) -> str:
+        """The answer as the tokens' labels joined."""
+        return "".join(t.text for t in self.answer)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli generate`: raw weights, never renormalised."""
+        kept: dict[str, Any] = {"layers": list(self.layers_kept or (0, self.model.layers)),
+                                "head": self.head_kept}
+        return {"kind": "generate", "model": self.model.to_dict(),
+                "config": {"sampling": self.sampling, "template": self.template,
+                           "stop_ids": self.stop_ids, "stopped": self.stopped,
+                           "weights": kept},
+                "given": self.given,
+                "prompt": [t.to_dict() for t in self.prompt],
+                "answer": [t.to_dict() for t in self.answer],
+                "sinks": self.sinks,
+                "steps": [{**step, "weights": self.weights[s] if s < len(self.weights) else None}
+                          for s, step in enumerate(self.steps)]}
+
+    def labels(self) -> list[str]:
+        """Every token's label, prompt then answer."""
+        return [t.text for t in self.prompt + self.answer]
+
+    def row(self, step: int, view: GenerateView) -> np.ndarray:
+        """Step's weights over its keys (P + step,), the view's layers and heads combined and,
+        with exclude_sinks, the sinks set to 0 and the rest renormalised to sum to 1."""
+        weights = np.asarray(self.weights[step], dtype=np.float64)  # (L, H, t+1)
+        a, b = self._layer_span(view)
+        heads = slice(None) if view.head is None else slice(*self._head_span(view.head))
+        chosen = weights[a:b, heads].reshape(-1, weights.shape[-1])  # (L·H, t+1)
+        row = chosen.mean(axis=0) if view.combine == "mean" else chosen.max(axis=0)
+        if view.exclude_sinks:
+            row = row.copy()
+            row[[i for i in self.sinks if i < row.shape[0]]] = 0.0
+            total = row.sum()
+            row = row / total if total > 0 else row
+        return row  # (t+1,)
+
+    def _layer_span(self, view: GenerateView) -> tuple[int, int]:
+        """The view's layers as indices into the layers the weights hold."""
+        held = self.layers_kept or (0, self.model.layers)
+        a, b = view.layers or held
+        return a - held[0], b - held[0]
+
+    def _head_span(self, head: int) -> tuple[int, int]:
+        start = head if self.head_kept is None else 0
+        return start, start + 1
+
+    def ranked(self, step: int, view: GenerateView, prompt_only: bool = True) -> list[
+            tuple[int, float]]:
+        """The view's k keys that step looked at most: (index, weight), heaviest first, ties by
+        position; prompt_only keeps prompt tokens only."""
+        row = self.row(step, view)
+        keys = row[:len(self.prompt)] if prompt_only else row
+        order = sorted(range(keys.shape[0]), key=lambda i: (-keys[i], i))[:view.k]
+        return [(i, float(keys[i])) for i in order]
+
+    def shares(self, view: GenerateView) -> tuple[float, float]:
+        """The answer's attention to the prompt and to its own earlier tokens, each the mean
+        over answer tokens of the share of its row."""
+        if not self.weights:
+            return 0.0, 0.0
+        prompt_len = len(self.prompt)
+        to_prompt = [float(self.row(s, view)[:prompt_len].sum()) for s in range(len(self.weights))]
+        to_answer = [float(self.row(s, view)[prompt_len:].sum())
+                     for s in range(len(self.weights))]
+        return float(np.mean(to_prompt)), float(np.mean(to_answer))
+
+
+def check_view(result: GenerationResult, view: GenerateView) -> None:
+    """Refuse a view that names an answer token, layer or head the result does not hold."""
+    from attncli.errors import AttnCliError
+
+    if view.combine not in COMBINES:
+        raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
+                           f"{view.combine!r})")
+    n = len(result.answer)
+    if view.at is not None and not 0 <= view.at < n:
+        raise AttnCliError(f"--at {view.at} is not an answer token (the answer has {n} token"
+                           f"{'' if n == 1 else 's'}: 0 to {n - 1})")
+    held = result.layers_kept or (0, result.model.layers)
+    if view.layers is not None:
+        a, b = view.layers
+        if not (held[0] <= a < b <= held[1]):
+            raise AttnCliError(f"--layers {a}:{b} is outside the layers held, {held[0]}:"
+                               f"{held[1]}")
+    heads = result.model.heads
+    if view.head is not None and (not 0 <= view.head < heads or (
+            result.head_kept is not None and view.head != result.head_kept)):
+        kept = "" if result.head_kept is None else f", kept: {result.head_kept}"
+        raise AttnCliError(f"--head {view.head} is not a head held (the model has {heads} "
+                           f"heads{kept})")

@@ -1,0 +1,97 @@
+"""`attncli generate`'s views: the conversation with what one answer token looked at, and the
+summary of every answer token's most-attended prompt tokens. Takes the result, never tensors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from attncli.render.draw.colors import cell_style, has_colour, shade_of
+from attncli.render.draw.palette import depth_of
+
+if TYPE_CHECKING:
+    from attncli.models.generate.result import GenerateView, GenerationResult
+
+
+def legend(result: GenerationResult, view: GenerateView) -> str:
+    """What the weights shown are: layers, heads, how they combine, whether sinks are out."""
+    a, b = view.layers or result.layers_kept or (0, result.model.layers)
+    heads = "every head" if view.head is None else f"head {view.head}"
+    sinks = (f"sinks left out (the first token and {len(result.sinks) - 1} template tokens) and "
+             "the rest renormalised" if view.exclude_sinks else "sinks kept (raw weights)")
+    return f"layers {a}:{b}, {heads}, combined by {view.combine}; {sinks}"
+
+
+def heading(result: GenerationResult) -> str:
+    """Which model answered, how it was prompted and why it stopped."""
+    prompted = (f"chat template ({result.template['origin']})" if result.template["used"]
+                else "the prompt raw (no chat template)")
+    strategy = result.sampling.get("strategy", "greedy")
+    seed = f", seed {result.sampling['seed']}" if strategy == "sample" else ""
+    return (f"{result.model.name or result.model.path}: {len(result.answer)} tokens, "
+            f"{strategy}{seed}, {prompted}; stopped: {result.stopped}")
+
+
+def _ranked_text(result: GenerationResult, step: int, view: GenerateView) -> str:
+    return "  ".join(f"{result.prompt[i].text!r} {w:.3f}" for i, w in result.ranked(step, view))
+
+
+def render_summary(result: GenerationResult, view: GenerateView) -> Table:
+    """Per answer token: its top-k prompt tokens with their share, and its share to the
+    prompt against to earlier answer tokens."""
+    table = Table(title=None, show_edge=False, pad_edge=False)
+    for column in ("#", "token", f"top {view.k} prompt tokens (weight)", "prompt", "answer"):
+        table.add_column(column, justify="right" if column in ("#", "prompt", "answer")
+                         else "left")
+    p = len(result.prompt)
+    for s, token in enumerate(result.answer):
+        row = result.row(s, view)
+        table.add_row(str(s), escape(repr(token.text)), escape(_ranked_text(result, s, view)),
+                      f"{row[:p].sum():.2f}", f"{row[p:].sum():.2f}")
+    return table
+
+
+def render_conversation(out: Console, result: GenerationResult, view: GenerateView,
+                        at: int) -> RenderableType:
+    """The prompt and the answer as text, each prompt token shaded by answer token at's
+    weight on it (a shade character before it without colour), at marked."""
+    row = result.row(at, view)
+    top = float(row[:len(result.prompt)].max()) if len(result.prompt) else 0.0
+    depth, colour = depth_of(out), has_colour(out)
+    text = Text()
+    for token in result.prompt:
+        weight = float(row[token.index])
+        if colour and depth is not None:
+            text.append(token.text, style=cell_style(weight, 0.0, top or 1.0, depth))
+        else:
+            text.append(token.text)
+            if weight >= 0.05 * (top or 1.0):
+                text.append(f"[{shade_of(weight, 0.0, top or 1.0)}]")
+    for s, token in enumerate(result.answer):
+        text.append(token.text, style="bold reverse" if s == at else "bold")
+    return text
+
+
+def render_generation(out: Console, result: GenerationResult,
+                      view: GenerateView) -> RenderableType:
+    """The default view: heading, answer, what --at's token looked at (or each answer token's
+    ranked prompt tokens), the summary and the legend."""
+    parts: list[RenderableType] = [Text(heading(result), style="bold"),
+                                   Text("answer: ", style="bold").append(result.answer_text)]
+    if not result.answer:
+        return Group(*parts, Text("no answer token was written"))
+    if view.at is not None:
+        token = result.answer[view.at]
+        parts += [Text(f"answer token {view.at} {token.text!r} looked at:"),
+                  render_conversation(out, result, view, view.at),
+                  Text(_ranked_text(result, view.at, view))]
+    parts.append(render_summary(result, view))
+    to_prompt, to_answer = result.shares(view)
+    parts.append(Text(f"attention to the prompt {to_prompt:.2f}, to earlier answer tokens "
+                      f"{to_answer:.2f} (mean over answer tokens)"))
+    parts.append(Text(legend(result, view), style="dim"))
+    return Group(*parts)

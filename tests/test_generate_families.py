@@ -1,0 +1,135 @@
+"""Greedy generation on tiny random checkpoints of every decoder family against transformers'
+generate: the same tokens, and each step's weights (from the step's own caches) equal to
+generate(output_attentions=True)'s for that step and to a teacher-forced full pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attncli.errors import AttnCliError
+from attncli.models.family import open_model
+from attncli.models.generate.engine import decode
+from attncli.models.generate.run import generate_model
+from attncli.models.generate.sampling import Sampling
+from tests.encoder_fixtures import save_encoder
+from tests.family_fixtures import FAMILY_CASES, save_decoder
+from tests.gpt2_fixtures import save_hf_gpt2
+from tests.llama_fixtures import save_family
+
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+PROMPT = [5, 71, 200, 13, 97, 150, 31, 260, 8, 120]  # ids inside every tiny vocabulary (≥ 320)
+# name → how to save it; phi3's longrope switches factors past 8 positions, as generate's
+# cache does not, so its prompt and answer stay within them.
+LLAMA_STYLE = ("llama", "qwen2", "qwen3", "mistral")
+CASES = [*LLAMA_STYLE, *FAMILY_CASES, "gpt2"]
+
+
+def _save(folder: Path, name: str, seed: int) -> Any:
+    if name in LLAMA_STYLE:
+        return save_family(folder, name, seed=seed)
+    if name == "gpt2":
+        return save_hf_gpt2(folder, seed, lm_head=True, n_layer=2, n_embd=16, n_head=4,
+                            vocab_size=384, n_positions=64)
+    return save_decoder(folder, name, seed)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    root = tmp_path_factory.mktemp("generate-families")
+    return {name: (root / name, _save(root / name, name, 90 + i).eval())
+            for i, name in enumerate(CASES)}
+
+
+def _prompt_and_n(name: str) -> tuple[list[int], int]:
+    return (PROMPT[:4], 4) if name == "phi3" else (PROMPT, 8)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_greedy_tokens_and_every_steps_weights_match_transformers(
+        models: dict[str, tuple[Path, Any]], name: str) -> None:
+    folder, hf = models[name]
+    prompt, n = _prompt_and_n(name)
+    steps = list(decode(open_model(str(folder)), prompt, Sampling(max_new_tokens=n),
+                        frozenset()))
+    hf.generation_config.eos_token_id = None  # random weights: no token ends the answer
+    out = hf.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=n,
+                      min_new_tokens=n, output_attentions=True, return_dict_in_generate=True,
+                      pad_token_id=0)
+    assert [s.token_id for s in steps] == out.sequences[0, len(prompt):].tolist()
+    assert len(steps) == n
+    for s, layers in enumerate(out.attentions):
+        got = torch.from_numpy(steps[s].weights)  # (L, H, P + s)
+        assert got.shape[-1] == len(prompt) + s and steps[s].position == len(prompt) - 1 + s
+        for layer, attn in enumerate(layers):
+            ref = attn[0, :, -1, :]  # (H, keys): the last query row; a sliding layer's cache
+            width = ref.shape[-1]  # holds only its window's keys
+            assert_close(got[layer, :, -width:], ref, **TOL)
+            assert not got[layer, :, :-width].any()  # outside the window: no weight
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_each_step_is_a_row_of_the_teacher_forced_pass(models: dict[str, tuple[Path, Any]],
+                                                       name: str) -> None:
+    folder, _ = models[name]
+    prompt, n = _prompt_and_n(name)
+    model = open_model(str(folder))
+    steps = list(decode(model, prompt, Sampling(max_new_tokens=n), frozenset()))
+    every = model.all_layers(prompt + [s.token_id for s in steps])  # (L, H, T, T)
+    for s, step in enumerate(steps):
+        t = len(prompt) - 1 + s
+        assert_close(torch.from_numpy(step.weights), every[:, :, t, :t + 1], **TOL)
+
+
+def test_stop_ids_end_the_answer_and_n_caps_it(models: dict[str, tuple[Path, Any]]) -> None:
+    folder, _ = models["llama"]
+    model = open_model(str(folder))
+    free = [s.token_id for s in decode(model, PROMPT, Sampling(max_new_tokens=6), frozenset())]
+    assert len(free) == 6
+    stopped = list(decode(model, PROMPT, Sampling(max_new_tokens=6), frozenset({free[2]})))
+    first = free.index(free[2])
+    assert [s.token_id for s in stopped] == free[:first + 1]  # the stop token is kept
+
+
+def test_ctrl_c_keeps_what_was_written(models: dict[str, tuple[Path, Any]],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, _ = models["llama"]
+    seen: list[str] = []
+
+    def interrupt_at_third(token: Any) -> None:
+        seen.append(token.text)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    result = generate_model(str(folder), "the cat", Sampling(max_new_tokens=10), raw=True,
+                            on_token=interrupt_at_third)
+    assert result.stopped == "interrupted"
+    assert [t.text for t in result.answer] == seen and len(result.weights) == 3
+
+    def interrupt_at_once(token: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("attncli.models.generate.run.decode",
+                        lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        generate_model(str(folder), "the cat", Sampling(max_new_tokens=10), raw=True,
+                       on_token=interrupt_at_once)
+
+
+def test_an_encoder_is_refused_in_one_line(tmp_path: Path) -> None:
+    save_encoder(tmp_path / "bert", "bert", seed=3)
+    with pytest.raises(AttnCliError, match="decoder") as caught:
+        generate_model(str(tmp_path / "bert"), "the cat", Sampling(max_new_tokens=2), raw=True)
+    assert "\n" not in str(caught.value)
+
+
+def test_gpt2_positions_bound_the_answer(models: dict[str, tuple[Path, Any]]) -> None:
+    folder, _ = models["gpt2"]
+    model = open_model(str(folder))
+    limit = model.traits.max_tokens or 64
+    with pytest.raises(AttnCliError, match="positions"):
+        list(decode(model, PROMPT, Sampling(max_new_tokens=limit), frozenset()))
