@@ -2,7 +2,8 @@
 
 The registry is the only place that asks "which family is this?": everything above it runs a
 Model (its spec, tokens, attention, decode step) without knowing its name. A new family is one
-folder holding its Family object, plus one line in REGISTRY.
+folder holding its Family object, plus one line in REGISTRY (its GGUF files: a gguf.py there,
+plus one line in attncli/models/__init__.py, whose docstring says how).
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_head
 from attncli.models.sources.gguf.names import (
     hf_to_gguf,
     interleave_heads,
-    layout_for,
     stored_layout,
     unpermute,
 )
+from attncli.models.sources.gguf.recipe import RECIPES
 from attncli.models.sources.gguf.tokenizer import tokenizer_json as build_tokenizer_json
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class GgufSource:
         self.vocabulary_inside = True
         self.header = header
         self.arch = architecture(header)
-        self._layout = layout_for(self.arch, header.path)
+        self._layout = RECIPES.of(self.arch, header.path).layout
         self._config = build_config(header)
         self._fd: int | None = None  # opened at the first read, closed with the source
         if FREQ_FACTORS in header.tensors:
