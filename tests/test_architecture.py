@@ -173,3 +173,17 @@ def test_the_check_catches_a_family_comparison() -> None:
                and any(_named_architectures(s, {"llama", "qwen2"})
                        for s in [n.left, *n.comparators])]
     assert [ast.unparse(n) for n in flagged] == ["a == 'llama'", "b in ('qwen2', 'x')"]
+
+
+def test_sources_never_import_a_family() -> None:
+    """sources/ knows file formats only: no module under it imports a family's folder or the
+    family registry, `if TYPE_CHECKING:` imports included (families are handed to it)."""
+    models = PACKAGE / "models"
+    folders = {p.parent.name for p in models.glob("*/family.py")}
+    assert {"llama", "gpt2", "gemma"} <= folders  # the check is not vacuous
+    banned = tuple(f"attncli.models.{name}" for name in (*sorted(folders), "family"))
+    found = sorted(f"{module} → {target}" for module, path in _modules().items()
+                   if module.startswith("attncli.models.sources")
+                   for target in _imports(path, runtime_only=False)
+                   if target == "attncli.models" or target.startswith(banned))
+    assert found == []
