@@ -104,7 +104,7 @@ class GgufSource:
         if undo == "transposed":
             values = values.T  # Conv1D's (in, out)
         elif undo == "norm":
-            values = values - np.float32(1.0)  # Gemma's stored 1 + w, back to w
+            values = values - np.float32(1.0)  # a norm stored as 1 + w, back to w
         elif undo == "qkv_heads":
             values = interleave_heads(values, int(self._config["num_attention_heads"]))
         elif undo:
