@@ -17,7 +17,7 @@ from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_kvcache, check_model_kvcache
 from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
-from attncli.models.decoding import Shape
+from attncli.models.decoding import Shape, decode_steps
 from attncli.models.family import Model
 
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
@@ -202,12 +202,12 @@ def kvcache_model(req: Request) -> KVCacheResult:
     check_model_kvcache(len(ids), spec.num_heads, spec.n_layer, shape.token_macs,
                         prefill_macs(shape, len(ids)),
                         2 * spec.n_layer * len(ids) * spec.kv_heads * spec.head_dim * 4, req.model)
-    step, decoded = model.decoder(index, len(ids)), Decoded()
-    for t, token_id in enumerate(ids):
-        weights, context = step.step(token_id, t)  # (heads, t+1), (d_out,)
-        decoded.weights.append(weights)
-        decoded.context.append(context)
-        decoded.cache_bytes.append(step.cache_bytes())
+    decoded = Decoded()
+    # Layer by layer where the family can: one layer's weights held at a time, not the model's.
+    for token in decode_steps(model.decoder(index, len(ids)), ids):
+        decoded.weights.append(token.weights)  # (heads, t+1)
+        decoded.context.append(token.context)  # (d_out,)
+        decoded.cache_bytes.append(token.cache_bytes)
     full = model.attention(ids, index)
     return assemble({**config, "layer": index}, tokens.tokens, shape, decoded,
                     (full.output.weights, full.output.context))
