@@ -7,10 +7,12 @@ The files (bench/shapes.py: random Q8_0 / Q4_K blocks, small finite scales) are 
 into ~/.cache/attncli/bench (beside $ATTNCLI_MODEL_CACHE when it is set), never the repository;
 the 70B shape has 2 of its 80 layers, and its numbers are extrapolated per layer. Each command
 (`run --layer -1`, `heads`, `kvcache`) is a fresh process: wall seconds and peak RSS from
-os.wait4's rusage of that child (e2e.measure). The floor, timed in this process, is the same
-forward's float32 matmuls (q, k, v, scores, weights·V, o, gate, up, down) with random weights
-already in memory, layer by layer; ratio = attncli's seconds / the floor's. The table is
-written as markdown to bench/results/scale.md.
+os.wait4's rusage of that child (e2e.measure). The floor is the same forward's float32 matmuls
+(q, k, v, scores, weights·V, o, gate, up, down) with random weights already in memory, layer by
+layer, timed in a fresh process of its own just before each command (the machine is shared: its
+load drifts) and never in this one: a child's peak RSS counts what its parent held when it was
+forked, so this process imports no torch and holds no weights. ratio = attncli's seconds / the
+floor's. The table is written as markdown to bench/results/scale.md.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-import torch
 from e2e import measure  # this folder is on the path of a script run from it
 from shapes import LLAMA_1B, LLAMA_3B, LLAMA_8B, LLAMA_70B, LlamaShape, Q, write_llama_shape
 
@@ -71,10 +74,19 @@ def text_file(tokens: int) -> Path:
     return path
 
 
-@torch.no_grad()
+def floor_seconds(size: str, tokens: int, layers: int) -> float:
+    """matmul_floor in a fresh process (see the module's docstring for why)."""
+    done = subprocess.run([sys.executable, __file__, "--floor", f"{size},{tokens},{layers}"],
+                          capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
 def matmul_floor(shape: LlamaShape, tokens: int, layers: int) -> float:
     """Seconds for layers blocks' float32 matmuls on tokens rows, one layer's random weights in
     memory (reused for each layer, as attncli holds one layer at a time)."""
+    import torch
+
+    torch.set_grad_enabled(False)
     d, hd, g = shape.hidden, shape.hidden // shape.heads, torch.Generator().manual_seed(0)
     w = {name: torch.randn(rows, cols, generator=g) / cols ** 0.5
          for name, (rows, cols) in [("q", (shape.heads * hd, d)), ("k", (shape.kv_heads * hd, d)),
@@ -82,6 +94,14 @@ def matmul_floor(shape: LlamaShape, tokens: int, layers: int) -> float:
                                     ("gate", (shape.ffn, d)), ("up", (shape.ffn, d)),
                                     ("down", (d, shape.ffn))]}
     x = torch.randn(tokens, d, generator=g)  # (T, d)
+    return min(_timed_layers(torch, w, x, shape, tokens, n) * layers / n
+               for n in (1, layers))  # one warm-up layer first; the faster rate counts
+
+
+def _timed_layers(torch: Any, w: dict[str, Any], x: Any, shape: LlamaShape, tokens: int,
+                  layers: int) -> float:
+    """Seconds for layers blocks of the floor's matmuls on x (T, d)."""
+    hd = shape.hidden // shape.heads
     started = time.perf_counter()
     for _ in range(layers):
         q = (x @ w["q"].T).view(tokens, shape.heads, hd).transpose(0, 1)  # (h, T, hd)
@@ -92,7 +112,7 @@ def matmul_floor(shape: LlamaShape, tokens: int, layers: int) -> float:
         weights = torch.softmax(q @ k.transpose(-2, -1) / hd ** 0.5, dim=-1)  # (h, T, T)
         x = x + (weights @ v).transpose(0, 1).reshape(tokens, -1) @ w["o"].T  # (T, d)
         x = x + (torch.nn.functional.silu(x @ w["gate"].T) * (x @ w["up"].T)) @ w["down"].T
-        x = x / x.norm(dim=-1, keepdim=True) * d ** 0.5  # (T, d) kept at size
+        x = x / x.norm(dim=-1, keepdim=True) * shape.hidden ** 0.5  # (T, d) kept at size
     return time.perf_counter() - started
 
 
@@ -103,7 +123,12 @@ def main() -> None:
     parser.add_argument("--tokens", default="50,2000", help="comma-separated token counts")
     parser.add_argument("--commands", default="run,heads,kvcache")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--floor", help=argparse.SUPPRESS)  # size,tokens,layers: time it here
     args = parser.parse_args()
+    if args.floor:
+        size, tokens, layers = args.floor.split(",")
+        print(matmul_floor(SHAPES[size], int(tokens), int(layers)))
+        return
     cli = str(Path(sys.executable).parent / "attncli")
     lines = ["| shape | qtype | file GB | command | tokens | seconds | peak RSS MB | floor s "
              "| ratio | note |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -115,8 +140,8 @@ def main() -> None:
             gb = path.stat().st_size / 1e9
             for tokens in (int(t) for t in args.tokens.split(",")):
                 text = text_file(tokens)
-                floor = matmul_floor(shape, tokens, layers)
                 for command in args.commands.split(","):
+                    floor = floor_seconds(size, tokens, layers)
                     result = measure([cli, *COMMANDS[command], "--model", str(path), "--file",
                                       str(text)])
                     note = result["error"] or ""

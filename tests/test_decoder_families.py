@@ -231,6 +231,31 @@ def test_kvcache_steps_equal_the_full_pass(models: Models, name: str) -> None:
         assert _close(output, ref["attn_out"][layer][t]), (name, layer, t)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_layer_by_layer_and_streamed_decoding_equal_the_held_steps(models: Models,
+                                                                    name: str) -> None:
+    """Every token through one layer before the next (kvcache's path: one layer's weights held)
+    and steps that reread each layer from the file (held=False) give step()'s numbers exactly:
+    the same arithmetic on the same rows, only the order of the loops and the reads differ."""
+    from attncli.models.decoding import LayerMajor
+
+    folder, _ = models[name]
+    ids, model = _ids(folder), _open(folder)
+    layer = 1
+    held, streamed = model.decoder(layer, len(ids)), model.decoder(layer, len(ids), held=False)
+    by_layer = model.decoder(layer, len(ids))
+    assert isinstance(by_layer, LayerMajor)
+    tokens = by_layer.decode_by_layer(ids)
+    assert len(tokens) == len(ids)
+    for t, token_id in enumerate(ids):
+        weights, output = held.step(token_id, t)  # (heads, t + 1), (d,)
+        again, again_output = streamed.step(token_id, t)
+        assert torch.equal(weights, again) and torch.equal(output, again_output), (name, t)
+        assert torch.equal(tokens[t].weights, weights), (name, t)
+        assert torch.equal(tokens[t].context, output), (name, t)
+        assert tokens[t].cache_bytes == held.cache_bytes() == streamed.cache_bytes(), (name, t)
+
+
 def _nulls_as_nan(rows: list) -> torch.Tensor:
     return torch.tensor([[[math.nan if w is None else w for w in row] for row in head]
                          for head in rows])  # (heads, T, T)

@@ -109,3 +109,23 @@ def test_gpt2_steps_match_transformers(cli, model, layer: int, weights_tol: floa
             context_tol
         assert step["cache_bytes"] == 2 * 3 * 4 * (t + 1) * 16 * 4
     assert doc["totals"]["layers"] == 3
+
+
+def test_gpt2_layer_by_layer_and_streamed_decoding_equal_the_held_steps(model) -> None:  # noqa: ANN001
+    """kvcache's layer-major path (one block's weights at a time) and steps that reread each
+    block (held=False) give the held steps' numbers exactly, cache bytes included."""
+    from attncli.models.decoding import LayerMajor
+    from attncli.models.family import open_model
+
+    gpt2 = open_model(str(model[0]))
+    ids = [464, 3797, 3332, 319, 262, 2603, 780]
+    held, streamed = gpt2.decoder(2, len(ids)), gpt2.decoder(2, len(ids), held=False)
+    by_layer = gpt2.decoder(2, len(ids))
+    assert isinstance(by_layer, LayerMajor)
+    tokens = by_layer.decode_by_layer(ids)
+    for t, token_id in enumerate(ids):
+        weights, context = held.step(token_id, t)  # (heads, t + 1), (d,)
+        again, again_context = streamed.step(token_id, t)
+        assert torch.equal(weights, again) and torch.equal(context, again_context)
+        assert torch.equal(tokens[t].weights, weights) and torch.equal(tokens[t].context, context)
+        assert tokens[t].cache_bytes == held.cache_bytes() == 2 * 3 * 4 * (t + 1) * 16 * 4

@@ -94,3 +94,23 @@ def test_layers_are_freed_one_by_one_under_an_address_space_limit(tmp_path: Path
     assert kept.returncode != 0
     assert re.search(r"MemoryError|more than half the|Cannot allocate|DefaultCPUAllocator",
                      kept.stderr), kept.stderr[-2000:]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")
+def test_kvcache_holds_one_layer_at_a_time_under_an_address_space_limit(tmp_path: Path) -> None:
+    """kvcache decodes every token through one layer before the next: under a limit that one
+    layer fits and the 16 do not, it completes, its steps checked against the full pass; kept
+    tensors (what the decoder held before) are stopped by the same limit."""
+    path = write_llama_shape(tmp_path / "wide.gguf", WIDE, Q.Q4_K)
+    headroom = 8 * _layer_bytes(WIDE)  # 486 MB; the 16 layers are 973 MB
+    args = ("kvcache", "the cat sat on the mat", "--model", str(path), "--layer", "-1",
+            "--json")
+    freed = _run_limited("free", headroom, *args)
+    assert freed.returncode == 0, freed.stderr[-2000:]
+    doc = json.loads(freed.stdout)
+    assert doc["totals"]["layers"] == 16 and len(doc["steps"]) == doc["totals"]["tokens"] > 5
+    assert doc["totals"]["weights_max_abs_diff"] <= 1e-5  # the steps against the full pass
+    kept = _run_limited("keep", headroom, *args)
+    assert kept.returncode != 0
+    assert re.search(r"MemoryError|more than half the|Cannot allocate|DefaultCPUAllocator",
+                     kept.stderr), kept.stderr[-2000:]

@@ -71,7 +71,9 @@ HeadsOpt = Annotated[int | None, typer.Option(
 DropoutOpt = Annotated[float, typer.Option(
     help="Dropout on the attention weights (causal, multihead), applied as in training.")]
 BiasOpt = Annotated[bool, typer.Option("--qkv-bias", help="Give W_query/W_key/W_value a bias.")]
-DeviceOpt = Annotated[Device, typer.Option(help="Where to compute.")]
+DeviceOpt = Annotated[Device, typer.Option(help=(
+    "Where to compute: cpu, cuda, mps (Apple silicon), or auto (cuda when there is one). With "
+    "--model, each layer's weights move to the device as they are used, one layer at a time."))]
 HeadOpt = Annotated[int | None, typer.Option(
     help="Show only this head (0-based) [default: all].", show_default=False)]
 PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown in tables.")]

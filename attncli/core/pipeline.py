@@ -38,11 +38,14 @@ HEAD_STAGES = (*checked_run.TOKEN_STAGES, *checked_run.HEAD_STAGES)
 
 
 def resolve_device(device: Device) -> torch.device:
-    """cpu, cuda, or auto (cuda when available)."""
+    """cpu, cuda, mps, or auto (cuda when available); one asked for and absent, refused."""
     if device is Device.auto:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device is Device.cuda and not torch.cuda.is_available():
         raise AttnCliError("--device cuda was asked for, but no CUDA device is available")
+    if device is Device.mps and not torch.backends.mps.is_available():
+        raise AttnCliError("--device mps was asked for, but no MPS device (Apple silicon GPU) "
+                           "is available")
     return torch.device(device.value)
 
 

@@ -26,7 +26,8 @@ class Device(str, Enum):
 
     cpu = "cpu"
     cuda = "cuda"
-    auto = "auto"
+    mps = "mps"  # Apple silicon's GPU
+    auto = "auto"  # cuda when there is one, else the CPU
 
 
 class Measure(str, Enum):
@@ -197,8 +198,6 @@ def _check_model(req: Request) -> None:
     if req.dropout:
         raise AttnCliError(f"--dropout does not apply with --model (got {req.dropout}): "
                            "a trained model is inspected as in inference")
-    if req.device is Device.cuda:
-        raise AttnCliError("--model runs on the CPU; leave out --device cuda")
     check_dims(heads=req.heads)
 
 

@@ -93,8 +93,9 @@ def check_flash(num_tokens: int, heads: int, block: int, option: str) -> None:
 
 def check_model_kvcache(num_tokens: int, heads: int, layers: int, token_macs: int,
                         prefill_macs: int, cache_bytes: int, model: str) -> None:
-    """kvcache --model: the shown layer's weights listed, the weights held, the work of decoding
-    every token through every layer (about as much again for the full pass it is checked by)."""
+    """kvcache --model: the shown layer's weights listed, one layer's weights held (tokens are
+    decoded layer by layer), the work of decoding every token through every layer (about as
+    much again for the full pass it is checked by)."""
     what = f"kvcache --model {model} on {num_tokens:,} tokens"
     cells = _causal_cells(heads)(num_tokens)
     _refuse_cells(cells, f"{what} × {heads} head(s)", _most_tokens(_causal_cells(heads)))
@@ -105,10 +106,10 @@ def check_model_kvcache(num_tokens: int, heads: int, layers: int, token_macs: in
                            f"decoded and checked by a full pass), more than the "
                            f"{LESSON_MACS:.0e} a lesson computes; {SHORTER} "
                            f"(about {max(LESSON_MACS // per_token, 1):,} tokens here)")
-    weights = layers * token_macs * FLOAT_BYTES  # every layer's tensors, read once and held
+    weights = token_macs * FLOAT_BYTES  # one layer's tensors, read once, dropped after it
     full = NAIVE_CELL_BYTES * heads * num_tokens * num_tokens
     check_fits(weights + full + cells * LISTED_CELL_BYTES + cache_bytes,
-               f"{what} needs its weights, caches and the full pass", SHORTER)
+               f"{what} needs a layer's weights, the caches and the full pass", SHORTER)
 
 
 def check_streaming(num_tokens: int, heads: int, passes: int, work_of: Callable[[int], int],

@@ -25,7 +25,7 @@ from attncli.lessons.setup import (
     max_abs,
     source_of,
 )
-from attncli.models.decoding import Shape
+from attncli.models.decoding import Shape, decode_steps
 from attncli.models.family import Model
 from attncli.models.hidden.passes import cached_pass
 
@@ -218,12 +218,12 @@ def kvcache_model(req: Request) -> KVCacheResult:
     check_model_kvcache(len(ids), spec.num_heads, spec.n_layer, shape.token_macs,
                         prefill_macs(shape, len(ids)),
                         2 * spec.n_layer * len(ids) * spec.kv_heads * spec.head_dim * 4, req.model)
-    step, decoded = model.decoder(index, len(ids)), Decoded()
-    for t, token_id in enumerate(ids):
-        weights, context = step.step(token_id, t)  # (heads, t+1), (d_out,)
-        decoded.weights.append(weights)
-        decoded.context.append(context)
-        decoded.cache_bytes.append(step.cache_bytes())
+    decoded = Decoded()
+    # Layer by layer where the family can: one layer's weights held at a time, not the model's.
+    for token in decode_steps(model.decoder(index, len(ids)), ids):
+        decoded.weights.append(token.weights)  # (heads, t+1)
+        decoded.context.append(token.context)  # (d_out,)
+        decoded.cache_bytes.append(token.cache_bytes)
     full = cached_pass(req, model, ids).attention(index)  # a repeat look: from kept streams
     return assemble({**config, "layer": index}, tokens.tokens, shape, decoded,
                     (full.output.weights, full.output.context))

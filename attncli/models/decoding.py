@@ -1,9 +1,19 @@
-"""One token at a time through a model: the step every family offers `kvcache`."""
+"""One token at a time through a model: the step every family offers `kvcache`.
+
+A decoder's weights come from one of two providers. Held (the default): every layer's tensors
+are read once and kept, so each step only multiplies (fast, but as much memory as the whole
+model in float32: 32 GB for an 8B). Streamed (held=False): each step reads every layer's tensors
+again through the source's tensor() and drops them, so at most one layer is in memory (bounded,
+but each token dequantizes the whole file). A decoder that also offers decode_by_layer runs
+every token through one layer before the next: the same numbers, one layer held at a time, and
+the file read once; `kvcache` takes that path (decode_steps).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from torch import Tensor
 
@@ -51,3 +61,33 @@ class DecodeStep(Protocol):
     def cache_bytes(self) -> int:
         """Bytes every layer's cache holds now."""
         ...
+
+
+@dataclass
+class DecodedToken:
+    """One decoding step as the shown layer saw it."""
+
+    weights: Tensor  # (heads, t+1) the shown layer's weights over its cache
+    context: Tensor  # (d_out,) its attention output
+    cache_bytes: int  # every layer's cache once this token went through them all
+
+
+@runtime_checkable
+class LayerMajor(Protocol):
+    """A decoder that can take every token through one layer before the next: each token's
+    step is the same arithmetic on the same inputs as step() gives, but only one layer's
+    weights are held at once, and each is read once."""
+
+    def decode_by_layer(self, token_ids: list[int]) -> list[DecodedToken]:
+        """Tokens 0..T-1 decoded at positions 0..T-1, the shown layer's view of each step."""
+        ...
+
+
+def decode_steps(decoder: DecodeStep, token_ids: list[int]) -> Iterator[DecodedToken]:
+    """Tokens 0..T-1 through decoder: layer by layer where it can, else token by token."""
+    if isinstance(decoder, LayerMajor):
+        yield from decoder.decode_by_layer(token_ids)
+        return
+    for t, token_id in enumerate(token_ids):
+        weights, context = decoder.step(token_id, t)  # (heads, t+1), (d_out,)
+        yield DecodedToken(weights, context, decoder.cache_bytes())

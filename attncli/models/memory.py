@@ -5,15 +5,30 @@ Blocks run one after another and each reads its own tensors, which are dropped b
 block's are read; the embedding is read by rows and the unembedding VOCAB_CHUNK rows at a time.
 So a run's memory is about its largest layer, whatever the file's size or quantization
 (Llama 3.1 8B: 0.9 GB a layer; 70B: 3.4 GB), plus what Python and torch hold already.
+
+On a GPU (--device cuda or mps) the same bound holds on the device: each tensor moves there as
+it is read (sources/device.py), tensors made inside the run (masks, RoPE tables) are made there
+under torch's device context, and results come back to the CPU where they become plain data
+(core/convert.plain), the one place tensors leave the pipeline.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Concatenate, ParamSpec, TypeVar
 
-from attncli.core.sizes import FLOAT_BYTES, check_fits
+import torch
+
+from attncli.core.pipeline import resolve_device
+from attncli.core.request import Request
+from attncli.core.sizes import FLOAT_BYTES, check_fits, size_text
+from attncli.errors import AttnCliError
 from attncli.models.sources.base import WeightSource
+from attncli.models.sources.device import OnDevice
 from attncli.models.unembed import VOCAB_CHUNK
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h|layer|blocks|blk)\.(\d+)\.")
@@ -45,3 +60,55 @@ def check_model_fits(source: WeightSource, model: str) -> None:
     available now (before any of its weights is read)."""
     check_fits(run_bytes(source.shapes()), f"--model {model} needs one layer's weights as "
                "float32 at a time", "free memory, or pick a smaller model")
+
+
+def on_device(source: WeightSource, device: torch.device, model: str) -> WeightSource:
+    """source as it is on the CPU, or wrapped to read onto device, once one layer's weights
+    are found to fit in the device's free memory."""
+    if device.type == "cpu":
+        return source
+    free = device_free_bytes(device)
+    need = run_bytes(source.shapes())
+    if free is not None and need > free // 2:
+        raise AttnCliError(f"--model {model} needs one layer's weights as float32 at a time "
+                           f"({size_text(need)}) on {device.type}, more than half its "
+                           f"{size_text(free)} free; use --device cpu, or a smaller model")
+    wrapped: WeightSource = OnDevice(source, device)
+    return wrapped
+
+
+def device_free_bytes(device: torch.device) -> int | None:
+    """Free bytes on a CUDA device (torch.cuda.mem_get_info); None where torch cannot say (MPS
+    shares the machine's memory, which the CPU check already counts)."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    return None
+
+
+@contextmanager
+def computing_on(device: torch.device) -> Iterator[None]:
+    """Tensors made inside (masks, RoPE tables, scores' patterns) made on device."""
+    if device.type == "cpu":
+        yield
+        return
+    with device:
+        yield
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def on_request_device(
+        run: Callable[Concatenate[Request, P], R]) -> Callable[Concatenate[Request, P], R]:
+    """run(req, ...) with the tensors it makes made on req.device (a model run's, else the CPU:
+    the chapter-3 pipeline moves its own)."""
+
+    @functools.wraps(run)
+    def wrapper(req: Request, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        device = resolve_device(req.device) if req.model else torch.device("cpu")
+        with computing_on(device):
+            return run(req, *args, **kwargs)
+
+    return wrapper

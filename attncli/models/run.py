@@ -16,6 +16,7 @@ from attncli.core.pipeline import (
     check_measure,
     measure_of,
     measured,
+    resolve_device,
     run_naive,
     to_result,
 )
@@ -44,6 +45,7 @@ from attncli.models.family import (
 from attncli.models.heads import HeadsOptions, check_threshold, heads_pass, layer_span, scored_rows
 from attncli.models.hidden.passes import CachedPass, cached_pass
 from attncli.models.measures import page_weights, sort_measures
+from attncli.models.memory import on_device, on_request_device
 from attncli.models.predict import plan_predictions, with_predictions
 from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
 from attncli.models.scores import SCORES
@@ -99,7 +101,17 @@ def open_checked(req: Request) -> Model:
         _check_tiled(req, family_named(DEFAULT).traits)  # as the family a bare file would be
         raise
     _check_tiled(req, family.traits)
+    # On a GPU, each tensor moves there as it is read (one layer at a time, as on the CPU).
+    source = on_device(source, resolve_device(req.device), req.model or "")
     return family.load(source, req.model or "", req.heads)
+
+
+def _cpu_only(req: Request, num_tokens: int) -> None:
+    """The tiled path of a model runs on the CPU only: refused on any other device."""
+    device = resolve_device(req.device)
+    if device.type != "cpu":
+        raise AttnCliError(f"{num_tokens:,} tokens take the tiled path, which runs a --model on "
+                           f"the CPU only; use --device cpu, or --impl naive on {device.type}")
 
 
 def _check_tiled(req: Request, traits: FamilyTraits) -> None:
@@ -122,6 +134,7 @@ def run_request(req: Request, extract: Extract | None = None, progress: Progress
     return run_variant(req, extract, progress)
 
 
+@on_request_device
 def run_model(req: Request, extract: Extract | None = None, progress: Progress | None = None,
               budget_bytes: int | None = None) -> Result:
     """Layer req.layer of a checkpoint: its attention over the normalised residual stream.
@@ -141,6 +154,8 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
     variant = model.traits.variant
     if impl is Impl.tiled:
         from attncli.long.run import run_long
+
+        _cpu_only(req, len(tokens.ids))
 
         model.check_tokens(tokens.ids)
         picked, rolled = None, None
@@ -209,6 +224,7 @@ def _rollout_layers(model: Model, tokens: Tokens, layer: int,
 THUMBNAIL = 24  # the largest side of a pooled per-head thumbnail
 
 
+@on_request_device
 def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
     """Every layer × head of a checkpoint (or of --layers): measures, scores, sinks and pooled
     thumbnails, from one forward pass that stops at the last layer shown."""

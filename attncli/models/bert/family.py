@@ -132,7 +132,7 @@ class BertModel:
         return Shape(layers=self.spec.n_layer, d_in=d, d_out=d,
                      token_macs=4 * d * d + 2 * d * self.ckpt.spec.d_ff)
 
-    def decoder(self, layer: int, num_tokens: int) -> DecodeStep:
+    def decoder(self, layer: int, num_tokens: int, held: bool = True) -> DecodeStep:
         """Refused: an encoder has no key/value cache (see NO_CACHE)."""
         raise AttnCliError(f"kvcache does not apply to a {TRAITS.title}: {NO_CACHE}")
 

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from attncli.core.attention import MultiHeadAttention
-from attncli.models.decoding import Shape
+from attncli.models.decoding import DecodedToken, Shape
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.gpt2.model import (
     feed_forward,
@@ -18,6 +18,7 @@ from attncli.models.gpt2.model import (
     load_attention,
     weights_of,
 )
+from attncli.models.sources.named import Named
 
 
 @dataclass
@@ -25,7 +26,8 @@ class _Block:
     """One block's attention module and its two caches, (heads, t, head_dim) each."""
 
     name: str
-    attn: MultiHeadAttention
+    layer: int
+    attn: MultiHeadAttention | None  # None: built from the weights at each step (not held)
     k_cache: Tensor
     v_cache: Tensor
 
@@ -36,9 +38,9 @@ def gpt2_shape(ckpt: Checkpoint) -> Shape:
     return Shape(layers=ckpt.n_layer, d_in=d, d_out=d, token_macs=4 * d * d + 2 * d * ckpt.n_inner)
 
 
-def _attend(block: _Block, x: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:
+def _attend(attn: MultiHeadAttention, block: _Block, x: Tensor,
+            head_dim: int) -> tuple[Tensor, Tensor]:
     """One new token (1, d) against its block's cache: weights (heads, t+1), output (1, d)."""
-    attn = block.attn
     queries, keys, values = (attn.split_heads(t) for t in attn.project(x))  # (heads, 1, hd)
     block.k_cache = torch.cat([block.k_cache, keys], dim=1)  # (heads, t+1, head_dim)
     block.v_cache = torch.cat([block.v_cache, values], dim=1)  # (heads, t+1, head_dim)
@@ -49,16 +51,39 @@ def _attend(block: _Block, x: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:
 
 
 class GPT2Decoder:
-    """Every block for one token at a time; the shown layer's weights and attention output."""
+    """Every block for one token at a time; the shown layer's weights and attention output.
 
-    def __init__(self, ckpt: Checkpoint, layer: int) -> None:
-        heads, head_dim = ckpt.n_head, ckpt.head_dim
-        self.ckpt, self.layer = ckpt, layer
-        # The weights are read once; each lookup would read the file again.
-        self.weights = weights_of(ckpt).reading_once()
-        self.blocks = [_Block(f"h.{i}", load_attention(self.weights, ckpt, i),
-                              torch.empty(heads, 0, head_dim), torch.empty(heads, 0, head_dim))
-                       for i in range(ckpt.n_layer)]
+    held: every block's weights read once and kept; else each step reads them again.
+    """
+
+    def __init__(self, ckpt: Checkpoint, layer: int, held: bool = True) -> None:
+        self.ckpt, self.layer, self.held = ckpt, layer, held
+        # Held, the weights are read once; each lookup of a plain view reads the file again.
+        self.weights = weights_of(ckpt).reading_once() if held else weights_of(ckpt)
+        self.blocks = [self._block(self.weights, i) for i in range(ckpt.n_layer)]
+
+    def _block(self, weights: Named, layer: int) -> _Block:
+        """Block layer with an empty cache; its attention module only where weights are held."""
+        empty = torch.empty(self.ckpt.n_head, 0, self.ckpt.head_dim)  # (heads, 0, head_dim)
+        attn = load_attention(weights, self.ckpt, layer) if self.held else None
+        return _Block(f"h.{layer}", layer, attn, empty, empty)
+
+    def _through(self, weights: Named, block: _Block, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """One token's stream x (1, d) through block: its weights (heads, t+1), attention
+        output (1, d) and the stream leaving the block (1, d)."""
+        ckpt, eps = self.ckpt, self.ckpt.layer_norm_epsilon
+        attn = block.attn or load_attention(weights, ckpt, block.layer)
+        attn_weights, attn_out = _attend(attn, block, layer_norm(weights, f"{block.name}.ln_1",
+                                                                 x, eps), ckpt.head_dim)
+        x = x + attn_out  # (1, d)
+        x = x + feed_forward(weights, ckpt, block.name,
+                             layer_norm(weights, f"{block.name}.ln_2", x, eps))  # (1, d)
+        return attn_weights, attn_out, x
+
+    def _embed(self, token_id: int, position: int) -> Tensor:
+        """Token embedding plus position embedding (1, d)."""
+        weights = self.weights
+        return weights.rows("wte.weight", [token_id]) + weights.rows("wpe.weight", [position])
 
     @torch.no_grad()
     def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
@@ -77,19 +102,34 @@ class GPT2Decoder:
     def _blocks(self, token_id: int, position: int) -> tuple[list[Tensor], list[Tensor], Tensor]:
         """Every block's weights (heads, t+1) and attention output (1, d), and the residual
         stream leaving the last block (1, d)."""
-        ckpt, weights, eps = self.ckpt, self.weights, self.ckpt.layer_norm_epsilon
-        x = weights.rows("wte.weight", [token_id]) + weights.rows("wpe.weight", [position])
-        every: list[Tensor] = []  # x: (1, d) above
+        x = self._embed(token_id, position)  # (1, d)
+        every: list[Tensor] = []
         outputs: list[Tensor] = []
         for block in self.blocks:
-            attn_weights, attn_out = _attend(block, layer_norm(weights, f"{block.name}.ln_1", x,
-                                                               eps), ckpt.head_dim)
+            attn_weights, attn_out, x = self._through(self.weights, block, x)
             every.append(attn_weights)  # (heads, t+1)
             outputs.append(attn_out)  # (1, d)
-            x = x + attn_out  # (1, d)
-            x = x + feed_forward(weights, ckpt, block.name,
-                                 layer_norm(weights, f"{block.name}.ln_2", x, eps))  # (1, d)
         return every, outputs, x
+
+    @torch.no_grad()
+    def decode_by_layer(self, token_ids: list[int]) -> list[DecodedToken]:
+        """Every token through block 0, then block 1, ...: step()'s arithmetic on each (1, d)
+        row, one block's weights held at a time and its cache dropped once counted."""
+        rows = [self._embed(token_id, t) for t, token_id in enumerate(token_ids)]  # (1, d)
+        cache_bytes = [0] * len(token_ids)  # every block's cache after token t
+        shown: list[tuple[Tensor, Tensor]] = []
+        plain = weights_of(self.ckpt)
+        for i in range(self.ckpt.n_layer):
+            read = plain.reading_once()  # block i's tensors, read once, dropped after it
+            empty = torch.empty(self.ckpt.n_head, 0, self.ckpt.head_dim)  # (heads, 0, hd)
+            block = _Block(f"h.{i}", i, load_attention(read, self.ckpt, i), empty, empty)
+            for t, x in enumerate(rows):
+                attn_weights, attn_out, rows[t] = self._through(read, block, x)
+                cache_bytes[t] += block.k_cache.nbytes + block.v_cache.nbytes
+                if i == self.layer:
+                    shown.append((attn_weights, attn_out[0]))  # (heads, t+1), (d,)
+            del read, block  # block i's weights and cache go before block i + 1's are read
+        return [DecodedToken(w, c, b) for (w, c), b in zip(shown, cache_bytes, strict=True)]
 
     def cache_bytes(self) -> int:
         """Bytes of every block's keys and values so far."""

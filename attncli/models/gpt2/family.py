@@ -117,9 +117,10 @@ class GPT2Model:
         """The multiply-adds of one token through every block."""
         return gpt2_shape(self.ckpt)
 
-    def decoder(self, layer: int, num_tokens: int) -> DecodeStep:
-        """Token-by-token decoding (positions come from wpe, any num_tokens), showing layer."""
-        return GPT2Decoder(self.ckpt, layer)
+    def decoder(self, layer: int, num_tokens: int, held: bool = True) -> DecodeStep:
+        """Token-by-token decoding (positions come from wpe, any num_tokens), showing layer;
+        held: every block's weights kept, else reread each step."""
+        return GPT2Decoder(self.ckpt, layer, held)
 
 
 class GPT2Family:

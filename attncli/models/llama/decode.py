@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attncli.models.decoding import Shape
+from attncli.models.decoding import DecodedToken, Shape
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
@@ -68,13 +68,32 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
 
 
 class LlamaDecoder:
-    """Every layer for one token at a time; the shown layer's weights and attention output."""
+    """Every layer for one token at a time; the shown layer's weights and attention output.
 
-    def __init__(self, weights: Named, spec: LlamaSpec, num_tokens: int, layer: int) -> None:
-        self.read, self.spec, self.layer = weights.reading_once(), spec, layer
-        empty = torch.empty(spec.kv_heads, 0, spec.head_dim)  # (kv_heads, 0, head_dim)
-        self.caches = [_LayerCache(empty, empty) for _ in range(spec.n_layer)]
+    held: every layer's weights read once and kept (fast steps, the whole model in memory);
+    else each step reads each layer's weights again from the source (one layer in memory).
+    """
+
+    def __init__(self, weights: Named, spec: LlamaSpec, num_tokens: int, layer: int,
+                 held: bool = True) -> None:
+        self.weights, self.spec, self.layer = weights, spec, layer
+        self.read = weights.reading_once() if held else weights
+        self.caches = [_empty_cache(spec) for _ in range(spec.n_layer)]
         self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)
+
+    def _rope(self, layer: int, t: int) -> tuple[Tensor, Tensor] | None:
+        """Layer's RoPE tables at position t, (1, rotary_dim) each, or None (NoPE)."""
+        tables = self.ropes[layer]
+        return None if tables is None else (tables[0][t:t + 1], tables[1][t:t + 1])
+
+    def _through(self, read: Named, layer: int, cache: _LayerCache, x: Tensor,
+                 t: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Token t's stream x (1, d_model) through block layer: its weights (heads, t+1),
+        attention output (1, d_model) and the stream leaving the block (1, d_model)."""
+        attn_input = attention_input(read, self.spec, layer, x)  # (1, d_model)
+        attn_weights, attn_out = _attend(read, self.spec, layer, cache, attn_input,
+                                         self._rope(layer, t))
+        return attn_weights, attn_out, finish_block(read, self.spec, layer, x, attn_out)
 
     @torch.no_grad()
     def step(self, token_id: int, position: int) -> tuple[Tensor, Tensor]:
@@ -93,20 +112,39 @@ class LlamaDecoder:
     def _blocks(self, token_id: int, position: int) -> tuple[list[Tensor], list[Tensor], Tensor]:
         """Every layer's weights (heads, t+1) and attention output (1, d_model), and the
         residual stream leaving the last block (1, d_model)."""
-        read, spec, t = self.read, self.spec, position
-        x = embed(read, spec, [token_id])  # (1, d_model); no position embedding
+        x = embed(self.read, self.spec, [token_id])  # (1, d_model); no position embedding
         every: list[Tensor] = []
         outputs: list[Tensor] = []
         for i, cache in enumerate(self.caches):
-            tables = self.ropes[i]
-            rope = None if tables is None else (tables[0][t:t + 1], tables[1][t:t + 1])
-            attn_input = attention_input(read, spec, i, x)  # (1, d_model)
-            attn_weights, attn_out = _attend(read, spec, i, cache, attn_input, rope)
+            attn_weights, attn_out, x = self._through(self.read, i, cache, x, position)
             every.append(attn_weights)  # (heads, t+1)
             outputs.append(attn_out)  # (1, d_model)
-            x = finish_block(read, spec, i, x, attn_out)  # (1, d_model)
         return every, outputs, x
+
+    @torch.no_grad()
+    def decode_by_layer(self, token_ids: list[int]) -> list[DecodedToken]:
+        """Every token through layer 0, then layer 1, ...: each token's step is step()'s own
+        arithmetic on (1, d_model) rows, but one layer's weights are held at a time, and a
+        layer's cache is dropped once its bytes are counted."""
+        # Rows one by one, as step() reads them: each (1, d_model).
+        rows = [embed(self.weights, self.spec, [token_id]) for token_id in token_ids]
+        cache_bytes = [0] * len(token_ids)  # every layer's cache after token t
+        shown: list[tuple[Tensor, Tensor]] = []
+        for i in range(self.spec.n_layer):
+            read, cache = self.weights.reading_once(), _empty_cache(self.spec)  # layer i only
+            for t, x in enumerate(rows):
+                attn_weights, attn_out, rows[t] = self._through(read, i, cache, x, t)
+                cache_bytes[t] += cache.keys.nbytes + cache.values.nbytes
+                if i == self.layer:
+                    shown.append((attn_weights, attn_out[0]))  # (heads, t+1), (d_model,)
+            del read, cache  # layer i's weights and cache go before layer i + 1's are read
+        return [DecodedToken(w, c, b) for (w, c), b in zip(shown, cache_bytes, strict=True)]
 
     def cache_bytes(self) -> int:
         """Bytes of every layer's keys and values so far (kv_heads per token, not heads)."""
         return sum(c.keys.nbytes + c.values.nbytes for c in self.caches)
+
+
+def _empty_cache(spec: LlamaSpec) -> _LayerCache:
+    empty = torch.empty(spec.kv_heads, 0, spec.head_dim)  # (kv_heads, 0, head_dim)
+    return _LayerCache(empty, empty)

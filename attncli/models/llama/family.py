@@ -161,9 +161,10 @@ class LlamaModel:
         """The multiply-adds of one token through every layer."""
         return llama_shape(self.ckpt.spec)
 
-    def decoder(self, layer: int, num_tokens: int) -> DecodeStep:
-        """Token-by-token decoding of up to num_tokens tokens, showing layer."""
-        return LlamaDecoder(self.ckpt.weights, self.ckpt.spec, num_tokens, layer)
+    def decoder(self, layer: int, num_tokens: int, held: bool = True) -> DecodeStep:
+        """Token-by-token decoding of up to num_tokens tokens, showing layer; held: every
+        layer's weights kept, else reread each step."""
+        return LlamaDecoder(self.ckpt.weights, self.ckpt.spec, num_tokens, layer, held)
 
 
 class LlamaFamily:

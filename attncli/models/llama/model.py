@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from attncli.core.attention import AttentionOutput, causal_mask
@@ -21,7 +22,6 @@ from attncli.models.llama.block import (
     block_norm,
     embed,
     finish_block,
-    linear,
     linears,
     rms_norm,
 )
@@ -40,6 +40,7 @@ class LlamaAttentionOutput(AttentionOutput):
     queries_rope: Tensor | None = None  # (heads, T, head_dim) after RoPE; None on a NoPE layer
     keys_rope: Tensor | None = None  # (heads, T, head_dim) after RoPE, shared within a group
     capped: Tensor | None = None  # (heads, T, T) Gemma 2: cap · tanh(scaled / cap)
+    out_proj: Tensor | None = None  # (d_model, heads · hd) W_O as read: a trace reuses it
 
 
 @dataclass
@@ -145,8 +146,10 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
     context_vec = attn_weights @ values  # (heads, T, head_dim)
     heads_context = context_vec.transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · head_dim)
     turned = rope is not None
+    out_proj = weights[f"{name}.o_proj.weight"]  # (d_model, heads · hd), read once
+    bias = weights[f"{name}.o_proj.bias"] if f"{name}.o_proj.bias" in weights else None
     return LlamaAttentionOutput(
-        weights=attn_weights, context=linear(weights, f"{name}.o_proj", heads_context),
+        weights=attn_weights, context=F.linear(heads_context, out_proj, bias), out_proj=out_proj,
         queries=heads.queries, keys=heads.keys.repeat_interleave(share, 0), values=values,
         scores=attn_scores, scaled=scaled, masked=masked, softmax=attn_weights,
         heads_context=heads_context, queries_norm=heads.queries_norm,
@@ -204,10 +207,11 @@ def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_laye
     for step, output in _blocks(weights, spec, token_ids, last_layer, visible, whole=True,
                                 known=known):
         attention, layer = step.attention, step.layer
-        assert attention.values is not None and output is not None
+        assert attention.values is not None and attention.out_proj is not None
+        assert output is not None
         yield LayerTrace(layer=layer, residual=step.residual, weights=attention.weights,
                          values=attention.values,  # (heads, T, head_dim) repeated per group
-                         out_proj=weights[f"layers.{layer}.self_attn.o_proj.weight"],
+                         out_proj=attention.out_proj,  # W_O as the attention read it
                          output=output)
 
 
