@@ -65,8 +65,15 @@ def make_special(path: Path, kind: str, sockets: list[socket.socket]) -> None:
         path.symlink_to("/dev/zero")
     else:
         sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(path))
         sockets.append(sock)
+        # bind() takes at most 107 bytes of path, and a test worker's tmp_path can be longer:
+        # bound from inside the folder, by the file's own name.
+        here = os.getcwd()
+        os.chdir(path.parent)
+        try:
+            sock.bind(path.name)
+        finally:
+            os.chdir(here)
 
 
 @pytest.fixture
