@@ -115,8 +115,9 @@ def _measures(data: Any, span: list[int], heads: int,
 
 def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
     """`attncli heads` JSON: the measures, scores and sinks (it holds no weights, so no
-    thumbnails)."""
-    tokens = tokens_from(need(doc, "tokens", "the file"), None)
+    thumbnails); `scan`'s summary, which has the same shape over a corpus, holds no tokens."""
+    over_corpus = "scan" in doc and doc.get("tokens") == []
+    tokens = [] if over_corpus else tokens_from(need(doc, "tokens", "the file"), None)
     model = model_from(doc["model"], None)
     if model.layers * model.heads > BOUND:
         raise AttnCliError(f"saved file: model.layers × model.heads is "
@@ -127,6 +128,11 @@ def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
     if "probe" in config and config["probe"]["ids"] != [t.id for t in tokens]:
         raise AttnCliError("saved file: config.probe.ids are not the tokens' ids")
     sinks = _sinks(doc["layers"], *span) if "layers" in doc else []
-    return HeadsResult(config=config, model=model, tokens=tokens,
-                       measures=_measures(doc["heads"], span, model.heads, kv_heads),
+    measures = _measures(doc["heads"], span, model.heads, kv_heads)
+    if over_corpus:  # each score's share of documents passing the threshold
+        for k, record in enumerate(measures):
+            share = obj(need(doc["heads"][k], "share", f"heads[{k}]"), f"heads[{k}].share")
+            record["share"] = {name: number(need(share, name, f"heads[{k}].share"),
+                                            f"heads[{k}].share.{name}") for name in SCORES}
+    return HeadsResult(config=config, model=model, tokens=tokens, measures=measures,
                        thumbnails=[], layers=sinks)
