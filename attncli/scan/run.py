@@ -50,7 +50,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     if first is None:
         raise AttnCliError(f"corpus {plan.corpus} holds no documents")
     model = open_checked(Request(text="", model=settings.model))  # refused before --out is made
-    info, spec = model.info(), model.spec
+    info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
     identity = {"corpus": str(plan.corpus.resolve()), "kind": kind, "field": plan.field,
                 **asdict(settings)}
@@ -65,6 +65,9 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         results = run_local(settings, batches, plan.workers)
     written = _drain(results, store, plan.part_size, len(done), total, progress)
     summary = summarise(plan.out, plan.threshold, spec.n_layer, spec.num_heads)
+    if grouped:  # the key/value head each query head reads, as `heads` gives it
+        for row in summary["heads"]:
+            row["kv_head"] = spec.kv_group(row["head"])
     config = {"model": settings.model, "allow_special": settings.allow_special, "num_tokens": 0,
               "sort": "layer", "layers": [0, spec.n_layer], "threshold": plan.threshold,
               "version": __version__}
