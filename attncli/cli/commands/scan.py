@@ -84,7 +84,7 @@ def scan(
     from attncli.cli.progress import progress_bar
     from attncli.cli.streams import after_imports
     from attncli.core.checks.heads import heads_from_dict
-    from attncli.render.scan import render_scan
+    from attncli.render.reports.scan import render_scan
     from attncli.scan.pool import usable_cores
     from attncli.scan.run import ScanPlan, run_scan
     from attncli.scan.worker import ScanSettings

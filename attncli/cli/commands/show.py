@@ -73,7 +73,7 @@ def show(
 def _scan_page(result: Any, doc: Any) -> Page:
     """`scan`'s summary view of a saved summary, its own part checked."""
     from attncli.core.checks.heads import scan_part
-    from attncli.render.scan import render_scan
+    from attncli.render.reports.scan import render_scan
 
     scan = scan_part(doc, result.model.layers, result.model.heads)
     return lambda out: render_scan(out, result, scan)

@@ -142,8 +142,9 @@ def scan_part(doc: dict[str, Any], layers: int, heads: int) -> dict[str, Any]:
     """`scan` summary's own part, checked: the documents' counts, the threshold, the top heads."""
     scan = obj(need(doc, "scan", "the file"), "scan")
     docs = obj(need(scan, "documents", "scan"), "scan.documents")
-    counts: dict[str, Any] = {name: integer(need(docs, name, "scan.documents"), f"scan.documents.{name}", 0)
-              for name in ("scored", "cut", "skipped", "tokens")}
+    counts: dict[str, Any] = {
+        name: integer(need(docs, name, "scan.documents"), f"scan.documents.{name}", 0)
+        for name in ("scored", "cut", "skipped", "tokens")}
     because = obj(docs.get("skipped_because", {}), "scan.documents.skipped_because")
     counts["skipped_because"] = {string(k, "scan.documents.skipped_because"): integer(
         v, f"scan.documents.skipped_because[{k!r}]", 0) for k, v in because.items()}
