@@ -136,6 +136,11 @@ def main() -> None:
         print(json.dumps({"workers": results["workers"]}), flush=True)
         results["per_document"] = per_document()
         print(json.dumps({"per_document": results["per_document"]}), flush=True)
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            print("ray_nodes: skipped, Ray is not installed (pip install 'attncli[cluster]')")
+            args.ray_nodes = False
         if args.ray_nodes:
             results["ray_nodes"] = ray_nodes(Path(tmp), args.docs)
             print(json.dumps({"ray_nodes": results["ray_nodes"]}), flush=True)
