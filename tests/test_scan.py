@@ -259,3 +259,31 @@ def test_the_ray_path_equals_the_local_pool(cli, tmp_path: Path) -> None:  # noq
     strip = ("ray", "out")
     assert {k: v for k, v in on_ray.json()["scan"].items() if k not in strip} == \
         {k: v for k, v in local.json()["scan"].items() if k not in strip}
+
+
+def test_a_parquet_corpus_is_read_by_its_column(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    corpus = tmp_path / "shard.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "body": [DOCS[0], None, DOCS[1]]}), corpus,
+                   row_group_size=2)
+    run = cli("scan", str(corpus), "--model", TOY, "--field", "body", "--out",
+              str(tmp_path / "out"), "--workers", "1", "--json")
+    assert run.code == 0, run.err
+    assert run.json()["scan"]["documents"]["skipped_because"] == {"null text": 1}
+    rows = _rows(tmp_path / "out")
+    _same_as_heads(cli, rows, "shard.parquet:2", DOCS[1], TOY)
+    pq.write_table(pa.table({"body": [1, 2]}), tmp_path / "ints.parquet")
+    cli("scan", str(tmp_path / "ints.parquet"), "--model", TOY, "--field", "body", "--out",
+        str(tmp_path / "o2")).assert_usage_error("column 'body' is int64, not text")
+
+
+@pytest.mark.parametrize("how", [("--ray", "local"), ()])
+def test_without_ray_the_ray_path_says_what_to_install(cli, tmp_path: Path,  # noqa: ANN001
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       how: tuple[str, ...]) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.setenv("RAY_ADDRESS", "local")  # the option's environment variable
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text(DOCS[0], encoding="utf-8")
+    cli("scan", str(corpus), "--model", TOY, "--out", str(tmp_path / "out"), *how
+        ).assert_usage_error("--ray needs Ray: pip install 'attncli[cluster]'")
+    assert not (tmp_path / "out").exists()  # refused before anything is written

@@ -37,7 +37,7 @@ class ProgressBar:
             if self._bar is None:
                 if self._clock() - self._start < self._delay:
                     return
-                self._bar = _start_bar(self._console, self._rate)
+                self._bar = _start_bar(self._console, self._rate, self._clock)
             if what not in self._tasks:
                 self._tasks[what] = self._bar.add_task(LABELS.get(what, what), total=total,
                                                        rate="")
@@ -59,7 +59,8 @@ class ProgressBar:
                 self._bar.stop()
 
 
-def _start_bar(console: Console, rate: bool = False) -> Progress:
+def _start_bar(console: Console, rate: bool = False,
+               clock: Callable[[], float] = time.monotonic) -> Progress:
     from rich.progress import (
         BarColumn,
         Progress,
@@ -73,7 +74,7 @@ def _start_bar(console: Console, rate: bool = False) -> Progress:
     if rate:  # the task's speed: Rich's estimate of items a second
         columns.insert(3, TextColumn("{task.completed}/{task.total} · "
                                      "{task.fields[rate]}"))
-    bar = Progress(*columns, console=console, transient=True)
+    bar = Progress(*columns, console=console, transient=True, get_time=clock)
     bar.start()
     return bar
 

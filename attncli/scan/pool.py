@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from attncli.errors import AttnCliError
@@ -57,6 +58,9 @@ def run_local(settings: ScanSettings, batches: Iterable[Batch], workers: int) ->
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 yield from (future.result() for future in done)
+        except BrokenProcessPool:
+            raise AttnCliError("a scan worker process died (out of memory?); the parts written "
+                               "are kept, and the same command resumes") from None
         finally:
             for future in pending:
                 future.cancel()
@@ -66,15 +70,22 @@ class RayScorer(Scorer):
     """The Ray actor: a Scorer (its model loaded once) on a node of the cluster."""
 
 
+def check_ray() -> None:
+    """Ray importable, or one line saying what to install."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise AttnCliError("--ray needs Ray: pip install 'attncli[cluster]'") from None
+
+
 def run_ray(settings: ScanSettings, batches: Iterable[Batch], workers: int,
             address: str) -> Iterator[Scored]:
     """Each batch scored by one of workers Ray actors on the cluster at address (`local`: a
     throwaway cluster on this machine, on loopback only, for the run)."""
-    try:
-        import ray
-        from ray.util import ActorPool
-    except ImportError:
-        raise AttnCliError("--ray needs Ray: pip install 'attncli[cluster]'") from None
+    check_ray()
+    import ray
+    from ray.util import ActorPool
+
     own = address == "local"
     try:
         if own:

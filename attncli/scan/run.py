@@ -14,7 +14,7 @@ from typing import Any
 
 from attncli.errors import AttnCliError
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents
-from attncli.scan.pool import Batch, run_local, run_ray
+from attncli.scan.pool import Batch, check_ray, run_local, run_ray
 from attncli.scan.store import ScanStore, _write_atomic
 from attncli.scan.summary import summarise
 from attncli.scan.worker import ScanSettings
@@ -49,6 +49,8 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     first = next(stream, None)  # an empty folder or a Parquet without the column fails here
     if first is None:
         raise AttnCliError(f"corpus {plan.corpus} holds no documents")
+    if plan.ray is not None:
+        check_ray()
     model = open_checked(Request(text="", model=settings.model))  # refused before --out is made
     info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
