@@ -70,8 +70,16 @@ class RayScorer(Scorer):
     """The Ray actor: a Scorer (its model loaded once) on a node of the cluster."""
 
 
-def check_ray() -> None:
-    """Ray importable, or one line saying what to install."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def check_ray(address: str = "local") -> None:
+    """Ray importable, or one line saying what to install. A cluster on this machine's
+    loopback is joined there: Ray otherwise swaps 127.0.0.1 for the machine's own address,
+    where a cluster started on loopback does not answer."""
+    host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    if host in LOOPBACK:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # read at import
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -82,7 +90,7 @@ def run_ray(settings: ScanSettings, batches: Iterable[Batch], workers: int,
             address: str) -> Iterator[Scored]:
     """Each batch scored by one of workers Ray actors on the cluster at address (`local`: a
     throwaway cluster on this machine, on loopback only, for the run)."""
-    check_ray()
+    check_ray(address)
     import ray
     from ray.util import ActorPool
 

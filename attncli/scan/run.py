@@ -50,7 +50,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     if first is None:
         raise AttnCliError(f"corpus {plan.corpus} holds no documents")
     if plan.ray is not None:
-        check_ray()
+        check_ray(plan.ray)
     model = open_checked(Request(text="", model=settings.model))  # refused before --out is made
     info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
