@@ -109,6 +109,8 @@ def test_a_killed_scan_resumes_with_every_document_once(tmp_path: Path, sig: int
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    children = _children(proc.pid)
+    assert children  # the pool's worker (and the resource tracker)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=300)
     if sig == signal.SIGTERM:
@@ -124,6 +126,19 @@ def test_a_killed_scan_resumes_with_every_document_once(tmp_path: Path, sig: int
     assert len(keys) == len(set(keys)) == 150 * 3 * 4
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
     assert json.loads(stdout)["scan"]["documents"]["scored"] == 150
+    assert [c for c in children if _alive(c)] == []  # no worker outlived its killed driver
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid runs (a zombie, dead but not reaped by its new parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_hostile_lines_are_skipped_and_counted(cli, tmp_path: Path) -> None:  # noqa: ANN001

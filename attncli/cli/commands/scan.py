@@ -45,7 +45,8 @@ def scan(
         "usable cores].", show_default=False)] = None,
     ray: Annotated[str | None, typer.Option(
         "--ray", envvar="RAY_ADDRESS", help="Run on the Ray cluster at ADDRESS (`local`: a "
-        "throwaway one on this machine); needs pip install 'attncli[cluster]'.",
+        "throwaway one on this machine, whose servers listen on every interface as Ray's do); "
+        "needs pip install 'attncli[cluster]'.",
         show_default=False, metavar="ADDRESS")] = None,
     part_size: Annotated[int, typer.Option(
         min=1, help="Documents per Parquet part: a killed scan loses at most one part.")] = 64,
@@ -59,9 +60,10 @@ def scan(
     which it passes --threshold, the top heads, each layer's sink).
 
     A document that cannot be read or scored (not UTF-8, a JSONL line without --field, not JSON,
-    fewer than 2 tokens, over --max-tokens with --too-long skip) is skipped and counted in the
-    summary; a corpus that cannot be read (missing, empty, a Parquet without --field) is refused.
-    The same command on the same corpus resumes where a killed scan stopped.
+    or longer than the byte limit of --max-tokens, fewer than 2 tokens, over --max-tokens with
+    --too-long skip, a FIFO or device in a folder) is skipped and counted in the summary; a
+    corpus that cannot be read (missing, empty, a Parquet without --field) is refused. The same
+    command on the same corpus resumes where a killed scan stopped.
 
     Examples:
 
