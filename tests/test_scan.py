@@ -309,3 +309,17 @@ def test_without_ray_the_ray_path_says_what_to_install(cli, tmp_path: Path,  # n
     cli("scan", str(corpus), "--model", TOY, "--out", str(tmp_path / "out"), *how
         ).assert_usage_error("--ray needs Ray: pip install 'attncli[cluster]'")
     assert not (tmp_path / "out").exists()  # refused before anything is written
+
+
+def test_an_out_folder_inside_the_corpus_is_not_read_as_documents(cli,  # noqa: ANN001
+                                                                  tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_text(DOCS[0], encoding="utf-8")
+    (folder / "sub" / "b.txt").write_text(DOCS[1], encoding="utf-8")
+    for _ in range(2):  # the second run finds the first's parts in the folder it walks
+        run = cli("scan", str(folder), "--model", TOY, "--out", str(folder / "atlas"),
+                  "--workers", "1", "--json")
+        assert run.code == 0, run.err
+    assert sorted(_documents(folder / "atlas")["document"]) == ["a.txt", "sub/b.txt"]
+    assert run.json()["scan"]["this_run"] == 0

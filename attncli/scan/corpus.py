@@ -54,11 +54,13 @@ def corpus_kind(path: Path) -> str:
                        f"(got {path.suffix or 'no suffix'})")
 
 
-def documents(path: Path, field: str, max_bytes: int) -> Iterator[Document]:
-    """Every document of the corpus at path, in a fixed order."""
+def documents(path: Path, field: str, max_bytes: int,
+              skip: Path | None = None) -> Iterator[Document]:
+    """Every document of the corpus at path, in a fixed order (a folder's skip subfolder, the
+    scan's own output, left out)."""
     kind = corpus_kind(path)
     if kind == "folder":
-        yield from _folder(path, max_bytes)
+        yield from _folder(path, max_bytes, skip)
     elif kind == ".parquet":
         yield from _parquet(path, field)
     else:
@@ -119,12 +121,19 @@ def _json_line(doc_id: str, raw: bytes, whole: bool, field: str) -> Document:
     return Document(doc_id, record[field])
 
 
-def _folder(root: Path, max_bytes: int) -> Iterator[Document]:
+def _walk(root: Path, skip: Path | None) -> Iterator[tuple[str, list[str]]]:
+    """os.walk's folders and file names below root, in name order, skip's folder left out."""
+    left_out = skip.resolve() if skip is not None else None
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if Path(dirpath, d).resolve() != left_out)
+        yield dirpath, sorted(filenames)
+
+
+def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]:
     """Each file below root in name order; a FIFO, socket or device is never opened."""
     found = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
+    for dirpath, filenames in _walk(root, skip):
+        for name in filenames:
             path = Path(dirpath, name)
             doc_id = path.relative_to(root).as_posix()
             found += 1
@@ -136,8 +145,12 @@ def _folder(root: Path, max_bytes: int) -> Iterator[Document]:
             if not stat.S_ISREG(mode):
                 yield Document(doc_id, None, "not a regular file")
                 continue
-            try:
-                with open(path, "rb") as file:
+            try:  # O_NONBLOCK: a file swapped for a FIFO since the stat cannot block the scan
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                with open(fd, "rb") as file:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        yield Document(doc_id, None, "not a regular file")
+                        continue
                     raw = file.read(max_bytes + 1)
             except OSError as err:
                 yield Document(doc_id, None, f"unreadable ({err.strerror})")
@@ -173,10 +186,10 @@ def _parquet(path: Path, field: str) -> Iterator[Document]:
             row += 1
 
 
-def count_documents(path: Path, kind: str) -> int:
+def count_documents(path: Path, kind: str, skip: Path | None = None) -> int:
     """How many documents the corpus holds, for the progress bar (lines counted in chunks)."""
     if kind == "folder":
-        return sum(len(files) for _, _, files in os.walk(path))
+        return sum(len(files) for _, files in _walk(path, skip))
     if kind == ".parquet":
         import pyarrow.parquet as pq
 

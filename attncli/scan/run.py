@@ -15,7 +15,7 @@ from typing import Any
 from attncli.errors import AttnCliError
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents
 from attncli.scan.pool import Batch, check_ray, run_local, run_ray
-from attncli.scan.store import ScanStore, _write_atomic
+from attncli.scan.store import ScanStore, write_atomic
 from attncli.scan.summary import summarise
 from attncli.scan.worker import ScanSettings
 from attncli.version import __version__
@@ -45,7 +45,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
 
     max_bytes = settings.max_tokens * BYTES_PER_TOKEN
     kind = corpus_kind(plan.corpus)
-    stream = documents(plan.corpus, plan.field, max_bytes)
+    stream = documents(plan.corpus, plan.field, max_bytes, skip=plan.out)
     first = next(stream, None)  # an empty folder or a Parquet without the column fails here
     if first is None:
         raise AttnCliError(f"corpus {plan.corpus} holds no documents")
@@ -58,7 +58,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
                 **asdict(settings)}
     store = ScanStore(plan.out, identity)
     done = store.done()
-    total = count_documents(plan.corpus, kind)
+    total = count_documents(plan.corpus, kind, skip=plan.out)
     todo = (d for d in chain([first], stream) if d.id not in done)
     batches = _batches(todo)
     if plan.ray is not None:
@@ -78,7 +78,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
                         "this_run": written, "max_tokens": settings.max_tokens,
                         "too_long": settings.too_long, "workers": plan.workers,
                         "ray": plan.ray}
-    _write_atomic(plan.out / "summary.json", lambda path: path.write_text(
+    write_atomic(plan.out / "summary.json", lambda path: path.write_text(
         json.dumps(summary, allow_nan=False) + "\n", encoding="utf-8"))
     return summary
 

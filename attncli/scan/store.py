@@ -59,7 +59,7 @@ class ScanStore:
                                "or empty folder")
         else:  # the manifest first: a folder holding it is this scan's, whatever else is there
             out.mkdir(parents=True, exist_ok=True)
-            _write_atomic(manifest, lambda path: path.write_text(
+            write_atomic(manifest, lambda path: path.write_text(
                 json.dumps(identity, indent=1) + "\n", encoding="utf-8"))
         for table in TABLES:
             (out / table).mkdir(exist_ok=True)
@@ -95,17 +95,18 @@ class ScanStore:
             return
         name = part_name(self.next_part)
         heads = pa.table({column: [v for s in scored for v in s["rows"][column]]
-                          for column in COLUMNS}, schema=HEADS_SCHEMA())
+                          for column in COLUMNS}, schema=heads_schema())
         docs = pa.table({"document": [s["document"] for s in scored],
                          "status": [s["status"] for s in scored],
                          "reason": [s["reason"] for s in scored],
-                         "tokens": [s["tokens"] for s in scored]}, schema=DOCS_SCHEMA())
-        _write_atomic(self.out / "heads" / name, lambda path: pq.write_table(heads, path))
-        _write_atomic(self.out / "documents" / name, lambda path: pq.write_table(docs, path))
+                         "tokens": [s["tokens"] for s in scored]}, schema=documents_schema())
+        write_atomic(self.out / "heads" / name, lambda path: pq.write_table(heads, path))
+        write_atomic(self.out / "documents" / name, lambda path: pq.write_table(docs, path))
         self.next_part += 1
 
 
-def HEADS_SCHEMA() -> Any:  # noqa: N802 - a constant built on first use (pyarrow is lazy)
+def heads_schema() -> Any:
+    """The heads table's columns (built on use: pyarrow is imported lazily)."""
     import pyarrow as pa
 
     ints = {"layer", "head"}
@@ -113,14 +114,15 @@ def HEADS_SCHEMA() -> Any:  # noqa: N802 - a constant built on first use (pyarro
                      + [(c, pa.int32() if c in ints else pa.float64()) for c in COLUMNS[1:]])
 
 
-def DOCS_SCHEMA() -> Any:  # noqa: N802
+def documents_schema() -> Any:
+    """The documents table's columns."""
     import pyarrow as pa
 
     return pa.schema([("document", pa.string()), ("status", pa.string()),
                       ("reason", pa.string()), ("tokens", pa.int64())])
 
 
-def _write_atomic(path: Path, write: Any) -> None:
+def write_atomic(path: Path, write: Any) -> None:
     """write(temporary path), then the rename that makes path appear whole."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
