@@ -127,3 +127,24 @@ def test_stage_and_layer_selectors(browser, cli, tmp_path: Path) -> None:  # noq
     layer = Select(browser.find_element(By.ID, "attncli-layer"))
     assert len(layer.options) >= 2
     assert browser.find_elements(By.CSS_SELECTOR, "figure.heat")
+
+
+def test_a_scan_summary_page_draws_its_grids_offline(browser, cli, tmp_path: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("one two three one two three\nthe cat sat on the mat\n", encoding="utf-8")
+    out = tmp_path / "atlas"
+    assert cli("scan", str(corpus), "--model", "samples/toy-gpt2", "--out", str(out),
+               "--workers", "1").code == 0
+    page = open_page(browser, cli, tmp_path, "show", str(out / "summary.json"))
+    summary = json.loads((out / "summary.json").read_text())
+    tables = browser.find_elements(By.CSS_SELECTOR, "table.scores")
+    assert len(tables) == 7  # 3 scores' means, 3 scores' shares, the top heads
+    mean = summary["heads"][0]["induction"]
+    assert f"{mean:.2f}" in tables[2].find_elements(By.TAG_NAME, "td")[0].text
+    share = summary["heads"][0]["share"]["induction"]
+    assert tables[5].find_elements(By.TAG_NAME, "td")[0].text.startswith(f"{share:.2f}")
+    assert "2 documents scored" in browser.find_element(By.ID, "attncli-maps").text
+    assert requests(browser) == [page.as_uri()]
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

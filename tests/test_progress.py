@@ -79,3 +79,19 @@ def test_a_terminal_on_stderr_sees_the_bar() -> None:
     assert proc.returncode == 0
     assert b"tiled attention" in seen
     assert json.loads(proc.stdout)["variant"] == "causal"  # stdout holds the JSON alone
+
+
+def test_a_rate_bar_shows_items_a_second_from_its_clock() -> None:
+    """`scan`'s bar: documents done of the total, and Rich's estimate of documents a second
+    (on the bar's own clock, so the test needs no waiting)."""
+    console, clock = make_console(width=100), Clock()
+    bar = ProgressBar(console, delay=0.0, clock=clock, rate=True)
+    for step in range(5):
+        clock.now = float(step)
+        bar("documents", 2 * step, 20)
+    assert bar.shown
+    assert bar._bar is not None
+    console.print(bar._bar.make_tasks_table(bar._bar.tasks))  # the bar's line, as drawn
+    bar.close()
+    drawn = console.file.getvalue()
+    assert "documents" in drawn and "8/20 · 2.00/s" in drawn

@@ -11,6 +11,7 @@ its reason, and each entry must still match the README.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -101,10 +102,23 @@ def _tiny_mistral(folder: Path) -> Path:
     return path
 
 
+def _notes(folder: Path) -> Path:
+    """A reader's small JSONL corpus for `scan`, one line without its text field."""
+    path = folder / "notes.jsonl"
+    texts = [BOOK_SENTENCE * 2, "The cat sat on the mat. The cat sat on the mat.", None]
+    path.write_text("".join(json.dumps({"text": t} if t else {"title": "no text"}) + "\n"
+                            for t in texts), encoding="utf-8")
+    return path
+
+
 # Files the README tells the reader to bring or to build, made in a temporary folder and put in
-# the command in place of the README's name for them.
+# the command in place of the README's name for them (a scan's --out and summary too: never in
+# the repository).
 PROVIDED: dict[str, Callable[[Path], Path]] = {"book.txt": _book,
-                                               "/tmp/tiny-mistral": _tiny_mistral}
+                                               "/tmp/tiny-mistral": _tiny_mistral,
+                                               "notes.jsonl": _notes,
+                                               "atlas": lambda folder: folder / "atlas",
+                                               "atlas.json": lambda folder: folder / "atlas.json"}
 
 
 def _not_run(command: str) -> str | None:

@@ -211,6 +211,8 @@ def saved_from(data: Any) -> Saved:
                            '{"tokens": [...], "weights": ...}')
     if "variants" in data:
         return Saved("compare", _compare(data["variants"]), doc=data)
+    if "scan" in data and "heads" in data and "model" in data:
+        return Saved("scan", [heads_from_dict(data)], doc=data)
     if "heads" in data and "model" in data and "weights" not in data:
         return Saved("heads", [heads_from_dict(data)], doc=data)
     if "variant" in data:

@@ -194,7 +194,12 @@ def _score_cell(m: dict[str, Any], name: str, threshold: float, depth: str | Non
     return cell + Text(mark)
 
 
-def render_scores(console: Console, result: HeadsResult) -> RenderableType:
+SCORES_TITLE = ("Head scores × 100 (each head's share of attention on the pattern; layers down, "
+                "heads across)")
+
+
+def render_scores(console: Console, result: HeadsResult,
+                  title: str = SCORES_TITLE) -> RenderableType:
     """The overview: a layer × head grid of each score, side by side when the width allows."""
     depth, names = depth_of(console), [n for n in SCORE_HELP if n in result.measures[0]]
     by_head = {(m["layer"], m["head"]): m for m in result.measures}
@@ -208,9 +213,7 @@ def render_scores(console: Console, result: HeadsResult) -> RenderableType:
                     f"terminal has {console.width}: see the table)", style="italic")
     per_line = max(1, min(len(names), (console.width - label) // block))
     threshold = float(result.config.get("threshold", 1.0))
-    parts: list[RenderableType] = [Text(
-        "Head scores × 100 (each head's share of attention on the pattern; layers down, heads "
-        "across)", style="bold")]
+    parts: list[RenderableType] = [Text(title, style="bold")]
     for start in range(0, len(names), per_line):
         shown = names[start:start + per_line]
         parts.append(Text(" " * label + "".join(n.ljust(block) for n in shown), style="bold"))

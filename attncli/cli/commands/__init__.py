@@ -11,9 +11,10 @@ from attncli.cli.commands import (
     lessons,
     models,
     run,
+    scan,
     show,
     tokens,
 )
 
 __all__ = ["browse", "check", "compare", "demo", "explain", "generate", "heads", "lessons",
-           "models", "run", "show", "tokens"]
+           "models", "run", "scan", "show", "tokens"]

@@ -42,6 +42,10 @@ def show(
     windows, stages = look.windows(), look.stages()
     output.check()
     saved = load_saved(file)
+    if saved.kind == "scan":
+        _heads_only(look.head, look.query, look.show, look.rows, look.cols)
+        output.deliver(saved.doc, _scan_page(saved.results[0], saved.doc), {"scan": True})
+        return
     if saved.kind == "heads":
         _heads_only(look.head, look.query, look.show, look.rows, look.cols)
         doc, build = _output("heads", saved.results[0].to_dict(), saved.results, None)
@@ -64,6 +68,15 @@ def show(
         display = replace(display, stages=stages)
     _, build = _output(saved.kind, {}, results, display)
     output.deliver(doc, build)
+
+
+def _scan_page(result: Any, doc: Any) -> Page:
+    """`scan`'s summary view of a saved summary, its own part checked."""
+    from attncli.core.checks.heads import scan_part
+    from attncli.render.reports.scan import render_scan
+
+    scan = scan_part(doc, result.model.layers, result.model.heads)
+    return lambda out: render_scan(out, result, scan)
 
 
 def _heads_only(head: int | None, query: str | None, show: str | None, rows: str | None,

@@ -115,8 +115,9 @@ def _measures(data: Any, span: list[int], heads: int,
 
 def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
     """`attncli heads` JSON: the measures, scores and sinks (it holds no weights, so no
-    thumbnails)."""
-    tokens = tokens_from(need(doc, "tokens", "the file"), None)
+    thumbnails); `scan`'s summary, which has the same shape over a corpus, holds no tokens."""
+    over_corpus = "scan" in doc and doc.get("tokens") == []
+    tokens = [] if over_corpus else tokens_from(need(doc, "tokens", "the file"), None)
     model = model_from(doc["model"], None)
     if model.layers * model.heads > BOUND:
         raise AttnCliError(f"saved file: model.layers × model.heads is "
@@ -127,6 +128,39 @@ def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
     if "probe" in config and config["probe"]["ids"] != [t.id for t in tokens]:
         raise AttnCliError("saved file: config.probe.ids are not the tokens' ids")
     sinks = _sinks(doc["layers"], *span) if "layers" in doc else []
-    return HeadsResult(config=config, model=model, tokens=tokens,
-                       measures=_measures(doc["heads"], span, model.heads, kv_heads),
+    measures = _measures(doc["heads"], span, model.heads, kv_heads)
+    if over_corpus:  # each score's share of documents passing the threshold
+        for k, record in enumerate(measures):
+            share = obj(need(doc["heads"][k], "share", f"heads[{k}]"), f"heads[{k}].share")
+            record["share"] = {name: number(need(share, name, f"heads[{k}].share"),
+                                            f"heads[{k}].share.{name}") for name in SCORES}
+    return HeadsResult(config=config, model=model, tokens=tokens, measures=measures,
                        thumbnails=[], layers=sinks)
+
+
+def scan_part(doc: dict[str, Any], layers: int, heads: int) -> dict[str, Any]:
+    """`scan` summary's own part, checked: the documents' counts, the threshold, the top heads."""
+    scan = obj(need(doc, "scan", "the file"), "scan")
+    docs = obj(need(scan, "documents", "scan"), "scan.documents")
+    counts: dict[str, Any] = {
+        name: integer(need(docs, name, "scan.documents"), f"scan.documents.{name}", 0)
+        for name in ("scored", "cut", "skipped", "tokens")}
+    because = obj(docs.get("skipped_because", {}), "scan.documents.skipped_because")
+    counts["skipped_because"] = {string(k, "scan.documents.skipped_because"): integer(
+        v, f"scan.documents.skipped_because[{k!r}]", 0) for k, v in because.items()}
+    out: dict[str, Any] = {"documents": counts,
+                           "threshold": number(need(scan, "threshold", "scan"), "scan.threshold")}
+    top = obj(need(scan, "top", "scan"), "scan.top")
+    out["top"] = {name: [{"layer": integer(need(obj(t, at), "layer", at), f"{at}.layer", 0,
+                                           layers - 1),
+                          "head": integer(need(t, "head", at), f"{at}.head", 0, heads - 1),
+                          "share": number(need(t, "share", at), f"{at}.share"),
+                          "mean": number(need(t, "mean", at), f"{at}.mean")}
+                         for k, t in enumerate(items(need(top, name, "scan.top"),
+                                                     f"scan.top.{name}"))
+                         for at in [f"scan.top.{name}[{k}]"]]
+                  for name in SCORES}
+    for name in ("corpus", "max_tokens"):
+        if isinstance(scan.get(name), str | int) and not isinstance(scan.get(name), bool):
+            out[name] = scan[name]
+    return out

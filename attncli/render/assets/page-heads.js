@@ -42,8 +42,7 @@ function firstLayer() {
 }
 
 // Each head's scores as a layer × head table per score, a sink head marked *, a labelled one +.
-function drawScores(box) {
-  const rows = doc.heads || [];
+function drawScores(box, rows = doc.heads || []) {
   if (!rows.length || rows[0].induction === undefined) return;
   const byHead = new Map(rows.map((r) => [r.layer + ":" + r.head, r]));
   const layers = [...new Set(rows.map((r) => r.layer))].sort((a, b) => a - b);
@@ -120,4 +119,41 @@ function syncPick() {
   const layer = document.getElementById("attncli-layer"), head = document.getElementById("attncli-head");
   if (layer) layer.value = String(pick.layer);
   if (head) head.value = String(pick.head);
+}
+
+// `attncli scan`: a corpus's summary: the documents, each score's grid of corpus means (as
+// heads draws one text's), the share of documents on which each head passes, the top heads.
+function scanModel() {
+  const choice = { label: "corpus", heads: [[]], rows: [], cols: [], signed: false, draw: drawScan };
+  return { kind: "scan", title: "scan of " + (doc.scan.corpus || "a corpus") + " · "
+    + (doc.model ? doc.model.path || "a model" : "a model"), tokens: [], list: [choice],
+    ownControls: true };
+}
+
+function drawScan(box) {
+  const d = doc.scan.documents;
+  box.appendChild(el("p", {}, d.scored + " documents scored (" + d.cut + " cut), " + d.tokens
+    + " tokens, " + d.skipped + " skipped" + Object.entries(d.skipped_because || {})
+    .map(([why, n]) => "; " + n + " " + why).join("")));
+  box.appendChild(el("h2", {}, "Corpus mean of each head's score"));
+  drawScores(box);
+  box.appendChild(el("h2", {}, "Share of documents on which the head scores "
+    + doc.scan.threshold + " or more"));
+  drawScores(box, doc.heads.map((r) => ({ ...r, ...r.share })));
+  const table = el("table", { class: "scores" });
+  const names = ["previous_token", "duplicate_token", "induction"];
+  const top = el("tr", {});
+  names.forEach((n) => top.appendChild(el("th", {}, "top " + n)));
+  table.appendChild(top);
+  const length = Math.max(...names.map((n) => doc.scan.top[n].length));
+  for (let k = 0; k < length; k++) {
+    const tr = el("tr", {});
+    for (const n of names) {
+      const t = doc.scan.top[n][k];
+      tr.appendChild(el("td", {}, t ? "L" + t.layer + " h" + t.head + " " + t.share.toFixed(2)
+        + " (" + t.mean.toFixed(2) + ")" : ""));
+    }
+    table.appendChild(tr);
+  }
+  box.appendChild(table);
 }

@@ -105,6 +105,7 @@ function buildModel() {
   if (Array.isArray(doc.steps) && doc.totals) return kvcacheModel();
   if (doc.permutation) return permuteModel();
   if (doc.variants) return compareModel();
+  if (doc.scan && doc.heads) return scanModel();
   if (extra.thumbnails && doc.heads) return headsModel();
   if (doc.stats) return longModel();
   if (Array.isArray(doc.weights)) return stageModel();

@@ -1,0 +1,104 @@
+"""`attncli scan`."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Checkpoint, Encoding, Output
+from attncli.errors import AttnCliError
+
+
+class TooLong(str, Enum):
+    """What `scan` does with a document over --max-tokens."""
+
+    cut = "cut"
+    skip = "skip"
+
+
+@command()
+def scan(
+    corpus: Annotated[str, typer.Argument(
+        help="A folder (each regular file one document; FIFOs, sockets and devices are skipped "
+        "unopened), a .txt (one document a line), a .jsonl (the text in --field) or a .parquet "
+        "(the --field column).", metavar="CORPUS", show_default=False)],
+    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    encoding: Encoding,
+    output: Output,
+    out: Annotated[Path, typer.Option(
+        help="The Parquet dataset: heads/ (a row per document × layer × head), documents/, "
+        "scan.json and summary.json. An existing scan there resumes.", metavar="DIR")],
+    field: Annotated[str, typer.Option(help="The text's field (.jsonl) or column (.parquet).")]
+    = "text",
+    max_tokens: Annotated[int, typer.Option(
+        min=2, help="Tokens kept per document; at most 64 bytes a token are read, so a longer "
+        "document is judged by its first bytes.")] = 512,
+    too_long: Annotated[TooLong, typer.Option(
+        help="A document over --max-tokens: cut (scored on its first tokens, counted as cut) or "
+        "skip (counted as skipped).")] = TooLong.cut,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Worker processes (or Ray actors), each holding the model [default: the "
+        "usable cores].", show_default=False)] = None,
+    ray: Annotated[str | None, typer.Option(
+        "--ray", envvar="RAY_ADDRESS", help="Run on the Ray cluster at ADDRESS (`local`: a "
+        "throwaway one on this machine, whose servers listen on every interface as Ray's do); "
+        "needs pip install 'attncli[cluster]'.",
+        show_default=False, metavar="ADDRESS")] = None,
+    part_size: Annotated[int, typer.Option(
+        min=1, help="Documents per Parquet part: a killed scan loses at most one part.")] = 64,
+    threshold: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="A head passes on a document when its score is at least this; "
+        "the summary gives each head's share of documents passed, and labels a head when more "
+        "than half pass.")] = 0.4,
+) -> None:
+    """Score every layer × head over a corpus, as `heads` does one text: a resumable Parquet
+    dataset and a summary (per score the corpus mean of each head, the share of documents on
+    which it passes --threshold, the top heads, each layer's sink).
+
+    A document that cannot be read or scored (not UTF-8, a JSONL line without --field, not JSON,
+    or longer than the byte limit of --max-tokens, fewer than 2 tokens, over --max-tokens with
+    --too-long skip, a FIFO or device in a folder) is skipped and counted in the summary; a
+    corpus that cannot be read (missing, empty, a Parquet without --field) is refused. The same
+    command on the same corpus resumes where a killed scan stopped.
+
+    Examples:
+
+      attncli scan notes/ --model samples/toy-gpt2 --out atlas/
+
+      attncli scan docs.jsonl --field body --model ~/models/SmolLM2 --out atlas/ --workers 2
+
+      attncli scan shard.parquet --model gpt2 --out atlas/ --ray local --json > summary.json
+
+      attncli show atlas/summary.json --save atlas.html
+    """
+    output.check()
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise AttnCliError("scan writes Parquet and needs pyarrow: pip install "
+                           "'attncli[scan]'") from None
+    if checkpoint.model is None:
+        raise AttnCliError("attncli scan needs --model PATH|NAME")
+    from attncli.cli.progress import progress_bar
+    from attncli.cli.streams import after_imports
+    from attncli.core.checks.heads import heads_from_dict
+    from attncli.render.reports.scan import render_scan
+    from attncli.scan.pool import usable_cores
+    from attncli.scan.run import ScanPlan, run_scan
+    from attncli.scan.worker import ScanSettings
+
+    after_imports()
+    settings = ScanSettings(model=checkpoint.model, encoding=encoding.encoding,
+                            allow_special=encoding.allow_special, max_tokens=max_tokens,
+                            too_long=too_long.value)
+    plan = ScanPlan(Path(corpus), out, field, workers or usable_cores(), ray or None, part_size,
+                    threshold)
+    with progress_bar(rate=True) as bar:
+        summary = run_scan(settings, plan, bar)
+    result = heads_from_dict(summary)
+    output.deliver(summary, lambda console: render_scan(console, result, summary["scan"]),
+                   {"scan": True})

@@ -1,0 +1,201 @@
+"""A corpus as documents, each with a stable id, read without ever holding a huge one whole.
+
+CORPUS is a folder (each regular file below it, in name order, is one document), a `.txt`
+file (one document per line), a `.jsonl` file (one JSON object per line, the text in --field)
+or a `.parquet` file (the text in the --field column). A document's id is where it sits:
+`path` (relative to the folder), `name:line` (1-based) or `name:row` (0-based), so the same
+command on the same corpus names the same documents.
+
+A document that cannot be read (not UTF-8, not JSON, no such field, longer than max_bytes
+where it cannot be cut, not a regular file) is yielded with its problem, and the scan counts
+it as skipped; a corpus that cannot be read at all is an AttnCliError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from attncli.errors import AttnCliError
+
+KINDS = ("folder", ".txt", ".jsonl", ".parquet")
+CHUNK = 1 << 20  # a line longer than max_bytes is passed over in reads of this size
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: its id, its text (None when it cannot be read) and why not, or whether
+    only its first bytes were read."""
+
+    id: str
+    text: str | None
+    problem: str | None = None
+    cut_bytes: bool = False
+
+
+def corpus_kind(path: Path) -> str:
+    """Which of KINDS path is; anything else refused."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        raise AttnCliError(f"cannot read corpus {path}: {err.strerror or err}") from None
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if not stat.S_ISREG(mode):
+        raise AttnCliError(f"corpus {path} is not a regular file or a folder")
+    if path.suffix.lower() in KINDS:
+        return path.suffix.lower()
+    raise AttnCliError(f"corpus {path}: expected a folder, .txt, .jsonl or .parquet file "
+                       f"(got {path.suffix or 'no suffix'})")
+
+
+def documents(path: Path, field: str, max_bytes: int,
+              skip: Path | None = None) -> Iterator[Document]:
+    """Every document of the corpus at path, in a fixed order (a folder's skip subfolder, the
+    scan's own output, left out)."""
+    kind = corpus_kind(path)
+    if kind == "folder":
+        yield from _folder(path, max_bytes, skip)
+    elif kind == ".parquet":
+        yield from _parquet(path, field)
+    else:
+        with open(path, "rb") as file:
+            for number, (raw, whole) in enumerate(_lines(file, max_bytes), start=1):
+                doc_id = f"{path.name}:{number}"
+                if kind == ".txt":
+                    yield _decoded(doc_id, raw, whole)
+                else:
+                    yield _json_line(doc_id, raw, whole, field)
+
+
+def _decoded(doc_id: str, raw: bytes, whole: bool) -> Document:
+    """raw as UTF-8 text; a cut one loses the partial character its cut may end in."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if whole or err.start < len(raw) - 3 or err.reason != "unexpected end of data":
+            return Document(doc_id, None, f"not UTF-8 (byte {err.start})")
+        text = raw[:err.start].decode("utf-8")
+    return Document(doc_id, text, cut_bytes=not whole)
+
+
+def _lines(file: IO[bytes], max_bytes: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line (no line end) of at most max_bytes, and whether it is whole; the rest of a
+    longer line is read past in chunks, never held."""
+    while True:
+        line = file.readline(max_bytes + 1)
+        if not line:
+            return
+        if line.endswith(b"\n") or len(line) <= max_bytes:
+            yield line.rstrip(b"\r\n"), True
+            continue
+        while True:  # past the cap: skip to the line's end
+            rest = file.readline(CHUNK)
+            if not rest or rest.endswith(b"\n"):
+                break
+        yield line[:max_bytes], False
+
+
+def _json_line(doc_id: str, raw: bytes, whole: bool, field: str) -> Document:
+    """The field's text of one JSONL line; a line past max_bytes cannot be parsed, and is
+    skipped."""
+    if not whole:
+        return Document(doc_id, None, "longer than the byte limit")
+    if not raw.strip():
+        return Document(doc_id, None, "empty line")
+    try:
+        record: Any = json.loads(raw)
+    except UnicodeDecodeError as err:
+        return Document(doc_id, None, f"not UTF-8 (byte {err.start})")
+    except ValueError:
+        return Document(doc_id, None, "not JSON")
+    if not isinstance(record, dict) or field not in record:
+        return Document(doc_id, None, f"no field {field!r}")
+    if not isinstance(record[field], str):
+        return Document(doc_id, None, f"field {field!r} is not a string")
+    return Document(doc_id, record[field])
+
+
+def _walk(root: Path, skip: Path | None) -> Iterator[tuple[str, list[str]]]:
+    """os.walk's folders and file names below root, in name order, skip's folder left out."""
+    left_out = skip.resolve() if skip is not None else None
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if Path(dirpath, d).resolve() != left_out)
+        yield dirpath, sorted(filenames)
+
+
+def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]:
+    """Each file below root in name order; a FIFO, socket or device is never opened."""
+    found = 0
+    for dirpath, filenames in _walk(root, skip):
+        for name in filenames:
+            path = Path(dirpath, name)
+            doc_id = path.relative_to(root).as_posix()
+            found += 1
+            try:
+                mode = path.stat().st_mode
+            except OSError as err:
+                yield Document(doc_id, None, f"unreadable ({err.strerror})")
+                continue
+            if not stat.S_ISREG(mode):
+                yield Document(doc_id, None, "not a regular file")
+                continue
+            try:  # O_NONBLOCK: a file swapped for a FIFO since the stat cannot block the scan
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                with open(fd, "rb") as file:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        yield Document(doc_id, None, "not a regular file")
+                        continue
+                    raw = file.read(max_bytes + 1)
+            except OSError as err:
+                yield Document(doc_id, None, f"unreadable ({err.strerror})")
+                continue
+            yield _decoded(doc_id, raw[:max_bytes], len(raw) <= max_bytes)
+    if found == 0:
+        raise AttnCliError(f"corpus {root} holds no files")
+
+
+def _parquet(path: Path, field: str) -> Iterator[Document]:
+    """The field column of a Parquet file, a batch of rows at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as err:
+        raise AttnCliError(f"cannot read {path} as Parquet: {err}") from None
+    names = table.schema_arrow.names
+    if field not in names:
+        raise AttnCliError(f"{path.name} has no column {field!r} (columns: "
+                           f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''}); "
+                           "name the text column with --field")
+    if not pa.types.is_string(table.schema_arrow.field(field).type) and \
+            not pa.types.is_large_string(table.schema_arrow.field(field).type):
+        raise AttnCliError(f"{path.name}: column {field!r} is "
+                           f"{table.schema_arrow.field(field).type}, not text")
+    row = 0
+    for batch in table.iter_batches(batch_size=256, columns=[field]):
+        for value in batch.column(0).to_pylist():
+            yield (Document(f"{path.name}:{row}", value) if value is not None
+                   else Document(f"{path.name}:{row}", None, "null text"))
+            row += 1
+
+
+def count_documents(path: Path, kind: str, skip: Path | None = None) -> int:
+    """How many documents the corpus holds, for the progress bar (lines counted in chunks)."""
+    if kind == "folder":
+        return sum(len(files) for _, files in _walk(path, skip))
+    if kind == ".parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    count, last = 0, b"\n"
+    with open(path, "rb") as file:
+        while chunk := file.read(CHUNK):
+            count, last = count + chunk.count(b"\n"), chunk[-1:]
+    return count + (last != b"\n")
