@@ -92,3 +92,53 @@ def test_an_encoder_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
     save_encoder(tmp_path / "bert", "bert", seed=2)
     run = cli("generate", "the cat", "--model", str(tmp_path / "bert"))
     assert run.code == 2 and "decoder" in run.err and len(run.err.strip().splitlines()) == 1
+
+
+def test_the_option_groups_defaults_are_the_records() -> None:
+    from attncli.cli.generating import Answering, Attended
+    from attncli.models.generate.result import GenerateView
+    from attncli.models.generate.sampling import Sampling
+
+    answering, sampling = Answering(), Sampling()
+    for name in ("max_new_tokens", "sample", "temperature", "top_p", "top_k", "seed"):
+        assert getattr(answering, name) == getattr(sampling, name), name
+    attended, view = Attended(), GenerateView()
+    assert (attended.at, attended.layers, attended.combine, attended.exclude_sinks) == (
+        view.at, view.layers, view.combine, view.exclude_sinks)
+
+
+def test_a_missing_model_is_one_line(cli) -> None:  # noqa: ANN001
+    run = cli("generate", "the cat")
+    assert run.code == 2 and run.out == ""
+    assert run.err == "attncli: error: generate needs --model: the decoder that answers\n"
+
+
+def test_at_names_the_first_answer_token_with_that_text(cli, tiny: Path) -> None:  # noqa: ANN001
+    args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "6")
+    answer = [t["text"] for t in json.loads(cli(*args, "--json").out)["answer"]]
+    for wanted in dict.fromkeys(answer):  # each distinct text once
+        first = answer.index(wanted)
+        by_text, by_index = cli(*args, "--at", wanted), cli(*args, "--at", str(first))
+        assert by_text.code == by_index.code == 0, by_text.err
+        assert by_text.out == by_index.out
+        assert f"answer token {first} {wanted!r} looked at:" in by_text.out
+    missing = cli(*args, "--at", "no such token text")
+    assert missing.code == 2 and missing.out == ""
+    assert missing.err.startswith("attncli: error: --at 'no such token text' is not the text of "
+                                  "an answer token (the answer's tokens: ")
+    assert len(missing.err.strip().splitlines()) == 1 and repr(answer[0]) in missing.err
+
+
+def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> None:
+    from attncli.core.result import ModelInfo, TokenInfo
+    from attncli.errors import AttnCliError
+    from attncli.models.generate.result import GenerationResult, answer_index
+
+    answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
+    result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,
+                              given="", template={}, sampling={}, stop_ids=[], stopped="eos",
+                              sinks=[], steps=[])
+    assert [answer_index(result, at) for at in ("Paris", " Paris", ".", "2", None)] == [
+        0, 0, 1, 2, None]
+    with pytest.raises(AttnCliError, match="'Rome'"):
+        answer_index(result, "Rome")
