@@ -142,3 +142,49 @@ def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> N
         0, 0, 1, 2, None]
     with pytest.raises(AttnCliError, match="'Rome'"):
         answer_index(result, "Rome")
+
+
+def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less(
+        cli, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    import attncli.models.generate.run as run
+    from attncli.core import sizes
+
+    args = ("generate", "the cat", "--model", str(tiny), "--raw", "--max-new-tokens", "6")
+    doc = json.loads(cli(*args, "--json").out)
+    p, n = len(doc["prompt"]), 6
+    cells = 3 * 4 * sum(p + s for s in range(n))  # layers × heads × keys, over every step
+    one_head = 1 * 1 * sum(p + s for s in range(n))  # --layers 0:1 --head 2
+    budget = (cells - 1) * sizes.JSON_WEIGHT_TEXT
+    monkeypatch.setattr(sizes, "GENERATE_JSON_BUDGET", budget)
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("decoding started")
+
+    with monkeypatch.context() as inner:
+        inner.setattr(run, "decode", never)
+        refused = cli(*args, "--json")
+        assert refused.code == 2 and refused.out == ""
+        assert refused.err == (f"attncli: error: 3 layers × 4 heads over 6 steps after a {p}-token "
+                               f"prompt would put up to {cells:,} weights (about "
+                               f"{sizes.size_text(cells * 16)}) in the JSON, past its "
+                               f"{sizes.size_text(budget)} budget; keep fewer with --layers A:B "
+                               "and --head H, or write fewer tokens with --max-new-tokens\n")
+        saved = cli(*args, "--save-json", str(tiny.parent / "big.json"))
+        assert saved.code == 2 and not (tiny.parent / "big.json").exists()
+    assert one_head * sizes.JSON_WEIGHT_TEXT <= budget
+    fewer = json.loads(cli(*args, "--json", "--layers", "0:1", "--head", "2").out)
+    assert [s["weights"] for s in fewer["steps"]] == [
+        [[row[2]] for row in step["weights"][0:1]] for step in doc["steps"]]
+    assert fewer["config"]["weights"] == {"layers": [0, 1], "head": 2}
+    assert cli(*args).code == 0  # the view writes no JSON: no budget
+
+
+def test_the_json_weight_text_bound_holds(cli, tiny: Path) -> None:  # noqa: ANN001
+    run = cli("generate", "the cat", "--model", str(tiny), "--raw", "--max-new-tokens", "8",
+              "--json")
+    doc = json.loads(run.out)
+    weights = [step.pop("weights") for step in doc["steps"]]
+    cells = sum(len(row) for step in weights for layer in step for row in layer)
+    from attncli.core.sizes import JSON_WEIGHT_TEXT
+
+    assert len(json.dumps(weights)) <= cells * JSON_WEIGHT_TEXT

@@ -53,9 +53,10 @@ def generate(source: Annotated[Source, Without("inputs")],
                              answering.system, answering.raw, encoding.allow_special)
         typer.echo(built.given, nl=False)
         return
+    keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
         result = generate_model(checkpoint.model, prompt, sampling, system=answering.system,
-                                raw=answering.raw, keep=Keep(layers, look.head),
+                                raw=answering.raw, keep=keep,
                                 allow_special=encoding.allow_special, on_token=on_token)
     view = attended.view(result, look.head)
     output.deliver(result.to_dict(), lambda out: render_generation(out, result, view))
