@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,3 +189,54 @@ def test_the_json_weight_text_bound_holds(cli, tiny: Path) -> None:  # noqa: ANN
     from attncli.core.sizes import JSON_WEIGHT_TEXT
 
     assert len(json.dumps(weights)) <= cells * JSON_WEIGHT_TEXT
+
+
+@pytest.mark.parametrize("view", [(), ("--at", "1", "--combine", "max"),
+                                  ("--layers", "1:3", "--head", "2", "--keep-sinks", "--at", "0")])
+def test_show_reads_the_json_back_into_the_same_view(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
+                                                     view: tuple[str, ...]) -> None:
+    args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "4")
+    saved = tmp_path / "answer.json"
+    first = cli(*args, *view, "--save-json", str(saved))
+    assert first.code == 0, first.err
+    again = cli("show", str(saved), *view)
+    assert again.code == 0, again.err
+    assert again.out == first.out
+    assert json.loads(cli("show", str(saved), "--json").out) == json.loads(saved.read_text())
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d["steps"][0].update(weights=None), "steps[0].weights is null"),
+    (lambda d: d["steps"][1]["weights"][0].pop(), "steps[1].weights[0] has 3 items, expected 4"),
+    (lambda d: d["steps"][0]["weights"][0][0].append(0.5), "steps[0].weights[0][0] has"),
+    (lambda d: d["answer"][0].update(index=0), "answer[0].index"),
+    (lambda d: d["config"].update(stopped="bored"), "config.stopped"),
+    (lambda d: d["config"]["weights"].update(layers=[2, 9]), "config.weights.layers[1]"),
+    (lambda d: d.pop("steps"), "steps"),
+    (lambda d: d["sinks"].append(10**9), "sinks["),
+    (lambda d: d["steps"][1]["weights"][2][1].__setitem__(0, -0.5), "steps[1].weights hold -0.5"),
+    (lambda d: d["steps"][0]["weights"][0][0].__setitem__(1, 1e30), "steps[0].weights hold 1e+30")])
+def test_show_refuses_a_broken_generation_in_one_line(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
+                                                      change: Any, says: str) -> None:
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3",
+                         "--json").out)
+    change(doc)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(doc))
+    run = cli("show", str(broken))
+    assert run.code == 2 and run.out == "", run.err
+    assert run.err.startswith("attncli: error: saved file: ") and says in run.err
+    assert len(run.err.strip().splitlines()) == 1
+
+
+def test_show_refuses_the_generation_options_on_other_json_and_the_reverse(  # noqa: ANN001
+        cli, tiny: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "run.json"
+    runs.write_text(cli("run", "one two three", "--json").out)
+    other = cli("show", str(runs), "--at", "0")
+    assert other.code == 2 and "generate` JSON only" in other.err
+    answer = tmp_path / "answer.json"
+    answer.write_text(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "2",
+                          "--json").out)
+    rows = cli("show", str(answer), "--rows", "0:2")
+    assert rows.code == 2 and "--rows does not apply to `generate` JSON" in rows.err
