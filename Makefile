@@ -98,6 +98,7 @@ bench: $(STAMP) model
 	$(PY) bench/api.py
 	$(PY) bench/models.py
 	$(PY) bench/hidden_cache.py
+	$(PY) bench/generate.py
 	$(PY) bench/scale.py --sizes 1b
 
 clean:

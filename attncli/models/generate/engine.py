@@ -1,5 +1,6 @@
 """The generation loop: the prompt through the decode step token by token (filling every
-layer's cache), then one decode step per answer token, each keeping its own attention.
+layer's cache, without logits), then one decode step per answer token, each keeping its own
+attention.
 
 Step s's query is the token at position P - 1 + s (the prompt's last token, then each answer
 token): its weights over every layer's cache are what the model looked at as it chose answer
@@ -72,7 +73,9 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
     generator = generator_for(with_seed(sampling))
     decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens)
     for position, token_id in enumerate(prompt_ids[:-1]):
-        decoder.step_layers(token_id, position)  # fills every layer's cache
+        # Fills every layer's cache; step, not step_layers: no logits are wanted here, and the
+        # unembedding is most of a small model's step.
+        decoder.step(token_id, position)
         if on_prefill is not None:
             on_prefill(position + 1)
     token_id, position = prompt_ids[-1], len(prompt_ids) - 1
