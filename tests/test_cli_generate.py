@@ -240,3 +240,21 @@ def test_show_refuses_the_generation_options_on_other_json_and_the_reverse(  # n
                           "--json").out)
     rows = cli("show", str(answer), "--rows", "0:2")
     assert rows.code == 2 and "--rows does not apply to `generate` JSON" in rows.err
+
+
+def test_show_template_with_json_is_the_text_its_tokens_and_origin(cli, tiny: Path) -> None:  # noqa: ANN001
+    text = cli("generate", "the cat", "--model", str(tiny), "--show-template").out
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--show-template",
+                         "--json").out)
+    answer = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens",
+                            "1", "--json").out)
+    assert doc == {"kind": "template", "given": text,
+                   "template": {"used": True, "origin": "tokenizer_config.json chat_template"},
+                   "prompt": answer["prompt"]}
+
+
+def test_an_empty_layer_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN001
+    run = cli("generate", "the cat", "--model", str(tiny), "--layers", "2:2")
+    assert run.code == 2 and run.out == ""
+    assert run.err == ("attncli: error: --layers 2:2 holds no layer: A:B is half-open, A below B "
+                       "(0:1 is layer 0)\n")

@@ -138,6 +138,9 @@ class Attended(Group):
         a, sep, b = self.layers.partition(":")
         if not sep or not a.strip().isdigit() or not b.strip().isdigit():
             raise AttnCliError(f"--layers takes A:B, two whole numbers (got {self.layers!r})")
+        if int(a) >= int(b):
+            raise AttnCliError(f"--layers {self.layers} holds no layer: A:B is half-open, A below "
+                               "B (0:1 is layer 0)")
         return int(a), int(b)
 
     def view(self, result: GenerationResult, head: int | None) -> GenerateView:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,6 +10,9 @@ from attncli.cli.generating import Answering, Attended
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from attncli.models.generate.prompt import Prompt
 
 LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
 
@@ -51,7 +54,7 @@ def generate(source: Annotated[Source, Without("inputs")],
     if answering.show_template:
         built = build_prompt(open_model(checkpoint.model), checkpoint.model, prompt,
                              answering.system, answering.raw, encoding.allow_special)
-        typer.echo(built.given, nl=False)
+        _show_template(built, output.as_json)
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
@@ -60,3 +63,16 @@ def generate(source: Annotated[Source, Without("inputs")],
                                 allow_special=encoding.allow_special, on_token=on_token)
     view = attended.view(result, look.head)
     output.deliver(result.to_dict(), lambda out: render_generation(out, result, view))
+
+
+def _show_template(built: Prompt, as_json: bool) -> None:
+    """What the model is given: its text, or with --json the text, its tokens and the template's
+    origin."""
+    if not as_json:
+        typer.echo(built.given, nl=False)
+        return
+    from attncli.cli.output import emit_json
+
+    emit_json({"kind": "template", "given": built.given,
+               "template": {"used": built.templated, "origin": built.origin},
+               "prompt": [t.to_dict() for t in built.tokens]})
