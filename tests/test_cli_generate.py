@@ -170,8 +170,10 @@ def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less
                                f"{sizes.size_text(cells * 16)}) in the JSON, past its "
                                f"{sizes.size_text(budget)} budget; keep fewer with --layers A:B "
                                "and --head H, or write fewer tokens with --max-new-tokens\n")
-        saved = cli(*args, "--save-json", str(tiny.parent / "big.json"))
-        assert saved.code == 2 and not (tiny.parent / "big.json").exists()
+        for option, name in (("--save-json", "big.json"), ("--save", "big.html")):
+            saved = cli(*args, option, str(tiny.parent / name))
+            assert saved.code == 2 and "budget" in saved.err
+            assert not (tiny.parent / name).exists()
     assert one_head * sizes.JSON_WEIGHT_TEXT <= budget
     fewer = json.loads(cli(*args, "--json", "--layers", "0:1", "--head", "2").out)
     assert [s["weights"] for s in fewer["steps"]] == [
