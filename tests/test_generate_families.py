@@ -133,3 +133,26 @@ def test_gpt2_positions_bound_the_answer(models: dict[str, tuple[Path, Any]]) ->
     limit = model.traits.max_tokens or 64
     with pytest.raises(AttnCliError, match="positions"):
         list(decode(model, PROMPT, Sampling(max_new_tokens=limit), frozenset()))
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "gpt2"])
+@pytest.mark.parametrize("chunk", [256, 3])  # the prompt's queries at once, or 3 at a time
+def test_prefill_fills_the_caches_that_stepping_fills(models: dict[str, tuple[Path, Any]],
+                                                      name: str, chunk: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import attncli.models.llama.decode as llama_decode
+
+    monkeypatch.setattr(llama_decode, "PREFILL_QUERIES", chunk)
+    model = open_model(str(models[name][0]))
+    prompt, _ = _prompt_and_n(name)
+    stepped, filled = model.decoder(0, len(prompt) + 2), model.decoder(0, len(prompt) + 2)
+    for position, token_id in enumerate(prompt):
+        stepped.step(token_id, position)
+    filled.prefill(prompt)
+    for a, b in zip(stepped.caches, filled.caches, strict=True):
+        assert_close(b.keys, a.keys, **TOL)
+        assert_close(b.values, a.values, **TOL)
+    # The next step reads either cache alike: its weights and logits agree.
+    after_steps, after_fill = (d.step_layers(prompt[0], len(prompt)) for d in (stepped, filled))
+    assert_close(after_fill[0], after_steps[0], **TOL)
+    assert_close(after_fill[1], after_steps[1], atol=1e-4, rtol=1e-4)

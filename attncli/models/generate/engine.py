@@ -1,6 +1,6 @@
-"""The generation loop: the prompt through the decode step token by token (filling every
-layer's cache, without logits), then one decode step per answer token, each keeping its own
-attention.
+"""The generation loop: the prompt through every layer (filling each layer's cache: in one pass
+where the family's decoder can, else token by token, without logits), then one decode step per
+answer token, each keeping its own attention from its own cache.
 
 Step s's query is the token at position P - 1 + s (the prompt's last token, then each answer
 token): its weights over every layer's cache are what the model looked at as it chose answer
@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from attncli.errors import AttnCliError
+from attncli.models.decoding import DecodeStep
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
 
@@ -61,6 +62,23 @@ def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
                "use a smaller --max-new-tokens or a shorter prompt")
 
 
+def _fill(decoder: DecodeStep, prompt_ids: list[int],
+          on_prefill: Callable[[int], None] | None) -> None:
+    """Every layer's cache filled with the prompt's keys and values: in one pass where the
+    family's decoder has one (prefill), else token by token with step (no logits wanted: the
+    unembedding is most of a small model's step)."""
+    prefill = getattr(decoder, "prefill", None)
+    if prefill is not None and prompt_ids:
+        prefill(prompt_ids)
+        if on_prefill is not None:
+            on_prefill(len(prompt_ids))
+        return
+    for position, token_id in enumerate(prompt_ids):
+        decoder.step(token_id, position)
+        if on_prefill is not None:
+            on_prefill(position + 1)
+
+
 @torch.no_grad()
 def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
            stop_ids: frozenset[int],
@@ -72,12 +90,7 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
     check_length(model, len(prompt_ids), sampling)
     generator = generator_for(with_seed(sampling))
     decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens)
-    for position, token_id in enumerate(prompt_ids[:-1]):
-        # Fills every layer's cache; step, not step_layers: no logits are wanted here, and the
-        # unembedding is most of a small model's step.
-        decoder.step(token_id, position)
-        if on_prefill is not None:
-            on_prefill(position + 1)
+    _fill(decoder, prompt_ids[:-1], on_prefill)
     token_id, position = prompt_ids[-1], len(prompt_ids) - 1
     for _ in range(sampling.max_new_tokens):
         weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)
