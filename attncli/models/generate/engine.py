@@ -1,6 +1,7 @@
 """The generation loop: the prompt through every layer (filling each layer's cache: in one pass
-where the family's decoder can, else token by token, without logits), then one decode step per
-answer token, each keeping its own attention from its own cache.
+where the family's decoder has prefill, as every one has now, else token by token without
+logits), then one decode step per answer token, each keeping its own attention from its own
+cache.
 
 Step s's query is the token at position P - 1 + s (the prompt's last token, then each answer
 token): its weights over every layer's cache are what the model looked at as it chose answer
