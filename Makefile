@@ -99,6 +99,7 @@ bench: $(STAMP) model
 	$(PY) bench/models.py
 	$(PY) bench/hidden_cache.py
 	$(PY) bench/scan.py
+	$(PY) bench/generate.py
 	$(PY) bench/scale.py --sizes 1b
 
 clean:

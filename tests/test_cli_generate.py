@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,170 @@ def test_an_encoder_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
     save_encoder(tmp_path / "bert", "bert", seed=2)
     run = cli("generate", "the cat", "--model", str(tmp_path / "bert"))
     assert run.code == 2 and "decoder" in run.err and len(run.err.strip().splitlines()) == 1
+
+
+def test_the_option_groups_defaults_are_the_records() -> None:
+    from attncli.cli.generating import Answering, Attended
+    from attncli.models.generate.result import GenerateView
+    from attncli.models.generate.sampling import Sampling
+
+    answering, sampling = Answering(), Sampling()
+    for name in ("max_new_tokens", "sample", "temperature", "top_p", "top_k", "seed"):
+        assert getattr(answering, name) == getattr(sampling, name), name
+    attended, view = Attended(), GenerateView()
+    assert (attended.at, attended.layers, attended.combine, attended.exclude_sinks) == (
+        view.at, view.layers, view.combine, view.exclude_sinks)
+
+
+def test_a_missing_model_is_one_line(cli) -> None:  # noqa: ANN001
+    run = cli("generate", "the cat")
+    assert run.code == 2 and run.out == ""
+    assert run.err == "attncli: error: generate needs --model: the decoder that answers\n"
+
+
+def test_at_names_the_first_answer_token_with_that_text(cli, tiny: Path) -> None:  # noqa: ANN001
+    args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "6")
+    answer = [t["text"] for t in json.loads(cli(*args, "--json").out)["answer"]]
+    for wanted in dict.fromkeys(answer):  # each distinct text once
+        first = answer.index(wanted)
+        by_text, by_index = cli(*args, "--at", wanted), cli(*args, "--at", str(first))
+        assert by_text.code == by_index.code == 0, by_text.err
+        assert by_text.out == by_index.out
+        assert f"answer token {first} {wanted!r} looked at:" in by_text.out
+    missing = cli(*args, "--at", "no such token text")
+    assert missing.code == 2 and missing.out == ""
+    assert missing.err.startswith("attncli: error: --at 'no such token text' is not the text of "
+                                  "an answer token (the answer's tokens: ")
+    assert len(missing.err.strip().splitlines()) == 1 and repr(answer[0]) in missing.err
+
+
+def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> None:
+    from attncli.core.result import ModelInfo, TokenInfo
+    from attncli.errors import AttnCliError
+    from attncli.models.generate.result import GenerationResult, answer_index
+
+    answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
+    result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,
+                              given="", template={}, sampling={}, stop_ids=[], stopped="eos",
+                              sinks=[], steps=[])
+    assert [answer_index(result, at) for at in ("Paris", " Paris", ".", "2", None)] == [
+        0, 0, 1, 2, None]
+    with pytest.raises(AttnCliError, match="'Rome'"):
+        answer_index(result, "Rome")
+
+
+def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less(
+        cli, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    import attncli.models.generate.run as run
+    from attncli.core import sizes
+
+    args = ("generate", "the cat", "--model", str(tiny), "--raw", "--max-new-tokens", "6")
+    doc = json.loads(cli(*args, "--json").out)
+    p, n = len(doc["prompt"]), 6
+    cells = 3 * 4 * sum(p + s for s in range(n))  # layers × heads × keys, over every step
+    one_head = 1 * 1 * sum(p + s for s in range(n))  # --layers 0:1 --head 2
+    budget = (cells - 1) * sizes.JSON_WEIGHT_TEXT
+    monkeypatch.setattr(sizes, "GENERATE_JSON_BUDGET", budget)
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("decoding started")
+
+    with monkeypatch.context() as inner:
+        inner.setattr(run, "decode", never)
+        refused = cli(*args, "--json")
+        assert refused.code == 2 and refused.out == ""
+        assert refused.err == (f"attncli: error: 3 layers × 4 heads over 6 steps after a {p}-token "
+                               f"prompt would put up to {cells:,} weights (about "
+                               f"{sizes.size_text(cells * 16)}) in the JSON, past its "
+                               f"{sizes.size_text(budget)} budget; keep fewer with --layers A:B "
+                               "and --head H, or write fewer tokens with --max-new-tokens\n")
+        for option, name in (("--save-json", "big.json"), ("--save", "big.html")):
+            saved = cli(*args, option, str(tiny.parent / name))
+            assert saved.code == 2 and "budget" in saved.err
+            assert not (tiny.parent / name).exists()
+    assert one_head * sizes.JSON_WEIGHT_TEXT <= budget
+    fewer = json.loads(cli(*args, "--json", "--layers", "0:1", "--head", "2").out)
+    assert [s["weights"] for s in fewer["steps"]] == [
+        [[row[2]] for row in step["weights"][0:1]] for step in doc["steps"]]
+    assert fewer["config"]["weights"] == {"layers": [0, 1], "head": 2}
+    assert cli(*args).code == 0  # the view writes no JSON: no budget
+
+
+def test_the_json_weight_text_bound_holds(cli, tiny: Path) -> None:  # noqa: ANN001
+    run = cli("generate", "the cat", "--model", str(tiny), "--raw", "--max-new-tokens", "8",
+              "--json")
+    doc = json.loads(run.out)
+    weights = [step.pop("weights") for step in doc["steps"]]
+    cells = sum(len(row) for step in weights for layer in step for row in layer)
+    from attncli.core.sizes import JSON_WEIGHT_TEXT
+
+    assert len(json.dumps(weights)) <= cells * JSON_WEIGHT_TEXT
+
+
+@pytest.mark.parametrize("view", [(), ("--at", "1", "--combine", "max"),
+                                  ("--layers", "1:3", "--head", "2", "--keep-sinks", "--at", "0")])
+def test_show_reads_the_json_back_into_the_same_view(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
+                                                     view: tuple[str, ...]) -> None:
+    args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "4")
+    saved = tmp_path / "answer.json"
+    first = cli(*args, *view, "--save-json", str(saved))
+    assert first.code == 0, first.err
+    again = cli("show", str(saved), *view)
+    assert again.code == 0, again.err
+    assert again.out == first.out
+    assert json.loads(cli("show", str(saved), "--json").out) == json.loads(saved.read_text())
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d["steps"][0].update(weights=None), "steps[0].weights is null"),
+    (lambda d: d["steps"][1]["weights"][0].pop(), "steps[1].weights[0] has 3 items, expected 4"),
+    (lambda d: d["steps"][0]["weights"][0][0].append(0.5), "steps[0].weights[0][0] has"),
+    (lambda d: d["answer"][0].update(index=0), "answer[0].index"),
+    (lambda d: d["config"].update(stopped="bored"), "config.stopped"),
+    (lambda d: d["config"]["weights"].update(layers=[2, 9]), "config.weights.layers[1]"),
+    (lambda d: d.pop("steps"), "steps"),
+    (lambda d: d["sinks"].append(10**9), "sinks["),
+    (lambda d: d["steps"][1]["weights"][2][1].__setitem__(0, -0.5), "steps[1].weights hold -0.5"),
+    (lambda d: d["steps"][0]["weights"][0][0].__setitem__(1, 1e30), "steps[0].weights hold 1e+30")])
+def test_show_refuses_a_broken_generation_in_one_line(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
+                                                      change: Any, says: str) -> None:
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3",
+                         "--json").out)
+    change(doc)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(doc))
+    run = cli("show", str(broken))
+    assert run.code == 2 and run.out == "", run.err
+    assert run.err.startswith("attncli: error: saved file: ") and says in run.err
+    assert len(run.err.strip().splitlines()) == 1
+
+
+def test_show_refuses_the_generation_options_on_other_json_and_the_reverse(  # noqa: ANN001
+        cli, tiny: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "run.json"
+    runs.write_text(cli("run", "one two three", "--json").out)
+    other = cli("show", str(runs), "--at", "0")
+    assert other.code == 2 and "generate` JSON only" in other.err
+    answer = tmp_path / "answer.json"
+    answer.write_text(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "2",
+                          "--json").out)
+    rows = cli("show", str(answer), "--rows", "0:2")
+    assert rows.code == 2 and "--rows does not apply to `generate` JSON" in rows.err
+
+
+def test_show_template_with_json_is_the_text_its_tokens_and_origin(cli, tiny: Path) -> None:  # noqa: ANN001
+    text = cli("generate", "the cat", "--model", str(tiny), "--show-template").out
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--show-template",
+                         "--json").out)
+    answer = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens",
+                            "1", "--json").out)
+    assert doc == {"kind": "template", "given": text,
+                   "template": {"used": True, "origin": "tokenizer_config.json chat_template"},
+                   "prompt": answer["prompt"]}
+
+
+def test_an_empty_layer_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN001
+    run = cli("generate", "the cat", "--model", str(tiny), "--layers", "2:2")
+    assert run.code == 2 and run.out == ""
+    assert run.err == ("attncli: error: --layers 2:2 holds no layer: A:B is half-open, A below B "
+                       "(0:1 is layer 0)\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch.testing import assert_close
@@ -133,3 +134,51 @@ def test_gpt2_positions_bound_the_answer(models: dict[str, tuple[Path, Any]]) ->
     limit = model.traits.max_tokens or 64
     with pytest.raises(AttnCliError, match="positions"):
         list(decode(model, PROMPT, Sampling(max_new_tokens=limit), frozenset()))
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("chunk", [256, 3])  # the prompt's queries at once, or 3 at a time
+def test_prefill_fills_the_caches_that_stepping_fills(models: dict[str, tuple[Path, Any]],
+                                                      name: str, chunk: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import attncli.models.llama.decode as llama_decode
+
+    monkeypatch.setattr(llama_decode, "PREFILL_QUERIES", chunk)
+    model = open_model(str(models[name][0]))
+    prompt, _ = _prompt_and_n(name)
+    stepped, filled = model.decoder(0, len(prompt) + 2), model.decoder(0, len(prompt) + 2)
+    for position, token_id in enumerate(prompt):
+        stepped.step(token_id, position)
+    filled.prefill(prompt)
+    caches = [(c.keys, c.values) for c in stepped.caches] if name != "gpt2" else [
+        (b.k_cache, b.v_cache) for b in stepped.blocks]
+    refilled = [(c.keys, c.values) for c in filled.caches] if name != "gpt2" else [
+        (b.k_cache, b.v_cache) for b in filled.blocks]
+    for (keys, values), (filled_keys, filled_values) in zip(caches, refilled, strict=True):
+        assert_close(filled_keys, keys, **TOL)
+        assert_close(filled_values, values, **TOL)
+    # The next step reads either cache alike: its weights and logits agree.
+    after_steps, after_fill = (d.step_layers(prompt[0], len(prompt)) for d in (stepped, filled))
+    assert_close(after_fill[0], after_steps[0], **TOL)
+    assert_close(after_fill[1], after_steps[1], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_a_model_too_big_to_hold_streams_its_layers_with_the_same_answer(
+        models: dict[str, tuple[Path, Any]], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where every layer's float32 weights pass half the memory available, each step reads
+    each layer again (one layer in memory): the tokens and every step's weights are the held
+    decoder's, exactly."""
+    from attncli.core import sizes
+    from attncli.models.generate import engine
+
+    model = open_model(str(models[name][0]))
+    shape = model.decode_shape()
+    held = list(decode(model, PROMPT, Sampling(max_new_tokens=4), frozenset()))
+    assert engine.holds(model)
+    monkeypatch.setattr(sizes, "available_bytes", lambda: shape.layers * shape.token_macs * 4)
+    assert not engine.holds(model)
+    streamed = list(decode(model, PROMPT, Sampling(max_new_tokens=4), frozenset()))
+    assert [s.token_id for s in streamed] == [s.token_id for s in held]
+    for a, b in zip(streamed, held, strict=True):
+        assert np.array_equal(a.weights, b.weights)

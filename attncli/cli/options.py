@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from attncli.cli.groups import Group
-from attncli.cli.output import Page, check_outputs, deliver
+from attncli.cli.output import Page, check_outputs, deliver, is_page
 from attncli.cli.requests import read_source
 from attncli.core.display import (
     Display,
@@ -255,6 +255,10 @@ class Output(Group):
     def check(self) -> None:
         """Refuse unwritable --save/--save-json before any work."""
         check_outputs(self.save, self.save_json)
+
+    def writes_json(self) -> bool:
+        """Whether the JSON is written: --json, --save-json, or the page (--save x.html)."""
+        return self.as_json or self.save_json is not None or is_page(self.save)
 
     def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
         """JSON or tables on stdout, and the files asked for."""

@@ -20,7 +20,8 @@ Doc = dict[str, Any]
 
 @dataclass(frozen=True)
 class Saved:
-    """What a saved file holds: its kind (run, long, compare, heads or weights) and records."""
+    """What a saved file holds: its kind (run, long, compare, heads, weights or generate) and
+    records (generate: none here, its doc is read by models/generate/saved.py)."""
 
     kind: str
     results: list[Any]
@@ -209,6 +210,8 @@ def saved_from(data: Any) -> Saved:
     if not isinstance(data, dict):
         raise AttnCliError("expected attncli JSON, a [N][N] or [H][N][N] list, or "
                            '{"tokens": [...], "weights": ...}')
+    if data.get("kind") == "generate":  # read by models/generate/saved.py, for show
+        return Saved("generate", [], doc=data)
     if "variants" in data:
         return Saved("compare", _compare(data["variants"]), doc=data)
     if "scan" in data and "heads" in data and "model" in data:

@@ -226,6 +226,22 @@ def choose_impl(impl: Impl, num_tokens: int, num_heads: int,
     return Impl.naive if naive_bytes(num_tokens, num_heads) <= budget_bytes else Impl.tiled
 
 
+# `generate --json`: a float32 weight as JSON text ("0.012345678, ", "1.2345678e-05, ") is at
+# most 16 bytes, and the whole JSON is held to a budget, past which it is refused before the run.
+JSON_WEIGHT_TEXT = 16
+GENERATE_JSON_BUDGET = 256 * 10**6
+
+
+def check_json_budget(cells: int, what: str, hint: str, budget: int | None = None) -> None:
+    """Refuse a JSON of cells weights whose text would pass budget bytes (default:
+    GENERATE_JSON_BUDGET)."""
+    budget = GENERATE_JSON_BUDGET if budget is None else budget
+    need = cells * JSON_WEIGHT_TEXT
+    if need > budget:
+        raise AttnCliError(f"{what} would put up to {cells:,} weights (about {size_text(need)}) "
+                           f"in the JSON, past its {size_text(budget)} budget; {hint}")
+
+
 def check_memory(cells: int, what: str, hint: str) -> None:
     """Refuse to turn cells weights into JSON when they would not fit in memory now."""
     need, free = cells * JSON_CELL_BYTES, available_bytes()

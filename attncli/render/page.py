@@ -15,7 +15,8 @@ from typing import Any
 from attncli.render.jsonout import json_pieces
 
 BAND_WIDTH = 64  # the moving window's side: long.band holds each row's keys around it
-ASSETS = ("page.js", "page-long.js", "page-heads.js", "page-lessons.js")  # one script, in order
+# One script, in this order.
+ASSETS = ("page.js", "page-long.js", "page-heads.js", "page-lessons.js", "page-generate.js")
 # Only inline script and style, and nothing from the network, whatever a token's text holds.
 POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
           "img-src data:")

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from attncli.cli.generating import Answering
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source, request_of
 from attncli.errors import AttnCliError
@@ -60,9 +61,16 @@ def browse(
     encoding: Encoding,
     settings: Chapter3,
     compute: Annotated[Compute, Without("device", "pool", "full", "measure")],
+    answering: Annotated[Answering, Without("top_k", "seed", "show_template", "stream")],
     save_dir: Annotated[Path, typer.Option(
         help="Where `e` saves what is on screen (SVG, text or the HTML page).",
         file_okay=False)] = Path("."),
+    generate: Annotated[bool, typer.Option(
+        "--generate", help="TEXT is a prompt: --model answers it (as `attncli generate`), and "
+        "browse shows each answer token's attention from its own decode step.")] = False,
+    generation: Annotated[str | None, typer.Option(
+        help="Browse a saved `attncli generate --json` file instead.", show_default=False,
+        metavar="FILE")] = None,
 ) -> None:
     """Explore every layer × head interactively, full-screen in the terminal: move through the
     heads, open one, pick a query token and see what it attends to.
@@ -82,21 +90,47 @@ def browse(
       attncli browse --file book.txt --variant multihead --heads 4
     """
     check_terminal()
-    from attncli.browse.source import source_of
-    from attncli.core.compare import Shared
+    if generate or generation is not None:
+        shown = _generation(source, checkpoint, encoding, answering, generation)
+    else:
+        from attncli.browse.source import source_of
+        from attncli.core.compare import Shared
 
-    # Every variant at once (no --variant, no --model) takes --heads as multihead's alone.
-    every = settings.variant is None and checkpoint.model is None
-    request = request_of(source.read(), checkpoint, encoding, settings, compute,
-                         **({"heads": None} if every else {}))
-    shown = source_of(request, Shared(d_out=settings.d_out, heads=settings.heads,
-                                      dropout=settings.dropout))
+        # Every variant at once (no --variant, no --model) takes --heads as multihead's alone.
+        every = settings.variant is None and checkpoint.model is None
+        request = request_of(source.read(), checkpoint, encoding, settings, compute,
+                             **({"heads": None} if every else {}))
+        shown = source_of(request, Shared(d_out=settings.d_out, heads=settings.heads,
+                                          dropout=settings.dropout))
     from attncli.browse.app import BrowseApp
 
     browser = BrowseApp(shown, save=Saver(save_dir), terminal=True)
     threading.excepthook = _quiet_lost_terminal
     browser.run()
     _leave(browser.return_code or 0)
+
+
+def _generation(source: Source, checkpoint: Checkpoint, encoding: Encoding,
+                answering: Answering, saved: str | None) -> Any:
+    """browse's source for a generation: --model answering TEXT now, or a saved JSON."""
+    from attncli.browse.generation import generation_source
+
+    if saved is not None:
+        from attncli.core.saved import read_saved
+        from attncli.models.generate.saved import generation_from_dict
+
+        data = read_saved(saved)
+        if not isinstance(data, dict):
+            raise AttnCliError("--generation takes `attncli generate --json` output")
+        return generation_source(generation_from_dict(data))
+    if not checkpoint.model:
+        raise AttnCliError("browse --generate needs --model: the decoder that answers")
+    from attncli.models.generate.run import generate_model
+
+    result = generate_model(checkpoint.model, source.read()[0] or "", answering.sampling(),
+                            system=answering.system, raw=answering.raw,
+                            allow_special=encoding.allow_special)
+    return generation_source(result)
 
 
 class Saver:

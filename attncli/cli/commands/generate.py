@@ -2,98 +2,77 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from attncli.cli.app import app
-from attncli.cli.options import FileOpt, HeadOpt, JsonOpt, SpecialOpt, TextArg
-from attncli.cli.output import console, emit, emit_json
+from attncli.cli.generating import Answering, Attended
+from attncli.cli.groups import Without, command
+from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
+from attncli.errors import AttnCliError
 
-ModelReq = Annotated[str, typer.Option("--model", "-m", help="The decoder that answers: a folder, "
-                                       "a .gguf file, or a cached model name.")]
-MaxNewOpt = Annotated[int, typer.Option(help="The most answer tokens written.")]
-SampleOpt = Annotated[bool, typer.Option("--sample", help="Sample the next token (else greedy).")]
-TempOpt = Annotated[float, typer.Option(help="With --sample: logits divided by this first.")]
-TopPOpt = Annotated[float, typer.Option(help="With --sample: keep the likeliest tokens whose "
-                                        "mass reaches this.")]
-GenTopKOpt = Annotated[int, typer.Option("--top-k", help="With --sample: keep this many "
-                                         "likeliest tokens (0: all).")]
-GenSeedOpt = Annotated[int | None, typer.Option("--seed", help="With --sample: the seed that "
-                                                "reproduces the draw [default: a fresh one, "
-                                                "recorded in --json].", show_default=False)]
-SystemOpt = Annotated[str | None, typer.Option(help="A system message for the chat template.",
-                                               show_default=False)]
-RawOpt = Annotated[bool, typer.Option("--raw", help="Send the prompt without the chat template.")]
-ShowTemplateOpt = Annotated[bool, typer.Option("--show-template",
-                                               help="Print what the model is given, and stop.")]
-AtOpt = Annotated[int | None, typer.Option("--at", help="The answer token (0-based) whose "
-                                           "attention is drawn over the text.",
-                                           show_default=False)]
-LayersOpt = Annotated[str | None, typer.Option("--layers", help="Layers A:B combined (half-open) "
-                                               "[default: all].", show_default=False)]
-CombineOpt = Annotated[str, typer.Option(help="How layers and heads combine: mean or max.")]
-SinksOpt = Annotated[bool, typer.Option("--exclude-sinks/--keep-sinks", help="Leave out the "
-                                        "first token and the template's own tokens, and "
-                                        "renormalise (--json keeps raw weights).")]
+if TYPE_CHECKING:
+    from attncli.models.generate.prompt import Prompt
+
+LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
 
 
-def _span(text: str | None) -> tuple[int, int] | None:
-    from attncli.errors import AttnCliError
-
-    if text is None:
-        return None
-    a, sep, b = text.partition(":")
-    if not sep or not a.strip().isdigit() or not b.strip().isdigit():
-        raise AttnCliError(f"--layers takes A:B, two whole numbers (got {text!r})")
-    return int(a), int(b)
-
-
-@app.command()
-def generate(
-    text: TextArg = None, file: FileOpt = None, model: ModelReq = "",
-    max_new_tokens: MaxNewOpt = 48, sample: SampleOpt = False, temperature: TempOpt = 1.0,
-    top_p: TopPOpt = 1.0, top_k: GenTopKOpt = 0, seed: GenSeedOpt = None,
-    system: SystemOpt = None, raw: RawOpt = False, show_template: ShowTemplateOpt = False,
-    allow_special: SpecialOpt = False, at: AtOpt = None, layers: LayersOpt = None,
-    head: HeadOpt = None, combine: CombineOpt = "mean", exclude_sinks: SinksOpt = True,
-    as_json: JsonOpt = False,
-) -> None:
+@command()
+def generate(source: Annotated[Source, Without("inputs")],
+             checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+             encoding: Annotated[Encoding, Without("encoding")], answering: Answering,
+             attended: Attended, look: Annotated[Look, Without(*LOOK_UNUSED)],
+             output: Output) -> None:
     """Let the model answer, then show what each answer token looked at.
+
+    On a terminal the answer is written to stderr token by token as it comes (--stream,
+    --no-stream). Ctrl-C stops the model and shows what it wrote so far (stopped:
+    interrupted, exit 0); before its first answer token, Ctrl-C ends the run with exit 130.
 
     Examples:
 
       attncli generate "What is the capital of France?" --model SmolLM2.gguf
 
       attncli generate "Name a colour" --model M --sample --seed 1 --at 0 --layers 0:8
+
+      attncli generate "Name a colour" --model M --at Blue --json --layers 20:30 --head 3
     """
-    from attncli.core.inputs import read_text
-    from attncli.errors import AttnCliError
-    from attncli.models.generate.result import GenerateView, check_view
+    from attncli.cli.streams import after_imports
+
+    if not checkpoint.model:
+        raise AttnCliError("generate needs --model: the decoder that answers")
+    output.check()
+    layers = attended.check()
+    sampling = answering.sampling()
+    prompt = source.read(settle=False)[0] or ""
+    from attncli.models.family import open_model
+    from attncli.models.generate.prompt import build_prompt
     from attncli.models.generate.run import Keep, generate_model
-    from attncli.models.generate.sampling import Sampling
     from attncli.render.reports.generate import render_generation
 
-    if not model:
-        raise AttnCliError("generate needs --model: the decoder that answers")
-    prompt = read_text(text, file)
-    sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
-                        top_p=top_p, top_k=top_k, seed=seed)
-    view = GenerateView(at=at, layers=_span(layers), head=head, combine=combine,
-                        exclude_sinks=exclude_sinks)
-    if show_template:
-        from attncli.models.family import open_model
-        from attncli.models.generate.prompt import build_prompt
+    after_imports()
+    if answering.show_template:
+        built = build_prompt(open_model(checkpoint.model), checkpoint.model, prompt,
+                             answering.system, answering.raw, encoding.allow_special)
+        _show_template(built, output.as_json)
+        return
+    keep = Keep(layers, look.head, json=output.writes_json())
+    with answering.streaming() as on_token:
+        result = generate_model(checkpoint.model, prompt, sampling, system=answering.system,
+                                raw=answering.raw, keep=keep,
+                                allow_special=encoding.allow_special, on_token=on_token)
+    view = attended.view(result, look.head)
+    output.deliver(result.to_dict(), lambda out: render_generation(out, result, view))
 
-        built = build_prompt(open_model(model), model, prompt, system, raw, allow_special)
+
+def _show_template(built: Prompt, as_json: bool) -> None:
+    """What the model is given: its text, or with --json the text, its tokens and the template's
+    origin."""
+    if not as_json:
         typer.echo(built.given, nl=False)
         return
-    keep = Keep(view.layers, head) if as_json else Keep()
-    result = generate_model(model, prompt, sampling, system=system, raw=raw, keep=keep,
-                            allow_special=allow_special)
-    check_view(result, view)
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    out = console()
-    emit(out, render_generation(out, result, view))
+    from attncli.cli.output import emit_json
+
+    emit_json({"kind": "template", "given": built.given,
+               "template": {"used": built.templated, "origin": built.origin},
+               "prompt": [t.to_dict() for t in built.tokens]})

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from attncli.cli.generating import Attended
 from attncli.cli.groups import command
 from attncli.cli.options import Look, Output
 from attncli.cli.output import Page
@@ -24,6 +25,7 @@ def show(
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
     look: Look,
     output: Output,
+    attended: Attended,
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 
@@ -36,12 +38,20 @@ def show(
       attncli show weights.json --view heatmap --save page.html
 
       python -c 'print([[0.5, 0.5], [0.1, 0.9]])' | attncli show - --query 1
+
+      attncli generate "Hi" --model M --json > answer.json; attncli show answer.json --at 0
     """
     from attncli.core.saved import load_saved, pick
 
     windows, stages = look.windows(), look.stages()
     output.check()
     saved = load_saved(file)
+    if saved.kind == "generate":
+        _generation(saved.doc, look, attended, output)
+        return
+    if attended != Attended():
+        raise AttnCliError("--at, --layers, --combine and --keep-sinks apply to `generate` "
+                           "JSON only")
     if saved.kind == "scan":
         _heads_only(look.head, look.query, look.show, look.rows, look.cols)
         output.deliver(saved.doc, _scan_page(saved.results[0], saved.doc), {"scan": True})
@@ -77,6 +87,22 @@ def _scan_page(result: Any, doc: Any) -> Page:
 
     scan = scan_part(doc, result.model.layers, result.model.heads)
     return lambda out: render_scan(out, result, scan)
+
+
+def _generation(doc: dict[str, Any], look: Look, attended: Attended, output: Output) -> None:
+    """A generation's view, as `generate` showed it, with this call's view options."""
+    from attncli.models.generate.saved import generation_from_dict
+    from attncli.render.reports.generate import render_generation
+
+    given = [name for name, value in (("--query", look.query), ("--show", look.show),
+                                      ("--rows", look.rows), ("--cols", look.cols))
+             if value is not None]
+    if given:
+        raise AttnCliError(f"{given[0]} does not apply to `generate` JSON: choose the answer "
+                           "token with --at, and --layers, --head, --combine")
+    result = generation_from_dict(doc)
+    view = attended.view(result, look.head)
+    output.deliver(result.to_dict(), lambda out: render_generation(out, result, view))
 
 
 def _heads_only(head: int | None, query: str | None, show: str | None, rows: str | None,

@@ -1,5 +1,7 @@
-"""The generation loop: the prompt through the decode step token by token (filling every
-layer's cache), then one decode step per answer token, each keeping its own attention.
+"""The generation loop: the prompt through every layer (filling each layer's cache: in one pass
+where the family's decoder has prefill, as every one has now, else token by token without
+logits), then one decode step per answer token, each keeping its own attention from its own
+cache.
 
 Step s's query is the token at position P - 1 + s (the prompt's last token, then each answer
 token): its weights over every layer's cache are what the model looked at as it chose answer
@@ -15,6 +17,7 @@ import numpy as np
 import torch
 
 from attncli.errors import AttnCliError
+from attncli.models.decoding import DecodeStep
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
 
@@ -60,6 +63,33 @@ def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
                "use a smaller --max-new-tokens or a shorter prompt")
 
 
+def holds(model: Model) -> bool:
+    """Whether every layer's weights, as float32, fit in half the memory available: then they
+    are read once and held (fast steps); else each step reads each layer again from the file,
+    one layer in memory at a time (an 8B's 32 GB of float32 on a 16 GB machine)."""
+    from attncli.core.sizes import FLOAT_BYTES, available_bytes
+
+    shape = model.decode_shape()  # token_macs: one multiply-add per weight of a layer
+    return shape.layers * shape.token_macs * FLOAT_BYTES <= available_bytes() // 2
+
+
+def _fill(decoder: DecodeStep, prompt_ids: list[int],
+          on_prefill: Callable[[int], None] | None) -> None:
+    """Every layer's cache filled with the prompt's keys and values: in one pass where the
+    family's decoder has one (prefill), else token by token with step (no logits wanted: the
+    unembedding is most of a small model's step)."""
+    prefill = getattr(decoder, "prefill", None)
+    if prefill is not None and prompt_ids:
+        prefill(prompt_ids)
+        if on_prefill is not None:
+            on_prefill(len(prompt_ids))
+        return
+    for position, token_id in enumerate(prompt_ids):
+        decoder.step(token_id, position)
+        if on_prefill is not None:
+            on_prefill(position + 1)
+
+
 @torch.no_grad()
 def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
            stop_ids: frozenset[int],
@@ -70,11 +100,8 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
     model.check_tokens(prompt_ids)
     check_length(model, len(prompt_ids), sampling)
     generator = generator_for(with_seed(sampling))
-    decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens)
-    for position, token_id in enumerate(prompt_ids[:-1]):
-        decoder.step_layers(token_id, position)  # fills every layer's cache
-        if on_prefill is not None:
-            on_prefill(position + 1)
+    decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens, held=holds(model))
+    _fill(decoder, prompt_ids[:-1], on_prefill)
     token_id, position = prompt_ids[-1], len(prompt_ids) - 1
     for _ in range(sampling.max_new_tokens):
         weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)

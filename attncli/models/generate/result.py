@@ -118,6 +118,29 @@ class GenerationResult:
         return float(np.mean(to_prompt)), float(np.mean(to_answer))
 
 
+def answer_index(result: GenerationResult, at: str | int | None) -> int | None:
+    """--at as an answer token's index: a whole number is the index, other text names the first
+    answer token with that text (its leading space optional)."""
+    from attncli.errors import AttnCliError
+
+    if at is None or isinstance(at, int):
+        return at
+    if at.strip().lstrip("-").isdigit():
+        return int(at)
+    texts = [t.text for t in result.answer]
+    for wanted in (lambda text: text == at, lambda text: text.lstrip() == at.lstrip()):
+        found = next((s for s, text in enumerate(texts) if wanted(text)), None)
+        if found is not None:
+            return found
+    shown = ", ".join(repr(text) for text in texts[:LISTED])
+    more = f", ... ({len(texts)} in all)" if len(texts) > LISTED else ""
+    raise AttnCliError(f"--at {at!r} is not the text of an answer token (the answer's tokens: "
+                       f"{shown or 'none'}{more})")
+
+
+LISTED = 8  # answer tokens named when --at's text is not one of them
+
+
 def check_view(result: GenerationResult, view: GenerateView) -> None:
     """Refuse a view that names an answer token, layer or head the result does not hold."""
     from attncli.errors import AttnCliError

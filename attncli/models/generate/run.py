@@ -22,6 +22,7 @@ class Keep:
 
     layers: tuple[int, int] | None = None
     head: int | None = None
+    json: bool = False  # the weights go into a JSON: its size is checked against its budget
 
 
 GREEDY = Sampling()
@@ -44,6 +45,8 @@ def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
     built = build_prompt(model, model_path, prompt, system, raw, allow_special)
     sampling = with_seed(sampling)
     _check_keep(model, keep)
+    if keep.json:
+        check_json_size(model, len(built.ids), sampling.max_new_tokens, keep)
     texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if
                                            model.vocabulary() is not None else "gpt2", None))
     steps: list[Step] = []
@@ -72,6 +75,21 @@ def _check_keep(model: Model, keep: Keep) -> None:
     if keep.head is not None and not 0 <= keep.head < heads:
         raise AttnCliError(f"--head {keep.head} is outside the model's {heads} heads "
                            f"(0 to {heads - 1})")
+
+
+def check_json_size(model: Model, prompt_len: int, max_new: int, keep: Keep) -> None:
+    """Refuse, before any decoding, a JSON whose weights would pass its budget: step s keeps
+    layers × heads × (prompt_len + s) weights."""
+    from attncli.core.sizes import check_json_budget
+
+    a, b = keep.layers or (0, model.spec.n_layer)
+    heads = model.spec.num_heads if keep.head is None else 1
+    keys = max_new * prompt_len + max_new * (max_new - 1) // 2  # Σ over steps of P + s
+    check_json_budget((b - a) * heads * keys,
+                      f"{b - a} layers × {heads} head{'s' if heads > 1 else ''} over {max_new:,} "
+                      f"steps after a {prompt_len:,}-token prompt",
+                      "keep fewer with --layers A:B and --head H, or write fewer tokens with "
+                      "--max-new-tokens")
 
 
 def _info(record: dict[str, object], index: int) -> TokenInfo:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attncli.core.attention import MultiHeadAttention
+from attncli.core.attention import MultiHeadAttention, causal_mask
 from attncli.models.decoding import DecodedToken, Shape
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.gpt2.model import (
@@ -130,6 +130,27 @@ class GPT2Decoder:
                     shown.append((attn_weights, attn_out[0]))  # (heads, t+1), (d,)
             del read, block  # block i's weights and cache go before block i + 1's are read
         return [DecodedToken(w, c, b) for (w, c), b in zip(shown, cache_bytes, strict=True)]
+
+    @torch.no_grad()
+    def prefill(self, token_ids: list[int]) -> None:
+        """Tokens 0..T-1 through every block in one pass, each block's cache filled with their
+        keys and values, as T steps would fill it (no weights or logits kept). Only on an empty
+        cache."""
+        assert all(b.k_cache.shape[1] == 0 for b in self.blocks), "prefill starts a decode"
+        ckpt, weights, eps = self.ckpt, self.weights, self.ckpt.layer_norm_epsilon
+        n = len(token_ids)
+        x = weights.rows("wte.weight", token_ids) + weights.rows("wpe.weight", list(range(n)))
+        mask = causal_mask(n)  # (T, T) True where a query may not look: the future
+        for block in self.blocks:  # x: (T, d) above
+            attn = block.attn or load_attention(weights, ckpt, block.layer)
+            queries, block.k_cache, block.v_cache = attn.heads_qkv(
+                layer_norm(weights, f"{block.name}.ln_1", x, eps))  # (heads, T, hd) each
+            scores = queries @ block.k_cache.transpose(1, 2) / math.sqrt(ckpt.head_dim)
+            attn_weights = torch.softmax(scores.masked_fill(mask, -torch.inf), dim=-1)
+            heads_context = (attn_weights @ block.v_cache).transpose(0, 1).reshape(n, -1)
+            x = x + attn.out_proj(heads_context)  # (T, d)
+            x = x + feed_forward(weights, ckpt, block.name,
+                                 layer_norm(weights, f"{block.name}.ln_2", x, eps))  # (T, d)
 
     def cache_bytes(self) -> int:
         """Bytes of every block's keys and values so far."""

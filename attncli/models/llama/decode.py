@@ -14,7 +14,13 @@ from torch import Tensor
 from attncli.models.decoding import DecodedToken, Shape
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
+from attncli.models.llama.model import (
+    llama_logits,
+    project,
+    scale_scores,
+    soft_cap,
+    window_mask,
+)
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 
@@ -65,6 +71,32 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     shown = attn_weights.new_zeros(spec.num_heads, cache_len)  # (heads, t+1) 0 outside window
     shown[:, start:] = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
     return shown, linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
+
+
+PREFILL_QUERIES = 256  # prompt queries attended at once: scores (heads, 256, T) at a time
+
+
+def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
+                     cache: _LayerCache) -> Tensor:
+    """Every prompt query (heads, T, hd) over the cache's T keys, causal and windowed as the
+    step reads them, in float64 as the step's scores are: the context (T, heads · hd)."""
+    num_tokens, window = queries.shape[1], spec.layer_windows[layer]
+    grouped = queries.view(spec.kv_heads, spec.group_size, num_tokens, spec.head_dim)
+    keys = cache.keys.unsqueeze(1).double()  # (kv, 1, T, hd)
+    values = cache.values.unsqueeze(1)  # (kv, 1, T, hd)
+    parts = []
+    for start in range(0, num_tokens, PREFILL_QUERIES):
+        end = min(start + PREFILL_QUERIES, num_tokens)
+        attn_scores = grouped[:, :, start:end].double() @ keys.transpose(-2, -1)  # (kv, g, C, T)
+        scaled = scale_scores(spec, attn_scores)
+        capped = soft_cap(spec, scaled)
+        # Query q sees keys q - window + 1 .. q: the window mask's rows start..end.
+        mask = window_mask(num_tokens, window)[start:end]  # (C, T)
+        masked = (scaled if capped is None else capped).masked_fill(mask, -torch.inf)
+        attn_weights = torch.softmax(masked, dim=-1).to(grouped.dtype)  # (kv, g, C, T)
+        context = attn_weights @ values  # (kv, g, C, hd)
+        parts.append(context.reshape(spec.num_heads, end - start, spec.head_dim))
+    return torch.cat(parts, dim=1).transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · hd)
 
 
 class LlamaDecoder:
@@ -139,6 +171,23 @@ class LlamaDecoder:
                     shown.append((attn_weights, attn_out[0]))  # (heads, t+1), (d_model,)
             del read, cache  # layer i's weights and cache go before layer i + 1's are read
         return [DecodedToken(w, c, b) for (w, c), b in zip(shown, cache_bytes, strict=True)]
+
+    @torch.no_grad()
+    def prefill(self, token_ids: list[int]) -> None:
+        """Tokens 0..T-1 through every layer in one pass, each layer's cache filled with their
+        keys and values, as T steps would fill it (no weights or logits kept: a generation's
+        prompt). Only on an empty cache."""
+        assert all(c.keys.shape[1] == 0 for c in self.caches), "prefill starts a decode"
+        read, spec, n = self.read, self.spec, len(token_ids)
+        x = embed(read, spec, token_ids)  # (T, d_model)
+        for i, cache in enumerate(self.caches):
+            tables = self.ropes[i]
+            rope = None if tables is None else (tables[0][:n], tables[1][:n])
+            heads = project(read, spec, i, attention_input(read, spec, i, x), rope)
+            cache.keys, cache.values = heads.keys_rope, heads.values  # (kv_heads, T, hd) each
+            context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
+            attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
+            x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)
 
     def cache_bytes(self) -> int:
         """Bytes of every layer's keys and values so far (kv_heads per token, not heads)."""

@@ -1,7 +1,7 @@
 // attncli's interactive page: plain JavaScript, no libraries, no network.
 // It reads the command's --json document (#attncli-data) and render-only extras (#attncli-extra).
-// page.py joins page.js, page-long.js, page-heads.js and page-lessons.js into one function
-// and calls main() at its end.
+// page.py joins page.js, page-long.js, page-heads.js, page-lessons.js and page-generate.js into
+// one function and calls main() at its end.
 
 const doc = JSON.parse(document.getElementById("attncli-data").textContent);
 const extra = JSON.parse(document.getElementById("attncli-extra").textContent || "{}") || {};
@@ -100,6 +100,7 @@ function compareModel() {
 }
 
 function buildModel() {
+  if (doc.kind === "generate") return generateModel();
   if (doc.rows && doc.fit) return costModel();
   if (Array.isArray(doc.steps) && doc.block !== undefined) return flashModel();
   if (Array.isArray(doc.steps) && doc.totals) return kvcacheModel();

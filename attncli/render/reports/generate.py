@@ -32,7 +32,7 @@ def heading(result: GenerationResult) -> str:
                 else "the prompt raw (no chat template)")
     strategy = result.sampling.get("strategy", "greedy")
     seed = f", seed {result.sampling['seed']}" if strategy == "sample" else ""
-    return (f"{result.model.name or result.model.path}: {len(result.answer)} tokens, "
+    return (f"{result.model.path}: {len(result.answer)} tokens, "
             f"{strategy}{seed}, {prompted}; stopped: {result.stopped}")
 
 

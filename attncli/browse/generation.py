@@ -1,0 +1,43 @@
+"""A generation as browse shows it: one row per layer held, its heads' matrices over the prompt
+and the answer, where the query of answer step s (the token before answer token s) holds that
+step's own weights and every other query is left empty (NaN: no step computed it)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attncli.browse.patterns import ExactRow, RowData
+from attncli.browse.source import WEIGHTS, RowInfo, Source
+from attncli.errors import AttnCliError
+from attncli.models.generate.result import GenerationResult
+
+
+def generation_matrices(result: GenerationResult) -> np.ndarray:
+    """(layers held, heads held, T, T) float32 over prompt + answer: row P - 1 + s is step s's
+    weights over its P + s keys, NaN elsewhere."""
+    p, n = len(result.prompt), len(result.answer)
+    if not result.weights:
+        raise AttnCliError("browse needs the answer's weights: this generation holds none")
+    layers, heads = np.asarray(result.weights[0]).shape[:2]
+    out = np.full((layers, heads, p + n, p + n), np.nan, dtype=np.float32)
+    for s, held in enumerate(result.weights):
+        out[:, :, p - 1 + s, :p + s] = held  # (layers, heads, P + s)
+    return out
+
+
+def generation_source(result: GenerationResult) -> Source:
+    """What browse shows of a generation: each layer held as a row of heads."""
+    matrices = generation_matrices(result)
+    first = (result.layers_kept or (0, result.model.layers))[0]
+    heads = matrices.shape[1]
+    rows = [RowInfo(f"layer {first + k}", f"L{first + k}", heads) for k in range(len(matrices))]
+    p = len(result.prompt)
+    title = (f"{result.model.path} · answer of {len(result.answer)} tokens · query "
+             f"{p - 1}.. are the answer's steps (earlier queries: not computed)")
+
+    def compute(row: int, what: str) -> RowData:
+        if what != WEIGHTS:
+            raise AttnCliError(f"a generation holds its steps' weights only, not {what}")
+        return ExactRow(matrices[row], [{} for _ in range(heads)])
+
+    return Source(title, result.labels(), rows, compute)

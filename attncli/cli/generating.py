@@ -1,0 +1,153 @@
+"""The options of a generation, declared once in two groups: how the model answers (Answering)
+and which of its attention a view shows (Attended). `generate` takes them, and so can any
+command that lets a model answer. Their defaults are those of the records they build
+(models/generate: Sampling, GenerateView), which tests/test_cli_generate.py checks."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import typer
+
+from attncli.cli.groups import Group
+from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from attncli.core.result import TokenInfo
+    from attncli.models.generate.result import GenerateView, GenerationResult
+    from attncli.models.generate.sampling import Sampling
+
+MaxNewOpt = Annotated[int, typer.Option(help="The most answer tokens written.")]
+SampleOpt = Annotated[bool, typer.Option("--sample", help="Sample the next token (else greedy).")]
+TempOpt = Annotated[float, typer.Option(help="With --sample: logits divided by this first.")]
+TopPOpt = Annotated[float, typer.Option(help="With --sample: keep the likeliest tokens whose "
+                                        "mass reaches this.")]
+GenTopKOpt = Annotated[int, typer.Option("--top-k", help="With --sample: keep this many "
+                                         "likeliest tokens (0: all).")]
+GenSeedOpt = Annotated[int | None, typer.Option(
+    "--seed", help="With --sample: the seed that reproduces the draw [default: a fresh one, "
+    "recorded in --json].", show_default=False)]
+SystemOpt = Annotated[str | None, typer.Option(help="A system message for the chat template.",
+                                               show_default=False)]
+RawOpt = Annotated[bool, typer.Option("--raw", help="Send the prompt without the chat template.")]
+ShowTemplateOpt = Annotated[bool, typer.Option("--show-template",
+                                               help="Print what the model is given, and stop.")]
+StreamOpt = Annotated[bool | None, typer.Option(
+    "--stream/--no-stream", help="Write the answer to stderr token by token as it comes "
+    "[default: when stderr is a terminal].", show_default=False)]
+AtOpt = Annotated[str | None, typer.Option(
+    "--at", help="The answer token whose attention is drawn over the text: its index (0-based) "
+    "or its text (the first such token; its leading space optional).", show_default=False,
+    metavar="I|TEXT")]
+LayersOpt = Annotated[str | None, typer.Option(
+    "--layers", help="Layers A:B combined (half-open) [default: all].", show_default=False,
+    metavar="A:B")]
+CombineOpt = Annotated[str, typer.Option(help="How layers and heads combine: mean or max.")]
+SinksOpt = Annotated[bool, typer.Option(
+    "--exclude-sinks/--keep-sinks", help="Leave out the first token and the template's own "
+    "tokens, and renormalise (--json keeps raw weights).")]
+
+
+@dataclass(frozen=True)
+class Answering(Group):
+    """How the model is prompted and chooses its answer."""
+
+    panel = "Generation"
+    max_new_tokens: MaxNewOpt = 48
+    sample: SampleOpt = False
+    temperature: TempOpt = 1.0
+    top_p: TopPOpt = 1.0
+    top_k: GenTopKOpt = 0
+    seed: GenSeedOpt = None
+    system: SystemOpt = None
+    raw: RawOpt = False
+    show_template: ShowTemplateOpt = False
+    stream: StreamOpt = None
+
+    def sampling(self) -> Sampling:
+        """The sampling record (checked there)."""
+        from attncli.models.generate.sampling import Sampling
+
+        return Sampling(max_new_tokens=self.max_new_tokens, sample=self.sample,
+                        temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+                        seed=self.seed)
+
+    @contextmanager
+    def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:
+        """Inside: what takes each answer token as it comes (stderr's writer with --stream, by
+        default when stderr is a terminal; else None); the streamed line is ended after."""
+        wanted = self.stream if self.stream is not None else _is_terminal(sys.stderr)
+        written: list[str] = []
+
+        def write_token(token: TokenInfo) -> None:
+            written.append(token.text)
+            _write("\n".join(visible(line) for line in token.text.split("\n")))
+
+        from attncli.core.tokens import visible
+
+        try:
+            yield write_token if wanted else None
+        finally:
+            if written:
+                _write("\n")
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):  # a closed stream
+        return False
+
+
+def _write(text: str) -> None:
+    """Write to stderr now; a stderr that fails is let go (the answer still reaches stdout)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+@dataclass(frozen=True)
+class Attended(Group):
+    """Which of the answer's attention is shown, and how layers and heads combine."""
+
+    panel = "Attention view"
+    at: AtOpt = None
+    layers: LayersOpt = None
+    combine: CombineOpt = "mean"
+    exclude_sinks: SinksOpt = True
+
+    def check(self) -> tuple[int, int] | None:
+        """--layers and --combine checked before any work; --layers as (a, b) or None."""
+        from attncli.models.generate.result import COMBINES
+
+        if self.combine not in COMBINES:
+            raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
+                               f"{self.combine!r})")
+        return self.span()
+
+    def span(self) -> tuple[int, int] | None:
+        """--layers as (a, b), or None for every layer."""
+        if self.layers is None:
+            return None
+        a, sep, b = self.layers.partition(":")
+        if not sep or not a.strip().isdigit() or not b.strip().isdigit():
+            raise AttnCliError(f"--layers takes A:B, two whole numbers (got {self.layers!r})")
+        if int(a) >= int(b):
+            raise AttnCliError(f"--layers {self.layers} holds no layer: A:B is half-open, A below "
+                               "B (0:1 is layer 0)")
+        return int(a), int(b)
+
+    def view(self, result: GenerationResult, head: int | None) -> GenerateView:
+        """The view of result: --at resolved against its answer, and checked."""
+        from attncli.models.generate.result import GenerateView, answer_index, check_view
+
+        view = GenerateView(at=answer_index(result, self.at), layers=self.span(), head=head,
+                            combine=self.combine, exclude_sinks=self.exclude_sinks)
+        check_view(result, view)
+        return view

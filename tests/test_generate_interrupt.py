@@ -1,0 +1,122 @@
+"""`attncli generate` as it writes: the answer streamed to stderr token by token (stdout stays
+clean), and Ctrl-C mid-generation still shows what was written; before the first token, 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.llama_fixtures import save_family
+
+MANY = 1500  # more answer tokens than the run can write before its Ctrl-C
+SEEN = 12  # streamed characters read before Ctrl-C is sent
+
+
+def _limit(megabytes: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes * 2**20, megabytes * 2**20))
+    return apply
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("generate-interrupt") / "llama"
+    save_family(folder, "llama", seed=21, max_position_embeddings=4096)
+    return folder
+
+
+def _interrupted(tiny: Path, *extra: str) -> tuple[int, str, str, bool]:
+    """Start a long generation with --stream, read SEEN streamed characters from stderr, send
+    SIGINT: the exit code, stdout, stderr, and whether the run was still going when the
+    characters had arrived."""
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attncli", "generate", "the cat", "--model", str(tiny), "--raw",
+         "--max-new-tokens", str(MANY), "--stream", *extra], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env, cwd=ROOT, preexec_fn=_limit(6000))
+    assert proc.stderr is not None
+    streamed = b""
+    while len(streamed.decode(errors="replace")) < SEEN:
+        chunk = os.read(proc.stderr.fileno(), 1)
+        if not chunk:
+            break
+        streamed += chunk
+    running = proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out.decode(), (streamed + err).decode(), running
+
+
+def test_ctrl_c_mid_generation_keeps_the_answer_in_the_json(tiny: Path) -> None:
+    code, out, err, running = _interrupted(tiny, "--json")
+    assert running, "the answer was streamed while the model was still writing"
+    assert code == 0, err
+    doc = json.loads(out)  # stdout holds the JSON only: the stream went to stderr
+    assert doc["config"]["stopped"] == "interrupted"
+    answer = [t["text"] for t in doc["answer"]]
+    assert 0 < len(answer) < MANY and len(doc["steps"]) == len(answer)
+    streamed = err.removesuffix("\n")
+    assert streamed == "".join(answer)  # every token shown was streamed, and only those
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_mid_generation_shows_the_view_of_what_was_written(tiny: Path) -> None:
+    code, out, err, _ = _interrupted(tiny)
+    assert code == 0, err
+    assert "stopped: interrupted" in out and "answer: " in out
+    assert "attention to the prompt" in out and "Traceback" not in err
+
+
+def test_ctrl_c_before_the_first_token_ends_with_130(cli, tiny: Path,  # noqa: ANN001
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import attncli.models.generate.run as run
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "decode", interrupted)
+    result = cli("generate", "the cat", "--model", str(tiny), "--json")
+    assert result.code == 130 and result.out == ""  # nothing to show: no partial JSON
+
+
+def test_no_stream_when_stderr_is_not_a_terminal(tiny: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "attncli", "generate", "the cat", "--model",
+                          str(tiny), "--max-new-tokens", "4", "--json"], capture_output=True,
+                         cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300,
+                         check=False, preexec_fn=_limit(6000))
+    assert run.returncode == 0 and run.stderr == b"", run.stderr
+    assert len(json.loads(run.stdout)["answer"]) <= 4
+
+
+def test_a_terminal_on_stderr_gets_the_stream_by_default(tiny: Path) -> None:
+    import pty
+
+    main, side = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "attncli", "generate", "the cat", "--model",
+                             str(tiny), "--raw", "--max-new-tokens", "5", "--json"],
+                            stdout=subprocess.PIPE, stderr=side, cwd=ROOT,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"}, preexec_fn=_limit(6000))
+    os.close(side)
+    out, _ = proc.communicate(timeout=300)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal's other side is closed: all is read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    assert proc.returncode == 0
+    answer = "".join(t["text"] for t in json.loads(out)["answer"])
+    assert shown.decode().replace("\r\n", "\n") == answer + "\n"
