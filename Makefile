@@ -7,7 +7,7 @@ SENTENCE := Your journey starts with one step
 
 REAL_TEXT := samples/induction.txt
 
-.PHONY: demo test check bench lint test-deps model clean
+.PHONY: demo test check docs bench lint test-deps model clean
 
 # The CPU build of torch first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA
 # build. uv installs the same packages as pip in a fraction of the time, taking torch's CPU wheel
@@ -86,6 +86,14 @@ check: $(STAMP)
 		-n $(CHECK_WORKERS) -m "not process"; tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
+# The docs site, offline, warnings as errors, into docs/_build/html; the docs extra (Sphinx, MyST,
+# furo) is installed into the venv first where it is missing.
+docs: $(STAMP)
+	@$(PY) -c "import sphinx, myst_parser, furo" 2>/dev/null || \
+		$(VENV)/bin/uv pip install -q --python $(PY) -e '.[docs]' 2>/dev/null || \
+		$(PY) -m pip install -q -e '.[docs]'
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 bench: $(STAMP) model
 	$(PY) bench/bench.py
 	$(PY) bench/e2e.py
@@ -103,4 +111,4 @@ bench: $(STAMP) model
 	$(PY) bench/scale.py --sizes 1b
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build
