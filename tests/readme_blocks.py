@@ -1,5 +1,5 @@
-"""README.md's fenced blocks read as commands and the output each shows, and compared with
-what the commands really print."""
+"""The fenced blocks of README.md and of every docs/**/*.md page, read as commands and the output
+each shows, and compared with what the commands really print."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# Every Markdown page whose command blocks are run: the README, then the docs site's pages.
+DOCUMENTS = [README, *sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)]
 ELISION = "…"  # a line of this alone stands for any number of lines of the real output
 ABSENT = "(absent)"  # how a key that one side lacks is named in a difference
 FENCE = re.compile(r"^```(\S*).*$")
@@ -45,11 +49,13 @@ ROUNDING = [
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block: the line of its opening fence, its info string and its body."""
+    """One fenced block: the line of its opening fence, its info string and its body, in the
+    page named by source (its path from the repository root)."""
 
     line: int
     info: str
     body: tuple[str, ...]
+    source: str = "README.md"
 
     @property
     def shows_commands(self) -> bool:
@@ -69,6 +75,7 @@ class Example:
     line: int
     command: str
     shown: tuple[str, ...]
+    source: str = "README.md"
 
     @property
     def width(self) -> int:
@@ -77,8 +84,15 @@ class Example:
         return 80 if widest <= 80 else 100
 
 
-def blocks(text: str) -> list[Block]:
-    """Every fenced block of a Markdown text, in order."""
+def document_blocks() -> list[Block]:
+    """Every fenced block of every page in DOCUMENTS, in order."""
+    return [b for path in DOCUMENTS
+            for b in blocks(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+
+
+def blocks(text: str, source: str = "README.md") -> list[Block]:
+    """Every fenced block of a Markdown text, in order; MyST's directives (```{toctree},
+    ```{eval-rst}: Sphinx's instructions, not code) are left out."""
     found, lines = [], text.splitlines()
     k = 0
     while k < len(lines):
@@ -87,8 +101,9 @@ def blocks(text: str) -> list[Block]:
             k += 1
             continue
         end = next((j for j in range(k + 1, len(lines)) if lines[j].startswith("```")), None)
-        assert end is not None, f"README.md:{k + 1}: a fence that is never closed"
-        found.append(Block(k + 1, match.group(1), tuple(lines[k + 1:end])))
+        assert end is not None, f"{source}:{k + 1}: a fence that is never closed"
+        if not match.group(1).startswith("{"):
+            found.append(Block(k + 1, match.group(1), tuple(lines[k + 1:end]), source))
         k = end + 1
     return found
 
@@ -112,7 +127,7 @@ def examples(block: Block) -> list[Example]:
     found, k = [], 0
     while k < len(block.body):
         if not block.body[k].startswith("$ "):
-            assert not found, f"README.md:{block.line + 1 + k}: output before any `$ ` command"
+            assert not found, f"{block.source}:{block.line + 1 + k}: output before any `$ ` command"
             k += 1
             continue
         line = block.line + 1 + k
@@ -120,7 +135,7 @@ def examples(block: Block) -> list[Example]:
         start = k
         while k < len(block.body) and not block.body[k].startswith("$ "):
             k += 1
-        found.append(Example(line, command[2:], block.body[start:k]))
+        found.append(Example(line, command[2:], block.body[start:k], block.source))
     return found
 
 
@@ -219,7 +234,7 @@ def _first_difference(shown: object, real: object, path: str) -> str:
         for k, (a, b) in enumerate(zip(shown, real, strict=True)):
             if not _same(a, b):
                 return _first_difference(a, b, f"{path}[{k}]")
-    return f"{path or '.'}: the README shows {json.dumps(shown)[:200]}, it prints " \
+    return f"{path or '.'}: the page shows {json.dumps(shown)[:200]}, it prints " \
            f"{json.dumps(real)[:200]}"
 
 
@@ -256,7 +271,7 @@ def _matches(shown: list[str], real: list[str]) -> bool:
 
 
 def differences(example: Example, printed: str, masks: list[tuple[str, str, str]]) -> str:
-    """Empty when the printed output is what the README shows; else a diff that says why.
+    """Empty when the printed output is what the page shows; else a diff that says why.
 
     JSON is compared by value; text line by line after trailing spaces are stripped and each
     mask (name, pattern, replacement) is applied to both sides."""
@@ -275,7 +290,8 @@ def differences(example: Example, printed: str, masks: list[tuple[str, str, str]
         real = [re.sub(pattern, replacement, line) for line in real]
     if _matches(shown, real):
         return ""
-    diff = "\n".join(difflib.unified_diff(shown, real, "README.md", "printed", lineterm="", n=2))
+    diff = "\n".join(difflib.unified_diff(shown, real, example.source, "printed", lineterm="",
+                                         n=2))
     if any(line.strip() == ELISION for line in shown):
-        return f"(each `{ELISION}` line of the README stands for any run of lines)\n{diff}"
+        return f"(each `{ELISION}` line of the page stands for any run of lines)\n{diff}"
     return diff

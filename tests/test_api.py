@@ -242,17 +242,20 @@ def test_reprs_are_one_line() -> None:
 
 
 def test_the_readmes_python_examples_print_what_they_show(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's ```pycon block, run as a doctest in the repository root."""
+    """The ```pycon blocks of the README and the docs (docs/api.md), run as doctests in the
+    repository root."""
     import doctest
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    from tests.readme_blocks import DOCUMENTS
+
+    text = "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTS)
     blocks = re.findall(r"```pycon\n(.*?)```", text, re.S)
     assert blocks
     monkeypatch.chdir(ROOT)
     parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(
         optionflags=doctest.NORMALIZE_WHITESPACE)
     for k, block in enumerate(blocks):
-        test = parser.get_doctest(block, {}, f"README pycon {k}", "README.md", 0)
+        test = parser.get_doctest(block, {}, f"pycon block {k}", "docs", 0)
         assert test.examples
         runner.run(test)
     assert runner.failures == 0

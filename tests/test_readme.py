@@ -1,4 +1,5 @@
-"""Every command block of the README is run and compared with the output it shows (issue 21).
+"""Every command block of the README and of the docs site (docs/**/*.md) is run and compared with
+the output it shows (issues 21 and 39).
 
 A ```console block (or any block of `$ command` lines) shows commands with their output: each
 command is run as a user would run it, in the repository root with NO_COLOR=1 and the COLUMNS
@@ -6,7 +7,7 @@ its output implies, and what it prints must be what the block shows: JSON by val
 line (trailing spaces stripped; a line of `…` alone stands for lines left out). A ```sh block
 lists commands: each must run and exit 0 (or the code its `# exit N` comment names) and print
 something. What cannot run here, what is masked and what is provided are named below, each with
-its reason, and each entry must still match the README.
+its reason, and each entry must still match a command of some page.
 """
 
 from __future__ import annotations
@@ -19,18 +20,20 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CliRun
 from tests.readme_blocks import (
+    DOCUMENTS,
     README,
     ROUNDING,
     TIMINGS,
     Block,
-    blocks,
     differences,
+    document_blocks,
     examples,
     jq_equivalent,
     listed,
@@ -39,7 +42,7 @@ from tests.readme_blocks import (
 
 ROOT = README.parent
 BIN = Path(sys.executable).parent  # the venv's bin folder, where the installed attncli is
-BLOCKS = blocks(README.read_text(encoding="utf-8"))
+BLOCKS = document_blocks()
 SHOWN = [b for b in BLOCKS if b.shows_commands]
 LISTS = [b for b in BLOCKS if b.lists_commands]
 
@@ -49,6 +52,8 @@ NOT_COMMANDS = {
     "cli/        the Typer app": "the package layout",
     "heads --json on a 50-token text": "bench/families.py's table, measured on a loaded machine",
     ">>> import attncli": "Python, not shell: tests/test_api.py runs it as a doctest",
+    "Usage: attncli ": "a command's --help, written by scripts/gen_cli_docs.py and compared with "
+                       "the real --help by tests/test_cli_docs.py",
 }
 
 # Commands that are not run, by a part of the command, and why.
@@ -184,12 +189,12 @@ def run_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 
 
 def _ids(block: Block) -> str:
-    return f"README.md:{block.line}"
+    return f"{block.source}:{block.line}"
 
 
 def test_every_block_is_run_or_named_here() -> None:
     others = [b for b in BLOCKS if not b.shows_commands and not b.lists_commands]
-    unnamed = [f"README.md:{b.line}: {b.body[:1]}" for b in others
+    unnamed = [f"{b.source}:{b.line}: {b.body[:1]}" for b in others
                if not any(b.body and b.body[0].startswith(p) for p in NOT_COMMANDS)]
     assert unnamed == [], "a block that is neither run nor named in NOT_COMMANDS"
     firsts = [b.body[0] for b in others if b.body]
@@ -198,7 +203,7 @@ def test_every_block_is_run_or_named_here() -> None:
     commands += [c for b in LISTS for _, c in listed(b)]
     for table in (NOT_RUN, PROVIDED, MASKS, NEEDS_C_PASSES):
         stale = [k for k in table if not any(k in c for c in commands)]
-        assert stale == [], "an entry here that no README command uses any more"
+        assert stale == [], "an entry here that no command of any page uses any more"
     assert len(SHOWN) >= 8 and len(LISTS) >= 4
 
 
@@ -219,17 +224,17 @@ def test_the_block_shows_what_its_commands_print(block: Block, run_line: Runner)
         shows_error = any(line.startswith("attncli: error: ") for line in example.shown)
         stated = re.search(r"#.*\bexits? (\d+)\b", example.command)  # check's FAIL exits 1
         if stated is not None and res.code != int(stated.group(1)):
-            failures.append(f"README.md:{example.line}: `{example.command}` exited {res.code}, "
-                            f"not {stated.group(1)}:\n{res.err}")
+            failures.append(f"{example.source}:{example.line}: `{example.command}` exited "
+                            f"{res.code}, not {stated.group(1)}:\n{res.err}")
             continue
         if stated is None and (res.code != 0) != shows_error:
-            failures.append(f"README.md:{example.line}: `{example.command}` exited {res.code}:"
-                            f"\n{res.err}")
+            failures.append(f"{example.source}:{example.line}: `{example.command}` exited "
+                            f"{res.code}:\n{res.err}")
             continue
         diff = differences(example, res.out + res.err, MASKS.get(subcommand, []))
         if diff:
-            failures.append(f"README.md:{example.line}: `{example.command}` at COLUMNS="
-                            f"{example.width} prints other than the README shows:\n{diff}")
+            failures.append(f"{example.source}:{example.line}: `{example.command}` at COLUMNS="
+                            f"{example.width} prints other than the page shows:\n{diff}")
     assert failures == [], "\n\n".join(failures)
     if skipped:
         pytest.skip("without the C score passes: " + "; ".join(skipped))
@@ -246,11 +251,11 @@ def test_the_listed_commands_run(block: Block, run_line: Runner) -> None:
         res = run_line(command, 100)
         last = (stages(command) or [[""]])[-1][:1]
         if res.code != expected:
-            failures.append(f"README.md:{line}: `{command}` exited {res.code}, not {expected}:"
-                            f"\n{res.err}")
+            failures.append(f"{block.source}:{line}: `{command}` exited {res.code}, not "
+                            f"{expected}:\n{res.err}")
         elif expected == 0 and (not res.out.strip() or (last == ["jq"]
                                                         and res.out.strip() == "null")):
-            failures.append(f"README.md:{line}: `{command}` printed nothing")
+            failures.append(f"{block.source}:{line}: `{command}` printed nothing")
     assert failures == [], "\n\n".join(failures)
 
 
@@ -266,11 +271,11 @@ def test_the_harness_prints_what_the_installed_attncli_prints(run_line: Runner) 
         proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
-def test_the_page_is_the_size_the_readme_says(run_line: Runner, tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_page_is_the_size_the_docs_say(run_line: Runner, tmp_path: Path) -> None:
+    text = "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTS)
     claim = re.search(r"`(attncli run [^`]*--save page\.html)` writes one self-contained\s+"
                       r"HTML file \(about (\d+) KB here\)", text)
-    assert claim is not None, "the README says how large the page is"
+    assert claim is not None, "the docs say how large the page is"
     page = tmp_path / "page.html"
     command = claim.group(1).replace("page.html", shlex.quote(str(page)))
     assert run_line(command, 100).code == 0
@@ -287,7 +292,7 @@ def test_a_changed_number_in_a_block_is_caught(run_line: Runner) -> None:
     at = next(k for k, line in enumerate(example.shown) if number in line)
     shown = list(example.shown)
     shown[at] = shown[at].replace(number, number[:-1] + changed, 1)
-    drifted = type(example)(example.line, example.command, tuple(shown))
+    drifted = replace(example, shown=tuple(shown))
     assert number[:-1] + changed in differences(drifted, printed, [])
 
 
