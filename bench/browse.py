@@ -39,6 +39,14 @@ from attncli.core.variants import Variant  # noqa: E402
 SIZE = (100, 30)
 
 
+def _prose() -> str:
+    """The project's English prose: the README, then each docs page (the README before it moved
+    into docs/)."""
+    pages = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md")
+                                         if "_build" not in p.parts)]
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages)
+
+
 def real_model() -> str | None:
     from subprocess import run
 
@@ -96,7 +104,7 @@ def overview(source: Source, repeats: int) -> dict[str, Any]:
 
 def long_head(repeats: int) -> dict[str, Any]:
     """An 8,000-token run's head opened: Enter to the pooled blocks drawn."""
-    words = (ROOT / "README.md").read_text().split()
+    words = _prose().split()
     text, tokens = " ".join(words[:4500]), 0
     source = chapter3_source(Request(text=text, variant=Variant.multihead, heads=2,
                                      emb_dim=64), [Variant.multihead], Shared(heads=2))

@@ -44,6 +44,14 @@ print(out.shape)
 """
 
 
+def _prose() -> str:
+    """The project's English prose: the README, then each docs page (the README before it moved
+    into docs/)."""
+    pages = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md")
+                                         if "_build" not in p.parts)]
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages)
+
+
 def measure(cmd: list[str], stdout: int | None = subprocess.DEVNULL,
             shell: bool = False) -> dict:
     """Wall seconds and peak RSS (MB) of one fresh process."""
@@ -181,8 +189,8 @@ def cjk_text(punctuation: bool) -> str:
 
 
 def big_text() -> str:
-    """About 1 MB of English prose (this project's README, repeated)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    """About 1 MB of English prose (this project's README and docs pages, repeated)."""
+    readme = _prose()
     return (readme * (1_000_000 // len(readme) + 1))[:1_000_000]
 
 

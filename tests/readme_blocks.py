@@ -84,6 +84,12 @@ class Example:
         return 80 if widest <= 80 else 100
 
 
+def prose() -> str:
+    """The project's English prose, the README then each docs page: what the README alone was
+    before it shrank, for the tests that need a long natural text."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in DOCUMENTS)
+
+
 def document_blocks() -> list[Block]:
     """Every fenced block of every page in DOCUMENTS, in order."""
     return [b for path in DOCUMENTS

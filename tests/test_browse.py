@@ -29,6 +29,7 @@ from attncli.core.inputs import read_text
 from attncli.core.request import Request
 from attncli.core.variants import Variant
 from tests.conftest import ROOT, SENTENCE
+from tests.readme_blocks import prose
 
 TOY = ROOT / "samples" / "toy-gpt2"
 Script = Callable[[BrowseApp, Any], Awaitable[None]]
@@ -225,7 +226,7 @@ def test_the_overview_fits_the_terminal(size: tuple[int, int]) -> None:
 
 def test_a_long_input_is_tiled_and_exact_on_demand() -> None:
     """Tiled rows: windows, a query's row and pooled blocks equal the naive weights."""
-    words = (ROOT / "README.md").read_text().split()[:1500]
+    words = prose().split()[:1500]
     text = " ".join(words)
     tiled = chapter3_source(Request(text=text, variant=Variant.causal, impl="tiled"),
                             [Variant.causal], Shared())
@@ -316,7 +317,7 @@ def test_a_long_models_layers_are_tiled_and_equal_the_naive_run(tmp_path: Path,
 def test_pooled_rows_step_by_block_and_a_click_picks_the_query() -> None:
     from attncli.long.pooling import block_edges
 
-    text = " ".join((ROOT / "README.md").read_text().split()[:300])
+    text = " ".join(prose().split()[:300])
     source = chapter3_source(Request(text=text, variant=Variant.causal), [Variant.causal],
                              Shared())
 

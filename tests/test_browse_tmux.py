@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SENTENCE
+from tests.readme_blocks import prose
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (make test-deps)")
@@ -90,7 +91,7 @@ def test_q_while_a_layer_is_computed_exits_at_once(tmp_path: Path) -> None:
     when the pass is done (more than a minute later here)."""
     from tests.gguf_fixtures import smollm2
 
-    words = (ROOT / "README.md").read_text().split()
+    words = prose().split()
     text = tmp_path / "long.txt"
     text.write_text(" ".join(words[k * 7919 % len(words)] for k in range(11_000)))
     with browsing("--file", str(text), "--model", str(smollm2())) as name:
