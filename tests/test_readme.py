@@ -308,3 +308,30 @@ def test_without_jq_the_filters_run_in_python(run_line: Runner,
     res = run_line(example.command, example.width)
     assert res.code == 0 and differences(example, res.out, []) == "", res.out
     assert differences(example, res.out.replace("0.1", "0.2", 1), []) != ""
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """A screen or two: what attncli is, the quick start the hooks look for, and where to go
+    next; the rest is in docs/ (issue 39)."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert "make demo" in text and "make test" in text and "make docs" in text
+    assert "](docs/_static/causal.svg)" in text
+    assert len([e for b in SHOWN if b.source == "README.md" for e in examples(b)]) >= 5
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_leads_to_a_file() -> None:
+    """The README's links and the docs' (Sphinx checks the docs' own too, but not the README's)."""
+    broken = []
+    for page in DOCUMENTS:
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            path = target.split("#", 1)[0]
+            if re.match(r"[a-z]+:", target) or not path:
+                continue
+            if not (page.parent / path).resolve().is_file():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []
+    assert any("docs/reference/index.md" in t for t in LINK.findall(README.read_text()))
