@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 
 from tests.readme_blocks import (
-    README,
     ROUNDING,
     TIMINGS,
     Block,
     Example,
-    blocks,
     differences,
+    document_blocks,
     examples,
     listed,
     stages,
 )
 
-SHOWN = [b for b in blocks(README.read_text(encoding="utf-8")) if b.shows_commands]
+SHOWN = [b for b in document_blocks() if b.shows_commands]  # the README's and the docs'
 
 
 def test_json_is_compared_by_value() -> None:
