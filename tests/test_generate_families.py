@@ -200,9 +200,9 @@ def test_a_held_decoder_reads_its_unembedding_once_and_its_logits_are_the_chunke
 
     reads: list[int] = []
 
-    def counted(rows: Any, vocab: int) -> torch.Tensor:
+    def counted(weights: Any, embedding: str, vocab: int, *shape: Any) -> torch.Tensor:
         reads.append(vocab)
-        return unembed_module.held_unembedding(rows, vocab)
+        return unembed_module.held_unembedding(weights, embedding, vocab, *shape)
 
     for module in (gpt2_decode, llama_decode):
         monkeypatch.setattr(module, "held_unembedding", counted)

@@ -14,7 +14,6 @@ from attncli.models.gpt2.config import Checkpoint
 from attncli.models.gpt2.model import (
     feed_forward,
     gpt2_logits,
-    gpt2_unembedding,
     layer_norm,
     load_attention,
     weights_of,
@@ -101,8 +100,8 @@ class GPT2Decoder:
         over its cache, and the logits of the next token (vocab,)."""
         every, _, hidden = self._blocks(token_id, position)
         if self.held and self._table is None:
-            self._table = held_unembedding(gpt2_unembedding(self.ckpt, self.weights),
-                                           self.ckpt.vocab_size)  # (vocab, d)
+            self._table = held_unembedding(self.weights, "wte.weight", self.ckpt.vocab_size,
+                                           self.ckpt.n_embd)  # (vocab, d)
         logits = gpt2_logits(self.ckpt, hidden, self.weights, self._table)  # (1, vocab)
         return torch.stack(every), logits[0]  # (layers, heads, t+1), (vocab,)
 

@@ -16,7 +16,6 @@ from attncli.models.llama.block import attention_input, embed, finish_block, lin
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import (
     llama_logits,
-    llama_unembedding,
     project,
     scale_scores,
     soft_cap,
@@ -142,8 +141,9 @@ class LlamaDecoder:
         over its cache, and the logits of the next token (vocab,)."""
         every, _, hidden = self._blocks(token_id, position)
         if self.held and self._table is None:
-            self._table = held_unembedding(llama_unembedding(self.read, self.spec),
-                                           self.spec.vocab_size)  # (vocab, d_model)
+            self._table = held_unembedding(self.read, "embed_tokens.weight",
+                                           self.spec.vocab_size, self.spec.d_model,
+                                           self.spec.head_name)  # (vocab, d_model)
         logits = llama_logits(self.read, self.spec, hidden, self._table)  # (1, vocab)
         return torch.stack(every), logits[0]  # (layers, heads, t+1), (vocab,)
 
