@@ -182,3 +182,59 @@ def test_a_model_too_big_to_hold_streams_its_layers_with_the_same_answer(
     assert [s.token_id for s in streamed] == [s.token_id for s in held]
     for a, b in zip(streamed, held, strict=True):
         assert np.array_equal(a.weights, b.weights)
+
+
+@pytest.mark.parametrize("chunk", [7, None])
+@pytest.mark.parametrize("name", CASES)
+def test_a_held_decoder_reads_its_unembedding_once_and_its_logits_are_the_chunked_ones(
+        models: dict[str, tuple[Path, Any]], name: str, chunk: int | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held, the whole unembedding is read once (at the first logits) and each step's logits
+    are one product with it; streamed, its rows are read VOCAB_CHUNK at a time at every step.
+    The layers' weights are the same bit for bit. The logits too where the chunk covers the
+    vocabulary (the same product); 7 rows a chunk (many products, another BLAS kernel for so
+    narrow a one) sums each dot product in another order: float32 noise."""
+    from attncli.models import unembed as unembed_module
+    from attncli.models.gpt2 import decode as gpt2_decode
+    from attncli.models.llama import decode as llama_decode
+
+    reads: list[int] = []
+
+    def counted(weights: Any, embedding: str, vocab: int, *shape: Any) -> torch.Tensor:
+        reads.append(vocab)
+        return unembed_module.held_unembedding(weights, embedding, vocab, *shape)
+
+    for module in (gpt2_decode, llama_decode):
+        monkeypatch.setattr(module, "held_unembedding", counted)
+    if chunk is not None:
+        monkeypatch.setattr(unembed_module, "VOCAB_CHUNK", chunk)
+    model = open_model(str(models[name][0]))
+    prompt, n = _prompt_and_n(name)
+    held, streamed = (model.decoder(0, len(prompt) + n, held=h) for h in (True, False))
+    for position, token_id in enumerate(prompt):
+        held_weights, held_logits = held.step_layers(token_id, position)
+        streamed_weights, streamed_logits = streamed.step_layers(token_id, position)
+        assert torch.equal(held_weights, streamed_weights)
+        if chunk is None:
+            assert torch.equal(held_logits, streamed_logits)
+        else:
+            assert_close(held_logits, streamed_logits, atol=1e-5, rtol=1e-5)
+    assert len(reads) == 1 and held_logits.shape == (reads[0],)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_holds_counts_the_unembedding_beside_the_layers(
+        models: dict[str, tuple[Path, Any]], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held means every layer's float32 weights and the float32 unembedding fit half the
+    memory available: a byte short of that for the unembedding streams instead."""
+    from attncli.core import sizes
+    from attncli.models.generate import engine
+
+    model = open_model(str(models[name][0]))
+    shape = model.decode_shape()
+    assert shape.head_weights == model.logits(torch.zeros(1, shape.d_in)).shape[1] * shape.d_in
+    need = (shape.layers * shape.token_macs + shape.head_weights) * 4  # float32 bytes held
+    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * need)
+    assert engine.holds(model)
+    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * need - 2)
+    assert not engine.holds(model)

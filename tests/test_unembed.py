@@ -9,10 +9,11 @@ import gguf
 import pytest
 import torch
 
+from attncli.errors import AttnCliError
 from attncli.models import unembed as unembed_module
 from attncli.models.sources.gguf import open_gguf
 from attncli.models.sources.named import Named
-from attncli.models.unembed import unembed, unembedding
+from attncli.models.unembed import held_unembedding, unembed, unembedding
 from tests.gguf_fixtures import D, write_model
 
 
@@ -38,3 +39,27 @@ def test_chunked_logits_equal_one_product_with_the_whole_table(
     logits = unembed(hidden, lm_head, vocab)  # (T, vocab)
     torch.testing.assert_close(logits, hidden @ whole.T, atol=1e-5, rtol=1e-5)
     assert sum(read) == vocab and max(read) == min(chunk, vocab)
+
+
+def test_a_held_table_is_the_rows_read_whole_and_its_product_the_chunked_logits(
+        tmp_path: Path) -> None:
+    """held_unembedding reads the table whole (one tensor read, no row reads): the very rows
+    the chunks read, and with one chunk covering the vocabulary the very same logits."""
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    source = open_gguf(path)
+    vocab = source.shapes()["lm_head.weight"][0]
+    rows = unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
+    table = held_unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
+    assert table.dtype == torch.float32 and torch.equal(table, rows(range(vocab)))
+    hidden = torch.randn(3, D, generator=torch.Generator().manual_seed(1))  # (T, d)
+    assert torch.equal(unembed(hidden, table, vocab), unembed(hidden, rows, vocab))
+
+
+def test_a_held_table_of_the_wrong_shape_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    source = open_gguf(path)
+    vocab = source.shapes()["lm_head.weight"][0]
+    with pytest.raises(AttnCliError, match=r"lm_head.weight .* has shape"):
+        held_unembedding(Named(source, "model."), "embed_tokens.weight", vocab + 1, D)

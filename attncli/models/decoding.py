@@ -27,6 +27,7 @@ class Shape:
     d_out: int
     token_macs: int  # one token through one layer, outside attention: q, k, v, out, MLP
     kv_width: int | None = None  # k and v projection width when narrower than d_out (GQA)
+    head_weights: int = 0  # the unembedding's vocab × d_model, held beside the layers
 
     def step_macs(self, cache_len: int, cached: bool) -> int:
         """Multiply-adds of one decoding step whose query sees cache_len keys.

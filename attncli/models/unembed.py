@@ -43,9 +43,23 @@ def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     return lambda rows: weights.rows(embedding, rows)
 
 
-def unembed(hidden: Tensor, rows: Callable[[range], Tensor], vocab: int) -> Tensor:
-    """hidden (T, d_model) through the unembedding: logits (T, vocab), its rows read VOCAB_CHUNK
-    at a time, so that its whole float32 copy (Llama 3's 128,256 × 4,096: 2.1 GB) never exists."""
+def held_unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
+                     head: str = LM_HEAD) -> Tensor:
+    """The whole (vocab, d_model) unembedding as float32, read (and dequantized) once, its
+    shape checked as unembedding() checks it: a decoder that holds its weights holds this too.
+    Read whole, not row by row (49,152 row reads of SmolLM2's table cost 0.2 s)."""
+    unembedding(weights, embedding, vocab, d_model, head)  # the shape checks
+    source = weights.source
+    table = source.tensor(head) if head in source.shapes() else weights[embedding]
+    return table.float()  # (vocab, d_model)
+
+
+def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Tensor, vocab: int) -> Tensor:
+    """hidden (T, d_model) through the unembedding: logits (T, vocab). rows: a held table
+    (held_unembedding), one product; else its rows read VOCAB_CHUNK at a time, so that its
+    whole float32 copy (Llama 3's 128,256 × 4,096: 2.1 GB) never exists."""
+    if isinstance(rows, Tensor):
+        return hidden @ rows.to(hidden.device).T  # (T, vocab)
     logits = hidden.new_empty(hidden.shape[0], vocab)  # (T, vocab)
     for start in range(0, vocab, VOCAB_CHUNK):
         stop = min(start + VOCAB_CHUNK, vocab)

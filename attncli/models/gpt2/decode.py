@@ -19,6 +19,7 @@ from attncli.models.gpt2.model import (
     weights_of,
 )
 from attncli.models.sources.named import Named
+from attncli.models.unembed import held_unembedding
 
 
 @dataclass
@@ -35,7 +36,8 @@ class _Block:
 def gpt2_shape(ckpt: Checkpoint) -> Shape:
     """Per layer and token: c_attn (3·d²), c_proj (d²) and the MLP (2·d·n_inner)."""
     d = ckpt.n_embd
-    return Shape(layers=ckpt.n_layer, d_in=d, d_out=d, token_macs=4 * d * d + 2 * d * ckpt.n_inner)
+    return Shape(layers=ckpt.n_layer, d_in=d, d_out=d, token_macs=4 * d * d + 2 * d * ckpt.n_inner,
+                 head_weights=ckpt.vocab_size * d)
 
 
 def _attend(attn: MultiHeadAttention, block: _Block, x: Tensor,
@@ -61,6 +63,7 @@ class GPT2Decoder:
         # Held, the weights are read once; each lookup of a plain view reads the file again.
         self.weights = weights_of(ckpt).reading_once() if held else weights_of(ckpt)
         self.blocks = [self._block(self.weights, i) for i in range(ckpt.n_layer)]
+        self._table: Tensor | None = None  # the whole unembedding, held at the first logits
 
     def _block(self, weights: Named, layer: int) -> _Block:
         """Block layer with an empty cache; its attention module only where weights are held."""
@@ -96,7 +99,10 @@ class GPT2Decoder:
         """Token at position through every block: each block's weights (layers, heads, t+1)
         over its cache, and the logits of the next token (vocab,)."""
         every, _, hidden = self._blocks(token_id, position)
-        logits = gpt2_logits(self.ckpt, hidden, self.weights)  # (1, vocab)
+        if self.held and self._table is None:
+            self._table = held_unembedding(self.weights, "wte.weight", self.ckpt.vocab_size,
+                                           self.ckpt.n_embd)  # (vocab, d)
+        logits = gpt2_logits(self.ckpt, hidden, self.weights, self._table)  # (1, vocab)
         return torch.stack(every), logits[0]  # (layers, heads, t+1), (vocab,)
 
     def _blocks(self, token_id: int, position: int) -> tuple[list[Tensor], list[Tensor], Tensor]:

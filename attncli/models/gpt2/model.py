@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -155,13 +155,20 @@ def gpt2_trace(ckpt: Checkpoint, token_ids: list[int], last_layer: int,
 
 
 @torch.no_grad()
-def gpt2_logits(ckpt: Checkpoint, hidden: Tensor, weights: Named | None = None) -> Tensor:
+def gpt2_unembedding(ckpt: Checkpoint, weights: Named) -> Callable[[range], Tensor]:
+    """Rows of the unembedding (wte, tied), its shape checked."""
+    return unembedding(weights, "wte.weight", ckpt.vocab_size, ckpt.n_embd)
+
+
+def gpt2_logits(ckpt: Checkpoint, hidden: Tensor, weights: Named | None = None,
+                table: Tensor | None = None) -> Tensor:
     """ln_f and the unembedding (GPT-2 ties it to wte): logits (T, vocab) of hidden; weights:
-    a view reading each tensor once (a decoder's), else the checkpoint's."""
+    a view reading each tensor once (a decoder's), else the checkpoint's; table: the whole
+    unembedding, held (held_unembedding)."""
     weights, d = weights or weights_of(ckpt), ckpt.n_embd
     need(weights, {"ln_f.weight": (d,), "ln_f.bias": (d,)}, "predictions")
     normed = layer_norm(weights, "ln_f", hidden, ckpt.layer_norm_epsilon)  # (T, d_model)
-    lm_head = unembedding(weights, "wte.weight", ckpt.vocab_size, d)
+    lm_head = gpt2_unembedding(ckpt, weights) if table is None else table
     return unembed(normed, lm_head, ckpt.vocab_size)  # (T, vocab)
 
 

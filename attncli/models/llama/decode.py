@@ -23,6 +23,7 @@ from attncli.models.llama.model import (
 )
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
+from attncli.models.unembed import held_unembedding
 
 
 @dataclass
@@ -40,7 +41,7 @@ def llama_shape(spec: LlamaSpec) -> Shape:
     projections = 2 * d * q_width + 2 * d * kv_width  # q_proj, o_proj; k_proj, v_proj
     mlp = (3 if spec.gated_mlp else 2) * d * spec.d_ff  # gate_proj, up_proj, down_proj
     return Shape(layers=spec.n_layer, d_in=d, d_out=q_width, token_macs=projections + mlp,
-                 kv_width=kv_width)
+                 kv_width=kv_width, head_weights=spec.vocab_size * d)
 
 
 def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: Tensor,
@@ -109,7 +110,8 @@ class LlamaDecoder:
     def __init__(self, weights: Named, spec: LlamaSpec, num_tokens: int, layer: int,
                  held: bool = True) -> None:
         self.weights, self.spec, self.layer = weights, spec, layer
-        self.read = weights.reading_once() if held else weights
+        self.read, self.held = (weights.reading_once() if held else weights), held
+        self._table: Tensor | None = None  # the whole unembedding, held at the first logits
         self.caches = [_empty_cache(spec) for _ in range(spec.n_layer)]
         self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)
 
@@ -138,7 +140,11 @@ class LlamaDecoder:
         """Token at position through every layer: each layer's weights (layers, heads, t+1)
         over its cache, and the logits of the next token (vocab,)."""
         every, _, hidden = self._blocks(token_id, position)
-        logits = llama_logits(self.read, self.spec, hidden)  # (1, vocab)
+        if self.held and self._table is None:
+            self._table = held_unembedding(self.read, "embed_tokens.weight",
+                                           self.spec.vocab_size, self.spec.d_model,
+                                           self.spec.head_name)  # (vocab, d_model)
+        logits = llama_logits(self.read, self.spec, hidden, self._table)  # (1, vocab)
         return torch.stack(every), logits[0]  # (layers, heads, t+1), (vocab,)
 
     def _blocks(self, token_id: int, position: int) -> tuple[list[Tensor], list[Tensor], Tensor]:

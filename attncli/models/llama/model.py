@@ -7,7 +7,7 @@ and keys, fewer key/value heads than query heads (GQA), and, for Mistral, a slid
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -216,13 +216,19 @@ def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_laye
 
 
 @torch.no_grad()
-def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor) -> Tensor:
+def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Tensor]:
+    """Rows of lm_head (or the tied embedding), its shape checked."""
+    return unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model,
+                       spec.head_name)
+
+
+def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor,
+                 table: Tensor | None = None) -> Tensor:
     """The final norm and lm_head (or the tied embedding): logits (T, vocab) of hidden;
-    Gemma 2 soft-caps them."""
+    Gemma 2 soft-caps them. table: the whole unembedding, held (held_unembedding)."""
     need(weights, {"norm.weight": (spec.d_model,)}, "predictions")
     normed = block_norm(weights, spec, "norm", hidden)  # (T, d_model)
-    lm_head = unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model,
-                          spec.head_name)
+    lm_head = llama_unembedding(weights, spec) if table is None else table
     logits = unembed(normed, lm_head, spec.vocab_size)  # (T, vocab)
     if spec.final_softcap is None:
         return logits
