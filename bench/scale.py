@@ -130,6 +130,9 @@ def main() -> None:
         print(matmul_floor(SHAPES[size], int(tokens), int(layers)))
         return
     cli = str(Path(sys.executable).parent / "attncli")
+    # Every command a first look: with the hidden-state cache on, `heads` after `run` on the
+    # same text would read the streams run kept (bench/hidden_cache.py measures that).
+    os.environ["ATTNCLI_NO_CACHE"] = "1"
     lines = ["| shape | qtype | file GB | command | tokens | seconds | peak RSS MB | floor s "
              "| ratio | note |", "|---|---|---|---|---|---|---|---|---|---|"]
     for size in args.sizes.split(","):
