@@ -192,6 +192,27 @@ def test_their_globals_never_reach_the_reference(line: str, said: str, verdict: 
     assert after == before  # attncli.check leaves the session's globals as it found them
 
 
+def test_torch_wrapping_its_own_functions_later_is_not_theirs(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The first import of torch._dynamo (by any test or library, after attncli's checker was
+    imported) wraps torch.manual_seed in torch's own code: CI's order named it as the reader's.
+    A reader's functools.wraps wrapper of a torch function is still theirs, and named."""
+    import attncli.checker.defaults  # noqa: F401  (its book is taken before torch's wrapper)
+
+    monkeypatch.setattr(torch, "manual_seed", torch._disable_dynamo(torch.manual_seed))
+    path = _write(tmp_path, _causal())
+    run = cli("check", f"{path}:CausalAttention", "--json")
+    assert run.code == 0, (run.out[-1500:], run.err)
+    assert run.json()["your_settings"] == []
+    wraps = ("import functools\n_real = torch.softmax\n"
+             "torch.softmax = functools.wraps(_real)(lambda t, dim: _real(t, dim=dim))")
+    path = _write(tmp_path, _causal().replace("import torch\n", f"import torch\n{wraps}\n", 1),
+                  "wraps.py")
+    run = cli("check", f"{path}:CausalAttention", "--json")
+    assert run.code == 0, (run.out[-1500:], run.err)
+    assert run.json()["your_settings"] == ["replaced torch.softmax"]
+
+
 def test_a_class_made_under_float64_in_a_session_passes() -> None:
     """A notebook that set float64 before it defined the class: the class runs in float64."""
     import attncli

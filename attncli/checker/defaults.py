@@ -82,6 +82,33 @@ def _apply(g: Globals) -> None:
 
 _book = _capture()
 BOOK = Globals(torch.float32, torch.device("cpu"), max(_book.recursion, 1000), _book.names)
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def _torch_own(value: object, book: object) -> bool:
+    """Whether a name's new value is torch's own wrapper of the book's (the first import of
+    torch._dynamo, by anything, wraps torch.manual_seed in torch/_compile.py): not theirs."""
+    seen = 0
+    while value is not book and seen < 8:  # a __wrapped__ chain, bounded
+        code = getattr(value, "__code__", None)
+        if code is None or not os.path.abspath(code.co_filename).startswith(_TORCH_DIR):
+            return False
+        value, seen = getattr(value, "__wrapped__", None), seen + 1
+        if value is None:
+            return False
+    return value is book
+
+
+def _rebase(entry: Globals) -> None:
+    """Take torch's own later wrappers (made since attncli started) as the book's names, and
+    the function beneath again where one was taken away."""
+    for space, names in entry.names.items():
+        book = BOOK.names[space]
+        for name, value in names.items():
+            old = book.get(name, _MISSING)
+            if old is not value and old is not _MISSING and (_torch_own(value, old) or
+                                                               _torch_own(old, value)):
+                book[name] = value
 
 
 @dataclass
@@ -120,6 +147,7 @@ os.register_at_fork(after_in_child=_child_after_fork)
 def fenced() -> Iterator[None]:
     """For one check: attncli computes with BOOK's settings; as it was afterwards."""
     entry = _capture()
+    _rebase(entry)
     _fence.append(_Fence(entry, entry, os.getpid()))
     _apply(BOOK)
     try:
