@@ -1,1 +1,1 @@
-"""A third model family for tests: one folder, one registry line (tests/test_family.py)."""
+"""A third model family for tests: one folder, one registry line (tests/models/test_family.py)."""

@@ -1,5 +1,6 @@
 """The "toyarch" family's GGUF files: one recipe here, plus one line in attncli.models.GGUF
-(tests/test_gguf_recipes.py adds it), and the toy family reads them as it reads safetensors."""
+(tests/models/gguf/test_gguf_recipes.py adds it), and the toy family reads them as it reads
+safetensors."""
 
 from __future__ import annotations
 

@@ -1,0 +1,92 @@
+"""browse on a generation (browse --generate, --generation FILE): each layer a row of heads,
+the query of answer step s holding that step's own weights, the rest empty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attncli.browse.app import BrowseApp
+from attncli.browse.generation import generation_matrices, generation_source
+from attncli.models.generate.run import generate_model
+from attncli.models.generate.sampling import Sampling
+from attncli.render.jsonout import json_pieces
+from tests.browse.test_browse import drive, ranked, screen_text, settle
+from tests.llama_fixtures import save_family
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp("browse-generate") / "llama"
+    save_family(folder, "llama", seed=21)
+    return folder, generate_model(str(folder), "the cat", Sampling(max_new_tokens=4), raw=True)
+
+
+def test_each_steps_query_row_holds_its_own_weights_and_the_rest_is_empty(answered: Any) -> None:
+    _, result = answered
+    p, n = len(result.prompt), len(result.answer)
+    matrices = generation_matrices(result)  # (layers, heads, T, T)
+    assert matrices.shape == (3, 4, p + n, p + n)
+    for s, held in enumerate(result.weights):
+        np.testing.assert_array_equal(matrices[:, :, p - 1 + s, :p + s], held)
+        assert np.isnan(matrices[:, :, p - 1 + s, p + s:]).all()
+    steps = [p - 1 + s for s in range(n)]
+    others = [q for q in range(p + n) if q not in steps]
+    assert np.isnan(matrices[:, :, others]).all()
+
+
+def test_the_head_view_ranks_an_answer_steps_keys(answered: Any) -> None:
+    _, result = answered
+    p = len(result.prompt)
+    source = generation_source(result)
+    assert source.tokens == result.labels() and [r.name for r in source.rows] == [
+        "layer 0", "layer 1", "layer 2"]
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        assert "answer of 4 tokens" in screen_text(app)
+        await pilot.press("down", "right", "enter", *["right"] * (p - 1 + 2))  # L1 h1, step 2
+        await settle(app, pilot)
+        assert type(app.screen).__name__ == "HeadScreen" and app.sel.query == p + 1
+        row = np.asarray(result.weights[2], dtype=np.float64)[1, 1]  # (P + 2,)
+        shown = ranked(screen_text(app))  # as many as the panel has lines for
+        assert len(shown) >= 3 and shown == list(np.argsort(-row, kind="stable"))[:len(shown)]
+        await pilot.press("q")
+
+    app = drive(source, script)
+    assert app.return_code == 0
+
+
+def test_the_cli_needs_a_terminal_and_a_model(cli, answered: Any, tmp_path: Path,  # noqa: ANN001
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import attncli.cli.commands.browse as browse
+
+    folder, result = answered
+    piped = cli("browse", "the cat", "--generate", "--model", str(folder))
+    assert piped.code == 2 and "needs a terminal" in piped.err
+    monkeypatch.setattr(browse, "check_terminal", lambda: None)
+    shown: list[Any] = []
+
+    class Recorder:
+        def __init__(self, source: Any, **kwargs: Any) -> None:
+            shown.append(source)
+            self.return_code = 0
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr("attncli.browse.app.BrowseApp", Recorder)
+    missing = cli("browse", "the cat", "--generate")
+    assert missing.code == 2 and "needs --model" in missing.err
+    ran = cli("browse", "the cat", "--generate", "--raw", "--max-new-tokens", "4", "--model",
+              str(folder))
+    assert ran.code == 0, ran.err
+    saved = tmp_path / "answer.json"
+    saved.write_bytes(b"".join(json_pieces(result.to_dict())))  # as --json writes it
+    again = cli("browse", "--generation", str(saved))
+    assert again.code == 0, again.err
+    assert len(shown) == 2 and shown[0].tokens == shown[1].tokens == result.labels()
+    for row in range(3):
+        np.testing.assert_array_equal(shown[0].get(row).weights, shown[1].get(row).weights)

@@ -1,0 +1,108 @@
+"""`generate --save page.html` in a real headless Chromium, offline: clicking or hovering an
+answer token ranks the prompt tokens as the JSON's weights do, with the layer, head, combine
+and sinks pickers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.llama_fixtures import save_family
+from tests.render.test_page_browser import (
+    CHROMIUM,
+    DRIVER,
+    browser,
+    focus_lines,
+    open_page,
+    requests,
+)
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                                reason="needs Debian's chromium and chromium-driver")
+__all__ = ["browser"]  # the fixture, shared with test_page_browser
+
+TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + "
+            "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}"
+            "{{ '<|im_start|>assistant\\n' }}{% endif %}")
+ARGS = ("--max-new-tokens", "5")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("page-generate") / "llama"
+    save_family(folder, "llama", seed=21)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": TEMPLATE, "eos_token": "<|im_end|>"}))
+    return folder
+
+
+def expected(doc: dict[str, Any], step: int, layer: int | None = None, head: int | None = None,
+             combine: str = "mean", sinks: bool = False) -> list[tuple[int, float]]:
+    """The prompt keys answer token step looked at, heaviest first, from the JSON's raw weights."""
+    weights = np.asarray(doc["steps"][step]["weights"], dtype=np.float64)  # (L, H, P + step)
+    chosen = weights[slice(None) if layer is None else slice(layer, layer + 1),
+                     slice(None) if head is None else slice(head, head + 1)]
+    flat = chosen.reshape(-1, weights.shape[-1])
+    row = flat.mean(axis=0) if combine == "mean" else flat.max(axis=0)
+    prompt = range(len(doc["prompt"]))
+    if not sinks:
+        row[doc["sinks"]] = 0.0
+        row = row / row.sum()
+        prompt = [j for j in prompt if j not in doc["sinks"]]
+    return sorted(((j, float(row[j])) for j in prompt), key=lambda kw: (-kw[1], kw[0]))
+
+
+def shown(driver: Any) -> list[tuple[int, float]]:  # noqa: ANN401
+    """The focus panel's ranked keys: (index, weight as shown)."""
+    return [(int(line.split()[1]), float(line.split()[0])) for line in focus_lines(driver)]
+
+
+def agrees(page: list[tuple[int, float]], reference: list[tuple[int, float]]) -> bool:
+    return [k for k, _ in page[:5]] == [k for k, _ in reference[:5]] and all(
+        abs(w - r) <= 6e-5 for (_, w), (_, r) in zip(page[:5], reference[:5], strict=True))
+
+
+def test_clicking_an_answer_token_ranks_the_prompt_as_the_json(browser, cli, tiny: Path,  # noqa: ANN001
+                                                               tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    page = open_page(browser, cli, tmp_path, "generate", "the cat", "--model", str(tiny), *ARGS)
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), *ARGS, "--json").out)
+    p, n = len(doc["prompt"]), len(doc["answer"])
+    assert n >= 3
+    assert agrees(shown(browser), expected(doc, 0))  # the first answer token, focused at first
+    for step in (2, n - 1):
+        browser.find_element(By.CSS_SELECTOR, f'#attncli-tokens [data-token-index="{p + step}"]'
+                             ).click()
+        assert agrees(shown(browser), expected(doc, step)), step
+    text = browser.find_element(By.ID, "attncli-conversation").text
+    assert text.endswith("".join(t["text"] for t in doc["answer"]))
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    assert requests(browser) == [page.as_uri()]
+
+
+def test_the_pickers_and_hover_change_what_is_ranked(browser, cli, tiny: Path,  # noqa: ANN001
+                                                     tmp_path: Path) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    open_page(browser, cli, tmp_path, "generate", "the cat", "--model", str(tiny), *ARGS)
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), *ARGS, "--json").out)
+    p = len(doc["prompt"])
+    answer = browser.find_element(By.CSS_SELECTOR, f'#attncli-conversation [data-index="{p + 1}"]')
+    ActionChains(browser).move_to_element(answer).perform()
+    assert agrees(shown(browser), expected(doc, 1))
+    Select(browser.find_element(By.ID, "attncli-combine")).select_by_value("max")
+    assert agrees(shown(browser), expected(doc, 1, combine="max"))
+    Select(browser.find_element(By.ID, "attncli-layer")).select_by_value("2")
+    Select(browser.find_element(By.ID, "attncli-head")).select_by_value("3")
+    assert agrees(shown(browser), expected(doc, 1, layer=2, head=3, combine="max"))
+    Select(browser.find_element(By.ID, "attncli-sinks")).select_by_value("keep")
+    assert agrees(shown(browser), expected(doc, 1, layer=2, head=3, combine="max", sinks=True))
+    assert "sinks kept" in browser.find_element(By.ID, "attncli-focus").text
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
