@@ -37,11 +37,11 @@ CASES = [
                                         f"import attncli; attncli.run({SENTENCE!r})"
                                         "._repr_html_()"]),
     ("attncli check (a pass: book_mha.py)", [str(BIN / "attncli"), "check",
-                                             "tests/check_classes/book_mha.py"]),
+                                             "tests/checker/check_classes/book_mha.py"]),
     ("attncli check (a fail, diagnosed)", [str(BIN / "attncli"), "check",
                                            "samples/my_attention.py"]),
     ("attncli check (a fail no mistake explains)", [str(BIN / "attncli"), "check",
-                                                    "tests/check_classes/bad_wrong_shape.py"]),
+                                                    "tests/checker/check_classes/bad_wrong_shape.py"]),
 ]
 
 

@@ -34,7 +34,7 @@ from attncli.models.sources.gguf import dequant
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "dequant.json"
 ROWS, COLS, TOKENS = 14336, 4096, 50
-# Where each type keeps its f16 scales, as tests/test_gguf_dequant.py lists them.
+# Where each type keeps its f16 scales, as tests/models/gguf/test_gguf_dequant.py lists them.
 SCALES = {"Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
           "Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
           "IQ4_NL": (0,), "IQ4_XS": (0,)}

@@ -2,7 +2,7 @@
 the README's picture, docs/_static/causal.svg.
 
 The help is attncli's own, printed in-process at COLUMNS=100 with no colour, exactly as
-`COLUMNS=100 NO_COLOR=1 attncli <command> --help` prints it. tests/test_cli_docs.py fails when a
+`COLUMNS=100 NO_COLOR=1 attncli <command> --help` prints it. tests/e2e/test_cli_docs.py fails when a
 page differs from it.
 
     .venv/bin/python scripts/gen_cli_docs.py           # rewrite the pages

@@ -1,7 +1,7 @@
 """The options of a generation, declared once in two groups: how the model answers (Answering)
 and which of its attention a view shows (Attended). `generate` takes them, and so can any
 command that lets a model answer. Their defaults are those of the records they build
-(models/generate: Sampling, GenerateView), which tests/test_cli_generate.py checks."""
+(models/generate: Sampling, GenerateView), which tests/cli/test_cli_generate.py checks."""
 
 from __future__ import annotations
 

@@ -29,9 +29,9 @@ Adding GGUF support to a family (the family itself already registered in family.
    LLAMA_LAYER, llama_fill), as gemma, phi3, olmo2 and smollm3 do.
 2. Add one line to GGUF below (and, for an architecture refused until now, drop its REFUSED
    line): "architecture": ("attncli.models.<family>.gguf", "RECIPE").
-3. Test it as tests/test_gguf_families.py does: write a tiny random transformers model the way
-   llama.cpp's converter writes it (tests/gguf_fixtures.write_family) and compare config,
-   every tensor and the tokenizer's ids with the model it came from.
+3. Test it as tests/models/gguf/test_gguf_families.py does: write a tiny random transformers
+   model the way llama.cpp's converter writes it (tests/gguf_fixtures.write_family) and compare
+   config, every tensor and the tokenizer's ids with the model it came from.
 
 A new fix to the stored layout (one llama.cpp's converter applies that no Layout names yet) is
 format knowledge: a flag on Layout, and its inverse in sources/gguf/names.py and source.py.

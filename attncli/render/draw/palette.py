@@ -28,7 +28,7 @@ RDBU: tuple[RGB, ...] = (
     (0xF7, 0xF7, 0xF7), (0xFD, 0xDB, 0xC7), (0xF4, 0xA5, 0x82), (0xD6, 0x60, 0x4D),
     (0xB2, 0x18, 0x2B))
 # The xterm cube entries nearest to viridis and to RdBu, walked finely, repeats dropped: every
-# neighbour differs (tests/test_palette.py checks both the nearness and the differences).
+# neighbour differs (tests/render/test_palette.py checks both the nearness and the differences).
 CUBE_VIRIDIS = (53, 54, 60, 24, 30, 36, 72, 71, 77, 113, 149, 148, 184, 220)
 CUBE_RDBU = (25, 31, 67, 68, 74, 110, 116, 152, 153, 189, 195, 231, 230, 224, 223, 217, 216,
              210, 173, 167, 131, 125, 124)

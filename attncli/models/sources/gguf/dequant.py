@@ -1,9 +1,9 @@
 """GGUF tensors to float32 at memory speed: _dequant.c over whole blocks, split across threads.
 
 The C code computes what the gguf package's numpy dequantizers compute, bit for bit
-(tests/test_gguf_dequant.py holds every type to them on random blocks, hostile scales included),
-in one pass over the bytes where numpy makes a dozen temporaries of the tensor. A type the C
-code lacks, a build without a C compiler, or ATTNCLI_FUSED=0 in the environment (the switch
+(tests/models/gguf/test_gguf_dequant.py holds every type to them on random blocks, hostile scales
+included), in one pass over the bytes where numpy makes a dozen temporaries of the tensor. A type
+the C code lacks, a build without a C compiler, or ATTNCLI_FUSED=0 in the environment (the switch
 long/fused.py reads too) leaves the work to gguf.quants.dequantize.
 """
 
