@@ -18,9 +18,11 @@ JOURNEY = ROOT / "samples" / "journey.json"
 SENTENCE = "Your journey starts with one step"
 
 
-# What starts another process: attncli, a terminal (tmux) or a browser (selenium's Chrome).
+# What starts another process: attncli, a terminal (tmux), a browser (selenium's Chrome) or a
+# Jupyter kernel. A test whose process attncli itself starts (scan's worker pool) says so with
+# @pytest.mark.process.
 SPAWNS = {"subprocess", "attncli_process", "Popen", "webdriver", "tmux", "pexpect",
-          "multiprocessing", "system"}
+          "multiprocessing", "system", "start_new_kernel"}
 
 
 @cache

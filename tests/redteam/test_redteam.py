@@ -248,8 +248,11 @@ def run_in(workdir: Path, cli: Any, monkeypatch: pytest.MonkeyPatch, *args: str)
         return cli(*args)
 
 
-@pytest.mark.parametrize(("kind", "command", "code", "line", "written"), CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(("kind", "command", "code", "line", "written"), [
+    # A case that needs a real process is marked so, as conftest marks a test that starts one.
+    pytest.param(*case, id=f"{case[0]}-{i}",
+                 marks=pytest.mark.process if in_process_case(case[0], case[1]) is None else ())
+    for i, case in enumerate(CASES)])
 def test_hostile_invocation(request: pytest.FixtureRequest, tmp_path: Path,
                             monkeypatch: pytest.MonkeyPatch, cli: Any, kind: str,
                             command: str, code: int, line: str | None,

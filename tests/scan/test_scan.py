@@ -21,6 +21,9 @@ from tests.conftest import ROOT
 from tests.gguf_fixtures import smollm2
 
 TOY = str(ROOT / "samples" / "toy-gpt2")
+# A scan that reaches its worker pool starts processes (spawned, each loading torch): such a test
+# is marked `process`, as conftest marks one that starts attncli itself.
+POOL = pytest.mark.process
 DOCS = ["The cat sat on the mat because it was tired",
         "Alice went to the market and Alice bought bread and Alice went home",
         "one two three four one two three four one two three four",
@@ -57,6 +60,7 @@ def _same_as_heads(cli, rows: pa.Table, doc_id: str, text: str, model: str) -> N
         assert got["norm_ratio"] == pytest.approx(sink["norm_ratio"], rel=1e-12)
 
 
+@POOL
 def test_rows_equal_heads_json_on_the_toy_gpt2(cli, tmp_path: Path) -> None:  # noqa: ANN001
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n".join(DOCS) + "\n", encoding="utf-8")
@@ -78,6 +82,7 @@ def test_rows_equal_heads_json_on_the_toy_gpt2(cli, tmp_path: Path) -> None:  # 
     assert head["share"]["induction"] == sum(v >= 0.4 for v in l1h2) / 4
 
 
+@POOL
 def test_rows_equal_heads_json_on_smollm2(cli, tmp_path: Path) -> None:  # noqa: ANN001
     model = str(smollm2())
     corpus = tmp_path / "docs.jsonl"
@@ -141,6 +146,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@POOL
 def test_hostile_lines_are_skipped_and_counted(cli, tmp_path: Path) -> None:  # noqa: ANN001
     corpus = tmp_path / "bad.jsonl"
     corpus.write_bytes(b'{"text": "A good line of text here"}\n{"body": "no text field"}\n'
@@ -178,6 +184,7 @@ def test_a_100_mb_document_is_read_only_up_to_its_byte_limit(tmp_path: Path) -> 
     assert lines[1].cut_bytes and len(lines[1].text or "") == 2**16
 
 
+@POOL
 def test_a_huge_document_is_cut_at_max_tokens(cli, tmp_path: Path) -> None:  # noqa: ANN001
     folder = tmp_path / "corpus"
     folder.mkdir()
@@ -214,6 +221,7 @@ def test_corpora_that_cannot_be_read_are_one_line(cli, tmp_path: Path, make: Any
     assert not (tmp_path / "out").exists()
 
 
+@POOL
 def test_a_resume_with_other_settings_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n".join(DOCS[:2]), encoding="utf-8")
@@ -233,6 +241,7 @@ def test_without_pyarrow_scan_says_what_to_install(cli, tmp_path: Path,  # noqa:
         ).assert_usage_error("pip install 'attncli[scan]'")
 
 
+@POOL
 def test_show_reads_the_summary_and_draws_its_page(cli, tmp_path: Path) -> None:  # noqa: ANN001
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n".join(DOCS), encoding="utf-8")
@@ -295,6 +304,7 @@ def test_the_ray_path_equals_the_local_pool(cli, tmp_path: Path) -> None:  # noq
         {k: v for k, v in local.json()["scan"].items() if k not in strip}
 
 
+@POOL
 def test_a_parquet_corpus_is_read_by_its_column(cli, tmp_path: Path) -> None:  # noqa: ANN001
     corpus = tmp_path / "shard.parquet"
     pq.write_table(pa.table({"id": [1, 2, 3], "body": [DOCS[0], None, DOCS[1]]}), corpus,
@@ -323,6 +333,7 @@ def test_without_ray_the_ray_path_says_what_to_install(cli, tmp_path: Path,  # n
     assert not (tmp_path / "out").exists()  # refused before anything is written
 
 
+@POOL
 def test_an_out_folder_inside_the_corpus_is_not_read_as_documents(cli,  # noqa: ANN001
                                                                   tmp_path: Path) -> None:
     folder = tmp_path / "notes"
