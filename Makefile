@@ -77,15 +77,22 @@ test:
 	tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
-# The fast lane: lint, types and every in-process test; the tests that start processes
-# (attncli, tmux, a browser: marked `process` by tests/conftest.py) are left to make test.
-# One worker per core, each torch on one thread; mypy checks while the tests run.
+# The fast lane, to run between edits: lint, types and the quick in-process tests of every part
+# of the package (each folder of tests/ keeps its own). Left to make test: the tests that start
+# processes (attncli, tmux, a browser, a kernel, scan's pool: marked `process` by tests/conftest.py
+# or by hand) and the in-process tests of a second or more (the real models, property tests,
+# exhaustive sweeps: marked `slow`). One worker per core, each torch on one thread; each file on
+# one worker, so a module's fixtures are built once; mypy checks while the tests run. attncli's
+# bytecode is compiled, and pytest keeps the test modules it rewrites, which
+# PYTHONDONTWRITEBYTECODE (set on this machine) would have each worker redo at its start (3 s).
 CHECK_WORKERS ?= 2
 check: $(STAMP)
 	$(PY) -m ruff check .
+	@$(PY) -m compileall -q attncli
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider \
-		-n $(CHECK_WORKERS) -m "not process"; tests=$$?; \
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q \
+		-p no:cacheprovider -n $(CHECK_WORKERS) --dist loadfile -m "not process and not slow"; \
+	tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 
 # The docs site, offline, warnings as errors, into docs/_build/html; the docs extra (Sphinx, MyST,

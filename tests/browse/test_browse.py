@@ -224,6 +224,7 @@ def test_the_overview_fits_the_terminal(size: tuple[int, int]) -> None:
     assert all(len(line) <= size[0] for line in head)
 
 
+@pytest.mark.slow
 def test_a_long_input_is_tiled_and_exact_on_demand() -> None:
     """Tiled rows: windows, a query's row and pooled blocks equal the naive weights."""
     words = prose().split()[:1500]
@@ -374,6 +375,7 @@ def test_the_bursts_draw_on_every_bound_key() -> None:
             "ctrl+c", "left_square_bracket", "right_square_bracket"} <= set(KEYS)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(bursts=BURSTS)

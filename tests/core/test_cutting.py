@@ -101,6 +101,7 @@ ALPHABET = ["a", "B", "s", "猫", "ー", "\u0301", "1", "²", ".", "。", "'", "
             "\u3000"]
 
 
+@pytest.mark.slow
 def test_short_texts_exhaustively() -> None:
     checked = 0
     for length in range(1, 5):
@@ -136,6 +137,7 @@ BEFORE = ["", "abc", "ABC", "aB", " ", "x猫", "'", "1", "。", "e\u0301", "\n"]
 AFTER = ["", "。", "abc", "A", "Ab", "\u0301", "'s", "'S", " ", "1", "\n", "🙂", "ー"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_cuts_inside_long_caseless_runs_are_exact(seed: int) -> None:
     rng = random.Random(seed)
@@ -169,6 +171,7 @@ def test_a_run_followed_by_a_letter_with_case_is_never_cut() -> None:
     assert _run_cuts("猫" * 300 + "。") != []
 
 
+@pytest.mark.slow
 def test_cjk_without_spaces_comes_in_pieces() -> None:
     text = "猫吃鱼狗吃肉我们一起学习注意力机制" * 4000  # 68,000 characters, no space or mark
     parts = list(text_parts(text, first=2048, size=1 << 14))

@@ -11,6 +11,9 @@ import pytest
 
 from tests.conftest import ROOT
 
+# Every test reads the site Sphinx builds once: slow (make check leaves it to make test).
+pytestmark = pytest.mark.slow
+
 DOCS = ROOT / "docs"
 PAGES = sorted(str(p.relative_to(DOCS).with_suffix("")) for p in DOCS.rglob("*.md")
                if "_build" not in p.parts)

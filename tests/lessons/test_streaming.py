@@ -264,6 +264,7 @@ def test_keep_needs_a_model_and_draws_no_page(checkpoints: dict[str, tuple[Path,
         "--head", "1").assert_usage_error("--keep measures every layer and head together")
 
 
+@pytest.mark.slow
 def test_a_text_too_long_is_refused_before_the_pass(tmp_path: Path, cli: Any) -> None:
     folder = tmp_path / "long-llama"
     save_family(folder, "llama", seed=73, max_position_embeddings=1 << 20)
@@ -274,6 +275,7 @@ def test_a_text_too_long_is_refused_before_the_pass(tmp_path: Path, cli: Any) ->
     assert "use a shorter text" in run.err
 
 
+@pytest.mark.slow
 def test_smollm2_runs_the_lesson_on_the_sample(cli: Any) -> None:
     model = smollm2()
     run = cli("kvcache", "--file", str(ROOT / "samples" / "streaming.txt"), "--model", str(model),

@@ -15,6 +15,9 @@ from torch.testing import assert_close
 
 from tests.encoder_fixtures import minilm, own_tokens
 
+# The real MiniLM against transformers' BertModel: slow (make check leaves it to make test).
+pytestmark = pytest.mark.slow
+
 TEXT = "The cat sat on the mat because it was tired. 猫吃鱼, and the dog [SEP] slept."
 LAYERS, HEADS, POSITIONS, FILE_LENGTH = 6, 12, 512, 128
 

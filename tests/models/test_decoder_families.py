@@ -261,6 +261,7 @@ def _nulls_as_nan(rows: list) -> torch.Tensor:
                          for head in rows])  # (heads, T, T)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_cli_run_explain_heads_kvcache(cli, models: Models, name: str) -> None:  # noqa: ANN001
     folder, model = models[name]

@@ -185,6 +185,7 @@ def test_bad_input_is_one_line(cli, llama, args: tuple[str, ...], message: str) 
     cli("heads", *args, "--model", str(llama[0])).assert_usage_error(message)
 
 
+@pytest.mark.slow
 def test_smollm2_probe_finds_its_heads(cli) -> None:  # noqa: ANN001
     """Measured on SmolLM2-135M-Instruct Q4_1 (100-token probe after <|im_start|>, seed 0)."""
     doc = cli("heads", "--probe", "induction", "--model", str(smollm2()), "--json").json()

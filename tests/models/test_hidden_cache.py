@@ -26,6 +26,7 @@ from tests.gguf_fixtures import smollm2, write_model
 
 TOY = str(ROOT / "samples" / "toy-gpt2")
 TEXT = "the cat sat on the mat and the cat sat"
+REAL = pytest.param("smollm2", marks=pytest.mark.slow)  # the real model: slow
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def _looks(cli, model: str, layers: tuple[int, int]) -> list:  # noqa: ANN001
     return out
 
 
-@pytest.mark.parametrize("kind", ["toy", "llama", "smollm2"])
+@pytest.mark.parametrize("kind", ["toy", "llama", REAL])
 def test_repeated_looks_equal_a_fresh_pass_and_are_served_from_the_cache(
         cli, kind: str, llama_gguf: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     model = _model(kind, llama_gguf)
@@ -66,6 +67,7 @@ def test_repeated_looks_equal_a_fresh_pass_and_are_served_from_the_cache(
     assert computed > 0 and passes.STATS["computed"] == 0 and passes.STATS["read"] > 0
 
 
+@pytest.mark.slow
 def test_a_deeper_layer_runs_one_block_past_the_kept_stream(cli) -> None:  # noqa: ANN001
     path = str(smollm2())
     assert cli("run", TEXT, "--model", path, "--layer", "20", "--json").code == 0
@@ -309,7 +311,7 @@ def test_browse_shares_the_streams_run_kept(cli, llama_gguf: str,  # noqa: ANN00
     assert passes.STATS["read"] > 0
 
 
-@pytest.mark.parametrize("kind", ["llama", "smollm2"])
+@pytest.mark.parametrize("kind", ["llama", REAL])
 def test_tiled_looks_equal_a_fresh_pass_and_keep_their_own_streams(
         cli, kind: str, llama_gguf: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     model = _model(kind, llama_gguf)

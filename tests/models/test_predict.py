@@ -157,6 +157,7 @@ def test_predict_needs_a_model(cli, command: str) -> None:  # noqa: ANN001
     cli(command, TEXT, "--predict", "3").assert_usage_error("--predict applies with --model")
 
 
+@pytest.mark.slow
 def test_smollm2_top1_is_the_argmax_of_its_own_unembedding(cli) -> None:  # noqa: ANN001
     """Structure, and the final norm and unembedding recomputed here from the GGUF's own
     output_norm and token_embd (tied), dequantized by the gguf package, not by attncli."""

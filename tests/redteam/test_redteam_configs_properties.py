@@ -18,6 +18,9 @@ from tests.conftest import CliRun
 from tests.llama_fixtures import save_family
 from tests.redteam.test_redteam_configs import DEEP, HUGE_INT, RAW
 
+# Property tests, each over 40 generated files: slow (make check leaves them to make test).
+pytestmark = pytest.mark.slow
+
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])

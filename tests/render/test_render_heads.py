@@ -57,6 +57,7 @@ def _heads(layers: int, heads: int, seed: int = 0) -> HeadsResult:
                        thumbnails=thumbs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [20, 40, 80, 200])
 @pytest.mark.parametrize(("layers", "heads", "precision"), [(1, 1, 3), (3, 4, 0), (24, 16, 5)])
 def test_the_streamed_measures_print_what_the_whole_table_did(

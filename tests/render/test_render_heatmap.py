@@ -147,6 +147,7 @@ def _old_heatmap(console, title: str, rows: Axis, cols: Axis, matrix, precision:
     return Group(*parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [20, 40, 80, 200])
 @pytest.mark.parametrize("seed", range(6))
 def test_the_streamed_heatmap_prints_what_one_text_did(seed: int, width: int,

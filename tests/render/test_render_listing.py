@@ -54,6 +54,7 @@ def _new(text: str, width: int, **options: object) -> str:
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [24, 40, 80, 200])
 @pytest.mark.parametrize("text", TEXTS)
 def test_streamed_tokens_equal_the_whole_table(text: str, width: int,

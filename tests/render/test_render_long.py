@@ -151,6 +151,7 @@ def test_top_k_width_counted_equals_what_rich_measures(variant: str) -> None:
 ROWS = [None, (0, 3), (5, 60), (200, 240), (0, 1000)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [20, 40, 80, 200])
 @pytest.mark.parametrize("rows", ROWS)
 def test_the_streamed_top_k_prints_what_the_whole_table_did(

@@ -18,6 +18,9 @@ from attncli.models.generate.sampling import Sampling
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import _transformers
 
+# The real SmolLM2 against transformers' own generate: slow (make check leaves it to make test).
+pytestmark = pytest.mark.slow
+
 N = 10
 CASES = [("What is the capital of France?", False), ("Write one word: a colour.", False),
          ("The three primary colours are", True)]  # (prompt, raw)

@@ -126,6 +126,7 @@ def test_lmstudio_name_reads_the_same_model(cli, tiny, tmp_path: Path,  # noqa: 
     assert stored["weights"] == direct["weights"]
 
 
+@pytest.mark.slow
 def test_the_real_smollm2_matches_transformers_on_every_layer(cli) -> None:  # noqa: ANN001
     path = smollm2()
     text = "The quick brown fox. The quick brown fox. 猫 42"

@@ -107,6 +107,7 @@ BAD_COUNTS = [(T.FLOAT32, math.nan), (T.FLOAT64, -math.inf), (T.FLOAT64, 2.5), (
               (T.STRING, "4"), (T.BOOL, True), (T.ARRAY, (T.UINT32, [2, 2]))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
 def test_a_count_that_is_not_a_whole_number_names_its_key(files: dict[str, Path], tmp_path: Path,
                                                           arch: str) -> None:
@@ -121,6 +122,7 @@ def test_a_count_that_is_not_a_whole_number_names_its_key(files: dict[str, Path]
                 (suffix, typed, str(caught.value))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(arch=st.sampled_from(sorted(ARCHITECTURES)), key=st.sampled_from(KEYS), typed=VALUES)
 def test_any_metadata_value_loads_or_is_one_line(cli, files: dict[str, Path],  # noqa: ANN001

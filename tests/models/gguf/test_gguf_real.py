@@ -14,6 +14,9 @@ from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import gguf_parsed_once
 from tests.models.gguf.test_gguf_source import transformers_tensors
 
+# The real SmolLM2 against transformers' GGUF loader: slow (make check leaves it to make test).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def real() -> tuple[Path, dict[str, torch.Tensor]]:

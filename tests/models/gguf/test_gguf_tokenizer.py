@@ -89,6 +89,7 @@ def test_an_unknown_pre_tokenizer_is_refused_by_name(tmp_path: Path) -> None:
         open_gguf(path).tokenizer_json()
 
 
+@pytest.mark.slow
 def test_smollm2_ids_match_transformers() -> None:
     path = smollm2()
     ours, theirs = _ours(path), _theirs(path)
