@@ -128,6 +128,9 @@ PROVIDED: dict[str, Callable[[Path], Path]] = {"book.txt": _book,
                                                "notes.jsonl": _notes,
                                                "atlas": lambda folder: folder / "atlas",
                                                "atlas.json": lambda folder: folder / "atlas.json"}
+# Of those, the ones that commands only read, made once for all the pages: the same checkpoint
+# (scripts/tiny_llama.py is seeded) need not be built again for each block that names it.
+MADE_ONCE = {"/tmp/tiny-mistral"}
 
 
 def _not_run(command: str) -> str | None:
@@ -138,17 +141,20 @@ class Runner:
     """Runs one README command line as a user would and returns what it printed."""
 
     def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                 folder: Path) -> None:
+                 folder: Path, once: tuple[Path, dict[str, Path]]) -> None:
         self.capsys, self.monkeypatch, self.folder = capsys, monkeypatch, folder
         self.made: dict[str, Path] = {}
+        self.once_folder, self.made_once = once
 
     def _provided(self, command: str) -> str:
         for name, make in PROVIDED.items():
             pattern = rf"(?<![\w/.~-]){re.escape(name)}(?![\w/.-])"
             if re.search(pattern, command):
-                if name not in self.made:
-                    self.made[name] = make(self.folder)
-                command = re.sub(pattern, shlex.quote(str(self.made[name])), command)
+                made, folder = ((self.made_once, self.once_folder) if name in MADE_ONCE
+                                else (self.made, self.folder))
+                if name not in made:
+                    made[name] = make(folder)
+                command = re.sub(pattern, shlex.quote(str(made[name])), command)
         return command
 
     def __call__(self, command: str, width: int) -> CliRun:
@@ -183,10 +189,16 @@ class Runner:
         return CliRun(code, out, captured.err)
 
 
+@pytest.fixture(scope="module")
+def made_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+    """The folder of the files in MADE_ONCE, and those made so far."""
+    return tmp_path_factory.mktemp("made-once"), {}
+
+
 @pytest.fixture
 def run_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-             tmp_path: Path) -> Runner:
-    return Runner(capsys, monkeypatch, tmp_path)
+             tmp_path: Path, made_once: tuple[Path, dict[str, Path]]) -> Runner:
+    return Runner(capsys, monkeypatch, tmp_path, made_once)
 
 
 def _ids(block: Block) -> str:
@@ -202,7 +214,7 @@ def test_every_block_is_run_or_named_here() -> None:
     assert [p for p in NOT_COMMANDS if not any(f.startswith(p) for f in firsts)] == []
     commands = [e.command for b in SHOWN for e in examples(b)]
     commands += [c for b in LISTS for _, c in listed(b)]
-    for table in (NOT_RUN, PROVIDED, MASKS, NEEDS_C_PASSES):
+    for table in (NOT_RUN, PROVIDED, MASKS, NEEDS_C_PASSES, MADE_ONCE):
         stale = [k for k in table if not any(k in c for c in commands)]
         assert stale == [], "an entry here that no command of any page uses any more"
     assert len(SHOWN) >= 8 and len(LISTS) >= 4

@@ -230,21 +230,30 @@ def _small_files() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
 
 
+COMMAND = [sys.executable, "-m", "attncli", "run", TEXT * 5, "--model", TOY, "--layer", "1",
+           "--json"]
+
+
+@pytest.fixture(scope="module")
+def uncached_json() -> object:
+    """What the command prints with no cache at all: the same for every blocked cache below."""
+    env = {**os.environ, "ATTNCLI_NO_CACHE": "1", "OMP_NUM_THREADS": "1"}
+    fresh = subprocess.run(COMMAND, capture_output=True, env=env, timeout=600, check=False)
+    assert fresh.returncode == 0, fresh.stderr
+    return json.loads(fresh.stdout)
+
+
 @pytest.mark.parametrize("blocked", ["fsize", "a file", "/dev/null"])
 def test_a_cache_that_cannot_be_written_does_not_fail_the_command(
-        tmp_path: Path, blocked: str) -> None:
+        tmp_path: Path, blocked: str, uncached_json: object) -> None:
     folder = Path(blocked) if blocked.startswith("/") else tmp_path / "cache"
     if blocked == "a file":
         folder.write_text("not a folder")
     env = {**os.environ, "ATTNCLI_HIDDEN_CACHE": str(folder), "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, "-m", "attncli", "run", TEXT * 5, "--model", TOY, "--layer", "1",
-            "--json"]
-    done = subprocess.run(args, capture_output=True, env=env, timeout=600, check=False,
+    done = subprocess.run(COMMAND, capture_output=True, env=env, timeout=600, check=False,
                           preexec_fn=_small_files if blocked == "fsize" else None)
-    fresh = subprocess.run(args, capture_output=True, env={**env, "ATTNCLI_NO_CACHE": "1"},
-                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == json.loads(fresh.stdout)
+    assert json.loads(done.stdout) == uncached_json
     err = done.stderr.decode()
     assert err.count("\n") == 1 and err.startswith("attncli: note: hidden states not cached")
     if blocked == "fsize":
