@@ -188,3 +188,22 @@ def test_sources_never_import_a_family() -> None:
                    for target in _imports(path, runtime_only=False)
                    if target == "attncli.models" or target.startswith(banned))
     assert found == []
+
+
+TESTS = PACKAGE.parent / "tests"
+# Folders of tests/ that cross the parts: whole commands and the pages (e2e), hostile inputs
+# (redteam), the scripts and benchmarks (tools).
+ACROSS = {"e2e", "redteam", "tools"}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """Each test module sits in the folder of the part it tests (tests/core/, tests/models/gguf/,
+    ...) or in one of ACROSS, never at the top beside this file; each folder is a package, so
+    two modules may share a file name."""
+    flat = sorted(p.name for p in TESTS.glob("test_*.py") if p.name != Path(__file__).name)
+    assert flat == [], "move them into the folder of the part they test"
+    folders = {p.parent for p in TESTS.rglob("test_*.py")} - {TESTS}
+    assert sorted(str(f.relative_to(TESTS)) for f in folders
+                  if not (f / "__init__.py").is_file()) == []
+    parts = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted({f.relative_to(TESTS).parts[0] for f in folders} - parts - ACROSS) == []
