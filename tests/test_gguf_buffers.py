@@ -61,13 +61,14 @@ def small_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(buffers, "SMALL", 0)  # the fixtures' tensors are kilobytes
 
 
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])  # q/k un-permuted; Conv1D transposed
 @pytest.mark.parametrize("qtype", [gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.F32,
                                    gguf.GGMLQuantizationType.F16])
 def test_tensors_read_through_recycled_buffers_equal_fresh_reads(
-        tmp_path: Path, qtype: gguf.GGMLQuantizationType, small_buffers: None,
+        tmp_path: Path, qtype: gguf.GGMLQuantizationType, arch: str, small_buffers: None,
         monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "m.gguf"
-    write_model(path, "llama", qtype)
+    write_model(path, arch, qtype)
     source = open_gguf(path)
     names = sorted(source.shapes())
     held = {name: source.tensor(name) for name in names}  # every one held at once

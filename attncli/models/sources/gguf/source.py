@@ -104,15 +104,17 @@ class GgufSource:
         info = self._info(name)
         values = self._dequantize(info, self._blocks(info))  # (rows, cols) as stored
         undo = self._undo(name)
-        if undo == "transposed":
-            values = values.T  # Conv1D's (in, out)
+        # Each reordering is written into a recycled buffer (values' own goes back to it).
+        if undo == "transposed":  # Conv1D's (in, out)
+            values = _copied(values.T, self._float32(values.T.shape))
         elif undo == "norm":
             values = values - np.float32(1.0)  # a norm stored as 1 + w, back to w
         elif undo == "qkv_heads":
-            values = interleave_heads(values, int(self._config["num_attention_heads"]))
+            values = interleave_heads(values, int(self._config["num_attention_heads"]),
+                                      self._float32(values.shape))
         elif undo:
             heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
-            values = unpermute(values, int(heads))
+            values = unpermute(values, int(heads), self._float32(values.shape))
         return torch.from_numpy(_owned(values))  # HF layout
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
@@ -245,6 +247,11 @@ def layer_bytes(header: GgufHeader) -> int:
             count = math.prod(info.shape)
             per_block[parts[1]] = per_block.get(parts[1], 0) + count * FLOAT_BYTES + info.nbytes
     return max(per_block.values(), default=0)
+
+
+def _copied(view: np.ndarray, out: np.ndarray) -> np.ndarray:
+    np.copyto(out, view)
+    return out
 
 
 def _owned(values: np.ndarray) -> np.ndarray:
