@@ -102,20 +102,29 @@ class GgufSource:
         import torch
 
         info = self._info(name)
-        values = self._dequantize(info, self._blocks(info))  # (rows, cols) as stored
-        undo = self._undo(name)
+        blocks, undo = self._blocks(info), self._undo(name)  # (rows, row_bytes)
+        if undo in ("q", "k", "qkv_heads") and len(info.shape) == 2:
+            # A matrix's rows are reordered as quantized bytes, before they are dequantized:
+            # each row is whole blocks, so the float32 values are the same, for a 7th of the copy.
+            blocks, undo = self._reordered(blocks, undo), ""
+        values = self._dequantize(info, blocks)  # (rows, cols) as stored
         # Each reordering is written into a recycled buffer (values' own goes back to it).
         if undo == "transposed":  # Conv1D's (in, out)
             values = _copied(values.T, self._float32(values.T.shape))
         elif undo == "norm":
             values = values - np.float32(1.0)  # a norm stored as 1 + w, back to w
-        elif undo == "qkv_heads":
-            values = interleave_heads(values, int(self._config["num_attention_heads"]),
-                                      self._float32(values.shape))
-        elif undo:
-            heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
-            values = unpermute(values, int(heads), self._float32(values.shape))
+        elif undo:  # a bias: one row
+            values = self._reordered(values, undo)
         return torch.from_numpy(_owned(values))  # HF layout
+
+    def _reordered(self, rows: np.ndarray, undo: str) -> np.ndarray:
+        """rows (along the first axis) in HF's order: Q/K's rotary halves un-interleaved, or
+        NeoX's query_key_value regrouped per head; into a recycled buffer."""
+        out = self._buffers.empty(rows.shape, rows.dtype)
+        if undo == "qkv_heads":
+            return interleave_heads(rows, int(self._config["num_attention_heads"]), out)
+        heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
+        return unpermute(rows, int(heads), out)
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         import torch
