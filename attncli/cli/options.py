@@ -4,14 +4,15 @@ commands take."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Concatenate
 
 import typer
 
 from attncli.cli.groups import Group
-from attncli.cli.output import Page, check_outputs, deliver, is_page
+from attncli.cli.output import P, Page, R, check_outputs, deliver, is_page
 from attncli.cli.requests import read_source
 from attncli.core.display import (
     Display,
@@ -29,6 +30,8 @@ from attncli.core.sizes import Impl
 from attncli.core.variants import Variant
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
     from attncli.core.inputs import InputVectors
     from attncli.core.result import Result
 
@@ -263,6 +266,12 @@ class Output(Group):
     def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
         """JSON or tables on stdout, and the files asked for."""
         deliver(doc, build, self.as_json, self.save, self.save_json, extra)
+
+    def deliver_result(self, result: R,
+                       render: Callable[Concatenate[Console, R, P], RenderableType],
+                       *args: P.args, **kwargs: P.kwargs) -> None:
+        """result's to_dict() or render(console, result, *args, **kwargs), as deliver writes."""
+        self.deliver(result.to_dict(), lambda out: render(out, result, *args, **kwargs))
 
 
 def request_of(source: tuple[str | None, InputVectors | None], *groups: Group,

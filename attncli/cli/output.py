@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from attncli.cli.streams import clamp_width
 
@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 Page = Callable[["Console"], "RenderableType"]
+
+
+class Dumpable(Protocol):
+    """A result record: its JSON is to_dict()."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Dumpable)  # a result delivered with its renderer's arguments, P
+P = ParamSpec("P")
 
 
 def console() -> Console:
@@ -140,5 +150,4 @@ def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) 
                 break
     if save is not None:
         save_render(pages, save, out.width)
-
 
