@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Concatenate
 
@@ -13,7 +13,7 @@ import typer
 
 from attncli.cli.groups import Group
 from attncli.cli.output import P, Page, R, check_outputs, deliver, is_page
-from attncli.cli.requests import read_source
+from attncli.cli.requests import read_source, request_of
 from attncli.core.display import (
     Display,
     Lang,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from attncli.core.inputs import InputVectors
     from attncli.core.result import Result
 
-__all__ = ["Device", "Impl", "Lang", "Measure", "Pool", "Scale", "Variant", "View"]
+__all__ = ["Device", "Impl", "Lang", "Measure", "Pool", "Scale", "Variant", "View", "request_of"]
 
 
 # Options shared by the commands that run attention, declared once.
@@ -273,13 +273,3 @@ class Output(Group):
         """result's to_dict() or render(console, result, *args, **kwargs), as deliver writes."""
         self.deliver(result.to_dict(), lambda out: render(out, result, *args, **kwargs))
 
-
-def request_of(source: tuple[str | None, InputVectors | None], *groups: Group,
-               **given: Any) -> Request:
-    """The run's Request: the input, each group's fields that are Request's, then given."""
-    settings = {f.name: getattr(group, f.name) for group in groups for f in fields(group)  # type: ignore[arg-type]
-                if f.name in REQUEST_FIELDS}
-    return Request(text=source[0], inputs=source[1], **(settings | given))
-
-
-REQUEST_FIELDS = {f.name for f in fields(Request)}

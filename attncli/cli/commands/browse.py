@@ -10,8 +10,9 @@ import typer
 from attncli.browse.terminal import check_terminal
 from attncli.cli.generating import Answering
 from attncli.cli.groups import Without, command
-from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source, request_of
+from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source
 from attncli.cli.output import Saver
+from attncli.cli.requests import request_of
 from attncli.errors import AttnCliError
 
 

@@ -7,16 +7,8 @@ from typing import Annotated
 import typer
 
 from attncli.cli.groups import Without, command
-from attncli.cli.options import (
-    Chapter3,
-    Compute,
-    Encoding,
-    Look,
-    Output,
-    Source,
-    Variant,
-    request_of,
-)
+from attncli.cli.options import Chapter3, Compute, Encoding, Look, Output, Source, Variant
+from attncli.cli.requests import request_of
 from attncli.core.display import parse_names
 
 

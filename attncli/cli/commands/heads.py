@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from attncli.cli.groups import Without, command
-from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source, request_of
+from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source
+from attncli.cli.requests import request_of
 from attncli.core.display import parse_window
 from attncli.errors import AttnCliError
 

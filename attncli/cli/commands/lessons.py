@@ -8,7 +8,8 @@ import typer
 
 from attncli.cli.groups import Without, command
 from attncli.cli.lesson_options import Settings, Shown
-from attncli.cli.options import Chapter3, Checkpoint, Encoding, Output, Source, Variant, request_of
+from attncli.cli.options import Chapter3, Checkpoint, Encoding, Output, Source, Variant
+from attncli.cli.requests import request_of
 
 KeepOpt = Annotated[str | None, typer.Option(
     help="With --model: evict keys from every layer's cache, keeping the latest W (window:W) "

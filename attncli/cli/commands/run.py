@@ -5,17 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from attncli.cli.groups import Without, command
-from attncli.cli.options import (
-    Chapter3,
-    Checkpoint,
-    Compute,
-    Encoding,
-    Look,
-    Output,
-    Source,
-    request_of,
-)
+from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.output import is_page
+from attncli.cli.requests import request_of
 from attncli.errors import AttnCliError
 
 
