@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,14 +9,7 @@ import typer
 
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Output
-from attncli.errors import AttnCliError
-
-
-class TooLong(str, Enum):
-    """What `scan` does with a document over --max-tokens."""
-
-    cut = "cut"
-    skip = "skip"
+from attncli.scan.worker import ScanSettings, TooLong
 
 
 @command()
@@ -75,24 +67,18 @@ def scan(
 
       attncli show atlas/summary.json --save atlas.html
     """
+    from attncli.scan.run import ScanPlan, check_scan, run_scan
+
     output.check()
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise AttnCliError("scan writes Parquet and needs pyarrow: pip install "
-                           "'attncli[scan]'") from None
-    if checkpoint.model is None:
-        raise AttnCliError("attncli scan needs --model PATH|NAME")
+    model = check_scan(checkpoint.model)
     from attncli.cli.progress import progress_bar
     from attncli.cli.streams import after_imports
     from attncli.core.checks.heads import heads_from_dict
     from attncli.render.reports.scan import render_scan
     from attncli.scan.pool import usable_cores
-    from attncli.scan.run import ScanPlan, run_scan
-    from attncli.scan.worker import ScanSettings
 
     after_imports()
-    settings = ScanSettings(model=checkpoint.model, encoding=encoding.encoding,
+    settings = ScanSettings(model=model, encoding=encoding.encoding,
                             allow_special=encoding.allow_special, max_tokens=max_tokens,
                             too_long=too_long.value)
     plan = ScanPlan(Path(corpus), out, field, workers or usable_cores(), ray or None, part_size,
