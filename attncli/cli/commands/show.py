@@ -34,13 +34,7 @@ def show(
 
       attncli generate "Hi" --model M --json > answer.json; attncli show answer.json --at 0
     """
-    from attncli.core.checks.shown import (
-        check_inside,
-        refuse_unused,
-        saved_doc,
-        shown_stages,
-        shown_windows,
-    )
+    from attncli.core.checks.shown import check_inside, refuse_unused, saved_doc, shown_view
     from attncli.core.saved import load_saved, pick, with_stages
     from attncli.render.saved import render_file
 
@@ -64,8 +58,8 @@ def show(
         scan = scan_part(saved.doc, results[0].model.layers, results[0].model.heads)
     elif saved.kind != "heads":
         results = [pick(result, look.head, look.query) for result in results]
-        stages = shown_stages(results[0], stages)
-        display = look.display(results[0], shown_windows(results[0], windows), stages or None,
+        windows, stages = shown_view(results[0], windows, stages)
+        display = look.display(results[0], windows, stages or None,
                                look.lang.value if look.lang else "en")
         check_inside(results[0], display.rows, display.cols)
     doc = saved_doc(saved.kind, results, saved.doc)

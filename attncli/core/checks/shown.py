@@ -39,21 +39,17 @@ def _corner(result: Result) -> bool:
     return result.window == {"rows": [0, side], "cols": [0, side]}
 
 
-def shown_windows(result: Result, windows: Windows) -> Windows:
-    """--rows and --cols, each else the window the saved run showed (a tiled run's own corner
-    is no window it showed)."""
+def shown_view(result: Result, windows: Windows,
+               stages: tuple[str, ...] | None) -> tuple[Windows, tuple[str, ...] | None]:
+    """--rows, --cols and --show, each else what the saved run showed: its window (a tiled
+    run's own corner is no window it showed) and the stages a naive run kept."""
     held = result.window
-    if held is None or (result.long is not None and _corner(result)):
-        return windows
-    return (windows[0] or Window("--rows", *held["rows"]),
-            windows[1] or Window("--cols", *held["cols"]))
-
-
-def shown_stages(result: Result, stages: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    """--show's stages, else those the saved naive run kept."""
+    if held is not None and not (result.long is not None and _corner(result)):
+        windows = (windows[0] or Window("--rows", *held["rows"]),
+                   windows[1] or Window("--cols", *held["cols"]))
     if stages is None and result.stages and result.long is None:
-        return tuple(name for name in result.stages if result.stages[name] is not None)
-    return stages
+        stages = tuple(name for name in result.stages if result.stages[name] is not None)
+    return windows, stages
 
 
 def check_inside(result: Result, rows: tuple[int, int] | None,
