@@ -60,11 +60,9 @@ def browse(
         if not checkpoint.model:
             raise AttnCliError("browse --generate needs --model: the decoder that answers")
         from attncli.browse.generation import generation_source
-        from attncli.models.generate.run import generate_model
 
-        shown = generation_source(generate_model(
-            checkpoint.model, source.read()[0] or "", answering.sampling(),
-            system=answering.system, raw=answering.raw, allow_special=encoding.allow_special))
+        shown = generation_source(answering.answer(checkpoint.model, source.read()[0] or "",
+                                                   encoding.allow_special))
     else:
         from attncli.browse.source import source_of
         from attncli.core.compare import Shared

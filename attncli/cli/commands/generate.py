@@ -41,11 +41,11 @@ def generate(source: Annotated[Source, Without("inputs")],
         raise AttnCliError("generate needs --model: the decoder that answers")
     output.check()
     layers = attended.check()
-    sampling = answering.sampling()
+    answering.sampling()  # checked before the prompt is read
     prompt = source.read(settle=False)[0] or ""
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
-    from attncli.models.generate.run import Keep, generate_model
+    from attncli.models.generate.run import Keep
     from attncli.render.reports.generate import render_generation
 
     after_imports()
@@ -59,8 +59,7 @@ def generate(source: Annotated[Source, Without("inputs")],
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
-        result = generate_model(checkpoint.model, prompt, sampling, system=answering.system,
-                                raw=answering.raw, keep=keep,
-                                allow_special=encoding.allow_special, on_token=on_token)
+        result = answering.answer(checkpoint.model, prompt, encoding.allow_special, keep,
+                                  on_token)
     output.deliver_result(result, render_generation, attended.view(result, look.head))
 
