@@ -32,6 +32,7 @@ from attncli.core.variants import Variant
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from attncli.core.compare import Shared
     from attncli.core.inputs import InputVectors
     from attncli.core.result import Result
 
@@ -197,6 +198,12 @@ class Chapter3(Group):
     dropout: DropoutOpt = Request.dropout
     qkv_bias: BiasOpt = Request.qkv_bias
 
+    def shared(self) -> Shared:
+        """--d-out, --heads and --dropout, for each of several variants that has them."""
+        from attncli.core.compare import Shared
+
+        return Shared(d_out=self.d_out, heads=self.heads, dropout=self.dropout)
+
 
 @dataclass(frozen=True)
 class Compute(Group):
@@ -259,9 +266,13 @@ class Output(Group):
         """Refuse unwritable --save/--save-json before any work."""
         check_outputs(self.save, self.save_json)
 
+    def page(self) -> bool:
+        """Whether --save names the interactive page (.html or .htm, not .term.html)."""
+        return is_page(self.save)
+
     def writes_json(self) -> bool:
         """Whether the JSON is written: --json, --save-json, or the page (--save x.html)."""
-        return self.as_json or self.save_json is not None or is_page(self.save)
+        return self.as_json or self.save_json is not None or self.page()
 
     def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
         """JSON or tables on stdout, and the files asked for."""

@@ -65,14 +65,12 @@ def browse(
                                                    encoding.allow_special))
     else:
         from attncli.browse.source import source_of
-        from attncli.core.compare import Shared
 
         # Every variant at once (no --variant, no --model) takes --heads as multihead's alone.
         every = settings.variant is None and checkpoint.model is None
         request = request_of(source.read(), checkpoint, encoding, settings, compute,
                              **({"heads": None} if every else {}))
-        shown = source_of(request, Shared(d_out=settings.d_out, heads=settings.heads,
-                                          dropout=settings.dropout))
+        shown = source_of(request, settings.shared())
     from attncli.browse.terminal import run_in_terminal
     from attncli.cli.streams import leave
 
