@@ -44,14 +44,13 @@ def permute(
 
     --model DIR runs a trained encoder's --layer (bert, roberta), positions left out and kept.
     """
-    from attncli.core.request import Request, Route
+    from attncli.core.request import Route
     from attncli.lessons.permute import permute_lesson
     from attncli.render.lessons.permute import render_permute
 
     output.check()
     # A checkpoint takes its layer and --allow-special; the chapter-3 settings go to a variant.
-    spec = Request(text=text_a, model=checkpoint.model, layer=checkpoint.layer,
-                   allow_special=encoding.allow_special)
+    spec = request_of((text_a, None), checkpoint, allow_special=encoding.allow_special)
     if spec.route is Route.chapter3:
         spec = request_of((text_a, None), encoding, settings, variant=variant)
     result = permute_lesson(spec, text_a, text_b)
@@ -78,7 +77,6 @@ def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Without("predict")
 
       attncli kvcache --file samples/streaming.txt --model M.gguf --keep sinks:4,window:64
     """
-    from attncli.cli.output import is_page
     from attncli.lessons.kvcache import kvcache_lesson
     from attncli.lessons.streaming import check_keep, streaming_model
     from attncli.render.lessons.kvcache import render_kvcache
@@ -86,7 +84,7 @@ def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Without("predict")
 
     output.check()
     kept = None if keep is None else check_keep(keep, checkpoint.model, checkpoint.layer,
-                                                is_page(output.save), shown.head)
+                                                output.page(), shown.head)
     spec = request_of(source.read(), checkpoint, encoding, settings)
     if kept is not None:
         output.deliver_result(streaming_model(spec, *kept), render_streaming, shown.language())
