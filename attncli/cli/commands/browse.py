@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from attncli.browse.terminal import check_terminal
+from attncli.browse.terminal import check_terminal, run_in_terminal
 from attncli.cli.generating import Answering
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source
 from attncli.cli.output import Saver
 from attncli.cli.requests import request_of
+from attncli.cli.streams import leave
 from attncli.errors import AttnCliError
 
 
@@ -71,7 +72,4 @@ def browse(
         request = request_of(source.read(), checkpoint, encoding, settings, compute,
                              **({"heads": None} if every else {}))
         shown = source_of(request, settings.shared())
-    from attncli.browse.terminal import run_in_terminal
-    from attncli.cli.streams import leave
-
     leave(*run_in_terminal(shown, Saver(save_dir)))
