@@ -34,7 +34,8 @@ def heads(
 
     A second look at the same text and checkpoint (`run --layer`, `browse`) starts from the
     hidden states this one kept in ~/.cache/attncli/hidden (ATTNCLI_HIDDEN_CACHE: the folder,
-    ATTNCLI_HIDDEN_CACHE_MAX=2G: its size; ATTNCLI_NO_CACHE=1: off).
+    ATTNCLI_HIDDEN_CACHE_MAX=2G: its size; ATTNCLI_NO_CACHE=1: off); `heads` after any look
+    reads the attention weights kept beside them, and runs no block.
 
     Examples:
 
