@@ -14,6 +14,7 @@ load drifts) and never in this one: a child's peak RSS counts what its parent he
 forked, so this process imports no torch and holds no weights. ratio = attncli's seconds / the
 floor's. The table is written as markdown to bench/results/scale.md.
 
+    .venv/bin/python bench/scale.py --sizes 8b --qtypes q4_k,q8_0 --tokens 50 --repeats 3
     .venv/bin/python bench/scale.py --sizes 8b --qtypes q4_k --tokens 50 --repeat
     .venv/bin/python bench/scale.py --sizes 8b --qtypes q4_k --tokens 50 --threads 1,2
 
@@ -136,6 +137,8 @@ def main() -> None:
     parser.add_argument("--tokens", default="50,2000", help="comma-separated token counts")
     parser.add_argument("--commands", default="run,heads,kvcache")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="each row's floor and command alternated this many times: medians")
     parser.add_argument("--repeat", action="store_true", help="the looks after a first one")
     parser.add_argument("--threads", help="comma-separated thread counts: 1 to N scaling")
     parser.add_argument("--floor", help=argparse.SUPPRESS)  # size,tokens,layers: time it here
@@ -166,9 +169,8 @@ def main() -> None:
             for tokens in (int(t) for t in args.tokens.split(",")):
                 text = text_file(tokens)
                 for command in args.commands.split(","):
-                    floor = floor_seconds(size, tokens, layers)
-                    result = measure([cli, *COMMANDS[command], "--model", str(path), "--file",
-                                      str(text)])
+                    argv = [cli, *COMMANDS[command], "--model", str(path), "--file", str(text)]
+                    floor, result = _median_pair(args.repeats, (size, tokens, layers), argv)
                     note = result["error"] or ""
                     if size in PARTIAL_LAYERS:
                         note += (f" {layers} of {shape.layers} layers: ×{shape.layers / layers:.0f}"
@@ -182,6 +184,16 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
+
+
+def _median_pair(repeats: int, floor: tuple[str, int, int],
+                 argv: list[str]) -> tuple[float, dict]:
+    """The floor's median seconds and the command's median run (its seconds and peak RSS: the
+    run of median seconds), over repeats alternating pairs: the shared machine's load drifts."""
+    pairs = [(floor_seconds(*floor), measure(argv)) for _ in range(max(1, repeats))]
+    floors = sorted(seconds for seconds, _ in pairs)
+    runs = sorted((run for _, run in pairs), key=lambda run: run["seconds"])
+    return floors[len(floors) // 2], runs[len(runs) // 2]
 
 
 def _cases(args: argparse.Namespace) -> Iterator[tuple[str, str, Path, Path]]:
