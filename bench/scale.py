@@ -13,6 +13,17 @@ layer, timed in a fresh process of its own just before each command (the machine
 load drifts) and never in this one: a child's peak RSS counts what its parent held when it was
 forked, so this process imports no torch and holds no weights. ratio = attncli's seconds / the
 floor's. The table is written as markdown to bench/results/scale.md.
+
+    .venv/bin/python bench/scale.py --sizes 8b --qtypes q4_k,q8_0 --tokens 50 --repeats 3
+    .venv/bin/python bench/scale.py --sizes 8b --qtypes q4_k --tokens 50 --repeat
+    .venv/bin/python bench/scale.py --sizes 8b --qtypes q4_k --tokens 50 --threads 1,2
+
+--repeat: the looks after a first one, with the hidden-state cache on (an empty folder of its
+own): `run --layer -1` first, then `run --layer -2`, `heads` and `heads --measure rollout` on the
+same text, each a fresh process; ratio = its seconds / the first look's (#37's target: ≤ 0.2).
+--threads: `run --layer -1` and the floor with OMP_NUM_THREADS=k for each k (attncli's matmuls
+and its dequantizer both take their thread count from it): seconds, the speed-up over one
+thread, and the ratio to the floor at the same k. Both write to bench/results/scale-*.md.
 """
 
 from __future__ import annotations
@@ -23,7 +34,9 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +87,11 @@ def text_file(tokens: int) -> Path:
     return path
 
 
-def floor_seconds(size: str, tokens: int, layers: int) -> float:
-    """matmul_floor in a fresh process (see the module's docstring for why)."""
+def floor_seconds(size: str, tokens: int, layers: int, threads: int | None = None) -> float:
+    """matmul_floor in a fresh process (see the module's docstring for why), on threads."""
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     done = subprocess.run([sys.executable, __file__, "--floor", f"{size},{tokens},{layers}"],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=env)
     return float(done.stdout.split()[-1])
 
 
@@ -123,6 +137,10 @@ def main() -> None:
     parser.add_argument("--tokens", default="50,2000", help="comma-separated token counts")
     parser.add_argument("--commands", default="run,heads,kvcache")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="each row's floor and command alternated this many times: medians")
+    parser.add_argument("--repeat", action="store_true", help="the looks after a first one")
+    parser.add_argument("--threads", help="comma-separated thread counts: 1 to N scaling")
     parser.add_argument("--floor", help=argparse.SUPPRESS)  # size,tokens,layers: time it here
     args = parser.parse_args()
     if args.floor:
@@ -130,6 +148,13 @@ def main() -> None:
         print(matmul_floor(SHAPES[size], int(tokens), int(layers)))
         return
     cli = str(Path(sys.executable).parent / "attncli")
+    if args.repeat or args.threads:
+        table = repeats(cli, args) if args.repeat else thread_scaling(cli, args)
+        out = args.out.with_name(f"scale-{'repeat' if args.repeat else 'threads'}.md")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(table) + "\n")
+        print(f"wrote {out}")
+        return
     # Every command a first look: with the hidden-state cache on, `heads` after `run` on the
     # same text would read the streams run kept (bench/hidden_cache.py measures that).
     os.environ["ATTNCLI_NO_CACHE"] = "1"
@@ -144,9 +169,8 @@ def main() -> None:
             for tokens in (int(t) for t in args.tokens.split(",")):
                 text = text_file(tokens)
                 for command in args.commands.split(","):
-                    floor = floor_seconds(size, tokens, layers)
-                    result = measure([cli, *COMMANDS[command], "--model", str(path), "--file",
-                                      str(text)])
+                    argv = [cli, *COMMANDS[command], "--model", str(path), "--file", str(text)]
+                    floor, result = _median_pair(args.repeats, (size, tokens, layers), argv)
                     note = result["error"] or ""
                     if size in PARTIAL_LAYERS:
                         note += (f" {layers} of {shape.layers} layers: ×{shape.layers / layers:.0f}"
@@ -160,6 +184,71 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
+
+
+def _median_pair(repeats: int, floor: tuple[str, int, int],
+                 argv: list[str]) -> tuple[float, dict]:
+    """The floor's median seconds and the command's median run (its seconds and peak RSS: the
+    run of median seconds), over repeats alternating pairs: the shared machine's load drifts."""
+    pairs = [(floor_seconds(*floor), measure(argv)) for _ in range(max(1, repeats))]
+    floors = sorted(seconds for seconds, _ in pairs)
+    runs = sorted((run for _, run in pairs), key=lambda run: run["seconds"])
+    return floors[len(floors) // 2], runs[len(runs) // 2]
+
+
+def _cases(args: argparse.Namespace) -> Iterator[tuple[str, str, Path, Path]]:
+    for size in args.sizes.split(","):
+        for qname in args.qtypes.split(","):
+            path = model_file(SHAPES[size], QTYPES[qname])
+            for tokens in args.tokens.split(","):
+                yield size, qname, path, text_file(int(tokens))
+
+
+REPEATS = {"run --layer -2": ["run", "--layer", "-2"], "heads": ["heads"],
+           "heads --measure rollout": ["heads", "--measure", "rollout"]}
+
+
+def repeats(cli: str, args: argparse.Namespace) -> list[str]:
+    """The first look, then each repeat, in an empty cache folder of their own."""
+    lines = ["| shape | qtype | tokens | look | seconds | peak RSS MB | / first |",
+             "|---|---|---|---|---|---|---|"]
+    for size, qname, path, text in _cases(args):
+        with tempfile.TemporaryDirectory(prefix="attncli-bench-cache-") as folder:
+            os.environ.pop("ATTNCLI_NO_CACHE", None)
+            os.environ["ATTNCLI_HIDDEN_CACHE"] = folder
+            first = None
+            for look, command in [("run --layer -1 (first)", COMMANDS["run"]),
+                                  *REPEATS.items()]:
+                result = measure([cli, *command, "--model", str(path), "--file", str(text)])
+                first = first or result["seconds"]
+                line = (f"| {size} | {qname} | {len(text.read_text())} | {look} | "
+                        f"{result['seconds']:.2f} | {result['peak_mb']:.0f} | "
+                        f"{result['seconds'] / first:.2f} | {result['error'] or ''}".rstrip())
+                print(line, flush=True)
+                lines.append(line)
+    return lines
+
+
+def thread_scaling(cli: str, args: argparse.Namespace) -> list[str]:
+    """run --layer -1 and the floor on 1..N threads."""
+    os.environ["ATTNCLI_NO_CACHE"] = "1"
+    lines = ["| shape | qtype | tokens | threads | seconds | speed-up | floor s | ratio |",
+             "|---|---|---|---|---|---|---|---|"]
+    for size, qname, path, text in _cases(args):
+        layers = PARTIAL_LAYERS.get(size, SHAPES[size].layers)
+        one = None
+        for threads in (int(k) for k in args.threads.split(",")):
+            floor = floor_seconds(size, len(text.read_text()), layers, threads)
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+            result = measure([cli, *COMMANDS["run"], "--model", str(path), "--file", str(text)])
+            del os.environ["OMP_NUM_THREADS"]
+            one = one or result["seconds"]
+            line = (f"| {size} | {qname} | {len(text.read_text())} | {threads} | "
+                    f"{result['seconds']:.1f} | {one / result['seconds']:.2f}× | {floor:.2f} | "
+                    f"{result['seconds'] / floor:.1f} |")
+            print(line, flush=True)
+            lines.append(line)
+    return lines
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ import numpy as np
 
 from attncli.browse.patterns import ExactRow, RowData
 from attncli.browse.source import WEIGHTS, RowInfo, Source
+from attncli.core.saved import read_saved
 from attncli.errors import AttnCliError
 from attncli.models.generate.result import GenerationResult
+from attncli.models.generate.saved import generation_from_dict
 
 
 def generation_matrices(result: GenerationResult) -> np.ndarray:
@@ -41,3 +43,11 @@ def generation_source(result: GenerationResult) -> Source:
         return ExactRow(matrices[row], [{} for _ in range(heads)])
 
     return Source(title, result.labels(), rows, compute)
+
+
+def saved_generation(path: str) -> Source:
+    """browse --generation: a saved `attncli generate --json` file."""
+    data = read_saved(path)
+    if not isinstance(data, dict):
+        raise AttnCliError("--generation takes `attncli generate --json` output")
+    return generation_source(generation_from_dict(data))

@@ -19,6 +19,7 @@ from attncli.errors import AttnCliError
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
     from attncli.models.generate.result import GenerateView, GenerationResult
+    from attncli.models.generate.run import Keep
     from attncli.models.generate.sampling import Sampling
 
 MaxNewOpt = Annotated[int, typer.Option(help="The most answer tokens written.")]
@@ -75,6 +76,16 @@ class Answering(Group):
         return Sampling(max_new_tokens=self.max_new_tokens, sample=self.sample,
                         temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
                         seed=self.seed)
+
+    def answer(self, model: str, prompt: str, allow_special: bool, keep: Keep | None = None,
+               on_token: Callable[[TokenInfo], None] | None = None) -> GenerationResult:
+        """model's answer to prompt, prompted and sampled as this group asks (keep: the weights
+        kept, by default all; on_token: takes each answer token as it comes)."""
+        from attncli.models.generate.run import ALL, generate_model
+
+        return generate_model(model, prompt, self.sampling(), system=self.system, raw=self.raw,
+                              keep=ALL if keep is None else keep, on_token=on_token,
+                              allow_special=allow_special)
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:

@@ -4,15 +4,16 @@ commands take."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Concatenate
 
 import typer
 
 from attncli.cli.groups import Group
-from attncli.cli.output import Page, check_outputs, deliver, is_page
-from attncli.cli.requests import read_source
+from attncli.cli.output import P, Page, R, check_outputs, deliver, is_page
+from attncli.cli.requests import read_source, request_of
 from attncli.core.display import (
     Display,
     Lang,
@@ -29,10 +30,13 @@ from attncli.core.sizes import Impl
 from attncli.core.variants import Variant
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from attncli.core.compare import Shared
     from attncli.core.inputs import InputVectors
     from attncli.core.result import Result
 
-__all__ = ["Device", "Impl", "Lang", "Measure", "Pool", "Scale", "Variant", "View"]
+__all__ = ["Device", "Impl", "Lang", "Measure", "Pool", "Scale", "Variant", "View", "request_of"]
 
 
 # Options shared by the commands that run attention, declared once.
@@ -194,6 +198,12 @@ class Chapter3(Group):
     dropout: DropoutOpt = Request.dropout
     qkv_bias: BiasOpt = Request.qkv_bias
 
+    def shared(self) -> Shared:
+        """--d-out, --heads and --dropout, for each of several variants that has them."""
+        from attncli.core.compare import Shared
+
+        return Shared(d_out=self.d_out, heads=self.heads, dropout=self.dropout)
+
 
 @dataclass(frozen=True)
 class Compute(Group):
@@ -256,21 +266,21 @@ class Output(Group):
         """Refuse unwritable --save/--save-json before any work."""
         check_outputs(self.save, self.save_json)
 
+    def page(self) -> bool:
+        """Whether --save names the interactive page (.html or .htm, not .term.html)."""
+        return is_page(self.save)
+
     def writes_json(self) -> bool:
         """Whether the JSON is written: --json, --save-json, or the page (--save x.html)."""
-        return self.as_json or self.save_json is not None or is_page(self.save)
+        return self.as_json or self.save_json is not None or self.page()
 
     def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
         """JSON or tables on stdout, and the files asked for."""
         deliver(doc, build, self.as_json, self.save, self.save_json, extra)
 
+    def deliver_result(self, result: R,
+                       render: Callable[Concatenate[Console, R, P], RenderableType],
+                       *args: P.args, **kwargs: P.kwargs) -> None:
+        """result's to_dict() or render(console, result, *args, **kwargs), as deliver writes."""
+        self.deliver(result.to_dict(), lambda out: render(out, result, *args, **kwargs))
 
-def request_of(source: tuple[str | None, InputVectors | None], *groups: Group,
-               **given: Any) -> Request:
-    """The run's Request: the input, each group's fields that are Request's, then given."""
-    settings = {f.name: getattr(group, f.name) for group in groups for f in fields(group)  # type: ignore[arg-type]
-                if f.name in REQUEST_FIELDS}
-    return Request(text=source[0], inputs=source[1], **(settings | given))
-
-
-REQUEST_FIELDS = {f.name for f in fields(Request)}

@@ -6,14 +6,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from attncli.cli.streams import clamp_width
+from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 Page = Callable[["Console"], "RenderableType"]
+
+
+class Dumpable(Protocol):
+    """A result record: its JSON is to_dict()."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Dumpable)  # a result delivered with its renderer's arguments, P
+P = ParamSpec("P")
 
 
 def console() -> Console:
@@ -142,3 +153,31 @@ def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) 
         save_render(pages, save, out.width)
 
 
+class Saver:
+    """browse's `e`: the screen or the row's page, written whole into folder under a fresh
+    name."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __call__(self, kind: str, console: Any, page: Any) -> str:
+        from attncli.cli.export import offline_svg_format, write_atomic
+
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise AttnCliError(f"--save-dir {self.folder}: {err.strerror or err}") from None
+        number = 1
+        while (path := self.folder / f"attncli-browse-{number}.{kind}").exists():
+            number += 1
+        if kind == "svg":
+            content: Any = console.export_svg(title="attncli browse",
+                                              code_format=offline_svg_format())
+        elif kind == "txt":
+            content = console.export_text()
+        else:
+            from attncli.render.page import page_extra, render_page
+
+            content = render_page(page.to_dict(), "attncli browse", page_extra(page))
+        write_atomic(path, content, "the saved screen")
+        return str(path.resolve())

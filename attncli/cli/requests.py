@@ -1,17 +1,23 @@
-"""What the commands share between reading their options and printing: the input source and
-the display record. Like the commands, it imports torch only where a run needs it."""
+"""What the commands share between reading their options and printing: the input source, the
+request built from their groups, and the display record. Like the commands, it imports torch
+only where a run needs it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
 
 from attncli.core.display import display_of
+from attncli.core.request import Request
 from attncli.errors import AttnCliError
 
-__all__ = ["display_of", "read_source"]
+__all__ = ["display_of", "read_source", "request_of"]
 
 if TYPE_CHECKING:
+    from attncli.cli.groups import Group
     from attncli.core.inputs import InputVectors
+
+REQUEST_FIELDS = {f.name for f in fields(Request)}
 
 
 def read_source(text: str | None, file: str | None, inputs: str | None = None,
@@ -30,3 +36,11 @@ def read_source(text: str | None, file: str | None, inputs: str | None = None,
             raise AttnCliError("give TEXT, --file or --inputs, not more than one")
         return None, load_inputs(inputs)
     return read_text(text, file), None
+
+
+def request_of(source: tuple[str | None, InputVectors | None], *groups: Group,
+               **given: Any) -> Request:
+    """The run's Request: the input, each group's fields that are Request's, then given."""
+    settings = {f.name: getattr(group, f.name) for group in groups for f in fields(group)  # type: ignore[arg-type]
+                if f.name in REQUEST_FIELDS}
+    return Request(text=source[0], inputs=source[1], **(settings | given))

@@ -100,6 +100,23 @@ def interruption() -> tuple[str, int]:
     return INTERRUPTS.get(_signal, INTERRUPTS[signal.SIGINT])
 
 
+def leave(code: int, busy: bool) -> None:
+    """End with code; busy: a worker thread still runs (browse's layer pass after q or Ctrl-C),
+    which the interpreter's shutdown would meet half-way, so exit now, after a signal's one line
+    (such a thread writes nothing: saving happens on the app's own thread)."""
+    if busy:
+        if was_interrupted():  # a hang-up or SIGTERM that ended the app: its one line
+            message, code = interruption()
+            sys.stderr.write(f"attncli: error: {message}\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    if code:
+        import typer
+
+        raise typer.Exit(code)
+
+
 @contextmanager
 def signals_held() -> Iterator[None]:
     """Inside: a signal is only remembered; it raises KeyboardInterrupt once the block ends."""

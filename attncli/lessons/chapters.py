@@ -6,7 +6,6 @@ from typing import Any
 
 from attncli.core.request import Request
 from attncli.core.variants import Variant
-from attncli.lessons.setup import build, lesson_config
 
 CHAPTERS = ("order", "kvcache", "flash", "cost")
 SENTENCE = "Your journey starts with one step"
@@ -25,11 +24,11 @@ def chapter(key: str) -> Any:
         return cost(max_tokens=QUICK_TOKENS)
     spec = Request(text=SENTENCE, variant=Variant.causal)
     if key == "kvcache":
-        from attncli.lessons.kvcache import kvcache
+        from attncli.lessons.kvcache import kvcache_lesson
 
-        return kvcache(build(spec), lesson_config(spec))
+        return kvcache_lesson(spec)
     if key == "flash":
-        from attncli.lessons.flash import flash
+        from attncli.lessons.flash import flash_lesson
 
-        return flash(build(spec), lesson_config(spec), block=2)
+        return flash_lesson(spec, block=2)
     raise KeyError(key)

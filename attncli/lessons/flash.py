@@ -13,10 +13,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attncli.core.request import Request
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_flash
-from attncli.lessons.setup import Lesson, finish_context, heads_qkv, max_abs, source_of
+from attncli.lessons.setup import (
+    Lesson,
+    build,
+    finish_context,
+    heads_qkv,
+    lesson_config,
+    max_abs,
+    source_of,
+)
 from attncli.long.tiled import tiled_attention
 
 
@@ -166,3 +175,9 @@ def flash(lesson: Lesson, config: dict[str, Any], block: int, query: int | None 
         context_max_abs_diff=max_abs(context, naive.context[index]),
         tiled_max_abs_diff=max_abs(tiled_context, context),
         naive_cells=heads * num_tokens * num_tokens, tiled_cells=heads * (block + head_dim + 2))
+
+
+def flash_lesson(req: Request, block: int, query: int | None = None,
+                 head: int = 0) -> FlashResult:
+    """`attncli flash` on req's chapter-3 variant."""
+    return flash(build(req), lesson_config(req), block, query, head)

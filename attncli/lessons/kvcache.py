@@ -176,11 +176,17 @@ def kvcache(lesson: Lesson, config: dict[str, Any]) -> KVCacheResult:
                     full_pass(lesson))
 
 
-def kvcache_lesson(req: Request) -> KVCacheResult:
-    """`attncli kvcache` on what req runs: its checkpoint, or its chapter-3 variant."""
+def kvcache_lesson(req: Request, head: int = 0) -> KVCacheResult:
+    """`attncli kvcache` on what req runs: its checkpoint, or its chapter-3 variant; head, the
+    head shown, is refused when the run has no such head."""
     if req.route is Route.checkpoint:
-        return kvcache_model(req)
-    return kvcache(build(req), lesson_config(req))
+        result = kvcache_model(req)
+    else:
+        result = kvcache(build(req), lesson_config(req))
+    heads_run = len(result.steps[0].weights)
+    if head >= heads_run:
+        raise AttnCliError(f"--head {head} is out of range (use 0..{heads_run - 1})")
+    return result
 
 
 def open_decoder(req: Request, what: str) -> Model:

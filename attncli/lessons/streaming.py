@@ -99,8 +99,10 @@ def policies(sinks: int, window: int) -> list[Policy]:
     return out
 
 
-def check_keep(keep: str, model: str | None, layer: int | None) -> tuple[int, int]:
-    """--keep parsed, and refused in one line where it cannot apply (before any input is read)."""
+def check_keep(keep: str, model: str | None, layer: int | None, page: bool = False,
+               head: int = 0) -> tuple[int, int]:
+    """--keep parsed, and refused in one line where it cannot apply (before any input is read):
+    without a model, with --layer, drawn as a page, or with a head shown (head != 0)."""
     sinks, window = parse_keep(keep)
     if model is None:
         raise AttnCliError("--keep needs --model: an evicted cache is judged by a trained "
@@ -109,6 +111,11 @@ def check_keep(keep: str, model: str | None, layer: int | None) -> tuple[int, in
     if layer is not None:
         raise AttnCliError("--keep evicts keys in every layer and scores the last one's "
                            "predictions; --layer does not apply")
+    if page:
+        raise AttnCliError("--keep draws no page: use --save-json, or --save with .svg or .txt")
+    if head != 0:
+        raise AttnCliError("--keep measures every layer and head together: --head picks the "
+                           "head of the plain lesson's weights; leave it out")
     return sinks, window
 
 

@@ -87,8 +87,17 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int, measure: Mea
         for layer, weights in enumerate(model.all_layers(ids)[:stop]):  # (heads, T, T) each
             rolled = _keep(out, layer, weights, None, measure, rolled)
         return out
-    rolled = None
-    traces = model.trace(ids, stop - 1) if passes is None else passes.trace(stop - 1)
+    # Layers before first matter to rollout only: a pass from the cache starts at first.
+    rolled, start = None, 0 if passes is None or measure is Measure.rollout else first
+    while passes is not None and measure is not Measure.norm and start < stop:
+        kept = passes.kept(start)  # an earlier look kept this block's weights and stream
+        if kept is None:
+            break
+        rolled = _keep(out, start, *kept, measure, rolled)
+        start += 1
+    if start == stop:
+        return out
+    traces = model.trace(ids, stop - 1) if passes is None else passes.trace(stop - 1, start)
     for trace in traces:
         view = None
         if measure is Measure.norm and trace.layer >= first:

@@ -37,6 +37,19 @@ class ScanPlan:
     threshold: float = 0.4
 
 
+def check_scan(model: str | None) -> str:
+    """The model a scan runs, refused in one line before any work without --model or pyarrow
+    (the output is Parquet)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise AttnCliError("scan writes Parquet and needs pyarrow: pip install "
+                           "'attncli[scan]'") from None
+    if model is None:
+        raise AttnCliError("attncli scan needs --model PATH|NAME")
+    return model
+
+
 def run_scan(settings: ScanSettings, plan: ScanPlan,
              progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Scan plan.corpus into plan.out (resuming what it holds) and return the summary."""

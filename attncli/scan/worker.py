@@ -8,6 +8,7 @@ only push out the entries a user's `heads` / `run --layer` looks come back to.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from attncli.errors import AttnCliError
@@ -16,6 +17,13 @@ HEAD_COLUMNS = ("entropy", "prev", "first", "self", "distance",
                 "previous_token", "duplicate_token", "induction")
 LAYER_COLUMNS = ("first_share", "first_norm", "median_norm", "norm_ratio")  # the layer's sink
 COLUMNS = ("document", "layer", "head", *HEAD_COLUMNS, *LAYER_COLUMNS)
+
+
+class TooLong(str, Enum):
+    """What a scan does with a document over max_tokens."""
+
+    cut = "cut"  # score its first max_tokens tokens, counted as cut
+    skip = "skip"  # leave it out, counted as skipped
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ head, and q gives the terminal back as it was (main screen, the earlier output, 
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -23,8 +24,12 @@ pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (mak
 
 
 def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=60,
-                          check=True).stdout
+    """tmux on a server of the session's own (its socket named as the session, no config
+    file): never the user's, and never one another test's session ends while this one starts."""
+    flags = dict(zip(args, args[1:], strict=False))
+    socket = flags.get("-t") or flags["-s"]
+    return subprocess.run(["tmux", "-L", socket, "-f", os.devnull, *args], capture_output=True,
+                          text=True, timeout=60, check=True).stdout
 
 
 @contextmanager
@@ -39,7 +44,7 @@ def browsing(*args: str, errors: str = "") -> Iterator[str]:
     try:
         yield name
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True, check=False)
+        subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, check=False)
 
 
 @pytest.fixture

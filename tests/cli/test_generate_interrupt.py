@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.llama_fixtures import save_family
+from tests.test_signals import default_signals
 
 MANY = 1500  # more answer tokens than the run can write before its Ctrl-C
 SEEN = 12  # streamed characters read before Ctrl-C is sent
@@ -24,6 +25,7 @@ SEEN = 12  # streamed characters read before Ctrl-C is sent
 def _limit(megabytes: int) -> Callable[[], None]:
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (megabytes * 2**20, megabytes * 2**20))
+        default_signals()  # a suite run in the background has SIGINT ignored: not the child
     return apply
 
 

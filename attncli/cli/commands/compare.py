@@ -7,16 +7,8 @@ from typing import Annotated
 import typer
 
 from attncli.cli.groups import Without, command
-from attncli.cli.options import (
-    Chapter3,
-    Compute,
-    Encoding,
-    Look,
-    Output,
-    Source,
-    Variant,
-    request_of,
-)
+from attncli.cli.options import Chapter3, Compute, Encoding, Look, Output, Source, Variant
+from attncli.cli.requests import request_of
 from attncli.core.display import parse_names
 
 
@@ -43,7 +35,7 @@ def compare(
 
       attncli compare "..." --view heatmap --json | jq '.variants[].variant'
     """
-    from attncli.core.compare import Shared, run_compare
+    from attncli.core.compare import run_compare
     from attncli.render.compare import render_compare
 
     names = parse_names(variants, [v.value for v in Variant], "--variants")
@@ -51,8 +43,7 @@ def compare(
     output.check()
     base = request_of(source.read(), encoding, settings, compute, d_out=None, heads=None,
                       dropout=0.0)
-    shared = Shared(d_out=settings.d_out, heads=settings.heads, dropout=settings.dropout)
-    results = run_compare(base, [Variant(name) for name in names], shared, *windows)
+    results = run_compare(base, [Variant(name) for name in names], settings.shared(), *windows)
     display = look.display(results[0], windows)
     doc = {"variants": [result.to_dict() for result in results]}
     output.deliver(doc, lambda out: render_compare(out, results, display))

@@ -5,16 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from attncli.cli.groups import Without, command
-from attncli.cli.options import (
-    Chapter3,
-    Checkpoint,
-    Compute,
-    Encoding,
-    Look,
-    Output,
-    Source,
-    request_of,
-)
+from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Look, Output, Source
+from attncli.cli.requests import request_of
 
 
 @command()

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from attncli.cli.generating import Answering, Attended
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
+from attncli.cli.output import emit_json
 from attncli.errors import AttnCliError
-
-if TYPE_CHECKING:
-    from attncli.models.generate.prompt import Prompt
 
 LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
 
@@ -43,36 +41,25 @@ def generate(source: Annotated[Source, Without("inputs")],
         raise AttnCliError("generate needs --model: the decoder that answers")
     output.check()
     layers = attended.check()
-    sampling = answering.sampling()
+    answering.sampling()  # checked before the prompt is read
     prompt = source.read(settle=False)[0] or ""
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
-    from attncli.models.generate.run import Keep, generate_model
+    from attncli.models.generate.run import Keep
     from attncli.render.reports.generate import render_generation
 
     after_imports()
     if answering.show_template:
         built = build_prompt(open_model(checkpoint.model), checkpoint.model, prompt,
                              answering.system, answering.raw, encoding.allow_special)
-        _show_template(built, output.as_json)
+        if output.as_json:
+            emit_json(built.to_dict())
+        else:
+            typer.echo(built.given, nl=False)
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
-        result = generate_model(checkpoint.model, prompt, sampling, system=answering.system,
-                                raw=answering.raw, keep=keep,
-                                allow_special=encoding.allow_special, on_token=on_token)
-    view = attended.view(result, look.head)
-    output.deliver(result.to_dict(), lambda out: render_generation(out, result, view))
+        result = answering.answer(checkpoint.model, prompt, encoding.allow_special, keep,
+                                  on_token)
+    output.deliver_result(result, render_generation, attended.view(result, look.head))
 
-
-def _show_template(built: Prompt, as_json: bool) -> None:
-    """What the model is given: its text, or with --json the text, its tokens and the template's
-    origin."""
-    if not as_json:
-        typer.echo(built.given, nl=False)
-        return
-    from attncli.cli.output import emit_json
-
-    emit_json({"kind": "template", "given": built.given,
-               "template": {"used": built.templated, "origin": built.origin},
-               "prompt": [t.to_dict() for t in built.tokens]})

@@ -2,49 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Group, Without, command
-from attncli.cli.options import (
-    Chapter3,
-    Checkpoint,
-    Encoding,
-    LangOpt,
-    Look,
-    Output,
-    Source,
-    Variant,
-    request_of,
-)
-from attncli.errors import AttnCliError
+from attncli.cli.groups import Without, command
+from attncli.cli.lesson_options import Settings, Shown
+from attncli.cli.options import Chapter3, Checkpoint, Encoding, Output, Source, Variant
+from attncli.cli.requests import request_of
 
-LessonPrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")]
-ShownHeadOpt = Annotated[int, typer.Option(
-    "--head", min=0, help="The head whose weights are shown (multihead, or --model).")]
 KeepOpt = Annotated[str | None, typer.Option(
     help="With --model: evict keys from every layer's cache, keeping the latest W (window:W) "
     "and the first S (sinks:S,window:W); prints perplexity and top-1 agreement beside the full "
     "cache (StreamingLLM).", metavar="[sinks:S,]window:W", show_default=False)]
-# The lessons' chapter-3 settings: no --context-length, no --dropout (they decode or compare).
-Settings = Annotated[Chapter3, Without("context_length", "dropout")]
-
-
-@dataclass(frozen=True)
-class Shown(Group):
-    """What a lesson shows of its result."""
-
-    panel = "Display"
-    head: ShownHeadOpt = 0
-    precision: LessonPrecisionOpt = 3
-    lang: LangOpt = None
-
-    def language(self) -> str:
-        """--lang, or the environment's language."""
-        return Look(lang=self.lang).language()
 
 
 @command()
@@ -74,20 +44,17 @@ def permute(
 
     --model DIR runs a trained encoder's --layer (bert, roberta), positions left out and kept.
     """
-    from attncli.core.request import Request, Route
+    from attncli.core.request import Route
     from attncli.lessons.permute import permute_lesson
     from attncli.render.lessons.permute import render_permute
 
     output.check()
     # A checkpoint takes its layer and --allow-special; the chapter-3 settings go to a variant.
-    spec = Request(text=text_a, model=checkpoint.model, layer=checkpoint.layer,
-                   allow_special=encoding.allow_special)
+    spec = request_of((text_a, None), checkpoint, allow_special=encoding.allow_special)
     if spec.route is Route.chapter3:
         spec = request_of((text_a, None), encoding, settings, variant=variant)
     result = permute_lesson(spec, text_a, text_b)
-    lang = shown.language()
-    output.deliver(result.to_dict(),
-                   lambda out: render_permute(out, result, lang, shown.precision))
+    output.deliver_result(result, render_permute, shown.language(), shown.precision)
 
 
 @command()
@@ -111,42 +78,19 @@ def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Without("predict")
       attncli kvcache --file samples/streaming.txt --model M.gguf --keep sinks:4,window:64
     """
     from attncli.lessons.kvcache import kvcache_lesson
+    from attncli.lessons.streaming import check_keep, streaming_model
     from attncli.render.lessons.kvcache import render_kvcache
+    from attncli.render.lessons.streaming import render_streaming
 
     output.check()
-    kept = _keep(keep, checkpoint.model, checkpoint.layer, output.save)
-    if kept is not None and shown.head != 0:
-        raise AttnCliError("--keep measures every layer and head together: --head picks the "
-                           "head of the plain lesson's weights; leave it out")
+    kept = None if keep is None else check_keep(keep, checkpoint.model, checkpoint.layer,
+                                                output.page(), shown.head)
     spec = request_of(source.read(), checkpoint, encoding, settings)
-    lang = shown.language()
     if kept is not None:
-        from attncli.lessons.streaming import streaming_model
-        from attncli.render.lessons.streaming import render_streaming
-
-        stream = streaming_model(spec, *kept)
-        output.deliver(stream.to_dict(), lambda out: render_streaming(out, stream, lang))
-        return
-    result = kvcache_lesson(spec)
-    heads_run = len(result.steps[0].weights)
-    if shown.head >= heads_run:
-        raise AttnCliError(f"--head {shown.head} is out of range (use 0..{heads_run - 1})")
-    output.deliver(result.to_dict(), lambda out: render_kvcache(out, result, lang,
-                                                                shown.precision, shown.head))
-
-
-def _keep(keep: str | None, model: str | None, layer: int | None,
-          save: Path | None) -> tuple[int, int] | None:
-    """--keep's (sinks, window) checked before any input is read, or None without it."""
-    if keep is None:
-        return None
-    from attncli.cli.output import is_page
-    from attncli.lessons.streaming import check_keep
-
-    kept = check_keep(keep, model, layer)
-    if is_page(save):
-        raise AttnCliError("--keep draws no page: use --save-json, or --save with .svg or .txt")
-    return kept
+        output.deliver_result(streaming_model(spec, *kept), render_streaming, shown.language())
+    else:
+        output.deliver_result(kvcache_lesson(spec, shown.head), render_kvcache, shown.language(),
+                              shown.precision, shown.head)
 
 
 @command()
@@ -175,15 +119,12 @@ def flash(
 
       attncli flash "..." --block 2 --json | jq '.steps[] | {keys, m, l}'
     """
-    from attncli.lessons.flash import flash as run_flash
-    from attncli.lessons.setup import build, lesson_config
+    from attncli.lessons.flash import flash_lesson
     from attncli.render.lessons.flash import render_flash
 
     output.check()
-    spec = request_of(source.read(), encoding, settings)
-    result = run_flash(build(spec), lesson_config(spec), block, query, shown.head)
-    lang = shown.language()
-    output.deliver(result.to_dict(), lambda out: render_flash(out, result, lang, shown.precision))
+    result = flash_lesson(request_of(source.read(), encoding, settings), block, query, shown.head)
+    output.deliver_result(result, render_flash, shown.language(), shown.precision)
 
 
 @command()
@@ -217,6 +158,5 @@ def cost(
     from attncli.render.lessons.cost import render_cost
 
     output.check()
-    result = run_cost(max_tokens, heads, emb_dim, settings.seed)
-    lang = shown.language()
-    output.deliver(result.to_dict(), lambda out: render_cost(out, result, lang))
+    output.deliver_result(run_cost(max_tokens, heads, emb_dim, settings.seed), render_cost,
+                          shown.language())

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Output
-from attncli.cli.output import console, emit, emit_json
 
 
 @command()
@@ -27,11 +26,7 @@ def models(output: Annotated[Output, Without("save", "save_json")]) -> None:
       attncli models --json | jq -r '.models[].model'
     """
     from attncli.models.stores.catalog import cached_models
-
-    doc = cached_models()
-    if output.as_json:
-        emit_json(doc)
-        return
     from attncli.render.models import render_models
 
-    emit(console(), render_models(doc))
+    doc = cached_models()
+    output.deliver(doc, lambda out: render_models(doc))

@@ -5,17 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from attncli.cli.groups import Without, command
-from attncli.cli.options import (
-    Chapter3,
-    Checkpoint,
-    Compute,
-    Encoding,
-    Look,
-    Output,
-    Source,
-    request_of,
-)
-from attncli.cli.output import is_page
+from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Look, Output, Source
+from attncli.cli.requests import request_of
 from attncli.errors import AttnCliError
 
 
@@ -59,7 +50,7 @@ def run(source: Source, checkpoint: Checkpoint, encoding: Encoding, settings: Ch
     request = request_of(source.read(settle=False), checkpoint, encoding, settings, compute)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=look.query,
                       head=look.head, maps=output.save is not None or not output.as_json,
-                      page=is_page(output.save))
+                      page=output.page())
     # The input is checked: now the computation (torch) is imported.
     from attncli.cli.progress import progress_bar
     from attncli.models.run import run_request

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,14 +9,7 @@ import typer
 
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Output
-from attncli.errors import AttnCliError
-
-
-class TooLong(str, Enum):
-    """What `scan` does with a document over --max-tokens."""
-
-    cut = "cut"
-    skip = "skip"
+from attncli.cli.scoring import Scanning
 
 
 @command()
@@ -32,28 +24,7 @@ def scan(
     out: Annotated[Path, typer.Option(
         help="The Parquet dataset: heads/ (a row per document × layer × head), documents/, "
         "scan.json and summary.json. An existing scan there resumes.", metavar="DIR")],
-    field: Annotated[str, typer.Option(help="The text's field (.jsonl) or column (.parquet).")]
-    = "text",
-    max_tokens: Annotated[int, typer.Option(
-        min=2, help="Tokens kept per document; at most 64 bytes a token are read, so a longer "
-        "document is judged by its first bytes.")] = 512,
-    too_long: Annotated[TooLong, typer.Option(
-        help="A document over --max-tokens: cut (scored on its first tokens, counted as cut) or "
-        "skip (counted as skipped).")] = TooLong.cut,
-    workers: Annotated[int | None, typer.Option(
-        min=1, help="Worker processes (or Ray actors), each holding the model [default: the "
-        "usable cores].", show_default=False)] = None,
-    ray: Annotated[str | None, typer.Option(
-        "--ray", envvar="RAY_ADDRESS", help="Run on the Ray cluster at ADDRESS (`local`: a "
-        "throwaway one on this machine, whose servers listen on every interface as Ray's do); "
-        "needs pip install 'attncli[cluster]'.",
-        show_default=False, metavar="ADDRESS")] = None,
-    part_size: Annotated[int, typer.Option(
-        min=1, help="Documents per Parquet part: a killed scan loses at most one part.")] = 64,
-    threshold: Annotated[float, typer.Option(
-        min=0.0, max=1.0, help="A head passes on a document when its score is at least this; "
-        "the summary gives each head's share of documents passed, and labels a head when more "
-        "than half pass.")] = 0.4,
+    scanning: Scanning,
 ) -> None:
     """Score every layer × head over a corpus, as `heads` does one text: a resumable Parquet
     dataset and a summary (per score the corpus mean of each head, the share of documents on
@@ -75,30 +46,19 @@ def scan(
 
       attncli show atlas/summary.json --save atlas.html
     """
+    from attncli.scan.run import check_scan, run_scan
+
     output.check()
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise AttnCliError("scan writes Parquet and needs pyarrow: pip install "
-                           "'attncli[scan]'") from None
-    if checkpoint.model is None:
-        raise AttnCliError("attncli scan needs --model PATH|NAME")
+    model = check_scan(checkpoint.model)
     from attncli.cli.progress import progress_bar
     from attncli.cli.streams import after_imports
     from attncli.core.checks.heads import heads_from_dict
     from attncli.render.reports.scan import render_scan
-    from attncli.scan.pool import usable_cores
-    from attncli.scan.run import ScanPlan, run_scan
-    from attncli.scan.worker import ScanSettings
 
     after_imports()
-    settings = ScanSettings(model=checkpoint.model, encoding=encoding.encoding,
-                            allow_special=encoding.allow_special, max_tokens=max_tokens,
-                            too_long=too_long.value)
-    plan = ScanPlan(Path(corpus), out, field, workers or usable_cores(), ray or None, part_size,
-                    threshold)
     with progress_bar(rate=True) as bar:
-        summary = run_scan(settings, plan, bar)
+        summary = run_scan(scanning.settings(model, encoding), scanning.plan(Path(corpus), out),
+                           bar)
     result = heads_from_dict(summary)
     output.deliver(summary, lambda console: render_scan(console, result, summary["scan"]),
                    {"scan": True})

@@ -35,16 +35,13 @@ def tokens(
     if checkpoint.model is not None:  # the checkpoint's tokenizer: no run is decided here
         from attncli.models.hf_tokens import model_tokens
 
-        doc, pieces, name, limits = model_tokens(checkpoint.model, text, encoding.allow_special)
-        if output.as_json:
-            emit_json(doc)
-        else:
-            emit_streamed(lambda out: print_token_stream(out, pieces, name, limits))
-        return
-    chunks = token_chunks(text, encoding.encoding, encoding.allow_special)
+        doc, chunks, name, bounds = model_tokens(checkpoint.model, text, encoding.allow_special)
+    else:
+        chunks = token_chunks(text, encoding.encoding, encoding.allow_special)
+        name, bounds = encoding.encoding, token_bounds(text, encoding.encoding)
+        doc = {"encoding": name,
+               "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)}
     if output.as_json:
-        emit_json({"encoding": encoding.encoding,
-                   "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)})
-        return
-    bounds = token_bounds(text, encoding.encoding)
-    emit_streamed(lambda out: print_token_stream(out, chunks, encoding.encoding, bounds))
+        emit_json(doc)
+    else:
+        emit_streamed(lambda out: print_token_stream(out, chunks, name, bounds))

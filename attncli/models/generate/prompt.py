@@ -4,6 +4,7 @@ the ids that stop the answer, and the sink tokens a view may leave out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from attncli.core.request import Request
 from attncli.core.result import TokenInfo
@@ -24,6 +25,13 @@ class Prompt:
     origin: str  # where the template came from ("" without one)
     stop_ids: frozenset[int]
     sinks: list[int]  # the first token and every token of the template's own text
+
+    def to_dict(self) -> dict[str, Any]:
+        """`generate --show-template --json`: the text given, its tokens and the template's
+        origin."""
+        return {"kind": "template", "given": self.given,
+                "template": {"used": self.templated, "origin": self.origin},
+                "prompt": [t.to_dict() for t in self.tokens]}
 
 
 def build_prompt(model: Model, model_path: str, prompt: str, system: str | None, raw: bool,

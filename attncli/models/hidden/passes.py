@@ -79,16 +79,20 @@ def hidden_key(req: Request, model: Model, ids: list[int]) -> dict[str, Any]:
 
 class CachedPass:
     """One model and one text's passes, served from the cache where an earlier look kept the
-    streams, and keeping the streams computed (cache None: plain passes)."""
+    streams, and keeping the streams computed (cache None: plain passes). Where every layer's
+    attention weights fit beside them (weights not None), each block's weights are kept too,
+    so that a later `heads`, rollout or sinks look runs no block at all."""
 
     def __init__(self, model: Model, ids: list[int], cache: HiddenCache | None,
-                 fused: bool = False) -> None:
+                 fused: bool = False, weights: HiddenCache | None = None) -> None:
         resumable = isinstance(model, FusedResumable if fused else Resumable)
         self.model, self.ids = model, ids
         self.cache = cache if resumable else None
+        self.weights = weights if self.cache is not None and not fused else None
         self.read: set[int] = set()  # layers whose stream came from the cache
         self.missing: set[int] = set()  # layers whose stream the cache does not hold whole
         self.stored: set[int] = set()
+        self.weights_stored: set[int] = set()
 
     def _load(self, layer: int) -> Tensor | None:
         if self.cache is None or layer in self.missing:
@@ -106,6 +110,16 @@ class CachedPass:
         STATS["computed"] += 1
         self.cache.store(layer, stream)
 
+    def _keep_weights(self, layer: int, weights: Tensor) -> None:
+        if self.weights is None or layer in self.weights_stored:
+            return
+        if list(weights.shape) != self.weights.shape:  # a family's weights of another shape
+            self.weights = None
+            return
+        self.weights_stored.add(layer)
+        STATS["weights computed"] += 1
+        self.weights.store(layer, weights)  # (heads, T, T)
+
     def _known(self, first: int, stream: Tensor) -> Known:
         return Known(first, stream, self._load)
 
@@ -118,15 +132,21 @@ class CachedPass:
         return None
 
     def attention(self, layer: int) -> LayerAttention:
-        """Layer's attention with every stage, from the deepest stream kept at or before it."""
+        """Layer's attention with every stage, from the deepest stream kept at or before it;
+        the blocks run before it keep their weights where the cache keeps weights."""
         layer = self.model.spec.layer_index(layer)
         if self.cache is None or not isinstance(self.model, Resumable):
             return self.model.attention(self.ids, layer)
         known = self._deepest(layer)
-        shown, streams = self.model.attention_from(self.ids, layer, known)
         first = 0 if known is None else known.first
+        if self.weights is not None and first < layer:  # blocks first..layer-1 run whole
+            for block in self._traced(layer - 1, known):
+                known = self._known(block.layer + 1, block.output)
+            first = layer
+        shown, streams = self.model.attention_from(self.ids, layer, known)
         for offset, stream in enumerate(streams):
             self._keep(first + offset, stream)
+        self._keep_weights(layer, shown.output.weights)
         return shown
 
     def layer_input(self, layer: int) -> tuple[Tensor, Attention]:
@@ -136,27 +156,54 @@ class CachedPass:
             return self.model.layer_input(self.ids, layer)
         return self.model.fused_input_from(self.ids, layer, self._deepest(layer), self._keep)
 
-    def trace(self, last_layer: int) -> Iterator[LayerTrace]:
-        """Blocks 0..last_layer whole; a block whose output was kept runs its attention only."""
+    def kept(self, layer: int) -> tuple[Tensor, Tensor] | None:
+        """Block layer's attention weights (heads, T, T) and the stream entering it (T, d_model),
+        when an earlier look kept both: what heads, rollout and sinks read of a block."""
+        if self.weights is None:
+            return None
+        weights = self.weights.load(layer)
+        stream = None if weights is None else self._load(layer)
+        if weights is None or stream is None:
+            return None
+        STATS["weights read"] += 1
+        return weights, stream
+
+    def trace(self, last_layer: int, first: int = 0) -> Iterator[LayerTrace]:
+        """Blocks first..last_layer whole; a block whose output was kept runs its attention only.
+        A pass starts from the stream kept entering first, else from the deepest before it."""
         if self.cache is None or not isinstance(self.model, Resumable):
-            yield from self.model.trace(self.ids, last_layer)
+            for block in self.model.trace(self.ids, last_layer):
+                if block.layer >= first:
+                    yield block
             return
-        stream = self._load(0)
-        known = None if stream is None else self._known(0, stream)
+        if first == 0:
+            stream = self._load(0)
+            known = None if stream is None else self._known(0, stream)
+        else:
+            known = self._deepest(first)
+        for block in self._traced(last_layer, known):
+            if block.layer >= first:
+                yield block
+
+    def _traced(self, last_layer: int, known: Known | None) -> Iterator[LayerTrace]:
+        assert isinstance(self.model, Resumable)
         for block in self.model.trace_from(self.ids, last_layer, known):
             self._keep(block.layer, block.residual)
             self._keep(block.layer + 1, block.output)
+            self._keep_weights(block.layer, block.weights)
             yield block
 
 
 def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False) -> CachedPass:
     """The request's passes on model over ids (fused: the tiled path's layer inputs), through
     the cache unless it is off, the family cannot start from a stream, or every layer's stream
-    would not fit in the cache's size."""
+    would not fit in the cache's size. Every layer's attention weights are kept beside the
+    streams where they take at most a quarter of the cache's size."""
     folder = cache_folder()
     spec = model.spec
     # Bytes every layer's stream takes, each file's header (the key, ~1 KB) counted as 4 KiB.
     whole = (spec.n_layer + 1) * (len(ids) * spec.d_model * 4 + 4096)
+    weights_whole = spec.n_layer * (spec.num_heads * len(ids) ** 2 * 4 + 4096)
     cap = cache_cap() if folder is not None else 0
     if folder is None or not ids or whole > cap:
         return CachedPass(model, ids, None)
@@ -164,5 +211,9 @@ def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False)
         key = {**hidden_key(req, model, ids), "pass": "fused" if fused else "naive"}
     except (OSError, AttnCliError):  # the checkpoint moved since it was read: no key, no cache
         return CachedPass(model, ids, None)
-    cache = HiddenCache(folder, cap, key, len(ids), spec.d_model, reserve=whole)
-    return CachedPass(model, ids, cache, fused)
+    keep_weights = not fused and weights_whole <= cap // 4 and whole + weights_whole <= cap
+    cache = HiddenCache(folder, cap, key, len(ids), spec.d_model,
+                        reserve=whole + (weights_whole if keep_weights else 0))
+    weights = (HiddenCache(folder, cap, {**key, "kept": "attention weights"}, len(ids), len(ids),
+                           reserve=0, lead=spec.num_heads) if keep_weights else None)
+    return CachedPass(model, ids, cache, fused, weights)

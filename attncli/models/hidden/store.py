@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 import sys
@@ -73,7 +74,8 @@ def key_name(key: dict[str, Any]) -> str:
 
 @dataclass
 class HiddenCache:
-    """One model and one text's streams in the cache folder, each (tokens, width) float32."""
+    """One model and one text's streams in the cache folder, each (tokens, width) float32, or
+    (lead, tokens, width) where lead is given (each layer's attention weights: heads, T, T)."""
 
     folder: Path
     cap: int
@@ -81,18 +83,25 @@ class HiddenCache:
     tokens: int
     width: int
     reserve: int = 0  # bytes this text's streams may take: made room for at the first store
+    lead: int | None = None  # a leading dimension: (lead, tokens, width) per file
     name: str = field(init=False)
     _room_made: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.name = key_name(self.key)
 
+    @property
+    def shape(self) -> list[int]:
+        """Each file's tensor shape."""
+        return [self.tokens, self.width] if self.lead is None else [self.lead, self.tokens,
+                                                                    self.width]
+
     def path(self, layer: int) -> Path:
         """The file of the stream entering layer (layer n_layer: the last block's output)."""
         return self.folder / f"{self.name}-{layer}{SUFFIX}"
 
     def _header(self, layer: int, digest: str) -> bytes:
-        header = json.dumps({"key": self.key, "layer": layer, "shape": [self.tokens, self.width],
+        header = json.dumps({"key": self.key, "layer": layer, "shape": self.shape,
                              "dtype": "float32", "sha256": digest}, sort_keys=True).encode()
         start = len(MAGIC) + 8 + len(header)
         return MAGIC + len(header).to_bytes(8, "little") + header + bytes(-start % ALIGN)
@@ -121,17 +130,16 @@ class HiddenCache:
         if size > MAX_HEADER:
             return None
         header = json.loads(file.read(size), parse_constant=_refuse)
-        expected = {"key": self.key, "layer": layer, "shape": [self.tokens, self.width],
-                    "dtype": "float32"}
+        expected = {"key": self.key, "layer": layer, "shape": self.shape, "dtype": "float32"}
         if not isinstance(header, dict) or any(header.get(k) != v for k, v in expected.items()):
             return None
         start = len(MAGIC) + 8 + size
         start += -start % ALIGN
-        payload = self.tokens * self.width * 4
+        payload = math.prod(self.shape) * 4
         if info.st_size != start + payload:
             return None
         file.seek(start)
-        stream = torch.empty(self.tokens, self.width, dtype=torch.float32)  # (T, d_model)
+        stream = torch.empty(self.shape, dtype=torch.float32)  # (T, d_model) or (heads, T, T)
         view = stream.numpy().data.cast("B")
         if file.readinto(view) != payload or hashlib.sha256(view).hexdigest() != header["sha256"]:
             return None
@@ -143,7 +151,9 @@ class HiddenCache:
 
     def store(self, layer: int, stream: Tensor) -> None:
         """Keep the stream entering layer; a failed write leaves no file and one note."""
-        data = stream.detach().to("cpu", torch.float32).contiguous()  # (T, d_model)
+        data = stream.detach().to("cpu", torch.float32).contiguous()  # (T, d_model) or (h, T, T)
+        if list(data.shape) != self.shape:
+            raise ValueError(f"a cache entry of shape {list(data.shape)}, not {self.shape}")
         view = data.numpy().data.cast("B")
         lead = self._header(layer, hashlib.sha256(view).hexdigest())
         try:

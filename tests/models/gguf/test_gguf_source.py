@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -102,9 +103,9 @@ def test_rows_dequantize_only_the_rows_asked(tmp_path: Path, qtype: Q,
     seen: list[tuple[int, ...]] = []
     real = gguf_source.dequantize
 
-    def spy(blocks: np.ndarray, kind: Q) -> np.ndarray:
+    def spy(blocks: np.ndarray, kind: Q, **options: Any) -> np.ndarray:
         seen.append(blocks.shape)
-        return real(blocks, kind)
+        return real(blocks, kind, **options)
 
     monkeypatch.setattr(gguf_source, "dequantize", spy)
     rows = source.rows("model.embed_tokens.weight", [5, 0, 5, 260])
@@ -121,9 +122,9 @@ def test_only_the_tensors_asked_for_are_read(tmp_path: Path,
     calls: list[int] = []
     real = gguf_source.dequantize
 
-    def spy(blocks: np.ndarray, kind: Q) -> np.ndarray:
+    def spy(blocks: np.ndarray, kind: Q, **options: Any) -> np.ndarray:
         calls.append(1)
-        return real(blocks, kind)
+        return real(blocks, kind, **options)
 
     monkeypatch.setattr(gguf_source, "dequantize", spy)
     source.config(), source.shapes(), source.tokenizer_json()

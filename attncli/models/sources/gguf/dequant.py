@@ -10,6 +10,7 @@ long/fused.py reads too) leaves the work to gguf.quants.dequantize.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
@@ -48,10 +49,11 @@ def native(qtype: GGMLQuantizationType) -> bool:
     return ENABLED and qtype in NATIVE_TYPES
 
 
-def dequantize(blocks: np.ndarray, qtype: GGMLQuantizationType,
-               workers: int | None = None) -> np.ndarray:
+def dequantize(blocks: np.ndarray, qtype: GGMLQuantizationType, workers: int | None = None,
+               empty: Callable[[tuple[int, ...]], np.ndarray] | None = None) -> np.ndarray:
     """Bytes (..., row_bytes) of whole blocks as float32 (..., values), as
-    gguf.quants.dequantize returns them, on up to workers threads (default: threads())."""
+    gguf.quants.dequantize returns them, on up to workers threads (default: threads()); empty
+    makes the float32 array written into (default: a new one)."""
     if not native(qtype):
         return gguf_dequantize(blocks, qtype)
     assert _native is not None
@@ -60,7 +62,8 @@ def dequantize(blocks: np.ndarray, qtype: GGMLQuantizationType,
         raise ValueError(f"rows of {blocks.shape[-1]} bytes are not whole {qtype.name} blocks "
                          f"of {size} bytes")
     data = np.ascontiguousarray(blocks).view(np.uint8).reshape(-1)  # (blocks·size,)
-    out = np.empty((*blocks.shape[:-1], blocks.shape[-1] // size * block), dtype=np.float32)
+    shape = (*blocks.shape[:-1], blocks.shape[-1] // size * block)
+    out = np.empty(shape, dtype=np.float32) if empty is None else empty(shape)
     values = out.reshape(-1)  # (blocks·block,), a view
     count = data.size // size
     parts = max(1, min(workers or threads(), values.size // SHARE))

@@ -42,20 +42,29 @@ def hf_to_gguf(layout: Layout, layers: int) -> dict[str, str]:
     return names
 
 
-def unpermute(rows: np.ndarray, heads: int) -> np.ndarray:
+def unpermute(rows: np.ndarray, heads: int, out: np.ndarray | None = None) -> np.ndarray:
     """Undo llama.cpp's rotary permutation of Q or K rows: within each head, its converter
-    interleaved the two rotary halves (rows h*d + 2j, 2j+1 <- j, j + d/2)."""
+    interleaved the two rotary halves (rows h*d + 2j, 2j+1 <- j, j + d/2). out: an array of
+    rows' shape to write into (default: a new one)."""
     half = rows.shape[0] // heads // 2
     split = rows.reshape(heads, half, 2, *rows.shape[1:])  # (heads, d/2, 2, ...)
-    return split.swapaxes(1, 2).reshape(rows.shape)  # (heads*d, ...) in HF's order
+    return _written(split.swapaxes(1, 2), rows.shape, out)  # (heads*d, ...) in HF's order
 
 
-def interleave_heads(rows: np.ndarray, heads: int) -> np.ndarray:
+def interleave_heads(rows: np.ndarray, heads: int, out: np.ndarray | None = None) -> np.ndarray:
     """Undo llama.cpp's GPT-NeoX regrouping of query_key_value: [all q; all k; all v] rows back
-    to HF's per-head [q_h; k_h; v_h] (weight (3·d, d) or bias (3·d,))."""
+    to HF's per-head [q_h; k_h; v_h] (weight (3·d, d) or bias (3·d,)); out as unpermute's."""
     head_dim = rows.shape[0] // 3 // heads
     grouped = rows.reshape(3, heads, head_dim, *rows.shape[1:])  # (3, h, hd, ...)
-    return grouped.swapaxes(0, 1).reshape(rows.shape)  # (h, 3, hd, ...) flattened: HF's order
+    return _written(grouped.swapaxes(0, 1), rows.shape, out)  # (h, 3, hd, ...): HF's order
+
+
+def _written(view: np.ndarray, shape: tuple[int, ...], out: np.ndarray | None) -> np.ndarray:
+    """view's values in C order as shape: into out where given, else a new array."""
+    if out is None:
+        return view.reshape(shape)
+    np.copyto(out.reshape(view.shape), view)
+    return out
 
 
 def stored_layout(layout: Layout, gguf_name: str) -> str:

@@ -13,6 +13,7 @@ on disk (5.5 times the file) and took 0.48 s to read back even from a warm page 
 
 from __future__ import annotations
 
+import math
 import os
 import weakref
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
+from attncli.models.sources.gguf.buffers import Recycler
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.dequant import dequantize
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_header
@@ -76,6 +78,7 @@ class GgufSource:
         layers = int(self._config.get("num_hidden_layers", self._config.get("n_layer", 0)))
         self._names = {hf: gg for hf, gg in hf_to_gguf(self._layout, layers).items()
                        if gg in header.tensors}
+        self._buffers = Recycler(layer_bytes(header))  # read and dequantized into, reused
 
     def config(self) -> dict[str, Any]:
         config = dict(self._config)
@@ -99,18 +102,29 @@ class GgufSource:
         import torch
 
         info = self._info(name)
-        values = self._dequantize(info, self._blocks(info))  # (rows, cols) as stored
-        undo = self._undo(name)
-        if undo == "transposed":
-            values = values.T  # Conv1D's (in, out)
+        blocks, undo = self._blocks(info), self._undo(name)  # (rows, row_bytes)
+        if undo in ("q", "k", "qkv_heads") and len(info.shape) == 2:
+            # A matrix's rows are reordered as quantized bytes, before they are dequantized:
+            # each row is whole blocks, so the float32 values are the same, for a 7th of the copy.
+            blocks, undo = self._reordered(blocks, undo), ""
+        values = self._dequantize(info, blocks)  # (rows, cols) as stored
+        # Each reordering is written into a recycled buffer (values' own goes back to it).
+        if undo == "transposed":  # Conv1D's (in, out)
+            values = _copied(values.T, self._float32(values.T.shape))
         elif undo == "norm":
             values = values - np.float32(1.0)  # a norm stored as 1 + w, back to w
-        elif undo == "qkv_heads":
-            values = interleave_heads(values, int(self._config["num_attention_heads"]))
-        elif undo:
-            heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
-            values = unpermute(values, int(heads))
+        elif undo:  # a bias: one row
+            values = self._reordered(values, undo)
         return torch.from_numpy(_owned(values))  # HF layout
+
+    def _reordered(self, rows: np.ndarray, undo: str) -> np.ndarray:
+        """rows (along the first axis) in HF's order: Q/K's rotary halves un-interleaved, or
+        NeoX's query_key_value regrouped per head; into a recycled buffer."""
+        out = self._buffers.empty(rows.shape, rows.dtype)
+        if undo == "qkv_heads":
+            return interleave_heads(rows, int(self._config["num_attention_heads"]), out)
+        heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
+        return unpermute(rows, int(heads), out)
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         import torch
@@ -184,7 +198,7 @@ class GgufSource:
         new writable array; rows: only those rows, in that order (None: every row)."""
         count = info.nbytes // info.row_bytes if info.row_bytes else 0
         picked = range(count) if rows is None else rows
-        blocks = np.empty((len(picked), info.row_bytes), dtype=np.uint8)
+        blocks = self._buffers.empty((len(picked), info.row_bytes), np.uint8)
         fd = self._descriptor()
         if rows is None:
             self._read_into(fd, blocks.reshape(-1), info.start)
@@ -224,9 +238,29 @@ class GgufSource:
                                "which the gguf package cannot dequantize")
         check_fits(blocks.shape[0] * info.dims[0] * FLOAT_BYTES * 2,
                    f"{self.path}: {info.name} as float32")
-        values = dequantize(blocks, info.qtype)  # (rows, ne0)
+        values = dequantize(blocks, info.qtype, empty=self._float32)  # (rows, ne0)
         whole = blocks.shape[0] * blocks.shape[1] == info.nbytes
         return values.reshape(info.shape) if whole else values  # the tensor, or (n, ne0) rows
+
+
+    def _float32(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self._buffers.empty(shape, np.float32)
+
+
+def layer_bytes(header: GgufHeader) -> int:
+    """The most bytes one block's tensors take, read and as float32: the recycler's bound."""
+    per_block: dict[str, int] = {}
+    for name, info in header.tensors.items():
+        parts = name.split(".")
+        if len(parts) > 2 and parts[0] == "blk":
+            count = math.prod(info.shape)
+            per_block[parts[1]] = per_block.get(parts[1], 0) + count * FLOAT_BYTES + info.nbytes
+    return max(per_block.values(), default=0)
+
+
+def _copied(view: np.ndarray, out: np.ndarray) -> np.ndarray:
+    np.copyto(out, view)
+    return out
 
 
 def _owned(values: np.ndarray) -> np.ndarray:

@@ -1,0 +1,46 @@
+"""browse in the terminal: refused before any work without one, run full-screen, and quiet when
+the terminal goes away. Nothing here imports Textual or torch until browse runs."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING
+
+from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from attncli.browse.app import Saver
+    from attncli.browse.source import Source
+
+NO_TERMINAL = ("attncli browse needs a terminal: it draws full-screen and reads keys, and {what} "
+               "is not one; `attncli run` (or `heads`) prints the same attention to a pipe or file")
+
+
+def check_terminal() -> None:
+    """Refuse before any work when stdin or stdout is not a terminal (or TERM=dumb, which
+    cannot draw full-screen)."""
+    for fd, what in ((1, "standard output"), (0, "standard input")):
+        if not os.isatty(fd):
+            raise AttnCliError(NO_TERMINAL.format(what=what))
+    if os.environ.get("TERM") == "dumb":
+        raise AttnCliError(NO_TERMINAL.format(what="a TERM=dumb terminal"))
+
+
+def _quiet_lost_terminal(args: threading.ExceptHookArgs) -> None:
+    """A terminal gone (SSH dropped, the pane closed) fails Textual's output thread's writes:
+    the hang-up's one line says so, not a traceback."""
+    if not issubclass(args.exc_type, OSError):
+        threading.__excepthook__(args)
+
+
+def run_in_terminal(source: Source, save: Saver) -> tuple[int, bool]:
+    """Browse source full-screen until q or Ctrl-C: the exit code, and whether a layer's pass is
+    still running in a worker thread (after q or Ctrl-C it may be)."""
+    from attncli.browse.app import WORKER, BrowseApp
+
+    browser = BrowseApp(source, save=save, terminal=True)
+    threading.excepthook = _quiet_lost_terminal
+    browser.run()
+    busy = any(t.name == WORKER and t.is_alive() for t in threading.enumerate())
+    return browser.return_code or 0, busy

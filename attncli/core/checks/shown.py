@@ -1,0 +1,79 @@
+"""What `attncli show` draws of a saved file: the view options each kind of file has no use for,
+the window and stages the saved run showed, and the JSON written back."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from attncli.core.checks.run import CORNER
+from attncli.core.display import Window
+from attncli.core.result import Result
+from attncli.errors import AttnCliError
+
+Windows = tuple[Window | None, Window | None]
+# A kind's view options it has nothing for, in the order they are named, and why.
+HEADS_ONLY = (("--head", "--query", "--show", "--rows", "--cols"),
+              "`heads` JSON: it holds each head's measures, not its weights")
+NOT_FOR = {"generate": (("--query", "--show", "--rows", "--cols"),
+                        "`generate` JSON: choose the answer token with --at, and --layers, "
+                        "--head, --combine"),
+           "heads": HEADS_ONLY, "scan": HEADS_ONLY}
+
+
+def refuse_unused(kind: str, given: Collection[str], attended: bool) -> None:
+    """Refuse the first of the options given that a file of kind has nothing for; attended: a
+    generation's view options (--at, --layers, --combine, --keep-sinks) were given."""
+    if attended and kind != "generate":
+        raise AttnCliError("--at, --layers, --combine and --keep-sinks apply to `generate` "
+                           "JSON only")
+    names, why = NOT_FOR.get(kind, ((), ""))
+    unused = [name for name in names if name in given]
+    if unused:
+        raise AttnCliError(f"{unused[0]} does not apply to {why}")
+
+
+def _corner(result: Result) -> bool:
+    """True for the corner a tiled run keeps without --rows/--cols (not a window it showed)."""
+    side = min(len(result.tokens), CORNER)
+    return result.window == {"rows": [0, side], "cols": [0, side]}
+
+
+def shown_view(result: Result, windows: Windows,
+               stages: tuple[str, ...] | None) -> tuple[Windows, tuple[str, ...] | None]:
+    """--rows, --cols and --show, each else what the saved run showed: its window (a tiled
+    run's own corner is no window it showed) and the stages a naive run kept."""
+    held = result.window
+    if held is not None and not (result.long is not None and _corner(result)):
+        windows = (windows[0] or Window("--rows", *held["rows"]),
+                   windows[1] or Window("--cols", *held["cols"]))
+    if stages is None and result.stages and result.long is None:
+        stages = tuple(name for name in result.stages if result.stages[name] is not None)
+    return windows, stages
+
+
+def check_inside(result: Result, rows: tuple[int, int] | None,
+                 cols: tuple[int, int] | None) -> None:
+    """--rows/--cols on a tiled run's file: within the window of weights it holds."""
+    if result.long is None:
+        return
+    assert result.window is not None, "a tiled run holds its window"
+    for option, span, held in (("--rows", rows, result.window["rows"]),
+                               ("--cols", cols, result.window["cols"])):
+        if span is not None and not held[0] <= span[0] < span[1] <= held[1]:
+            raise AttnCliError(f"{option} {span[0]}:{span[1]} is outside the window this file "
+                               f"holds ({option} {held[0]}:{held[1]}); run it again with "
+                               f"{option} {span[0]}:{span[1]}")
+
+
+def saved_doc(kind: str, results: list[Any], doc: dict[str, Any]) -> dict[str, Any]:
+    """The JSON show writes of a file of kind: what it read, as the command that wrote it writes
+    it (a scan's summary, doc, as it was read)."""
+    first = results[0]
+    if kind == "scan":
+        return doc
+    if kind == "compare":
+        return {"variants": [result.to_dict() for result in results]}
+    if kind == "weights":
+        return {"tokens": [t.to_dict() for t in first.tokens], "weights": first.weights}
+    return first.to_dict()

@@ -1,0 +1,105 @@
+"""The GGUF source's recycled buffers: a buffer anything still holds (a tensor, a view, an array
+made from it) is never handed out again; idle ones are; the kept bytes stay within the bound; and
+every tensor read through recycled buffers equals a read through fresh ones, held or not."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from attncli.models.sources.gguf import buffers
+from attncli.models.sources.gguf.buffers import Recycler
+from attncli.models.sources.gguf.source import layer_bytes, open_gguf
+from tests.gguf_fixtures import write_model
+
+MB = 1 << 20
+
+
+def _base(array: np.ndarray) -> int:
+    return id(array.base)
+
+
+HOLDERS = {"tensor": torch.from_numpy, "torch view": lambda a: torch.from_numpy(a)[::2],
+           "numpy view": lambda a: a.reshape(2, -1)[1], "dtype view": lambda a: a.view(np.int32),
+           "tensor's numpy": lambda a: torch.from_numpy(a).numpy()}
+
+
+@pytest.mark.parametrize("holder", HOLDERS)
+def test_a_held_buffer_is_never_handed_out_and_an_idle_one_is(holder: str) -> None:
+    recycler = Recycler(64 * MB)
+    array = recycler.empty((MB,), np.float32)  # 4 MB
+    kept = _base(array)
+    held = HOLDERS[holder](array)
+    del array
+    other = recycler.empty((MB,), np.float32)
+    assert _base(other) != kept  # still held through held
+    del other, held
+    again = recycler.empty((2 * MB,), np.uint16)  # the same bytes, another shape and dtype
+    assert _base(again) == kept  # the least recently used idle one
+
+
+def test_the_kept_bytes_stay_within_the_cap_and_small_arrays_are_fresh() -> None:
+    recycler = Recycler(10 * MB)
+    held = [recycler.empty((MB,), np.float32) for _ in range(4)]  # 16 MB asked, 10 MB the cap
+    assert recycler.kept_bytes() <= 10 * MB
+    assert len({_base(a) for a in held}) == 4  # all distinct: none handed out twice
+    small = recycler.empty((100,), np.float32)
+    assert small.base is None  # made fresh, never kept
+    del held
+    for _ in range(10):  # idle buffers of other sizes give way to new ones
+        recycler.empty((3 * MB,), np.uint8)
+        assert recycler.kept_bytes() <= 10 * MB
+
+
+@pytest.fixture
+def small_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(buffers, "SMALL", 0)  # the fixtures' tensors are kilobytes
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])  # q/k un-permuted; Conv1D transposed
+@pytest.mark.parametrize("qtype", [gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.F32,
+                                   gguf.GGMLQuantizationType.F16])
+def test_tensors_read_through_recycled_buffers_equal_fresh_reads(
+        tmp_path: Path, qtype: gguf.GGMLQuantizationType, arch: str, small_buffers: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.gguf"
+    write_model(path, arch, qtype)
+    source = open_gguf(path)
+    names = sorted(source.shapes())
+    held = {name: source.tensor(name) for name in names}  # every one held at once
+    dropped = {name: source.tensor(name).clone() for name in names for _ in range(2)}
+    monkeypatch.setattr(buffers, "SMALL", 1 << 62)  # a fresh source on fresh arrays only
+    fresh = open_gguf(path)
+    for name in names:
+        want = fresh.tensor(name)
+        assert torch.equal(held[name], want), name
+        assert torch.equal(dropped[name], want), name
+    assert source._buffers.kept_bytes() <= layer_bytes(source.header)
+
+
+def test_threads_reading_one_source_get_their_own_buffers(tmp_path: Path,
+                                                          small_buffers: None) -> None:
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    source = open_gguf(path)
+    names = sorted(source.shapes())
+    want = {name: source.tensor(name).clone() for name in names}
+    wrong: list[str] = []
+
+    def read() -> None:
+        for _ in range(5):
+            for name in names:
+                if not torch.equal(source.tensor(name), want[name]):
+                    wrong.append(name)
+
+    workers = [threading.Thread(target=read) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert wrong == []
