@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_signals import default_signals
 from tests.conftest import ROOT
 from tests.llama_fixtures import save_family
-from tests.test_signals import default_signals
 
 MANY = 1500  # more answer tokens than the run can write before its Ctrl-C
 SEEN = 12  # streamed characters read before Ctrl-C is sent
