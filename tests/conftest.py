@@ -41,7 +41,7 @@ def _spawning(path: Path) -> frozenset[str]:
     found = set(SPAWNS) | (set() if path.name == "conftest.py" else
                            set(_spawning(Path(__file__))))
     for node in ast.walk(tree):  # a module that imports a spawning fixture from another test module
-        module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+        module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
         if module.startswith("tests.") and module.rsplit(".", 1)[-1].startswith("test_"):
             other = ROOT.joinpath(*module.split(".")).with_suffix(".py")
             found |= set(_spawning(other)) & {a.name for a in node.names}
