@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 
 from attncli.browse.patterns import RowData
@@ -174,10 +174,14 @@ class BrowseApp(App[int]):
     def _save(self, kind: str | None) -> None:
         if kind is None or self.saver is None:
             return
+        try:
+            screen = self.screen
+        except ScreenStackError:  # a save chosen after Ctrl-C or q ended the app: nothing shown
+            return
         width, height = self.size
         console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
                           color_system="truecolor", record=True, legacy_windows=False)
-        console.print(self.screen._compositor.render_update(full=True))
+        console.print(screen._compositor.render_update(full=True))
         page = self.source.pages(self.sel.row) if self.source.pages else None
         try:
             where = self.saver(kind, console, page)

@@ -381,6 +381,9 @@ def test_the_bursts_draw_on_every_bound_key() -> None:
 @given(bursts=BURSTS)
 @example(bursts=[(["question_mark"], 3), (["escape", "tab", "j", "k", "l", "h"], 0),
                  (["enter", "enter", "escape", "down", "up"], 0)])  # the issue's keys
+@example(bursts=[(["e"], 2), (["ctrl+c", "s"], 0)])  # a save chosen after Ctrl-C ended the app
+@example(bursts=[(["e"], 1), (["ctrl+c"], 0), (["s"], 1)])
+@example(bursts=[(["e"], 3), (["ctrl+c"], 1), (["s"], 3)])
 def test_any_burst_of_keys_leaves_browse_usable_or_exits_cleanly(
         bursts: list[tuple[list[str], int]]) -> None:
     """Keys typed faster than the screens handle them (`? Esc Tab j k l h Enter Enter Esc`
