@@ -30,7 +30,8 @@ MODEL_MEDIA = "application/vnd.ollama.image.model"
 
 def model_path() -> Path | None:
     """The real model's path from scripts/fetch_model.py (which fetches it once), or None."""
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_model.py")],
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_model.py"),
+                           "smollm2"],
                           capture_output=True, text=True, check=False)
     return Path(done.stdout.strip()) if done.returncode == 0 else None
 
