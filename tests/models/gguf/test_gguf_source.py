@@ -14,7 +14,7 @@ from attncli.errors import AttnCliError
 from attncli.models.sources.gguf import describe_gguf, open_gguf
 from attncli.models.sources.gguf import source as gguf_source
 from attncli.models.sources.gguf.names import unpermute
-from tests.gguf_fixtures import HEADS, KV_HEADS, LAYERS, write_model
+from tests.gguf_fixtures import HEADS, KV_HEADS, LAYERS, D, write_k_llama, write_model
 
 Q = gguf.GGMLQuantizationType
 ARCHS = ["llama", "qwen2", "qwen3", "gpt2"]
@@ -190,3 +190,94 @@ def test_a_file_cut_short_after_its_header_is_one_line(tmp_path: Path) -> None:
     name = next(hf for hf, gg in source._names.items() if gg == last.name)
     with pytest.raises(AttnCliError, match="shrank to .* bytes since its header was read"):
         source.tensor(name)
+
+
+def _quantizing(monkeypatch: pytest.MonkeyPatch, qtype: Q) -> None:
+    """Make GGUFWriter store every float32 matrix, and every bias, as qtype (the families'
+    writer stores F32 only): biases only where qtype quantizes a single row (F16, BF16)."""
+    add = gguf.GGUFWriter.add_tensor
+
+    def quantized(self: gguf.GGUFWriter, name: str, data: np.ndarray, *args: Any,
+                  raw_dtype: Q | None = None, **kwargs: Any) -> None:
+        row = data.ndim == 1 and name.endswith(".bias") and qtype in (Q.F16, Q.BF16)
+        if data.dtype == np.float32 and (data.ndim == 2 or row):
+            data, raw_dtype = gguf.quants.quantize(data, qtype), qtype
+        add(self, name, data, *args, raw_dtype=raw_dtype, **kwargs)
+
+    monkeypatch.setattr(gguf.GGUFWriter, "add_tensor", quantized)
+
+
+def _neox(path: Path) -> None:
+    from tests.gguf_fixtures import write_family
+    from tests.models.gguf.test_gguf_families import FAMILIES, _model
+
+    write_family(path, "gptneox", _model("gptneox"), FAMILIES["gptneox"][2])
+
+
+def _llama_with_biases(path: Path, qtype: Q) -> None:
+    rng = np.random.default_rng(3)
+    kv = D // HEADS * KV_HEADS
+    write_model(path, "llama", qtype, extra={  # stored F32 unless _quantizing says otherwise
+        f"blk.{i}.attn_{x}.bias": rng.standard_normal(n).astype(np.float32)
+        for i in range(LAYERS) for x, n in (("q", D), ("k", kv), ("v", kv))})
+
+
+REORDERED = {  # each layout that reorders rows: Q/K's rotary halves, NeoX's qkv, with biases
+    "llama-Q4_1": lambda p: write_model(p, "llama", Q.Q4_1),
+    "llama-Q5_0-biases": lambda p: _llama_with_biases(p, Q.Q5_0),
+    "llama-Q4_K": lambda p: write_k_llama(p, Q.Q4_K),
+    "llama-Q6_K": lambda p: write_k_llama(p, Q.Q6_K),
+    "neox-F32": _neox,
+}
+QUANTIZED: dict[str, tuple[Any, Q]] = {"llama-F16-biases": (_llama_with_biases, Q.F16),
+                                       "neox-Q8_0": (_neox, Q.Q8_0), "neox-BF16": (_neox, Q.BF16)}
+
+
+@pytest.mark.parametrize("name", [*REORDERED, *QUANTIZED])
+@pytest.mark.parametrize("small", [False, True], ids=["fresh", "recycled"])
+def test_rows_reordered_as_bytes_equal_gguf_dequantized_then_reordered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, small: bool) -> None:
+    """Every tensor bit for bit as gguf.quants.dequantize gives it, then un-permuted or
+    regrouped in float32 (the order before Q/K and qkv rows were reordered as quantized bytes),
+    through fresh arrays and through recycled buffers."""
+    from gguf.quants import dequantize as gguf_dequantize
+
+    from attncli.models.sources.gguf import buffers
+    from attncli.models.sources.gguf.names import interleave_heads
+
+    path = tmp_path / "m.gguf"
+    if name in QUANTIZED:
+        write, qtype = QUANTIZED[name]
+        with monkeypatch.context() as patch:
+            _quantizing(patch, qtype)
+            if write is _llama_with_biases:
+                _llama_with_biases(path, qtype)
+            else:
+                _neox(path)
+    else:
+        REORDERED[name](path)
+    monkeypatch.setattr(buffers, "SMALL", 0 if small else 1 << 62)
+    source = open_gguf(path)
+    config = source.config()
+    heads = {"q": config["num_attention_heads"], "qkv_heads": config["num_attention_heads"],
+             "k": config.get("num_key_value_heads")}
+    stored = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    undone = set()
+    for hf, gg in source._names.items():
+        info = stored[gg]
+        shape = tuple(int(n) for n in reversed(info.shape.tolist()))  # (rows, cols) as stored
+        want = gguf_dequantize(np.asarray(info.data), info.tensor_type).reshape(shape)
+        undo = source._undo(hf)
+        if undo == "qkv_heads":
+            want = interleave_heads(want, int(heads[undo]))
+        elif undo in ("q", "k"):
+            want = unpermute(want, int(heads[undo]))
+        elif undo:
+            continue  # transposed and norm shifts: not reordered as bytes
+        undone |= {(undo, info.tensor_type.name, len(shape))} if undo else set()
+        got = source.tensor(hf).numpy()
+        assert got.shape == want.shape, hf
+        assert np.array_equal(got.view(np.uint32), want.astype(np.float32).view(np.uint32)), hf
+    assert {u for u, _, _ in undone} == ({"qkv_heads"} if "neox" in name else {"q", "k"})
+    if "biases" in name or "neox" in name:
+        assert any(dims == 1 for _, _, dims in undone)  # a bias (one row) reordered too
