@@ -116,3 +116,31 @@ def test_weights_past_a_quarter_of_the_cap_are_not_kept(
     monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE_MAX", str(max(streams + weights, 4 * weights)))
     _json(cli, "heads", TEXT, "--model", llama_gguf)
     assert passes.STATS["weights computed"] == spec.n_layer
+
+
+@pytest.fixture(scope="module", params=["gemma3", "gptneox", "phi3"])
+def family_gguf(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A family with what llama does not have: Gemma 3's sliding windows (6 tokens, shorter
+    than TEXT), NeoX's regrouped qkv and partial rotary, Phi-3's window and fused projections."""
+    from tests.gguf_fixtures import write_family
+    from tests.models.gguf.test_gguf_families import FAMILIES, _model
+
+    arch = request.param
+    path = tmp_path_factory.mktemp(arch) / f"{arch}.gguf"
+    write_family(path, arch, _model(arch), FAMILIES[arch][2])
+    return str(path)
+
+
+@pytest.mark.slow
+def test_every_look_after_a_look_at_a_family_equals_a_fresh_one(
+        cli, family_gguf: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    looks = [("run", "--layer", "1"), ("heads",), ("heads", "--measure", "rollout"),
+             ("heads", "--layers", "1:2"), ("run", "--layer", "-1"), ("kvcache", "--layer", "0")]
+    monkeypatch.setenv("ATTNCLI_NO_CACHE", "1")
+    fresh = [_json(cli, *look, TEXT, "--model", family_gguf) for look in looks]
+    monkeypatch.delenv("ATTNCLI_NO_CACHE")
+    passes.STATS.clear()
+    for order in (looks, looks[::-1]):
+        for look in order:
+            assert _json(cli, *look, TEXT, "--model", family_gguf) == fresh[looks.index(look)]
+    assert passes.STATS["weights read"] > 0
