@@ -176,12 +176,7 @@ class CachedPass:
                 if block.layer >= first:
                     yield block
             return
-        if first == 0:
-            stream = self._load(0)
-            known = None if stream is None else self._known(0, stream)
-        else:
-            known = self._deepest(first)
-        for block in self._traced(last_layer, known):
+        for block in self._traced(last_layer, self._deepest(first)):
             if block.layer >= first:
                 yield block
 

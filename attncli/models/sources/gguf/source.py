@@ -110,7 +110,9 @@ class GgufSource:
         values = self._dequantize(info, blocks)  # (rows, cols) as stored
         # Each reordering is written into a recycled buffer (values' own goes back to it).
         if undo == "transposed":  # Conv1D's (in, out)
-            values = _copied(values.T, self._float32(values.T.shape))
+            out = self._float32(values.T.shape)
+            np.copyto(out, values.T)
+            values = out
         elif undo == "norm":
             values = values - np.float32(1.0)  # a norm stored as 1 + w, back to w
         elif undo:  # a bias: one row
@@ -242,7 +244,6 @@ class GgufSource:
         whole = blocks.shape[0] * blocks.shape[1] == info.nbytes
         return values.reshape(info.shape) if whole else values  # the tensor, or (n, ne0) rows
 
-
     def _float32(self, shape: tuple[int, ...]) -> np.ndarray:
         return self._buffers.empty(shape, np.float32)
 
@@ -256,11 +257,6 @@ def layer_bytes(header: GgufHeader) -> int:
             count = math.prod(info.shape)
             per_block[parts[1]] = per_block.get(parts[1], 0) + count * FLOAT_BYTES + info.nbytes
     return max(per_block.values(), default=0)
-
-
-def _copied(view: np.ndarray, out: np.ndarray) -> np.ndarray:
-    np.copyto(out, view)
-    return out
 
 
 def _owned(values: np.ndarray) -> np.ndarray:
