@@ -246,3 +246,19 @@ def test_ctrl_c_while_a_local_ray_starts_exits_130(tmp_path: Path) -> None:
     while [p for p in started if _alive(p)] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [(p, _name(p)) for p in started if _alive(p)] == []  # Ray's processes went too
+
+
+def test_an_address_that_never_answers_is_one_line_in_seconds(tmp_path: Path,
+                                                              blackholed: int) -> None:
+    _ray_installed()
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n".join(DOCS), encoding="utf-8")
+    address = f"127.0.0.1:{blackholed}"
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "attncli", "scan", str(corpus), "--model", TOY,
+                          "--out", str(tmp_path / "out"), "--ray", address], capture_output=True,
+                         text=True, timeout=GENEROUS_S * 5, check=False)
+    assert time.monotonic() - start < GENEROUS_S
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (f"attncli: error: --ray {address}: no Ray cluster answers at "
+                          f"{address} (nothing within 5 s)\n")
