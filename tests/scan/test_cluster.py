@@ -1,7 +1,7 @@
 """scan on Ray: a cluster that is not there is one line in seconds (nothing listening, or a
 port that never answers), a Ray that never finishes joining is given up, Ray's own lines stay
-off, and Ctrl-C while a local cluster starts exits 130. Only loopback or the test's own network
-namespace is ever a target."""
+off, and Ctrl-C or SIGTERM while a local cluster starts keeps its exit (130, 143). Only loopback
+or the test's own network namespace is ever a target."""
 
 from __future__ import annotations
 
@@ -222,7 +222,10 @@ def _name(pid: int) -> str:
         return ""
 
 
-def test_ctrl_c_while_a_local_ray_starts_exits_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_while_a_local_ray_starts_keeps_its_exit(tmp_path: Path, sig: int, code: int,
+                                                         line: str) -> None:
     _isolated_ok()
     corpus = tmp_path / "docs.txt"
     corpus.write_text("\n".join(f"{DOCS[k % 4]} {k}" for k in range(400)), encoding="utf-8")
@@ -238,10 +241,10 @@ def test_ctrl_c_while_a_local_ray_starts_exits_130(tmp_path: Path) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     started = _descendants(proc.pid)
-    proc.send_signal(signal.SIGINT)  # Ray is starting (or the scan has just begun)
+    proc.send_signal(sig)  # Ray is starting (or the scan has just begun)
     _, err = proc.communicate(timeout=GENEROUS_S)
-    assert proc.returncode == 130, err
-    assert len(err.splitlines()) == 1 and err.startswith("attncli: error: interrupted")
+    assert proc.returncode == code, err  # not Ray's own SIGTERM handler's exit 15
+    assert len(err.splitlines()) == 1 and err.startswith(f"attncli: error: {line}")
     deadline = time.monotonic() + GENEROUS_S
     while [p for p in started if _alive(p)] and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -43,7 +43,8 @@ def _documents(out: Path) -> dict[str, list[Any]]:
 
 def _same_as_heads(cli, rows: pa.Table, doc_id: str, text: str, model: str) -> None:  # noqa: ANN001
     """doc_id's rows are `heads --json` on text: every head's measures and scores, each layer's
-    sink."""
+    sink. Within the house tolerance: a scan's workers run one torch thread, this process as
+    many as the test run gives it, and two thread counts split a product's sums apart."""
     heads = cli("heads", text, "--model", model, "--json")
     assert heads.code == 0, heads.err
     expected = heads.json()
@@ -54,10 +55,10 @@ def _same_as_heads(cli, rows: pa.Table, doc_id: str, text: str, model: str) -> N
     for row in expected["heads"]:
         got = by_head[(row["layer"], row["head"])]
         assert {k: got[k] for k in HEAD_KEYS} == pytest.approx({k: row[k] for k in HEAD_KEYS},
-                                                               rel=1e-12, abs=1e-15)
+                                                               rel=1e-5, abs=1e-5)
         sink = sinks[row["layer"]]
-        assert got["first_share"] == pytest.approx(sink["first_share"], rel=1e-12)
-        assert got["norm_ratio"] == pytest.approx(sink["norm_ratio"], rel=1e-12)
+        assert got["first_share"] == pytest.approx(sink["first_share"], rel=1e-5, abs=1e-5)
+        assert got["norm_ratio"] == pytest.approx(sink["norm_ratio"], rel=1e-5, abs=1e-5)
 
 
 @POOL
@@ -385,3 +386,23 @@ def test_any_file_name_is_scanned_once_and_resumed(cli, tmp_path: Path) -> None:
     assert "caf\\xe9.txt" in ids and "caf\\\\xe9.txt" in ids  # the byte, and the text
     shown = cli("show", str(tmp_path / "out" / "summary.json"))
     assert shown.code == 0 and shown.out == run.out
+
+
+@POOL
+def test_a_resume_over_damaged_parts_scans_their_documents_again(cli, tmp_path: Path  # noqa: ANN001
+                                                                 ) -> None:
+    corpus, out = tmp_path / "docs.txt", tmp_path / "out"
+    corpus.write_text("\n".join(f"{DOCS[k % 4]} {k}" for k in range(6)), encoding="utf-8")
+    args = ("scan", str(corpus), "--model", TOY, "--out", str(out), "--workers", "1",
+            "--part-size", "2", "--json")
+    assert cli(*args).code == 0
+    (out / "heads" / "part-00001.parquet").unlink()  # rows gone, documents file kept
+    (out / "documents" / "part-00002.parquet").write_bytes(b"PAR1 not really")
+    again = cli(*args)
+    assert again.code == 0, again.err
+    assert again.err.startswith("attncli: note: 2 damaged part(s) set aside in ")
+    assert again.err.count("\n") == 1 and "their documents are scanned again" in again.err
+    summary = again.json()["scan"]
+    assert (summary["documents"]["scored"], summary["this_run"]) == (6, 4)
+    assert sorted(_documents(out)["document"]) == sorted(f"docs.txt:{k}" for k in range(1, 7))
+    assert len(_rows(out)) == 6 * 3 * 4  # every document's rows, once

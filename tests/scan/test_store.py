@@ -67,9 +67,13 @@ def _as_folder(path: Path) -> None:
 
 
 def _rows_of_another(out: Path, number: int, table: str) -> None:
-    """A part's file replaced by the same table's file of another part."""
-    other = (number + 1) % len(parts(out / table))
-    shutil.copy(out / table / part_name(other), out / table / part_name(number))
+    """A part's file replaced by the same table's file of another part (garbage when that one
+    is itself damaged past reading)."""
+    other = out / table / part_name((number + 1) % len(parts(out / "documents")))
+    if other.is_file():
+        shutil.copy(other, out / table / part_name(number))
+    else:
+        _garbage(out / table / part_name(number))
 
 
 def _other_table(out: Path, number: int, table: str) -> None:
