@@ -58,7 +58,7 @@ class Stopper:
                         self._write(self.part_size)
                 self._write(len(self.buffer))
                 return self.written
-            except KeyboardInterrupt:
+            except BaseException:  # noqa: BLE001 - what a signal broke out of (Ray may wrap it)
                 if self.signum is None:
                     raise
             self.holding = True  # stopped: the rest is written whatever comes now

@@ -85,3 +85,18 @@ def test_an_ignored_signal_stays_ignored() -> None:
     store = FakeStore()
     assert Stopper(store, 4).drain(_results(6, signal_after=2), 0, 12) == 12  # type: ignore[arg-type]
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_a_signal_a_library_wraps_in_its_own_error_still_stops_the_scan() -> None:
+    def wrapping() -> Iterator[list[dict[str, Any]]]:
+        yield [{"document": "d0"}]
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # Ray's get turns the interrupt into its own
+        except KeyboardInterrupt:
+            raise RuntimeError("task cancelled") from None
+        yield [{"document": "never"}]
+
+    store = FakeStore()
+    with pytest.raises(ScanStopped) as stop:
+        Stopper(store, 5).drain(wrapping(), 0, 2)  # type: ignore[arg-type]
+    assert stop.value.signum == signal.SIGTERM and store.parts == [["d0"]]
