@@ -22,7 +22,7 @@ HEAD_COLUMNS = ("entropy", "prev", "first", "self", "distance",
 LAYER_COLUMNS = ("first_share", "first_norm", "median_norm", "norm_ratio")  # the layer's sink
 COLUMNS = ("document", "layer", "head", *HEAD_COLUMNS, *LAYER_COLUMNS)
 MAX_TOKENS = 1 << 20  # --max-tokens at most: 64 MiB read of a document
-PACK_TOKENS = 512  # short documents run together in passes of up to this many tokens
+PACK_TOKENS = 512  # documents run together up to this many tokens (their weights kept at once)
 
 
 class TooLong(str, Enum):
@@ -56,8 +56,8 @@ def scored_document(doc_id: str, status: str, tokens: int, reason: str | None = 
 
 
 class Scorer:
-    """A worker's model, loaded once, scoring batch after batch of documents: the short ones
-    packed into one forward pass (where the family can), each as its own pass would score it."""
+    """A worker's model, loaded once, scoring batch after batch of documents: short ones run
+    together layer by layer (where the family can), each as its own pass would score it."""
 
     def __init__(self, settings: ScanSettings) -> None:
         import torch
@@ -117,8 +117,8 @@ class Scorer:
         return Ready(doc_id, ids, status)
 
     def _passes(self, pack: list[Ready]) -> list[dict[str, Any]]:
-        """Each document of pack scored: in one packed pass where the family packs, else (or
-        when the packed pass is refused) one pass each."""
+        """Each document of pack scored: their passes run together where the family can (each
+        layer read once), else (or when that run is refused) one pass each."""
         from attncli.core.request import Measure
         from attncli.models.family import ManyTexts
         from attncli.models.heads import heads_pass, texts_passes
