@@ -5,6 +5,7 @@ two raylets simulated on this machine against the local pool.
     .venv/bin/python bench/scan.py                    # workers and per-document parts
     .venv/bin/python bench/scan.py --docs 48          # a bigger corpus
     .venv/bin/python bench/scan.py --ray-nodes        # also two local raylets (needs ray)
+    .venv/bin/python bench/scan.py --small            # small documents on the toy model only
 
 workers: `attncli scan` as a user runs it (a fresh process, a fresh --out), wall time of the whole
 command, and the documents per second of the scan alone (the workers' model loads left out, by
@@ -13,6 +14,13 @@ subtracting a one-document scan's wall time). Target: 2 workers ≥ 1.7× one on
 per_document: inside one warm process, worker.Scorer.score on each document against
 models.run.run_heads + to_dict + the JSON write (`heads --json` without the process start), the
 hidden-state cache off for both (a scan never fills it). Target: ≤ 1.2×.
+
+small (#43, --small runs it alone): the toy GPT-2 on 2,000 two-word documents and on a 1 MB
+corpus of 20,000 lines, `attncli scan` as a user runs it (2 workers): CPU seconds of the command
+and its workers (getrusage of the children), and wall time. Beside them, in one warm process,
+the worker's CPU a document for batches of 64 run together layer by layer against the same
+documents one pass each (PACK_TOKENS 1), and their ratio: the per-document overhead batching
+takes away. Target: together ≤ 0.4× alone.
 """
 
 from __future__ import annotations
@@ -97,6 +105,84 @@ def per_document(repeats: int = 5) -> dict[str, float]:
     return {"scan_s": scan, "heads_json_s": heads, "ratio": scan / heads}
 
 
+TOY = ROOT / "samples" / "toy-gpt2"
+WORDS = ("the cat sat on a mat while dog ran far away bird sings loud in morning light river "
+         "flows over stones quietly").split()
+
+
+def small_corpora(folder: Path) -> dict[str, Path]:
+    """2,000 two-word documents, and 20,000 lines of 6-12 words (about 1 MB), seeded."""
+    import random
+
+    pick = random.Random(43).choice
+    two = folder / "two-words.txt"
+    two.write_text("\n".join(f"{pick(WORDS)} {pick(WORDS)}" for _ in range(2000)) + "\n",
+                   encoding="utf-8")
+    lines = folder / "lines.txt"
+    draw = random.Random(44)
+    lines.write_text("\n".join(" ".join(draw.choice(WORDS) for _ in range(draw.randint(6, 12)))
+                               for _ in range(20_000)) + "\n", encoding="utf-8")
+    return {"two_words_2000": two, "lines_20000": lines}
+
+
+def scan_cpu(corpus_path: Path, out: Path) -> dict[str, float]:
+    """CPU seconds (user + system, the command and every worker it waited for) and wall time
+    of `attncli scan` on the toy GPT-2 with 2 workers."""
+    import resource
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "attncli", "scan", str(corpus_path), "--model",
+                    str(TOY), "--out", str(out), "--workers", "2", "--json"], check=True,
+                   env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"cpu_s": cpu, "wall_s": wall}
+
+
+def per_document_batched(texts: list[str], repeats: int = 3) -> dict[str, float]:
+    """The worker's CPU milliseconds a document: batches of 64 together, then one pass each."""
+    import torch
+
+    from attncli.scan import worker
+    from attncli.scan.worker import ScanSettings, Scorer
+
+    torch.set_num_threads(1)
+    scorer = Scorer(ScanSettings(model=str(TOY)))
+    batches = [[(f"d{k + j}", text, None, False) for j, text in enumerate(texts[k:k + 64])]
+               for k in range(0, len(texts), 64)]
+    scorer.score_batch(batches[0])  # warm
+
+    def cpu_ms() -> float:
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            for batch in batches:
+                scorer.score_batch(batch)
+            best = min(best, (time.process_time() - start) / len(texts) * 1000)
+        return best
+
+    together = cpu_ms()
+    packed, worker.PACK_TOKENS = worker.PACK_TOKENS, 1  # every document a pass of its own
+    try:
+        alone = cpu_ms()
+    finally:
+        worker.PACK_TOKENS = packed
+    return {"together_ms": together, "alone_ms": alone, "ratio": together / alone}
+
+
+def small(folder: Path) -> dict[str, object]:
+    """The small-document measures (see the module)."""
+    corpora = small_corpora(folder)
+    out: dict[str, object] = {name: scan_cpu(path, folder / f"out-{name}")
+                              for name, path in corpora.items()}
+    texts = corpora["two_words_2000"].read_text(encoding="utf-8").splitlines()[:640]
+    out["per_document"] = per_document_batched(texts)
+    return out
+
+
 def ray_nodes(folder: Path, docs: int) -> dict[str, float | bool]:
     """Two raylets of one CPU each on this machine (ray.cluster_utils, loopback only) against
     the local pool of 2: documents per second and whether the Parquet rows are identical."""
@@ -127,10 +213,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=24)
     parser.add_argument("--ray-nodes", action="store_true")
+    parser.add_argument("--small", action="store_true", help="the small documents alone")
     args = parser.parse_args()
+    results: dict[str, object] = {"docs": args.docs}
+    with tempfile.TemporaryDirectory() as tmp:
+        results["small"] = small(Path(tmp))
+        print(json.dumps({"small": results["small"]}), flush=True)
+    if args.small:
+        RESULTS.parent.mkdir(exist_ok=True)
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        return
     if not MODEL.is_file():
         sys.exit(f"SmolLM2 GGUF not found at {MODEL}: make model fetches it")
-    results: dict[str, object] = {"docs": args.docs}
     with tempfile.TemporaryDirectory() as tmp:
         results["workers"] = workers(Path(tmp), args.docs)
         print(json.dumps({"workers": results["workers"]}), flush=True)

@@ -15,7 +15,7 @@ import typer
 from attncli.cli.groups import DEFAULT_PANEL, Group
 from attncli.core.display import Window, parse_window
 from attncli.errors import AttnCliError
-from attncli.scan.worker import ScanSettings, TooLong
+from attncli.scan.worker import MAX_TOKENS, ScanSettings, TooLong
 
 if TYPE_CHECKING:
     from attncli.cli.options import Encoding, Source
@@ -84,19 +84,22 @@ class Scoring(Group):
 
 FieldOpt = Annotated[str, typer.Option(help="The text's field (.jsonl) or column (.parquet).")]
 MaxTokensOpt = Annotated[int, typer.Option(
-    min=2, help="Tokens kept per document; at most 64 bytes a token are read, so a longer "
-    "document is judged by its first bytes.")]
+    min=2, max=MAX_TOKENS, help="Tokens kept per document; at most 64 bytes a token are "
+    "read, so a longer document is judged by its first bytes.")]
 TooLongOpt = Annotated[TooLong, typer.Option(
     help="A document over --max-tokens: cut (scored on its first tokens, counted as cut) or "
     "skip (counted as skipped).")]
 WorkersOpt = Annotated[int | None, typer.Option(
-    min=1, help="Worker processes (or Ray actors), each holding the model [default: the "
+    min=1, max=1024, help="Worker processes (or Ray actors), each holding the model [default: the "
     "usable cores].", show_default=False)]
 RayOpt = Annotated[str | None, typer.Option(
     "--ray", envvar="RAY_ADDRESS", help="Run on the Ray cluster at ADDRESS (`local`: a "
     "throwaway one on this machine, whose servers listen on every interface as Ray's do); "
     "needs pip install 'attncli[cluster]'.",
     show_default=False, metavar="ADDRESS")]
+RayLogsOpt = Annotated[bool, typer.Option(
+    "--ray-logs", help="Show Ray's own log lines and notices, and its workers' output (by "
+    "default only attncli's lines are shown).")]
 PartSizeOpt = Annotated[int, typer.Option(
     min=1, help="Documents per Parquet part: a killed scan loses at most one part.")]
 PassOpt = Annotated[float, typer.Option(
@@ -115,6 +118,7 @@ class Scanning(Group):
     too_long: TooLongOpt = TooLong.cut
     workers: WorkersOpt = None
     ray: RayOpt = None
+    ray_logs: RayLogsOpt = False
     part_size: PartSizeOpt = 64
     threshold: PassOpt = 0.4
 
@@ -130,5 +134,6 @@ class Scanning(Group):
         from attncli.scan.pool import usable_cores
         from attncli.scan.run import ScanPlan
 
-        return ScanPlan(corpus, out, self.field, self.workers or usable_cores(), self.ray or None,
-                        self.part_size, self.threshold)
+        return ScanPlan(corpus, out, self.field, self.workers or min(usable_cores(), 1024),
+                        self.ray or None,
+                        self.part_size, self.threshold, self.ray_logs)

@@ -177,6 +177,15 @@ class Model(Protocol):
 
 
 @runtime_checkable
+class ManyTexts(Protocol):
+    """A model that runs several texts together, layer by layer: each layer's weights read
+    once for all of them, each text's pass otherwise its own (the same traces as trace)."""
+
+    def trace_texts(self, texts: list[list[int]],
+                    last_layer: int) -> Iterator[list[LayerTrace]]: ...
+
+
+@runtime_checkable
 class Positionless(Protocol):
     """A model whose positions are added to its inputs and can be left out (an encoder's
     position embeddings), for `permute --model`."""

@@ -13,7 +13,7 @@ from attncli.core.display import Window
 from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
 from attncli.core.request import Measure
 from attncli.errors import AttnCliError
-from attncli.models.family import Model
+from attncli.models.family import ManyTexts, Model
 from attncli.models.hidden.passes import CachedPass
 from attncli.models.measures import HeadMeasures, head_measures
 from attncli.models.scores import (
@@ -105,6 +105,17 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int, measure: Mea
             view = row_normalised(raw)  # (heads, T, T) ‖α_ij · W_O v_j‖, rows renormalised
         rolled = _keep(out, trace.layer, trace.weights, trace.residual, measure, rolled, view)
     return out
+
+
+@torch.no_grad()
+def texts_passes(model: ManyTexts, texts: list[list[int]], n_layer: int) -> list[HeadsPass]:
+    """heads_pass over every layer (the weights as the view) of each of texts, their passes
+    run together layer by layer: each layer's weights read once, each text's pass its own."""
+    outs = [HeadsPass(0, patterns=stacked_patterns(ids)) for ids in texts]
+    for traces in model.trace_texts(texts, n_layer - 1):
+        for out, trace in zip(outs, traces, strict=True):
+            _keep(out, trace.layer, trace.weights, trace.residual, Measure.weights, None)
+    return outs
 
 
 def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None,

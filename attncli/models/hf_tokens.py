@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from attncli.core.cutting.boundaries import Cuts
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece
@@ -44,13 +45,31 @@ def load_tokenizer(directory: Path) -> Any:
 
 
 def source_tokenizer(source: WeightSource) -> Any:
-    """The source's tokenizer.json (its limits checked) as an HF tokenizer; nothing downloads."""
+    """The source's tokenizer.json (its limits checked) as an HF tokenizer; nothing downloads.
+    Made once a source: a GGUF file's is built from its vocabulary, which takes a while, and
+    `scan` tokenises document after document."""
+    try:
+        return _BY_SOURCE[source]
+    except (KeyError, TypeError):  # not made yet, or a source that cannot be a key
+        pass
     text = source.tokenizer_json()
     if text is None:
         raise AttnCliError(f"{source.path} has no tokenizer.json: attncli tokenises with the "
                            f"model's own tokenizer (fetch it with the checkpoint)")
     shown = source.path / source.label if is_dir(source.path) else source.path
-    return _parsed(text, f"cannot read {shown}")
+    tokenizer = _parsed(text, f"cannot read {shown}")
+    with suppress(TypeError):
+        _BY_SOURCE[source] = tokenizer
+    return tokenizer
+
+
+_BY_SOURCE: WeakKeyDictionary[Any, Any] = WeakKeyDictionary()  # each open source's tokenizer
+
+
+@cache
+def labeller(tokenizer: Any) -> Labeller:
+    """The tokenizer's Labeller, made once (it reads the whole tokenizer.json back)."""
+    return Labeller(tokenizer)
 
 
 @cache
@@ -123,7 +142,7 @@ def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False,
     tokenizer = _loaded(directory)
     encoding = _encode(tokenizer, text, allow_special, add_special_tokens)
     before, after = _added(tokenizer) if add_special_tokens else (0, 0)
-    pieces = Labeller(tokenizer).pieces(_triples(encoding), 0)
+    pieces = labeller(tokenizer).pieces(_triples(encoding), 0)
     return HFTokens(pieces=pieces, before=encoding.tokens[:before],
                     after=encoding.tokens[len(encoding.tokens) - after:], name=name)
 
@@ -207,15 +226,15 @@ def hf_token_chunks(directory: Path | Any, text: str, allow_special: bool = Fals
     count_before, count_after = _added(tokenizer)
     before, after = encoding[:count_before], encoding[len(encoding) - count_after:]
     plain = encoding[count_before:len(encoding) - count_after]
-    labeller = Labeller(tokenizer)
+    labels = labeller(tokenizer)
 
     def chunks() -> Chunks:
         index, current = 0, before + plain
         for part in chain([second], parts):
-            yield (done := labeller.pieces(current, index))
+            yield (done := labels.pieces(current, index))
             index += len(done)
             current = _triples(_encode(tokenizer, part, allow_special, False))
-        yield labeller.pieces(current + after, index)
+        yield labels.pieces(current + after, index)
 
     return [t for _, t, _ in before], [t for _, t, _ in after], chunks()
 

@@ -4,7 +4,9 @@ CORPUS is a folder (each regular file below it, in name order, is one document),
 file (one document per line), a `.jsonl` file (one JSON object per line, the text in --field)
 or a `.parquet` file (the text in the --field column). A document's id is where it sits:
 `path` (relative to the folder), `name:line` (1-based) or `name:row` (0-based), so the same
-command on the same corpus names the same documents.
+command on the same corpus names the same documents. A path is stored as stored_name writes
+it: any bytes a filesystem allows (not UTF-8, a newline, an ESC) give a UTF-8 id of their own,
+and path_bytes gives the bytes back.
 
 A document that cannot be read (not UTF-8, not JSON, no such field, longer than max_bytes
 where it cannot be cut, not a regular file) is yielded with its problem, and the scan counts
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +28,8 @@ from attncli.errors import AttnCliError
 
 KINDS = ("folder", ".txt", ".jsonl", ".parquet")
 CHUNK = 1 << 20  # a line longer than max_bytes is passed over in reads of this size
+_STRAY = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
+_ESCAPE = re.compile(r"\\\\|\\x[0-9a-f]{2}")  # what stored_name writes for "\\" and such a byte
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,25 @@ class Document:
     text: str | None
     problem: str | None = None
     cut_bytes: bool = False
+
+
+def stored_name(path: str) -> str:
+    """path's bytes as UTF-8 text, each byte that is not UTF-8 written \\xNN and each backslash
+    doubled: every name a filesystem allows is stored, and no two names share one."""
+    text = os.fsencode(path).decode("utf-8", "surrogateescape")  # a stray byte → U+DC80..DCFF
+    if "\\" not in text and not _STRAY.search(text):
+        return text  # the common case, as it is
+    return _STRAY.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text.replace("\\", "\\\\"))
+
+
+def path_bytes(name: str) -> bytes:
+    """The bytes of the path that stored_name wrote as name."""
+    out, at = [], 0
+    for m in _ESCAPE.finditer(name):
+        out += [name[at:m.start()].encode(), b"\\" if m.group() == "\\\\"
+                else bytes([int(m.group()[2:], 16)])]
+        at = m.end()
+    return b"".join([*out, name[at:].encode()])
 
 
 def corpus_kind(path: Path) -> str:
@@ -66,7 +90,7 @@ def documents(path: Path, field: str, max_bytes: int,
     else:
         with open(path, "rb") as file:
             for number, (raw, whole) in enumerate(_lines(file, max_bytes), start=1):
-                doc_id = f"{path.name}:{number}"
+                doc_id = f"{stored_name(path.name)}:{number}"
                 if kind == ".txt":
                     yield _decoded(doc_id, raw, whole)
                 else:
@@ -135,7 +159,7 @@ def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]
     for dirpath, filenames in _walk(root, skip):
         for name in filenames:
             path = Path(dirpath, name)
-            doc_id = path.relative_to(root).as_posix()
+            doc_id = stored_name(path.relative_to(root).as_posix())
             found += 1
             try:
                 mode = path.stat().st_mode
@@ -178,11 +202,11 @@ def _parquet(path: Path, field: str) -> Iterator[Document]:
             not pa.types.is_large_string(table.schema_arrow.field(field).type):
         raise AttnCliError(f"{path.name}: column {field!r} is "
                            f"{table.schema_arrow.field(field).type}, not text")
-    row = 0
+    row, name = 0, stored_name(path.name)
     for batch in table.iter_batches(batch_size=256, columns=[field]):
         for value in batch.column(0).to_pylist():
-            yield (Document(f"{path.name}:{row}", value) if value is not None
-                   else Document(f"{path.name}:{row}", None, "null text"))
+            yield (Document(f"{name}:{row}", value) if value is not None
+                   else Document(f"{name}:{row}", None, "null text"))
             row += 1
 
 

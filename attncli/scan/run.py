@@ -4,24 +4,27 @@ batches, their results written in parts by this process (the driver), then the s
 from __future__ import annotations
 
 import json
-import signal
+import math
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
-from itertools import chain, islice
+from itertools import chain
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from attncli.errors import AttnCliError
-from attncli.scan.corpus import Document, corpus_kind, count_documents, documents
-from attncli.scan.pool import Batch, check_ray, run_local, run_ray
-from attncli.scan.store import ScanStore, write_atomic
+from attncli.errors import AttnCliError, escaped
+from attncli.scan.corpus import Document, corpus_kind, count_documents, documents, stored_name
+from attncli.scan.pool import Batch, run_local
+from attncli.scan.stopping import Stopper
+from attncli.scan.store import ScanStore, check_out, write_atomic
 from attncli.scan.summary import summarise
 from attncli.scan.worker import ScanSettings
 from attncli.version import __version__
 
 BYTES_PER_TOKEN = 64  # a document is read up to max_tokens × this many bytes
-BATCH = 4  # documents handed to a worker at a time
+BATCH_DOCS = 64  # documents handed to a worker at a time (at most --part-size of them) ...
+BATCH_CHARS = 16_384  # ... or fewer, once their text passes this: a worker packs short ones
+MAX_WORKERS = 1024
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,16 @@ class ScanPlan:
     ray: str | None = None  # a Ray address, `local`, or None for the local pool
     part_size: int = 64  # documents per Parquet part: a killed scan loses at most these
     threshold: float = 0.4
+    ray_logs: bool = False  # Ray's own log lines shown (else only attncli's)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise AttnCliError(f"--workers must be from 1 to {MAX_WORKERS} (got {self.workers})")
+        if self.part_size < 1:
+            raise AttnCliError(f"--part-size must be 1 or more (got {self.part_size})")
+        if not (math.isfinite(self.threshold) and 0.0 <= self.threshold <= 1.0):
+            raise AttnCliError(f"--threshold must be from 0 to 1 (got {self.threshold:g}): a "
+                               "score is the share of a head's attention on its pattern")
 
 
 def check_scan(model: str | None) -> str:
@@ -58,27 +71,33 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
 
     max_bytes = settings.max_tokens * BYTES_PER_TOKEN
     kind = corpus_kind(plan.corpus)
+    check_out(plan.out)
     stream = documents(plan.corpus, plan.field, max_bytes, skip=plan.out)
     first = next(stream, None)  # an empty folder or a Parquet without the column fails here
     if first is None:
         raise AttnCliError(f"corpus {plan.corpus} holds no documents")
     if plan.ray is not None:
+        from attncli.scan.cluster import check_ray
+
         check_ray(plan.ray)
     model = open_checked(Request(text="", model=settings.model))  # refused before --out is made
     info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
-    identity = {"corpus": str(plan.corpus.resolve()), "kind": kind, "field": plan.field,
-                **asdict(settings)}
-    store = ScanStore(plan.out, identity)
-    done = store.done()
-    total = count_documents(plan.corpus, kind, skip=plan.out)
-    todo = (d for d in chain([first], stream) if d.id not in done)
-    batches = _batches(todo)
-    if plan.ray is not None:
-        results = run_ray(settings, batches, plan.workers, plan.ray)
-    else:
-        results = run_local(settings, batches, plan.workers)
-    written = _drain(results, store, plan.part_size, len(done), total, progress)
+    leave = _join(plan)
+    try:
+        identity = {"corpus": str(plan.corpus.resolve()), "kind": kind, "field": plan.field,
+                    **asdict(settings)}
+        store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads)
+        _note_set_aside(store)
+        done = store.done()
+        total = count_documents(plan.corpus, kind, skip=plan.out)
+        todo = (d for d in chain([first], stream) if d.id not in done)
+        batches = _batches(todo, min(BATCH_DOCS, plan.part_size))
+        written = Stopper(store, plan.part_size).drain(_results(settings, plan, batches),
+                                                       len(done), total, progress)
+    finally:
+        if leave is not None:
+            leave()
     summary = summarise(plan.out, plan.threshold, spec.n_layer, spec.num_heads)
     if grouped:  # the key/value head each query head reads, as `heads` gives it
         for row in summary["heads"]:
@@ -87,7 +106,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
               "sort": "layer", "layers": [0, spec.n_layer], "threshold": plan.threshold,
               "version": __version__}
     summary = {"config": config, "model": info.to_dict(), "tokens": [], **summary}
-    summary["scan"] |= {"corpus": str(plan.corpus), "out": str(plan.out),
+    summary["scan"] |= {"corpus": stored_name(str(plan.corpus)), "out": stored_name(str(plan.out)),
                         "this_run": written, "max_tokens": settings.max_tokens,
                         "too_long": settings.too_long, "workers": plan.workers,
                         "ray": plan.ray}
@@ -96,40 +115,44 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     return summary
 
 
-def _batches(todo: Iterable[Document]) -> Iterator[Batch]:
-    it = iter(todo)
-    while batch := [(d.id, d.text, d.problem, d.cut_bytes) for d in islice(it, BATCH)]:
+def _join(plan: ScanPlan) -> Callable[[], None] | None:
+    """The Ray cluster joined (or started) when the plan names one, and how to leave it."""
+    if plan.ray is None:
+        return None
+    from attncli.scan.cluster import join_ray
+
+    return join_ray(plan.ray, plan.workers, plan.ray_logs)
+
+
+def _results(settings: ScanSettings, plan: ScanPlan,
+             batches: Iterable[Batch]) -> Iterator[list[dict[str, Any]]]:
+    """Each batch's results, from the local pool or the Ray cluster joined."""
+    if plan.ray is None:
+        return run_local(settings, batches, plan.workers)
+    from attncli.scan.cluster import run_ray
+
+    return run_ray(settings, batches, plan.workers)
+
+
+def _note_set_aside(store: ScanStore) -> None:
+    """One line on stderr naming the damaged parts a resumed scan set aside."""
+    if not store.set_aside:
+        return
+    listed = "; ".join(store.set_aside[:3]) + ("; ..." if len(store.set_aside) > 3 else "")
+    line = (f"attncli: note: {len(store.set_aside)} damaged part(s) set aside in "
+            f"{store.out / 'set-aside'} ({listed}); their documents are scanned again")
+    print(escaped(line), file=sys.stderr, flush=True)
+
+
+def _batches(todo: Iterable[Document], most: int) -> Iterator[Batch]:
+    """todo in batches of at most most documents, fewer once their text passes BATCH_CHARS."""
+    batch: Batch = []
+    chars = 0
+    for d in todo:
+        batch.append((d.id, d.text, d.problem, d.cut_bytes))
+        chars += len(d.text or "")
+        if len(batch) >= most or chars >= BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
         yield batch
-
-
-def _drain(results: Iterator[list[dict[str, Any]]], store: ScanStore, part_size: int,
-           before: int, total: int, progress: Callable[[str, int, int], None] | None) -> int:
-    """Results into parts of part_size documents. SIGTERM or SIGINT only sets a flag: the
-    results that have come back are written as a part and the scan stops, so a signal never
-    lands between a part's rename and forgetting it. The number of documents written."""
-    buffer: list[dict[str, Any]] = []
-    written, stopped = 0, []
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        stopped.append(signal.Signals(signum).name)
-
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        for scored in results:
-            buffer += scored
-            if progress is not None:
-                progress("documents", before + written + len(buffer), total)
-            if len(buffer) >= part_size or stopped:
-                store.write(buffer)
-                written, buffer = written + len(buffer), []
-            if stopped:
-                raise AttnCliError(f"scan stopped by {stopped[0]}: {before + written} documents "
-                                   f"are in {store.out}; the same command resumes")
-        store.write(buffer)
-        return written + len(buffer)
-    finally:
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

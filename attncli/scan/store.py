@@ -3,6 +3,7 @@
     OUT/scan.json                      what was scanned and how (a resumed scan must match)
     OUT/heads/part-00000.parquet       one row per document × layer × head
     OUT/documents/part-00000.parquet   one row per document: status, reason, tokens
+    OUT/set-aside/                     damaged parts a resumed scan found (damage.py)
 
 Each file is written under a temporary name and renamed, heads first: a part counts once its
 documents file exists, so a scan killed at any moment leaves complete parts and debris that
@@ -13,42 +14,70 @@ from __future__ import annotations
 
 import json
 import os
-import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
+from attncli.scan.damage import set_aside, table_folders, trusted_parts
+from attncli.scan.parts import TABLES, documents_schema, heads_schema, part_name, parts
 from attncli.scan.worker import COLUMNS
 
-PART = re.compile(r"part-(\d{5,})\.parquet")
-TABLES = ("heads", "documents")
+SYSTEM_DIRS = ("/dev", "/proc", "/sys")  # the kernel's: no scan is written there
 
 
-def part_name(number: int) -> str:
-    return f"part-{number:05d}.parquet"
-
-
-def parts(folder: Path) -> dict[int, Path]:
-    """The complete parts in folder by number (temporary files are not parts)."""
-    if not folder.is_dir():
-        return {}
-    return {int(m.group(1)): folder / name for name in os.listdir(folder)
-            if (m := PART.fullmatch(name))}
+def check_out(out: Path) -> None:
+    """--out a folder, or a path where one can be made: a dangling link, a file, a FIFO, a
+    device or a place under /dev, /proc or /sys refused in one line, before any work."""
+    shown = str(out)
+    for name in (os.path.abspath(out), os.path.realpath(out)):
+        top = next((t for t in SYSTEM_DIRS if name == t or name.startswith(t + "/")), None)
+        if top is not None:
+            raise AttnCliError(f"--out {shown} lies under {top}, where no scan is written")
+    try:
+        node = os.stat(out)
+    except FileNotFoundError:
+        if os.path.islink(out):
+            raise AttnCliError(f"--out {shown} is a link to {os.readlink(out)}, which does "
+                               "not exist: give the folder itself, or make it first") from None
+        return
+    except OSError as err:  # a name too long, a loop of links, a component that is a file
+        raise AttnCliError(f"--out {shown}: {err.strerror}") from None
+    if not stat.S_ISDIR(node.st_mode):
+        kind = "a file" if stat.S_ISREG(node.st_mode) else "a FIFO, socket or device"
+        raise AttnCliError(f"--out {shown} is {kind}, not a folder")
 
 
 class ScanStore:
-    """The output folder of one scan, opened for writing (and resuming)."""
+    """The output folder of one scan, opened for writing (and resuming): its trusted parts
+    (each document with the number of its part), and the parts it set aside, with why."""
 
-    def __init__(self, out: Path, identity: dict[str, Any]) -> None:
+    def __init__(self, out: Path, identity: dict[str, Any], layers: int, heads: int) -> None:
         self.out = out
-        manifest = out / "scan.json"
-        if out.exists() and not out.is_dir():
-            raise AttnCliError(f"--out {out} is a file, not a folder")
+        check_out(out)
+        try:
+            self._open(identity)
+            self.set_aside = [f"{table}: not a folder" for table in table_folders(out)]
+            for table in TABLES:
+                (out / table).mkdir(exist_ok=True)
+            self._clear_debris()
+            self.owner, damaged = trusted_parts(out, layers, heads)
+        except OSError as err:
+            raise AttnCliError(f"--out {out}: {err.strerror or err}"
+                               f"{f' ({err.filename})' if err.filename else ''}") from None
+        self.set_aside += damaged
+        self.next_part = max(parts(out / "documents"), default=-1) + 1
+
+    def _open(self, identity: dict[str, Any]) -> None:
+        """The folder's scan.json checked against identity, or written into a new folder."""
+        out, manifest = self.out, self.out / "scan.json"
         if manifest.is_file():
             try:
                 held = json.loads(manifest.read_text(encoding="utf-8"))
             except (OSError, ValueError) as err:
                 raise AttnCliError(f"--out {out}: cannot read scan.json ({err})") from None
+            if not isinstance(held, dict):
+                raise AttnCliError(f"--out {out}: scan.json holds no scan's settings")
             if held != identity:
                 changed = sorted(k for k in identity.keys() | held.keys()
                                  if identity.get(k) != held.get(k))
@@ -61,30 +90,26 @@ class ScanStore:
             out.mkdir(parents=True, exist_ok=True)
             write_atomic(manifest, lambda path: path.write_text(
                 json.dumps(identity, indent=1) + "\n", encoding="utf-8"))
-        for table in TABLES:
-            (out / table).mkdir(exist_ok=True)
-        self._clear_debris()
 
     def _clear_debris(self) -> None:
-        """Temporary files, and heads parts without their documents part, removed."""
+        """Temporary files, and heads parts without their documents part, removed (a folder
+        in a heads part's place, set aside)."""
         committed = parts(self.out / "documents")
         for table in TABLES:
             for name in os.listdir(self.out / table):
                 if name.startswith(".") and name.endswith(".tmp"):
                     (self.out / table / name).unlink(missing_ok=True)
         for number, path in parts(self.out / "heads").items():
-            if number not in committed:
+            if number in committed:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                set_aside(self.out, path, f"heads-{path.name}")
+            else:
                 path.unlink(missing_ok=True)
-        self.next_part = max(committed, default=-1) + 1
 
     def done(self) -> set[str]:
-        """The ids of the documents every committed part holds."""
-        import pyarrow.parquet as pq
-
-        seen: set[str] = set()
-        for path in parts(self.out / "documents").values():
-            seen.update(pq.read_table(path, columns=["document"]).column(0).to_pylist())
-        return seen
+        """The ids of the documents the trusted parts hold."""
+        return set(self.owner)
 
     def write(self, scored: list[dict[str, Any]]) -> None:
         """One part: scored's rows, then its documents; committed by the second rename."""
@@ -100,26 +125,14 @@ class ScanStore:
                          "status": [s["status"] for s in scored],
                          "reason": [s["reason"] for s in scored],
                          "tokens": [s["tokens"] for s in scored]}, schema=documents_schema())
-        write_atomic(self.out / "heads" / name, lambda path: pq.write_table(heads, path))
-        write_atomic(self.out / "documents" / name, lambda path: pq.write_table(docs, path))
+        try:
+            write_atomic(self.out / "heads" / name, lambda path: pq.write_table(heads, path))
+            write_atomic(self.out / "documents" / name, lambda path: pq.write_table(docs, path))
+        except OSError as err:  # a full disk, a folder taken away: the parts before stand
+            raise AttnCliError(f"cannot write {self.out / 'documents' / name}: "
+                               f"{err.strerror or err}; the parts before it are kept, and "
+                               "the same command resumes") from None
         self.next_part += 1
-
-
-def heads_schema() -> Any:
-    """The heads table's columns (built on use: pyarrow is imported lazily)."""
-    import pyarrow as pa
-
-    ints = {"layer", "head"}
-    return pa.schema([("document", pa.string())]
-                     + [(c, pa.int32() if c in ints else pa.float64()) for c in COLUMNS[1:]])
-
-
-def documents_schema() -> Any:
-    """The documents table's columns."""
-    import pyarrow as pa
-
-    return pa.schema([("document", pa.string()), ("status", pa.string()),
-                      ("reason", pa.string()), ("tokens", pa.int64())])
 
 
 def write_atomic(path: Path, write: Any) -> None:

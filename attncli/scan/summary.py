@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from attncli.scan.store import parts
+from attncli.scan.parts import parts
 from attncli.scan.worker import HEAD_COLUMNS, LAYER_COLUMNS
 
 SHARES = ("previous_token", "duplicate_token", "induction", "prev", "first", "self")

@@ -7,16 +7,22 @@ only push out the entries a user's `heads` / `run --layer` looks come back to.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from attncli.models.heads import HeadsPass
 
 HEAD_COLUMNS = ("entropy", "prev", "first", "self", "distance",
                 "previous_token", "duplicate_token", "induction")
 LAYER_COLUMNS = ("first_share", "first_norm", "median_norm", "norm_ratio")  # the layer's sink
 COLUMNS = ("document", "layer", "head", *HEAD_COLUMNS, *LAYER_COLUMNS)
+MAX_TOKENS = 1 << 20  # --max-tokens at most: 64 MiB read of a document
+PACK_TOKENS = 512  # documents run together up to this many tokens (their weights kept at once)
 
 
 class TooLong(str, Enum):
@@ -36,6 +42,11 @@ class ScanSettings:
     max_tokens: int = 512
     too_long: str = "cut"  # cut: keep the first max_tokens tokens; skip: leave the document out
 
+    def __post_init__(self) -> None:
+        if not 2 <= self.max_tokens <= MAX_TOKENS:
+            raise AttnCliError(f"--max-tokens must be from 2 to {MAX_TOKENS:,} (got "
+                               f"{self.max_tokens:,})")
+
 
 def scored_document(doc_id: str, status: str, tokens: int, reason: str | None = None,
                     rows: dict[str, list[Any]] | None = None) -> dict[str, Any]:
@@ -45,7 +56,8 @@ def scored_document(doc_id: str, status: str, tokens: int, reason: str | None = 
 
 
 class Scorer:
-    """A worker's model, loaded once, scoring document after document."""
+    """A worker's model, loaded once, scoring batch after batch of documents: short ones run
+    together layer by layer (where the family can), each as its own pass would score it."""
 
     def __init__(self, settings: ScanSettings) -> None:
         import torch
@@ -59,9 +71,27 @@ class Scorer:
 
     def score(self, doc_id: str, text: str, cut_bytes: bool = False) -> dict[str, Any]:
         """doc_id's rows, one per layer × head; a document that cannot be scored, skipped."""
+        return self.score_batch([(doc_id, text, None, cut_bytes)])[0]
+
+    def score_batch(self, batch: list[tuple[str, str | None, str | None, bool]]
+                    ) -> list[dict[str, Any]]:
+        """Each (id, text, problem, cut_bytes) of batch scored, or skipped for its problem."""
+        out: list[dict[str, Any]] = []
+        ready: list[Ready] = []  # the documents with tokens to run, and where their result goes
+        for doc_id, text, problem, cut_bytes in batch:
+            tokens = (scored_document(doc_id, "skipped", 0, problem) if text is None
+                      else self._tokens(doc_id, text, cut_bytes))
+            if isinstance(tokens, Ready):
+                ready.append(replace(tokens, index=len(out)))
+            out.append(tokens if isinstance(tokens, dict) else {})
+        for pack in packs(ready, PACK_TOKENS):
+            for doc, result in zip(pack, self._passes(pack), strict=True):
+                out[doc.index] = result
+        return out
+
+    def _tokens(self, doc_id: str, text: str, cut_bytes: bool) -> Ready | dict[str, Any]:
+        """doc_id's tokens, cut at max_tokens, checked; or the document, skipped."""
         from attncli.core.request import Request
-        from attncli.models.heads import heads_pass, scored_rows
-        from attncli.models.scores import SCORES
 
         settings = self.settings
         if cut_bytes and settings.too_long == "skip":
@@ -82,27 +112,73 @@ class Scorer:
             return scored_document(doc_id, "skipped", len(ids), "fewer than 2 tokens")
         try:
             self.model.check_tokens(ids)
-            n_layer = self.model.spec.n_layer
-            done = heads_pass(self.model, ids, 0, n_layer, req.measure, None)
         except AttnCliError as err:
             return scored_document(doc_id, "skipped", len(ids), str(err))
-        rows = scored_rows(done, 1.0, SCORES)  # labels are the summary's
-        sinks = {s["layer"]: s for s in done.sinks}
-        columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-        for row in rows:
-            columns["document"].append(doc_id)
-            for name in ("layer", "head", *HEAD_COLUMNS):
-                columns[name].append(row[name])
-            for name in LAYER_COLUMNS:
-                columns[name].append(sinks[row["layer"]][name])
-        return scored_document(doc_id, status, len(ids), rows=columns)
+        return Ready(doc_id, ids, status)
 
-    def score_batch(self, batch: list[tuple[str, str | None, str | None, bool]]
-                    ) -> list[dict[str, Any]]:
-        """Each (id, text, problem, cut_bytes) of batch scored, or skipped for its problem."""
-        return [scored_document(doc_id, "skipped", 0, problem) if text is None
-                else self.score(doc_id, text, cut_bytes)
-                for doc_id, text, problem, cut_bytes in batch]
+    def _passes(self, pack: list[Ready]) -> list[dict[str, Any]]:
+        """Each document of pack scored: their passes run together where the family can (each
+        layer read once), else (or when that run is refused) one pass each."""
+        from attncli.core.request import Measure
+        from attncli.models.family import ManyTexts
+        from attncli.models.heads import heads_pass, texts_passes
+
+        n_layer = self.model.spec.n_layer
+        if len(pack) > 1 and isinstance(self.model, ManyTexts):
+            try:
+                done = texts_passes(self.model, [doc.ids for doc in pack], n_layer)
+                return [_rows(doc, one) for doc, one in zip(pack, done, strict=True)]
+            except AttnCliError:
+                pass  # one of them is refused: each on its own says which
+        out = []
+        for doc in pack:
+            try:
+                one = heads_pass(self.model, doc.ids, 0, n_layer, Measure.weights, None)
+            except AttnCliError as err:
+                out.append(scored_document(doc.id, "skipped", len(doc.ids), str(err)))
+                continue
+            out.append(_rows(doc, one))
+        return out
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A document whose tokens are ready to run, and its place in its batch."""
+
+    id: str
+    ids: list[int]
+    status: str  # scored, or cut
+    index: int = 0
+
+
+def packs(ready: list[Ready], budget: int) -> Iterator[list[Ready]]:
+    """ready in runs of consecutive documents of at most budget tokens together (a longer
+    document alone)."""
+    pack: list[Ready] = []
+    for doc in ready:
+        if pack and sum(len(d.ids) for d in pack) + len(doc.ids) > budget:
+            yield pack
+            pack = []
+        pack.append(doc)
+    if pack:
+        yield pack
+
+
+def _rows(doc: Ready, done: HeadsPass) -> dict[str, Any]:
+    """doc's rows from its pass: a row per layer × head, its measures, scores and layer sink."""
+    from attncli.models.heads import scored_rows
+    from attncli.models.scores import SCORES
+
+    rows = scored_rows(done, 1.0, SCORES)  # labels are the summary's
+    sinks = {s["layer"]: s for s in done.sinks}
+    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for row in rows:
+        columns["document"].append(doc.id)
+        for name in ("layer", "head", *HEAD_COLUMNS):
+            columns[name].append(row[name])
+        for name in LAYER_COLUMNS:
+            columns[name].append(sinks[row["layer"]][name])
+    return scored_document(doc.id, doc.status, len(doc.ids), rows=columns)
 
 
 _SCORER: Scorer | None = None  # a pool process's own

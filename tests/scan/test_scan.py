@@ -43,7 +43,8 @@ def _documents(out: Path) -> dict[str, list[Any]]:
 
 def _same_as_heads(cli, rows: pa.Table, doc_id: str, text: str, model: str) -> None:  # noqa: ANN001
     """doc_id's rows are `heads --json` on text: every head's measures and scores, each layer's
-    sink."""
+    sink. Within the house tolerance: a scan's workers run one torch thread, this process as
+    many as the test run gives it, and two thread counts split a product's sums apart."""
     heads = cli("heads", text, "--model", model, "--json")
     assert heads.code == 0, heads.err
     expected = heads.json()
@@ -54,10 +55,10 @@ def _same_as_heads(cli, rows: pa.Table, doc_id: str, text: str, model: str) -> N
     for row in expected["heads"]:
         got = by_head[(row["layer"], row["head"])]
         assert {k: got[k] for k in HEAD_KEYS} == pytest.approx({k: row[k] for k in HEAD_KEYS},
-                                                               rel=1e-12, abs=1e-15)
+                                                               rel=1e-5, abs=1e-5)
         sink = sinks[row["layer"]]
-        assert got["first_share"] == pytest.approx(sink["first_share"], rel=1e-12)
-        assert got["norm_ratio"] == pytest.approx(sink["norm_ratio"], rel=1e-12)
+        assert got["first_share"] == pytest.approx(sink["first_share"], rel=1e-5, abs=1e-5)
+        assert got["norm_ratio"] == pytest.approx(sink["norm_ratio"], rel=1e-5, abs=1e-5)
 
 
 @POOL
@@ -97,12 +98,19 @@ def test_rows_equal_heads_json_on_smollm2(cli, tmp_path: Path) -> None:  # noqa:
 
 def _scan_process(corpus: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    # Python's own Ctrl-C: a test run started in the background has SIGINT ignored, which
+    # attncli, rightly, would keep ignoring.
     return subprocess.Popen([sys.executable, "-m", "attncli", "scan", str(corpus), "--model",
                              TOY, "--out", str(out), "--workers", "1", "--part-size", "3",
-                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+# Each signal's documented exit and line (docs/terminal.md), once what came back is written.
+STOPPED = {signal.SIGTERM: (143, "terminated"), signal.SIGINT: (130, "interrupted")}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_killed_scan_resumes_with_every_document_once(tmp_path: Path, sig: int) -> None:
     corpus = tmp_path / "many.txt"
     lines = [f"{DOCS[k % 4]} number {k}" for k in range(150)]
@@ -118,9 +126,12 @@ def test_a_killed_scan_resumes_with_every_document_once(tmp_path: Path, sig: int
     assert children  # the pool's worker (and the resource tracker)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=300)
-    if sig == signal.SIGTERM:
-        assert proc.returncode == 2, err
-        assert err.decode().startswith("attncli: error: scan stopped by SIGTERM")
+    if sig in STOPPED:
+        code, line = STOPPED[sig]
+        assert proc.returncode == code, err
+        assert err.decode().startswith(f"attncli: error: {line}: ")
+        assert err.decode().endswith("; the same command resumes\n")
+        assert len(err.decode().splitlines()) == 1
     assert len(_documents(out)["document"]) < 150  # stopped before the end
     resumed = _scan_process(corpus, out, "--json")
     stdout, err = resumed.communicate(timeout=600)
@@ -294,6 +305,7 @@ def test_the_ray_path_equals_the_local_pool(cli, tmp_path: Path) -> None:  # noq
     on_ray = _isolated_ray_scan(str(corpus), "--model", TOY, "--out", str(tmp_path / "ray"),
                                 "--workers", "2", "--ray", "local", "--json")
     assert on_ray.returncode == 0, on_ray.stderr[-2000:]
+    assert on_ray.stderr == ""  # Ray's own lines and notices stay off without --ray-logs
 
     def ordered(table: pa.Table) -> list[dict[str, Any]]:
         return sorted(table.to_pylist(), key=lambda r: (r["document"], r["layer"], r["head"]))
@@ -346,3 +358,51 @@ def test_an_out_folder_inside_the_corpus_is_not_read_as_documents(cli,  # noqa: 
         assert run.code == 0, run.err
     assert sorted(_documents(folder / "atlas")["document"]) == ["a.txt", "sub/b.txt"]
     assert run.json()["scan"]["this_run"] == 0
+
+
+# File names a filesystem allows that are not UTF-8, or that a terminal would obey.
+HOSTILE_NAMES = [b"caf\xe9.txt", b"caf\\xe9.txt", b"new\nline", b"\x1b[31mred\x1b[0m",
+                 b"-rf", b"[bold]markup", b"x" * 200]
+
+
+@POOL
+def test_any_file_name_is_scanned_once_and_resumed(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    folder = os.path.join(os.fsencode(tmp_path), b"corpus \x1b]0;title\x07 [red]x \xff")
+    os.mkdir(folder)
+    for k, name in enumerate(HOSTILE_NAMES):
+        with open(os.path.join(folder, name), "wb") as file:
+            file.write(DOCS[k % 4].encode())
+    corpus, out = os.fsdecode(folder), str(tmp_path / "out")
+    run = cli("scan", corpus, "--model", TOY, "--out", out, "--workers", "1")
+    assert run.code == 0, run.err
+    assert "\x1b" not in run.out and "\x07" not in run.out  # escaped, never obeyed
+    heading = " ".join(run.out.split("\n\n")[0].split())  # the title, however it wraps
+    assert "over a corpus · " in heading and "corpus \\x1b]0;title\\x07 [red]x \\xff" in heading
+    assert f"{len(HOSTILE_NAMES)} documents scored" in run.out
+    again = cli("scan", corpus, "--model", TOY, "--out", out, "--workers", "1", "--json")
+    assert again.json()["scan"]["this_run"] == 0  # every document known by its stored name
+    ids = _documents(tmp_path / "out")["document"]
+    assert len(ids) == len(set(ids)) == len(HOSTILE_NAMES)
+    assert "caf\\xe9.txt" in ids and "caf\\\\xe9.txt" in ids  # the byte, and the text
+    shown = cli("show", str(tmp_path / "out" / "summary.json"))
+    assert shown.code == 0 and shown.out == run.out
+
+
+@POOL
+def test_a_resume_over_damaged_parts_scans_their_documents_again(cli, tmp_path: Path  # noqa: ANN001
+                                                                 ) -> None:
+    corpus, out = tmp_path / "docs.txt", tmp_path / "out"
+    corpus.write_text("\n".join(f"{DOCS[k % 4]} {k}" for k in range(6)), encoding="utf-8")
+    args = ("scan", str(corpus), "--model", TOY, "--out", str(out), "--workers", "1",
+            "--part-size", "2", "--json")
+    assert cli(*args).code == 0
+    (out / "heads" / "part-00001.parquet").unlink()  # rows gone, documents file kept
+    (out / "documents" / "part-00002.parquet").write_bytes(b"PAR1 not really")
+    again = cli(*args)
+    assert again.code == 0, again.err
+    assert again.err.startswith("attncli: note: 2 damaged part(s) set aside in ")
+    assert again.err.count("\n") == 1 and "their documents are scanned again" in again.err
+    summary = again.json()["scan"]
+    assert (summary["documents"]["scored"], summary["this_run"]) == (6, 4)
+    assert sorted(_documents(out)["document"]) == sorted(f"docs.txt:{k}" for k in range(1, 7))
+    assert len(_rows(out)) == 6 * 3 * 4  # every document's rows, once

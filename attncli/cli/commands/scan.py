@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Output
 from attncli.cli.scoring import Scanning
+from attncli.errors import AttnCliError
+
+if TYPE_CHECKING:
+    from attncli.scan.stopping import ScanStopped
 
 
 @command()
@@ -47,6 +52,7 @@ def scan(
       attncli show atlas/summary.json --save atlas.html
     """
     from attncli.scan.run import check_scan, run_scan
+    from attncli.scan.stopping import ScanStopped
 
     output.check()
     model = check_scan(checkpoint.model)
@@ -56,9 +62,22 @@ def scan(
     from attncli.render.reports.scan import render_scan
 
     after_imports()
-    with progress_bar(rate=True) as bar:
-        summary = run_scan(scanning.settings(model, encoding), scanning.plan(Path(corpus), out),
-                           bar)
+    try:
+        with progress_bar(rate=True) as bar:
+            summary = run_scan(scanning.settings(model, encoding),
+                               scanning.plan(Path(corpus), out), bar)
+    except ScanStopped as stop:  # Ctrl-C, SIGTERM, SIGHUP: their own line and exit code
+        raise stopped(stop) from None
     result = heads_from_dict(summary)
     output.deliver(summary, lambda console: render_scan(console, result, summary["scan"]),
                    {"scan": True})
+
+
+def stopped(stop: ScanStopped) -> AttnCliError:
+    """The error a signal's stop ends the scan with: the signal's own line and exit code."""
+    from attncli.cli.streams import INTERRUPTS
+
+    line, code = INTERRUPTS.get(signal.Signals(stop.signum), INTERRUPTS[signal.SIGINT])
+    error = AttnCliError(f"{line}: {stop}")
+    error.exit_code = code
+    return error

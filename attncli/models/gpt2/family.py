@@ -33,6 +33,7 @@ from attncli.models.gpt2.model import (
     gpt2_attention,
     gpt2_logits,
     gpt2_trace,
+    gpt2_trace_texts,
 )
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
@@ -98,6 +99,10 @@ class GPT2Model:
               visible: Tensor | None = None) -> Iterator[LayerTrace]:
         """Blocks 0..last_layer one by one, whole."""
         return gpt2_trace(self.ckpt, token_ids, last_layer, visible)
+
+    def trace_texts(self, texts: list[list[int]], last_layer: int) -> Iterator[list[LayerTrace]]:
+        """trace of each of texts, run together block by block (each block read once)."""
+        return gpt2_trace_texts(self.ckpt, texts, last_layer)
 
     def logits(self, hidden: Tensor) -> Tensor:
         """ln_f, then the tied unembedding: (T, vocab)."""

@@ -155,6 +155,46 @@ def gpt2_trace(ckpt: Checkpoint, token_ids: list[int], last_layer: int,
 
 
 @torch.no_grad()
+def gpt2_trace_texts(ckpt: Checkpoint, texts: list[list[int]],
+                     last_layer: int) -> Iterator[list[LayerTrace]]:
+    """Blocks 0..last_layer whole for several texts together, layer by layer: each block's
+    tensors read and its attention built once for all of them, each text's own pass
+    otherwise (its own positions, mask and shapes), so its traces are gpt2_trace's."""
+    plain = weights_of(ckpt)
+    xs = []
+    for token_ids in texts:
+        check_tokens(ckpt, token_ids)
+        xs.append(_embedded(plain, token_ids))  # (T, d) each
+    for layer in range(last_layer + 1):
+        read = plain.reading_once()  # block layer's tensors, read once, dropped after it
+        module = load_attention(read, ckpt, layer)
+        out_proj = read[f"h.{layer}.attn.c_proj.weight"].T  # (d_model, heads · head_dim)
+        traces = []
+        for k, x in enumerate(xs):
+            attention = module(layer_norm(read, f"h.{layer}.ln_1", x, ckpt.layer_norm_epsilon))
+            xs[k] = _finished(read, ckpt, layer, x, attention.context)  # (T, d)
+            assert attention.values is not None
+            traces.append(LayerTrace(layer=layer, residual=x, weights=attention.weights,
+                                     values=attention.values, out_proj=out_proj, output=xs[k]))
+        yield traces
+
+
+def _embedded(weights: Named, token_ids: list[int]) -> Tensor:
+    """The stream entering block 0: token plus position embeddings, (T, d)."""
+    tok_embeds = weights.rows("wte.weight", token_ids)  # (T, d)
+    pos_embeds = weights.rows("wpe.weight", range(len(token_ids)))  # (T, d)
+    return tok_embeds + pos_embeds  # (T, d)
+
+
+def _finished(weights: Tensors, ckpt: Checkpoint, layer: int, x: Tensor,
+              context: Tensor) -> Tensor:
+    """The stream leaving block layer: the shortcut around attention, then the MLP's."""
+    x = x + context  # (T, d) shortcut around attention
+    eps, block = ckpt.layer_norm_epsilon, f"h.{layer}"
+    return x + feed_forward(weights, ckpt, block, layer_norm(weights, f"{block}.ln_2", x, eps))
+
+
+@torch.no_grad()
 def gpt2_unembedding(ckpt: Checkpoint, weights: Named) -> Callable[[range], Tensor]:
     """Rows of the unembedding (wte, tied), its shape checked."""
     return unembedding(weights, "wte.weight", ckpt.vocab_size, ckpt.n_embd)
@@ -180,12 +220,8 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
     query may look, narrows the causal mask. Known streams start the pass at known.first and
     stand for the blocks' outputs they cover (their MLPs are not run)."""
     eps = ckpt.layer_norm_epsilon
-    if known is None:
-        tok_embeds = weights.rows("wte.weight", token_ids)  # (T, d)
-        pos_embeds = weights.rows("wpe.weight", range(len(token_ids)))  # (T, d)
-        x = tok_embeds + pos_embeds  # (T, d)
-    else:
-        x = known.stream  # (T, d) the stream entering block known.first
+    # (T, d) the stream entering block 0, or block known.first
+    x = _embedded(weights, token_ids) if known is None else known.stream
     for layer in range(0 if known is None else known.first, last_layer + 1):
         block = f"h.{layer}"
         attn_input = layer_norm(weights, f"{block}.ln_1", x, eps)  # (T, d)
@@ -198,8 +234,6 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
             return  # the rest of this block is not needed
         after = None if known is None else known.after(layer)
         if after is None:  # no stream known past this block: its MLP is run
-            x = x + attention.context  # (T, d) shortcut around attention
-            after = x + feed_forward(weights, ckpt, block,
-                                     layer_norm(weights, f"{block}.ln_2", x, eps))
+            after = _finished(weights, ckpt, layer, x, attention.context)  # (T, d)
         x = after
         yield step, x

@@ -40,6 +40,7 @@ from attncli.models.llama.model import (
     llama_attention,
     llama_logits,
     llama_trace,
+    llama_trace_texts,
 )
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
@@ -100,6 +101,10 @@ class LlamaModel:
               visible: Tensor | None = None) -> Iterator[LayerTrace]:
         """Blocks 0..last_layer one by one, whole."""
         return llama_trace(self.ckpt.weights, self.ckpt.spec, token_ids, last_layer, visible)
+
+    def trace_texts(self, texts: list[list[int]], last_layer: int) -> Iterator[list[LayerTrace]]:
+        """trace of each of texts, run together layer by layer (each layer read once)."""
+        return llama_trace_texts(self.ckpt.weights, self.ckpt.spec, texts, last_layer)
 
     def logits(self, hidden: Tensor) -> Tensor:
         """The final RMSNorm, then lm_head or the tied embedding: (T, vocab)."""

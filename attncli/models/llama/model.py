@@ -216,6 +216,32 @@ def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_laye
 
 
 @torch.no_grad()
+def llama_trace_texts(weights: Named, spec: LlamaSpec, texts: list[list[int]],
+                      last_layer: int) -> Iterator[list[LayerTrace]]:
+    """Blocks 0..last_layer whole for several texts together, layer by layer: each block's
+    tensors read once for all of them, each text's own pass otherwise (its own positions,
+    RoPE, mask and shapes), so its traces are llama_trace's."""
+    xs = []
+    for token_ids in texts:
+        check_tokens(spec, token_ids)
+        xs.append(embed(weights, spec, token_ids))  # (T, d_model) each
+    ropes = {n: LayerRopes(spec, n) for n in {len(token_ids) for token_ids in texts}}
+    for layer in range(last_layer + 1):
+        read = weights.reading_once()  # block layer's tensors, read once, dropped after it
+        traces = []
+        for k, x in enumerate(xs):
+            rope = ropes[len(texts[k])][layer]
+            attention = grouped_attention(read, spec, layer, attention_input(read, spec, layer, x),
+                                          rope)
+            xs[k] = finish_block(read, spec, layer, x, attention.context)  # (T, d_model)
+            assert attention.values is not None and attention.out_proj is not None
+            traces.append(LayerTrace(layer=layer, residual=x, weights=attention.weights,
+                                     values=attention.values, out_proj=attention.out_proj,
+                                     output=xs[k]))
+        yield traces
+
+
+@torch.no_grad()
 def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Tensor]:
     """Rows of lm_head (or the tied embedding), its shape checked."""
     return unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model,

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.core.result import HeadsResult
+from attncli.errors import escaped
 from attncli.render.heads import render_scores, render_sinks
 
 SCORES = ("previous_token", "duplicate_token", "induction")
@@ -25,8 +26,8 @@ def render_documents(scan: dict[str, Any]) -> Text:
                          f" · {docs['tokens']:,} tokens · {docs['skipped']:,} skipped")
     reasons = docs.get("skipped_because", {})
     if reasons:
-        text.append("\nskipped: " + "; ".join(f"{n:,} {why}" for why, n in reasons.items()),
-                    style="dim")
+        text.append("\nskipped: " + "; ".join(f"{n:,} {escaped(why)}"
+                                              for why, n in reasons.items()), style="dim")
     return text
 
 
@@ -53,7 +54,7 @@ def render_scan(console: Console, result: HeadsResult, scan: dict[str, Any]) -> 
     """The summary view (see the module)."""
     m = result.model
     title = Text.assemble((f"{m.layers} layers × {m.heads} heads over a corpus", "bold"),
-                          f" · {scan.get('corpus', '')}")
+                          f" · {escaped(str(scan.get('corpus', '')))}")  # a name from disk
     parts: list[RenderableType] = [title, render_documents(scan), Text()]
     if scan["documents"]["scored"] == 0:
         return Group(*parts, Text("(no document scored: nothing to summarise)", style="italic"))

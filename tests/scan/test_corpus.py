@@ -1,0 +1,74 @@
+"""scan's corpus: a document's stored name round-trips any bytes a filesystem allows, names
+two files apart, and is the same on every read, so a resumed scan knows what it has done."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from attncli.scan.corpus import documents, path_bytes, stored_name
+
+# A file name as the kernel takes it: 1-255 bytes, neither "/" nor NUL, never "." or "..".
+NAME_BYTES = st.binary(min_size=1, max_size=255).filter(
+    lambda b: b"/" not in b and b"\0" not in b and b not in (b".", b".."))
+HOSTILE = [b"caf\xe9", b"caf\xc3\xa9", b"new\nline", b"\x1b[31mred\x1b[0m", b"-rf", b"--out",
+           b"back\\slash", b"back\\xe9", b"\\\xe9", b"\xff\xfe", b"x" * 255, b"\xed\xa0\x80"]
+
+
+@given(st.lists(NAME_BYTES, min_size=1, max_size=4))
+@example([b"caf\xe9", b"caf\\xe9"])  # a byte that is not UTF-8, and the text that spells it
+@example([b"\\\\", b"\\"])
+def test_a_stored_name_gives_its_bytes_back_and_no_two_share_one(parts: list[bytes]) -> None:
+    path = os.fsdecode(b"/".join(parts))
+    name = stored_name(path)
+    name.encode("utf-8")  # a Parquet string: UTF-8, no lone surrogate
+    assert path_bytes(name) == b"/".join(parts)
+    other = os.fsdecode(b"/".join(parts) + b"\xe9")
+    assert stored_name(other) != name
+
+
+def test_a_utf8_name_without_a_backslash_is_stored_as_it_is() -> None:
+    assert stored_name("notes/café ☕.txt") == "notes/café ☕.txt"
+    assert stored_name(os.fsdecode(b"caf\xe9")) == "caf\\xe9"
+    assert stored_name("a\\b") == "a\\\\b"
+
+
+def _write_corpus(folder: Path, files: dict[bytes, bytes]) -> None:
+    root = os.fsencode(folder)
+    for name, content in files.items():
+        with open(os.path.join(root, name), "wb") as file:
+            file.write(content)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=st.dictionaries(st.one_of(st.sampled_from(HOSTILE), NAME_BYTES),
+                             st.binary(max_size=64), min_size=1, max_size=8))
+def test_a_folder_of_any_names_and_bytes_reads_the_same_every_time(
+        tmp_path_factory: pytest.TempPathFactory, files: dict[bytes, bytes]) -> None:
+    folder = tmp_path_factory.mktemp("corpus")
+    _write_corpus(folder, files)
+    first = list(documents(folder, "text", 1024))
+    again = list(documents(folder, "text", 1024))
+    assert first == again  # the same ids, texts and problems, in the same order
+    assert sorted(path_bytes(d.id) for d in first) == sorted(files)
+    for doc in first:
+        content = files[path_bytes(doc.id)]
+        try:
+            assert doc.text == content.decode("utf-8") and doc.problem is None
+        except UnicodeDecodeError:
+            assert doc.text is None and doc.problem is not None
+            assert doc.problem.startswith("not UTF-8")
+
+
+def test_lines_of_a_corpus_named_in_bytes_keep_its_stored_name(tmp_path: Path) -> None:
+    corpus = os.path.join(os.fsencode(tmp_path), b"caf\xe9.txt")
+    with open(corpus, "wb") as file:
+        file.write(b"one line\nanother line\n")
+    found = list(documents(Path(os.fsdecode(corpus)), "text", 1024))
+    assert [d.id for d in found] == ["caf\\xe9.txt:1", "caf\\xe9.txt:2"]
