@@ -34,8 +34,8 @@ class Selection:
 
 
 def first_selection(source: Source) -> Selection:
-    """Where browse opens: the source's first row."""
-    return Selection(row=source.start)
+    """Where browse opens: the source's first row, on a generation's first answer step."""
+    return Selection(row=source.start, query=source.answer or 0)
 
 
 def alive(data: Any) -> bool:
@@ -135,11 +135,13 @@ def block_step(query: int, starts: list[int], step: int) -> int:
     return below[0] if below else query
 
 
-def window(query: int, size: int, room: int, causal: bool, rows: bool) -> range:
-    """The exact window's rows (centred on the query) or columns (ending at it when causal)."""
+def window(query: int, size: int, room: int, causal: bool, rows: bool, first: int = 0) -> range:
+    """The exact window's rows (centred on the query; from first on, room allowing, when the
+    query is there) or columns (ending at it when causal)."""
     room = max(1, min(room, size))
     if rows or not causal:
-        start = clamp(query - room // 2, 0, size - room)
+        low = min(first, size - room) if query >= first else 0
+        start = clamp(query - room // 2, low, size - room)
     else:
         start = clamp(query + 1 - room, 0, size - room)
     return range(start, start + room)

@@ -191,7 +191,7 @@ def head_view(source: Source, sel: Selection, data: RowData, width: int, height:
     head = min(sel.head, data.heads - 1)
     cell_w = 2
     if shows_exact(sel, data, width, height):
-        rows = window(sel.query, size, rows_room, info.causal, True)
+        rows = window(sel.query, size, rows_room, info.causal, True, source.answer or 0)
         cols = window(sel.query, size, cols_room, info.causal, False)
         matrix = data.window(head, rows, cols)  # (R, C)
         labels = [source.tokens[i] for i in rows]
@@ -225,6 +225,9 @@ def query_panel(source: Source, sel: Selection, data: RowData, width: int, lines
     weights = data.row(head, sel.query)  # (N,)
     out = Text(f"query {sel.query} ", "bold")
     out.append(repr(source.tokens[sel.query]))
+    if source.answer is not None and source.answer <= sel.query < len(source.tokens) - 1:
+        step = sel.query - source.answer  # a generation's step: its query chose the next token
+        out.append(f", which chose answer token {step} {source.tokens[sel.query + 1]!r},", "bold")
     out.append(" attends most to:\n", "dim")
     out.append_text(ranking(weights, source.tokens, max(1, lines - 1), width, depth))
     return out

@@ -100,7 +100,10 @@ function generateModel() {
       + doc.config.stopped,
     list: [{ label: "what the answer looked at", heads: [[]], rows: answer, stripRows: answer,
       cols: range(0, tokens.length), signed: false, ranked: true, causal: true,
-      focusTitle: "answer token ", headName: viewText, rankOf: generatedRank, draw: drawConversation }],
+      // Answer tokens numbered from 0 everywhere: the terminal's `#` column and --at, the
+      // Answer table below, the conversation's titles and browse's query panel.
+      focusLabel: (q) => "answer token " + (q - p) + " " + JSON.stringify(tokens[q]),
+      headName: viewText, rankOf: generatedRank, draw: drawConversation }],
     extras: (box) => {
       if (!doc.steps.length) return;
       box.appendChild(table("Answer", doc.steps.map((s) => ({ "#": s.index,
