@@ -100,8 +100,7 @@ function generateModel() {
       + doc.config.stopped,
     list: [{ label: "what the answer looked at", heads: [[]], rows: answer, stripRows: answer,
       cols: range(0, tokens.length), signed: false, ranked: true, causal: true,
-      // Answer tokens numbered from 0 everywhere: the terminal's `#` column and --at, the
-      // Answer table below, the conversation's titles and browse's query panel.
+      // From 0, as the terminal's # and --at.
       focusLabel: (q) => "answer token " + (q - p) + " " + JSON.stringify(tokens[q]),
       headName: viewText, rankOf: generatedRank, draw: drawConversation }],
     extras: (box) => {
