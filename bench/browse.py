@@ -22,6 +22,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ import torch  # noqa: E402
 
 from attncli.browse.app import BrowseApp  # noqa: E402
 from attncli.browse.source import Source, chapter3_source, model_source  # noqa: E402
+from attncli.browse.state import moved  # noqa: E402
+from attncli.browse.widgets import GridLines  # noqa: E402
 from attncli.core.compare import Shared  # noqa: E402
 from attncli.core.request import Request  # noqa: E402
 from attncli.core.variants import Variant  # noqa: E402
@@ -58,7 +61,7 @@ def real_model() -> str | None:
 async def settle(app: BrowseApp, pilot: Any) -> None:
     while True:
         await pilot.pause()
-        if not app.busy:
+        if not app.results.busy:
             return
         await asyncio.sleep(0.005)
 
@@ -83,12 +86,12 @@ def overview(source: Source, repeats: int) -> dict[str, Any]:
                     await pilot.press(key)
                     await settle(app, pilot)
                     times[kind].append(time.perf_counter() - t0)
-            grid = app.screen.query_one("#grid")
+            grid = app.screen.query_one(GridLines)
             for k in range(repeats * 4):  # the redraw itself: the move and every grid line
                 t0 = time.perf_counter()
-                app.screen.action_move(1 if k % 2 else -1, 0)  # type: ignore[attr-defined]
+                app.sel = moved(app.sel, source, 1 if k % 2 else -1)
                 for y in range(grid.size.height):
-                    grid.render_line(y)  # type: ignore[attr-defined]
+                    grid.render_line(y)
                 times["lines"].append(time.perf_counter() - t0)
             out["key_ms_median"] = 1000 * statistics.median(times["move"])
             out["key_ms_max"] = 1000 * max(times["move"])
@@ -121,7 +124,7 @@ def long_head(repeats: int) -> dict[str, Any]:
         async def main(app: BrowseApp, head: int) -> None:
             async with app.run_test(size=SIZE) as pilot:
                 await settle(app, pilot)
-                app.sel.head = head
+                app.sel = replace(app.sel, head=head)
                 t1 = time.perf_counter()
                 await pilot.press("enter")
                 await settle(app, pilot)

@@ -1,147 +1,152 @@
-"""The Textual app of `attncli browse`: the overview, a head's view, a comparison of two heads,
-the keys, saving and finding. Slow work (a layer's pass, a long head's pooled blocks) runs in a
-worker thread with a spinner; the screen never waits for it."""
+"""The Textual app of `attncli browse`: the selection and the workers' results as reactive state,
+handed to the screens on each change; the screens' messages (a new selection, a head to open or
+compare, something to compute) handled here; slow work (a layer's pass, a long head's pooled
+blocks) in workers whose results come back as messages. The screen never waits for them."""
 
 from __future__ import annotations
 
-import io
+import asyncio
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from rich.console import Console
-from rich.text import Text
+from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
+from textual.reactive import reactive
 
-from attncli.browse.patterns import RowData
-from attncli.browse.screens import Overview
+from attncli.browse.head import CompareScreen, HeadScreen
+from attncli.browse.messages import Computed, Failed, MarkHead, OpenHead, Selected, Wanted
+from attncli.browse.screens import Overview, Shows
 from attncli.browse.source import Source
-from attncli.browse.state import Selection, find
-from attncli.browse.views import status
-from attncli.browse.widgets import (
-    Browser,
-    FindScreen,
-    HelpScreen,
-    Picture,
-    SaveScreen,
-    stdout_driver,
-)
+from attncli.browse.state import Results, Selection, State, find, first_selection
+from attncli.browse.widgets import FindScreen, HelpScreen, SaveScreen, screen_text
 from attncli.errors import AttnCliError
 from attncli.render.draw.palette import depth_of
 
-# (kind: svg, txt or html; the screen as a recording console; the row's result for the page)
-Saver = Callable[[str, Console, Any], str]
-SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+# (kind: svg, txt or html; the screen as SVG or text; the row's result for the page)
+Saver = Callable[[str, str, Any], str]
 WORKER = "attncli-browse-worker"  # the threads that compute rows and pooled blocks
+T = TypeVar("T")
+
+
+async def in_daemon_thread(job: Callable[[], T]) -> T:
+    """job's value, computed on a daemon thread of its own. Textual's thread workers run on the
+    event loop's executor, which leaving the app waits for (a layer's pass can take a minute);
+    a daemon thread is left behind instead, and terminal.py then exits at once."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[tuple[Any, Exception | None]] = loop.create_future()
+
+    def settle(outcome: tuple[Any, Exception | None]) -> None:
+        if not done.done():
+            done.set_result(outcome)
+
+    def run() -> None:
+        try:
+            outcome: tuple[Any, Exception | None] = (job(), None)
+        except Exception as err:  # noqa: BLE001  raised again in the worker, on the loop
+            outcome = (None, err)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the loop has closed: the app is gone, nobody to tell
+            pass
+
+    threading.Thread(target=run, name=WORKER, daemon=True).start()
+    value, error = await done
+    if error is not None:
+        raise error
+    return value
 
 
 class BrowseApp(App[int]):
     """attncli browse."""
 
-    CSS = "#title { height: 1; background: $boost; } #status { height: 2; } " \
-          "#grid { height: 1fr; }"
+    CSS_PATH = "browse.tcss"
     BINDINGS = [Binding("q", "quit_browse", "quit"), Binding("question_mark", "keys", "keys"),
                 Binding("e", "save", "save"), Binding("slash", "find", "find", show=False),
                 Binding("ctrl+c", "interrupt", show=False, priority=True)]
     ENABLE_COMMAND_PALETTE = False
 
-    def __init__(self, source: Source, save: Saver | None = None,
-                 terminal: bool = False) -> None:
-        super().__init__(driver_class=stdout_driver() if terminal else None)
+    sel: reactive[Selection] = reactive(Selection(), init=False)
+    results: reactive[Results] = reactive(Results(), init=False)
+
+    def __init__(self, source: Source, save: Saver | None = None) -> None:
+        super().__init__()
         self.source, self.saver = source, save
-        self.sel = Selection(row=source.start)
-        self.mark: tuple[int, int] | None = None
-        self.busy: set[Any] = set()  # what workers are computing
-        self.errors: dict[Any, str] = {}  # what failed, and why
-        self.values: dict[Any, Any] = {}  # what workers computed beyond the rows
-        self.drawn: dict[Any, list[Text]] = {}  # the overview's thumbnails, drawn once
-        self.spin = 0
-        self.generation = 0  # counts redraws: what the grid's lines are drawn for
+        self.mark: tuple[int, int] | None = None  # the head `c` marked for comparing
+        self.set_reactive(BrowseApp.sel, first_selection(source))
+        self.set_reactive(BrowseApp.results, Results(done=source.held()))  # drawn at once
         self.title = "attncli browse"
 
     @property
-    def depth(self) -> str | None:
-        """The colour depth drawn at: the terminal's, or None under NO_COLOR."""
-        return None if self.no_color else depth_of(self.console)
+    def state(self) -> State:
+        """What the screens draw (the colour depth: the terminal's, or None under NO_COLOR)."""
+        return State(self.sel, self.results, None if self.no_color else depth_of(self.console))
 
     def on_mount(self) -> None:
-        self.push_screen(Overview())
-        self.set_interval(0.1, self._tick)
+        self.push_screen(Overview(self.source, self.state))
 
-    def _tick(self) -> None:
-        if self.busy:
-            self.spin += 1
-            self.redraw()
+    def watch_sel(self) -> None:
+        self.hand_down()
 
-    def redraw(self) -> None:
-        """Draw the screen on top again."""
-        self.generation += 1
-        for widget in self.screen.query(Picture):
-            widget.refresh()
-        for lines in self.screen.query("#grid"):
-            lines.refresh()
+    def watch_results(self) -> None:
+        self.hand_down()
 
-    def need(self, row: int, what: str) -> RowData | None:
-        """The row's data when computed; else start computing it (once) and return None."""
-        data = self.source.ready(row, what)
-        key = (row, what)
-        if (data is not None and getattr(data, "alive", True)) or key in self.busy \
-                or key in self.errors:
-            return data
-        self.busy.add(key)
-        self._start(key, lambda: self.source.get(row, what))
-        return data
+    def hand_down(self) -> None:
+        """Give every screen on the stack the state it draws."""
+        state = self.state
+        for screen in self.screen_stack:
+            if isinstance(screen, Shows):
+                screen.state = state
 
-    def later(self, key: Any, work: Callable[[], Any]) -> Any:
-        """work's value once a worker has computed it; None (and started) until then."""
-        if key in self.values:
-            return self.values[key]
-        if key not in self.busy and key not in self.errors:
-            self.busy.add(key)
-            self._start(key, work)
-        return None
+    def on_selected(self, message: Selected) -> None:
+        self.sel = message.change(self.sel)
 
-    def _start(self, key: Any, work: Callable[[], Any]) -> None:
-        """work on a daemon thread of its own (not Textual's workers, which run on the event
-        loop's executor: leaving the app would wait for a layer's pass to finish)."""
-        threading.Thread(target=self._compute, args=(key, work), name=WORKER,
-                         daemon=True).start()
+    def on_open_head(self, _: OpenHead) -> None:
+        self.open_head()
 
-    def _compute(self, key: Any, work: Callable[[], Any]) -> None:
-        failed = None
+    def open_head(self) -> None:
+        """The head view of the selected head."""
+        self.push_screen(HeadScreen(self.source, self.state))
+
+    def on_mark_head(self, _: MarkHead) -> None:
+        chosen = (self.sel.row, self.sel.head)
+        if self.mark is None or self.mark == chosen:
+            self.mark = chosen
+            self.notify(f"{self.source.rows[chosen[0]].name} head {chosen[1]} marked: select "
+                        "another head and press c to compare", markup=False)
+            return
+        self.push_screen(CompareScreen(self.source, self.state, (self.mark, chosen)))
+        self.mark = None
+
+    def on_wanted(self, message: Wanted) -> None:
+        if self.results.wants(message.key, message.pictures):
+            self.results = self.results.started(message.key)
+            self.compute(message.key, message.work)
+
+    # Described here: Textual's own description, the job's repr, would print every array held.
+    @work(group="compute", description="a row's pass or a head's pooled blocks")
+    async def compute(self, key: Hashable, job: Callable[[], Mapping[Any, Any]]) -> None:
+        """job on a daemon thread; what it found, or why it failed, posted back as a message."""
         try:
-            self.values[key] = work()
+            found = await in_daemon_thread(job)
         except AttnCliError as err:
-            failed = str(err)
+            self.post_message(Failed(key, str(err)))
         except MemoryError:
-            failed = "out of memory: try a shorter text"
-        try:
-            if failed is not None:
-                self.call_from_thread(self._failed, key, failed)
-            self.call_from_thread(self._done, key)
-        except RuntimeError:  # the app has closed meanwhile: nobody to tell
-            pass
+            self.post_message(Failed(key, "out of memory: try a shorter text"))
+        except LookupError:  # a released pass's pooled blocks: its row is computed again
+            self.post_message(Failed(key, None))
+        else:
+            self.post_message(Computed(key, found))
 
-    def _done(self, key: Any) -> None:
-        self.busy.discard(key)
-        self.redraw()
+    def on_computed(self, message: Computed) -> None:
+        self.results = self.results.finished(message.key, message.found)
 
-    def _failed(self, key: Any, message: str) -> None:
-        self.errors[key] = message
-        self.notify(message, severity="error", timeout=8, markup=False)
-
-    def status_line(self) -> Text:
-        """The selection in words, with a spinner while something is computed."""
-        line = status(self.source, self.sel, self.source.ready(self.sel.row, self.sel.view))
-        error = self.errors.get((self.sel.row, self.sel.what))
-        if not self.busy and error is None:
-            return line
-        first = Text(f"{SPIN[self.spin % len(SPIN)]} computing…", "bold yellow") \
-            if self.busy else Text(error or "", "red")
-        first.no_wrap, line.no_wrap = True, True  # the news first, then the selection's line
-        first.overflow = line.overflow = "ellipsis"
-        return Text("\n").join([first, line])
+    def on_failed(self, message: Failed) -> None:
+        self.results = self.results.failed(message.key, message.why)
+        if message.why is not None:
+            self.notify(message.why, severity="error", timeout=8, markup=False)
 
     def action_quit_browse(self) -> None:
         self.exit(return_code=0)
@@ -160,10 +165,9 @@ class BrowseApp(App[int]):
             if where is None:
                 self.notify(f"no token holds {text!r}", severity="warning", markup=False)
                 return
-            self.sel.query = where
+            self.sel = replace(self.sel, query=where)
             if isinstance(self.screen, Overview):
-                self.screen.action_open()
-            self.redraw()
+                self.open_head()
 
         self.push_screen(FindScreen(), found)
 
@@ -172,24 +176,17 @@ class BrowseApp(App[int]):
         self.push_screen(SaveScreen(page), self._save)
 
     def _save(self, kind: str | None) -> None:
-        if kind is None or self.saver is None:
+        if kind is None or self.saver is None or not self.is_running:
             return
         try:
-            screen = self.screen
+            shown = (self.export_screenshot(title="attncli browse") if kind == "svg" else
+                     screen_text(self.screen) if kind == "txt" else "")
         except ScreenStackError:  # a save chosen after Ctrl-C or q ended the app: nothing shown
             return
-        width, height = self.size
-        console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                          color_system="truecolor", record=True, legacy_windows=False)
-        console.print(screen._compositor.render_update(full=True))
         page = self.source.pages(self.sel.row) if self.source.pages else None
         try:
-            where = self.saver(kind, console, page)
+            where = self.saver(kind, shown, page)
         except AttnCliError as err:
             self.notify(str(err), severity="error", timeout=8, markup=False)
             return
         self.notify(f"saved {where}", timeout=8, markup=False)
-
-
-if TYPE_CHECKING:
-    _IS_A_BROWSER: type[Browser] = BrowseApp  # mypy checks that the app is what screens expect

@@ -1,6 +1,7 @@
 """A generation as browse shows it: one row per layer held, its heads' matrices over the prompt
 and the answer, where the query of answer step s (the token before answer token s) holds that
-step's own weights and every other query is left empty (NaN: no step computed it)."""
+step's own weights and every other query is left empty (NaN: no step computed it). Answer tokens
+are numbered from 0, as `generate`'s `#` column, its --at and its page number them."""
 
 from __future__ import annotations
 
@@ -33,16 +34,16 @@ def generation_source(result: GenerationResult) -> Source:
     first = (result.layers_kept or (0, result.model.layers))[0]
     heads = matrices.shape[1]
     rows = [RowInfo(f"layer {first + k}", f"L{first + k}", heads) for k in range(len(matrices))]
-    p = len(result.prompt)
-    title = (f"{result.model.path} · answer of {len(result.answer)} tokens · query "
-             f"{p - 1}.. are the answer's steps (earlier queries: not computed)")
+    p, n = len(result.prompt), len(result.answer)
+    title = (f"{result.model.path} · answer of {n} tokens, chosen at queries {p - 1}–{p + n - 2} "
+             "(earlier queries: not computed)")
 
     def compute(row: int, what: str) -> RowData:
         if what != WEIGHTS:
             raise AttnCliError(f"a generation holds its steps' weights only, not {what}")
         return ExactRow(matrices[row], [{} for _ in range(heads)])
 
-    return Source(title, result.labels(), rows, compute)
+    return Source(title, result.labels(), rows, compute, answer=p - 1 if n else None)
 
 
 def saved_generation(path: str) -> Source:

@@ -35,6 +35,16 @@ def max_pool(matrix: np.ndarray, edges: list[int], cols: list[int] | None = None
     return out
 
 
+def matrices(data: Any, heads: int, causal: bool = False) -> np.ndarray:
+    """Nested lists [heads][T][T] or [T][T] (None where masked) as (heads, T, T) float32; a
+    causal row's future keys NaN (masked), whatever value the stage holds there."""
+    array = np.array(data, dtype=np.float32)  # None becomes NaN
+    array = array.reshape(heads, *array.shape[-2:]) if array.ndim == 2 else array
+    if causal:
+        array[:, np.triu(np.ones(array.shape[-2:], dtype=bool), 1)] = np.nan
+    return array
+
+
 class RowData(Protocol):
     """One row's heads: their thumbnails and scores, and each head's pattern on demand."""
 
@@ -52,7 +62,7 @@ class RowData(Protocol):
     def row(self, head: int, index: int) -> np.ndarray: ...  # (N,) NaN where masked
 
 
-@dataclass
+@dataclass(eq=False)  # one row's arrays: compared by identity
 class ExactRow:
     """Every weight of the row's heads: (heads, N, N) float32, NaN where masked."""
 
@@ -96,7 +106,7 @@ def _pooled_array(values: list[list[float | None]]) -> np.ndarray:
                     dtype=np.float32)  # (b, b)
 
 
-@dataclass
+@dataclass(eq=False)
 class TiledRow:
     """A tiled pass's queries, keys and log-sum-exps: windows and rows rebuilt on demand."""
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attncli.browse.patterns import ExactRow, RowData, TiledRow, tiled_row
+from attncli.browse.patterns import ExactRow, RowData, TiledRow, matrices, tiled_row
 from attncli.core.compare import Shared, variant_request
 from attncli.core.pipeline import Prepared, naive, prepare
 from attncli.core.request import Extract, Measure, Request, Route
@@ -24,7 +24,7 @@ from attncli.models.family import LayerInputs
 from attncli.models.heads import HeadsOptions
 from attncli.models.measures import head_measures
 from attncli.models.run import open_checked, run_heads, run_model
-from attncli.models.scores import SCORES, head_scores, stacked_patterns
+from attncli.models.scores import head_scores, stacked_patterns
 
 WEIGHTS = "weights"
 LAYER_CACHE = 4  # tiled layers whose queries and keys are kept (the rest keep their pictures)
@@ -54,8 +54,9 @@ class Source:
     long: bool = False
     pages: Callable[[int], Result | Any] | None = None  # the HTML page's result of a row
     start: int = 0  # the row selected first (--layer)
-    _done: dict[tuple[int, str], RowData] = field(default_factory=dict)
-    _lock: threading.RLock = field(default_factory=threading.RLock)
+    answer: int | None = None  # a generation: the query of answer token 0's step (P - 1)
+    _done: dict[tuple[int, str], RowData] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def ready(self, row: int, what: str = WEIGHTS) -> RowData | None:
         """The row's data when it has been computed, else None."""
@@ -71,6 +72,17 @@ class Source:
                 self._forget_tiled(row)
             return self._done[key]
 
+    def fetch(self, row: int, what: str = WEIGHTS) -> dict[tuple[int, str], RowData]:
+        """The row's data computed (as get), with every row computed so far: a worker's result."""
+        with self._lock:
+            self.get(row, what)
+            return self.held()
+
+    def held(self) -> dict[tuple[int, str], RowData]:
+        """Every row computed so far, by (row, view or stage)."""
+        with self._lock:
+            return dict(self._done)
+
     def keep(self, row: int, what: str, data: RowData) -> None:
         """Store data computed alongside another row's (a pass gives every layer at once)."""
         self._done.setdefault((row, what), data)
@@ -83,16 +95,6 @@ class Source:
 
 
 BEFORE_MASK = ("scores", "scaled", "capped")  # stages computed before the causal mask
-
-
-def _matrices(data: Any, heads: int, causal: bool = False) -> np.ndarray:
-    """Nested lists [heads][T][T] or [T][T] (None where masked) as (heads, T, T) float32; a
-    causal row's future keys NaN (masked), whatever value the stage holds there."""
-    array = np.array(data, dtype=np.float32)  # None becomes NaN
-    array = array.reshape(heads, *array.shape[-2:]) if array.ndim == 2 else array
-    if causal:
-        array[:, np.triu(np.ones(array.shape[-2:], dtype=bool), 1)] = np.nan
-    return array
 
 
 def _scores(weights: np.ndarray, ids: list[int] | None) -> list[dict[str, float]]:
@@ -154,10 +156,10 @@ def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> S
                 raise AttnCliError(f"{what} is not kept on the tiled path: `attncli run` with a "
                                    "shorter text shows every stage")
             return tiled_row(prep.module, traits.causal, prep.x, requests[row].keys_kept)
-        weights = _matrices(result(row).weights, prep.heads)
+        weights = matrices(result(row).weights, prep.heads)
         data = (result(row, Measure.norm).weights if what == "norm" else
                 result(row).weights if what == WEIGHTS else result(row).stages[what])
-        return ExactRow(_matrices(data, prep.heads, traits.causal and what not in BEFORE_MASK),
+        return ExactRow(matrices(data, prep.heads, traits.causal and what not in BEFORE_MASK),
                         _scores(weights, ids))
 
     rows = [RowInfo(v.value, v.value, p.heads, causal=TRAITS[v].causal,
@@ -228,7 +230,7 @@ def model_source(req: Request) -> Source:
                         for h in range(spec.num_heads)] if weights.shape[0] > 1 else [
                 {"first": float(np.nanmean(weights[0, 1:, 0]))}]
             if causal:
-                weights = _matrices(weights, weights.shape[0], causal)
+                weights = matrices(weights, weights.shape[0], causal)
             source.keep(layer, view, ExactRow(weights.astype(np.float32), per_head))
 
     def compute(row: int, what: str) -> RowData:
@@ -242,7 +244,7 @@ def model_source(req: Request) -> Source:
             if what not in shown.stages:
                 raise AttnCliError(f"this model's layer {row} has no {what} stage")
             base = source.get(row, WEIGHTS)
-            return ExactRow(_matrices(shown.stages[what], spec.num_heads,
+            return ExactRow(matrices(shown.stages[what], spec.num_heads,
                                       causal and what not in BEFORE_MASK), base.scores)
         if what != WEIGHTS:
             raise AttnCliError(f"{what} needs every weight: a shorter text shows it")
@@ -287,6 +289,3 @@ def _tiled_layer(model: Any, ids: list[int], layer: int, req: Request,
 
 def _never() -> RowData:
     raise AssertionError("replaced before use")
-
-
-SCORE_NAMES = ("first", "prev", "self", "entropy", "distance", *SCORES, "top_k_mass")

@@ -4,7 +4,10 @@ the terminal goes away. Nothing here imports Textual or torch until browse runs.
 from __future__ import annotations
 
 import os
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 from attncli.errors import AttnCliError
@@ -34,13 +37,31 @@ def _quiet_lost_terminal(args: threading.ExceptHookArgs) -> None:
         threading.__excepthook__(args)
 
 
+@contextmanager
+def drawing_on_stdout() -> Iterator[None]:
+    """Inside: file descriptor 2 is stdout's terminal. Textual draws on stderr, and browse's
+    terminal is stdout (checked above), while stderr may be a log file; after, stderr is back
+    for the messages (a hang-up's line)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(1, 2)
+    try:
+        yield
+    finally:
+        with suppress(OSError):  # the terminal may be gone
+            sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def run_in_terminal(source: Source, save: Saver) -> tuple[int, bool]:
     """Browse source full-screen until q or Ctrl-C: the exit code, and whether a layer's pass is
     still running in a worker thread (after q or Ctrl-C it may be)."""
     from attncli.browse.app import WORKER, BrowseApp
 
-    browser = BrowseApp(source, save=save, terminal=True)
+    browser = BrowseApp(source, save=save)
     threading.excepthook = _quiet_lost_terminal
-    browser.run()
+    with drawing_on_stdout():
+        browser.run()
     busy = any(t.name == WORKER and t.is_alive() for t in threading.enumerate())
     return browser.return_code or 0, busy

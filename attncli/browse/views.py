@@ -4,6 +4,7 @@ the head view, the comparison and the status line. No Textual here: tests call t
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from rich.text import Text
 from attncli.browse.draw import MARK, heatmap, legend, ranking, scale_of, thumbnail
 from attncli.browse.patterns import RowData
 from attncli.browse.source import Source
-from attncli.browse.state import Selection, clamp, window
+from attncli.browse.state import Selection, State, clamp, window
 from attncli.render.draw.colors import cell_style
 
 LABEL_W = 10
@@ -50,12 +51,13 @@ def grid_rows(source: Source, sel: Selection, width: int, height: int) -> range:
 Line = tuple[Any, Text]  # a line of the grid, and a key naming what it shows
 
 
-def grid_frame(source: Source, sel: Selection, width: int, height: int, depth: str | None,
-               busy: set[Any], drawn: dict[Any, list[Text]] | None = None) -> list[Line]:
+def grid_frame(source: Source, state: State, width: int, height: int,
+               drawn: dict[Any, list[Text]] | None = None) -> list[Line]:
     """The layer × head grid around the selection, line by line, each with a key that changes
     exactly when the line does (a move changes two rows' lines; the terminal redraws those).
     drawn keeps each thumbnail's lines between calls."""
     drawn = {} if drawn is None else drawn
+    sel = state.sel
     side, first_head, fit = grid_layout(source, sel, width, height)
     label = max(len(r.label) for r in source.rows) + 1
     per_row = row_lines(side)
@@ -66,23 +68,23 @@ def grid_frame(source: Source, sel: Selection, width: int, height: int, depth: s
         header.append(" " + name.ljust(side + 1)[:side + 1], "bold")
     frame: list[Line] = [(("header", tuple(names), side, label), header)]
     for r in grid_rows(source, sel, width, height):
-        frame += _row_lines(source, sel, r, (side, first_head, fit, label, per_row), depth,
-                            busy, drawn)
+        frame += _row_lines(source, state, r, (side, first_head, fit, label, per_row), drawn)
     if fit < (1 if sel.view == "rollout" else max(i.heads for i in source.rows)):
         note = f"heads {first_head}–{first_head + fit - 1} shown: ←/→ scrolls"
         frame.append((("note", note), Text(note, "dim")))
     return frame
 
 
-def _row_lines(source: Source, sel: Selection, r: int, shape: tuple[int, int, int, int, int],
-               depth: str | None, busy: set[Any], drawn: dict[Any, list[Text]]) -> list[Line]:
+def _row_lines(source: Source, state: State, r: int, shape: tuple[int, int, int, int, int],
+               drawn: dict[Any, list[Text]]) -> list[Line]:
     side, first_head, fit, label, per_row = shape
-    info, data = source.rows[r], source.ready(r, sel.view)
+    sel, depth = state.sel, state.depth
+    info, data = source.rows[r], state.results.done.get((r, sel.view))  # released: its pictures
     if data is None:
-        state = "computing…" if (r, sel.view) in busy else "not computed yet: select it"
+        news = state.results.errors.get((r, sel.view)) or "computing…"
         line = Text(info.label.ljust(label), "bold")
-        line.append(f" {state}", "dim italic")
-        return [((r, "state", state, label), line)] + [
+        line.append(f" {news}", "dim italic")
+        return [((r, "state", news, label), line)] + [
             (("blank",), Text()) for _ in range(per_row - 1)]
     heads = range(first_head, min(data.heads, first_head + fit))
     chosen = sel.head if r == sel.row else -1
@@ -111,13 +113,6 @@ def _row_lines(source: Source, sel: Selection, r: int, shape: tuple[int, int, in
         line.append(" ")
     out.append(((*base, "scores", sel.overlay), line))
     return out
-
-
-def grid(source: Source, sel: Selection, width: int, height: int, depth: str | None,
-         busy: set[Any], drawn: dict[Any, list[Text]] | None = None) -> Text:
-    """The grid as one text (for tests and saved screens)."""
-    return Text("\n").join(line for _, line in grid_frame(source, sel, width, height, depth,
-                                                            busy, drawn))
 
 
 SHARES = ("first", "prev", "self", "previous_token", "induction", "duplicate_token")
@@ -149,6 +144,25 @@ def status(source: Source, sel: Selection, data: RowData | None) -> Text:
     return out
 
 
+SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def status_lines(source: Source, state: State) -> Text:
+    """The selection in words, under the news: a spinner while something is computed (its frame
+    from the clock), or why the selected row failed."""
+    sel = state.sel
+    line = status(source, sel, state.results.done.get((sel.row, sel.view)))
+    error = state.results.errors.get((sel.row, sel.what))
+    if not state.results.busy and error is None:
+        return line
+    spin = SPIN[int(time.monotonic() * 10) % len(SPIN)]
+    busy = bool(state.results.busy)
+    first = Text(f"{spin} computing…" if busy else error or "", "bold yellow" if busy else "red")
+    first.no_wrap, line.no_wrap = True, True  # the news first, then the selection's line
+    first.overflow = line.overflow = "ellipsis"
+    return Text("\n").join([first, line])
+
+
 def head_rooms(width: int, height: int) -> tuple[int, int]:
     """Rows and columns of cells the head view's heatmap has room for."""
     return max(2, height - 4), max(2, (width - LABEL_W - 3) // 2)
@@ -177,7 +191,7 @@ def head_view(source: Source, sel: Selection, data: RowData, width: int, height:
     head = min(sel.head, data.heads - 1)
     cell_w = 2
     if shows_exact(sel, data, width, height):
-        rows = window(sel.query, size, rows_room, info.causal, True)
+        rows = window(sel.query, size, rows_room, info.causal, True, source.answer or 0)
         cols = window(sel.query, size, cols_room, info.causal, False)
         matrix = data.window(head, rows, cols)  # (R, C)
         labels = [source.tokens[i] for i in rows]
@@ -211,6 +225,9 @@ def query_panel(source: Source, sel: Selection, data: RowData, width: int, lines
     weights = data.row(head, sel.query)  # (N,)
     out = Text(f"query {sel.query} ", "bold")
     out.append(repr(source.tokens[sel.query]))
+    if source.answer is not None and source.answer <= sel.query < len(source.tokens) - 1:
+        step = sel.query - source.answer  # a generation's step: its query chose the next token
+        out.append(f", which chose answer token {step} {source.tokens[sel.query + 1]!r},", "bold")
     out.append(" attends most to:\n", "dim")
     out.append_text(ranking(weights, source.tokens, max(1, lines - 1), width, depth))
     return out

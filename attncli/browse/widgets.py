@@ -1,26 +1,27 @@
-"""browse's building blocks: a widget drawn by a function of its size, the keys, the save and
-find prompts, and Textual's driver drawing on stdout."""
+"""browse's building blocks: a widget drawn by a function of its size, the status line's spinner,
+the overview's grid, the keys, the save and find prompts, and a screen as plain text."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any
 
-from rich.console import Console, RenderableType
+from rich.cells import cell_len
+from rich.console import RenderableType
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
-from textual.app import ComposeResult, ScreenStackError
-from textual.dom import DOMNode
+from textual.app import ComposeResult
+from textual.geometry import Region
+from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from attncli.browse.patterns import RowData
+from attncli.browse.messages import Wanted
 from attncli.browse.source import Source
-from attncli.browse.state import Selection
+from attncli.browse.state import Selection, State
 from attncli.browse.views import grid_frame, grid_rows
 
 HELP = """[b]attncli browse[/b]: the keys
@@ -36,28 +37,11 @@ HELP = """[b]attncli browse[/b]: the keys
 Press any key to close."""
 
 
-def stdout_driver() -> type[Any] | None:
-    """Textual's POSIX driver drawing on stdout (its own draws on stderr, the messages' stream)."""
-    if sys.platform == "win32":
-        return None
-    from textual.drivers.linux_driver import LinuxDriver
-
-    class StdoutDriver(LinuxDriver):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._file = sys.__stdout__
-
-    return StdoutDriver
-
-
 def close(screen: Screen[Any], result: Any = None) -> bool:
     """Dismiss screen with result if it is the one on top, and say whether it was. Keys typed
     fast reach a screen after an earlier key has closed it; a closed screen must not close the
     one below: such a key goes on to the app, whose bindings are those of the screen on top."""
-    try:
-        on_top = screen.app.screen is screen
-    except ScreenStackError:  # the app is closing
-        on_top = False
+    on_top = screen.is_active
     if on_top:
         screen.dismiss(result)
     return on_top
@@ -74,11 +58,64 @@ class Picture(Static):
         return self.draw(self.size.width, self.size.height)
 
 
+class StatusLine(Picture):
+    """The status line: redrawn ten times a second while something is computed (its spinner)."""
+
+    busy = reactive(False, repaint=False)
+
+    def watch_busy(self, busy: bool) -> None:
+        self.auto_refresh = 0.1 if busy else None
+
+
+class GridLines(Widget):
+    """The overview's grid, drawn a line at a time: each line's strip is kept under its key, so
+    a move re-renders the two rows it changes and the terminal gets only those."""
+
+    state: reactive[State] = reactive(State(Selection()), init=False)
+
+    def __init__(self, source: Source, state: State, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.source = source
+        self.set_reactive(GridLines.state, state)
+        self.strips: dict[Any, Strip] = {}
+        self.frame: tuple[State | None, tuple[int, int], list[Any]] = (None, (0, 0), [])
+        self.drawn: dict[Any, list[Text]] = {}  # each thumbnail's lines, drawn once
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        state = self.state
+        if self.frame[0] is not state or self.frame[1] != (width, height):  # drawn for another
+            self.frame = (state, (width, height),
+                          grid_frame(self.source, state, width, height, self.drawn))
+        lines = self.frame[2]
+        if y >= len(lines):
+            return Strip.blank(width, self.rich_style)
+        key, text = lines[y]
+        key = (key, width)
+        if key not in self.strips:
+            if len(self.strips) > 4096:
+                self.strips.clear()
+            segments = Segment.apply_style(text.render(self.app.console), self.rich_style)
+            self.strips[key] = Strip(segments).crop_extend(0, width, self.rich_style)
+        return self.strips[key]
+
+    def watch_state(self) -> None:
+        self.want()
+
+    def on_resize(self) -> None:
+        self.want()
+
+    def want(self) -> None:
+        """Ask for the rows in view that have nothing to draw yet."""
+        state, (width, height) = self.state, self.size
+        view = state.sel.view
+        for row in grid_rows(self.source, state.sel, width, height):
+            if state.results.wants((row, view), pictures=True):
+                self.post_message(Wanted.row(self.source, row, view, pictures=True))
+
+
 class HelpScreen(ModalScreen[None]):
     """The keys."""
-
-    DEFAULT_CSS = "HelpScreen { align: center middle; } #help { width: auto; max-width: 90; " \
-                  "height: auto; border: round $accent; padding: 0 1; background: $panel; }"
 
     def compose(self) -> ComposeResult:
         yield Static(Text.from_markup(HELP), id="help")
@@ -90,8 +127,6 @@ class HelpScreen(ModalScreen[None]):
 
 class SaveScreen(ModalScreen[str | None]):
     """Which file `e` writes: the screen as SVG or text, or the row's HTML page."""
-
-    DEFAULT_CSS = HelpScreen.DEFAULT_CSS.replace("HelpScreen", "SaveScreen")
 
     def __init__(self, page: bool) -> None:
         super().__init__()
@@ -110,8 +145,6 @@ class SaveScreen(ModalScreen[str | None]):
 class FindScreen(ModalScreen[str | None]):
     """`/`: a token's text to find."""
 
-    DEFAULT_CSS = "FindScreen { align: center bottom; } Input { width: 60; }"
-
     def compose(self) -> ComposeResult:
         yield Input(placeholder="find a token by its text (Enter; Esc cancels)")
 
@@ -123,63 +156,21 @@ class FindScreen(ModalScreen[str | None]):
             event.stop()
 
 
-class GridLines(Widget):
-    """The overview's grid, drawn a line at a time: each line's strip is kept under its key, so
-    a move re-renders the two rows it changes and the terminal gets only those."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.strips: dict[Any, Strip] = {}
-        self.frame: tuple[Any, list[Any]] = (None, [])
-
-    def render_line(self, y: int) -> Strip:
-        app = browse_app(self)
-        width, height = self.size
-        token = (app.generation, width, height)
-        if self.frame[0] != token:
-            for row in grid_rows(app.source, app.sel, width, height):
-                app.need(row, app.sel.view)
-            self.frame = (token, grid_frame(app.source, app.sel, width, height, app.depth,
-                                            app.busy, app.drawn))
-        lines = self.frame[1]
-        if y >= len(lines):
-            return Strip.blank(width, self.rich_style)
-        key, text = lines[y]
-        key = (key, width)
-        if key not in self.strips:
-            if len(self.strips) > 4096:
-                self.strips.clear()
-            segments = Segment.apply_style(text.render(app.console), self.rich_style)
-            self.strips[key] = Strip(segments).crop_extend(0, width, self.rich_style)
-        return self.strips[key]
-
-
-class Browser(Protocol):
-    """What the screens and widgets read and call on their app (app.BrowseApp is one): they
-    know it by this, so the imports run one way, app → screens → widgets."""
-
-    mark: tuple[int, int] | None  # the head `c` marked for comparing
-
-    @property
-    def source(self) -> Source: ...
-    @property
-    def sel(self) -> Selection: ...
-    @property
-    def busy(self) -> set[Any]: ...
-    @property
-    def drawn(self) -> dict[Any, list[Text]]: ...
-    @property
-    def generation(self) -> int: ...
-    @property
-    def console(self) -> Console: ...
-    @property
-    def depth(self) -> str | None: ...
-    def redraw(self) -> None: ...
-    def need(self, row: int, what: str) -> RowData | None: ...
-    def later(self, key: Any, work: Callable[[], Any]) -> Any: ...
-    def status_line(self) -> Text: ...
-
-
-def browse_app(node: DOMNode) -> Browser:
-    """The node's app, typed."""
-    return cast(Browser, node.app)
+def screen_text(screen: Screen[Any]) -> str:
+    """The screen as plain text: each widget's lines where it sits, parents before children
+    (Textual's public region and render_lines; App.export_screenshot gives the SVG)."""
+    width, height = screen.size
+    cells = [[" "] * width for _ in range(height)]
+    for widget in screen.query("*"):
+        region = widget.region
+        if not region:
+            continue
+        for y, strip in enumerate(widget.render_lines(Region(0, 0, *region.size))):
+            row, x = region.y + y, region.x
+            for char in "".join(segment.text for segment in strip) if 0 <= row < height else "":
+                if 0 <= x < width:
+                    cells[row][x] = char
+                    if cell_len(char) == 2 and x + 1 < width:
+                        cells[row][x + 1] = ""  # the right half of a wide character
+                x += cell_len(char)
+    return "\n".join("".join(line).rstrip() for line in cells) + "\n"

@@ -4,7 +4,7 @@ files, and pages shown one at a time. rich is imported lazily, so --help stays f
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
@@ -160,8 +160,9 @@ class Saver:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def __call__(self, kind: str, console: Any, page: Any) -> str:
-        from attncli.cli.export import offline_svg_format, write_atomic
+    def __call__(self, kind: str, shown: str, page: Any) -> str:
+        """Write shown (the screen: svg or txt) or page's HTML (html); the path written."""
+        from attncli.cli.export import offline_svg, write_atomic
 
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -170,11 +171,11 @@ class Saver:
         number = 1
         while (path := self.folder / f"attncli-browse-{number}.{kind}").exists():
             number += 1
+        content: str | Iterable[str]
         if kind == "svg":
-            content: Any = console.export_svg(title="attncli browse",
-                                              code_format=offline_svg_format())
+            content = offline_svg(shown)
         elif kind == "txt":
-            content = console.export_text()
+            content = shown
         else:
             from attncli.render.page import page_extra, render_page
 

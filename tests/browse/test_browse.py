@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from rich.console import Console
 from textual import events
 
+from attncli.browse import widgets
 from attncli.browse.app import BrowseApp
-from attncli.browse.screens import CompareScreen, HeadScreen, Overview
+from attncli.browse.head import CompareScreen, HeadScreen
+from attncli.browse.screens import Overview
 from attncli.browse.source import Source, chapter3_source, model_source
 from attncli.core.compare import Shared
 from attncli.core.inputs import read_text
@@ -53,19 +54,15 @@ async def settle(app: BrowseApp, pilot: Any) -> None:
     """Wait until the workers are done and the screen is drawn."""
     for _ in range(600):
         await pilot.pause()
-        if not app.busy:
+        if not app.results.busy:
             break
         await asyncio.sleep(0.02)
     await pilot.pause()
 
 
 def screen_text(app: BrowseApp) -> str:
-    """What the screen shows, as plain text lines."""
-    width, height = app.size
-    console = Console(width=width, height=height, record=True, file=open(os.devnull, "w"),
-                      force_terminal=True, color_system="truecolor")
-    console.print(app.screen._compositor.render_update(full=True))
-    return console.export_text()
+    """What the screen shows, as plain text lines (as `e` then `t` saves it)."""
+    return widgets.screen_text(app.screen)
 
 
 def chapter3(text: str = SENTENCE, **options: Any) -> Source:
@@ -189,6 +186,7 @@ def test_e_saves_the_screen_and_says_where(tmp_path: Path, key: str, ending: str
     assert not re.search(r"(src|href)=\"https?:|@import|url\(https?:", body)
     if ending == ".svg":
         assert "fonts.googleapis" not in body and "cdnjs" not in body
+        assert "font-face" not in body and "<svg" in body  # Textual's export, made offline
     del app
 
 
@@ -313,6 +311,30 @@ def test_a_long_models_layers_are_tiled_and_equal_the_naive_run(tmp_path: Path,
             np.testing.assert_allclose(got, want[head], rtol=1e-5, atol=1e-5, equal_nan=True)
             np.testing.assert_allclose(data.row(head, size - 1), want[head, -1], rtol=1e-5,
                                        atol=1e-5)
+
+
+def test_the_overview_computes_the_tiled_rows_it_shows(tmp_path: Path) -> None:
+    """A long text's layers are computed as their rows are shown: each row in view is asked for
+    once, in a worker, and drawn with its scores (the grid's request once stopped at its screen,
+    and the rows said `computing…` for ever)."""
+    from tests.llama_fixtures import save_family
+
+    folder = tmp_path / "llama"
+    save_family(folder, "llama", seed=3)
+    text = " ".join(["the cat sat on the mat and the dog ran after it"] * 12)
+    source = model_source(Request(text=text, model=str(folder), impl="tiled"))
+
+    async def script(app: BrowseApp, pilot: Any) -> None:
+        shown = screen_text(app)
+        assert "computing" not in shown
+        for row in range(len(source.rows)):
+            data = app.results.row(row, "weights")
+            assert data is not None and not data.exact and data is source.ready(row)
+            scores = " ".join(f"{s['first']:.2f}" for s in data.scores)
+            assert scores in " ".join(shown.split())  # the row's line of scores
+        await pilot.press("q")
+
+    assert drive(source, script).return_code == 0
 
 
 def test_pooled_rows_step_by_block_and_a_click_picks_the_query() -> None:

@@ -3,6 +3,7 @@ the query of answer step s holding that step's own weights, the rest empty."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,15 @@ from attncli.render.jsonout import json_pieces
 from tests.browse.test_browse import drive, ranked, screen_text, settle
 from tests.llama_fixtures import save_family
 
+# Longer than the head view's window (14 rows at 100 × 30): the answer's rows start below it.
+PROMPT = "the cat sat on the mat and the dog ran after it because it was there"
+
 
 @pytest.fixture(scope="module")
 def answered(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("browse-generate") / "llama"
     save_family(folder, "llama", seed=21)
-    return folder, generate_model(str(folder), "the cat", Sampling(max_new_tokens=4), raw=True)
+    return folder, generate_model(str(folder), PROMPT, Sampling(max_new_tokens=4), raw=True)
 
 
 def test_each_steps_query_row_holds_its_own_weights_and_the_rest_is_empty(answered: Any) -> None:
@@ -38,21 +42,32 @@ def test_each_steps_query_row_holds_its_own_weights_and_the_rest_is_empty(answer
     assert np.isnan(matrices[:, :, others]).all()
 
 
-def test_the_head_view_ranks_an_answer_steps_keys(answered: Any) -> None:
+def test_the_head_view_opens_on_the_answer_and_ranks_each_steps_keys(answered: Any) -> None:
+    """browse --generate opens on answer token 0's step, its rows at the top of the window, and
+    names each step's answer token as `generate` numbers them (from 0, its `#` column)."""
     _, result = answered
-    p = len(result.prompt)
+    p, n = len(result.prompt), len(result.answer)
     source = generation_source(result)
     assert source.tokens == result.labels() and [r.name for r in source.rows] == [
         "layer 0", "layer 1", "layer 2"]
 
     async def script(app: BrowseApp, pilot: Any) -> None:
         assert "answer of 4 tokens" in screen_text(app)
-        await pilot.press("down", "right", "enter", *["right"] * (p - 1 + 2))  # L1 h1, step 2
+        await pilot.press("down", "right", "enter")  # L1 h1: opens on the answer's first step
         await settle(app, pilot)
-        assert type(app.screen).__name__ == "HeadScreen" and app.sel.query == p + 1
-        row = np.asarray(result.weights[2], dtype=np.float64)[1, 1]  # (P + 2,)
-        shown = ranked(screen_text(app))  # as many as the panel has lines for
-        assert len(shown) >= 3 and shown == list(np.argsort(-row, kind="stable"))[:len(shown)]
+        assert type(app.screen).__name__ == "HeadScreen" and app.sel.query == p - 1
+        for step in (0, 2):
+            text = screen_text(app)
+            first, last = map(int, re.search(r"exact weights: queries (\d+)–(\d+)",
+                                             text).groups())  # type: ignore[union-attr]
+            assert first <= p - 1 and last >= p + n - 2 and last - first < p  # every step's row
+            assert (f"query {p - 1 + step} {source.tokens[p - 1 + step]!r}, which chose answer "
+                    f"token {step} {result.answer[step].text!r}, attends most to:") in text
+            row = np.asarray(result.weights[step], dtype=np.float64)[1, 1]  # (P + step,)
+            shown = ranked(text)  # as many as the panel has lines for
+            assert len(shown) >= 3 and shown == list(np.argsort(-row, kind="stable"))[:len(shown)]
+            await pilot.press("right", "right")
+            await settle(app, pilot)
         await pilot.press("q")
 
     app = drive(source, script)
@@ -80,7 +95,7 @@ def test_the_cli_needs_a_terminal_and_a_model(cli, answered: Any, tmp_path: Path
     monkeypatch.setattr("attncli.browse.app.BrowseApp", Recorder)
     missing = cli("browse", "the cat", "--generate")
     assert missing.code == 2 and "needs --model" in missing.err
-    ran = cli("browse", "the cat", "--generate", "--raw", "--max-new-tokens", "4", "--model",
+    ran = cli("browse", PROMPT, "--generate", "--raw", "--max-new-tokens", "4", "--model",
               str(folder))
     assert ran.code == 0, ran.err
     saved = tmp_path / "answer.json"

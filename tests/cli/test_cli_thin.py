@@ -145,20 +145,24 @@ def test_run_in_terminal_runs_the_app_and_says_whether_a_worker_is_left(
     release = threading.Event()
 
     class App:
-        def __init__(self, source: Any, save: Any, terminal: bool) -> None:
-            made.append((source, save, terminal))
+        def __init__(self, source: Any, save: Any) -> None:
+            made.append((source, save))
             self.return_code: int | None = None
 
-        def run(self) -> None:
+        def run(self) -> None:  # Textual draws on stderr: here, stdout's terminal
+            made.append(os.path.samestat(os.fstat(1), os.fstat(2)))
             self.return_code = 130
             threading.Thread(target=release.wait, name=WORKER, daemon=True).start()
 
     monkeypatch.setattr("attncli.browse.app.BrowseApp", App)
+    stderr = os.fstat(2)
+    assert not os.path.samestat(os.fstat(1), stderr)  # pytest captures the two apart
     try:
         assert terminal.run_in_terminal("source", "saver") == (130, True)  # type: ignore[arg-type]
     finally:
         release.set()
-    assert made == [("source", "saver", True)]
+    assert made == [("source", "saver"), True]
+    assert os.path.samestat(os.fstat(2), stderr)  # stderr is back for the messages
     assert threading.excepthook is terminal._quiet_lost_terminal
 
 
@@ -194,17 +198,19 @@ def test_leave_exits_at_once_only_while_a_worker_runs(monkeypatch: pytest.Monkey
 def test_saver_writes_each_screen_under_a_fresh_name(tmp_path: Path) -> None:
     from attncli.cli.output import Saver
 
-    console = Console(record=True, file=io.StringIO(), width=40)
-    console.print("simple attention")
     save = Saver(tmp_path / "screens")
-    first, second = save("txt", console, None), save("txt", console, None)
+    first, second = save("txt", "simple attention\n", None), save("txt", "again\n", None)
     assert [Path(first).name, Path(second).name] == ["attncli-browse-1.txt",
                                                      "attncli-browse-2.txt"]
-    assert "simple attention" in Path(first).read_text()
+    assert Path(first).read_text() == "simple attention\n"
+    console = Console(record=True, file=io.StringIO(), width=40)
+    console.print("simple attention")
+    svg = Path(save("svg", console.export_svg(title="attncli browse"), None)).read_text()
+    assert "simple" in svg and "font-face" not in svg and "cdnjs" not in svg  # fetches nothing
     blocked = tmp_path / "file"
     blocked.write_text("")
     with pytest.raises(AttnCliError, match=f"^--save-dir {blocked}"):
-        Saver(blocked)("txt", console, None)
+        Saver(blocked)("txt", "simple attention\n", None)
 
 
 def test_saved_generation_refuses_what_generate_never_writes(tmp_path: Path) -> None:

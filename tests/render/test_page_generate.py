@@ -61,6 +61,15 @@ def shown(driver: Any) -> list[tuple[int, float]]:  # noqa: ANN401
     return [(int(line.split()[1]), float(line.split()[0])) for line in focus_lines(driver)]
 
 
+def heading(driver: Any, step: int, doc: dict[str, Any]) -> bool:  # noqa: ANN401
+    """The focus panel names answer token step as the terminal does: numbered from 0 (the `#`
+    column, --at), its text as JSON writes it."""
+    from selenium.webdriver.common.by import By
+
+    text = driver.find_element(By.CSS_SELECTOR, "#attncli-focus h3").text
+    return text.startswith(f"answer token {step} {json.dumps(doc['answer'][step]['text'])} · ")
+
+
 def agrees(page: list[tuple[int, float]], reference: list[tuple[int, float]]) -> bool:
     return [k for k, _ in page[:5]] == [k for k, _ in reference[:5]] and all(
         abs(w - r) <= 6e-5 for (_, w), (_, r) in zip(page[:5], reference[:5], strict=True))
@@ -75,10 +84,15 @@ def test_clicking_an_answer_token_ranks_the_prompt_as_the_json(browser, cli, tin
     p, n = len(doc["prompt"]), len(doc["answer"])
     assert n >= 3
     assert agrees(shown(browser), expected(doc, 0))  # the first answer token, focused at first
+    assert heading(browser, 0, doc)
     for step in (2, n - 1):
-        browser.find_element(By.CSS_SELECTOR, f'#attncli-tokens [data-token-index="{p + step}"]'
-                             ).click()
+        token = browser.find_element(By.CSS_SELECTOR,
+                                     f'#attncli-tokens [data-token-index="{p + step}"]')
+        assert token.get_attribute("title") == f"answer token {step} " + json.dumps(
+            doc["answer"][step]["text"])
+        token.click()
         assert agrees(shown(browser), expected(doc, step)), step
+        assert heading(browser, step, doc)
     text = browser.find_element(By.ID, "attncli-conversation").text
     assert text.endswith("".join(t["text"] for t in doc["answer"]))
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

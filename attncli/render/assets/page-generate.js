@@ -100,7 +100,9 @@ function generateModel() {
       + doc.config.stopped,
     list: [{ label: "what the answer looked at", heads: [[]], rows: answer, stripRows: answer,
       cols: range(0, tokens.length), signed: false, ranked: true, causal: true,
-      focusTitle: "answer token ", headName: viewText, rankOf: generatedRank, draw: drawConversation }],
+      // From 0, as the terminal's # and --at.
+      focusLabel: (q) => "answer token " + (q - p) + " " + JSON.stringify(tokens[q]),
+      headName: viewText, rankOf: generatedRank, draw: drawConversation }],
     extras: (box) => {
       if (!doc.steps.length) return;
       box.appendChild(table("Answer", doc.steps.map((s) => ({ "#": s.index,

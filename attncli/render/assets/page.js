@@ -264,7 +264,8 @@ function renderFocus() {
         + ": no keys of it in this view."));
     return;
   }
-  box.appendChild(el("h3", {}, (choice.focusTitle || "query ") + axisLabel(state.focus, choice)
+  box.appendChild(el("h3", {}, (choice.focusLabel ? choice.focusLabel(state.focus)
+    : "query " + axisLabel(state.focus, choice))
     + (choice.heads.length > 1 || choice.headName ? " · " + (choice.headName ? choice.headName(focusHead()) : "head " + focusHead()) : "")));
   if (choice.note) box.appendChild(el("p", { class: "hint" }, choice.note));
   const list = el("ol", {});
@@ -316,7 +317,7 @@ function renderStrip() {
     const label = model.indexLabels ? "token " + i
       : model.blocks || i >= tokens.length ? "block " + i : tokens[i];
     const token = el("button", { class: "token", "data-token-index": i, type: "button",
-      title: "token " + i }, label.replace(/ /g, "\u00b7") || "\u2205");
+      title: choice.focusLabel ? choice.focusLabel(i) : "token " + i }, label.replace(/ /g, "\u00b7") || "\u2205");
     if (i === state.focus) token.classList.add("focus");
     token.addEventListener("click", () => { state.focus = i; render(); });
     strip.appendChild(token);
