@@ -34,9 +34,10 @@ SHARE = 1 << 18  # the fewest values (1 MB of float32) worth a thread of their o
 
 
 def threads() -> int:
-    """OMP_NUM_THREADS where the user set a number, else every core this process may run on."""
-    setting = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if setting.isdigit() and int(setting) > 0:
+    """OMP_NUM_THREADS's first number where the user set one in ASCII digits (as OpenMP reads
+    "4,2"), else every core this process may run on; never an error of its own."""
+    setting = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip().removeprefix("+")
+    if setting.isascii() and setting.isdigit() and int(setting) > 0:
         return int(setting)
     try:
         return len(os.sched_getaffinity(0))
