@@ -49,6 +49,9 @@ class ScanStore:
                 held = json.loads(manifest.read_text(encoding="utf-8"))
             except (OSError, ValueError) as err:
                 raise AttnCliError(f"--out {out}: cannot read scan.json ({err})") from None
+            except RecursionError:
+                raise AttnCliError(f"--out {out}: cannot read scan.json (nested too "
+                                   "deeply)") from None
             if held != identity:
                 changed = sorted(k for k in identity.keys() | held.keys()
                                  if identity.get(k) != held.get(k))
