@@ -56,7 +56,10 @@ def dequantize(blocks: np.ndarray, qtype: GGMLQuantizationType, workers: int | N
     gguf.quants.dequantize returns them, on up to workers threads (default: threads()); empty
     makes the float32 array written into (default: a new one)."""
     if not native(qtype):
-        return gguf_dequantize(blocks, qtype)
+        # inf·0 and NaN from hostile scales: the values carry them, as the C code's do (a run
+        # refuses them in one line); numpy's RuntimeWarnings would print before that line.
+        with np.errstate(all="ignore"):
+            return gguf_dequantize(blocks, qtype)
     assert _native is not None
     block, size = GGML_QUANT_SIZES[qtype]
     if blocks.shape[-1] % size:
