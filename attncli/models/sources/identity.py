@@ -44,11 +44,13 @@ class Opened:
         was = self._files.get(path)
         if was is not None and was[0] != identity:
             raise changed(path)
-        self._files[path] = (identity, fd if fd is not None else was and was[1])
+        if fd is None and was is not None:
+            fd = was[1]  # the descriptor noted before
+        self._files[path] = (identity, fd)
 
     def check(self) -> None:
         """One line naming the first file that is no longer as it was when opened."""
-        for path, (was, fd) in self._files.items():
+        for path, (was, fd) in tuple(self._files.items()):  # browse's workers read too
             try:
                 if fd is not None and identity_of(os.fstat(fd)) != was:
                     raise changed(path)  # rewritten in place
