@@ -119,15 +119,11 @@ class HiddenCache:
         """The stream entering layer, when a whole, matching, finite file holds it; else None
         (one of ours that is damaged or holds NaN or infinity is removed)."""
         path = self.path(layer)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        opened = _open_regular(str(path))
+        if opened is None:
             return None
+        fd, info = opened
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO or a device is never read
-                os.close(fd)
-                return None
             with os.fdopen(fd, "rb") as file:
                 return self._read(file, info, layer)
         except _Damaged:
@@ -221,19 +217,30 @@ def _note(folder: Path | str, reason: str) -> None:
 def _ours(path: str) -> os.stat_result | None:
     """The file's status where it is a regular file (never through a link) that starts with
     the cache's magic line, read with one bounded read; None for anything else."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    opened = _open_regular(path)
+    if opened is None:
         return None
+    fd, info = opened
     try:
-        info = os.fstat(fd)
-        if stat.S_ISREG(info.st_mode) and os.pread(fd, len(MAGIC), 0) == MAGIC:
-            return info
-        return None
+        return info if os.pread(fd, len(MAGIC), 0) == MAGIC else None
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
+    """A descriptor open on path and its status, where path is a regular file: a link is never
+    followed, and a folder, a FIFO (never waited on) or a device is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    info = os.fstat(fd)  # of a descriptor just opened: it does not fail
+    if stat.S_ISREG(info.st_mode):
+        return fd, info
+    os.close(fd)
+    return None
 
 
 def evict(folder: Path, cap: int) -> None:
