@@ -138,3 +138,22 @@ def test_a_file_that_shrinks_while_its_header_is_read_is_one_line(
     monkeypatch.setattr(module.os, "pread", shrinking)
     with pytest.raises(AttnCliError, match=r"before the [\d,]+ bytes it held when opened"):
         read_header(path)
+
+
+RACED = """
+import pathlib, sys
+from attncli.models.sources.gguf.header import read_header
+pathlib.Path.exists = lambda self, **kw: False  # a FIFO put at the path after it was looked at
+try:
+    read_header(pathlib.Path(sys.argv[1]))
+except Exception as err:
+    print(err)
+"""
+
+
+def test_a_fifo_put_at_the_path_after_it_was_looked_at_is_not_waited_on(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    os.mkfifo(path)  # no writer: a blocking open would wait forever
+    done = subprocess.run([sys.executable, "-c", RACED, str(path)], capture_output=True,
+                          text=True, timeout=60, check=False)  # a wait is a timeout here
+    assert done.stdout == f"{path} is not a regular file, so not a GGUF file\n", done.stderr

@@ -12,6 +12,7 @@ reads.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,14 +189,17 @@ def read_header(path: Path) -> GgufHeader:
 def open_header(path: Path) -> tuple[GgufHeader, int]:
     """The file's header, and the descriptor it was read through, left open for the tensors:
     one version of the file, whatever happens to the path after; or one line naming it."""
+    special = AttnCliError(f"{path} is not a regular file, so not a GGUF file")
     try:
-        if path.exists() and not path.is_file():  # a FIFO or device: open() could wait forever
-            raise AttnCliError(f"{path} is not a regular file, so not a GGUF file")
-        fd = os.open(path, os.O_RDONLY)
+        if path.exists() and not path.is_file():  # a FIFO, a socket, a device or a folder
+            raise special
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # nor waits on a FIFO put there since
     except OSError as err:
         raise AttnCliError(f"cannot read {path}: {err.strerror or err}") from None
     try:
         info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise special
         if info.st_size < 24:
             raise AttnCliError(f"{path} is not a GGUF file: it holds {info.st_size} bytes, "
                                "fewer than a GGUF header")
