@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -162,3 +164,29 @@ def test_a_config_rewritten_while_the_model_is_read_is_one_line(
                   lambda: config.write_text(config.read_text().replace("{", "{\n", 1)))
     cli(*RUN, "--model", str(folder)).assert_usage_error(f"{config} {CHANGED}")
     assert _entries() == []
+
+
+REPLACED_BY_A_FIFO = """
+import os, sys
+from pathlib import Path
+from attncli.errors import AttnCliError
+from attncli.models.sources.gguf.header import read_header
+from attncli.models.sources.gguf.source import GgufSource
+path = Path(sys.argv[1])
+source = GgufSource(read_header(path))  # as `models` describes a file: opened at the first read
+path.unlink()
+os.mkfifo(path)  # no writer: a blocking open would wait forever
+try:
+    source.tensor("model.norm.weight")
+except AttnCliError as err:
+    print(err)
+"""
+
+
+def test_a_gguf_replaced_by_a_fifo_before_its_first_read_is_one_line(
+        ggufs: tuple[Path, Path], tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    shutil.copy(ggufs[0], path)
+    done = subprocess.run([sys.executable, "-c", REPLACED_BY_A_FIFO, str(path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout == f"{path} {CHANGED}\n", done.stderr

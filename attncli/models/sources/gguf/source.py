@@ -224,7 +224,7 @@ class GgufSource:
         the version whose header was read (one line where the path holds another by now)."""
         if self._fd is None:
             try:
-                fd = os.open(self.path, os.O_RDONLY)
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO is not waited on
             except OSError as err:
                 raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
             if identity_of(os.fstat(fd)) != self.header.identity:
