@@ -8,10 +8,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from attncli.version import __version__
+# Nothing is imported here at all (typing and attncli.version included): the console script
+# imports this package before attncli.cli.main() can turn Ctrl-C into its one line.
+TYPE_CHECKING = False
 
 API = ("run", "explain", "heads", "show", "view", "check", "generate", "Result", "HeadsResult",
        "CheckResult", "Generation", "AttnCliError")
@@ -19,6 +18,8 @@ __all__ = ["AttnCliError", "CheckResult", "Generation", "HeadsResult", "Result",
            "check", "explain", "generate", "heads", "run", "show", "view"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from attncli.api import (
         CheckResult,
         Generation,
@@ -33,15 +34,22 @@ if TYPE_CHECKING:
         view,
     )
     from attncli.errors import AttnCliError
+    from attncli.version import __version__
 
 
 def __getattr__(name: str) -> Any:
-    """The API's names, imported on first use (PEP 562)."""
+    """The API's names and __version__, imported on first use (PEP 562)."""
+    if name == "__version__":
+        from attncli.version import __version__
+
+        return __version__
     if name == "AttnCliError":
         from attncli.errors import AttnCliError
 
         return AttnCliError
     if name in API:
         # Lazily: `import attncli` stays light (no torch until a function runs).
+        import importlib
+
         return getattr(importlib.import_module("attncli.api"), name)
     raise AttributeError(f"module 'attncli' has no attribute {name!r}")

@@ -20,16 +20,18 @@ def quiet_threads() -> None:
     policy, 3.6-3.8 s with PASSIVE (2 cores). libgomp reads it once, when torch is imported.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if not os.environ.get("OMP_NUM_THREADS", "x").strip():
+        del os.environ["OMP_NUM_THREADS"]  # set but blank: unset, not an OpenMP warning
 
 
 def main() -> None:
     """Console-script entry point; a signal while the CLI is still loading exits with one line."""
-    quiet_threads()
-    # Importing torch makes about a million objects, and the cycle collector walks them all
-    # several times (~0.2 s); it is back on, with those objects frozen, once the input is read
-    # (cli.streams.after_imports).
-    gc.disable()
-    try:
+    try:  # from the first line: Ctrl-C while anything loads is one line, exit 130
+        quiet_threads()
+        # Importing torch makes about a million objects, and the cycle collector walks them all
+        # several times (~0.2 s); it is back on, with those objects frozen, once the input is
+        # read (cli.streams.after_imports).
+        gc.disable()
         from attncli.cli import streams
     except KeyboardInterrupt:
         _exit("interrupted", 130)

@@ -6,6 +6,7 @@ torch is imported only by the commands that compute attention, so --help stays f
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import typer
@@ -22,6 +23,18 @@ from attncli.cli.streams import (
     write_error,
 )
 from attncli.errors import AttnCliError
+
+# What OpenMP (libgomp) takes for OMP_NUM_THREADS: positive whole numbers, comma-separated.
+_THREADS = re.compile(r"\s*\+?0*[1-9][0-9]{0,8}\s*(,\s*\+?0*[1-9][0-9]{0,8}\s*)*", re.ASCII)
+
+
+def check_threads_setting() -> None:
+    """A bad OMP_NUM_THREADS is this one line, before torch loads (where OpenMP would print
+    its own warning and run on every core)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if value.strip() and not _THREADS.fullmatch(value):
+        raise AttnCliError(f"OMP_NUM_THREADS must be a number of threads such as 2 (got "
+                           f"{value!r}); unset it to use every core")
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -47,6 +60,7 @@ def _pipe_closed(err: SystemExit) -> bool:
 def execute(argv: list[str] | None = None) -> int:
     """Run the CLI on argv and return the exit code; no traceback for bad input."""
     try:
+        check_threads_setting()
         command = typer.main.get_command(app)  # inside: Ctrl-C while it is built exits 130 too
         code = command.main(args=argv, prog_name="attncli", standalone_mode=False)
         if code == 130 and was_interrupted():

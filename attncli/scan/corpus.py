@@ -138,6 +138,8 @@ def _json_line(doc_id: str, raw: bytes, whole: bool, field: str) -> Document:
         return Document(doc_id, None, f"not UTF-8 (byte {err.start})")
     except ValueError:
         return Document(doc_id, None, "not JSON")
+    except RecursionError:  # nested deeper than Python's reader goes
+        return Document(doc_id, None, "nested too deeply")
     if not isinstance(record, dict) or field not in record:
         return Document(doc_id, None, f"no field {field!r}")
     if not isinstance(record[field], str):

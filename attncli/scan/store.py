@@ -76,6 +76,9 @@ class ScanStore:
                 held = json.loads(manifest.read_text(encoding="utf-8"))
             except (OSError, ValueError) as err:
                 raise AttnCliError(f"--out {out}: cannot read scan.json ({err})") from None
+            except RecursionError:
+                raise AttnCliError(f"--out {out}: cannot read scan.json (nested too "
+                                   "deeply)") from None
             if not isinstance(held, dict):
                 raise AttnCliError(f"--out {out}: scan.json holds no scan's settings")
             if held != identity:

@@ -126,3 +126,33 @@ def test_ctrl_c_inside_the_torch_import_waits_for_its_end() -> None:
                           env=env, timeout=TIMEOUT_S, preexec_fn=default_signals, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "ndarray", "True", "True"], proc.stderr
+
+
+EARLY = """if True:
+    import os, signal, sys
+    module = sys.argv[1]
+
+    class SignalAt:  # Ctrl-C as the named module starts to import, the first time
+        def find_spec(self, name, path=None, target=None):
+            if name == module:
+                sys.meta_path.remove(self)
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    sys.meta_path.insert(0, SignalAt())
+    sys.argv[1:] = ["tokens", "x"]
+    from attncli.cli import main  # what the console script runs
+    main()
+"""
+
+
+@pytest.mark.parametrize("module", ["typing", "attncli.version", "attncli.cli.streams", "typer",
+                                    "rich", "attncli.cli.main", "attncli.core.tokens"])
+def test_ctrl_c_while_modules_import_at_start_up_is_one_line(module: str) -> None:
+    """From the console script's first import on: a signal while any module loads, attncli's
+    own before its handlers are in place included, exits 130 with one line."""
+    proc = subprocess.run([sys.executable, "-c", EARLY, module], capture_output=True,
+                          env={**os.environ, "NO_COLOR": "1"}, timeout=TIMEOUT_S,
+                          preexec_fn=default_signals, check=False)
+    assert (proc.returncode, proc.stderr) == LINES["INT"], proc.stderr
+    assert proc.stdout == b""

@@ -136,3 +136,27 @@ def test_an_unsupported_architecture_is_refused_listing_the_supported(tmp_path: 
                                            "architectures gemma2, gemma3, gpt2, gptneox, llama, "
                                            "olmo2, phi3, qwen2, qwen3, smollm3$"):
         open_gguf(path)
+
+
+@pytest.mark.parametrize("fused", ["1", "0"])
+def test_an_infinite_scale_is_one_line_with_or_without_the_c_code(tmp_path: Path,
+                                                                  fused: str) -> None:
+    """The C code, or the gguf package's numpy code, gives inf·q and NaN alike; the run refuses
+    them in attncli's one line, with no numpy RuntimeWarning printed before it."""
+    import os
+
+    path = tmp_path / "m.gguf"
+    write_model(path, "gpt2", Q.Q8_0)  # GPT-2's weights are checked finite as they are read
+    reader = gguf.GGUFReader(str(path))
+    start = next(int(t.data_offset) for t in reader.tensors if t.name == "blk.0.attn_qkv.weight")
+    del reader
+    with open(path, "r+b") as file:  # the first block: scale +inf, its first q 0 (inf·0: NaN)
+        file.seek(start)
+        file.write(struct.pack("<Hb", 0x7C00, 0))
+    env = {**os.environ, "ATTNCLI_FUSED": fused, "ATTNCLI_NO_CACHE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "attncli", "run", "the cat", "--model",
+                           str(path), "--layer", "0"], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("attncli: error: tensor h.0.attn.c_attn.weight of the checkpoint holds "
+                           "NaN or infinite values\n"), proc.stderr

@@ -51,6 +51,9 @@ class ToyModel:
     def vocabulary(self) -> WeightSource | None:
         return None  # tiktoken's GPT-2 ids, folded into the toy's vocabulary
 
+    def unchanged(self) -> None:
+        self.source.unchanged()
+
     def tokens(self, req: Request) -> Tokens:
         tokens, ids = text_tokens(req)
         return Tokens(tokens, [i % self.vocab for i in ids], encoding="gpt2", tokenizer=None)

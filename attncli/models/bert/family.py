@@ -61,6 +61,10 @@ class BertModel:
         """The source whose tokenizer this checkpoint's texts go through."""
         return self.source
 
+    def unchanged(self) -> None:
+        """One line where a file of the checkpoint changed since it was read."""
+        self.source.unchanged()
+
     def tokens(self, req: Request) -> Tokens:
         """The checkpoint's tokenizer.json, and what its post-processor added ([CLS], [SEP])."""
         if req.heads is not None and req.heads != self.spec.num_heads:

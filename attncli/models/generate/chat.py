@@ -9,11 +9,11 @@ and the token the template writes right after an assistant message (its end of t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attncli.core.inputs import read_json_file
 from attncli.core.sizes import read_path_limited
 from attncli.errors import AttnCliError
 from attncli.models.generate.template import render_template
@@ -72,13 +72,11 @@ def _gguf_setup(metadata: dict[str, Any]) -> ChatSetup:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    """A JSON object file's content; {} when absent; one line when it cannot be read."""
+    """A JSON object file's content, read by the one JSON reader (its size and nesting
+    bounds); {} when absent; one line naming it when it cannot be read."""
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(read_path_limited(path, str(path)))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise AttnCliError(f"{path} is not valid JSON: {str(exc).splitlines()[0]}") from None
+    data = read_json_file(path, str(path))
     return data if isinstance(data, dict) else {}
 
 

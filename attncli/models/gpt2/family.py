@@ -61,6 +61,11 @@ class GPT2Model:
         weights = self.ckpt.weights
         return weights.source if weights is not None and weights.source.vocabulary_inside else None
 
+    def unchanged(self) -> None:
+        """One line where a file of the checkpoint changed since it was read."""
+        if self.ckpt.weights is not None:
+            self.ckpt.weights.source.unchanged()
+
     def tokens(self, req: Request) -> Tokens:
         """tiktoken's GPT-2 encoding of the text, or the file's own vocabulary where the weights
         file carries one (a GGUF's need not be GPT-2's)."""

@@ -10,6 +10,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from attncli.models.family import (
     Resumable,
 )
 from attncli.models.hidden.store import HiddenCache, cache_cap, cache_folder
+from attncli.models.sources.identity import FileChanged
 from attncli.version import __version__
 
 FORMAT = 1  # the key's own version: bump it when what a stream means changes
@@ -106,6 +108,7 @@ class CachedPass:
     def _keep(self, layer: int, stream: Tensor) -> None:
         if self.cache is None or layer in self.stored or layer in self.read:
             return
+        self.model.unchanged()  # nothing is kept of a file that changed while it was read
         self.stored.add(layer)
         STATS["computed"] += 1
         self.cache.store(layer, stream)
@@ -116,9 +119,21 @@ class CachedPass:
         if list(weights.shape) != self.weights.shape:  # a family's weights of another shape
             self.weights = None
             return
+        self.model.unchanged()
         self.weights_stored.add(layer)
         STATS["weights computed"] += 1
         self.weights.store(layer, weights)  # (heads, T, T)
+
+    @contextmanager
+    def _unkept_if_changed(self) -> Iterator[None]:
+        """Where a model file changes during the pass, what the pass kept is removed too."""
+        try:
+            yield
+        except FileChanged:
+            for cache in (self.cache, self.weights):
+                if cache is not None:
+                    cache.forget()
+            raise
 
     def _known(self, first: int, stream: Tensor) -> Known:
         return Known(first, stream, self._load)
@@ -137,6 +152,11 @@ class CachedPass:
         layer = self.model.spec.layer_index(layer)
         if self.cache is None or not isinstance(self.model, Resumable):
             return self.model.attention(self.ids, layer)
+        with self._unkept_if_changed():
+            return self._attention(layer)
+
+    def _attention(self, layer: int) -> LayerAttention:
+        assert isinstance(self.model, Resumable)
         known = self._deepest(layer)
         first = 0 if known is None else known.first
         if self.weights is not None and first < layer:  # blocks first..layer-1 run whole
@@ -154,7 +174,8 @@ class CachedPass:
         the fused path kept (a pass made with fused=True: its sums differ from the naive's)."""
         if self.cache is None or not isinstance(self.model, FusedResumable):
             return self.model.layer_input(self.ids, layer)
-        return self.model.fused_input_from(self.ids, layer, self._deepest(layer), self._keep)
+        with self._unkept_if_changed():
+            return self.model.fused_input_from(self.ids, layer, self._deepest(layer), self._keep)
 
     def kept(self, layer: int) -> tuple[Tensor, Tensor] | None:
         """Block layer's attention weights (heads, T, T) and the stream entering it (T, d_model),
@@ -182,11 +203,12 @@ class CachedPass:
 
     def _traced(self, last_layer: int, known: Known | None) -> Iterator[LayerTrace]:
         assert isinstance(self.model, Resumable)
-        for block in self.model.trace_from(self.ids, last_layer, known):
-            self._keep(block.layer, block.residual)
-            self._keep(block.layer + 1, block.output)
-            self._keep_weights(block.layer, block.weights)
-            yield block
+        with self._unkept_if_changed():
+            for block in self.model.trace_from(self.ids, last_layer, known):
+                self._keep(block.layer, block.residual)
+                self._keep(block.layer + 1, block.output)
+                self._keep_weights(block.layer, block.weights)
+                yield block
 
 
 def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False) -> CachedPass:
@@ -206,6 +228,7 @@ def cached_pass(req: Request, model: Model, ids: list[int], fused: bool = False)
         key = {**hidden_key(req, model, ids), "pass": "fused" if fused else "naive"}
     except (OSError, AttnCliError):  # the checkpoint moved since it was read: no key, no cache
         return CachedPass(model, ids, None)
+    model.unchanged()  # the files the key names are the ones read
     keep_weights = not fused and weights_whole <= cap // 4 and whole + weights_whole <= cap
     cache = HiddenCache(folder, cap, key, len(ids), spec.d_model,
                         reserve=whole + (weights_whole if keep_weights else 0))

@@ -4,11 +4,14 @@ through one model, kept so that a later look runs only the attention it shows.
 One file per (model, text, layer): a magic line, the header's length, a JSON header (the whole
 key, the layer, the shape and the payload's sha256), zero padding to 64 bytes, then T × d_model
 float32 exactly as the pass made them. A file is read only when it is a regular file whose
-header names this key and layer and whose payload has the right size and checksum; nothing is
-ever unpickled. Writes go to a temporary file in the same folder, fsync'd, then os.replace'd:
-a reader never sees half a file, and a failed write (a full disk, a read-only folder) leaves
-none and costs one note on stderr. The folder is kept under a total size, least recently used
-first out.
+header names this key and layer and whose payload has the right size and checksum and holds
+finite numbers only; nothing is ever unpickled. One of ours that fails (damaged, its header
+nested past orjson's depth, NaN or infinity) is a miss and is removed. The checksum guards
+against accidents (a truncated or flipped file), not against an edit that recomputes it.
+Writes go to a temporary file in the same folder, fsync'd, then os.replace'd: a reader never
+sees half a file, and a failed write (a full disk, a read-only folder) leaves none and costs one
+note on stderr. The folder is kept under a total size, least recently used first out, and only
+files that start with the magic line are ever removed.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import torch
 from torch import Tensor
 
-from attncli.errors import AttnCliError
+from attncli.errors import AttnCliError, escaped
 
 MAGIC = b"attncli hidden states\n"
 SUFFIX = ".hidden"
@@ -45,13 +49,17 @@ _noted: list[str] = []  # the one note this process gave about a failed write
 
 
 def cache_folder() -> Path | None:
-    """Where hidden states are kept; None when ATTNCLI_NO_CACHE turns the cache off."""
+    """Where hidden states are kept; None when ATTNCLI_NO_CACHE turns the cache off, or when
+    the folder's ~ names no home folder (one note, as for a folder that cannot be written)."""
     if os.environ.get(OFF_ENV, "") not in ("", "0"):
         return None
-    if os.environ.get(FOLDER_ENV):
-        return Path(os.environ[FOLDER_ENV]).expanduser()
+    named = os.environ.get(FOLDER_ENV)
     base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "attncli" / "hidden"
+    try:
+        return Path(named).expanduser() if named else Path(base).expanduser() / "attncli/hidden"
+    except RuntimeError:  # ~user of no such user, or ~ with no HOME and no password entry
+        _note(named or base, "its home folder cannot be found")
+        return None
 
 
 def cache_cap() -> int:
@@ -86,6 +94,7 @@ class HiddenCache:
     lead: int | None = None  # a leading dimension: (lead, tokens, width) per file
     name: str = field(init=False)
     _room_made: bool = field(init=False, default=False)
+    _written: list[Path] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.name = key_name(self.key)
@@ -107,42 +116,48 @@ class HiddenCache:
         return MAGIC + len(header).to_bytes(8, "little") + header + bytes(-start % ALIGN)
 
     def load(self, layer: int) -> Tensor | None:
-        """The stream entering layer, when a whole, matching file holds it; else None."""
-        try:
-            fd = os.open(self.path(layer), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        """The stream entering layer, when a whole, matching, finite file holds it; else None
+        (one of ours that is damaged or holds NaN or infinity is removed)."""
+        path = self.path(layer)
+        opened = _open_regular(str(path))
+        if opened is None:
             return None
+        fd, info = opened
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):  # a folder, a FIFO or a device is never read
-                os.close(fd)
-                return None
             with os.fdopen(fd, "rb") as file:
                 return self._read(file, info, layer)
+        except _Damaged:
+            _remove(str(path), info)
         except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError):
-            return None
+            pass
+        return None
 
     def _read(self, file: Any, info: os.stat_result, layer: int) -> Tensor | None:
         lead = file.read(len(MAGIC) + 8)
         if len(lead) != len(MAGIC) + 8 or lead[:len(MAGIC)] != MAGIC:
-            return None
+            return None  # not ours
         size = int.from_bytes(lead[len(MAGIC):], "little")
         if size > MAX_HEADER:
-            return None
-        header = json.loads(file.read(size), parse_constant=_refuse)
+            raise _Damaged
+        try:  # orjson: strict JSON, nesting bounded (a deep header is an error, not a recursion)
+            header = orjson.loads(file.read(size))
+        except orjson.JSONDecodeError:
+            raise _Damaged from None
         expected = {"key": self.key, "layer": layer, "shape": self.shape, "dtype": "float32"}
         if not isinstance(header, dict) or any(header.get(k) != v for k, v in expected.items()):
-            return None
+            return None  # another key's: a store replaces it
         start = len(MAGIC) + 8 + size
         start += -start % ALIGN
         payload = math.prod(self.shape) * 4
         if info.st_size != start + payload:
-            return None
+            raise _Damaged
         file.seek(start)
         stream = torch.empty(self.shape, dtype=torch.float32)  # (T, d_model) or (heads, T, T)
         view = stream.numpy().data.cast("B")
         if file.readinto(view) != payload or hashlib.sha256(view).hexdigest() != header["sha256"]:
-            return None
+            raise _Damaged
+        if not torch.isfinite(stream).all():  # a pass never keeps one: written by another hand
+            raise _Damaged
         try:
             os.utime(file.fileno())  # used now: the last to be evicted
         except OSError:
@@ -154,6 +169,8 @@ class HiddenCache:
         data = stream.detach().to("cpu", torch.float32).contiguous()  # (T, d_model) or (h, T, T)
         if list(data.shape) != self.shape:
             raise ValueError(f"a cache entry of shape {list(data.shape)}, not {self.shape}")
+        if not torch.isfinite(data).all():  # overflowed: the command says so; nothing to keep
+            return
         view = data.numpy().data.cast("B")
         lead = self._header(layer, hashlib.sha256(view).hexdigest())
         try:
@@ -166,59 +183,105 @@ class HiddenCache:
                     file.flush()
                     os.fsync(file.fileno())
                 os.replace(temp, self.path(layer))
+                self._written.append(self.path(layer))
             except BaseException:
                 Path(temp).unlink(missing_ok=True)
                 raise
         except OSError as err:
-            _note(self.folder, err)
+            _note(self.folder, err.strerror or type(err).__name__)
             return
         if not self._room_made:  # one scan of the folder a pass, not one a layer
             self._room_made = True
             evict(self.folder, max(0, self.cap - self.reserve))
 
+    def forget(self) -> None:
+        """Remove every file this object wrote (its pass read a file that changed)."""
+        for path in self._written:
+            path.unlink(missing_ok=True)
+        self._written.clear()
 
-def _refuse(name: str) -> None:
-    raise ValueError(f"non-strict JSON constant {name}")
+
+class _Damaged(Exception):
+    """One of the cache's own files that cannot be used: removed, as a miss."""
 
 
-def _note(folder: Path, err: OSError) -> None:
+def _note(folder: Path | str, reason: str) -> None:
     """One line on stderr, once a process: the cache was not written, the result stands."""
     if _noted:
         return
     _noted.append(str(folder))
-    reason = err.strerror or type(err).__name__
-    print(f"attncli: note: hidden states not cached in {folder} ({reason}); results are "
-          "unaffected", file=sys.stderr)
+    print(f"attncli: note: hidden states not cached in {escaped(str(folder))} ({reason}); "
+          "results are unaffected", file=sys.stderr)
+
+
+def _ours(path: str) -> os.stat_result | None:
+    """The file's status where it is a regular file (never through a link) that starts with
+    the cache's magic line, read with one bounded read; None for anything else."""
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    fd, info = opened
+    try:
+        return info if os.pread(fd, len(MAGIC), 0) == MAGIC else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
+    """A descriptor open on path and its status, where path is a regular file: a link is never
+    followed, and a folder, a FIFO (never waited on) or a device is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    info = os.fstat(fd)  # of a descriptor just opened: it does not fail
+    if stat.S_ISREG(info.st_mode):
+        return fd, info
+    os.close(fd)
+    return None
 
 
 def evict(folder: Path, cap: int) -> None:
     """Remove the least recently used entries until the folder's entries fit in cap bytes;
-    only this cache's own files (and temporary files a dead writer left) are touched."""
+    only this cache's own files (those that start with its magic line, among them temporary
+    files a dead writer left) are touched."""
     now = time.time()
-    entries: list[tuple[int, int, str]] = []
+    named: list[tuple[str, int]] = []
     try:
         with os.scandir(folder) as listing:
             for entry in listing:
-                if not entry.name.endswith(SUFFIX) or not entry.is_file(follow_symlinks=False):
-                    continue
-                info = entry.stat(follow_symlinks=False)
-                if entry.name.startswith(TEMP_PREFIX):
-                    if now - info.st_mtime > STALE_TEMP_S:
-                        _remove(entry.path)
-                    continue
-                entries.append((info.st_mtime_ns, info.st_size, entry.path))
+                if entry.name.endswith(SUFFIX) and entry.is_file(follow_symlinks=False):
+                    named.append((entry.path, entry.stat(follow_symlinks=False).st_size))
     except OSError:
         return
-    total = sum(size for _, size, _ in entries)
-    for _, size, path in sorted(entries):
+    stale = {path for path, _ in named if os.path.basename(path).startswith(TEMP_PREFIX)}
+    if sum(size for _, size in named) <= cap and not stale:
+        return  # nothing to remove: no file need be opened
+    entries: list[tuple[int, str, os.stat_result]] = []
+    for path, _ in named:
+        info = _ours(path)
+        if info is None:
+            continue
+        if path in stale:
+            if now - info.st_mtime > STALE_TEMP_S:
+                _remove(path, info)
+            continue
+        entries.append((info.st_mtime_ns, path, info))
+    total = sum(info.st_size for _, _, info in entries)
+    for _, path, info in sorted(entries, key=lambda e: e[:2]):
         if total <= cap:
             break
-        _remove(path)
-        total -= size
+        _remove(path, info)
+        total -= info.st_size
 
 
-def _remove(path: str) -> None:
+def _remove(path: str, info: os.stat_result) -> None:
+    """Unlink path where it is still the file info describes (not one a writer put there since)."""
     try:
-        os.unlink(path)
+        now = os.stat(path, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino):
+            os.unlink(path)
     except OSError:
         pass

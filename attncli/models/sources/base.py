@@ -42,3 +42,8 @@ class WeightSource(Protocol):
     def tokenizer_json(self) -> str | None:
         """tokenizer.json text (HF tokenizers format), or None when the checkpoint has none."""
         ...
+
+    def unchanged(self) -> None:
+        """One line (AttnCliError) where a file read since the source opened it was renamed over
+        or rewritten; every tensor()/rows() checks it after reading."""
+        ...

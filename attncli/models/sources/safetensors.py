@@ -1,10 +1,13 @@
 """Safetensors weights: one file, or a folder's shards behind model.safetensors.index.json.
 
-Memory-mapped and never unpickled; each tensor is read when it is asked for, as float32.
+Memory-mapped (by the safetensors package: a file larger than an address-space limit cannot be
+opened) and never unpickled; each tensor is read when it is asked for, as float32, and every
+file read (config, tokenizer, index, shards) is checked unchanged after each tensor.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,6 +20,7 @@ from attncli.core.inputs import parse_json, read_json_file
 from attncli.core.sizes import read_limited
 from attncli.errors import AttnCliError
 from attncli.models.checks.values import shown
+from attncli.models.sources.identity import Opened, identity_of
 from attncli.models.stores.locate import (
     convert_hint,
     file_in_dir,
@@ -50,15 +54,26 @@ def read_index(index: Path) -> dict[str, str]:
     return weight_map
 
 
-def _sharded(index: Path) -> dict[str, Path]:
+def _sharded(index: Path, opened: Opened) -> dict[str, Path]:
     """Tensor name → shard file, every shard checked to be there."""
+    _note(index, opened)
     directory = index.parent
     files = {name: directory / shard for name, shard in read_index(index).items()}
     for shard in sorted(set(files.values())):
         if not is_file(shard):
             raise AttnCliError(f"{index} names the shard {shard.name}, which is not in "
                                f"{directory}")
+        _note(shard, opened)  # as it is now: a shard replaced before it is opened has changed
     return files
+
+
+def _note(file: Path, opened: Opened) -> Path:
+    """file, noted as it is before it is read (where it cannot be seen, its read says why)."""
+    try:
+        opened.record(file, identity_of(os.stat(file)))
+    except (OSError, ValueError):
+        pass
+    return file
 
 
 @contextmanager
@@ -89,6 +104,7 @@ class SafetensorsSource:
         self._handles: dict[Path, Any] = {}
         self._shapes: dict[str, tuple[int, ...]] | None = None
         self._file: Path | None = None
+        self._seen = Opened()  # every file read, as it was before it was read
 
     @property
     def weights_file(self) -> Path:
@@ -101,21 +117,21 @@ class SafetensorsSource:
         """config.json beside the weights, or {} when there is none."""
         file = self._folder / "config.json"
         refuse_special(file)
-        return read_config_file(file) if is_file(file) else {}
+        return read_config_file(_note(file, self._seen)) if is_file(file) else {}
 
     def _where(self) -> dict[str, Path]:
         """Tensor name → the file holding it (headers read once)."""
         if self._files is None:
             file = self.weights_file
             if file.name.endswith(".safetensors.index.json"):
-                self._files = _sharded(file)
+                self._files = _sharded(file, self._seen)
             else:
                 self._files = dict.fromkeys(self._handle(file).keys(), file)
         return self._files
 
     def _handle(self, file: Path) -> Any:
         if file not in self._handles:
-            with _opened(file) as handle:
+            with _opened(_note(file, self._seen)) as handle:
                 self._handles[file] = handle
         return self._handles[file]
 
@@ -137,7 +153,13 @@ class SafetensorsSource:
 
     def tensor(self, name: str) -> Tensor:
         """One whole tensor, as float32."""
-        return self._slice(name)[:].float()
+        tensor = self._slice(name)[:].float()
+        self.unchanged()
+        return tensor
+
+    def unchanged(self) -> None:
+        """One line where a file read was renamed over or rewritten since it was read."""
+        self._seen.check()
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         """Only the given rows of a 2-D tensor: an embedding lookup that skips the rest."""
@@ -145,8 +167,11 @@ class SafetensorsSource:
 
         table = self._slice(name)
         if isinstance(indices, range) and indices.step == 1 and len(indices):  # a block of rows
-            return table[indices.start:indices.stop].float()  # (len(indices), d)
-        return torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+            rows = table[indices.start:indices.stop].float()  # (len(indices), d)
+        else:
+            rows = torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+        self.unchanged()
+        return rows
 
     def tokenizer_json(self) -> str | None:
         """tokenizer.json beside the weights, read by the one JSON reader (its limits)."""
@@ -156,6 +181,7 @@ class SafetensorsSource:
             return None
         try:
             with open(file, "rb") as stream:
+                self._seen.record(file, identity_of(os.fstat(stream.fileno())))
                 data = read_limited(stream, str(file))
         except OSError as err:
             raise AttnCliError(f"cannot read {file}: {err.strerror or err}") from None

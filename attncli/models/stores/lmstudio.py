@@ -12,7 +12,7 @@ from typing import Any
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 from attncli.models.stores.ollama import shown as _shown
-from attncli.models.stores.paths import is_dir, is_model_gguf
+from attncli.models.stores.paths import expanded, is_dir, is_model_gguf
 
 MAX_ENTRIES = 20_000  # folder entries looked at in one walk of one root
 SHOWN = 8  # candidates named in one error line
@@ -25,7 +25,7 @@ def lmstudio_roots() -> list[Path]:
     ~/.cache/lm-studio/models, those that exist (the first when neither does)."""
     value = os.environ.get("LMSTUDIO_MODELS", "").strip()
     if value:
-        return [Path(value).expanduser()]
+        return [expanded(value, "LMSTUDIO_MODELS")]
     try:
         home = Path.home()
     except RuntimeError:  # no HOME and no password entry

@@ -14,7 +14,7 @@ from attncli.errors import AttnCliError
 from attncli.models.stores.fetched import find_fetched
 from attncli.models.stores.lmstudio import find_lmstudio
 from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
-from attncli.models.stores.paths import is_dir, is_file, special_kind
+from attncli.models.stores.paths import expanded, is_dir, is_file, special_kind
 
 # GPT-2's official repos moved to this organisation; the cache may hold either spelling.
 HUB_ORG = "openai-community"
@@ -35,11 +35,11 @@ def hub_cache_dir() -> Path:
     """The hub cache folder, chosen the way huggingface_hub chooses it."""
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if os.environ.get(var):
-            return Path(os.environ[var]).expanduser()
+            return expanded(os.environ[var], var)
     if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+        return expanded(os.environ["HF_HOME"], "HF_HOME") / "hub"
     cache_home = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(cache_home).expanduser() / "huggingface" / "hub"
+    return expanded(cache_home, "XDG_CACHE_HOME") / "huggingface" / "hub"
 
 
 def hub_repo_id(name: str) -> str:
@@ -143,7 +143,7 @@ def refuse_special(path: Path) -> None:
 def _resolved(model: str) -> Path:
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
-    path = Path(model).expanduser()
+    path = expanded(model, "--model")
     if not model_exists(path, model):
         try:
             if not looks_like_hub_name(model):

@@ -18,6 +18,7 @@ from typing import Any
 from attncli.core.inputs import read_json_file
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
+from attncli.models.stores.paths import expanded
 
 PREFIX = "ollama:"
 DEFAULT_HOST = "registry.ollama.ai"
@@ -84,7 +85,7 @@ def ollama_root() -> Path:
     ~/.ollama/models."""
     value = os.environ.get("OLLAMA_MODELS", "").strip().strip("\"'")
     if value:
-        return Path(value).expanduser()
+        return expanded(value, "OLLAMA_MODELS")
     try:
         return Path.home() / ".ollama" / "models"
     except RuntimeError:  # no HOME and no password entry

@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from attncli.errors import AttnCliError
+
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -40,3 +42,14 @@ def special_kind(path: Path) -> str | None:
     except (OSError, ValueError):
         return None
     return next((kind for test, kind in _SPECIAL if test(mode)), None)
+
+
+def expanded(value: str, what: str) -> Path:
+    """value as a path, a leading ~ or ~user expanded; one line naming what (an environment
+    variable, --model) where that home folder cannot be found."""
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # ~user of no such user, or ~ with no HOME and no password entry
+        head = value.split("/", 1)[0]
+        raise AttnCliError(f"{what} is {value!r}, but the home folder of {head} cannot be "
+                           "found; give the folder's full path") from None

@@ -79,7 +79,7 @@ def layer_table(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     real = names.hf_to_gguf
     real_init = source.GgufSource.__init__
 
-    def init(self: source.GgufSource, header: Any) -> None:
+    def init(self: source.GgufSource, header: Any, *descriptor: Any) -> None:
         held = {n.split(".")[1] for n in header.tensors if n.startswith("blk.")}
 
         def watched(layout: names.Layout, layers: int) -> dict[str, str]:
@@ -87,7 +87,7 @@ def layer_table(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
             return real(layout, layers)
 
         monkeypatch.setattr(source, "hf_to_gguf", watched)
-        real_init(self, header)
+        real_init(self, header, *descriptor)
 
     monkeypatch.setattr(source.GgufSource, "__init__", init)
     return asked

@@ -200,3 +200,29 @@ def test_a_fast_math_build_refuses_to_compile() -> None:
                           capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr
     assert fast.returncode != 0 and "strict float32" in fast.stderr
+
+
+NUMPY_ONLY = [Q.IQ2_XXS, Q.IQ2_XS, Q.IQ2_S, Q.IQ3_XXS, Q.IQ3_S, Q.IQ1_S, Q.IQ1_M, Q.TQ1_0,
+              Q.TQ2_0]
+
+
+@pytest.mark.parametrize("qtype", [*SCALES, *NUMPY_ONLY], ids=lambda q: q.name)
+def test_the_gguf_packages_dequantizers_warn_nothing_on_hostile_scales(
+        qtype: Q, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every type the C code lacks, and every type with it off: numpy's overflow and invalid
+    warnings (inf·0, NaN) are not printed before attncli's one line, and the values are the
+    C code's, bit for bit, or gguf's own where there is no C code."""
+    size = GGML_QUANT_SIZES[qtype][1]
+    blocks = np.random.default_rng(5).integers(0, 256, (len(SPECIAL_HALVES), size), dtype=np.uint8)
+    halves = np.array(SPECIAL_HALVES, dtype="<u2").view(np.uint8).reshape(-1, 2)
+    blocks[:, 0:2] = halves  # d, where every one of these types but TQ keeps it
+    blocks[:, size - 2:] = halves  # TQ1_0's and TQ2_0's d: their last two bytes
+    if qtype == Q.IQ1_M:  # d is the top nibbles of the last four u16 scales: a NaN here
+        blocks[:, size - 8:] = 0xFF
+    fast = dequant.dequantize(blocks, qtype) if dequant.native(qtype) else _gguf(blocks, qtype)
+    monkeypatch.setattr(dequant, "ENABLED", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning fails the test
+        slow = dequant.dequantize(blocks, qtype)
+    assert not np.isfinite(slow).all()  # the hostile scales reached the values
+    assert_same_bits(slow, fast)

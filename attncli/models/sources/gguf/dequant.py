@@ -34,9 +34,10 @@ SHARE = 1 << 18  # the fewest values (1 MB of float32) worth a thread of their o
 
 
 def threads() -> int:
-    """OMP_NUM_THREADS where the user set a number, else every core this process may run on."""
-    setting = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if setting.isdigit() and int(setting) > 0:
+    """OMP_NUM_THREADS's first number where the user set one in ASCII digits (as OpenMP reads
+    "4,2"), else every core this process may run on; never an error of its own."""
+    setting = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip().removeprefix("+")
+    if setting.isascii() and setting.isdigit() and int(setting) > 0:
         return int(setting)
     try:
         return len(os.sched_getaffinity(0))
@@ -55,7 +56,10 @@ def dequantize(blocks: np.ndarray, qtype: GGMLQuantizationType, workers: int | N
     gguf.quants.dequantize returns them, on up to workers threads (default: threads()); empty
     makes the float32 array written into (default: a new one)."""
     if not native(qtype):
-        return gguf_dequantize(blocks, qtype)
+        # inf·0 and NaN from hostile scales: the values carry them, as the C code's do (a run
+        # refuses them in one line); numpy's RuntimeWarnings would print before that line.
+        with np.errstate(all="ignore"):
+            return gguf_dequantize(blocks, qtype)
     assert _native is not None
     block, size = GGML_QUANT_SIZES[qtype]
     if blocks.shape[-1] % size:

@@ -4,12 +4,15 @@ gguf.GGUFReader (llama.cpp's reader) trusts the counts it reads: an array that c
 elements makes it loop and grow until memory runs out, and it builds a numpy view per string
 (1.8 s for SmolLM2's 49,152-token vocabulary). This walk reads the same layout with struct, checks
 each length before it allocates anything, and keeps gguf's own tables of types and block sizes.
+It reads the file with bounded reads (a window of at least CHUNK bytes), never a mapping of the
+whole file: under an address-space limit smaller than the file, a valid model's header still
+reads.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +23,11 @@ from gguf import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType, GGUFValueTy
 
 from attncli.core.sizes import check_fits
 from attncli.errors import AttnCliError
+from attncli.models.sources.identity import Identity, identity_of
 
 MAX_DIMS = 4  # GGML_MAX_DIMS
+CHUNK = 1 << 20  # bytes read at a time: a header of many small values costs few reads
+_LENGTH = struct.Struct("<Q")  # a string's length
 STRING_OBJECT_BYTES = 96  # a short Python str and its list slot, with room to spare
 _SCALARS = {GGUFValueType.UINT8: "B", GGUFValueType.INT8: "b", GGUFValueType.UINT16: "H",
             GGUFValueType.INT16: "h", GGUFValueType.UINT32: "I", GGUFValueType.INT32: "i",
@@ -66,13 +72,16 @@ class GgufHeader:
     size: int  # bytes
     metadata: dict[str, Any]  # scalars, str, list[str] or a numpy array per key
     tensors: dict[str, TensorInfo]
+    identity: Identity  # the file as it was read: tensors are read from this version only
 
 
 class _Cursor:
-    """Reads forward through the file; every length is checked against what is left."""
+    """Reads forward through the file; every length is checked against what is left, and the
+    bytes are read in bounded windows: window holds the file's bytes [base, base + len)."""
 
-    def __init__(self, data: mmap.mmap, path: Path) -> None:
-        self.data, self.path, self.pos, self.size = data, path, 0, len(data)
+    def __init__(self, fd: int, path: Path, size: int) -> None:
+        self.fd, self.path, self.pos, self.size = fd, path, 0, size
+        self.base, self.window = 0, b""
 
     def fail(self, what: str) -> AttnCliError:
         return AttnCliError(f"{self.path} is not a readable GGUF file: {what}")
@@ -82,22 +91,66 @@ class _Cursor:
             raise self.fail(f"{what} needs {count:,} bytes at offset {self.pos:,}, past the end "
                             f"of the file ({self.size:,} bytes; truncated?)")
 
+    def span(self, count: int) -> int:
+        """Where the next count bytes (count already checked by need) start in window, which is
+        read on as needed; the cursor moves past them."""
+        offset = self.pos - self.base
+        if offset + count > len(self.window):  # read on: what is left of the window, and more
+            check_fits(count, f"{self.path}: a GGUF header value of {count:,} bytes")
+            self._refill(offset, max(count, CHUNK))
+            if len(self.window) < count:
+                raise self.fail(f"it ends at offset {self.pos + len(self.window):,}, before "
+                                f"the {self.size:,} bytes it held when opened (truncated?)")
+            offset = 0
+        self.pos += count
+        return offset
+
+    def _refill(self, offset: int, wanted: int) -> None:
+        """The window from pos on: what is left of it, and up to wanted bytes in all."""
+        parts = [self.window[offset:]]
+        got = len(parts[0])
+        while got < wanted and self.pos + got < self.size:
+            more = os.pread(self.fd, min(wanted - got, self.size - self.pos - got), self.pos + got)
+            if not more:
+                break  # the file shrank since it was measured
+            parts.append(more)
+            got += len(more)
+        self.base, self.window = self.pos, b"".join(parts)
+
     def scalar(self, code: str, what: str) -> Any:
         width = struct.calcsize("<" + code)
         self.need(width, what)
-        (value,) = struct.unpack_from("<" + code, self.data, self.pos)
-        self.pos += width
-        return value
+        start = self.span(width)  # before window is read: span may read on
+        return struct.unpack_from("<" + code, self.window, start)[0]
 
     def string(self, what: str) -> str:
         length = self.scalar("Q", what)
         self.need(length, what)
-        raw = self.data[self.pos:self.pos + length]
-        self.pos += length
+        start = self.span(length)
         try:
-            return raw.decode("utf-8")
+            return self.window[start:start + length].decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(f"{what} is not UTF-8") from None
+
+    def strings(self, count: int, what: str) -> list[str]:
+        """count strings: those whole in the window in one tight loop (a vocabulary holds
+        100,000s), each across its end read on by string()."""
+        out: list[str] = []
+        while len(out) < count:
+            window, at = self.window, self.pos - self.base
+            try:
+                while len(out) < count and at + 8 <= len(window):
+                    end = at + 8 + _LENGTH.unpack_from(window, at)[0]
+                    if end > len(window):
+                        break
+                    out.append(window[at + 8:end].decode("utf-8"))
+                    at = end
+            except UnicodeDecodeError:
+                raise self.fail(f"{what} is not UTF-8") from None
+            self.pos = self.base + at
+            if len(out) < count:
+                out.append(self.string(what))
+        return out
 
     def value_type(self, what: str) -> GGUFValueType:
         raw = self.scalar("I", what)
@@ -119,34 +172,49 @@ class _Cursor:
             # each string is at least its 8-byte length: the count is checked before the list grows
             self.need(8 * count, f"{what} ({count:,} strings)")
             check_fits(STRING_OBJECT_BYTES * count, f"{self.path}: {what} holds {count:,} strings")
-            return [self.string(what) for _ in range(count)]
+            return self.strings(count, what)
         width = struct.calcsize("<" + _SCALARS[item])
         self.need(width * count, f"{what} ({count:,} values)")
-        values = np.frombuffer(self.data, dtype=_NUMPY[item], count=count, offset=self.pos)
-        self.pos += width * count
-        return values.copy()
+        start = self.span(width * count)
+        return np.frombuffer(self.window, dtype=_NUMPY[item], count=count, offset=start).copy()
 
 
 def read_header(path: Path) -> GgufHeader:
     """The file's metadata and tensor table, or one AttnCliError line naming the file."""
+    header, fd = open_header(path)
+    os.close(fd)
+    return header
+
+
+def open_header(path: Path) -> tuple[GgufHeader, int]:
+    """The file's header, and the descriptor it was read through, left open for the tensors:
+    one version of the file, whatever happens to the path after; or one line naming it."""
+    special = AttnCliError(f"{path} is not a regular file, so not a GGUF file")
     try:
-        if path.exists() and not path.is_file():  # a FIFO or device: open() could wait forever
-            raise AttnCliError(f"{path} is not a regular file, so not a GGUF file")
-        with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            if size < 24:
-                raise AttnCliError(f"{path} is not a GGUF file: it holds {size} bytes, fewer than "
-                                   "a GGUF header")
-            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return _parse(_Cursor(data, path))
+        if path.exists() and not path.is_file():  # a FIFO, a socket, a device or a folder
+            raise special
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # nor waits on a FIFO put there since
     except OSError as err:
         raise AttnCliError(f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise special
+        if info.st_size < 24:
+            raise AttnCliError(f"{path} is not a GGUF file: it holds {info.st_size} bytes, "
+                               "fewer than a GGUF header")
+        return _parse(_Cursor(fd, path, info.st_size), identity_of(info)), fd
+    except BaseException as err:
+        os.close(fd)
+        if isinstance(err, OSError):
+            raise AttnCliError(f"cannot read {path}: {err.strerror or err}") from None
+        raise
 
 
-def _parse(cur: _Cursor) -> GgufHeader:
+def _parse(cur: _Cursor, identity: Identity) -> GgufHeader:
     magic = cur.scalar("I", "the magic number")
     if magic != GGUF_MAGIC:
-        start = bytes(cur.data[:4])
+        start = bytes(cur.window[:4])
         raise AttnCliError(f"{cur.path} is not a GGUF file (it starts with {start!r}, not b'GGUF')")
     version = cur.scalar("I", "the version")
     if version & 0xFFFF == 0:
@@ -180,7 +248,7 @@ def _parse(cur: _Cursor) -> GgufHeader:
                            f"{offset:,}), past the end of the file ({cur.size:,} bytes) or "
                            f"off its {alignment}-byte alignment")
         tensors[name] = info
-    return GgufHeader(cur.path, version, cur.size, metadata, tensors)
+    return GgufHeader(cur.path, version, cur.size, metadata, tensors, identity)
 
 
 def _tensor_entry(cur: _Cursor, index: int) -> tuple[str, tuple[int, ...], GGMLQuantizationType,

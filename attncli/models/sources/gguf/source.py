@@ -29,7 +29,7 @@ from attncli.errors import AttnCliError
 from attncli.models.sources.gguf.buffers import Recycler
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.dequant import dequantize
-from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, read_header
+from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, open_header
 from attncli.models.sources.gguf.names import (
     hf_to_gguf,
     interleave_heads,
@@ -38,6 +38,7 @@ from attncli.models.sources.gguf.names import (
 )
 from attncli.models.sources.gguf.recipe import RECIPES
 from attncli.models.sources.gguf.tokenizer import tokenizer_json as build_tokenizer_json
+from attncli.models.sources.identity import Opened, changed, identity_of
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -62,7 +63,7 @@ MAX_PAIRS = 65_536  # rotated pairs a head may have (head_dim is checked again b
 class GgufSource:
     """A checkpoint's config, tensors and tokenizer, read from one .gguf file."""
 
-    def __init__(self, header: GgufHeader) -> None:
+    def __init__(self, header: GgufHeader, fd: int | None = None) -> None:
         self.path = header.path
         self.label = header.path.name  # its tokenizer is in its own metadata
         self.vocabulary_inside = True
@@ -70,7 +71,9 @@ class GgufSource:
         self.arch = architecture(header)
         self._layout = RECIPES.of(self.arch, header.path).layout
         self._config = build_config(header)
-        self._fd: int | None = None  # opened at the first read, closed with the source
+        self._fd: int | None = None  # the header's (or opened at the first read), closed with us
+        self._opened = Opened()
+        self._opened.record(self.path, header.identity)
         if FREQ_FACTORS in header.tensors:
             self._check_freq_factors()  # from the header; its values are read by config()
         if any(name in header.tensors for name in LONGROPE):
@@ -79,6 +82,8 @@ class GgufSource:
         self._names = {hf: gg for hf, gg in hf_to_gguf(self._layout, layers).items()
                        if gg in header.tensors}
         self._buffers = Recycler(layer_bytes(header))  # read and dequantized into, reused
+        if fd is not None:  # last: a source that failed to build leaves the caller its fd
+            self._keep(fd)
 
     def config(self) -> dict[str, Any]:
         config = dict(self._config)
@@ -207,18 +212,32 @@ class GgufSource:
         else:
             for line, row in zip(blocks, picked, strict=True):
                 self._read_into(fd, line, info.start + int(row) * info.row_bytes)
+        self.unchanged()  # the bytes are the header's version's: still the file at this path
         return blocks
+
+    def unchanged(self) -> None:
+        """One line where the file was renamed over or rewritten since its header was read."""
+        self._opened.check()
 
     def _descriptor(self) -> int:
         """The file, opened once and kept open while the source lives: every tensor comes from
-        the file whose header was read, even once that file is renamed, replaced or deleted."""
+        the version whose header was read (one line where the path holds another by now)."""
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_RDONLY)
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO is not waited on
             except OSError as err:
                 raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
-            weakref.finalize(self, os.close, self._fd)
+            if identity_of(os.fstat(fd)) != self.header.identity:
+                os.close(fd)
+                raise changed(self.path)
+            self._keep(fd)
+        assert self._fd is not None
         return self._fd
+
+    def _keep(self, fd: int) -> None:
+        self._fd = fd
+        self._opened.record(self.path, self.header.identity, fd)
+        weakref.finalize(self, os.close, fd)
 
     def _read_into(self, fd: int, buffer: np.ndarray, offset: int) -> None:
         """Fill buffer (1-D uint8) with the file's bytes from offset, or one line: the file
@@ -266,5 +285,11 @@ def _owned(values: np.ndarray) -> np.ndarray:
 
 
 def open_gguf(path: Path) -> GgufSource:
-    """The GGUF file at path as a weight source, or one AttnCliError line naming it."""
-    return GgufSource(read_header(path))
+    """The GGUF file at path as a weight source, or one AttnCliError line naming it; its header
+    and tensors are read through one descriptor, so from one version of the file."""
+    header, fd = open_header(path)
+    try:
+        return GgufSource(header, fd)
+    except BaseException:
+        os.close(fd)
+        raise
