@@ -5,7 +5,8 @@ defaults (cli/options.py). `command()` expands each group parameter of a command
 group's fields, each under the group's help panel, gives Typer that expanded signature through
 `__signature__`, and calls the body with the groups built from what Typer parsed.
 `Annotated[Group, Without("name", ...)]` takes a group less the options a command has no use
-for; those fields keep their defaults.
+for; those fields keep their defaults. Every command also takes --quiet, and runs with its status
+line on stderr (cli/progress.py), which --quiet silences.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ import typing
 from collections.abc import Callable
 from copy import copy
 from dataclasses import fields, is_dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
+import typer
 from typer.core import TyperCommand
 
 from attncli.cli.app import app
 
 Body = TypeVar("Body", bound=Callable[..., None])
 DEFAULT_PANEL = "Options"
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="Show no progress on stderr (shown only on a terminal, once a step has "
+    "taken half a second: what it is doing, and a bar for each counted pass).",
+    rich_help_panel="Output")]
 
 
 class Group:
@@ -88,13 +94,19 @@ def expand(body: Body) -> Callable[..., None]:
         params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
                                      annotation=_in_panel(field_hints[f.name], cls.panel))
                    for f in taken]
+    params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                    annotation=QuietOpt))
     names = [p.name for p in params]
     assert len(names) == len(set(names)), f"{body.__name__}: an option is declared twice"
 
     def call(**parsed: Any) -> None:
+        from attncli.cli.progress import showing
+
+        quiet = parsed.pop("quiet")
         built = {name: cls(**{n: parsed.pop(n) for n in taken})
                  for name, (cls, taken) in groups.items()}
-        body(**built, **parsed)
+        with showing(quiet):
+            body(**built, **parsed)
 
     call.__name__, call.__doc__ = body.__name__, body.__doc__
     call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

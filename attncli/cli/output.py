@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
+from attncli.activity import doing, hush
 from attncli.cli.streams import clamp_width
 from attncli.errors import AttnCliError
 
@@ -46,6 +47,7 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
     """Write doc to stdout as strict JSON, a megabyte at a time, never as one whole string."""
     from attncli.render.jsonout import json_pieces
 
+    hush()
     sys.stdout.flush()
     batch: list[bytes] = []
     size = 0
@@ -66,6 +68,7 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
 
 def emit_streamed(write: Callable[[Console], None]) -> None:
     """Let write print to the stdout console as it goes (a listing printed in chunks)."""
+    hush()
     try:
         write(console())
     except BrokenPipeError:
@@ -76,6 +79,7 @@ def emit(out: Console, renderable: RenderableType) -> None:
     """Print a renderable to stdout part by part, a long listing in chunks as it is formatted."""
     from attncli.render.draw.streamed import print_streamed
 
+    hush()
     try:
         print_streamed(out, renderable)
     except BrokenPipeError:
@@ -108,7 +112,10 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
     if save_json is not None:
         from attncli.render.jsonout import json_pieces
 
+        doing(f"writing {save_json}")
         write_atomic(save_json, (piece.decode() for piece in json_pieces(doc)), "--save-json")
+    if save is not None:
+        doing(f"writing {save}")
     if save is not None and is_page(save):
         from attncli.render.page import render_page
 

@@ -15,6 +15,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attncli.activity import step
 from attncli.core.cutting.boundaries import Cuts
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece
 from attncli.errors import AttnCliError
@@ -45,12 +46,14 @@ def load_tokenizer(directory: Path) -> Any:
 
 def source_tokenizer(source: WeightSource) -> Any:
     """The source's tokenizer.json (its limits checked) as an HF tokenizer; nothing downloads."""
-    text = source.tokenizer_json()
+    with step("reading the tokenizer"):
+        text = source.tokenizer_json()
     if text is None:
         raise AttnCliError(f"{source.path} has no tokenizer.json: attncli tokenises with the "
                            f"model's own tokenizer (fetch it with the checkpoint)")
     shown = source.path / source.label if is_dir(source.path) else source.path
-    return _parsed(text, f"cannot read {shown}")
+    with step("reading the tokenizer"):
+        return _parsed(text, f"cannot read {shown}")
 
 
 @cache

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from attncli.activity import doing
 from attncli.errors import AttnCliError
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents
 from attncli.scan.pool import Batch, check_ray, run_local, run_ray
@@ -71,14 +72,17 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
                 **asdict(settings)}
     store = ScanStore(plan.out, identity)
     done = store.done()
+    doing("counting the corpus's documents")
     total = count_documents(plan.corpus, kind, skip=plan.out)
     todo = (d for d in chain([first], stream) if d.id not in done)
     batches = _batches(todo)
+    doing(f"starting {plan.workers} worker(s): each loads the model")
     if plan.ray is not None:
         results = run_ray(settings, batches, plan.workers, plan.ray)
     else:
         results = run_local(settings, batches, plan.workers)
     written = _drain(results, store, plan.part_size, len(done), total, progress)
+    doing("summarising the scan")
     summary = summarise(plan.out, plan.threshold, spec.n_layer, spec.num_heads)
     if grouped:  # the key/value head each query head reads, as `heads` gives it
         for row in summary["heads"]:

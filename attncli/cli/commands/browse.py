@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from attncli.activity import hush
 from attncli.browse.terminal import check_terminal, run_in_terminal
 from attncli.cli.generating import Answering
 from attncli.cli.groups import Without, command
@@ -72,4 +73,5 @@ def browse(
         request = request_of(source.read(), checkpoint, encoding, settings, compute,
                              **({"heads": None} if every else {}))
         shown = source_of(request, settings.shared())
+    hush()  # the app takes the terminal
     leave(*run_in_terminal(shown, Saver(save_dir)))

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from attncli.activity import hush
 from attncli.cli.generating import Answering, Attended
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
@@ -55,6 +56,7 @@ def generate(source: Annotated[Source, Without("inputs")],
         if output.as_json:
             emit_json(built.to_dict())
         else:
+            hush()
             typer.echo(built.given, nl=False)
         return
     keep = Keep(layers, look.head, json=output.writes_json())
