@@ -114,11 +114,12 @@ def expand(body: Body) -> Callable[..., None]:
     return call
 
 
-def command(name: str | None = None) -> Callable[[Body], Body]:
-    """Register body on the app as a command whose groups are expanded (see the module)."""
+def command(name: str | None = None, needs_model: bool = False) -> Callable[[Body], Body]:
+    """Register body on the app as a command whose groups are expanded (see the module); with
+    needs_model, its --help shows the default model that stands in for --model."""
 
     def register(body: Body) -> Body:
-        app.command(name, cls=PanelledCommand)(expand(body))
+        app.command(name, cls=ModelCommand if needs_model else PanelledCommand)(expand(body))
         return body
 
     return register
@@ -143,4 +144,19 @@ class PanelledCommand(TyperCommand):
         for heading, records in (("Arguments", args), *panels.items()):
             if records:
                 with formatter.section(heading):
-                    formatter.write_dl(records)
+                    formatter.write_dl([self.record(*r) for r in records])
+
+    def record(self, options: str, help_text: str) -> tuple[str, str]:
+        """One option's line of --help, as the command shows it."""
+        return options, help_text
+
+
+class ModelCommand(PanelledCommand):
+    """A command that needs a model: --model's help ends with the default model, if one is set
+    ($ATTNCLI_MODEL or attncli's settings file), read when the help is printed."""
+
+    def record(self, options: str, help_text: str) -> tuple[str, str]:
+        from attncli.cli.settings import default_note
+
+        note = default_note() if options.startswith("-m, --model") else None
+        return options, help_text if note is None else f"{help_text} [default: {note}]"

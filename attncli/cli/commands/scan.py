@@ -10,9 +10,10 @@ import typer
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Output
 from attncli.cli.scoring import Scanning
+from attncli.cli.settings import needed_model
 
 
-@command()
+@command(needs_model=True)
 def scan(
     corpus: Annotated[str, typer.Argument(
         help="A folder (each regular file one document; FIFOs, sockets and devices are skipped "
@@ -49,7 +50,7 @@ def scan(
     from attncli.scan.run import check_scan, run_scan
 
     output.check()
-    model = check_scan(checkpoint.model)
+    model = check_scan(needed_model(checkpoint.model, "scan"))
     from attncli.cli.progress import progress_bar
     from attncli.cli.streams import after_imports
     from attncli.core.checks.heads import heads_from_dict
