@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from attncli.activity import listening
+from attncli.errors import escaped
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -109,7 +110,7 @@ class ProgressBar:
 
 def _one_line(text: str, limit: int = 100) -> str:
     """text for the status line: a path's control characters escaped, cut at limit."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = escaped(text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
