@@ -35,6 +35,8 @@ class Group:
     """A group of options shown under one heading of --help; subclasses are frozen dataclasses."""
 
     panel: ClassVar[str] = DEFAULT_PANEL
+    # A field offered only with another (--open with --save): left out wherever that one is.
+    needs: ClassVar[dict[str, str]] = {}
 
 
 class Without:
@@ -58,6 +60,7 @@ def _group_of(hint: Any) -> tuple[Any, tuple[str, ...]] | None:
     if not (isinstance(base, type) and issubclass(base, Group) and is_dataclass(base)):
         return None
     left_out = tuple(name for item in extra if isinstance(item, Without) for name in item.names)
+    left_out += tuple(name for name, other in base.needs.items() if other in left_out)
     known = {f.name for f in fields(base)}
     unknown = sorted(set(left_out) - known)
     assert not unknown, f"{base.__name__} has no option {unknown}"

@@ -105,6 +105,8 @@ SaveOpt = Annotated[Path | None, typer.Option(
     show_default=False, metavar="FILE")]
 SaveJsonOpt = Annotated[Path | None, typer.Option(
     help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+OpenOpt = Annotated[bool, typer.Option("--open", help="Open the file --save wrote in the web "
+                                       "browser ($BROWSER, else the system's).")]
 ScaleOpt = Annotated[Scale, typer.Option(
     help="Colour range: shared (one range for every table of a quantity, so heads compare), "
     "table (each table its own), unit (weights on a fixed 0-1).")]
@@ -260,13 +262,15 @@ class Output(Group):
     """Where the output goes: tables or JSON on stdout, and files beside."""
 
     panel = "Output"
+    needs = {"open_page": "save"}
     as_json: JsonOpt = False
     save: SaveOpt = None
     save_json: SaveJsonOpt = None
+    open_page: OpenOpt = False
 
     def check(self) -> None:
-        """Refuse unwritable --save/--save-json before any work."""
-        check_outputs(self.save, self.save_json)
+        """Refuse unwritable --save/--save-json, or --open without --save, before any work."""
+        check_outputs(self.save, self.save_json, self.open_page)
 
     def page(self) -> bool:
         """Whether --save names the interactive page (.html or .htm, not .term.html)."""
@@ -278,7 +282,7 @@ class Output(Group):
 
     def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
         """JSON or tables on stdout, and the files asked for."""
-        deliver(doc, build, self.as_json, self.save, self.save_json, extra)
+        deliver(doc, build, self.as_json, self.save, self.save_json, extra, self.open_page)
 
     def deliver_result(self, result: R,
                        render: Callable[Concatenate[Console, R, P], RenderableType],

@@ -86,8 +86,12 @@ def emit(out: Console, renderable: RenderableType) -> None:
         raise BrokenPipeError from None  # as in emit_json: execute() ends quietly
 
 
-def check_outputs(save: Path | None, save_json: Path | None) -> None:
-    """Reject a bad --save extension or an unwritable path, before any work."""
+def check_outputs(save: Path | None, save_json: Path | None, open_page: bool = False) -> None:
+    """Reject a bad --save extension or an unwritable path, or --open without --save, before
+    any work."""
+    if open_page and save is None:
+        raise AttnCliError("--open opens the file --save writes: add --save NAME.html (the "
+                           "interactive page), .svg or .txt")
     if save is not None or save_json is not None:
         from attncli.cli.export import check_save
 
@@ -101,10 +105,12 @@ def is_page(save: Path | None) -> bool:
 
 
 def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
-            save_json: Path | None, extra: dict[str, Any] | None = None) -> None:
+            save_json: Path | None, extra: dict[str, Any] | None = None,
+            open_page: bool = False) -> None:
     """Write --save-json and --save, then print the JSON or the rendered view.
 
-    --save x.html writes the interactive page of doc (extra: what only the page draws).
+    --save x.html writes the interactive page of doc (extra: what only the page draws), which
+    open_page opens in the browser.
     """
     from attncli.cli.export import write_atomic
 
@@ -126,6 +132,25 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
         emit_json(doc)
     else:
         emit(out, build(out))
+    if open_page and save is not None:
+        open_in_browser(save)
+
+
+def open_in_browser(path: Path) -> None:
+    """Open a written file in the browser (webbrowser: $BROWSER, else the system's own); one
+    line on stderr where none opens it (the file is written all the same)."""
+    import webbrowser
+
+    hush()
+    try:
+        opened = webbrowser.open(path.resolve().as_uri())
+    except (webbrowser.Error, OSError):
+        opened = False
+    if not opened:
+        from attncli.errors import escaped
+
+        sys.stderr.write(f"attncli: no web browser opened {escaped(str(path))}; open it "
+                         "yourself, or set BROWSER\n")
 
 
 def save_render(pages: list[Page], save: Path, width: int) -> None:
@@ -138,8 +163,10 @@ def save_render(pages: list[Page], save: Path, width: int) -> None:
     write_atomic(save, export(recorder, save), "--save")
 
 
-def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) -> None:
-    """Print pages one by one, waiting for Enter between them when pause_lang is set."""
+def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None,
+                  open_page: bool = False) -> None:
+    """Print pages one by one, waiting for Enter between them when pause_lang is set; the
+    --save file written, and opened with open_page."""
     from rich.text import Text
 
     from attncli.i18n import text
@@ -158,6 +185,8 @@ def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) 
                 break
     if save is not None:
         save_render(pages, save, out.width)
+        if open_page:
+            open_in_browser(save)
 
 
 class Saver:

@@ -117,6 +117,19 @@ def test_every_command_takes_quiet(name: str) -> None:
     assert _panel_of(command, "quiet") == "Output"
 
 
+def test_a_field_that_needs_another_is_left_out_with_it() -> None:
+    """--open opens what --save wrote: a command without --save has no --open either."""
+    def body(output: Annotated[Output, Without("save", "save_json")]) -> None:
+        pass
+
+    def whole(output: Output) -> None:
+        pass
+
+    assert Output.needs == {"open_page": "save"}
+    assert list(inspect.signature(expand(body)).parameters) == ["as_json", "quiet"]
+    assert "open_page" in inspect.signature(expand(whole)).parameters
+
+
 @pytest.mark.parametrize("wrong", [
     "def body(pair: Pair, first: int = 1) -> None: pass",  # an option declared twice
     "def body(pair: Annotated[Pair, Without('third')]) -> None: pass",  # no such option
