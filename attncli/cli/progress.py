@@ -49,7 +49,9 @@ class ProgressBar:
             threading.Thread(target=self._wait, name="attncli-status", daemon=True).start()
 
     def _wait(self) -> None:
-        if not self._ended.wait(self._delay):
+        import rich.progress  # noqa: F401  (imported while the delay runs: the draw is quick)
+
+        if not self._ended.wait(max(self._delay - (self._clock() - self._start), 0.0)):
             with self._lock:
                 self._show()
 
@@ -135,7 +137,9 @@ def _since(clock: Callable[[], float], start: float) -> ProgressColumn:
         def render(self, task: Task) -> Text:
             from rich.text import Text
 
-            return Text(f"{clock() - start:.0f} s", style="progress.elapsed")
+            took = clock() - start  # tenths while they matter
+            return Text(f"{took:.1f} s" if took < 10 else f"{took:.0f} s",
+                        style="progress.elapsed")
 
     return Since()
 

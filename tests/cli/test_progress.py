@@ -142,7 +142,7 @@ def test_a_counted_pass_puts_its_bar_on_the_status_line_until_the_next_step() ->
     drawn = _drawn(bar)
     assert drawn.count("\n") == 1  # one line
     assert "layers" in drawn and "10%" in drawn and "reading" not in drawn
-    assert drawn.rstrip().endswith("3 s")  # the time since the command began
+    assert drawn.rstrip().endswith("3.0 s")  # the time since the command began
     bar.kind = "bytes"
     bar("downloading x.whl", 2_000_000, 8_000_000)
     assert "downloading x.whl" in _drawn(bar) and "2.0/8.0 MB" in _drawn(bar)
