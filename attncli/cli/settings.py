@@ -13,7 +13,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +116,8 @@ def write_setting(key: str, value: str | None, path: Path | None = None) -> Path
         encoded = text.encode("utf-8")
     except UnicodeEncodeError:
         raise AttnCliError(f"{key}'s value is not valid UTF-8 text") from None
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".tmp")

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +12,9 @@ from attncli.cli.groups import Without, command
 from attncli.cli.options import Output
 from attncli.cli.output import emit_json
 from attncli.errors import AttnCliError, escaped
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 SAMPLES = "samples"  # the README's files, copied out of the package into ./samples
 
@@ -109,6 +109,9 @@ def _sample_files(folder: Traversable, into: Path) -> list[tuple[Traversable, Pa
 def _samples(into: Path) -> dict[str, Any]:
     """The README's sample files written into into; a different file already there is refused
     before anything is written, and an equal one left as it is."""
+    import tempfile
+    from importlib import resources
+
     files = _sample_files(resources.files("attncli.samples"), into)
     new = []
     for source, target in files:
