@@ -8,8 +8,9 @@ taking turns, the medians compared.
 Cases: `heads` on the real SmolLM2 GGUF (its Q4_1 blocks dequantized by _dequant.c, or by the
 gguf package's numpy), `generate` of 16 tokens on it, and a tiled `run` of 8,192 tokens (its
 score passes in _fused.c, or in torch's operations). Each is a fresh process with its own
-hidden-state cache off; wall time from os.wait4. The machine may be shared: compare the ratios,
-which come from turns taken side by side, not the seconds across runs.
+hidden-state cache off; wall time, and CPU time (user + system of the process and its threads)
+from os.wait4. The machine may be shared: compare the ratios, which come from turns taken side by
+side, not the seconds across runs; on a loaded machine the CPU times' ratio is the steadier.
 """
 
 from __future__ import annotations
@@ -36,17 +37,17 @@ def smollm2() -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def seconds(args: list[str], fused: bool) -> float:
-    """Wall seconds of one attncli process, the C extensions on or off."""
+def seconds(args: list[str], fused: bool) -> tuple[float, float]:
+    """Wall and CPU seconds of one attncli process, the C extensions on or off."""
     env = {**os.environ, "ATTNCLI_NO_CACHE": "1", "ATTNCLI_FUSED": "1" if fused else "0"}
     start = time.perf_counter()
     proc = subprocess.Popen([str(BIN), *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    _, status, _ = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - start
     if status != 0:
         raise RuntimeError(f"attncli {' '.join(args[:2])} failed: {proc.stderr.read()[-300:]!r}")
-    return took
+    return took, usage.ru_utime + usage.ru_stime
 
 
 def case(name: str, args: list[str], repeats: int) -> dict:
@@ -54,10 +55,14 @@ def case(name: str, args: list[str], repeats: int) -> dict:
     for _ in range(repeats):  # side by side, so a busy stretch of the machine hits both
         on.append(seconds(args, True))
         off.append(seconds(args, False))
-    row = {"case": name, "with_c_s": statistics.median(on), "without_c_s": statistics.median(off)}
-    row["ratio"] = row["without_c_s"] / row["with_c_s"]
-    print(f"{name:<34} with C {row['with_c_s']:6.2f} s   without {row['without_c_s']:6.2f} s"
-          f"   → {row['ratio']:.2f}×", flush=True)
+    row: dict = {"case": name}
+    for k, unit in ((0, "wall"), (1, "cpu")):
+        row[f"with_c_{unit}_s"] = statistics.median(t[k] for t in on)
+        row[f"without_c_{unit}_s"] = statistics.median(t[k] for t in off)
+        row[f"{unit}_ratio"] = row[f"without_c_{unit}_s"] / row[f"with_c_{unit}_s"]
+    print(f"{name:<34} wall {row['with_c_wall_s']:6.2f} s → {row['without_c_wall_s']:6.2f} s "
+          f"({row['wall_ratio']:.2f}×)   cpu {row['with_c_cpu_s']:6.2f} s → "
+          f"{row['without_c_cpu_s']:6.2f} s ({row['cpu_ratio']:.2f}×)", flush=True)
     return row
 
 

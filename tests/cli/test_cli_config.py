@@ -62,6 +62,7 @@ def test_a_broken_settings_file_is_one_line_for_the_commands_that_read_it(
     assert cli("run", TEXT, "--json").code == 0  # run never reads a default model
 
 
+@pytest.mark.slow  # heads three times
 def test_heads_without_model_uses_the_default_as_if_given(cli,  # noqa: ANN001
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:

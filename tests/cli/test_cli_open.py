@@ -30,17 +30,19 @@ def test_the_page_opens_in_the_browser_browser_names(tmp_path: Path) -> None:
     assert proc.stderr == ""
 
 
+@pytest.mark.parametrize(("name", "args"), [
+    ("explain.svg", ["explain", SENTENCE]), ("compare.txt", ["compare", SENTENCE]),
+    pytest.param("demo.html", ["demo"], marks=pytest.mark.slow),  # the whole tour: seconds
+])  # fmt: skip
 def test_every_command_that_saves_opens_what_it_saved(cli, tmp_path: Path,  # noqa: ANN001
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      name: str, args: list[str]) -> None:
     opened: list[str] = []
     monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or True)
-    for name, args in (("explain.svg", ["explain", SENTENCE]), ("demo.html", ["demo"]),
-                       ("compare.txt", ["compare", SENTENCE])):
-        path = tmp_path / name
-        done = cli(*args, "--save", str(path), "--open")
-        assert done.code == 0, done.err
-        assert opened[-1] == path.resolve().as_uri() and path.is_file()
-    assert len(opened) == 3
+    path = tmp_path / name
+    done = cli(*args, "--save", str(path), "--open")
+    assert done.code == 0, done.err
+    assert opened == [path.resolve().as_uri()] and path.is_file()
 
 
 def test_open_without_save_is_refused_before_any_work(cli) -> None:  # noqa: ANN001
