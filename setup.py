@@ -1,18 +1,27 @@
-"""The one part of the build pyproject.toml does not hold: two small C extensions.
+"""The parts of the build pyproject.toml does not hold: two small C extensions, and samples/.
 
 attncli/long/_fused.c, the tiled pass's score passes, and attncli/models/sources/gguf/_dequant.c,
 GGUF's block types to float32. Both optional: where one does not compile (no C compiler, no Python
 headers, or a build it refuses, such as -ffast-math), the package installs without it, and
-long/fused.py leaves the work to torch's operations, gguf/dequant.py to the gguf package's.
+long/fused.py leaves the work to torch's operations, gguf/dequant.py to the gguf package's
+(`attncli doctor` says which are built). Each extension has a .pyi stub beside its source, which
+mypy reads and the package ships, and by which `attncli doctor` finds it in an installed copy.
 -ffp-contract=off: each product and sum rounded as numpy rounds it, never fused.
+
+The repository's samples/ folder (the README's files) is installed as the package
+attncli.samples, so that `attncli pull samples` can copy it out of a wheel.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_namespace_packages, setup
 
-setup(ext_modules=[
-    Extension("attncli.long._fused", sources=["attncli/long/_fused.c"],
-              extra_compile_args=["-O3"], optional=True),
-    Extension("attncli.models.sources.gguf._dequant",
-              sources=["attncli/models/sources/gguf/_dequant.c"],
-              extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
-])
+setup(
+    ext_modules=[
+        Extension("attncli.long._fused", sources=["attncli/long/_fused.c"],
+                  extra_compile_args=["-O3"], optional=True),
+        Extension("attncli.models.sources.gguf._dequant",
+                  sources=["attncli/models/sources/gguf/_dequant.c"],
+                  extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
+    ],
+    packages=[*find_namespace_packages(include=["attncli*"]), "attncli.samples"],
+    package_dir={"attncli.samples": "samples"},
+)

@@ -66,7 +66,10 @@ def help_text(command: str) -> str:
     from attncli.cli.main import execute
 
     out = io.StringIO()
-    with _terminal(COLUMNS=str(WIDTH), NO_COLOR="1"), contextlib.redirect_stdout(out):
+    # No default model (from the environment or a settings file) shows in the reference.
+    with _terminal(COLUMNS=str(WIDTH), NO_COLOR="1", ATTNCLI_MODEL=None,
+                   ATTNCLI_CONFIG=str(ROOT / "docs" / "no-settings.toml")), \
+            contextlib.redirect_stdout(out):
         code = execute([command, "--help"])
     assert code == 0, f"attncli {command} --help exited {code}"
     return out.getvalue()

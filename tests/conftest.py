@@ -74,6 +74,14 @@ def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No default model from the user's settings file or environment: each test's settings
+    file is its own (absent until a test writes it)."""
+    monkeypatch.setenv("ATTNCLI_CONFIG", str(tmp_path / "attncli-settings" / "config.toml"))
+    monkeypatch.delenv("ATTNCLI_MODEL", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _own_hidden_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each test's hidden-state cache in its own folder: never the user's, never shared."""
     monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE", str(tmp_path / "hidden-cache"))

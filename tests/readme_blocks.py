@@ -47,6 +47,10 @@ ROUNDING = [
 ]
 
 
+# Where `attncli config` writes: the reader's settings file, each test's own here.
+SETTINGS = [("the settings file", r" in \S*config\.toml$", " in <settings>")]
+
+
 @dataclass(frozen=True)
 class Block:
     """One fenced block: the line of its opening fence, its info string and its body, in the

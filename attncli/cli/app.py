@@ -12,7 +12,7 @@ app = typer.Typer(
     help="See attention: tokenise text, embed it, run one attention variant and show the "
     "weights and context vectors as coloured tables or JSON.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # bash, zsh, fish: --install-completion (bench/completion.py: its cost)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},

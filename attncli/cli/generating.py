@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from attncli.activity import hush
 from attncli.cli.groups import Group
 from attncli.errors import AttnCliError
 
@@ -95,6 +96,7 @@ class Answering(Group):
         written: list[str] = []
 
         def write_token(token: TokenInfo) -> None:
+            hush()  # the status line goes: the answer is written where it was
             written.append(token.text)
             _write("\n".join(visible(line) for line in token.text.split("\n")))
 

@@ -5,7 +5,8 @@ defaults (cli/options.py). `command()` expands each group parameter of a command
 group's fields, each under the group's help panel, gives Typer that expanded signature through
 `__signature__`, and calls the body with the groups built from what Typer parsed.
 `Annotated[Group, Without("name", ...)]` takes a group less the options a command has no use
-for; those fields keep their defaults.
+for; those fields keep their defaults. Every command also takes --quiet, and runs with its status
+line on stderr (cli/progress.py), which --quiet silences.
 """
 
 from __future__ import annotations
@@ -15,20 +16,27 @@ import typing
 from collections.abc import Callable
 from copy import copy
 from dataclasses import fields, is_dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
+import typer
 from typer.core import TyperCommand
 
 from attncli.cli.app import app
 
 Body = TypeVar("Body", bound=Callable[..., None])
 DEFAULT_PANEL = "Options"
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="Show no progress on stderr (shown only on a terminal, once a step has "
+    "taken half a second: what it is doing, and a bar for each counted pass).",
+    rich_help_panel="Output")]
 
 
 class Group:
     """A group of options shown under one heading of --help; subclasses are frozen dataclasses."""
 
     panel: ClassVar[str] = DEFAULT_PANEL
+    # A field offered only with another (--open with --save): left out wherever that one is.
+    needs: ClassVar[dict[str, str]] = {}
 
 
 class Without:
@@ -52,6 +60,7 @@ def _group_of(hint: Any) -> tuple[Any, tuple[str, ...]] | None:
     if not (isinstance(base, type) and issubclass(base, Group) and is_dataclass(base)):
         return None
     left_out = tuple(name for item in extra if isinstance(item, Without) for name in item.names)
+    left_out += tuple(name for name, other in base.needs.items() if other in left_out)
     known = {f.name for f in fields(base)}
     unknown = sorted(set(left_out) - known)
     assert not unknown, f"{base.__name__} has no option {unknown}"
@@ -88,13 +97,19 @@ def expand(body: Body) -> Callable[..., None]:
         params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
                                      annotation=_in_panel(field_hints[f.name], cls.panel))
                    for f in taken]
+    params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False,
+                                    annotation=QuietOpt))
     names = [p.name for p in params]
     assert len(names) == len(set(names)), f"{body.__name__}: an option is declared twice"
 
     def call(**parsed: Any) -> None:
+        from attncli.cli.progress import showing
+
+        quiet = parsed.pop("quiet")
         built = {name: cls(**{n: parsed.pop(n) for n in taken})
                  for name, (cls, taken) in groups.items()}
-        body(**built, **parsed)
+        with showing(quiet):
+            body(**built, **parsed)
 
     call.__name__, call.__doc__ = body.__name__, body.__doc__
     call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -102,11 +117,12 @@ def expand(body: Body) -> Callable[..., None]:
     return call
 
 
-def command(name: str | None = None) -> Callable[[Body], Body]:
-    """Register body on the app as a command whose groups are expanded (see the module)."""
+def command(name: str | None = None, needs_model: bool = False) -> Callable[[Body], Body]:
+    """Register body on the app as a command whose groups are expanded (see the module); with
+    needs_model, its --help shows the default model that stands in for --model."""
 
     def register(body: Body) -> Body:
-        app.command(name, cls=PanelledCommand)(expand(body))
+        app.command(name, cls=ModelCommand if needs_model else PanelledCommand)(expand(body))
         return body
 
     return register
@@ -131,4 +147,19 @@ class PanelledCommand(TyperCommand):
         for heading, records in (("Arguments", args), *panels.items()):
             if records:
                 with formatter.section(heading):
-                    formatter.write_dl(records)
+                    formatter.write_dl([self.record(*r) for r in records])
+
+    def record(self, options: str, help_text: str) -> tuple[str, str]:
+        """One option's line of --help, as the command shows it."""
+        return options, help_text
+
+
+class ModelCommand(PanelledCommand):
+    """A command that needs a model: --model's help ends with the default model, if one is set
+    ($ATTNCLI_MODEL or attncli's settings file), read when the help is printed."""
+
+    def record(self, options: str, help_text: str) -> tuple[str, str]:
+        from attncli.cli.settings import default_note
+
+        note = default_note() if options.startswith("-m, --model") else None
+        return options, help_text if note is None else f"{help_text} [default: {note}]"

@@ -105,6 +105,8 @@ SaveOpt = Annotated[Path | None, typer.Option(
     show_default=False, metavar="FILE")]
 SaveJsonOpt = Annotated[Path | None, typer.Option(
     help="Also write the JSON to FILE.", show_default=False, metavar="FILE")]
+OpenOpt = Annotated[bool, typer.Option("--open", help="Open the file --save wrote in the web "
+                                       "browser ($BROWSER, else the system's).")]
 ScaleOpt = Annotated[Scale, typer.Option(
     help="Colour range: shared (one range for every table of a quantity, so heads compare), "
     "table (each table its own), unit (weights on a fixed 0-1).")]
@@ -115,11 +117,13 @@ LangOpt = Annotated[Lang | None, typer.Option(
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", "-m", help="A local GPT-2 or Llama-family (llama, mistral, qwen2, qwen3) "
     "checkpoint: a Hugging Face folder (config.json + model.safetensors or shards), a "
-    ".safetensors file, or a name in the local Hugging Face cache (gpt2, "
-    "Qwen/Qwen2.5-0.5B, ...). Never downloads. Memory: one layer's weights as float32 at a time "
-    "plus about 0.4 GB, whatever the file's size or quantization (Llama 3.2 1B: 0.6 GB; 3.1 8B: "
-    "1.5 GB; 70B: 4 GB); refused in one line when less than twice that is available.",
-    show_default=False, metavar="PATH|NAME")]
+    ".safetensors or .gguf file, or a name in a store here: the Hugging Face cache (gpt2, "
+    "Qwen/Qwen2.5-0.5B), Ollama's (llama3.2:1b), LM Studio's (lmstudio:NAME), attncli's "
+    "(smollm2, after `attncli pull smollm2`). Never downloads. Memory: one layer's weights as "
+    "float32 at a time plus about 0.4 GB, whatever the file's size or quantization (Llama 3.2 "
+    "1B: 0.6 GB; 3.1 8B: 1.5 GB; 70B: 4 GB); refused in one line when less than twice that is "
+    "available. heads, generate, scan and browse --generate take $ATTNCLI_MODEL, else `attncli "
+    "config set model NAME`, without it.", show_default=False, metavar="PATH|NAME")]
 LayerOpt = Annotated[int | None, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end [default: 0].",
     show_default=False)]
@@ -258,13 +262,15 @@ class Output(Group):
     """Where the output goes: tables or JSON on stdout, and files beside."""
 
     panel = "Output"
+    needs = {"open_page": "save"}
     as_json: JsonOpt = False
     save: SaveOpt = None
     save_json: SaveJsonOpt = None
+    open_page: OpenOpt = False
 
     def check(self) -> None:
-        """Refuse unwritable --save/--save-json before any work."""
-        check_outputs(self.save, self.save_json)
+        """Refuse unwritable --save/--save-json, or --open without --save, before any work."""
+        check_outputs(self.save, self.save_json, self.open_page)
 
     def page(self) -> bool:
         """Whether --save names the interactive page (.html or .htm, not .term.html)."""
@@ -276,7 +282,7 @@ class Output(Group):
 
     def deliver(self, doc: Any, build: Page, extra: dict[str, Any] | None = None) -> None:
         """JSON or tables on stdout, and the files asked for."""
-        deliver(doc, build, self.as_json, self.save, self.save_json, extra)
+        deliver(doc, build, self.as_json, self.save, self.save_json, extra, self.open_page)
 
     def deliver_result(self, result: R,
                        render: Callable[Concatenate[Console, R, P], RenderableType],

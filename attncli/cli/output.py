@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
+from attncli.activity import doing, hush
 from attncli.cli.streams import clamp_width
 from attncli.errors import AttnCliError
 
@@ -46,6 +47,7 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
     """Write doc to stdout as strict JSON, a megabyte at a time, never as one whole string."""
     from attncli.render.jsonout import json_pieces
 
+    hush()
     sys.stdout.flush()
     batch: list[bytes] = []
     size = 0
@@ -66,6 +68,7 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
 
 def emit_streamed(write: Callable[[Console], None]) -> None:
     """Let write print to the stdout console as it goes (a listing printed in chunks)."""
+    hush()
     try:
         write(console())
     except BrokenPipeError:
@@ -76,14 +79,19 @@ def emit(out: Console, renderable: RenderableType) -> None:
     """Print a renderable to stdout part by part, a long listing in chunks as it is formatted."""
     from attncli.render.draw.streamed import print_streamed
 
+    hush()
     try:
         print_streamed(out, renderable)
     except BrokenPipeError:
         raise BrokenPipeError from None  # as in emit_json: execute() ends quietly
 
 
-def check_outputs(save: Path | None, save_json: Path | None) -> None:
-    """Reject a bad --save extension or an unwritable path, before any work."""
+def check_outputs(save: Path | None, save_json: Path | None, open_page: bool = False) -> None:
+    """Reject a bad --save extension or an unwritable path, or --open without --save, before
+    any work."""
+    if open_page and save is None:
+        raise AttnCliError("--open opens the file --save writes: add --save NAME.html (the "
+                           "interactive page), .svg or .txt")
     if save is not None or save_json is not None:
         from attncli.cli.export import check_save
 
@@ -97,10 +105,12 @@ def is_page(save: Path | None) -> bool:
 
 
 def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
-            save_json: Path | None, extra: dict[str, Any] | None = None) -> None:
+            save_json: Path | None, extra: dict[str, Any] | None = None,
+            open_page: bool = False) -> None:
     """Write --save-json and --save, then print the JSON or the rendered view.
 
-    --save x.html writes the interactive page of doc (extra: what only the page draws).
+    --save x.html writes the interactive page of doc (extra: what only the page draws), which
+    open_page opens in the browser.
     """
     from attncli.cli.export import write_atomic
 
@@ -108,7 +118,10 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
     if save_json is not None:
         from attncli.render.jsonout import json_pieces
 
+        doing(f"writing {save_json}")
         write_atomic(save_json, (piece.decode() for piece in json_pieces(doc)), "--save-json")
+    if save is not None:
+        doing(f"writing {save}")
     if save is not None and is_page(save):
         from attncli.render.page import render_page
 
@@ -119,6 +132,25 @@ def deliver(doc: dict[str, Any], build: Page, as_json: bool, save: Path | None,
         emit_json(doc)
     else:
         emit(out, build(out))
+    if open_page and save is not None:
+        open_in_browser(save)
+
+
+def open_in_browser(path: Path) -> None:
+    """Open a written file in the browser (webbrowser: $BROWSER, else the system's own); one
+    line on stderr where none opens it (the file is written all the same)."""
+    import webbrowser
+
+    hush()
+    try:
+        opened = webbrowser.open(path.resolve().as_uri())
+    except (webbrowser.Error, OSError):
+        opened = False
+    if not opened:
+        from attncli.errors import escaped
+
+        sys.stderr.write(f"attncli: no web browser opened {escaped(str(path))}; open it "
+                         "yourself, or set BROWSER\n")
 
 
 def save_render(pages: list[Page], save: Path, width: int) -> None:
@@ -131,8 +163,10 @@ def save_render(pages: list[Page], save: Path, width: int) -> None:
     write_atomic(save, export(recorder, save), "--save")
 
 
-def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) -> None:
-    """Print pages one by one, waiting for Enter between them when pause_lang is set."""
+def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None,
+                  open_page: bool = False) -> None:
+    """Print pages one by one, waiting for Enter between them when pause_lang is set; the
+    --save file written, and opened with open_page."""
     from rich.text import Text
 
     from attncli.i18n import text
@@ -151,6 +185,8 @@ def deliver_pages(pages: list[Page], save: Path | None, pause_lang: str | None) 
                 break
     if save is not None:
         save_render(pages, save, out.width)
+        if open_page:
+            open_in_browser(save)
 
 
 class Saver:

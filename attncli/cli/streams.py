@@ -153,7 +153,9 @@ class _HeldLoader:
         return getattr(self._loader, name)
 
     def exec_module(self, module: ModuleType) -> None:
-        with signals_held():
+        from attncli.activity import step
+
+        with signals_held(), step(f"importing {module.__name__}"):
             try:
                 self._loader.exec_module(module)
             finally:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
+from attncli.activity import doing
 from attncli.core.attention import Attention, AttentionOutput, build_variant
 from attncli.core.checks import run as checked_run
 from attncli.core.convert import plain
@@ -53,6 +54,7 @@ def text_tokens(req: Request) -> tuple[list[TokenInfo], list[int]]:
     """Token records and ids of the request's text."""
     if req.text is None:
         raise AttnCliError("no input text")
+    doing(f"tokenizing {len(req.text):,} characters")
     pieces = tokenize(req.text, req.encoding, req.allow_special)
     return [TokenInfo.of(p) for p in pieces], [p.id for p in pieces if p.id is not None]
 

@@ -12,6 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from attncli.activity import doing
 from attncli.errors import AttnCliError
 from attncli.models.checks.values import layer_index, shown
 
@@ -282,6 +283,7 @@ def open_family(model: str) -> tuple[WeightSource, Family]:
     from attncli.models.sources.formats import open_source
     from attncli.models.stores.locate import is_dir, resolve_path
 
+    doing(f"opening {model}")
     path = resolve_path(model)
     source = open_source(path)
     config_name = (path if is_dir(path) else path.parent) / "config.json"

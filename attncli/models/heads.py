@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attncli.activity import counted
 from attncli.core.display import Window
 from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
 from attncli.core.request import Measure
@@ -99,6 +100,7 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int, measure: Mea
         return out
     traces = model.trace(ids, stop - 1) if passes is None else passes.trace(stop - 1, start)
     for trace in traces:
+        counted("layers", trace.layer + 1, stop)
         view = None
         if measure is Measure.norm and trace.layer >= first:
             raw = norm_weights(trace.weights, value_norms(trace.values, trace.out_proj))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
+from attncli.activity import step
 from attncli.core.cutting.boundaries import Cuts
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece
 from attncli.errors import AttnCliError
@@ -52,12 +53,14 @@ def source_tokenizer(source: WeightSource) -> Any:
         return _BY_SOURCE[source]
     except (KeyError, TypeError):  # not made yet, or a source that cannot be a key
         pass
-    text = source.tokenizer_json()
+    with step("reading the tokenizer"):
+        text = source.tokenizer_json()
     if text is None:
         raise AttnCliError(f"{source.path} has no tokenizer.json: attncli tokenises with the "
                            f"model's own tokenizer (fetch it with the checkpoint)")
     shown = source.path / source.label if is_dir(source.path) else source.path
-    tokenizer = _parsed(text, f"cannot read {shown}")
+    with step("reading the tokenizer"):
+        tokenizer = _parsed(text, f"cannot read {shown}")
     with suppress(TypeError):
         _BY_SOURCE[source] = tokenizer
     return tokenizer

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attncli.activity import doing
 from attncli.core.convert import plain
 from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
 from attncli.core.pipeline import (
@@ -145,6 +146,7 @@ def run_model(req: Request, extract: Extract | None = None, progress: Progress |
     extract = extract or Extract(stages=None)
     model = open_checked(req)
     check_head(extract.head, model.spec.num_heads)
+    doing(f"tokenizing {len(req.text or ''):,} characters")
     tokens = model.tokens(req)
     layer = model.spec.layer_index(req.layer or 0)
     impl = _impl(req, model, len(tokens.ids), layer, budget_bytes)
@@ -243,6 +245,7 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
         tokens, probe = probe_tokens(model, req, options.probe, options.probe_length,
                                      options.probe_seed)
     else:
+        doing(f"tokenizing {len(req.text or ''):,} characters")
         tokens = model.tokens(req)
     ids, spec = tokens.ids, model.spec
     n = len(ids)
@@ -254,6 +257,7 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
                "weights", "pick fewer layers with --layers a:b, or `attncli run --layer L` "
                "shows one layer of a long input")
     done = heads_pass(model, ids, first, stop, req.measure, cached_pass(req, model, ids))
+    doing("scoring the heads")
     kinds = SCORES if probe is None else (SCORE_OF[probe.kind],)
     measures = sort_measures(scored_rows(done, options.threshold, kinds), options.sort)
     if model.traits.kv_heads:

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from attncli.core.result import HeadsResult, Matrix
 from attncli.render.draw.colors import cell_style, legend, shade_of
-from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
+from attncli.render.draw.fitted import fitted_listings
+from attncli.render.draw.listing import Cell, Column, listing_width
 from attncli.render.draw.palette import depth_of, swatch
 from attncli.render.draw.streamed import Later
 
@@ -157,7 +158,6 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
         columns.append(Column("labels"))
         widest.append(room)
         extremes[0].append(max(labels, key=len))
-    widths = column_widths(console, None, columns, widest, extremes)
 
     def rows() -> Iterator[list[Cell]]:
         for m, label in zip(measures, labels, strict=True):
@@ -179,7 +179,9 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
         lines.append(f"+: labelled, the score is {result.config.get('threshold', 0):.2f} or more"
                      + ("" if labelled or room == 0 else " (the labels are listed above the "
                         "thumbnails; a wider terminal shows them here)"))
-    return Group(Listing(columns, widths, rows), Text("\n".join(lines), style="dim"))
+    return Group(*fitted_listings(console, columns, widest, extremes, rows, keys=2),
+                 Text("\n".join(lines), style="dim"))
+
 
 
 def _score_cell(m: dict[str, Any], name: str, threshold: float, depth: str | None) -> Text:

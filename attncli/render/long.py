@@ -7,15 +7,14 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from rich import box
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from attncli.core.display import Display, measure_legend
 from attncli.core.result import LongStats, Result
 from attncli.render.draw.colors import cell_style
+from attncli.render.draw.fitted import fitted_listings
 from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
 from attncli.render.draw.palette import depth_of
 from attncli.render.draw.pooled import render_pooled
@@ -62,21 +61,24 @@ def render_header(result: Result) -> Text:
     return Text.assemble((result.traits.title, "bold"), " · " + " · ".join(parts), tiled)
 
 
-def render_summary(result: Result, options: Display) -> RenderableType:
-    """One row per head: how spread out it is and where its weight goes."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("head", justify="right")
-    for _, title in SUMMARY:
-        table.add_column(title.replace("top-k", f"top-{result.config.top_k}"), justify="right")
+def render_summary(console: Console, result: Result, options: Display) -> RenderableType:
+    """One row per head: how spread out it is and where its weight goes (in parts, one under
+    the other, where the terminal is too narrow for every number whole)."""
+    columns = [Column("head", "right"), *(Column(
+        title.replace("top-k", f"top-{result.config.top_k}"), "right") for _, title in SUMMARY)]
     p = min(options.precision, 3)
-    for row in _long(result).summary:
-        table.add_row(str(row["head"]), *(f"{row[key]:.{p}f}" for key, _ in SUMMARY))
+    cells: list[list[Cell]] = [[str(row["head"]), *(f"{row[key]:.{p}f}" for key, _ in SUMMARY)]
+                               for row in _long(result).summary]
+    widest = [max((len(str(row[k])) for row in cells), default=0) for k in range(len(columns))]
+    extremes = [[max((row[k] for row in cells), key=lambda c: len(str(c)), default="")
+                 for k in range(len(columns))]]
+    table = fitted_listings(console, columns, widest, extremes, lambda: iter(cells), keys=1)
     note = Text(
         "Means over queries 1 to N-1. entropy: nats (0 = one key takes all); first, prev, "
         "self: weight on token 0, the previous token, the query itself; top-"
         f"{result.config.top_k}: weight on each query's heaviest keys; distance: tokens "
         "back, weighted by attention.", style="dim")
-    return Group(Text("Summary per head", style="bold"), table, note)
+    return Group(Text("Summary per head", style="bold"), *table, note)
 
 
 class _RowLists:
@@ -251,7 +253,7 @@ def pooled_range(result: Result, scale: str) -> LogRange | None:
 def render_long(console: Console, result: Result, options: Display) -> RenderableType:
     """Header, summary, then per head: pooled heatmap, top keys, window; then the query's view."""
     parts: list[RenderableType] = [render_header(result), Text(),
-                                   render_summary(result, options)]
+                                   render_summary(console, result, options)]
     maps = {pmap.head: pmap for pmap in _long(result).maps}
     shared = pooled_range(result, options.scale) if maps else None  # one range for every head
     rollout = result.config.measure == "rollout"  # one window, heads averaged

@@ -48,7 +48,10 @@ def _shape(row: dict[str, Any]) -> str:
 
 def _cells(row: dict[str, Any]) -> list[Text | str]:
     size = row.get("size_bytes")
-    return [_shown(row["name"]), SHORT.get(row["source"], row["source"]),
+    pulled = row["source"] == "attncli" and row.get("model") not in (None, row["name"]) and \
+        "/" not in row["model"]  # a pulled model goes by its short name (smollm2)
+    return [_shown(row["model"] if pulled else row["name"]),
+            SHORT.get(row["source"], row["source"]),
             _shown(f"{row.get('format') or '?'} {row.get('quantization') or '?'}"),
             _shown(row.get("architecture") or "?"), _shape(row),
             size_text(size) if isinstance(size, int) else "?"]
@@ -101,9 +104,10 @@ def render_models(doc: dict[str, Any]) -> RenderableType:
     stores = doc["stores"]
     parts: list[RenderableType] = []
     if not doc["models"]:
-        parts.append(Text("No model attncli can read was found. Fetch one once with, for "
-                          "example, `hf download HuggingFaceTB/SmolLM2-135M`, or pass a GGUF "
-                          "file: `--model FILE.gguf`."))
+        parts.append(Text("No model attncli can read was found. Fetch one once with "
+                          "`attncli pull smollm2` (then --model smollm2), or `hf download "
+                          "HuggingFaceTB/SmolLM2-135M`, or pass a GGUF file: `--model "
+                          "FILE.gguf`."))
     else:
         parts.append(_Listing(doc["models"]))
     skipped = doc.get("unreadable") or []

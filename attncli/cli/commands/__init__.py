@@ -15,6 +15,7 @@ from attncli.cli.commands import (
     show,
     tokens,
 )
+from attncli.cli.commands.setup import config, doctor, pull  # setting attncli up, listed last
 
-__all__ = ["browse", "check", "compare", "demo", "explain", "generate", "heads", "lessons",
-           "models", "run", "scan", "show", "tokens"]
+__all__ = ["browse", "check", "compare", "config", "demo", "doctor", "explain", "generate",
+           "heads", "lessons", "models", "pull", "run", "scan", "show", "tokens"]

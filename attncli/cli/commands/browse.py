@@ -7,17 +7,18 @@ from typing import Annotated
 
 import typer
 
+from attncli.activity import hush
 from attncli.browse.terminal import check_terminal, run_in_terminal
 from attncli.cli.generating import Answering
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source
 from attncli.cli.output import Saver
 from attncli.cli.requests import request_of
+from attncli.cli.settings import needed_model
 from attncli.cli.streams import leave
-from attncli.errors import AttnCliError
 
 
-@command()
+@command(needs_model=True)
 def browse(
     source: Source,
     checkpoint: Annotated[Checkpoint, Without("predict")],
@@ -58,11 +59,10 @@ def browse(
 
         shown = saved_generation(generation)
     elif generate:
-        if not checkpoint.model:
-            raise AttnCliError("browse --generate needs --model: the decoder that answers")
+        model = needed_model(checkpoint.model, "browse --generate", " (the decoder that answers)")
         from attncli.browse.generation import generation_source
 
-        shown = generation_source(answering.answer(checkpoint.model, source.read()[0] or "",
+        shown = generation_source(answering.answer(model, source.read()[0] or "",
                                                    encoding.allow_special))
     else:
         from attncli.browse.source import source_of
@@ -72,4 +72,5 @@ def browse(
         request = request_of(source.read(), checkpoint, encoding, settings, compute,
                              **({"heads": None} if every else {}))
         shown = source_of(request, settings.shared())
+    hush()  # the app takes the terminal
     leave(*run_in_terminal(shown, Saver(save_dir)))

@@ -67,7 +67,7 @@ def demo(
     pages: list[Page] = [lambda out: render_title(options.lang), *chosen]
     pages.append(lambda out: render_outro(options.lang))
     paced = not no_pause and sys.stdin.isatty() and sys.stdout.isatty()
-    deliver_pages(pages, output.save, options.lang if paced else None)
+    deliver_pages(pages, output.save, options.lang if paced else None, output.open_page)
 
 
 def _chapter_page(out: Console, key: str, number: int, total: int,

@@ -6,16 +6,17 @@ from typing import Annotated
 
 import typer
 
+from attncli.activity import hush
 from attncli.cli.generating import Answering, Attended
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json
-from attncli.errors import AttnCliError
+from attncli.cli.settings import needed_model
 
 LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
 
 
-@command()
+@command(needs_model=True)
 def generate(source: Annotated[Source, Without("inputs")],
              checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
              encoding: Annotated[Encoding, Without("encoding")], answering: Answering,
@@ -37,8 +38,7 @@ def generate(source: Annotated[Source, Without("inputs")],
     """
     from attncli.cli.streams import after_imports
 
-    if not checkpoint.model:
-        raise AttnCliError("generate needs --model: the decoder that answers")
+    model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
     layers = attended.check()
     answering.sampling()  # checked before the prompt is read
@@ -50,16 +50,17 @@ def generate(source: Annotated[Source, Without("inputs")],
 
     after_imports()
     if answering.show_template:
-        built = build_prompt(open_model(checkpoint.model), checkpoint.model, prompt,
+        built = build_prompt(open_model(model), model, prompt,
                              answering.system, answering.raw, encoding.allow_special)
         if output.as_json:
             emit_json(built.to_dict())
         else:
+            hush()
             typer.echo(built.given, nl=False)
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
-        result = answering.answer(checkpoint.model, prompt, encoding.allow_special, keep,
+        result = answering.answer(model, prompt, encoding.allow_special, keep,
                                   on_token)
     output.deliver_result(result, render_generation, attended.view(result, look.head))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -10,9 +11,10 @@ from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.requests import request_of
 from attncli.cli.scoring import Scoring
+from attncli.cli.settings import needed_model
 
 
-@command()
+@command(needs_model=True)
 def heads(
     *,
     source: Annotated[Source, Without("inputs")],
@@ -49,6 +51,7 @@ def heads(
     """
     from attncli.cli.streams import after_imports
 
+    checkpoint = replace(checkpoint, model=needed_model(checkpoint.model, "heads"))
     output.check()
     text, layers = scoring.read(source)
     request = request_of((text, None), checkpoint, encoding, compute, heads=heads)

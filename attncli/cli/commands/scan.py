@@ -11,13 +11,14 @@ import typer
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Output
 from attncli.cli.scoring import Scanning
+from attncli.cli.settings import needed_model
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from attncli.scan.stopping import ScanStopped
 
 
-@command()
+@command(needs_model=True)
 def scan(
     corpus: Annotated[str, typer.Argument(
         help="A folder (each regular file one document; FIFOs, sockets and devices are skipped "
@@ -55,7 +56,7 @@ def scan(
     from attncli.scan.stopping import ScanStopped
 
     output.check()
-    model = check_scan(checkpoint.model)
+    model = check_scan(needed_model(checkpoint.model, "scan"))
     from attncli.cli.progress import progress_bar
     from attncli.cli.streams import after_imports
     from attncli.core.checks.heads import heads_from_dict

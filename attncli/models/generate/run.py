@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from attncli.activity import counted, doing
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
@@ -52,8 +53,10 @@ def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
     steps: list[Step] = []
     answer: list[TokenInfo] = []
     stopped = "max_new_tokens"
+    doing(f"reading the prompt: {len(built.ids):,} tokens")
     try:
         for step in decode(model, built.ids, sampling, built.stop_ids):
+            counted("answer tokens", len(steps) + 1, sampling.max_new_tokens)
             steps.append(step)
             answer.append(_info(texts(step.token_id), len(built.ids) + len(answer)))
             if on_token is not None:

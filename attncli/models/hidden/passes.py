@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from attncli.activity import counted
 from attncli.core.attention import Attention
 from attncli.core.request import Request
 from attncli.errors import AttnCliError
@@ -205,6 +206,7 @@ class CachedPass:
         assert isinstance(self.model, Resumable)
         with self._unkept_if_changed():
             for block in self.model.trace_from(self.ids, last_layer, known):
+                counted("layers", block.layer + 1, last_layer + 1)
                 self._keep(block.layer, block.residual)
                 self._keep(block.layer + 1, block.output)
                 self._keep_weights(block.layer, block.weights)

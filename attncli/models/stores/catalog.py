@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from attncli.activity import doing
 from attncli.errors import AttnCliError
 from attncli.models.stores.fetched import fetched_models, fetched_root
 from attncli.models.stores.lmstudio import lmstudio_files, lmstudio_roots
@@ -177,6 +178,7 @@ def _hub(cache: Path, listed: Listed) -> None:
 def _add_gguf(name: str, source: str, model: str, path: Path, listed: Listed) -> None:
     """A GGUF file's row from its header, or its unreadable entry with the reason."""
     rows, unreadable, headers = listed
+    doing(f"reading the header of {name}")
     described = headers.describe(path)
     row = {**_row(name, source, "gguf", model, str(path)),
            "quantization": described["quantization"], "architecture": described["architecture"],
@@ -241,8 +243,11 @@ def cached_models(cache: Path | None = None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     unreadable: list[dict[str, Any]] = []
     listed = (rows, unreadable, Headers())
+    doing("listing the Hugging Face cache")
     _hub(cache, listed)
+    doing("listing Ollama's store and LM Studio's folder")
     _stores(listed)
+    doing("listing attncli's cache")
     _fetched(listed)
     return {"cache": json_text(str(cache)), "stores": _where(cache), "models": rows,
             "unreadable": unreadable}

@@ -1,5 +1,6 @@
-"""attncli's own cache: the models scripts/fetch_model.py fetched (SmolLM2's GGUF file, and
-Hugging Face folders of config.json and model.safetensors), listed and found by name.
+"""attncli's own cache: the models `attncli pull` (and scripts/fetch_model.py) fetched (SmolLM2's
+GGUF file, and Hugging Face folders of config.json and model.safetensors), listed and found by
+name; a pulled model's --model is its short name (smollm2).
 
 A file or folder named with a leading dot (the fetch's `.fetch-*` temporary folders) or ending in
 `.part` is never a model; FIFOs, devices and symlink loops are passed over without being opened.
@@ -18,6 +19,7 @@ from attncli.errors import AttnCliError
 from attncli.models.stores.cachedir import model_cache_dir
 from attncli.models.stores.ollama import shown
 from attncli.models.stores.paths import is_file, is_model_gguf
+from attncli.models.stores.pull import PULLABLE
 
 SOURCE = "attncli"
 MAX_ENTRIES = 10_000  # entries looked at in the cache folder
@@ -71,8 +73,9 @@ def fetched_models() -> list[dict[str, Any]]:
     found = [{"name": _name(path, kind), "source": SOURCE, "kind": kind, "path": str(path)}
              for path, kind in kinds if kind is not None]
     shared = Counter(entry["name"] for entry in found)
-    return [{**entry, "model": entry["name"] if shared[entry["name"]] == 1 else entry["path"]}
-            for entry in found]
+    short = {model.target: name for name, model in PULLABLE.items()}
+    return [{**entry, "model": short.get(Path(entry["path"]).name) or (
+        entry["name"] if shared[entry["name"]] == 1 else entry["path"])} for entry in found]
 
 
 def find_fetched(name: str) -> Path | None:

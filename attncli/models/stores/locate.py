@@ -11,8 +11,13 @@ from typing import Any
 
 from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
-from attncli.models.stores.fetched import find_fetched
-from attncli.models.stores.lmstudio import find_lmstudio
+from attncli.models.stores.names import (
+    LMSTUDIO_PREFIX,
+    find_named,
+    not_found,
+    ollama_like,
+    resolve_lmstudio,
+)
 from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
 from attncli.models.stores.paths import expanded, is_dir, is_file, special_kind
 
@@ -119,9 +124,10 @@ def model_exists(path: Path, model: str) -> bool:
 
 
 def resolve_path(model: str) -> Path:
-    """The folder or file --model names: ollama:NAME[:TAG], a path, a snapshot in the hub cache,
-    a name in attncli's own cache, or a name in LM Studio's folder; a FIFO, device or socket
-    there is refused before any read."""
+    """The folder or file --model names: ollama:NAME[:TAG], lmstudio:NAME, a path, a snapshot
+    in the hub cache, or a name in another store (stores/names.py: a pulled model, attncli's
+    cache, LM Studio's folder, Ollama's store); a FIFO, device or socket there is refused before
+    any read."""
     path = _resolved(model)
     refuse_special(path)
     if is_dir(path):
@@ -143,19 +149,25 @@ def refuse_special(path: Path) -> None:
 def _resolved(model: str) -> Path:
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
+    if model.startswith(LMSTUDIO_PREFIX):
+        return resolve_lmstudio(model)
     path = expanded(model, "--model")
-    if not model_exists(path, model):
+    if model_exists(path, model):
+        return path
+    hub = looks_like_hub_name(model)
+    if hub:
         try:
-            if not looks_like_hub_name(model):
-                raise AttnCliError(f"no such file or directory: {model}")
-            path = find_cached(model)
+            return find_cached(model)
         except AttnCliError:
-            # NAME[.gguf] in attncli's cache; PUBLISHER/MODEL[/FILE.gguf] in LM Studio's folder
-            found = find_fetched(model) or find_lmstudio(model)
-            if found is None:
-                raise
-            return found
-    return path
+            pass  # not in the hub cache: perhaps in another store
+    found = find_named(model) if hub or ollama_like(model) else None
+    if found is not None:
+        return found
+    if not hub and not ollama_like(model):
+        raise AttnCliError(f"no such file or directory: {model}")
+    cache = hub_cache_dir()
+    raise AttnCliError(not_found(model, cache, [cache / f for f in repo_folders(model)]
+                                 if hub else []))
 
 
 def locate_checkpoint(model: str) -> tuple[Path, Path | None]:

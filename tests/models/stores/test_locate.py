@@ -24,10 +24,14 @@ CACHE_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOM
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty hub cache that HF_HUB_CACHE points at, and a working directory without models."""
+    """An empty hub cache that HF_HUB_CACHE points at, and a working directory without models;
+    attncli's cache, Ollama's store and LM Studio's folder empty too."""
     for var in CACHE_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    for var, folder in (("ATTNCLI_MODEL_CACHE", "fetched"), ("OLLAMA_MODELS", "ollama"),
+                        ("LMSTUDIO_MODELS", "lmstudio")):
+        monkeypatch.setenv(var, str(tmp_path / folder))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "hub").mkdir()
     return tmp_path / "hub"
@@ -110,7 +114,8 @@ def test_name_not_in_cache(cache: Path) -> None:
     assert _error("gpt2-medium") == (
         f"'gpt2-medium' is not a file or directory, and not in the local Hugging Face cache "
         f"(looked for {cache / 'models--gpt2-medium'}, "
-        f"{cache / 'models--openai-community--gpt2-medium'}); attncli never downloads: fetch it "
+        f"{cache / 'models--openai-community--gpt2-medium'}) nor in attncli's, LM Studio's or "
+        f"Ollama's store; attncli never downloads: fetch it "
         f"once with `hf download openai-community/gpt2-medium config.json model.safetensors`, "
         f"or pass a directory holding config.json and model.safetensors")
 

