@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attncli.core import sizes
@@ -67,11 +68,13 @@ sys.exit(execute(sys.argv[3:]))
 """
 
 
-def _run_limited(mode: str, headroom: int, *args: str) -> subprocess.CompletedProcess[str]:
+def _run_limited(mode: str, headroom: int, *args: str,
+                 quantized: bool = False) -> subprocess.CompletedProcess[str]:
     # No hidden-state cache: the kept run must make the whole pass the freed run made, not read
-    # the streams the freed run left.
+    # the streams the freed run left. The float32 path unless quantized: the kernels on the
+    # file's blocks keep no float32 matrix to free.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "NO_COLOR": "1",
-           "ATTNCLI_NO_CACHE": "1"}
+           "ATTNCLI_NO_CACHE": "1", "ATTNCLI_QMATMUL": "1" if quantized else "0"}
     return subprocess.run([sys.executable, "-c", CHILD, mode, str(headroom), *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600, check=False)
 
@@ -94,6 +97,13 @@ def test_layers_are_freed_one_by_one_under_an_address_space_limit(tmp_path: Path
     assert kept.returncode != 0
     assert re.search(r"MemoryError|more than half the|Cannot allocate|DefaultCPUAllocator",
                      kept.stderr), kept.stderr[-2000:]
+    # On the quantized blocks, every layer kept as the file holds it (140 MB) fits the limit
+    # that the float32 copies overran, and the run gives the float32 run's weights.
+    held = _run_limited("keep", headroom, *args, quantized=True)
+    assert held.returncode == 0, held.stderr[-2000:]
+    ours, theirs = (np.array(json.loads(r.stdout)["weights"], dtype=float)  # (h, T, T), nan
+                    for r in (held, freed))  # where masked (null)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")
