@@ -275,7 +275,7 @@ static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
         if (rows != 0 && tokens > PY_SSIZE_T_MAX / 4 / rows) {
             PyErr_SetString(PyExc_ValueError, "the product's size overflows");
         } else if (out.len != tokens * rows * 4) {
-            PyErr_Format(PyExc_ValueError, "out holds %zd bytes, not the %lld × %lld float32 of "
+            PyErr_Format(PyExc_ValueError, "out holds %zd bytes, not the %lld x %lld float32 of "
                          "the product", out.len, (long long)tokens, (long long)rows);
         } else {
             int64_t parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
