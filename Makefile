@@ -119,6 +119,7 @@ bench: $(STAMP) model
 	$(PY) bench/scan.py
 	$(PY) bench/generate.py
 	$(PY) bench/scale.py --sizes 1b
+	$(PY) bench/runtime.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from attncli.core import sizes
-from attncli.models.memory import layer_weights, run_bytes
-from attncli.models.sources.gguf import open_gguf
+from attncli.models.memory import held_bytes, layer_weights, run_bytes
+from attncli.models.sources.gguf import open_gguf, qmatmul
 from attncli.models.unembed import VOCAB_CHUNK
 from bench.shapes import LlamaShape, Q, write_llama_shape
 from tests.conftest import ROOT
@@ -44,9 +44,20 @@ def test_a_model_whose_layer_cannot_fit_is_refused_in_one_line(
     path = write_llama_shape(tmp_path / "t.gguf", TINY, Q.Q8_0)
     monkeypatch.setattr(sizes, "available_bytes", lambda: _layer_bytes(TINY))  # < 2 × need
     cli("run", "the cat", "--model", str(path)).assert_usage_error(
-        "needs one layer's weights as float32 at a time")
+        "needs its weights held (2 MB) or one layer's weights as float32 at a time (3 MB)")
     monkeypatch.setattr(sizes, "available_bytes", lambda: 64 * _layer_bytes(TINY))
     assert cli("run", "the cat", "--model", str(path), "--json").code == 0
+
+
+def test_held_bytes_count_the_files_blocks_where_the_kernels_compute_on_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = open_gguf(write_llama_shape(tmp_path / "t.gguf", TINY, Q.Q8_0))
+    matrices = [(rows, cols) for _, (rows, cols) in TINY.matrices()]
+    norms = 2 * TINY.layers + 1
+    file_bytes = sum(rows * cols // 32 * 34 for rows, cols in matrices)  # Q8_0: 34 per 32
+    assert held_bytes(source) == file_bytes + norms * TINY.hidden * 4
+    monkeypatch.setattr(qmatmul, "ENABLED", False)  # every matrix dequantized: float32
+    assert held_bytes(source) == sum(r * c for r, c in matrices) * 4 + norms * TINY.hidden * 4
 
 
 # The child: optionally keep every tensor read (what a leak would do), set RLIMIT_AS to the

@@ -49,7 +49,11 @@ def linears(weights: Named, names: list[str], x: Tensor) -> list[Tensor]:
     fused = None if mapped is None else mapped.fused([f"{n}.weight" for n in names])
     biases = [f"{n}.bias" in weights for n in names]
     if mapped is None or fused is None or (any(biases) and not all(biases)):
-        return [linear(weights, n, x) for n in names]
+        stack = None if any(biases) else weights.stacked([f"{n}.weight" for n in names])
+        if stack is None:
+            return [linear(weights, n, x) for n in names]
+        y = stack.linear(x)  # (T, Σ rows): held matrices stacked, one product
+        return list(y.split([weights.shape(f"{n}.weight")[0] for n in names], dim=-1))
     whole, pieces = fused
     bias = None
     if all(biases):

@@ -28,7 +28,7 @@ from attncli.models.llama.block import (
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.rope import LayerRopes, apply_rope
 from attncli.models.sources.named import Named
-from attncli.models.unembed import need, unembed, unembedding
+from attncli.models.unembed import Table, need, unembed, unembedding
 
 
 @dataclass
@@ -231,7 +231,7 @@ def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Tens
 
 
 def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor,
-                 table: Tensor | None = None) -> Tensor:
+                 table: Table | None = None) -> Tensor:
     """The final norm and lm_head (or the tied embedding): logits (T, vocab) of hidden;
     Gemma 2 soft-caps them. table: the whole unembedding, held (held_unembedding)."""
     need(weights, {"norm.weight": (spec.d_model,)}, "predictions")

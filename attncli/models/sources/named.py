@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -73,6 +74,27 @@ class Named:
         if self.keep:
             self._kept_blocks[name] = matrix
         return matrix
+
+    def stacked(self, names: list[str]) -> QuantizedMatrix | None:
+        """A held view's matrices (q, k, v; gate, up) as one, their rows one after another,
+        where the kernels take each and they share a type and width: one product computes
+        them all. The stack holds their bytes (each one's own is dropped). None elsewhere."""
+        key = "+".join(names)
+        if not self.keep or key in self._kept_blocks:
+            return self._kept_blocks.get(key)
+        parts = [self.quantized(name) for name in names]
+        stack = None
+        if all(p is not None for p in parts) and len({(p.qtype, p.cols) for p in parts if p}) == 1:
+            from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
+
+            first = parts[0]
+            assert first is not None
+            stack = QuantizedMatrix(np.concatenate([p.blocks for p in parts if p is not None]),
+                                    first.qtype, first.cols)  # (Σ rows, row_bytes)
+            for name in names:
+                del self._kept_blocks[name]
+        self._kept_blocks[key] = stack
+        return stack
 
     def _read(self, name: str) -> Tensor:
         """The tensor as the source stores it, as float32."""

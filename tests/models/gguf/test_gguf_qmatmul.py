@@ -3,10 +3,10 @@ on random blocks of every type it takes, at every vector level this CPU runs.
 
 The reference: the gguf package's numpy dequantizer (the float32 weights the kernels must
 reproduce bit for bit) and the product summed in float64. The kernels sum the same float32
-products in another order (_qmatmul_body.h: 64 lanes for one token, 16 lanes per 256-value
+products in another order (_qmatmul_body.h: 64 lanes for one token, 16 lanes per 1,024-value
 chunk for several, then a fixed tree): a float32 sum of n terms in a tree of depth k is within
-k·2⁻²⁴·Σ|w·x| of the exact sum, and k ≤ cols/64 + 6 or 16 + 4 + cols/256 here (cols ≤ 1,024: at
-most 2·10⁻⁶·Σ|w·x|). So each output is held to 1e-5·Σ|w·x| (+1e-30 for underflow), not to
+k·2⁻²⁴·Σ|w·x| of the exact sum, and k ≤ cols/64 + 6 or 64 + 4 + cols/1,024 (cols ≤ 1,280 here:
+at most 4.2·10⁻⁶·Σ|w·x|). So each output is held to 1e-5·Σ|w·x| (+1e-30 for underflow), not to
 1e-5·|ref|: where the products cancel, |ref| is far smaller than the sums' rounding. Non-finite
 weights (any scale bits: inf, NaN) give NaN where the reference is NaN, and its infinities.
 """
@@ -146,11 +146,11 @@ def test_the_product_with_any_scale_bits(qtype: Q, data: st.DataObject) -> None:
 @pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q6_K, Q.Q8_0, Q.Q4_1, Q.F16], ids=lambda q: q.name)
 @pytest.mark.parametrize("tokens", [1, 2, 5, 130])
 def test_a_wide_product_against_torch_float32(qtype: Q, tokens: int) -> None:
-    # Past the chunks, panels and token tiles (KC 256, MC 64, NTILE 128): torch's float32
+    # Past the chunks, panels and token tiles (KC 1,024, MC 16, NTILE 128): torch's float32
     # F.linear on the dequantized matrix, within the bound of the top.
     block, size = GGML_QUANT_SIZES[qtype]
     rng = np.random.default_rng(tokens)
-    rows, cols = 150, 1024
+    rows, cols = 150, 1280
     blocks = rng.integers(0, 256, (rows, cols // block * size), dtype=np.uint8)
     for offset in SCALES.get(qtype, ()):
         blocks.reshape(-1, size)[:, offset:offset + 2] = [0x00, 0x20]  # 2⁻¹⁵·(1 + 1/4)
@@ -170,9 +170,10 @@ def test_a_wide_product_against_torch_float32(qtype: Q, tokens: int) -> None:
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_rows_split_across_threads_give_the_same_bits(qtype: Q, tokens: int,
                                                       threads: int) -> None:
+    # Work enough for 2 parts (one token) or 14 (seven): 2¹⁸ multiply-adds a part at least.
     block, size = GGML_QUANT_SIZES[qtype]
     rng = np.random.default_rng(threads)
-    rows, cols = 61, 512  # 61 rows: parts of whole 4-row groups and a tail
+    rows, cols = 133, 4096  # 133 rows: parts of whole 4-row groups and a tail
     blocks = rng.integers(0, 256, (rows, cols // block * size), dtype=np.uint8)
     for offset in SCALES.get(qtype, ()):
         blocks.reshape(-1, size)[:, offset:offset + 2] = [0x00, 0x20]

@@ -42,10 +42,11 @@
 
 #define QK_K 256
 #define CHUNK 256  /* values of a row dequantized at once by matvec (1 KB: first-level cache) */
-#define KC 256     /* matmat: values of each row per panel */
-#define MC 64      /* matmat: rows per panel (64 KB of float32) */
+#define KC 1024    /* matmat: values of each row per panel */
+#define MC 16      /* matmat: rows per panel (64 KB of float32) */
 #define NTILE 128  /* matmat: tokens multiplied with each panel */
 #define MAX_THREADS 256
+#define PART_WORK (1 << 18) /* multiply-adds worth a thread of their own (a wake costs µs) */
 #define MULADD(a, b, c) ((a) * (b) + (c))
 
 typedef void (*block_fn)(const uint8_t *x, float *y, int64_t n); /* n blocks */
@@ -279,6 +280,8 @@ static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
                          "the product", out.len, (long long)tokens, (long long)rows);
         } else {
             int64_t parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+            int64_t work = rows * cols / PART_WORK * tokens; /* fewer parts for small work */
+            if (parts > work) parts = work < 1 ? 1 : work;
             job j = {t, (const uint8_t *)w.buf, (const float *)x.buf, (float *)out.buf, rows,
                      cols, tokens, parts};
             if (rows > 0 && tokens > 0) {
