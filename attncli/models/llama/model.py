@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -214,12 +215,12 @@ def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_laye
                                 known=known):
         attention, layer = step.attention, step.layer
         assert attention.values is not None and output is not None
-        out_proj = attention.out_proj  # W_O as the attention read it, or from its blocks
-        if out_proj is None:
-            out_proj = weights[f"layers.{layer}.self_attn.o_proj.weight"]  # (d_model, h·hd)
+        name = f"layers.{layer}.self_attn.o_proj.weight"
         yield LayerTrace(layer=layer, residual=step.residual, weights=attention.weights,
                          values=attention.values,  # (heads, T, head_dim) repeated per group
-                         out_proj=out_proj,
+                         # W_O as the attention read it, else read as float32 when asked for
+                         out_proj=attention.out_proj if attention.out_proj is not None
+                         else partial(weights.__getitem__, name),
                          output=output)
 
 

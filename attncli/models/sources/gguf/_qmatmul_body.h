@@ -296,9 +296,63 @@ static ALWAYS_INLINE void LV(dot64)(const float *w, const float *x, int64_t n, f
     for (; k < n; k++) acc[k & 63] = MULADD(w[k], x[k], acc[k & 63]);
 }
 
+#if defined(__AVX512F__)
+/* Q4_K's rows without the buffer: each group of 32 values has one scale and one min, so its
+ * 16 possible weights fl(fl(dl·q) − ml) make one vector, and each nibble picks its weight from
+ * it (vpermps): the weights dequantize_row's, the lanes and their order dot64's. */
+static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
+                            int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
+    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    for (int64_t r = r0; r < r1; r++) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const uint8_t *b = w + r * row_bytes;
+        const float *xb = x;
+        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
+            float dl[8], ml[8];
+            scale_min_k(b + 4, f16(b), f16(b + 2), dl, ml);
+            for (int c = 0; c < 4; c++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c));
+                __m256i lo = _mm256_and_si256(v, mask);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                __m512 tl = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dl[2 * c]), iota),
+                                          _mm512_set1_ps(ml[2 * c]));
+                __m512 th = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dl[2 * c + 1]), iota),
+                                          _mm512_set1_ps(ml[2 * c + 1]));
+                const float *xc = xb + 64 * c;
+                a0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_castsi256_si128(lo)), tl), _mm512_loadu_ps(xc), a0);
+                a1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_extracti128_si256(lo, 1)), tl),
+                                     _mm512_loadu_ps(xc + 16), a1);
+                a2 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_castsi256_si128(hi)), th),
+                                     _mm512_loadu_ps(xc + 32), a2);
+                a3 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_extracti128_si256(hi, 1)), th),
+                                     _mm512_loadu_ps(xc + 48), a3);
+            }
+        }
+        float acc[64] __attribute__((aligned(64)));
+        _mm512_store_ps(acc, a0), _mm512_store_ps(acc + 16, a1);
+        _mm512_store_ps(acc + 32, a2), _mm512_store_ps(acc + 48, a3);
+        for (int span = 32; span >= 1; span /= 2)
+            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
+        y[r] = acc[0];
+    }
+}
+#endif
+
 /* Rows r0..r1 of W (rows of row_bytes, cols values) times x (cols,): y[r]. */
 static void LV(matvec)(const kind *t, const uint8_t *w, int64_t cols, const float *x, float *y,
                        int64_t r0, int64_t r1) {
+#if defined(__AVX512F__)
+    if (t->qtype == 12) {
+        LV(matvec_q4_k)(w, cols, x, y, r0, r1);
+        return;
+    }
+#endif
     float buf[CHUNK] __attribute__((aligned(64)));
     const block_fn dequant = LV(DEQUANT)[t->index];
     const int64_t row_bytes = cols / t->block * t->bytes;
