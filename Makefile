@@ -16,7 +16,8 @@ REAL_TEXT := samples/induction.txt
 WHEELS ?= /opt/wheels
 CPU_TORCH := $(firstword $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl))
 
-$(STAMP): pyproject.toml setup.py attncli/long/_fused.c attncli/models/sources/gguf/_dequant.c
+$(STAMP): pyproject.toml setup.py attncli/long/_fused.c attncli/models/sources/gguf/_dequant.c \
+		attncli/models/sources/gguf/_qmatmul.c attncli/models/sources/gguf/_qmatmul_body.h
 	$(PYTHON) -m venv $(VENV)
 	@if [ -n "$(CPU_TORCH)" ] && $(PY) -m pip install -q uv && $(VENV)/bin/uv pip install -q \
 		--python $(PY) --compile-bytecode --find-links $(WHEELS) 'torch==2.13.0+cpu' -e '.[test]'; \
@@ -119,6 +120,7 @@ bench: $(STAMP) model
 	$(PY) bench/scan.py
 	$(PY) bench/generate.py
 	$(PY) bench/scale.py --sizes 1b
+	$(PY) bench/runtime.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build

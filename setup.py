@@ -1,12 +1,14 @@
-"""The parts of the build pyproject.toml does not hold: two small C extensions, and samples/.
+"""The parts of the build pyproject.toml does not hold: three small C extensions, and samples/.
 
-attncli/long/_fused.c, the tiled pass's score passes, and attncli/models/sources/gguf/_dequant.c,
-GGUF's block types to float32. Both optional: where one does not compile (no C compiler, no Python
-headers, or a build it refuses, such as -ffast-math), the package installs without it, and
-long/fused.py leaves the work to torch's operations, gguf/dequant.py to the gguf package's
-(`attncli doctor` says which are built). Each extension has a .pyi stub beside its source, which
-mypy reads and the package ships, and by which `attncli doctor` finds it in an installed copy.
--ffp-contract=off: each product and sum rounded as numpy rounds it, never fused.
+attncli/long/_fused.c, the tiled pass's score passes; attncli/models/sources/gguf/_dequant.c,
+GGUF's block types to float32; and gguf/_qmatmul.c, x @ Wᵀ on the quantized blocks themselves.
+All optional: where one does not compile (no C compiler, no Python headers, or a build it
+refuses, such as -ffast-math), the package installs without it, and long/fused.py leaves the
+work to torch's operations, gguf/dequant.py to the gguf package's, gguf/qmatmul.py to
+dequantize-then-matmul (`attncli doctor` says which are built). Each extension has a .pyi stub
+beside its source, which mypy reads and the package ships, and by which `attncli doctor` finds it
+in an installed copy. -ffp-contract=off: each product and sum rounded as numpy rounds it, never
+fused (the matmul's kernels fuse their dot products' multiply-adds explicitly).
 
 The repository's samples/ folder (the README's files) is installed as the package
 attncli.samples, so that `attncli pull samples` can copy it out of a wheel.
@@ -21,6 +23,11 @@ setup(
         Extension("attncli.models.sources.gguf._dequant",
                   sources=["attncli/models/sources/gguf/_dequant.c"],
                   extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
+        Extension("attncli.models.sources.gguf._qmatmul",
+                  sources=["attncli/models/sources/gguf/_qmatmul.c"],
+                  depends=["attncli/models/sources/gguf/_qmatmul_body.h"],
+                  extra_compile_args=["-O3", "-ffp-contract=off", "-pthread"],
+                  extra_link_args=["-pthread"], optional=True),
     ],
     packages=[*find_namespace_packages(include=["attncli*"]), "attncli.samples"],
     package_dir={"attncli.samples": "samples"},

@@ -14,8 +14,15 @@ import gguf
 import numpy as np
 
 Q = gguf.GGMLQuantizationType
-# Byte offsets of each block's fp16 scales: Q8_0 d|qs; Q4_K d|dmin|scales|qs.
-SCALES = {Q.Q8_0: (0,), Q.Q4_K: (0, 2)}
+# Byte offsets of each block's fp16 scales: Q8_0 d|qs; Q4_K d|dmin|scales|qs; Q6_K ...|d.
+SCALES = {Q.Q8_0: (0,), Q.Q4_K: (0, 2), Q.Q6_K: (208,)}
+# What a quant's value times its scale spreads to, so that weights are about 1/sqrt(cols):
+# a Q8_0 quant ~74 around 0, a Q4_K one (6-bit scale times 4-bit quant) ~300, a Q6_K one
+# (8-bit scale times 6-bit quant) ~1,100.
+SPREAD = {Q.Q8_0: 74, Q.Q4_K: 300, Q.Q6_K: 1100}
+# llama.cpp's Q4_K_M: Q6_K for the output, and for attn_v and ffn_down in half the layers
+# (the first and last eighths, and every third between: its use_more_bits).
+MORE_BITS = ("attn_v", "ffn_down", "output")
 CHUNK_ROWS = 1024  # rows of blocks made and written at once
 
 
@@ -81,10 +88,22 @@ def _tokens(vocab: int) -> tuple[list[str], list[int]]:
     return tokens, [3, 3, 3, *[1] * (len(tokens) - 3)]
 
 
+def _more_bits(name: str, layers: int) -> bool:
+    """Whether llama.cpp's Q4_K_M stores this tensor as Q6_K."""
+    if name == "output.weight":
+        return True
+    parts = name.split(".")
+    if len(parts) < 3 or parts[2] not in MORE_BITS:
+        return False
+    i = int(parts[1])
+    return i < layers // 8 or i >= 7 * layers // 8 or (i - layers // 8) % 3 == 2
+
+
 def write_llama_shape(path: Path, shape: LlamaShape, qtype: Q, layers: int | None = None,
-                      seed: int = 0) -> Path:
+                      seed: int = 0, mixed: bool = False) -> Path:
     """A GGUF of shape's sizes with layers blocks (None: all of them), its matrices random
-    qtype blocks, written tensor by tensor; returns path."""
+    qtype blocks (mixed: Q6_K where llama.cpp's Q4_K_M puts it), written tensor by tensor;
+    returns path."""
     layers = shape.layers if layers is None else layers
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), "llama")
@@ -105,12 +124,14 @@ def write_llama_shape(path: Path, shape: LlamaShape, qtype: Q, layers: int | Non
     writer.add_token_merges(["Ġ t", "h e"])
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
-    block, size = gguf.GGML_QUANT_SIZES[qtype]
     matrices = list(shape.matrices(layers))
     norms = list(shape.norms(layers))
+    kinds = {name: Q.Q6_K if mixed and _more_bits(name, layers) else qtype
+             for name, _ in matrices}
     for name, (rows, cols) in matrices:
+        block, size = gguf.GGML_QUANT_SIZES[kinds[name]]
         writer.add_tensor_info(name, (rows, cols // block * size), np.dtype(np.uint8),
-                               rows * (cols // block * size), raw_dtype=qtype)
+                               rows * (cols // block * size), raw_dtype=kinds[name])
     for name in norms:
         writer.add_tensor_info(name, (shape.hidden,), np.dtype(np.float32), 4 * shape.hidden)
     writer.write_header_to_file()
@@ -119,12 +140,13 @@ def write_llama_shape(path: Path, shape: LlamaShape, qtype: Q, layers: int | Non
     assert writer.fout is not None
     out = writer.fout[0]
     for name, (rows, cols) in matrices:
-        # Weights of about 1/sqrt(cols), so that each product keeps the stream's size: a Q8_0
-        # quant spreads ~74 around 0, a Q4_K one (6-bit scale times 4-bit quant) ~300.
-        scale = 1 / ((74 if qtype is Q.Q8_0 else 300) * np.sqrt(cols))
+        # Weights of about 1/sqrt(cols), so that each product keeps the stream's size.
+        kind = kinds[name]
+        block, size = gguf.GGML_QUANT_SIZES[kind]
+        scale = 1 / (SPREAD[kind] * np.sqrt(cols))
         writer.write_padding(out, out.tell())
         for start in range(0, rows, CHUNK_ROWS):
-            _blocks(min(CHUNK_ROWS, rows - start), cols, qtype, rng, scale).tofile(out)
+            _blocks(min(CHUNK_ROWS, rows - start), cols, kind, rng, scale).tofile(out)
         writer.write_padding(out, rows * (cols // block * size))
         writer.tensors[0].pop(name)
     for _ in norms:

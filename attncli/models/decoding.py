@@ -28,6 +28,7 @@ class Shape:
     token_macs: int  # one token through one layer, outside attention: q, k, v, out, MLP
     kv_width: int | None = None  # k and v projection width when narrower than d_out (GQA)
     head_weights: int = 0  # the unembedding's vocab × d_model, held beside the layers
+    held_bytes: int = 0  # every weight held as its source keeps it (0: counted as float32)
 
     def step_macs(self, cache_len: int, cached: bool) -> int:
         """Multiply-adds of one decoding step whose query sees cache_len keys.

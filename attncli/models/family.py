@@ -147,8 +147,14 @@ class LayerTrace:
     residual: Tensor  # (T, d_model) the residual stream entering the block
     weights: Tensor  # (heads, T, T) its attention weights
     values: Tensor  # (heads, T, head_dim) each query head's values (a kv head repeated by GQA)
-    out_proj: Tensor  # (d_model, heads · head_dim) W_O: head h writes through columns h·hd..
+    # (d_model, heads · head_dim) W_O: head h writes through columns h·hd..; or what reads it,
+    # where the block multiplied on quantized blocks and only a measure needs it as float32.
+    out_proj: Tensor | Callable[[], Tensor]
     output: Tensor  # (T, d_model) the residual stream leaving the block
+
+    def w_o(self) -> Tensor:
+        """W_O (d_model, heads · head_dim) as float32, read now where it was not."""
+        return self.out_proj() if callable(self.out_proj) else self.out_proj  # a tensor is not
 
 
 class Model(Protocol):

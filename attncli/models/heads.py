@@ -103,7 +103,7 @@ def heads_pass(model: Model, ids: list[int], first: int, stop: int, measure: Mea
         counted("layers", trace.layer + 1, stop)
         view = None
         if measure is Measure.norm and trace.layer >= first:
-            raw = norm_weights(trace.weights, value_norms(trace.values, trace.out_proj))
+            raw = norm_weights(trace.weights, value_norms(trace.values, trace.w_o()))
             view = row_normalised(raw)  # (heads, T, T) ‖α_ij · W_O v_j‖, rows renormalised
         rolled = _keep(out, trace.layer, trace.weights, trace.residual, measure, rolled, view)
     return out

@@ -23,6 +23,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import torch
 
+from attncli.core import sizes
 from attncli.core.pipeline import resolve_device
 from attncli.core.request import Request
 from attncli.core.sizes import FLOAT_BYTES, check_fits, size_text
@@ -55,11 +56,31 @@ def run_bytes(shapes: dict[str, tuple[int, ...]]) -> int:
     return max(layers.values(), default=0) + rows
 
 
+def held_bytes(source: WeightSource) -> int | None:
+    """Every tensor of a GGUF on the CPU held at once: a matrix the quantized kernels compute
+    on as the file holds it, every other tensor as float32; None for other sources (what they
+    hold is float32, as their decoders count it)."""
+    from attncli.models.sources.gguf.qmatmul import computes
+
+    header = None if isinstance(source, OnDevice) else getattr(source, "header", None)
+    tensors = getattr(header, "tensors", None)
+    if not isinstance(tensors, dict) or getattr(source, "quantized", None) is None:
+        return None
+    return sum(info.nbytes if len(info.shape) == 2 and computes(info.qtype)
+               else math.prod(info.shape) * FLOAT_BYTES for info in tensors.values())
+
+
 def check_model_fits(source: WeightSource, model: str) -> None:
-    """Refuse, in one line, a model whose largest layer could not be held in the memory
-    available now (before any of its weights is read)."""
-    check_fits(run_bytes(source.shapes()), f"--model {model} needs one layer's weights as "
-               "float32 at a time", "free memory, or pick a smaller model")
+    """Refuse, in one line, a model that fits the memory available now neither held (every
+    weight as the file holds it, where the kernels compute on its blocks) nor streamed (one
+    layer's weights as float32 at a time), before any of its weights is read."""
+    streamed, held = run_bytes(source.shapes()), held_bytes(source)
+    if held is None:  # float32, every tensor
+        held = sum(math.prod(shape) for shape in source.shapes().values()) * FLOAT_BYTES
+    if min(streamed, held) > sizes.available_bytes() // 2:
+        check_fits(streamed, f"--model {model} needs its weights held ({size_text(held)}) or "
+                   "one layer's weights as float32 at a time", "free memory, or pick a "
+                   "smaller model")
 
 
 def on_device(source: WeightSource, device: torch.device, model: str) -> WeightSource:

@@ -203,7 +203,7 @@ def _measure_naive(passes: CachedPass, layer: int,
     assert last is not None, "a model has a layer 0"
     if rolled is not None:
         return None, rolled[None]  # (1, T, T)
-    raw = norm_weights(last.weights, value_norms(last.values, last.out_proj))  # (heads, T, T)
+    raw = norm_weights(last.weights, value_norms(last.values, last.w_o()))  # (heads, T, T)
     return raw, row_normalised(raw)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 from attncli.models.sources.named import Named, where
 
 LM_HEAD = "lm_head.weight"  # outside the model's prefix ("model.", "transformer.") in every family
@@ -43,21 +44,31 @@ def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     return lambda rows: weights.rows(embedding, rows)
 
 
+Table = Tensor | QuantizedMatrix  # a held unembedding: float32, or as the file holds it
+
+
 def held_unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
-                     head: str = LM_HEAD) -> Tensor:
-    """The whole (vocab, d_model) unembedding as float32, read (and dequantized) once, its
-    shape checked as unembedding() checks it: a decoder that holds its weights holds this too.
-    Read whole, not row by row (49,152 row reads of SmolLM2's table cost 0.2 s)."""
+                     head: str = LM_HEAD) -> Table:
+    """The whole (vocab, d_model) unembedding read once, its shape checked as unembedding()
+    checks it: a decoder that holds its weights holds this too. As the file holds it where the
+    quantized kernels take it (a GGUF on the CPU), else as float32, read whole, not row by row
+    (49,152 row reads of SmolLM2's table cost 0.2 s)."""
     unembedding(weights, embedding, vocab, d_model, head)  # the shape checks
     source = weights.source
-    table = source.tensor(head) if head in source.shapes() else weights[embedding]
-    return table.float()  # (vocab, d_model)
+    if head in source.shapes():
+        reader = None if weights.finite else getattr(source, "quantized", None)
+        blocks = None if reader is None else reader(head)
+        return blocks if blocks is not None else source.tensor(head).float()  # (vocab, d)
+    blocks = weights.quantized(embedding)
+    return blocks if blocks is not None else weights[embedding].float()  # (vocab, d_model)
 
 
-def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Tensor, vocab: int) -> Tensor:
+def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Table, vocab: int) -> Tensor:
     """hidden (T, d_model) through the unembedding: logits (T, vocab). rows: a held table
     (held_unembedding), one product; else its rows read VOCAB_CHUNK at a time, so that its
     whole float32 copy (Llama 3's 128,256 × 4,096: 2.1 GB) never exists."""
+    if isinstance(rows, QuantizedMatrix):
+        return rows.linear(hidden)  # (T, vocab)
     if isinstance(rows, Tensor):
         return hidden @ rows.to(hidden.device).T  # (T, vocab)
     logits = hidden.new_empty(hidden.shape[0], vocab)  # (T, vocab)

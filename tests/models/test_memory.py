@@ -11,11 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attncli.core import sizes
-from attncli.models.memory import layer_weights, run_bytes
-from attncli.models.sources.gguf import open_gguf
+from attncli.models.memory import held_bytes, layer_weights, run_bytes
+from attncli.models.sources.gguf import open_gguf, qmatmul
 from attncli.models.unembed import VOCAB_CHUNK
 from bench.shapes import LlamaShape, Q, write_llama_shape
 from tests.conftest import ROOT
@@ -43,9 +44,20 @@ def test_a_model_whose_layer_cannot_fit_is_refused_in_one_line(
     path = write_llama_shape(tmp_path / "t.gguf", TINY, Q.Q8_0)
     monkeypatch.setattr(sizes, "available_bytes", lambda: _layer_bytes(TINY))  # < 2 × need
     cli("run", "the cat", "--model", str(path)).assert_usage_error(
-        "needs one layer's weights as float32 at a time")
+        "needs its weights held (2 MB) or one layer's weights as float32 at a time (3 MB)")
     monkeypatch.setattr(sizes, "available_bytes", lambda: 64 * _layer_bytes(TINY))
     assert cli("run", "the cat", "--model", str(path), "--json").code == 0
+
+
+def test_held_bytes_count_the_files_blocks_where_the_kernels_compute_on_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = open_gguf(write_llama_shape(tmp_path / "t.gguf", TINY, Q.Q8_0))
+    matrices = [(rows, cols) for _, (rows, cols) in TINY.matrices()]
+    norms = 2 * TINY.layers + 1
+    file_bytes = sum(rows * cols // 32 * 34 for rows, cols in matrices)  # Q8_0: 34 per 32
+    assert held_bytes(source) == file_bytes + norms * TINY.hidden * 4
+    monkeypatch.setattr(qmatmul, "ENABLED", False)  # every matrix dequantized: float32
+    assert held_bytes(source) == sum(r * c for r, c in matrices) * 4 + norms * TINY.hidden * 4
 
 
 # The child: optionally keep every tensor read (what a leak would do), set RLIMIT_AS to the
@@ -67,11 +79,13 @@ sys.exit(execute(sys.argv[3:]))
 """
 
 
-def _run_limited(mode: str, headroom: int, *args: str) -> subprocess.CompletedProcess[str]:
+def _run_limited(mode: str, headroom: int, *args: str,
+                 quantized: bool = False) -> subprocess.CompletedProcess[str]:
     # No hidden-state cache: the kept run must make the whole pass the freed run made, not read
-    # the streams the freed run left.
+    # the streams the freed run left. The float32 path unless quantized: the kernels on the
+    # file's blocks keep no float32 matrix to free.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "NO_COLOR": "1",
-           "ATTNCLI_NO_CACHE": "1"}
+           "ATTNCLI_NO_CACHE": "1", "ATTNCLI_QMATMUL": "1" if quantized else "0"}
     return subprocess.run([sys.executable, "-c", CHILD, mode, str(headroom), *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600, check=False)
 
@@ -94,6 +108,13 @@ def test_layers_are_freed_one_by_one_under_an_address_space_limit(tmp_path: Path
     assert kept.returncode != 0
     assert re.search(r"MemoryError|more than half the|Cannot allocate|DefaultCPUAllocator",
                      kept.stderr), kept.stderr[-2000:]
+    # On the quantized blocks, every layer kept as the file holds it (140 MB) fits the limit
+    # that the float32 copies overran, and the run gives the float32 run's weights.
+    held = _run_limited("keep", headroom, *args, quantized=True)
+    assert held.returncode == 0, held.stderr[-2000:]
+    ours, theirs = (np.array(json.loads(r.stdout)["weights"], dtype=float)  # (h, T, T), nan
+                    for r in (held, freed))  # where masked (null)
+    np.testing.assert_allclose(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")

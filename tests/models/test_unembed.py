@@ -11,7 +11,7 @@ import torch
 
 from attncli.errors import AttnCliError
 from attncli.models import unembed as unembed_module
-from attncli.models.sources.gguf import open_gguf
+from attncli.models.sources.gguf import open_gguf, qmatmul
 from attncli.models.sources.named import Named
 from attncli.models.unembed import held_unembedding, unembed, unembedding
 from tests.gguf_fixtures import D, write_model
@@ -42,7 +42,7 @@ def test_chunked_logits_equal_one_product_with_the_whole_table(
 
 
 def test_a_held_table_is_the_rows_read_whole_and_its_product_the_chunked_logits(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """held_unembedding reads the table whole (one tensor read, no row reads): the very rows
     the chunks read, and with one chunk covering the vocabulary the very same logits."""
     path = tmp_path / "m.gguf"
@@ -50,10 +50,32 @@ def test_a_held_table_is_the_rows_read_whole_and_its_product_the_chunked_logits(
     source = open_gguf(path)
     vocab = source.shapes()["lm_head.weight"][0]
     rows = unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
+    monkeypatch.setattr(qmatmul, "ENABLED", False)  # the float32 table
     table = held_unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
-    assert table.dtype == torch.float32 and torch.equal(table, rows(range(vocab)))
+    assert isinstance(table, torch.Tensor) and table.dtype == torch.float32
+    assert torch.equal(table, rows(range(vocab)))
     hidden = torch.randn(3, D, generator=torch.Generator().manual_seed(1))  # (T, d)
     assert torch.equal(unembed(hidden, table, vocab), unembed(hidden, rows, vocab))
+
+
+def test_a_held_gguf_table_is_its_blocks_and_gives_the_chunked_logits(tmp_path: Path) -> None:
+    """On the CPU the kernels compute on a GGUF's blocks: the held table is the file's bytes,
+    the very rows the chunks read once dequantized, and logits within the kernels' bound
+    (1e-5·Σ|w·x|: the order of the sums differs, tests/models/gguf/test_gguf_qmatmul.py)."""
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    source = open_gguf(path)
+    vocab = source.shapes()["lm_head.weight"][0]
+    rows = unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
+    table = held_unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
+    assert isinstance(table, qmatmul.QuantizedMatrix)
+    assert table.qtype == gguf.GGMLQuantizationType.Q8_0
+    dense = rows(range(vocab))  # (vocab, d)
+    assert torch.equal(table.dequantized(), dense)
+    hidden = torch.randn(3, D, generator=torch.Generator().manual_seed(1))  # (T, d)
+    bound = 1e-5 * (hidden.abs() @ dense.abs().T)  # (T, vocab)
+    difference = unembed(hidden, table, vocab) - unembed(hidden, rows, vocab)  # (T, vocab)
+    assert torch.all(difference.abs() <= bound)
 
 
 def test_a_held_table_of_the_wrong_shape_is_refused_before_it_is_read(tmp_path: Path) -> None:

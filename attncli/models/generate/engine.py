@@ -64,15 +64,17 @@ def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
 
 
 def holds(model: Model) -> bool:
-    """Whether every layer's weights and the unembedding, as float32, fit in half the memory
-    available: then they are read once and held (fast steps, the logits one product); else each
+    """Whether every layer's weights and the unembedding fit in half the memory available, as
+    the file holds them where the kernels compute on its blocks (an 8B Q4_K: 4.9 GB), else as
+    float32: then they are read once and held (fast steps, the logits one product); else each
     step reads each layer again from the file, one layer in memory at a time (an 8B's 32 GB of
     float32 on a 16 GB machine) and the unembedding a chunk of rows at a time."""
     from attncli.core.sizes import FLOAT_BYTES, available_bytes
 
     shape = model.decode_shape()  # token_macs: one multiply-add per weight of a layer
-    held = shape.layers * shape.token_macs + shape.head_weights  # float32 weights held
-    return held * FLOAT_BYTES <= available_bytes() // 2
+    held = shape.held_bytes or FLOAT_BYTES * (shape.layers * shape.token_macs
+                                              + shape.head_weights)
+    return held <= available_bytes() // 2
 
 
 def _fill(decoder: DecodeStep, prompt_ids: list[int],

@@ -19,7 +19,7 @@ from attncli.models.gpt2.model import (
     weights_of,
 )
 from attncli.models.sources.named import Named
-from attncli.models.unembed import held_unembedding
+from attncli.models.unembed import Table, held_unembedding
 
 
 @dataclass
@@ -63,7 +63,7 @@ class GPT2Decoder:
         # Held, the weights are read once; each lookup of a plain view reads the file again.
         self.weights = weights_of(ckpt).reading_once() if held else weights_of(ckpt)
         self.blocks = [self._block(self.weights, i) for i in range(ckpt.n_layer)]
-        self._table: Tensor | None = None  # the whole unembedding, held at the first logits
+        self._table: Table | None = None  # the whole unembedding, held at the first logits
 
     def _block(self, weights: Named, layer: int) -> _Block:
         """Block layer with an empty cache; its attention module only where weights are held."""

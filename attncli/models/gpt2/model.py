@@ -16,7 +16,7 @@ from attncli.models.activations import activation
 from attncli.models.family import Known, LayerTrace
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.sources.named import Named
-from attncli.models.unembed import need, unembed, unembedding
+from attncli.models.unembed import Table, need, unembed, unembedding
 
 
 class Tensors(Protocol):
@@ -201,7 +201,7 @@ def gpt2_unembedding(ckpt: Checkpoint, weights: Named) -> Callable[[range], Tens
 
 
 def gpt2_logits(ckpt: Checkpoint, hidden: Tensor, weights: Named | None = None,
-                table: Tensor | None = None) -> Tensor:
+                table: Table | None = None) -> Tensor:
     """ln_f and the unembedding (GPT-2 ties it to wte): logits (T, vocab) of hidden; weights:
     a view reading each tensor once (a decoder's), else the checkpoint's; table: the whole
     unembedding, held (held_unembedding)."""

@@ -32,8 +32,12 @@ def block_norm(weights: Named, spec: LlamaSpec, name: str, x: Tensor) -> Tensor:
 
 
 def linear(weights: Named, name: str, x: Tensor) -> Tensor:
-    """x @ Wᵀ (+ b when the checkpoint has one): nn.Linear on weights read from disk."""
+    """x @ Wᵀ (+ b when the checkpoint has one): nn.Linear on weights read from disk, or on
+    the file's quantized blocks where the source computes on them (a GGUF on the CPU)."""
     bias = weights[f"{name}.bias"] if f"{name}.bias" in weights else None
+    quantized = weights.quantized(f"{name}.weight")
+    if quantized is not None:
+        return quantized.linear(x, bias)  # (..., d_out)
     return F.linear(x, weights[f"{name}.weight"], bias)
 
 
@@ -45,7 +49,11 @@ def linears(weights: Named, names: list[str], x: Tensor) -> list[Tensor]:
     fused = None if mapped is None else mapped.fused([f"{n}.weight" for n in names])
     biases = [f"{n}.bias" in weights for n in names]
     if mapped is None or fused is None or (any(biases) and not all(biases)):
-        return [linear(weights, n, x) for n in names]
+        stack = None if any(biases) else weights.stacked([f"{n}.weight" for n in names])
+        if stack is None:
+            return [linear(weights, n, x) for n in names]
+        y = stack.linear(x)  # (T, Σ rows): held matrices stacked, one product
+        return list(y.split([weights.shape(f"{n}.weight")[0] for n in names], dim=-1))
     whole, pieces = fused
     bias = None
     if all(biases):
@@ -53,7 +61,9 @@ def linears(weights: Named, names: list[str], x: Tensor) -> list[Tensor]:
         if bias_fused is None:
             return [linear(weights, n, x) for n in names]
         bias = weights[bias_fused[0]]  # (rows,)
-    y = F.linear(x, weights[whole], bias)  # (T, rows) every piece's features
+    quantized = weights.quantized(whole)
+    y = F.linear(x, weights[whole], bias) if quantized is None \
+        else quantized.linear(x, bias)  # (T, rows) every piece's features
     return [piece.columns(y) for piece in pieces]  # each (T, its rows)
 
 

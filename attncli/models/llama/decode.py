@@ -23,7 +23,7 @@ from attncli.models.llama.model import (
 )
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
-from attncli.models.unembed import held_unembedding
+from attncli.models.unembed import Table, held_unembedding
 
 
 @dataclass
@@ -111,7 +111,7 @@ class LlamaDecoder:
                  held: bool = True) -> None:
         self.weights, self.spec, self.layer = weights, spec, layer
         self.read, self.held = (weights.reading_once() if held else weights), held
-        self._table: Tensor | None = None  # the whole unembedding, held at the first logits
+        self._table: Table | None = None  # the whole unembedding, held at the first logits
         self.caches = [_empty_cache(spec) for _ in range(spec.n_layer)]
         self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)
 

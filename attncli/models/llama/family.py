@@ -4,6 +4,7 @@ RMSNorm, RoPE, grouped kv heads, and for some layers a sliding window."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from attncli.models.llama.model import (
     llama_trace,
     llama_trace_texts,
 )
+from attncli.models.memory import held_bytes
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
 
@@ -167,8 +169,8 @@ class LlamaModel:
                          reads=self.traits.reads)
 
     def decode_shape(self) -> Shape:
-        """The multiply-adds of one token through every layer."""
-        return llama_shape(self.ckpt.spec)
+        """The multiply-adds of one token through every layer, and the bytes held."""
+        return replace(llama_shape(self.ckpt.spec), held_bytes=held_bytes(self.source) or 0)
 
     def decoder(self, layer: int, num_tokens: int, held: bool = True) -> DecodeStep:
         """Token-by-token decoding of up to num_tokens tokens, showing layer; held: every

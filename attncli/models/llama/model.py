@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -28,7 +29,7 @@ from attncli.models.llama.block import (
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.rope import LayerRopes, apply_rope
 from attncli.models.sources.named import Named
-from attncli.models.unembed import need, unembed, unembedding
+from attncli.models.unembed import Table, need, unembed, unembedding
 
 
 @dataclass
@@ -146,10 +147,16 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
     context_vec = attn_weights @ values  # (heads, T, head_dim)
     heads_context = context_vec.transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · head_dim)
     turned = rope is not None
-    out_proj = weights[f"{name}.o_proj.weight"]  # (d_model, heads · hd), read once
     bias = weights[f"{name}.o_proj.bias"] if f"{name}.o_proj.bias" in weights else None
+    quantized = weights.quantized(f"{name}.o_proj.weight")
+    out_proj: Tensor | None = None  # W_O read once as float32 for a trace, unless the source
+    if quantized is not None:  # computes on its blocks (the trace then reads it itself)
+        context = quantized.linear(heads_context, bias)  # (T, d_model)
+    else:
+        out_proj = weights[f"{name}.o_proj.weight"]  # (d_model, heads · hd)
+        context = F.linear(heads_context, out_proj, bias)  # (T, d_model)
     return LlamaAttentionOutput(
-        weights=attn_weights, context=F.linear(heads_context, out_proj, bias), out_proj=out_proj,
+        weights=attn_weights, context=context, out_proj=out_proj,
         queries=heads.queries, keys=heads.keys.repeat_interleave(share, 0), values=values,
         scores=attn_scores, scaled=scaled, masked=masked, softmax=attn_weights,
         heads_context=heads_context, queries_norm=heads.queries_norm,
@@ -207,11 +214,13 @@ def llama_trace(weights: Named, spec: LlamaSpec, token_ids: list[int], last_laye
     for step, output in _blocks(weights, spec, token_ids, last_layer, visible, whole=True,
                                 known=known):
         attention, layer = step.attention, step.layer
-        assert attention.values is not None and attention.out_proj is not None
-        assert output is not None
+        assert attention.values is not None and output is not None
+        name = f"layers.{layer}.self_attn.o_proj.weight"
         yield LayerTrace(layer=layer, residual=step.residual, weights=attention.weights,
                          values=attention.values,  # (heads, T, head_dim) repeated per group
-                         out_proj=attention.out_proj,  # W_O as the attention read it
+                         # W_O as the attention read it, else read as float32 when asked for
+                         out_proj=attention.out_proj if attention.out_proj is not None
+                         else partial(weights.__getitem__, name),
                          output=output)
 
 
@@ -249,7 +258,7 @@ def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Tens
 
 
 def llama_logits(weights: Named, spec: LlamaSpec, hidden: Tensor,
-                 table: Tensor | None = None) -> Tensor:
+                 table: Table | None = None) -> Tensor:
     """The final norm and lm_head (or the tied embedding): logits (T, vocab) of hidden;
     Gemma 2 soft-caps them. table: the whole unembedding, held (held_unembedding)."""
     need(weights, {"norm.weight": (spec.d_model,)}, "predictions")

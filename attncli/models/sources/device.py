@@ -29,3 +29,8 @@ class OnDevice:
 
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         return self._source.rows(name, indices).to(self.device)
+
+    def quantized(self, name: str) -> None:
+        """None: on a device every matrix is dequantized as it is read (the CPU's kernels
+        compute on quantized blocks)."""
+        return None

@@ -9,11 +9,15 @@ lies in the stored tensor; Mapped reads it there, so the block's code never sees
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from torch import Tensor
 
 from attncli.models.sources.base import WeightSource
 from attncli.models.sources.named import Named
+
+if TYPE_CHECKING:
+    from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,11 @@ class Mapped(Named):
         whole = f"fused:{stored.pop()}"
         self.table.setdefault(whole, Piece(whole.removeprefix("fused:")))
         return whole, [p for p in pieces if p is not None]
+
+    def quantized(self, name: str) -> QuantizedMatrix | None:
+        if self._piece(name).stop is not None:  # a piece of a fused tensor: read as float32
+            return None
+        return super().quantized(name)
 
     def _read(self, name: str) -> Tensor:
         piece = self._piece(name)

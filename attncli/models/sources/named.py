@@ -5,12 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
 from attncli.models.sources.base import WeightSource
+
+if TYPE_CHECKING:
+    from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 # Block-quantized types (Q4_1, Q6_K, IQ2_XS, TQ1_0): a source that reports one dequantizes it.
@@ -37,6 +42,7 @@ class Named:
         self.source, self.prefix, self.finite, self.keep = source, prefix, finite, keep
         self._names = set(source.shapes())
         self._kept: dict[str, Tensor] = {}
+        self._kept_blocks: dict[str, QuantizedMatrix | None] = {}
 
     def reading_once(self) -> Named:
         """The same view, each tensor read from the source once."""
@@ -56,6 +62,39 @@ class Named:
         if self.keep:
             self._kept[name] = tensor
         return tensor
+
+    def quantized(self, name: str) -> QuantizedMatrix | None:
+        """The matrix as its file holds it, for x @ Wᵀ on the quantized blocks (a GGUF source
+        on the CPU, a type the kernels take); None: read it as float32 with [name]. Not where
+        finite values are asked for: those are checked on the float32 tensor."""
+        if name in self._kept_blocks:
+            return self._kept_blocks[name]
+        reader = getattr(self.source, "quantized", None)
+        matrix = None if self.finite or reader is None else reader(self.stored_name(name))
+        if self.keep:
+            self._kept_blocks[name] = matrix
+        return matrix
+
+    def stacked(self, names: list[str]) -> QuantizedMatrix | None:
+        """A held view's matrices (q, k, v; gate, up) as one, their rows one after another,
+        where the kernels take each and they share a type and width: one product computes
+        them all. The stack holds their bytes (each one's own is dropped). None elsewhere."""
+        key = "+".join(names)
+        if not self.keep or key in self._kept_blocks:
+            return self._kept_blocks.get(key)
+        parts = [self.quantized(name) for name in names]
+        stack = None
+        if all(p is not None for p in parts) and len({(p.qtype, p.cols) for p in parts if p}) == 1:
+            from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
+
+            first = parts[0]
+            assert first is not None
+            stack = QuantizedMatrix(np.concatenate([p.blocks for p in parts if p is not None]),
+                                    first.qtype, first.cols)  # (Σ rows, row_bytes)
+            for name in names:
+                del self._kept_blocks[name]
+        self._kept_blocks[key] = stack
+        return stack
 
     def _read(self, name: str) -> Tensor:
         """The tensor as the source stores it, as float32."""

@@ -36,6 +36,7 @@ from attncli.models.sources.gguf.names import (
     stored_layout,
     unpermute,
 )
+from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, computes
 from attncli.models.sources.gguf.recipe import RECIPES
 from attncli.models.sources.gguf.tokenizer import tokenizer_json as build_tokenizer_json
 from attncli.models.sources.identity import Opened, changed, identity_of
@@ -123,6 +124,18 @@ class GgufSource:
         elif undo:  # a bias: one row
             values = self._reordered(values, undo)
         return torch.from_numpy(_owned(values))  # HF layout
+
+    def quantized(self, name: str) -> QuantizedMatrix | None:
+        """A matrix as the file holds it (rows reordered to HF's order as bytes), for the
+        quantized matmul; None where the kernels do not take its type or layout."""
+        info, undo = self._info(name), self._undo(name)
+        if len(info.shape) != 2 or undo not in ("", "q", "k", "qkv_heads") or \
+                not computes(info.qtype):
+            return None
+        check_fits(info.nbytes, f"{self.path}: {info.name} as the file holds it")
+        blocks = self._blocks(info)  # (rows, row_bytes)
+        return QuantizedMatrix(self._reordered(blocks, undo) if undo else blocks, info.qtype,
+                               info.shape[1])
 
     def _reordered(self, rows: np.ndarray, undo: str) -> np.ndarray:
         """rows (along the first axis) in HF's order: Q/K's rotary halves un-interleaved, or

@@ -1,0 +1,336 @@
+/* x @ Wᵀ with W held as GGUF's quantized blocks: float32 activations, weights dequantized on
+ * the fly a chunk at a time (never a float32 copy of the matrix).
+ *
+ * matmul(qtype, blocks, cols, x, out, threads): W (rows, cols) as rows of whole blocks, x
+ * (T, cols) float32, out (T, rows) float32. One token takes the matrix × vector kernel (decode);
+ * several take the matrix × matrix one (a prompt), which dequantizes a panel of rows once for a
+ * tile of tokens. The kernels (_qmatmul_body.h) are compiled once per vector level and the
+ * widest this CPU runs is chosen when the module loads (use_level picks another, for the tests).
+ * Rows are split across a pool of threads (pthreads, kept between calls), the GIL released;
+ * every size is checked here, from the buffers themselves. Built by setuptools as an optional
+ * extension: without it, qmatmul.py dequantizes as before.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The weights are dequantized with the gguf package's float32 operations, each rounded:
+ * setup.py passes -ffp-contract=off, so no product and sum is fused unless a kernel says so. */
+#if defined(__FAST_MATH__) || (defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0)
+#error "attncli's quantized matmul needs strict float32 arithmetic (no -ffast-math, no x87)"
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__)
+#define X86_LEVELS 1 /* the kernels compiled for SSE2, AVX2 and AVX-512; chosen at load */
+#include <immintrin.h>
+#endif
+#if defined(__ARM_NEON) && defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+#define QK_K 256
+#define CHUNK 256  /* values of a row dequantized at once by matvec (1 KB: first-level cache) */
+#define KC 1024    /* matmat: values of each row per panel */
+#define MC 16      /* matmat: rows per panel (64 KB of float32) */
+#define NTILE 128  /* matmat: tokens multiplied with each panel */
+#define MAX_THREADS 256
+#define PART_WORK (1 << 18) /* multiply-adds worth a thread of their own (a wake costs µs) */
+#define MULADD(a, b, c) ((a) * (b) + (c))
+
+typedef void (*block_fn)(const uint8_t *x, float *y, int64_t n); /* n blocks */
+
+/* GGMLQuantizationType's numbers, values and bytes per block; index: the kernels' tables. */
+typedef struct { int qtype, block, bytes, index; } kind;
+enum { KINDS = 11 };
+static const kind KIND[KINDS] = {
+    {0, 1, 4, 0},      {1, 1, 2, 1},      {30, 1, 2, 2},     {8, 32, 34, 3},
+    {2, 32, 18, 4},    {3, 32, 20, 5},    {6, 32, 22, 6},    {7, 32, 24, 7},
+    {12, 256, 144, 8}, {13, 256, 176, 9}, {14, 256, 210, 10},
+};
+
+static inline float from_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
+
+static inline uint32_t to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* IEEE half to float32 exactly, as _dequant.c converts it (its comment says how). */
+static inline float f16(const uint8_t *p) {
+    uint32_t h = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+    uint32_t sign = (h & 0x8000u) << 16, rest = (h & 0x7fffu) << 13;
+    uint32_t finite = to_bits(from_bits(rest) * 0x1p112f);
+    return from_bits(sign | ((h & 0x7c00u) == 0x7c00u ? 0x7f800000u | rest : finite));
+}
+
+static inline uint32_t u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Q4_K and Q5_K's 8 six-bit scales and mins, packed in 12 bytes. */
+static inline void scale_min_k(const uint8_t *sc, float d, float dmin, float *dl, float *ml) {
+    for (int j = 0; j < 4; j++) {
+        dl[j] = d * (float)(sc[j] & 0x3F);
+        ml[j] = dmin * (float)(sc[4 + j] & 0x3F);
+        dl[4 + j] = d * (float)((sc[8 + j] & 0xF) | ((sc[j] >> 2) & 0x30));
+        ml[4 + j] = dmin * (float)((sc[8 + j] >> 4) | ((sc[4 + j] >> 2) & 0x30));
+    }
+}
+
+typedef void (*matvec_fn)(const kind *, const uint8_t *, int64_t, const float *, float *,
+                          int64_t, int64_t);
+typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const float *,
+                          int64_t, float *, int64_t, int64_t, float *);
+
+#define LV(name) name##_base
+#include "_qmatmul_body.h"
+#undef LV
+#undef LV_MICRO
+#ifdef X86_LEVELS
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v3")
+#define LV(name) name##_avx2
+#include "_qmatmul_body.h"
+#undef LV
+#undef LV_MICRO
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4")
+#define LV(name) name##_avx512
+#include "_qmatmul_body.h"
+#undef LV
+#undef LV_MICRO
+#pragma GCC pop_options
+#endif
+
+static matvec_fn matvec = matvec_base;  /* set when the module loads (choose_level) */
+static matmat_fn matmat = matmat_base;
+
+/* 0 the baseline, 1 AVX2 + FMA, 2 AVX-512; -1 the widest this CPU runs. Returns the level. */
+static int choose_level(int level) {
+    int best = 0;
+#ifdef X86_LEVELS
+    __builtin_cpu_init();
+    best = __builtin_cpu_supports("x86-64-v4") ? 2 : __builtin_cpu_supports("x86-64-v3") ? 1 : 0;
+#endif
+    if (level < 0 || level > best) level = best;
+    matvec = matvec_base, matmat = matmat_base;
+#ifdef X86_LEVELS
+    if (level == 1) matvec = matvec_avx2, matmat = matmat_avx2;
+    if (level == 2) matvec = matvec_avx512, matmat = matmat_avx512;
+#endif
+    return level;
+}
+
+/* One call's work: its rows split into parts, part i run by thread i (0: the caller). */
+typedef struct {
+    const kind *t;
+    const uint8_t *w;
+    const float *x;
+    float *y;
+    int64_t rows, cols, tokens, parts;
+} job;
+
+static void run_part(const job *j, int64_t part) {
+    /* Parts of whole groups of 4 rows, so each part's rows take the 4-row tiles. */
+    int64_t groups = (j->rows + 3) / 4;
+    int64_t r0 = groups * part / j->parts * 4, r1 = groups * (part + 1) / j->parts * 4;
+    if (r1 > j->rows) r1 = j->rows;
+    if (r0 >= r1) return;
+    if (j->tokens == 1) {
+        matvec(j->t, j->w, j->cols, j->x, j->y, r0, r1);
+    } else {
+        float panel[MC * KC] __attribute__((aligned(64))); /* 64 KB of the thread's stack */
+        matmat(j->t, j->w, j->rows, j->cols, j->x, j->tokens, j->y, r0, r1, panel);
+    }
+}
+
+/* The pool: workers wait for a new generation of work, run their part, and count down. A
+ * worker spins briefly before it sleeps, so a decode's back-to-back calls do not wait on the
+ * scheduler; one call at a time uses the pool (another runs on its own thread alone). */
+static pthread_mutex_t pool_use = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER, pool_done = PTHREAD_COND_INITIALIZER;
+static int pool_size = 0;            /* workers started (threads beside the caller) */
+static pid_t pool_pid = 0;           /* the process that started them (a fork has none) */
+static uint64_t pool_generation = 0; /* bumped for each job */
+static int64_t pool_left = 0;        /* parts not yet finished */
+static job pool_job;
+#define SPIN_NS 50000
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void relax(void) {
+#ifdef X86_LEVELS
+    _mm_pause();
+#endif
+}
+
+static void *worker(void *arg) {
+    int64_t index = (int64_t)(intptr_t)arg; /* 1..pool_size */
+    uint64_t seen = 0;
+    for (;;) {
+        int64_t spin_until = now_ns() + SPIN_NS;
+        while (__atomic_load_n(&pool_generation, __ATOMIC_ACQUIRE) == seen &&
+               now_ns() < spin_until)
+            for (int i = 0; i < 64; i++) relax();
+        pthread_mutex_lock(&pool_lock);
+        while (pool_generation == seen) pthread_cond_wait(&pool_wake, &pool_lock);
+        seen = pool_generation;
+        job j = pool_job;
+        pthread_mutex_unlock(&pool_lock);
+        if (index < j.parts) {
+            run_part(&j, index);
+            if (__atomic_sub_fetch(&pool_left, 1, __ATOMIC_ACQ_REL) == 0) {
+                pthread_mutex_lock(&pool_lock);
+                pthread_cond_signal(&pool_done);
+                pthread_mutex_unlock(&pool_lock);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Workers enough for parts - 1 beside the caller (fewer where threads cannot start). */
+static int64_t grow_pool(int64_t parts) {
+    if (pool_pid != getpid()) pool_size = 0, pool_pid = getpid(); /* a forked child: none */
+    while (pool_size < parts - 1 && pool_size < MAX_THREADS - 1) {
+        pthread_t id;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&id, &attr, worker, (void *)(intptr_t)(pool_size + 1));
+        pthread_attr_destroy(&attr);
+        if (failed) break;
+        pool_size++;
+    }
+    return parts < pool_size + 1 ? parts : pool_size + 1;
+}
+
+static void run_job(job *j) {
+    if (j->parts > 1 && pthread_mutex_trylock(&pool_use) == 0) {
+        j->parts = grow_pool(j->parts);
+        if (j->parts > 1) {
+            pthread_mutex_lock(&pool_lock);
+            pool_job = *j;
+            __atomic_store_n(&pool_left, j->parts - 1, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&pool_generation, 1, __ATOMIC_RELEASE);
+            pthread_cond_broadcast(&pool_wake);
+            pthread_mutex_unlock(&pool_lock);
+            run_part(j, 0);
+            int64_t spin_until = now_ns() + SPIN_NS;
+            while (__atomic_load_n(&pool_left, __ATOMIC_ACQUIRE) > 0 && now_ns() < spin_until)
+                for (int i = 0; i < 64; i++) relax();
+            pthread_mutex_lock(&pool_lock);
+            while (__atomic_load_n(&pool_left, __ATOMIC_ACQUIRE) > 0)
+                pthread_cond_wait(&pool_done, &pool_lock);
+            pthread_mutex_unlock(&pool_lock);
+            pthread_mutex_unlock(&pool_use);
+            return;
+        }
+        pthread_mutex_unlock(&pool_use);
+    }
+    for (int64_t part = 0; part < j->parts; part++) run_part(j, part); /* same rows, in turn */
+}
+
+static const kind *find(int qtype) {
+    for (int i = 0; i < KINDS; i++)
+        if (KIND[i].qtype == qtype) return &KIND[i];
+    return NULL;
+}
+
+static int aligned4(const Py_buffer *b) { return ((uintptr_t)b->buf & 3) == 0; }
+
+static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
+    int qtype;
+    long long cols, threads;
+    Py_buffer w, x, out;
+    if (!PyArg_ParseTuple(args, "iy*Ly*w*L", &qtype, &w, &cols, &x, &out, &threads)) return NULL;
+    const kind *t = find(qtype);
+    PyObject *result = NULL;
+    if (!t) {
+        PyErr_Format(PyExc_ValueError, "no quantized matmul for GGML type %d", qtype);
+    } else if (cols <= 0 || cols % t->block || cols > (long long)(PY_SSIZE_T_MAX / 4)) {
+        PyErr_Format(PyExc_ValueError, "%lld columns are not whole blocks of %d values of GGML "
+                     "type %d", cols, t->block, qtype);
+    } else if (w.len % (cols / t->block * t->bytes) || x.len % (cols * 4) || !aligned4(&x) ||
+               !aligned4(&out)) {
+        PyErr_Format(PyExc_ValueError, "%zd bytes of GGML type %d are not whole rows of %lld "
+                     "values, or %zd bytes of float32 not whole (aligned) rows of them",
+                     w.len, qtype, cols, x.len);
+    } else {
+        int64_t rows = w.len / (cols / t->block * t->bytes), tokens = x.len / (cols * 4);
+        if (rows != 0 && tokens > PY_SSIZE_T_MAX / 4 / rows) {
+            PyErr_SetString(PyExc_ValueError, "the product's size overflows");
+        } else if (out.len != tokens * rows * 4) {
+            PyErr_Format(PyExc_ValueError, "out holds %zd bytes, not the %lld x %lld float32 of "
+                         "the product", out.len, (long long)tokens, (long long)rows);
+        } else {
+            int64_t parts = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
+            int64_t work = rows * cols / PART_WORK * tokens; /* fewer parts for small work */
+            if (parts > work) parts = work < 1 ? 1 : work;
+            job j = {t, (const uint8_t *)w.buf, (const float *)x.buf, (float *)out.buf, rows,
+                     cols, tokens, parts};
+            if (rows > 0 && tokens > 0) {
+                Py_BEGIN_ALLOW_THREADS
+                run_job(&j);
+                Py_END_ALLOW_THREADS
+            }
+            result = Py_NewRef(Py_None);
+        }
+    }
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyObject *kinds(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
+    PyObject *dict = PyDict_New();
+    for (int i = 0; dict && i < KINDS; i++) {
+        PyObject *key = PyLong_FromLong(KIND[i].qtype);
+        PyObject *value = Py_BuildValue("(ii)", KIND[i].block, KIND[i].bytes);
+        if (!key || !value || PyDict_SetItem(dict, key, value) < 0) Py_CLEAR(dict);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    return dict;
+}
+
+static PyObject *use_level(PyObject *Py_UNUSED(self), PyObject *args) {
+    int level;
+    if (!PyArg_ParseTuple(args, "i", &level)) return NULL;
+    return PyLong_FromLong(choose_level(level));
+}
+
+static PyMethodDef methods[] = {
+    {"matmul", matmul, METH_VARARGS,
+     "matmul(qtype, blocks, cols, x, out, threads): out (T, rows) = x (T, cols) @ Wᵀ."},
+    {"kinds", kinds, METH_NOARGS, "{GGML type number: (values, bytes) per block}."},
+    {"use_level", use_level, METH_VARARGS,
+     "Choose the kernels' vector level (0 baseline, 1 AVX2, 2 AVX-512; -1 the widest)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "attncli.models.sources.gguf._qmatmul",
+    "x @ Wᵀ on GGUF's quantized blocks (see gguf/qmatmul.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__qmatmul(void) {
+    choose_level(-1);
+    return PyModule_Create(&module);
+}

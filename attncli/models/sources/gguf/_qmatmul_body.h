@@ -1,0 +1,519 @@
+/* The kernels of _qmatmul.c at one vector level, included once per level with LV(name) naming
+ * that level's copy and the compiler's target set for it (#pragma GCC target), so each copy is
+ * vectorised for the instructions its level promises: x86-64 baseline (SSE2), AVX2 + FMA,
+ * AVX-512; elsewhere once, at the compiler's own target (NEON on 64-bit ARM).
+ *
+ * Weights are dequantized to float32 exactly as _dequant.c does (the gguf package's numerics,
+ * bit for bit: the same products and sums, each rounded), a chunk of a row at a time, into a
+ * buffer the size of the first-level cache, and multiplied with the activations from there.
+ * Only the order of the dot product's sums differs from a float32 matmul:
+ *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
+ *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
+ *           are added in a fixed tree (lane i + lane i+32, then +16, ...).
+ *   matmat: per chunk of KC values, 16 lanes k ≡ i (mod 16) the same way, added in a tree;
+ *           the row's chunk sums added in order onto 0.
+ * Each output depends on its row, its token and the level only: any split of the rows across
+ * threads, and any tiling, gives the same bits.
+ */
+
+/* One block type's blocks → float32, as _dequant.c writes them (n blocks). */
+static void LV(rows_f32)(const uint8_t *x, float *y, int64_t n) { memcpy(y, x, n * 4); }
+
+static void LV(rows_f16)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = f16(x + 2 * i);
+}
+
+static void LV(rows_bf16)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        y[i] = from_bits(((uint32_t)x[2 * i] << 16) | ((uint32_t)x[2 * i + 1] << 24));
+}
+
+static void LV(blocks_q8_0)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 34, y += 32) {
+        float d = f16(x);
+        for (int l = 0; l < 32; l++) y[l] = (float)(int8_t)x[2 + l] * d;
+    }
+}
+
+static void LV(blocks_q4_0)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
+        float d = f16(x);
+        const uint8_t *q = x + 2;
+        for (int l = 0; l < 16; l++) {
+            y[l] = d * (float)((int)(q[l] & 0xF) - 8);
+            y[l + 16] = d * (float)((int)(q[l] >> 4) - 8);
+        }
+    }
+}
+
+static void LV(blocks_q4_1)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
+        float d = f16(x), m = f16(x + 2);
+        const uint8_t *q = x + 4;
+        for (int l = 0; l < 16; l++) {
+            y[l] = d * (float)(q[l] & 0xF) + m;
+            y[l + 16] = d * (float)(q[l] >> 4) + m;
+        }
+    }
+}
+
+static void LV(blocks_q5_0)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 22, y += 32) {
+        float d = f16(x);
+        uint32_t qh = u32(x + 2);
+        const uint8_t *q = x + 6;
+        for (int l = 0; l < 16; l++) {
+            int lo = (q[l] & 0xF) | (int)(((qh >> l) & 1u) << 4);
+            int hi = (q[l] >> 4) | (int)(((qh >> (l + 16)) & 1u) << 4);
+            y[l] = d * (float)(lo - 16);
+            y[l + 16] = d * (float)(hi - 16);
+        }
+    }
+}
+
+static void LV(blocks_q5_1)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 24, y += 32) {
+        float d = f16(x), m = f16(x + 2);
+        uint32_t qh = u32(x + 4);
+        const uint8_t *q = x + 8;
+        for (int l = 0; l < 16; l++) {
+            int lo = (q[l] & 0xF) | (int)(((qh >> l) & 1u) << 4);
+            int hi = (q[l] >> 4) | (int)(((qh >> (l + 16)) & 1u) << 4);
+            y[l] = d * (float)lo + m;
+            y[l + 16] = d * (float)hi + m;
+        }
+    }
+}
+
+/* Q4_K: d, dmin, scales[12], qs[128]; 8 groups of 32, group 2c + k in nibble k of qs[32c..]. */
+static void LV(blocks_q4_k)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 144, y += QK_K) {
+        float dl[8], ml[8];
+        scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
+        const uint8_t *qs = x + 16;
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                y[64 * c + l] = dl[2 * c] * (float)(qs[32 * c + l] & 0xF) - ml[2 * c];
+                y[64 * c + 32 + l] = dl[2 * c + 1] * (float)(qs[32 * c + l] >> 4) - ml[2 * c + 1];
+            }
+    }
+}
+
+/* Q5_K: Q4_K's fields with qh[32] before qs; group g's fifth bits are bit g of qh[l]. */
+static void LV(blocks_q5_k)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 176, y += QK_K) {
+        float dl[8], ml[8];
+        scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
+        const uint8_t *qh = x + 16, *qs = x + 48;
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                int lo = (qs[32 * c + l] & 0xF) | (((qh[l] >> (2 * c)) & 1) << 4);
+                int hi = (qs[32 * c + l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
+                y[64 * c + l] = dl[2 * c] * (float)lo - ml[2 * c];
+                y[64 * c + 32 + l] = dl[2 * c + 1] * (float)hi - ml[2 * c + 1];
+            }
+    }
+}
+
+/* Q6_K: ql[128], qh[64], scales[16] (int8), d; 16 groups of 16, values offset by 32. */
+static void LV(blocks_q6_k)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
+        const uint8_t *ql = x, *qh = x + 128;
+        float d = f16(x + 208), dl[16];
+        for (int s = 0; s < 16; s++) dl[s] = d * (float)(int8_t)x[192 + s];
+        for (int h = 0; h < 2; h++)  /* each half: 128 values from ql[64h..], qh[32h..] */
+            for (int l = 0; l < 32; l++) {
+                const uint8_t lo0 = ql[64 * h + l], lo1 = ql[64 * h + 32 + l];
+                const uint8_t hb = qh[32 * h + l];
+                int q0 = (lo0 & 0xF) | ((hb & 3) << 4), q1 = (lo1 & 0xF) | (((hb >> 2) & 3) << 4);
+                int q2 = (lo0 >> 4) | (((hb >> 4) & 3) << 4), q3 = (lo1 >> 4) | ((hb >> 6) << 4);
+                float *o = y + 128 * h;
+                const float *s = dl + 8 * h + l / 16;
+                o[l] = s[0] * (float)(q0 - 32);
+                o[32 + l] = s[2] * (float)(q1 - 32);
+                o[64 + l] = s[4] * (float)(q2 - 32);
+                o[96 + l] = s[6] * (float)(q3 - 32);
+            }
+    }
+}
+
+#if defined(__AVX512F__)
+/* The hot types written out in AVX-512, the same float32 operations in the same order
+ * (a product, then a sum or difference, each rounded): bytes widened to 32-bit lanes. */
+static ALWAYS_INLINE void LV(put16)(float *y, __m512i q, __m512 scale, __m512 offset, int sub) {
+    __m512 p = _mm512_mul_ps(scale, _mm512_cvtepi32_ps(q));  /* sub 2: no offset */
+    _mm512_storeu_ps(y, sub == 2 ? p : sub ? _mm512_sub_ps(p, offset) : _mm512_add_ps(p, offset));
+}
+
+static void LV(fast_f16)(const uint8_t *x, float *y, int64_t n) {
+    int64_t i = 0;  /* vcvtph2ps converts every half exactly, as f16() does */
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + 2 * i))));
+    for (; i < n; i++) y[i] = f16(x + 2 * i);
+}
+
+static void LV(fast_bf16)(const uint8_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + 2 * i)));
+        _mm512_storeu_ps(y + i, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+    }
+    for (; i < n; i++)
+        y[i] = from_bits(((uint32_t)x[2 * i] << 16) | ((uint32_t)x[2 * i + 1] << 24));
+}
+
+static void LV(fast_q8_0)(const uint8_t *x, float *y, int64_t n) {
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n; b++, x += 34, y += 32) {
+        __m512 d = _mm512_set1_ps(f16(x));
+        for (int h = 0; h < 2; h++)  /* q·d + 0 rounds as q·d: one product */
+            LV(put16)(y + 16 * h, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * h))),
+                      d, zero, 2);
+    }
+}
+
+static ALWAYS_INLINE void LV(nibbles32)(const uint8_t *q, float *y, float dlo, float mlo, float dhi,
+                                        float mhi, int sub) {
+    /* 32 bytes: low nibbles → y[0..32) as dlo·q ∓ mlo, high nibbles → y[32..64) */
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    __m256i v = _mm256_loadu_si256((const __m256i *)q);
+    __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    __m512 a = _mm512_set1_ps(dlo), b = _mm512_set1_ps(mlo);
+    __m512 c = _mm512_set1_ps(dhi), e = _mm512_set1_ps(mhi);
+    LV(put16)(y, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(lo)), a, b, sub);
+    LV(put16)(y + 16, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(lo, 1)), a, b, sub);
+    LV(put16)(y + 32, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(hi)), c, e, sub);
+    LV(put16)(y + 48, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(hi, 1)), c, e, sub);
+}
+
+static void LV(fast_q4_k)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 144, y += QK_K) {
+        float dl[8], ml[8];
+        scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
+        for (int c = 0; c < 4; c++)
+            LV(nibbles32)(x + 16 + 32 * c, y + 64 * c, dl[2 * c], ml[2 * c], dl[2 * c + 1],
+                          ml[2 * c + 1], 1);
+    }
+}
+
+static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
+    const __m512i eight = _mm512_set1_epi32(8);
+    const __m512 zero = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
+        __m512 d = _mm512_set1_ps(f16(x));
+        __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2)));
+        __m512i lo = _mm512_and_si512(q, _mm512_set1_epi32(0xF)), hi = _mm512_srli_epi32(q, 4);
+        LV(put16)(y, _mm512_sub_epi32(lo, eight), d, zero, 2);
+        LV(put16)(y + 16, _mm512_sub_epi32(hi, eight), d, zero, 2);
+    }
+}
+
+static void LV(fast_q4_1)(const uint8_t *x, float *y, int64_t n) {
+    for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
+        __m512 d = _mm512_set1_ps(f16(x)), m = _mm512_set1_ps(f16(x + 2));
+        __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 4)));
+        LV(put16)(y, _mm512_and_si512(q, _mm512_set1_epi32(0xF)), d, m, 0);
+        LV(put16)(y + 16, _mm512_srli_epi32(q, 4), d, m, 0);
+    }
+}
+
+static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi32(0xF), two = _mm512_set1_epi32(3);
+    const __m512i off = _mm512_set1_epi32(32);
+    for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
+        const uint8_t *ql = x, *qh = x + 128;
+        float d = f16(x + 208), dl[16];
+        for (int s = 0; s < 16; s++) dl[s] = d * (float)(int8_t)x[192 + s];
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l += 16) {
+                __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + 64 * h + l)));
+                __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(ql + 64 * h + 32 + l)));
+                __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qh + 32 * h + l)));
+                __m512i q0 = _mm512_or_si512(_mm512_and_si512(a, low4),
+                                             _mm512_slli_epi32(_mm512_and_si512(e, two), 4));
+                __m512i q1 = _mm512_or_si512(_mm512_and_si512(c, low4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(e, 2), two), 4));
+                __m512i q2 = _mm512_or_si512(_mm512_srli_epi32(a, 4),
+                                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(e, 4), two), 4));
+                __m512i q3 = _mm512_or_si512(_mm512_srli_epi32(c, 4),
+                                             _mm512_slli_epi32(_mm512_srli_epi32(e, 6), 4));
+                const float *s = dl + 8 * h + l / 16;
+                float *o = y + 128 * h + l;
+                LV(put16)(o, _mm512_sub_epi32(q0, off), _mm512_set1_ps(s[0]), zero, 2);
+                LV(put16)(o + 32, _mm512_sub_epi32(q1, off), _mm512_set1_ps(s[2]), zero, 2);
+                LV(put16)(o + 64, _mm512_sub_epi32(q2, off), _mm512_set1_ps(s[4]), zero, 2);
+                LV(put16)(o + 96, _mm512_sub_epi32(q3, off), _mm512_set1_ps(s[6]), zero, 2);
+            }
+    }
+}
+#define FAST(plain, fast) LV(fast)
+#else
+#define FAST(plain, fast) LV(plain)
+#endif
+
+static const block_fn LV(DEQUANT)[KINDS] = {
+    LV(rows_f32),    FAST(rows_f16, fast_f16),       FAST(rows_bf16, fast_bf16),
+    FAST(blocks_q8_0, fast_q8_0),    FAST(blocks_q4_0, fast_q4_0),
+    FAST(blocks_q4_1, fast_q4_1),    LV(blocks_q5_0), LV(blocks_q5_1),
+    FAST(blocks_q4_k, fast_q4_k),    LV(blocks_q5_k), FAST(blocks_q6_k, fast_q6_k),
+};
+#undef FAST
+
+/* acc[i] += w[k]·x[k] for k ≡ i (mod 64), k < n: the matvec's lanes (see the top). */
+static ALWAYS_INLINE void LV(dot64)(const float *w, const float *x, int64_t n, float *acc) {
+    int64_t k = 0;
+#if defined(__AVX512F__)
+    __m512 a0 = _mm512_loadu_ps(acc), a1 = _mm512_loadu_ps(acc + 16);
+    __m512 a2 = _mm512_loadu_ps(acc + 32), a3 = _mm512_loadu_ps(acc + 48);
+    for (; k + 64 <= n; k += 64) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k), _mm512_loadu_ps(x + k), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k + 16), _mm512_loadu_ps(x + k + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k + 32), _mm512_loadu_ps(x + k + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w + k + 48), _mm512_loadu_ps(x + k + 48), a3);
+    }
+    _mm512_storeu_ps(acc, a0), _mm512_storeu_ps(acc + 16, a1);
+    _mm512_storeu_ps(acc + 32, a2), _mm512_storeu_ps(acc + 48, a3);
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 a[8];
+    for (int j = 0; j < 8; j++) a[j] = _mm256_loadu_ps(acc + 8 * j);
+    for (; k + 64 <= n; k += 64)
+        for (int j = 0; j < 8; j++)
+            a[j] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8 * j), _mm256_loadu_ps(x + k + 8 * j),
+                                   a[j]);
+    for (int j = 0; j < 8; j++) _mm256_storeu_ps(acc + 8 * j, a[j]);
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+    float32x4_t a[16];
+    for (int j = 0; j < 16; j++) a[j] = vld1q_f32(acc + 4 * j);
+    for (; k + 64 <= n; k += 64)
+        for (int j = 0; j < 16; j++)
+            a[j] = vfmaq_f32(a[j], vld1q_f32(w + k + 4 * j), vld1q_f32(x + k + 4 * j));
+    for (int j = 0; j < 16; j++) vst1q_f32(acc + 4 * j, a[j]);
+#else
+    for (; k + 64 <= n; k += 64)
+        for (int j = 0; j < 64; j++) acc[j] = MULADD(w[k + j], x[k + j], acc[j]);
+#endif
+    for (; k < n; k++) acc[k & 63] = MULADD(w[k], x[k], acc[k & 63]);
+}
+
+#if defined(__AVX512F__)
+/* Q4_K's rows without the buffer: each group of 32 values has one scale and one min, so its
+ * 16 possible weights fl(fl(dl·q) − ml) make one vector, and each nibble picks its weight from
+ * it (vpermps): the weights dequantize_row's, the lanes and their order dot64's. */
+static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
+                            int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
+    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    for (int64_t r = r0; r < r1; r++) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const uint8_t *b = w + r * row_bytes;
+        const float *xb = x;
+        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
+            float dl[8], ml[8];
+            scale_min_k(b + 4, f16(b), f16(b + 2), dl, ml);
+            for (int c = 0; c < 4; c++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c));
+                __m256i lo = _mm256_and_si256(v, mask);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+                __m512 tl = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dl[2 * c]), iota),
+                                          _mm512_set1_ps(ml[2 * c]));
+                __m512 th = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dl[2 * c + 1]), iota),
+                                          _mm512_set1_ps(ml[2 * c + 1]));
+                const float *xc = xb + 64 * c;
+                a0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_castsi256_si128(lo)), tl), _mm512_loadu_ps(xc), a0);
+                a1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_extracti128_si256(lo, 1)), tl),
+                                     _mm512_loadu_ps(xc + 16), a1);
+                a2 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_castsi256_si128(hi)), th),
+                                     _mm512_loadu_ps(xc + 32), a2);
+                a3 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
+                                         _mm256_extracti128_si256(hi, 1)), th),
+                                     _mm512_loadu_ps(xc + 48), a3);
+            }
+        }
+        float acc[64] __attribute__((aligned(64)));
+        _mm512_store_ps(acc, a0), _mm512_store_ps(acc + 16, a1);
+        _mm512_store_ps(acc + 32, a2), _mm512_store_ps(acc + 48, a3);
+        for (int span = 32; span >= 1; span /= 2)
+            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
+        y[r] = acc[0];
+    }
+}
+#endif
+
+/* Rows r0..r1 of W (rows of row_bytes, cols values) times x (cols,): y[r]. */
+static void LV(matvec)(const kind *t, const uint8_t *w, int64_t cols, const float *x, float *y,
+                       int64_t r0, int64_t r1) {
+#if defined(__AVX512F__)
+    if (t->qtype == 12) {
+        LV(matvec_q4_k)(w, cols, x, y, r0, r1);
+        return;
+    }
+#endif
+    float buf[CHUNK] __attribute__((aligned(64)));
+    const block_fn dequant = LV(DEQUANT)[t->index];
+    const int64_t row_bytes = cols / t->block * t->bytes;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + r * row_bytes;
+        float acc[64] __attribute__((aligned(64))) = {0};
+        for (int64_t k = 0; k < cols; k += CHUNK) {
+            int64_t n = cols - k < CHUNK ? cols - k : CHUNK;  /* a multiple of the block */
+            dequant(row + k / t->block * t->bytes, buf, n / t->block);
+            LV(dot64)(buf, x + k, n, acc);
+        }
+        for (int span = 32; span >= 1; span /= 2)
+            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
+        y[r] = acc[0];
+    }
+}
+
+/* The 16 lanes of one (row, token) pair added in the fixed tree. */
+static ALWAYS_INLINE float LV(tree16)(float *lanes) {
+    for (int span = 8; span >= 1; span /= 2)
+        for (int i = 0; i < span; i++) lanes[i] += lanes[i + span];
+    return lanes[0];
+}
+
+/* y[t·rows + r] += Σ_k w[r][k]·x[t][k] over one chunk of n values, for R rows of the panel
+ * (w: KC apart) and NT tokens (x: cols apart): 16 lanes each, added in tree16. */
+#define LV_MICRO(R, NT)                                                                         \
+    static void LV(micro_##R##x##NT)(const float *w, const float *x, int64_t cols, int64_t n, \
+                                      float *y, int64_t rows) {                               \
+        float lanes[R][NT][16] __attribute__((aligned(64)));                                   \
+        MICRO_BODY(R, NT)                                                                      \
+        for (int i = 0; i < R; i++)                                                            \
+            for (int j = 0; j < NT; j++) y[j * rows + i] += LV(tree16)(lanes[i][j]);           \
+    }
+
+#if defined(__AVX512F__)
+#define MICRO_BODY(R, NT)                                                                       \
+    __m512 acc[R][NT];                                                                          \
+    for (int i = 0; i < R; i++)                                                                 \
+        for (int j = 0; j < NT; j++) acc[i][j] = _mm512_setzero_ps();                           \
+    for (int64_t k = 0; k < n; k += 16) {                                                      \
+        __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);      \
+        __m512 wv[R], xv[NT];                                                                   \
+        for (int i = 0; i < R; i++) wv[i] = _mm512_maskz_loadu_ps(m, w + i * KC + k);           \
+        for (int j = 0; j < NT; j++) xv[j] = _mm512_maskz_loadu_ps(m, x + j * cols + k);        \
+        for (int i = 0; i < R; i++)                                                             \
+            for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(wv[i], xv[j], acc[i][j]);  \
+    }                                                                                           \
+    for (int i = 0; i < R; i++)                                                                 \
+        for (int j = 0; j < NT; j++) _mm512_store_ps(lanes[i][j], acc[i][j]);
+#elif defined(__AVX2__) && defined(__FMA__)
+#define MICRO_BODY(R, NT)                                                                       \
+    __m256 lo[R][NT], hi[R][NT];                                                                \
+    for (int i = 0; i < R; i++)                                                                 \
+        for (int j = 0; j < NT; j++) lo[i][j] = hi[i][j] = _mm256_setzero_ps();                 \
+    int64_t k = 0;                                                                              \
+    for (; k + 16 <= n; k += 16) {                                                             \
+        __m256 wl[R], wh[R];                                                                    \
+        for (int i = 0; i < R; i++) {                                                           \
+            wl[i] = _mm256_loadu_ps(w + i * KC + k);                                            \
+            wh[i] = _mm256_loadu_ps(w + i * KC + k + 8);                                        \
+        }                                                                                       \
+        for (int j = 0; j < NT; j++) {                                                          \
+            __m256 xl = _mm256_loadu_ps(x + j * cols + k), xh = _mm256_loadu_ps(x + j * cols + k + 8); \
+            for (int i = 0; i < R; i++) {                                                       \
+                lo[i][j] = _mm256_fmadd_ps(wl[i], xl, lo[i][j]);                                \
+                hi[i][j] = _mm256_fmadd_ps(wh[i], xh, hi[i][j]);                                \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    for (int i = 0; i < R; i++)                                                                 \
+        for (int j = 0; j < NT; j++) {                                                          \
+            _mm256_store_ps(lanes[i][j], lo[i][j]);                                             \
+            _mm256_store_ps(lanes[i][j] + 8, hi[i][j]);                                         \
+            for (int64_t kk = k; kk < n; kk++)                                                  \
+                lanes[i][j][kk - k] = fmaf(w[i * KC + kk], x[j * cols + kk], lanes[i][j][kk - k]); \
+        }
+#else
+#define MICRO_BODY(R, NT)                                                                       \
+    for (int i = 0; i < R; i++)                                                                 \
+        for (int j = 0; j < NT; j++)                                                            \
+            for (int l = 0; l < 16; l++) lanes[i][j][l] = 0.0f;                                 \
+    for (int64_t k = 0; k < n; k += 16) {                                                      \
+        int64_t width = n - k < 16 ? n - k : 16;                                                \
+        for (int i = 0; i < R; i++)                                                             \
+            for (int j = 0; j < NT; j++)                                                        \
+                for (int64_t l = 0; l < width; l++)                                             \
+                    lanes[i][j][l] = MULADD(w[i * KC + k + l], x[j * cols + k + l],             \
+                                            lanes[i][j][l]);                                    \
+    }
+#endif
+
+#if defined(__AVX512F__)
+/* The 4 × 4 tile with its 16 accumulators named, so they stay in registers. */
+static void LV(micro_4x4)(const float *w, const float *x, int64_t cols, int64_t n, float *y,
+                          int64_t rows) {
+#define ROW4(j) __m512 c0##j = _mm512_setzero_ps(), c1##j = c0##j, c2##j = c0##j, c3##j = c0##j;
+    ROW4(0) ROW4(1) ROW4(2) ROW4(3)
+    for (int64_t k = 0; k < n; k += 16) {
+        __mmask16 m = n - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - k)) - 1);
+        __m512 w0 = _mm512_maskz_loadu_ps(m, w + k), w1 = _mm512_maskz_loadu_ps(m, w + KC + k);
+        __m512 w2 = _mm512_maskz_loadu_ps(m, w + 2 * KC + k);
+        __m512 w3 = _mm512_maskz_loadu_ps(m, w + 3 * KC + k);
+#define TOKEN(j)                                                                                \
+    {                                                                                           \
+        __m512 xj = _mm512_maskz_loadu_ps(m, x + j * cols + k);                                 \
+        c0##j = _mm512_fmadd_ps(w0, xj, c0##j), c1##j = _mm512_fmadd_ps(w1, xj, c1##j);         \
+        c2##j = _mm512_fmadd_ps(w2, xj, c2##j), c3##j = _mm512_fmadd_ps(w3, xj, c3##j);         \
+    }
+        TOKEN(0) TOKEN(1) TOKEN(2) TOKEN(3)
+#undef TOKEN
+    }
+    float lanes[16] __attribute__((aligned(64)));
+#define OUT(i, j) _mm512_store_ps(lanes, c##i##j), y[j * rows + i] += LV(tree16)(lanes);
+#define OUT4(j) OUT(0, j) OUT(1, j) OUT(2, j) OUT(3, j)
+    OUT4(0) OUT4(1) OUT4(2) OUT4(3)
+#undef OUT4
+#undef OUT
+#undef ROW4
+}
+#else
+LV_MICRO(4, 4)
+#endif
+LV_MICRO(4, 1)
+LV_MICRO(1, 4)
+LV_MICRO(1, 1)
+#undef MICRO_BODY
+
+/* Rows r0..r1 of W times each of the T tokens of x (T, cols): y (T, rows), rows of W
+ * dequantized MC at a time, a chunk of KC values each, and multiplied with every token of a
+ * tile of NTILE from there. */
+static void LV(matmat)(const kind *t, const uint8_t *w, int64_t rows, int64_t cols,
+                       const float *x, int64_t tokens, float *y, int64_t r0, int64_t r1,
+                       float *panel) {
+    const block_fn dequant = LV(DEQUANT)[t->index];
+    const int64_t row_bytes = cols / t->block * t->bytes;
+    for (int64_t t0 = 0; t0 < tokens; t0 += NTILE) {
+        int64_t t1 = t0 + NTILE < tokens ? t0 + NTILE : tokens;
+        for (int64_t tk = t0; tk < t1; tk++)
+            for (int64_t r = r0; r < r1; r++) y[tk * rows + r] = 0.0f;
+        for (int64_t k = 0; k < cols; k += KC) {
+            int64_t n = cols - k < KC ? cols - k : KC;  /* a multiple of the block */
+            for (int64_t p = r0; p < r1; p += MC) {
+                int64_t pr = r1 - p < MC ? r1 - p : MC;
+                for (int64_t i = 0; i < pr; i++)
+                    dequant(w + (p + i) * row_bytes + k / t->block * t->bytes, panel + i * KC,
+                            n / t->block);
+                for (int64_t tk = t0; tk < t1;) {
+                    int step = t1 - tk >= 4 ? 4 : 1;
+                    const float *xt = x + tk * cols + k;
+                    float *yt = y + tk * rows + p;
+                    int64_t i = 0;
+                    for (; i + 4 <= pr; i += 4)
+                        (step == 4 ? LV(micro_4x4) : LV(micro_4x1))(panel + i * KC, xt, cols, n,
+                                                                     yt + i, rows);
+                    for (; i < pr; i++)
+                        (step == 4 ? LV(micro_1x4) : LV(micro_1x1))(panel + i * KC, xt, cols, n,
+                                                                     yt + i, rows);
+                    tk += step;
+                }
+            }
+        }
+    }
+}
