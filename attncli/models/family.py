@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from attncli.activity import doing
 from attncli.errors import AttnCliError
+from attncli.models.checks.refused import REFUSED, softmax_layers
 from attncli.models.checks.values import layer_index, shown
 
 if TYPE_CHECKING:
@@ -47,18 +48,6 @@ REGISTRY: dict[str, tuple[str, str]] = {
 }
 DEFAULT = "gpt2"  # a checkpoint without config.json, or without model_type, is read as GPT-2
 
-# Families attncli knows it cannot show honestly, and why: no softmax pattern to show there.
-_NO_ATTENTION = ("has no attention layers (a state-space or recurrent model): no token attends "
-                 "to another")
-_HYBRID = ("mixes softmax attention with state-space or linear-attention layers, which have no "
-           "attention pattern; attncli does not yet show a model whose blocks differ in kind")
-REFUSED: dict[str, str] = {
-    **dict.fromkeys(("mamba", "mamba2", "falcon_mamba", "rwkv", "xlstm"), _NO_ATTENTION),
-    **dict.fromkeys(("jamba", "zamba", "zamba2", "bamba", "falcon_h1", "granitemoehybrid",
-                     "nemotron_h", "lfm2", "qwen3_next", "minimax", "recurrent_gemma"), _HYBRID),
-    **dict.fromkeys(("t5", "mt5", "bart", "mbart", "pegasus", "marian", "whisper"),
-                    "is an encoder-decoder model: its cross-attention is not implemented"),
-}
 
 
 @dataclass(frozen=True)
@@ -267,20 +256,10 @@ def family_of_source(source: WeightSource, config_name: object) -> Family:
         return family_named(model_type)
     if isinstance(model_type, str) and model_type in REFUSED:
         raise AttnCliError(f"{config_name} describes a {model_type!r} model, which "
-                           f"{REFUSED[model_type]}{_softmax_layers(config)}")
+                           f"{REFUSED[model_type]}{softmax_layers(config)}")
     kind = (f"describes a {shown(model_type)} model" if isinstance(model_type, str)
             else f"gives model_type as {shown(model_type)}")
     raise AttnCliError(f"{config_name} {kind}; attncli reads {readable()} checkpoints")
-
-
-def _softmax_layers(config: dict[str, Any]) -> str:
-    """Which layers are softmax attention, where config.json's layer_types says."""
-    types = config.get("layer_types")
-    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
-        return ""
-    full = [i for i, kind in enumerate(types) if "attention" in kind and "linear" not in kind]
-    return (f" (softmax attention in layers {', '.join(map(str, full[:12]))}"
-            f"{', ...' if len(full) > 12 else ''} of {len(types)})") if full else ""
 
 
 def open_family(model: str) -> tuple[WeightSource, Family]:

@@ -92,17 +92,20 @@ def _after_header(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -
 
 def _after_tensor(monkeypatch: pytest.MonkeyPatch, cls: type, name: str,
                   change: Callable[[], None]) -> None:
-    """change() once, right after the tensor named name is read."""
-    real = cls.tensor
+    """change() once, right after the tensor named name is read: as float32 (tensor) or, for
+    the quantized kernels, as the file holds it (quantized)."""
+    def hooked(real: Callable[..., object]) -> Callable[..., object]:
+        def read(self, wanted: str):  # noqa: ANN001, ANN202
+            out = real(self, wanted)
+            if wanted == name and out is not None and not getattr(cls, "changed", False):
+                cls.changed = True
+                change()
+            return out
+        return read
 
-    def tensor(self, wanted: str):  # noqa: ANN001, ANN202
-        out = real(self, wanted)
-        if wanted == name and not getattr(cls, "changed", False):
-            cls.changed = True
-            change()
-        return out
-
-    monkeypatch.setattr(cls, "tensor", tensor)
+    for method in ("tensor", "quantized"):
+        if hasattr(cls, method):
+            monkeypatch.setattr(cls, method, hooked(getattr(cls, method)))
     monkeypatch.setattr(cls, "changed", False, raising=False)
 
 

@@ -13,10 +13,14 @@ layer's worth, the bound a model run promises), the least recently used idle one
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
+
+from attncli.errors import AttnCliError
 
 SMALL = 1 << 20  # bytes: smaller buffers are made fresh (their pages cost nothing to speak of)
 IDLE_REFS = 2  # sys.getrefcount of a buffer only the recycler's list holds
@@ -66,3 +70,18 @@ class Recycler:
         """Bytes of the buffers kept, in use or idle."""
         with self._lock:
             return sum(buffer.nbytes for buffer in self._kept)
+
+
+def read_into(fd: int, buffer: np.ndarray, offset: int, path: Path, size: int) -> None:
+    """Fill buffer (1-D uint8) with the file's bytes from offset, or one line: the file shrank
+    since its header (of size bytes) was read, or could not be read."""
+    view, done = buffer.data, 0  # (n,) bytes, written in place
+    while done < len(view):
+        try:
+            got = os.preadv(fd, [view[done:]], offset + done)
+        except OSError as err:
+            raise AttnCliError(f"cannot read {path}: {err.strerror or err}") from None
+        if got == 0:
+            raise AttnCliError(f"{path} shrank to {offset + done:,} bytes since its header was "
+                               f"read ({size:,})")
+        done += got

@@ -26,7 +26,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
-from attncli.models.sources.gguf.buffers import Recycler
+from attncli.models.sources.gguf.buffers import Recycler, read_into
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.dequant import dequantize
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, open_header
@@ -221,10 +221,11 @@ class GgufSource:
         blocks = self._buffers.empty((len(picked), info.row_bytes), np.uint8)
         fd = self._descriptor()
         if rows is None:
-            self._read_into(fd, blocks.reshape(-1), info.start)
+            read_into(fd, blocks.reshape(-1), info.start, self.path, self.header.size)
         else:
             for line, row in zip(blocks, picked, strict=True):
-                self._read_into(fd, line, info.start + int(row) * info.row_bytes)
+                read_into(fd, line, info.start + int(row) * info.row_bytes, self.path,
+                          self.header.size)
         self.unchanged()  # the bytes are the header's version's: still the file at this path
         return blocks
 
@@ -251,20 +252,6 @@ class GgufSource:
         self._fd = fd
         self._opened.record(self.path, self.header.identity, fd)
         weakref.finalize(self, os.close, fd)
-
-    def _read_into(self, fd: int, buffer: np.ndarray, offset: int) -> None:
-        """Fill buffer (1-D uint8) with the file's bytes from offset, or one line: the file
-        shrank since its header was read, or could not be read."""
-        view, done = buffer.data, 0  # (n,) bytes, written in place
-        while done < len(view):
-            try:
-                got = os.preadv(fd, [view[done:]], offset + done)
-            except OSError as err:
-                raise AttnCliError(f"cannot read {self.path}: {err.strerror or err}") from None
-            if got == 0:
-                raise AttnCliError(f"{self.path} shrank to {offset + done:,} bytes since its "
-                                   f"header was read ({self.header.size:,})")
-            done += got
 
     def _dequantize(self, info: TensorInfo, blocks: np.ndarray) -> np.ndarray:
         if not can_dequantize(info.qtype):
