@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.tolerance import ATOL, RTOL, assert_near, mismatch, near
+from tests.tolerance import ATOL, RTOL, assert_near, mismatch, near, row_atol
 
 
 def test_the_house_bound_is_absolute_plus_relative() -> None:
@@ -96,3 +96,18 @@ def test_booleans_and_integers_are_numbers() -> None:
 def test_complex_values_are_refused() -> None:
     with pytest.raises(TypeError):
         near(torch.tensor([1j]), [0.0])
+
+
+def test_a_callable_message_is_given_the_reason() -> None:
+    with pytest.raises(AssertionError, match=r"^layer 2 \(1 of 1 elements outside"):
+        assert_near([1.0], [2.0], msg=lambda why: f"layer 2 ({why})")
+
+
+def test_a_row_scaled_bound_for_vectors_made_by_sums() -> None:
+    ref = np.array([[25.0, 0.1, -3.0], [0.5, 0.2, 0.1]])
+    assert row_atol(ref).tolist() == [[25 * ATOL], [ATOL]]
+    assert row_atol([0.1, -4.0]).tolist() == [4 * ATOL]
+    got = ref + np.array([[0.0, 2e-4, 0.0], [0.0, 0.0, 0.0]])  # 2e-4 on the row reaching 25
+    assert near(got, ref, atol=row_atol(ref)) and not near(got, ref)
+    why = mismatch(ref + np.array([[0, 0, 0], [0, 2e-5, 0]]), ref, atol=row_atol(ref))
+    assert why is not None and "atol per row, 1e-05 to 0.00025" in why and "index (1, 1)" in why

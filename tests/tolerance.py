@@ -4,7 +4,8 @@ The house bound is atol = rtol = 1e-5 (float32 maths checked against an independ
 on any CPU level and thread count). A test that needs another bound passes it and says why in a
 comment beside the call. Tensors, numpy arrays, nested lists, scalars and mappings of them are
 compared; None (a masked cell in JSON) reads as NaN, and NaN passes only with equal_nan=True,
-where it must sit in the same places on both sides.
+where it must sit in the same places on both sides. atol may be an array (row_atol: a bound per
+row, for vectors made by sums).
 """
 
 from __future__ import annotations
@@ -46,11 +47,22 @@ def _first(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
-def _bound_text(atol: float, rtol: float) -> str:
+def _bound_text(atol: Any, rtol: float) -> str:
+    if np.ndim(atol):
+        low, high = float(np.min(atol)), float(np.max(atol))
+        return f"|a - ref| <= atol + {rtol:g}*|ref| (atol per row, {low:g} to {high:g})"
     return f"|a - ref| <= {atol:g} + {rtol:g}*|ref|"
 
 
-def mismatch(actual: Any, ref: Any, *, atol: float = ATOL, rtol: float = RTOL,
+def row_atol(ref: Any, atol: float = ATOL) -> np.ndarray:
+    """atol scaled by each last-axis row's size, max(1, max|ref row|): the bound for a vector made
+    by sums, whose float32 rounding is relative to Σ|w·x| over the row, not to each element (an
+    element near 0.1 in a context row reaching 25 carries the row's rounding)."""
+    r = np.abs(np.nan_to_num(_array(ref)))
+    return atol * np.maximum(1.0, r.max(axis=-1, keepdims=True) if r.ndim else r)
+
+
+def mismatch(actual: Any, ref: Any, *, atol: Any = ATOL, rtol: float = RTOL,
              equal_nan: bool = False) -> str | None:
     """Why actual is not within atol + rtol*|ref| of ref (the worst element named), else None."""
     if isinstance(ref, Mapping) or isinstance(actual, Mapping):
@@ -86,7 +98,7 @@ def mismatch(actual: Any, ref: Any, *, atol: float = ATOL, rtol: float = RTOL,
             return f"infinite value differs at {_at(_first(wrong_inf), a, r)}"
         finite = both & ~infinite
         diff = np.where(finite, np.abs(a - r), 0.0)
-        bound = atol + rtol * np.abs(np.where(finite, r, 0.0))
+        bound = np.broadcast_to(atol + rtol * np.abs(np.where(finite, r, 0.0)), shape)
     bad = diff > bound
     if not bad.any():
         return None
@@ -96,15 +108,16 @@ def mismatch(actual: Any, ref: Any, *, atol: float = ATOL, rtol: float = RTOL,
             f"{_at(where, a, r)}, |a - ref|={diff[where]:.6g} > bound {bound[where]:.6g}")
 
 
-def near(actual: Any, ref: Any, *, atol: float = ATOL, rtol: float = RTOL,
+def near(actual: Any, ref: Any, *, atol: Any = ATOL, rtol: float = RTOL,
          equal_nan: bool = False) -> bool:
     """Whether every element of actual is within atol + rtol*|ref| of ref."""
     return mismatch(actual, ref, atol=atol, rtol=rtol, equal_nan=equal_nan) is None
 
 
-def assert_near(actual: Any, ref: Any, *, atol: float = ATOL, rtol: float = RTOL,
+def assert_near(actual: Any, ref: Any, *, atol: Any = ATOL, rtol: float = RTOL,
                 equal_nan: bool = False, msg: object = None) -> None:
-    """Fail, naming the worst element, its values and the bound, unless actual is near ref."""
+    """Fail, naming the worst element, its values and the bound, unless actual is near ref
+    (msg, or msg(why) where it is callable, says which comparison it was)."""
     why = mismatch(actual, ref, atol=atol, rtol=rtol, equal_nan=equal_nan)
     if why is not None:
-        raise AssertionError(why if msg is None else f"{msg}: {why}")
+        raise AssertionError(why if msg is None else msg(why) if callable(msg) else f"{msg}: {why}")
