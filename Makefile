@@ -76,6 +76,11 @@ lint: $(STAMP)
 test-deps:
 	@bash scripts/test-deps.sh
 
+# The numeric tests under ATEN_CPU_CAPABILITY=default|avx2|avx512 × 1 and 2 torch threads, one
+# setting at a time (docs/architecture.md says which were run); not part of make test.
+test-matrix: $(STAMP)
+	@PY=$(PY) bash scripts/test-matrix.sh
+
 # Three workers of one torch thread each on this 2-core machine: the suite is mostly attncli
 # processes, whose waits a third worker fills (a fresh clone's make test: 9 min 11 s, against
 # 9 min 49 s with two; each worker's torch would otherwise start a thread per core). Each file
