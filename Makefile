@@ -7,7 +7,7 @@ SENTENCE := Your journey starts with one step
 
 REAL_TEXT := samples/induction.txt
 
-.PHONY: demo test check docs bench lint test-deps model clean
+.PHONY: demo test check docs bench lint test-deps model clean lock test-matrix
 
 # The CPU build of torch first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA
 # build. uv installs the same packages as pip in a fraction of the time, taking torch's CPU wheel
@@ -16,15 +16,35 @@ REAL_TEXT := samples/induction.txt
 WHEELS ?= /opt/wheels
 CPU_TORCH := $(firstword $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl))
 
-$(STAMP): pyproject.toml setup.py attncli/long/_fused.c attncli/models/sources/gguf/_dequant.c \
-		attncli/models/sources/gguf/_qmatmul.c attncli/models/sources/gguf/_qmatmul_body.h
+# The test stack is installed at the versions in requirements/test.lock (exact pins of everything
+# '.[test]' installs, as constraints), so a fresh clone tests what CI tested; make lock writes the
+# lock again from the venv. To take newer versions: make clean && make lock (installs unpinned).
+LOCK := requirements/test.lock
+CONSTRAINTS ?= -c $(LOCK)
+
+$(STAMP): pyproject.toml setup.py $(LOCK) attncli/long/_fused.c \
+		attncli/models/sources/gguf/_dequant.c attncli/models/sources/gguf/_qmatmul.c \
+		attncli/models/sources/gguf/_qmatmul_body.h
 	$(PYTHON) -m venv $(VENV)
 	@if [ -n "$(CPU_TORCH)" ] && $(PY) -m pip install -q uv && $(VENV)/bin/uv pip install -q \
-		--python $(PY) --compile-bytecode --find-links $(WHEELS) 'torch==2.13.0+cpu' -e '.[test]'; \
-		then :; else \
+		--python $(PY) --compile-bytecode --find-links $(WHEELS) $(CONSTRAINTS) \
+		'torch==2.13.0+cpu' -e '.[test]'; then :; else \
 		echo "installing with pip" >&2 && $(PY) -m pip install -q --upgrade pip && \
-		$(PY) -m pip install -q torch==2.13.0 && $(PY) -m pip install -q -e '.[test]'; fi
+		$(PY) -m pip install -q $(CONSTRAINTS) torch==2.13.0 && \
+		$(PY) -m pip install -q $(CONSTRAINTS) -e '.[test]'; fi
 	touch $(STAMP)
+
+# torch is pinned without its local label (2.13.0, not 2.13.0+cpu), which both the CPU wheel and
+# PyPI's build satisfy; pip and uv, the installers, are left out, and so is attncli itself.
+lock:
+	@$(MAKE) --no-print-directory $(STAMP) CONSTRAINTS=
+	@mkdir -p $(dir $(LOCK))
+	@{ echo "# make lock: exact versions of what '.[test]' installs (Python $$($(PY) -c \
+		'import sys; print(*sys.version_info[:2], sep=".")')); the Makefile installs with -c"; \
+	if [ -x $(VENV)/bin/uv ]; then $(VENV)/bin/uv pip freeze --python $(PY) --exclude-editable; \
+	else $(PY) -m pip freeze --all --exclude-editable; fi \
+		| grep -vE '^(pip|uv)==' | sed -E 's/^(torch==[^+]+)[+].*/\1/'; } > $(LOCK).new
+	@mv $(LOCK).new $(LOCK) && echo "$(LOCK): $$(grep -vc '^#' $(LOCK)) packages" >&2
 
 demo: $(STAMP)
 	@$(PY) -m compileall -q attncli
@@ -55,6 +75,11 @@ lint: $(STAMP)
 
 test-deps:
 	@bash scripts/test-deps.sh
+
+# The numeric tests under ATEN_CPU_CAPABILITY=default|avx2|avx512 × 1 and 2 torch threads, one
+# setting at a time (docs/architecture.md says which were run); not part of make test.
+test-matrix: $(STAMP)
+	@PY=$(PY) bash scripts/test-matrix.sh
 
 # Three workers of one torch thread each on this 2-core machine: the suite is mostly attncli
 # processes, whose waits a third worker fills (a fresh clone's make test: 9 min 11 s, against

@@ -25,6 +25,7 @@ from attncli.lessons.setup import (
     lesson_config,
     max_abs,
     source_of,
+    within,
 )
 from attncli.long.tiled import tiled_attention
 
@@ -69,6 +70,7 @@ class FlashResult:
     tiled_max_abs_diff: float  # the context of long/tiled.py (the path `run` takes) against ours
     naive_cells: int
     tiled_cells: int
+    ok: bool  # weights and context within setup.within of the naive pass
 
     @property
     def max_abs_diff(self) -> float:
@@ -174,7 +176,8 @@ def flash(lesson: Lesson, config: dict[str, Any], block: int, query: int | None 
         weights_max_abs_diff=max_abs(weights, naive.weights[:, index]),
         context_max_abs_diff=max_abs(context, naive.context[index]),
         tiled_max_abs_diff=max_abs(tiled_context, context),
-        naive_cells=heads * num_tokens * num_tokens, tiled_cells=heads * (block + head_dim + 2))
+        naive_cells=heads * num_tokens * num_tokens, tiled_cells=heads * (block + head_dim + 2),
+        ok=within(weights, naive.weights[:, index]) and within(context, naive.context[index]))
 
 
 def flash_lesson(req: Request, block: int, query: int | None = None,

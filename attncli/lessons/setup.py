@@ -85,3 +85,17 @@ def finish_context(lesson: Lesson, heads_context: Tensor) -> Tensor:
 def max_abs(a: Tensor, b: Tensor) -> float:
     """The largest |a - b|, as a Python float."""
     return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
+
+
+# A float32 result equals its reference where |a - ref| <= ATOL + RTOL·|ref| (the tests' bound).
+ATOL, RTOL = 1e-5, 1e-5
+
+
+def within(a: Tensor, ref: Tensor, rows: bool = False) -> bool:
+    """Whether every |a - ref| <= ATOL + RTOL·|ref|; with rows, ATOL is scaled by the size of
+    each last-axis row of ref, max(1, max|row|): a vector made by sums rounds relative to it."""
+    if not a.numel():
+        return True
+    a, ref = a.double(), ref.double()
+    atol = ATOL * ref.abs().amax(-1, keepdim=True).clamp(min=1.0) if rows else ATOL
+    return bool(((a - ref).abs() <= atol + RTOL * ref.abs()).all())

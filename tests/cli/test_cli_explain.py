@@ -78,8 +78,7 @@ def test_every_stage_equals_an_independent_recomputation(
         "dropped", "weights", "heads_context", "context") if n in expected]
     for name, want in expected.items():
         got = _tensor(_nested_none_to_nan(doc["stages"][name]))
-        assert_near(got, want.to(torch.float64),
-                                   msg=f"stage {name}")
+        assert_near(got, want.to(torch.float64), msg=f"stage {name}")
     assert doc["weights"] == doc["stages"]["weights"] and doc["context"] == doc["stages"]["context"]
     if "masked" in expected:
         masked = doc["stages"]["masked"]
@@ -101,7 +100,7 @@ def test_dropout_kept_entries_are_the_weights_over_one_minus_p(cli) -> None:  # 
                     zeroed += 1
                 else:
                     kept += 1
-                    assert math.isclose(d, s / (1 - 0.4), rel_tol=1e-6)
+                    assert_near(d, s / (1 - 0.4))
     assert kept > 0 and zeroed > 0
 
 

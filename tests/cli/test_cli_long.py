@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SENTENCE
+from tests.tolerance import assert_near
 
 TEXT = "Every window of the weights is exact. " * 40  # 321 tokens
 
@@ -62,7 +63,7 @@ def test_full_equals_the_naive_weights(cli) -> None:  # noqa: ANN001
             for head, mhead in zip(naive["weights"], naive["stages"]["masked"], strict=True)]
     assert tiled["window"] == {"rows": [0, 6], "cols": [0, 6]}
     for got_row, want_row in zip(tiled["weights"][0], want[0], strict=True):
-        assert got_row == [None if w is None else pytest.approx(w, abs=1e-6) for w in want_row]
+        assert_near(got_row, want_row, equal_nan=True)  # None where masked, on both sides
 
 
 BAD = [

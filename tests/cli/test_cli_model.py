@@ -89,7 +89,7 @@ def test_heads_json_measures_every_head(cli, model) -> None:  # noqa: ANN001
     for row in doc["heads"]:
         expected = _measures(ref["attentions"][row["layer"]][row["head"]])
         for name, value in expected.items():
-            assert math.isclose(row[name], value, abs_tol=1e-5), (row, name)
+            assert_near(row[name], value, msg=(row, name))
     assert doc["model"]["layers"] == 3
 
 

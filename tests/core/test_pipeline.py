@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 import torch
@@ -15,7 +14,7 @@ from attncli.core.result import Result
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from tests.conftest import JOURNEY, SENTENCE
-from tests.tolerance import assert_near
+from tests.tolerance import assert_near, near
 
 
 def _floats(value: object) -> bool:
@@ -49,7 +48,7 @@ def test_shapes_plain_data_and_rows_sum_to_one(variant: str) -> None:
     assert _floats(result.weights) and _floats(result.context)
     for head in result.weights:
         for row in head:
-            assert math.isclose(sum(row), 1.0, abs_tol=1e-6)
+            assert_near(sum(row), 1.0)
     json.dumps(result.to_dict(), allow_nan=False)
 
 
@@ -88,7 +87,7 @@ def test_dropout_is_visible() -> None:
     assert zeros > 0
     for drow, srow in zip(dropped, softmax, strict=True):
         for d, s in zip(drow, srow, strict=True):
-            assert d == 0.0 or math.isclose(d, s / 0.5, rel_tol=1e-6)
+            assert d == 0.0 or near(d, s / 0.5)
 
 
 @pytest.mark.parametrize(("settings", "message"), [
@@ -136,5 +135,6 @@ def test_cuda_missing_is_a_clear_error() -> None:
 def test_cuda_matches_cpu() -> None:
     cpu = run(Request(text=SENTENCE, variant="multihead"))
     gpu = run(Request(text=SENTENCE, variant="multihead", device="cuda"))
-    assert_near(torch.tensor(gpu.context), torch.tensor(cpu.context),
-                               atol=1e-4, rtol=1e-4)
+    # Wider than the house bound: a GPU's float32 matmuls sum in other orders than the CPU's,
+    # checked against the CPU run rather than a float64 truth.
+    assert_near(torch.tensor(gpu.context), torch.tensor(cpu.context), atol=1e-4, rtol=1e-4)

@@ -29,7 +29,8 @@ CPU_TORCH = sorted(WHEELS.glob("torch-*+cpu-*.whl"))
 BUILD = ("import sys; from setuptools import build_meta as b; "
          "print(getattr(b, sys.argv[1])(sys.argv[2]))")
 README_FILES = ("samples/journey.json", "samples/induction.txt", "samples/my_attention.py",
-                "LICENSE", "Makefile", "scripts/fetch_model.py", "docs/install.md",
+                "LICENSE", "Makefile", "requirements/test.lock", "scripts/fetch_model.py",
+                "scripts/test-matrix.sh", "docs/install.md",
                 "docs/_static/causal.svg", "attncli/long/_fused.c", "attncli/long/_fused.pyi",
                 "attncli/models/sources/gguf/_dequant.c", "tests/conftest.py")
 

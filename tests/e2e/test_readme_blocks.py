@@ -37,11 +37,22 @@ def test_masks_hide_times_but_not_bytes() -> None:
     assert differences(example, slower.replace("1.99", "1.98"), TIMINGS) != ""
 
 
-def test_json_floats_match_within_two_float32_steps_only() -> None:
+def test_json_floats_match_within_the_house_bound_only() -> None:
     example = Example(1, "attncli run --json", ("[0.13854756951332092, 0.5, 3]",))
-    assert differences(example, "[0.13854758441448212, 0.5, 3]", []) == ""  # one step
-    assert differences(example, "[0.1385476, 0.5, 3]", []) != ""  # about five steps
+    assert differences(example, "[0.13854758441448212, 0.5, 3]", []) == ""  # AVX-512's
+    assert differences(example, "[0.138557, 0.5, 3]", []) == ""  # 9.4e-6 <= 1e-5 + 1.4e-6
+    assert differences(example, "[0.13857, 0.5, 3]", []) != ""  # 2.2e-5 off
     assert differences(example, "[0.13854756951332092, 0.5, 4]", []) != ""  # integers exactly
+
+
+def test_printed_decimals_match_within_one_unit_of_their_last_place() -> None:
+    example = Example(1, "attncli run", ("journey  0.1385  0.2379  -0.031", "rows 6 of 6 (1.99)"))
+    assert differences(example, "journey  0.1386  0.2379  -0.030\nrows 6 of 6 (1.99)\n", []) == ""
+    for wrong in ("journey  0.1387  0.2379  -0.031", "journey  1.1385  0.2379  -0.031",
+                  "journey  0.13850  0.2379  -0.031", "journey  0.1385  0.2379  -0.031 x"):
+        assert differences(example, f"{wrong}\nrows 6 of 6 (1.99)\n", []) != "", wrong
+    assert differences(example, "journey  0.1385  0.2379  -0.031\nrows 6 of 6 (1.98)\n",
+                       []) != ""  # fewer than three places: compared as text
 
 
 def test_rounding_masks_hide_noise_but_not_a_difference() -> None:

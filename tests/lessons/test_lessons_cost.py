@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from attncli.lessons.cost import cost, fit_exponent, sizes
 from attncli.lessons.memory import AllocationTracker, peak_bytes
+from tests.tolerance import assert_near
 
 ROW_KEYS = {"tokens", "naive_seconds", "naive_bytes", "tiled_seconds", "tiled_bytes"}
 FIT_KEYS = {"naive_bytes_exponent", "naive_seconds_exponent", "tiled_bytes_exponent",
@@ -62,7 +62,7 @@ def test_fit_and_sizes() -> None:
     huge = sizes(10**400)  # no float on the way (10^400 / 128 overflows one)
     assert huge[-1] <= 10**400 < 2 * huge[-1] and len(huge) == 1322
     quadratic = [(n, 5000 + 3 * n * n) for n in (128, 256, 512, 1024)]
-    assert fit_exponent(quadratic) == pytest.approx(2.0)
+    assert_near(fit_exponent(quadratic), 2.0)
     assert fit_exponent([(128, 1.0)]) is None
 
 

@@ -12,6 +12,7 @@ from attncli.core.request import Request
 from attncli.lessons.flash import flash
 from attncli.lessons.setup import build, finish_context, heads_qkv, lesson_config
 from tests.conftest import SENTENCE
+from tests.tolerance import assert_near
 
 STEP_KEYS = {"keys", "scores", "block_max", "m", "scale", "l", "acc"}
 
@@ -51,9 +52,9 @@ def test_result_equals_the_full_pass_and_sdpa(variant: str, heads: int, query: i
                                               is_causal=causal)  # (heads, T, head_dim)
         sdpa_context = finish_context(lesson, sdpa.transpose(0, 1).reshape(6, -1))[index]
     weights = torch.tensor(result.weights)
-    assert float((weights - full.weights[heads - 1, index]).abs().max()) <= 1e-6
-    assert float((torch.tensor(result.context) - full.context[index]).abs().max()) <= 1e-5
-    assert float((torch.tensor(result.context) - sdpa_context).abs().max()) <= 1e-5
+    assert_near(weights, full.weights[heads - 1, index])
+    assert_near(torch.tensor(result.context), full.context[index])
+    assert_near(torch.tensor(result.context), sdpa_context)
     assert result.max_abs_diff <= 1e-5 and result.tiled_max_abs_diff <= 1e-5
     assert len(result.steps) == math.ceil(6 / block)
 
@@ -66,12 +67,12 @@ def test_running_state_is_the_online_softmax() -> None:
     for step in result.steps:
         scores = [s for s in step.scores or [] if s is not None]
         seen += scores
-        assert step.m == pytest.approx(max(seen), abs=1e-6)
-        assert step.block_max == pytest.approx(max(scores), abs=1e-6)
-        assert step.scale == pytest.approx(math.exp(previous - step.m), abs=1e-6)
-        assert step.l == pytest.approx(sum(math.exp(s - step.m) for s in seen), rel=1e-5)
+        assert_near(step.m, max(seen))
+        assert_near(step.block_max, max(scores))
+        assert_near(step.scale, math.exp(previous - step.m))
+        assert_near(step.l, sum(math.exp(s - step.m) for s in seen))
         previous = step.m
-    assert sum(result.weights) == pytest.approx(1.0, abs=1e-6)
+    assert_near(sum(result.weights), 1.0)
 
 
 def test_bad_input_exits_2(cli) -> None:  # noqa: ANN001

@@ -9,6 +9,7 @@ from attncli.lessons.growth import REASONS, SLOPE_SPREAD, fit_growth
 from attncli.render.lessons.cost import render_cost
 from attncli.render.lessons.lesson_text import STRINGS
 from tests.conftest import rendered
+from tests.tolerance import assert_near
 
 SIZES = [128 * 2**k for k in range(6)]  # 128 … 4096
 
@@ -21,7 +22,7 @@ def _series(values: list[float], sizes: list[int] = SIZES) -> list[tuple[int, fl
                                                  (1.5, 0.0), (3.0, 10.0)])
 def test_a_power_law_gives_its_exponent(exponent: float, fixed: float) -> None:
     fit = fit_growth(_series([fixed + 3.0 * n**exponent for n in SIZES]))
-    assert fit.exponent == pytest.approx(exponent, abs=1e-9)
+    assert_near(fit.exponent, exponent)
     assert fit.kind is None and fit.reason is None
 
 
@@ -41,7 +42,7 @@ def test_the_issue_case_a_negative_exponent_is_no_finding() -> None:
     shrinking = [10.0, 20.0, 25.0, 27.5, 28.75]  # growth halves at every doubling
     fit = fit_growth(_series(shrinking, SIZES[:5]))
     assert fit.exponent is None and fit.kind == "shrinking"
-    assert fit.values["exponent"] == pytest.approx(-1.0)
+    assert_near(fit.values["exponent"], -1.0)
 
 
 def test_a_doubling_that_adds_nothing_is_noise() -> None:
@@ -59,11 +60,11 @@ def test_the_doublings_must_agree() -> None:
     unsettled = [0, 1, 3, 11]
     fit = fit_growth(_series(unsettled, SIZES[:4]))
     assert fit.exponent is None and fit.kind == "unsettled"
-    assert fit.values["low"] == pytest.approx(1.0) and fit.values["high"] == pytest.approx(2.0)
+    assert_near([fit.values["low"], fit.values["high"]], [1.0, 2.0])
     assert fit.values["high"] - fit.values["low"] > SLOPE_SPREAD
     # Only the last three doublings count: noise at the smallest sizes does not.
     late = [50.0, 1.0, *(3.0 * n * n for n in SIZES[2:])]
-    assert fit_growth(_series(late)).exponent == pytest.approx(2.0)
+    assert_near(fit_growth(_series(late)).exponent, 2.0)
 
 
 def _rows(naive_seconds: list[float]) -> list[CostRow]:
@@ -76,8 +77,8 @@ def test_table_and_json_say_why_an_exponent_is_missing() -> None:
     result = CostResult({"max_tokens": 1024, "heads": 1, "emb_dim": 64, "head_dim": 64,
                          "block": 128, "seed": 123}, rows, _fit(rows), {}, 0.0)
     doc = result.to_dict()
-    assert doc["fit"]["naive_bytes_exponent"] == pytest.approx(2.0)
-    assert doc["fit"]["tiled_bytes_exponent"] == pytest.approx(1.0)
+    assert_near(doc["fit"]["naive_bytes_exponent"], 2.0)
+    assert_near(doc["fit"]["tiled_bytes_exponent"], 1.0)
     assert doc["fit"]["naive_seconds_exponent"] is None
     assert doc["fit_reasons"]["naive_bytes_exponent"] is None
     assert doc["fit_reasons"]["naive_seconds_exponent"].startswith("the range is too short")

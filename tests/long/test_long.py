@@ -21,6 +21,7 @@ from attncli.core.sizes import naive_bytes
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from attncli.render.jsonout import dumps
+from tests.tolerance import assert_near
 
 TEXT = (("Long documents in bounded memory: every weight of a window is rebuilt exactly from the "
         "log-sum-exp of its row. ") * 5).strip()  # 125 tokens
@@ -56,24 +57,18 @@ def naive_weights(result: Result) -> list[list[list[float | None]]]:
             for h, head in enumerate(result.weights)]
 
 
-def assert_cells_close(got: Any, want: list, tol: float = 1e-6) -> None:
+def assert_cells_close(got: Any, want: list) -> None:
+    """Masked (None, or NaN from the tiled path) in the same cells, the rest within the bound."""
     if hasattr(got, "tolist"):  # a numpy array from the tiled path: NaN is masked, as in JSON
         got = json.loads(dumps(got))
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        if isinstance(w, list):
-            assert_cells_close(g, w, tol)
-        elif w is None:
-            assert g is None
-        else:
-            assert g is not None and math.isclose(g, w, abs_tol=tol, rel_tol=1e-4), (g, w)
+    assert_near(got, want, equal_nan=True)
 
 
 @pytest.mark.parametrize("variant", list(SETTINGS))
 def test_context_and_config_match_the_naive_path(variant: str) -> None:
     naive, tiled = both(variant)
     assert len(tiled.tokens) == 125
-    assert_cells_close(tiled.context, naive.context, tol=1e-5)
+    assert_cells_close(tiled.context, naive.context)
     assert tiled.config.to_dict() == {**naive.config.to_dict(), "impl": "tiled", "top_k": 5,
                                       "pool": "max"}
     assert naive.config.impl == "naive"
@@ -134,7 +129,7 @@ def test_summary_equals_measures_of_the_naive_weights(variant: str) -> None:
     for head, row in zip(naive.weights, tiled.long.summary, strict=True):
         want = reference_summary(head, top_k=3)
         for name, value in want.items():
-            assert math.isclose(row[name], value, rel_tol=1e-4, abs_tol=1e-5), (name, row, want)
+            assert_near(row[name], value, msg=(name, row, want))
 
 
 @pytest.mark.parametrize("variant", ["qkv", "causal"])
@@ -149,10 +144,9 @@ def test_stats_and_query_row_match_the_naive_weights(variant: str) -> None:
         assert_cells_close(tiled.long.stats["top_k"]["weight"][0][i],
                            [weights[i][j] if j >= 0 else 0.0 for j in index])
         lse, entropy = tiled.long.stats["lse"][0][i], tiled.long.stats["entropy"][0][i]
-        assert math.isclose(sum(w for w in weights[i] if w) , 1.0, rel_tol=1e-5)
+        assert_near(sum(w for w in weights[i] if w), 1.0)
         assert math.isfinite(lse)
-        assert math.isclose(entropy, -sum(w * math.log(w) for w in weights[i] if w),
-                            abs_tol=1e-4)
+        assert_near(entropy, -sum(w * math.log(w) for w in weights[i] if w))
     assert tiled.query is not None
     assert tiled.query.index == 70 and tiled.query.token == tiled.tokens[70].text
     assert_cells_close(tiled.query.weights, [head[70] for head in naive_weights(naive)])
@@ -195,7 +189,7 @@ def test_pooling_in_small_chunks_gives_the_same_map(monkeypatch: pytest.MonkeyPa
     _, whole = both("causal", Extract(maps=True, grid=10))
     monkeypatch.setattr("attncli.long.pooling.CHUNK_CELLS", 50)  # a few rows at a time
     _, chunked = both("causal", Extract(maps=True, grid=10))
-    assert_cells_close(chunked.long.maps[0].values, whole.long.maps[0].values, tol=1e-7)
+    assert_cells_close(chunked.long.maps[0].values, whole.long.maps[0].values)
 
 
 def test_auto_switches_at_the_budget() -> None:
@@ -273,9 +267,9 @@ def test_one_token_has_a_summary(variant: str) -> None:
     assert result.long is not None
     assert len(result.long.summary) == result.num_heads == (2 if variant == "multihead" else 1)
     for row in result.long.summary:
-        assert row["self"] == pytest.approx(1.0) and row["first"] == pytest.approx(1.0)
-        assert row["prev"] == 0.0 and row["distance"] == pytest.approx(0.0, abs=1e-6)
-    assert result.weights.tolist() == [[[pytest.approx(1.0)]]] * result.num_heads
+        assert_near([row["self"], row["first"], row["distance"]], [1.0, 1.0, 0.0])
+        assert row["prev"] == 0.0
+    assert_near(result.weights, [[[1.0]]] * result.num_heads)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from tests.encoder_fixtures import minilm, own_tokens
+from tests.tolerance import assert_near
 
 # The real MiniLM against transformers' BertModel: slow (make check leaves it to make test).
 pytestmark = pytest.mark.slow
@@ -73,7 +73,7 @@ def test_every_layer_matches_transformers(cli, real) -> None:
         assert [t["id"] for t in doc["tokens"]] == ids
         weights = torch.tensor(doc["weights"])
         assert weights.shape == (HEADS, len(ids), len(ids))
-        assert_close(weights, reference[layer], atol=1e-5, rtol=1e-5)
+        assert_near(weights, reference[layer])
 
 
 def test_a_text_past_the_files_truncation_is_shown_whole(cli, real) -> None:
@@ -84,8 +84,7 @@ def test_a_text_past_the_files_truncation_is_shown_whole(cli, real) -> None:
     assert FILE_LENGTH < len(ids) < POSITIONS
     doc = cli("run", text, "--model", str(folder), "--layer", "-1", "--json").json()
     assert [t["id"] for t in doc["tokens"]] == ids
-    assert_close(torch.tensor(doc["weights"]), _reference(model, ids)[-1], atol=1e-5,
-                 rtol=1e-5)
+    assert_near(torch.tensor(doc["weights"]), _reference(model, ids)[-1])
 
 
 def test_a_text_past_the_positions_is_refused(cli, real) -> None:

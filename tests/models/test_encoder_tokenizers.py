@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from tests.encoder_fixtures import (
     encoder_reference,
@@ -21,6 +20,7 @@ from tests.encoder_fixtures import (
     own_tokens,
     save_encoder,
 )
+from tests.tolerance import assert_near
 
 TEXT = "The cat sat on the mat because it was tired, and the dog lay by the door all day long"
 CUT = 16  # the files' truncation and padding length: TEXT has more tokens than this
@@ -82,7 +82,7 @@ def test_every_layer_past_the_files_truncation_matches_transformers(cli, hub, na
         doc = cli("run", TEXT, "--model", str(folder), "--layer", str(layer), "--json").json()
         weights = torch.tensor(doc["weights"])  # (heads, T, T)
         assert weights.shape[-1] == len(ids) > CUT
-        assert_close(weights, ref["attentions"][layer], atol=1e-5, rtol=1e-5)
+        assert_near(weights, ref["attentions"][layer])
 
 
 @pytest.mark.parametrize(("name", "positions"), [("bert", 64), ("roberta", 64)])

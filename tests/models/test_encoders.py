@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from tests.encoder_fixtures import encoder_reference, save_encoder, wordpiece_tokenizer
+from tests.tolerance import assert_near, near
 
 TEXT = "The cat sat on the mat 猫吃鱼 because it was tired"
 TOL = {"atol": 1e-5, "rtol": 1e-5}  # 1e-5 + 1e-5·|ref|
@@ -79,20 +79,20 @@ def test_every_layer_matches_transformers(cli, encoders, name: str) -> None:
         doc = cli("explain", TEXT, "--model", str(folder), "--layer", str(layer),
                   "--json").json()
         stages = {k: torch.tensor(v) for k, v in doc["stages"].items()}
-        assert_close(torch.tensor(doc["weights"]), ref["attentions"][layer], **TOL)
-        assert_close(stages["inputs"], ref["attn_input"][layer], **TOL)
+        assert_near(torch.tensor(doc["weights"]), ref["attentions"][layer], **TOL)
+        assert_near(stages["inputs"], ref["attn_input"][layer], **TOL)
         for stage in ("queries", "keys", "values", "heads_context"):
-            assert_close(stages[stage], ref[stage][layer], **TOL)
+            assert_near(stages[stage], ref[stage][layer], **TOL)
         scores = ref["queries"][layer] @ ref["keys"][layer].transpose(-2, -1)  # (heads, T, T)
-        assert_close(stages["scores"], scores, **TOL)
-        assert_close(stages["scaled"], scores / 8**0.5, **TOL)  # head_dim 32 / 4 heads
-        assert_close(stages["softmax"], ref["attentions"][layer], **TOL)
-        assert_close(torch.tensor(doc["context"]), ref["attn_out"][layer], **TOL)
+        assert_near(stages["scores"], scores, **TOL)
+        assert_near(stages["scaled"], scores / 8**0.5, **TOL)  # head_dim 32 / 4 heads
+        assert_near(stages["softmax"], ref["attentions"][layer], **TOL)
+        assert_near(torch.tensor(doc["context"]), ref["attn_out"][layer], **TOL)
         assert "masked" not in doc["stages"]
     traced = list(open_model(str(folder)).trace(ids, 2))
     for layer, block in enumerate(traced):
-        assert_close(block.residual, ref["hidden_states"][layer], **TOL)
-        assert_close(block.output, ref["hidden_states"][layer + 1], **TOL)
+        assert_near(block.residual, ref["hidden_states"][layer], **TOL)
+        assert_near(block.output, ref["hidden_states"][layer + 1], **TOL)
 
 
 def test_the_type_id_comes_from_the_post_processor(encoders) -> None:
@@ -102,7 +102,7 @@ def test_the_type_id_comes_from_the_post_processor(encoders) -> None:
     plain, typed = (open_model(str(encoders[n][0])) for n in ("bert", "bert-type1"))
     ids = _ids(encoders["bert"][0])
     assert (plain.type_id(), typed.type_id()) == (0, 1)  # type: ignore[attr-defined]
-    assert not torch.allclose(plain.attention(ids, 0).output.weights,
+    assert not near(plain.attention(ids, 0).output.weights,
                               typed.attention(ids, 0).output.weights)
 
 
@@ -269,8 +269,8 @@ def test_tensorflow_layernorm_names_are_read(cli, encoders, tmp_path: Path) -> N
     ids = _ids(folder)
     ref = encoder_reference(model, ids)
     doc = cli("run", TEXT, "--model", str(old), "--layer", "2", "--json").json()
-    assert_close(torch.tensor(doc["weights"]), ref["attentions"][2], **TOL)
-    assert_close(torch.tensor(doc["context"]), ref["attn_out"][2], **TOL)
+    assert_near(torch.tensor(doc["weights"]), ref["attentions"][2], **TOL)
+    assert_near(torch.tensor(doc["context"]), ref["attn_out"][2], **TOL)
 
 
 def test_permute_model_on_an_encoder_without_positions_is_equivariant(cli, encoders) -> None:  # noqa: ANN001
@@ -287,14 +287,14 @@ def test_permute_model_on_an_encoder_without_positions_is_equivariant(cli, encod
     perm = doc["permutation"]
     assert [ids_a[p] for p in perm] == _ids(folder, b)
     reference = encoder_reference(model, ids_a)["attentions"][-1]  # (heads, T, T) positions on
-    assert_close(torch.tensor(with_["weights_a"]), reference, **TOL)
+    assert_near(torch.tensor(with_["weights_a"]), reference, **TOL)
     import copy
 
     zeroed = copy.deepcopy(model)
     with torch.no_grad():
         zeroed.base_model.embeddings.position_embeddings.weight.zero_()
     reference = encoder_reference(zeroed, ids_a)["attentions"][-1]  # (heads, T, T)
-    assert_close(torch.tensor(without["weights_a"]), reference, **TOL)
+    assert_near(torch.tensor(without["weights_a"]), reference, **TOL)
 
 
 def test_permute_model_on_a_decoder_is_refused_with_the_reason(cli, tmp_path: Path) -> None:  # noqa: ANN001

@@ -17,6 +17,7 @@ from attncli.errors import AttnCliError
 from attncli.lessons.kvcache import kvcache_model
 from attncli.models.family import REGISTRY, readable
 from attncli.models.run import run_heads, run_model
+from tests.tolerance import assert_near
 
 TEXT = "The cat sat on the mat"
 VOCAB, D, HEADS = 97, 8, 2
@@ -56,8 +57,8 @@ def test_run_reads_the_new_family(toy: tuple[Path, dict[str, torch.Tensor]]) -> 
     result = run_model(Request(text=TEXT, model=str(folder)))
     weights, context = _reference(tensors, TEXT)
     assert result.variant == "toyarch"
-    assert torch.allclose(torch.tensor(result.weights), weights, atol=1e-6)
-    assert torch.allclose(torch.tensor(result.context), context, atol=1e-5)
+    assert_near(torch.tensor(result.weights), weights)
+    assert_near(torch.tensor(result.context), context)
     assert result.to_dict()["model"] == {"path": str(folder), "layers": 1, "heads": HEADS,
                                          "d_model": D, "layer": 0}
 
@@ -70,7 +71,7 @@ def test_heads_and_kvcache_need_nothing_more(toy: tuple[Path, dict[str, torch.Te
     weights, _ = _reference(tensors, TEXT)
     assert decoded.ok and len(decoded.steps) == weights.shape[1]
     last = torch.tensor(decoded.steps[-1].weights)  # (heads, T)
-    assert torch.allclose(last, weights[:, -1], atol=1e-6)
+    assert_near(last, weights[:, -1])
 
 
 def test_its_traits_decide_what_runs(toy: tuple[Path, dict[str, torch.Tensor]]) -> None:

@@ -13,11 +13,11 @@ from attncli.errors import AttnCliError
 from attncli.models.gpt2.family import resolve_checkpoint
 from attncli.models.gpt2.model import gpt2_all_layers, gpt2_attention
 from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
+from tests.tolerance import assert_near
 
 SMALL = {"n_layer": 3, "n_head": 4, "n_embd": 64, "n_positions": 128, "vocab_size": 50257}
 TOKEN_IDS = [50256, 464, 3797, 3332, 319, 262, 2603, 13, 383, 3290, 3332, 319, 262, 2603, 13,
              50000, 11, 0, 12, 286]
-ATOL = 1e-5
 
 
 @pytest.fixture(scope="module")
@@ -58,18 +58,18 @@ def test_every_layer_and_head_matches_transformers(models, name: str) -> None:
         got = gpt2_attention(ckpt, _ids(name), layer)
         out = got.output
         assert got.layer == layer
-        torch.testing.assert_close(out.weights, ref["attentions"][layer], atol=ATOL, rtol=0)
-        torch.testing.assert_close(got.inputs, ref["ln_1"][layer], atol=ATOL, rtol=0)
-        torch.testing.assert_close(out.context, ref["attn"][layer], atol=ATOL, rtol=0)
+        assert_near(out.weights, ref["attentions"][layer])
+        assert_near(got.inputs, ref["ln_1"][layer])
+        assert_near(out.context, ref["attn"][layer])
         assert len(got.hidden_states) == layer + 1
         for got_h, ref_h in zip(got.hidden_states, ref["hidden_states"], strict=False):
-            torch.testing.assert_close(got_h, ref_h, atol=ATOL, rtol=0)
+            assert_near(got_h, ref_h)
         # Queries, keys and values are transformers' fused c_attn output, split into heads.
         fused = ref["qkv"][layer]  # (T, 3d)
         q, k, v = (t.view(len(_ids(name)), ckpt.n_head, ckpt.head_dim).transpose(0, 1)
                    for t in fused.split(ckpt.n_embd, dim=-1))  # each (heads, T, head_dim)
         for got_t, ref_t in ((out.queries, q), (out.keys, k), (out.values, v)):
-            torch.testing.assert_close(got_t, ref_t, atol=ATOL, rtol=0)
+            assert_near(got_t, ref_t)
 
 
 def test_all_layers_is_one_pass_over_every_head(models) -> None:
@@ -77,7 +77,7 @@ def test_all_layers_is_one_pass_over_every_head(models) -> None:
     weights = gpt2_all_layers(resolve_checkpoint(str(path)), TOKEN_IDS)
     expected = torch.stack(hf_reference(model, TOKEN_IDS)["attentions"])  # (layers, heads, T, T)
     assert weights.shape == (3, 4, len(TOKEN_IDS), len(TOKEN_IDS))
-    torch.testing.assert_close(weights, expected, atol=ATOL, rtol=0)
+    assert_near(weights, expected)
 
 
 def test_the_reference_attention_is_peaked_so_the_comparison_means_something(models) -> None:
@@ -90,12 +90,12 @@ def test_stages_follow_the_attention_record(models) -> None:
     out = gpt2_attention(ckpt, TOKEN_IDS, -1).output
     T = len(TOKEN_IDS)
     assert out.scores is not None and out.scaled is not None and out.masked is not None
-    torch.testing.assert_close(out.scaled, out.scores / math.sqrt(16))
+    assert_near(out.scaled, out.scores / math.sqrt(16))
     above = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # (T, T)
     assert torch.isneginf(out.masked[:, above]).all()
     assert torch.equal(out.softmax, out.weights) and out.dropped is None
     assert out.heads_context is not None and out.heads_context.shape == (T, 64)
-    torch.testing.assert_close(out.weights.sum(-1), torch.ones(4, T))
+    assert_near(out.weights.sum(-1), torch.ones(4, T))
 
 
 def test_negative_layer_counts_from_the_end(models) -> None:

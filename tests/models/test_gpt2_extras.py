@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.models.activations import ACTIVATIONS
 from attncli.models.gpt2.family import resolve_checkpoint
 from attncli.models.gpt2.model import gpt2_attention
 from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
+from tests.tolerance import assert_near
 
 SMALL = {"n_layer": 3, "n_head": 4, "n_embd": 32, "n_positions": 32, "vocab_size": 300}
 IDS = [5, 17, 200, 3, 3, 99, 250, 1, 42, 42, 7, 120]
@@ -22,7 +22,7 @@ def test_each_activation_equals_transformers(name: str) -> None:
     from transformers.activations import ACT2FN
 
     x = torch.linspace(-12, 12, 2001)
-    assert_close(ACTIVATIONS[name](x), ACT2FN[name](x), atol=1e-6, rtol=1e-6)
+    assert_near(ACTIVATIONS[name](x), ACT2FN[name](x))
 
 
 def test_a_sharded_half_precision_gpt2_matches_transformers(tmp_path) -> None:
@@ -40,7 +40,7 @@ def test_a_sharded_half_precision_gpt2_matches_transformers(tmp_path) -> None:
     ref = hf_reference(reference, IDS)
     for layer in range(ckpt.n_layer):
         got = gpt2_attention(ckpt, IDS, layer)
-        assert_close(got.output.weights, ref["attentions"][layer], atol=1e-5, rtol=0)
+        assert_near(got.output.weights, ref["attentions"][layer])
 
 
 @pytest.mark.parametrize("config", [
@@ -58,6 +58,6 @@ def test_every_layer_matches_transformers(tmp_path, config: dict[str, Any]) -> N
     ref = hf_reference(model, IDS)
     for layer in range(ckpt.n_layer):
         got = gpt2_attention(ckpt, IDS, layer)
-        assert_close(got.output.weights, ref["attentions"][layer], atol=1e-5, rtol=0)
+        assert_near(got.output.weights, ref["attentions"][layer])
         for mine, theirs in zip(got.hidden_states, ref["hidden_states"], strict=False):
-            assert_close(mine, theirs, atol=1e-5, rtol=1e-5)
+            assert_near(mine, theirs)

@@ -5,7 +5,6 @@ and on the real SmolLM2 when it has been fetched."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from tests.conftest import ROOT
 from tests.gguf_fixtures import smollm2
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import byte_level_tokenizer, hf_reference, save_family
+from tests.tolerance import assert_near
 
 SCORES = ("previous_token", "duplicate_token", "induction")
 TEXT = "the cat sat on the mat and the cat sat on the mat and the cat sat"
@@ -70,7 +70,7 @@ def test_scores_match_transformer_lens_detect_head(cli, gpt2, probe: bool) -> No
     assert len(set(ids)) < len(ids)  # repeated tokens: duplicate and induction are not all 0
     expected = _tl_scores(bridge, ids)
     for name in SCORES:
-        np.testing.assert_allclose(_grid(doc, name), expected[name], atol=1e-6, rtol=0)
+        assert_near(_grid(doc, name), expected[name])
     assert max(h["induction"] for h in doc["heads"]) > 0.01
 
 
@@ -96,15 +96,15 @@ def test_llama_scores_and_sinks_against_the_formulas(cli, llama) -> None:  # noq
     for h in doc["heads"]:
         weights = ref["attentions"][h["layer"]][h["head"]].double().numpy()
         for name, value in _formula(weights, ids).items():
-            assert math.isclose(h[name], value, abs_tol=1e-6), (h["layer"], h["head"], name)
+            assert_near(h[name], value, msg=(h["layer"], h["head"], name))
     assert [s["layer"] for s in doc["layers"]] == [0, 1, 2]
     for s in doc["layers"]:
         att = ref["attentions"][s["layer"]].double().numpy()  # (heads, T, T)
         norms = np.linalg.norm(ref["hidden_states"][s["layer"]].double().numpy(), axis=-1)
-        assert math.isclose(s["first_share"], att[:, 1:, 0].mean(), abs_tol=1e-6)
-        assert math.isclose(s["first_norm"], norms[0], rel_tol=1e-5)
-        assert math.isclose(s["median_norm"], float(np.median(norms[1:])), rel_tol=1e-5)
-        assert math.isclose(s["norm_ratio"], norms[0] / np.median(norms[1:]), rel_tol=1e-5)
+        assert_near(s["first_share"], att[:, 1:, 0].mean())
+        assert_near(s["first_norm"], norms[0])
+        assert_near(s["median_norm"], float(np.median(norms[1:])))
+        assert_near(s["norm_ratio"], norms[0] / np.median(norms[1:]))
 
 
 def test_probe_is_seeded_repeated_and_recorded(cli, llama) -> None:  # noqa: ANN001

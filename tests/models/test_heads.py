@@ -9,6 +9,7 @@ import torch
 
 from attncli.errors import AttnCliError
 from attncli.models.measures import SORT_KEYS, head_measures, sort_measures
+from tests.tolerance import assert_near
 
 T = 4
 
@@ -37,12 +38,12 @@ def test_one_hot_heads() -> None:
 def test_uniform_causal_head() -> None:
     (row,) = head_measures(_stack(UNIFORM))
     # Row i spreads 1/(i+1) over keys 0..i, for i = 1, 2, 3.
-    assert row["entropy"] == pytest.approx((math.log(2) + math.log(3) + math.log(4)) / 3)
-    assert row["prev"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3)
-    assert row["first"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3)
-    assert row["self"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3)
+    assert_near(row["entropy"], (math.log(2) + math.log(3) + math.log(4)) / 3)
+    assert_near(row["prev"], (1 / 2 + 1 / 3 + 1 / 4) / 3)
+    assert_near(row["first"], (1 / 2 + 1 / 3 + 1 / 4) / 3)
+    assert_near(row["self"], (1 / 2 + 1 / 3 + 1 / 4) / 3)
     # Mean distance back in row i is i/2.
-    assert row["distance"] == pytest.approx((1 / 2 + 2 / 2 + 3 / 2) / 3)
+    assert_near(row["distance"], (1 / 2 + 2 / 2 + 3 / 2) / 3)
 
 
 def test_rows_come_in_layer_then_head_order_as_plain_python() -> None:

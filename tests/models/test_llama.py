@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.errors import AttnCliError
 from attncli.models.hf_tokens import hf_tokenize, load_tokenizer
@@ -17,6 +16,7 @@ from attncli.models.llama.checkpoint import open_llama
 from attncli.models.llama.family import resolve_llama
 from attncli.models.llama.model import llama_all_layers, llama_attention, window_mask
 from tests.llama_fixtures import hf_reference, save_family
+from tests.tolerance import assert_near
 
 TEXT = "The cat sat on the mat 猫吃鱼，狗吃肉 🙂 because it was tired; 東京は日本の首都です。"
 TOL = {"atol": 1e-5, "rtol": 1e-5}
@@ -66,7 +66,7 @@ def assert_matches(got: torch.Tensor, ref: torch.Tensor, exact: torch.Tensor) ->
     transformers' own float32 result ref misses it: two float32 computations round apart, by up
     to ~3e-5 on some CPUs (AVX-512 kernels), and neither is the truth."""
     slack = float((ref.double() - exact).abs().max()) if ref.numel() else 0.0
-    assert_close(got.double(), exact, atol=TOL["atol"] + slack, rtol=TOL["rtol"])
+    assert_near(got.double(), exact, atol=TOL["atol"] + slack, rtol=TOL["rtol"])
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -130,12 +130,12 @@ def test_rope_stages_match_transformers_rotation(models, name: str) -> None:
         q_ref, k_ref = apply_rotary_pos_emb(q[None], k[None], cos, sin)
     with open_llama(ckpt) as weights:
         out = llama_attention(weights, spec, ids, 0).output
-    assert_close(out.queries_rope, q_ref[0], **TOL)
+    assert_near(out.queries_rope, q_ref[0], **TOL)
     share = spec.num_heads // spec.kv_heads
-    assert_close(out.keys_rope, k_ref[0].repeat_interleave(share, 0), **TOL)
+    assert_near(out.keys_rope, k_ref[0].repeat_interleave(share, 0), **TOL)
     # The scores are the rotated queries and keys, and the weights their masked softmax.
-    assert_close(out.scores, out.queries_rope @ out.keys_rope.transpose(-2, -1), **TOL)
-    assert_close(torch.softmax(out.masked, -1), out.weights, **TOL)
+    assert_near(out.scores, out.queries_rope @ out.keys_rope.transpose(-2, -1), **TOL)
+    assert_near(torch.softmax(out.masked, -1), out.weights, **TOL)
 
 
 def test_query_heads_of_one_group_read_the_same_keys(models) -> None:

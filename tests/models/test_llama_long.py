@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.core.request import Extract, Request
 from attncli.errors import AttnCliError
 from attncli.models.run import run_model
 from tests.llama_fixtures import hf_reference, save_family
+from tests.tolerance import assert_near
 
 TEXT = " ".join(["The cat sat on the mat 猫吃鱼 because it was tired."] * 4)
 
@@ -40,8 +40,8 @@ def test_tiled_matches_transformers(models, layer: int) -> None:
     rows, cols = result.window["rows"], result.window["cols"]
     expected = ref["attentions"][layer][:, rows[0]:rows[1], cols[0]:cols[1]]
     got = torch.nan_to_num(torch.tensor(result.weights), nan=0.0)  # masked cells are NaN
-    assert_close(got, expected, atol=1e-5, rtol=0)
-    assert_close(torch.tensor(result.context), ref["attn_out"][layer], atol=1e-5, rtol=1e-5)
+    assert_near(got, expected)
+    assert_near(torch.tensor(result.context), ref["attn_out"][layer])
 
 
 def test_naive_only_commands_refuse_long_inputs(models) -> None:

@@ -17,9 +17,9 @@ from torch import nn
 from tests.conftest import SENTENCE
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import save_family
+from tests.tolerance import assert_near
 
 TEXT = "Your journey starts with one step. The cat sat on the mat because it was tired."
-TOL = 1e-5
 
 
 def norm_reference(weights: np.ndarray, values: np.ndarray, w_o: np.ndarray | None) -> tuple[
@@ -77,8 +77,8 @@ def test_norm_simple_qkv_causal(cli) -> None:  # noqa: ANN001
         raw, shown = norm_reference(weights, values, None)
         doc = cli("run", SENTENCE, "--variant", variant, "--measure", "norm", "--json").json()
         assert doc["config"]["measure"] == "norm"
-        np.testing.assert_allclose(as_array(doc["norm"]), raw, atol=TOL, rtol=TOL)
-        np.testing.assert_allclose(as_array(doc["weights"]), shown, atol=TOL, rtol=TOL)
+        assert_near(as_array(doc["norm"]), raw)
+        assert_near(as_array(doc["weights"]), shown)
 
 
 def test_norm_multihead_through_out_proj(cli) -> None:  # noqa: ANN001
@@ -90,24 +90,23 @@ def test_norm_multihead_through_out_proj(cli) -> None:  # noqa: ANN001
     x = torch.tensor(doc["stages"]["inputs"])  # (T, 8)
     with torch.no_grad():
         values = book.W_value(x).view(len(x), 2, 4).transpose(0, 1).numpy()  # (2, T, 4)
-    np.testing.assert_allclose(values, as_array(doc["stages"]["values"]), atol=1e-6)
+    assert_near(values, as_array(doc["stages"]["values"]))
     raw, shown = norm_reference(as_array(doc["stages"]["weights"]), values,
                                 book.out_proj.weight.detach().numpy())
     measured = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--measure",
                    "norm", "--json").json()
-    np.testing.assert_allclose(as_array(measured["norm"]), raw, atol=TOL, rtol=TOL)
-    np.testing.assert_allclose(as_array(measured["weights"]), shown, atol=TOL, rtol=TOL)
+    assert_near(as_array(measured["norm"]), raw)
+    assert_near(as_array(measured["weights"]), shown)
     # The default stays the weights, with no measure in its config.
     plain = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--json").json()
     assert "measure" not in plain["config"] and "norm" not in plain
-    np.testing.assert_allclose(as_array(plain["weights"]), as_array(doc["stages"]["weights"]))
+    assert_near(as_array(plain["weights"]), as_array(doc["stages"]["weights"]))
     # The tiled path's window: the same numbers, rows renormalised over every key.
     tiled = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--measure", "norm",
                 "--impl", "tiled", "--rows", "2:5", "--cols", "0:4", "--json").json()
     window = as_array([[[np.nan if v is None else v for v in row] for row in head]
                        for head in tiled["weights"]])
-    np.testing.assert_allclose(window, np.where(np.isnan(window), np.nan, shown[:, 2:5, 0:4]),
-                               atol=TOL, rtol=TOL)
+    assert_near(window, np.where(np.isnan(window), np.nan, shown[:, 2:5, 0:4]), equal_nan=True)
 
 
 # -- checkpoints ----------------------------------------------------------------------------
@@ -178,15 +177,15 @@ def test_checkpoint_norm_and_rollout(cli, family: str, request: pytest.FixtureRe
     ids = [t["id"] for t in doc["tokens"]]
     attentions, values, w_o = (hf_llama if family == "llama" else hf_gpt2)(model, ids)
     raw, shown = norm_reference(attentions[layer], values[layer], w_o[layer])
-    np.testing.assert_allclose(as_array(doc["norm"]), raw, atol=TOL, rtol=1e-4)
-    np.testing.assert_allclose(as_array(doc["weights"]), shown, atol=TOL, rtol=1e-4)
+    assert_near(as_array(doc["norm"]), raw)
+    assert_near(as_array(doc["weights"]), shown)
     assert doc["config"]["measure"] == "norm"
     for shown_layer in (0, 2):
         rolled = cli("run", TEXT, "--model", str(folder), "--layer", str(shown_layer),
                      "--measure", "rollout", "--json").json()
         assert rolled["config"]["measure"] == "rollout" and len(rolled["weights"]) == 1
-        np.testing.assert_allclose(as_array(rolled["weights"][0]),
-                                   rollout_reference(attentions[:shown_layer + 1]), atol=TOL)
+        assert_near(as_array(rolled["weights"][0]),
+                    rollout_reference(attentions[:shown_layer + 1]))
     # show reads both back, and writes the same JSON; the table and the page say what it is.
     for kind, saved in (("norm", doc), ("rollout", rolled)):
         path = tmp_path / f"{kind}.json"
@@ -209,8 +208,7 @@ def test_rollout_picks_rows_and_query(cli, llama: tuple[Path, Any]) -> None:  # 
                 "--json").json()
     one = cli("run", TEXT, "--model", str(folder), "--layer", "2", "--measure", "rollout",
               "--query", "5", "--json").json()
-    np.testing.assert_allclose(as_array(one["query"]["weights"][0]),
-                               as_array(whole["weights"][0][5]), atol=1e-7)
+    assert_near(as_array(one["query"]["weights"][0]), as_array(whole["weights"][0][5]))
     cli("run", TEXT, "--model", str(folder), "--measure", "rollout", "--head", "1",
         "--json").assert_usage_error("--head does not apply with --measure rollout")
 

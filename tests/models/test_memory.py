@@ -20,6 +20,7 @@ from attncli.models.sources.gguf import open_gguf, qmatmul
 from attncli.models.unembed import VOCAB_CHUNK
 from bench.shapes import LlamaShape, Q, write_llama_shape
 from tests.conftest import ROOT
+from tests.tolerance import assert_near
 
 TINY = LlamaShape("tiny", 3, 256, 4, 2, 512, vocab=600)
 # 16 layers of 61 MB as float32 (973 MB in all) in a 140 MB Q4_K file.
@@ -114,7 +115,7 @@ def test_layers_are_freed_one_by_one_under_an_address_space_limit(tmp_path: Path
     assert held.returncode == 0, held.stderr[-2000:]
     ours, theirs = (np.array(json.loads(r.stdout)["weights"], dtype=float)  # (h, T, T), nan
                     for r in (held, freed))  # where masked (null)
-    np.testing.assert_allclose(ours, theirs, atol=1e-5, rtol=1e-5)
+    assert_near(ours, theirs, equal_nan=True)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")

@@ -16,6 +16,7 @@ from attncli.models.memory import computing_on, on_device
 from attncli.models.sources.device import OnDevice
 from attncli.models.sources.formats import open_source
 from bench.shapes import LlamaShape, Q, write_llama_shape
+from tests.tolerance import assert_near
 
 TOY = "samples/toy-gpt2"
 TINY = LlamaShape("tiny", 2, 256, 4, 2, 512, vocab=600)
@@ -77,12 +78,12 @@ def test_cuda_numbers_equal_the_cpus(tmp_path: Path, measure: str) -> None:
     path = str(write_llama_shape(tmp_path / "t.gguf", TINY, Q.Q4_K))
     req = Request(text="the cat sat on the mat", model=path, layer=-1, measure=measure)
     cpu, gpu = run_model(req), run_model(Request(**{**req.__dict__, "device": "cuda"}))
-    torch.testing.assert_close(torch.tensor(gpu.context), torch.tensor(cpu.context),
-                               atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(torch.tensor(gpu.weights), torch.tensor(cpu.weights),
-                               atol=1e-5, rtol=1e-4)
+    # Wider than the house bound: a GPU's float32 matmuls sum in other orders (and blocks)
+    # than the CPU's over the model's whole depth, against the CPU run, not a float64 truth.
+    assert_near(torch.tensor(gpu.context), torch.tensor(cpu.context), atol=1e-4, rtol=1e-4)
+    assert_near(torch.tensor(gpu.weights), torch.tensor(cpu.weights), atol=1e-5, rtol=1e-4)
     heads_cpu = run_heads(req)
     heads_gpu = run_heads(Request(**{**req.__dict__, "device": "cuda"}))
     for a, b in zip(heads_cpu.measures, heads_gpu.measures, strict=True):
         assert a["layer"] == b["layer"] and a["head"] == b["head"]
-        assert abs(a["entropy"] - b["entropy"]) <= 1e-4
+        assert_near(a["entropy"], b["entropy"], atol=1e-4, rtol=1e-4)  # the GPU bound above

@@ -11,18 +11,17 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.core.request import Extract, Request
 from attncli.models.run import run_model
 from tests.gguf_fixtures import smollm2
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import save_family
+from tests.tolerance import assert_near
 
 GPT2 = {"n_layer": 3, "n_head": 4, "n_embd": 32, "n_positions": 64, "vocab_size": 50257}
 TEXT = "The cat sat on the mat because it was tired"
 K = 5
-ATOL = 1e-4
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +56,9 @@ def _check(entries: list[dict[str, Any]], logits: torch.Tensor, key: str = "top"
     got_ids = torch.tensor([[c["id"] for c in e[key]] for e in entries])  # (T, K)
     assert torch.equal(got_ids, want.indices)
     got = torch.tensor([[c["logit"] for c in e[key]] for e in entries], dtype=torch.float64)
-    assert_close(got, want.values.double(), atol=ATOL, rtol=0)
+    assert_near(got, want.values.double())
     got = torch.tensor([[c["prob"] for c in e[key]] for e in entries], dtype=torch.float64)
-    assert_close(got, probs.gather(-1, want.indices), atol=ATOL, rtol=0)
+    assert_near(got, probs.gather(-1, want.indices))
 
 
 @pytest.mark.parametrize("name", ["gpt2-tied", "gpt2-untied", "llama-untied", "llama-tied"])
@@ -136,8 +135,8 @@ def test_tiled_path_predicts_the_rows_window(cli, models) -> None:  # noqa: ANN0
     assert [e["index"] for e in tiled["predictions"]] == [3, 4, 5]
     for got, want in zip(tiled["predictions"], whole["predictions"][3:6], strict=True):
         assert [c["id"] for c in got["top"]] == [c["id"] for c in want["top"]]
-        assert_close(torch.tensor([c["prob"] for c in got["top"]]),
-                     torch.tensor([c["prob"] for c in want["top"]]), atol=1e-5, rtol=0)
+        assert_near(torch.tensor([c["prob"] for c in got["top"]]),
+                    torch.tensor([c["prob"] for c in want["top"]]))
     cli("run", TEXT, "--model", str(folder), "--predict", "3", "--impl",
         "tiled").assert_usage_error("needs --rows A:B")
 
@@ -189,6 +188,6 @@ def test_smollm2_top1_is_the_argmax_of_its_own_unembedding(cli) -> None:  # noqa
         probs = torch.softmax(logits, dim=-1)  # (T, 49152)
         assert [e[key][0]["id"] for e in predictions] == logits.argmax(-1).tolist()
         got = torch.tensor([e[key][0]["prob"] for e in predictions])
-        assert_close(got, probs.max(-1).values, atol=ATOL, rtol=0)
+        assert_near(got, probs.max(-1).values)
     italy = predictions[-1]["top"][0]
     assert italy["text"] == " Rome" and bytes.fromhex(italy["bytes"]) == b" Rome"

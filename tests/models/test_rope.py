@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.errors import AttnCliError
 from attncli.models.llama.config import llama_spec
 from attncli.models.llama.rope import apply_rope, inv_freq, rope_tables
+from tests.tolerance import assert_near
 
 BASE = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
         "num_hidden_layers": 1, "intermediate_size": 8, "vocab_size": 10,
@@ -38,7 +38,7 @@ def test_inv_freq_equals_transformers(params: dict, num_tokens: int) -> None:
     else:
         seq_len = num_tokens if params["rope_type"] == "dynamic" else None
         expected, _ = ROPE_INIT_FUNCTIONS[params["rope_type"]](config, "cpu", seq_len=seq_len)
-    assert_close(inv_freq(spec, num_tokens), expected, atol=0, rtol=1e-6)
+    assert_near(inv_freq(spec, num_tokens), expected)
 
 
 def test_partial_rotary_with_default_rope_turns_the_whole_head_as_transformers_does() -> None:
@@ -51,8 +51,8 @@ def test_partial_rotary_with_default_rope_turns_the_whole_head_as_transformers_d
                          partial_rotary_factor=0.25)
     ref_cos, ref_sin = LlamaRotaryEmbedding(config)(torch.zeros(1), torch.arange(7)[None])
     cos, sin = rope_tables(spec, 7)  # each (T, 16)
-    assert_close(cos, ref_cos[0], atol=0, rtol=1e-6)
-    assert_close(sin, ref_sin[0], atol=0, rtol=1e-6)
+    assert_near(cos, ref_cos[0])
+    assert_near(sin, ref_sin[0])
 
 
 @pytest.mark.parametrize("params", SCALINGS[1:], ids=lambda p: p["rope_type"])
@@ -74,6 +74,6 @@ def test_rotation_keeps_length_and_depends_on_distance_only() -> None:
     cos, sin = rope_tables(spec, 12)
     v = torch.randn(1, 1, 16).expand(1, 12, 16)  # one vector at every position
     turned = apply_rope(v, cos, sin)[0]  # (T, 16)
-    assert_close(turned.norm(dim=-1), v[0].norm(dim=-1))
+    assert_near(turned.norm(dim=-1), v[0].norm(dim=-1))
     dots = turned @ turned.T  # (T, T)
-    assert_close(dots[3, 1], dots[9, 7])  # both two positions apart
+    assert_near(dots[3, 1], dots[9, 7])  # both two positions apart

@@ -10,6 +10,7 @@ from attncli.models.gpt2.model import gpt2_all_layers
 from attncli.models.measures import head_measures
 from tests.conftest import ROOT
 from tests.gpt2_fixtures import hf_reference
+from tests.tolerance import assert_near
 
 TOY = ROOT / "samples" / "toy-gpt2"
 
@@ -25,6 +26,6 @@ def test_toy_model_matches_transformers_and_has_a_previous_token_head() -> None:
     model = GPT2Model.from_pretrained(TOY).float().eval()
     model.set_attn_implementation("eager")
     reference = torch.stack(hf_reference(model, ids)["attentions"])
-    torch.testing.assert_close(ours, reference, atol=1e-5, rtol=0)
+    assert_near(ours, reference)
     best = max(head_measures(ours), key=lambda row: row["prev"])
     assert (best["layer"], best["head"]) == (0, 3) and best["prev"] > 0.4

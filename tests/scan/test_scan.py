@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.gguf_fixtures import smollm2
+from tests.tolerance import assert_near
 
 TOY = str(ROOT / "samples" / "toy-gpt2")
 # A scan that reaches its worker pool starts processes (spawned, each loading torch): such a test
@@ -54,11 +55,10 @@ def _same_as_heads(cli, rows: pa.Table, doc_id: str, text: str, model: str) -> N
     sinks = {s["layer"]: s for s in expected["layers"]}
     for row in expected["heads"]:
         got = by_head[(row["layer"], row["head"])]
-        assert {k: got[k] for k in HEAD_KEYS} == pytest.approx({k: row[k] for k in HEAD_KEYS},
-                                                               rel=1e-5, abs=1e-5)
+        assert_near({k: got[k] for k in HEAD_KEYS}, {k: row[k] for k in HEAD_KEYS})
         sink = sinks[row["layer"]]
-        assert got["first_share"] == pytest.approx(sink["first_share"], rel=1e-5, abs=1e-5)
-        assert got["norm_ratio"] == pytest.approx(sink["norm_ratio"], rel=1e-5, abs=1e-5)
+        assert_near(got["first_share"], sink["first_share"])
+        assert_near(got["norm_ratio"], sink["norm_ratio"])
 
 
 @POOL
@@ -79,7 +79,7 @@ def test_rows_equal_heads_json_on_the_toy_gpt2(cli, tmp_path: Path) -> None:  # 
     table = rows.to_pylist()
     l1h2 = [r["induction"] for r in table if (r["layer"], r["head"]) == (1, 2)]
     head = next(h for h in summary["heads"] if (h["layer"], h["head"]) == (1, 2))
-    assert head["induction"] == pytest.approx(sum(l1h2) / 4)
+    assert_near(head["induction"], sum(l1h2) / 4)
     assert head["share"]["induction"] == sum(v >= 0.4 for v in l1h2) / 4
 
 

@@ -43,10 +43,7 @@ def _same_pass(got: HeadsPass, want: HeadsPass) -> None:
     for mine, theirs in zip(got.sinks, want.sinks, strict=True):
         assert mine.keys() == theirs.keys()
         for name, value in mine.items():
-            if value is None:
-                assert theirs[name] is None
-            else:
-                assert value == pytest.approx(theirs[name], rel=1e-5, abs=1e-5)
+            assert_near(value, theirs[name], equal_nan=True, msg=name)  # None on both sides
 
 
 def _alone(model: Any, texts: list[list[int]]) -> list[HeadsPass]:
@@ -81,7 +78,7 @@ def test_a_batch_scores_as_one_document_at_a_time(monkeypatch: pytest.MonkeyPatc
             if name in ("document", "layer", "head"):
                 assert values == theirs["rows"][name]
             else:
-                assert values == pytest.approx(theirs["rows"][name], rel=1e-5, abs=1e-5)
+                assert_near(values, theirs["rows"][name], msg=name)
 
 
 def test_packs_keep_order_and_the_token_budget() -> None:

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 SHOWN_ACC = 3  # accumulator entries shown per block; --json has them all
 SHOWN_SCORES = 8  # scores shown per block
-WEIGHTS_OK, CONTEXT_OK = 1e-6, 1e-5  # against the naive full pass
 SCORES, ACC = 1, 6
 OPTIONAL = (6, 4, 2)  # left out in this order: accumulator, rescale, block max
 
@@ -118,7 +117,7 @@ def render_flash(console: Console, result: FlashResult, lang: str = "en",
     title = text(lang, "flash.title", i=result.query, label=label, block=result.block)
     if result.config.get("heads", 1) > 1:
         title += f" · head {result.head}"
-    ok = result.weights_max_abs_diff <= WEIGHTS_OK and result.context_max_abs_diff <= CONTEXT_OK
+    ok = result.ok
     check = text(lang, "flash.check" if ok else "flash.check_bad",
                  weights=diff_text(result.weights_max_abs_diff),
                  context=diff_text(result.context_max_abs_diff),

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.errors import AttnCliError
 from attncli.models.family import open_model
@@ -21,6 +20,7 @@ from tests.encoder_fixtures import save_encoder
 from tests.family_fixtures import FAMILY_CASES, save_decoder
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import save_family
+from tests.tolerance import assert_near
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 PROMPT = [5, 71, 200, 13, 97, 150, 31, 260, 8, 120]  # ids inside every tiny vocabulary (≥ 320)
@@ -69,7 +69,7 @@ def test_greedy_tokens_and_every_steps_weights_match_transformers(
         for layer, attn in enumerate(layers):
             ref = attn[0, :, -1, :]  # (H, keys): the last query row; a sliding layer's cache
             width = ref.shape[-1]  # holds only its window's keys
-            assert_close(got[layer, :, -width:], ref, **TOL)
+            assert_near(got[layer, :, -width:], ref, **TOL)
             assert not got[layer, :, :-width].any()  # outside the window: no weight
 
 
@@ -83,7 +83,7 @@ def test_each_step_is_a_row_of_the_teacher_forced_pass(models: dict[str, tuple[P
     every = model.all_layers(prompt + [s.token_id for s in steps])  # (L, H, T, T)
     for s, step in enumerate(steps):
         t = len(prompt) - 1 + s
-        assert_close(torch.from_numpy(step.weights), every[:, :, t, :t + 1], **TOL)
+        assert_near(torch.from_numpy(step.weights), every[:, :, t, :t + 1], **TOL)
 
 
 def test_stop_ids_end_the_answer_and_n_caps_it(models: dict[str, tuple[Path, Any]]) -> None:
@@ -155,12 +155,12 @@ def test_prefill_fills_the_caches_that_stepping_fills(models: dict[str, tuple[Pa
     refilled = [(c.keys, c.values) for c in filled.caches] if name != "gpt2" else [
         (b.k_cache, b.v_cache) for b in filled.blocks]
     for (keys, values), (filled_keys, filled_values) in zip(caches, refilled, strict=True):
-        assert_close(filled_keys, keys, **TOL)
-        assert_close(filled_values, values, **TOL)
+        assert_near(filled_keys, keys, **TOL)
+        assert_near(filled_values, values, **TOL)
     # The next step reads either cache alike: its weights and logits agree.
     after_steps, after_fill = (d.step_layers(prompt[0], len(prompt)) for d in (stepped, filled))
-    assert_close(after_fill[0], after_steps[0], **TOL)
-    assert_close(after_fill[1], after_steps[1], atol=1e-4, rtol=1e-4)
+    assert_near(after_fill[0], after_steps[0], **TOL)
+    assert_near(after_fill[1], after_steps[1])
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
@@ -218,7 +218,7 @@ def test_a_held_decoder_reads_its_unembedding_once_and_its_logits_are_the_chunke
         if chunk is None:
             assert torch.equal(held_logits, streamed_logits)
         else:
-            assert_close(held_logits, streamed_logits, atol=1e-5, rtol=1e-5)
+            assert_near(held_logits, streamed_logits)
     assert len(reads) == 1 and held_logits.shape == (reads[0],)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.models.family import open_model
 from attncli.models.generate.result import GenerateView
@@ -17,6 +16,7 @@ from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import _transformers
+from tests.tolerance import assert_near
 
 # The real SmolLM2 against transformers' own generate: slow (make check leaves it to make test).
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def test_greedy_answer_and_weights_equal_transformers_generate(real: tuple[Path,
                               else "max_new_tokens")
     for s, layers in enumerate(out.attentions):
         ref = torch.stack([a[0, :, -1, :] for a in layers])  # (30, 9, P + s)
-        assert_close(torch.from_numpy(result.weights[s]), ref, atol=1e-5, rtol=1e-5)
+        assert_near(torch.from_numpy(result.weights[s]), ref)
 
 
 def test_the_chat_template_makes_the_prompt_transformers_tokenizer_makes(
@@ -77,13 +77,13 @@ def test_steps_are_rows_of_the_teacher_forced_pass_and_views_add_up() -> None:
     every = open_model(str(path)).all_layers(ids)  # (30, 9, T, T)
     p = len(result.prompt)
     for s, weights in enumerate(result.weights):
-        assert_close(torch.from_numpy(weights), every[:, :, p - 1 + s, :p + s], atol=1e-5,
-                     rtol=1e-5)
+        assert_near(torch.from_numpy(weights), every[:, :, p - 1 + s, :p + s])
     view = GenerateView()
     for s in range(len(result.answer)):
         row = result.row(s, view)
-        assert abs(row.sum() - 1) < 1e-9 and not row[result.sinks].any()
+        assert_near(row.sum(), 1)
+        assert not row[result.sinks].any()
         raw = result.row(s, GenerateView(exclude_sinks=False))
-        assert abs(raw.sum() - 1) < 1e-5  # the mean of rows that each sum to 1
+        assert_near(raw.sum(), 1)  # the mean of rows that each sum to 1
     to_prompt, to_answer = result.shares(view)
-    assert abs(to_prompt + to_answer - 1) < 1e-9
+    assert_near(to_prompt + to_answer, 1)

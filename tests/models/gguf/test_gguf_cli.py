@@ -17,11 +17,11 @@ from typing import Any
 import gguf
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.models.family import open_model
 from tests.gguf_fixtures import smollm2, write_model
 from tests.llama_fixtures import hf_reference
+from tests.tolerance import assert_near
 
 TEXT = "The cat sat on the mat. 猫 123 🙂"
 
@@ -77,7 +77,7 @@ def test_run_on_a_gguf_file_matches_transformers(cli, tiny, layer: int) -> None:
     doc = cli("run", TEXT, "--model", str(path), "--layer", str(layer), "--json").json()
     ids = [t["id"] for t in doc["tokens"]]
     ref = hf_reference(model, ids)
-    assert_close(_weights(doc), ref["attentions"][layer], atol=1e-5, rtol=1e-5)
+    assert_near(_weights(doc), ref["attentions"][layer])
     assert doc["config"]["tokenizer"]["file"] == path.name
     assert doc["model"]["architecture"] == "llama"
 
@@ -137,12 +137,12 @@ def test_the_real_smollm2_matches_transformers_on_every_layer(cli) -> None:  # n
         ours = cli("run", text, "--model", str(path), "--layer", str(layer), "--json").json()
         assert [t["id"] for t in ours["tokens"]] == ids
         want = ref["attentions"][layer]  # (heads, T, T)
-        assert_close(_weights(ours), want, atol=1e-5, rtol=1e-5)
+        assert_near(_weights(ours), want)
     every = open_model(str(path)).all_layers(ids)  # (layers, heads, T, T): one forward pass
     assert every.shape == (30, 9, len(ids), len(ids))
     for layer in range(30):
-        assert_close(every[layer], ref["attentions"][layer], atol=1e-5, rtol=1e-5,
-                     msg=lambda m, layer=layer: f"layer {layer}: {m}")
+        assert_near(every[layer], ref["attentions"][layer],
+                    msg=lambda m, layer=layer: f"layer {layer}: {m}")
 
 
 def test_a_fifo_named_gguf_is_refused_at_once(cli, tmp_path: Path) -> None:  # noqa: ANN001

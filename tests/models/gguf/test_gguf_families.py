@@ -16,6 +16,7 @@ import torch
 from attncli.errors import AttnCliError
 from attncli.models.sources.gguf import describe_gguf, open_gguf
 from tests.gguf_fixtures import write_family
+from tests.tolerance import assert_near, near
 
 VOCAB = {"llama": 280, "gpt2": 267}  # sentencepiece_tokens() / byte_tokens() sizes
 SMALL = {"hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
@@ -97,7 +98,7 @@ def _close(ours: object, theirs: object) -> bool:
         return len(ours) == len(theirs) and all(map(_close, ours, theirs))
     if isinstance(ours, float) or isinstance(theirs, float):
         return ours is not None and theirs is not None and \
-            abs(float(ours) - float(theirs)) <= 1e-6 * abs(float(theirs))  # type: ignore[arg-type]
+            near(float(ours), float(theirs), atol=0, rtol=1e-6)  # type: ignore[arg-type]
     return ours == theirs
 
 
@@ -138,8 +139,8 @@ def test_every_tensor_is_the_hf_tensor(written: tuple) -> None:
         ours, ref = source.tensor(name), torch.from_numpy(state[name])
         assert tuple(ours.shape) == source.shapes()[name] == tuple(ref.shape), name
         if arch.startswith("gemma") and name.endswith("norm.weight"):
-            bound = 2.0 ** -24 * (ref.abs() + 1) * 1.001
-            assert bool(((ours - ref).abs() <= bound).all()), name
+            # Stored as w - 1 in float32: one rounding of a number near |w| + 1.
+            assert_near(ours, ref, atol=2.0**-24 * 1.001, rtol=2.0**-24 * 1.001, msg=name)
         else:
             assert torch.equal(ours, ref), name
 
@@ -168,7 +169,7 @@ def test_attention_weights_match_transformers_eager(written: tuple) -> None:
         got = rebuilt(ids, output_attentions=True).attentions
     assert len(got) == len(ref) == model.config.num_hidden_layers
     for layer, (a, b) in enumerate(zip(got, ref, strict=True)):  # (1, heads, T, T) each
-        assert torch.allclose(a, b, atol=1e-5, rtol=1e-5), (arch, layer)
+        assert_near(a, b, msg=(arch, layer))
 
 
 # No text starts with a space: there HF tokenizers' Metaspace adds no ▁ where sentencepiece and
@@ -297,8 +298,8 @@ def test_open_model_matches_transformers_eager(written: tuple) -> None:
         ref = model(torch.tensor([ids]), output_attentions=True).attentions  # (1, heads, T, T)
     assert every.shape[0] == len(ref)
     for layer, want in enumerate(ref):
-        torch.testing.assert_close(every[layer], want[0], atol=1e-5, rtol=1e-5,
-                                   msg=lambda m, a=arch, i=layer: f"{a} layer {i}: {m}")
+        assert_near(every[layer], want[0],
+                    msg=lambda m, a=arch, i=layer: f"{a} layer {i}: {m}")
 
 
 def test_run_on_the_file_matches_transformers(cli: Any, written: tuple) -> None:
@@ -311,4 +312,4 @@ def test_run_on_the_file_matches_transformers(cli: Any, written: tuple) -> None:
     ids = [t["id"] for t in doc["tokens"]]
     with torch.no_grad():
         ref = model(torch.tensor([ids]), output_attentions=True).attentions[-1][0]
-    torch.testing.assert_close(torch.tensor(doc["weights"]), ref, atol=1e-5, rtol=1e-5)
+    assert_near(torch.tensor(doc["weights"]), ref)

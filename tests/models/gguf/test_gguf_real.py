@@ -13,6 +13,7 @@ from attncli.models.sources.gguf import describe_gguf, open_gguf
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import gguf_parsed_once
 from tests.models.gguf.test_gguf_source import transformers_tensors
+from tests.tolerance import assert_near
 
 # The real SmolLM2 against transformers' GGUF loader: slow (make check leaves it to make test).
 pytestmark = pytest.mark.slow
@@ -31,15 +32,14 @@ def real() -> tuple[Path, dict[str, torch.Tensor]]:
 def test_attention_weights_match_transformers(real: tuple, layer: int, proj: str) -> None:
     path, reference = real
     name = f"model.layers.{layer}.self_attn.{proj}_proj.weight"
-    torch.testing.assert_close(open_gguf(path).tensor(name), reference[name], atol=1e-6, rtol=0)
+    assert_near(open_gguf(path).tensor(name), reference[name])
 
 
 def test_embedding_rows_match_transformers(real: tuple) -> None:
     path, reference = real
     ids = [0, 1, 2, 19556, 49151]
     rows = open_gguf(path).rows("model.embed_tokens.weight", ids)
-    torch.testing.assert_close(rows, reference["model.embed_tokens.weight"][ids], atol=1e-6,
-                               rtol=0)
+    assert_near(rows, reference["model.embed_tokens.weight"][ids])
 
 
 def test_config_and_description() -> None:
@@ -62,6 +62,6 @@ def test_every_tensor_of_every_layer_matches_transformers(real: tuple) -> None:
     names = [n for n in source.shapes() if n != "model.embed_tokens.weight"]
     assert len(names) == 30 * 9 + 1  # nine tensors a layer, and the final norm
     for name in names:
-        torch.testing.assert_close(source.tensor(name), reference[name], atol=1e-5, rtol=1e-5,
-                                   msg=lambda m, name=name: f"{name}: {m}")
+        assert_near(source.tensor(name), reference[name],
+                    msg=lambda m, name=name: f"{name}: {m}")
 

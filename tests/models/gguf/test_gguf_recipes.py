@@ -19,6 +19,7 @@ from attncli.models.run import run_model
 from attncli.models.sources.gguf import open_gguf
 from attncli.models.sources.gguf.recipe import RECIPES
 from tests.models.test_family import HEADS, TEXT, VOCAB, D, _reference
+from tests.tolerance import assert_near
 
 
 def _write_toy(path: Path) -> dict[str, torch.Tensor]:
@@ -80,8 +81,8 @@ def test_one_registry_line_reads_a_new_family(toy_gguf: tuple[Path, dict],
     result = run_model(Request(text=TEXT, model=str(path)))
     weights, context = _reference(tensors, TEXT)
     assert result.variant == "toyarch"
-    assert torch.allclose(torch.tensor(result.weights), weights, atol=1e-6)
-    assert torch.allclose(torch.tensor(result.context), context, atol=1e-5)
+    assert_near(torch.tensor(result.weights), weights)
+    assert_near(torch.tensor(result.context), context)
 
 
 @pytest.mark.parametrize("arch", sorted(GGUF))

@@ -12,7 +12,6 @@ import gguf
 import numpy as np
 import pytest
 import torch
-from torch.testing import assert_close
 
 from tests.gguf_fixtures import (
     CTX,
@@ -24,6 +23,7 @@ from tests.gguf_fixtures import (
     write_model,
 )
 from tests.llama_fixtures import hf_reference
+from tests.tolerance import assert_near
 
 HEAD_DIM = D // HEADS
 # A short original context, so that most of the 8 rotated pairs are scaled or ramped.
@@ -83,7 +83,7 @@ def test_rope_freqs_match_transformers_llama3_scaling(cli, scaled, layer: int) -
     doc = cli("run", TEXT, "--model", str(path), "--layer", str(layer), "--json").json()
     ids = [t["id"] for t in doc["tokens"]]
     ref = hf_reference(model, ids)["attentions"][layer]  # (heads, T, T)
-    assert_close(torch.tensor(doc["weights"]), ref, atol=1e-5, rtol=1e-5)
+    assert_near(torch.tensor(doc["weights"]), ref)
     assert doc["model"]["rope_scaling"] == "freq_factors"
 
 
