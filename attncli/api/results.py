@@ -79,7 +79,7 @@ class Result(Shown):
 
     def _doc(self) -> dict[str, Any]:
         if self.mode == "weights":  # as `attncli show weights.json --json` writes them
-            return {"tokens": [t.to_dict() for t in self.record.tokens],
+            return {"kind": "weights", "tokens": [t.to_dict() for t in self.record.tokens],
                     "weights": self.record.weights}
         return self.record.to_dict()
 

@@ -59,7 +59,7 @@ class CostResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli cost`."""
-        return {"rows": [r.to_dict() for r in self.rows], "fit": self.fit,
+        return {"kind": "cost", "rows": [r.to_dict() for r in self.rows], "fit": self.fit,
                 "fit_reasons": {key: f.reason for key, f in self.fits.items()},
                 "projection": self.projection, "max_abs_diff": self.max_abs_diff}
 

@@ -77,7 +77,7 @@ class FlashResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli flash`."""
-        return {"block": self.block, "query": self.query,
+        return {"kind": "flash", "block": self.block, "query": self.query,
                 "steps": [s.to_dict() for s in self.steps], "weights": self.weights,
                 "context": self.context, "max_abs_diff": self.max_abs_diff,
                 "memory": {"naive_cells": self.naive_cells, "tiled_cells": self.tiled_cells}}

@@ -89,8 +89,8 @@ class KVCacheResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli kvcache`."""
-        return {"steps": [s.to_dict() for s in self.steps], "max_abs_diff": self.max_abs_diff,
-                "totals": self.totals}
+        return {"kind": "kvcache", "steps": [s.to_dict() for s in self.steps],
+                "max_abs_diff": self.max_abs_diff, "totals": self.totals}
 
 
 @torch.no_grad()

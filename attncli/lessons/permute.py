@@ -54,7 +54,7 @@ class PermuteResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli permute`."""
-        return {"a": {"tokens": [t.to_dict() for t in self.tokens_a]},
+        return {"kind": "permute", "a": {"tokens": [t.to_dict() for t in self.tokens_a]},
                 "b": {"tokens": [t.to_dict() for t in self.tokens_b]},
                 "permutation": self.permutation,
                 "without_positions": self.without_positions.to_dict(),

@@ -256,8 +256,9 @@ def model_tokens(model: str, text: str, allow_special: bool
     tokenizer = source_tokenizer(source)
     before, after, chunks = hf_token_chunks(tokenizer, text, allow_special)
     name = source.label
-    doc = {"model": model, "tokenizer": {"file": name, "bos": before[0] if before else None,
-                                         "added_before": before, "added_after": after},
+    doc = {"kind": "tokens", "model": model,
+           "tokenizer": {"file": name, "bos": before[0] if before else None,
+                         "added_before": before, "added_after": after},
            "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)}
     # Each token holds a byte of the text or more, but a ▁ put before the text holds none.
     last = len(text.encode("utf-8", "surrogatepass")) + len(before) + len(after)

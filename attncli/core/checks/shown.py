@@ -73,7 +73,8 @@ def saved_doc(kind: str, results: list[Any], doc: dict[str, Any]) -> dict[str, A
     if kind == "scan":
         return doc
     if kind == "compare":
-        return {"variants": [result.to_dict() for result in results]}
+        return {"kind": "compare", "variants": [result.to_dict() for result in results]}
     if kind == "weights":
-        return {"tokens": [t.to_dict() for t in first.tokens], "weights": first.weights}
+        return {"kind": "weights", "tokens": [t.to_dict() for t in first.tokens],
+                "weights": first.weights}
     return first.to_dict()
