@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "attncli"
 # Lower ranks sit below higher ones; a module imports its own part or parts ranked lower.
 RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "core": 1, "long": 2, "render": 2,
-         "models": 3, "scan": 4,
+         "models": 3, "scan": 4, "saved": 4,
          "lessons": 4, "browse": 5, "checker": 5, "api": 6, "cli": 6}
 # render/ receives results: of core it reads only these torch-free records.
 RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants"}

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from attncli.core.checks.heads import heads_from_dict
-from attncli.core.checks.parts import check_cells, items, obj, row
-from attncli.core.checks.run import HEAD_STAGES, TOKEN_STAGES, result_from_dict, tokens_from
 from attncli.core.display import resolve_query
 from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import STAGES, QueryRow, Result, RunConfig, TokenInfo
+from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
 from attncli.errors import AttnCliError
+from attncli.saved.heads import heads_from_dict
+from attncli.saved.parts import check_cells, items, obj, row
+from attncli.saved.run import result_from_dict, tokens_from
 from attncli.version import __version__
 
 Doc = dict[str, Any]
@@ -105,7 +106,7 @@ def pick(result: Result, head: int | None, query: str | None) -> Result:
 
 def _one_head(name: str, data: Any, at: int) -> Any:
     """A stage of one head: [h][T][*] stages keep head at; others are shared by the heads."""
-    if data is None or name not in (*TOKEN_STAGES, *HEAD_STAGES):
+    if data is None or name not in (*TOKEN_STAGES, *HEAD_DIM_STAGES):
         return data
     return [data[at]]
 

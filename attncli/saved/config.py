@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from attncli.core.checks.parts import (
+from attncli.core.result import FamilyInfo, ModelInfo, RunConfig, TextConfig
+from attncli.errors import AttnCliError
+from attncli.saved.parts import (
     bad,
     choice,
     flag,
@@ -16,8 +18,6 @@ from attncli.core.checks.parts import (
     obj,
     string,
 )
-from attncli.core.result import FamilyInfo, ModelInfo, RunConfig, TextConfig
-from attncli.errors import AttnCliError
 
 BOUND = 2**31  # no count attncli writes comes near it
 # The architectures a saved run may name (core cannot ask models/ for its registry).

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from attncli.core.checks.run import CORNER
 from attncli.core.display import Window
 from attncli.core.result import Result
 from attncli.errors import AttnCliError
+from attncli.saved.run import CORNER
 
 Windows = tuple[Window | None, Window | None]
 # A kind's view options it has nothing for, in the order they are named, and why.
@@ -70,8 +70,8 @@ def saved_doc(kind: str, results: list[Any], doc: dict[str, Any]) -> dict[str, A
     """The JSON show writes of a file of kind: what it read, as the command that wrote it writes
     it (a scan's summary, doc, as it was read)."""
     first = results[0]
-    if kind == "scan":
-        return doc
+    if kind == "scan":  # one saved before kinds were written gains its kind
+        return doc if "kind" in doc else {"kind": "scan", **doc}
     if kind == "compare":
         return {"kind": "compare", "variants": [result.to_dict() for result in results]}
     if kind == "weights":

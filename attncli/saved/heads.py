@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from attncli.core.checks.config import BOUND, model_from, tokenizer_from
-from attncli.core.checks.parts import (
+from attncli.core.result import HeadsResult
+from attncli.errors import AttnCliError
+from attncli.saved.config import BOUND, model_from, tokenizer_from
+from attncli.saved.parts import (
     choice,
     flag,
     integer,
@@ -16,9 +18,7 @@ from attncli.core.checks.parts import (
     obj,
     string,
 )
-from attncli.core.checks.run import tokens_from
-from attncli.core.result import HeadsResult
-from attncli.errors import AttnCliError
+from attncli.saved.run import tokens_from
 
 MEASURES = ("entropy", "prev", "first", "self", "distance")
 SCORES = ("previous_token", "duplicate_token", "induction")

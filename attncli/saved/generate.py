@@ -7,8 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from attncli.core.checks.config import model_from
-from attncli.core.checks.parts import (
+from attncli.core.result import TokenInfo
+from attncli.errors import AttnCliError
+from attncli.models.generate.result import STOPPED, GenerationResult
+from attncli.saved.config import model_from
+from attncli.saved.parts import (
     bad,
     check_cells,
     choice,
@@ -23,10 +26,7 @@ from attncli.core.checks.parts import (
     stack,
     string,
 )
-from attncli.core.checks.run import tokens_from
-from attncli.core.result import TokenInfo
-from attncli.errors import AttnCliError
-from attncli.models.generate.result import STOPPED, GenerationResult
+from attncli.saved.run import tokens_from
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
 

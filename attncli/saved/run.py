@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from attncli.core.checks.config import config_from, model_from
-from attncli.core.checks.parts import (
+from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
+from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
+from attncli.errors import AttnCliError
+from attncli.saved.config import config_from, model_from
+from attncli.saved.parts import (
     check_cells,
     hex_bytes,
     integer,
@@ -21,15 +24,9 @@ from attncli.core.checks.parts import (
     stack,
     string,
 )
-from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
-from attncli.errors import AttnCliError
 
 # The tiled path's corner without --rows/--cols (long.run.DEFAULT_WINDOW; a test keeps them equal).
 CORNER = 64
-TOKEN_STAGES = ("scores", "scaled", "capped", "masked", "softmax", "dropped",
-                "weights")  # [h][T][T]
-HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
-               "keys_rope")  # [h][T][head_dim]
 SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
 
 
@@ -69,7 +66,7 @@ def _stage(name: str, data: Any, config: RunConfig, size: int, heads: int) -> An
     where = f"stages.{name}"
     if name in TOKEN_STAGES:
         return stack(data, where, heads, size, size, nulls=True)
-    if name in HEAD_STAGES:
+    if name in HEAD_DIM_STAGES:
         return stack(data, where, heads, size, None)
     cells = matrix(data, where, size, None)
     if name == "inputs" and config.d_in and len(cells[0]) != config.d_in:

@@ -1,4 +1,4 @@
-"""core/saved.py: saved documents back into result records, checked."""
+"""saved/files.py: saved documents back into result records, checked."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 
 from attncli.core.request import Extract, Request
-from attncli.core.saved import result_from_dict, saved_from, weights_stack
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from attncli.render.jsonout import dumps
+from attncli.saved.files import result_from_dict, saved_from, weights_stack
 from tests.conftest import SENTENCE
 
 
