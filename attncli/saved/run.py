@@ -4,15 +4,15 @@ query, model, and a tiled run's stats and summary."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
 from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
 from attncli.errors import AttnCliError
-from attncli.saved.config import config_from, model_from
+from attncli.saved.config import RECORDS, config_from, model_from
 from attncli.saved.parts import (
     check_cells,
-    hex_bytes,
     integer,
     items,
     matrix,
@@ -24,28 +24,27 @@ from attncli.saved.parts import (
     stack,
     string,
 )
+from attncli.saved.walk import read
 
 # The tiled path's corner without --rows/--cols (long.run.DEFAULT_WINDOW; a test keeps them equal).
 CORNER = 64
 SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
 
 
-def tokens_from(data: Any, size: int | None, where: str = "tokens",
-                strict: bool = True) -> list[TokenInfo]:
-    """Token records (strict: attncli's objects, index in order), labels escaped."""
+def tokens_from(data: Any, size: int | None, where: str = "tokens", strict: bool = True,
+                first: int = 0) -> list[TokenInfo]:
+    """Token records (strict: attncli's objects, each index in order from first, at least one),
+    labels escaped."""
     out = []
-    for i, t in enumerate(items(data, where, size)):
-        at = f"{where}[{i}]"
+    for i, t in enumerate(items(data, where, size), first):
+        at = f"{where}[{i - first}]"
         if isinstance(t, str) and not strict:
             out.append(TokenInfo(i, None, string(t, at)))
             continue
-        t = obj(t, at)
-        if strict or "index" in t:
-            integer(need(t, "index", at), f"{at}.index", i, i)
-        token_id = maybe(t.get("id"), integer, f"{at}.id")
-        out.append(TokenInfo(i, token_id, string(need(t, "text", at), f"{at}.text"),
-                             maybe(t.get("bytes"), hex_bytes, f"{at}.bytes")))
-    if strict and not out:
+        token = read(TokenInfo, t if strict or "index" in obj(t, at) else {**t, "index": i},
+                     at, RECORDS)
+        out.append(replace(token, index=integer(token.index, f"{at}.index", i, i)))
+    if strict and not out and not first:
         raise AttnCliError(f"saved file: {where} is empty")
     return out
 
