@@ -11,8 +11,8 @@ from attncli.browse.patterns import ExactRow, RowData
 from attncli.browse.source import WEIGHTS, RowInfo, Source
 from attncli.errors import AttnCliError
 from attncli.models.generate.result import GenerationResult
-from attncli.saved.files import read_saved
 from attncli.saved.generate import generation_from_dict
+from attncli.saved.kinds import read_saved
 
 
 def generation_matrices(result: GenerationResult) -> np.ndarray:

@@ -172,3 +172,44 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
     return Result(variant=variant, config=config, tokens=tokens, weights=weights,
                   context=context, stages=stages, present=present, model=model, query=query,
                   window=window, long=long)
+
+
+MEASURES = ("norm", "rollout")  # what config.measure may say "weights" holds instead
+
+
+def run_from(data: dict[str, Any]) -> Result:
+    """A run's JSON back into its Result; with config.measure, what it holds checked too: norm's
+    raw lengths ("norm", shaped as weights), or rollout's one matrix (heads averaged)."""
+    config = data.get("config")
+    measure = config.get("measure") if isinstance(config, dict) else None
+    if measure is None:
+        if "norm" in data:
+            raise AttnCliError('saved file: "norm" without config.measure "norm"')
+        return result_from_dict(data)
+    if measure not in MEASURES:
+        raise AttnCliError(f"saved file: config.measure must be one of {', '.join(MEASURES)} "
+                           f"(got {measure!r})")
+    doc = dict(data)
+    if measure == "rollout":
+        # One matrix for every head: checked as each head's would be, then held once.
+        heads = config.get("heads") if isinstance(config, dict) else None
+        held = data.get("weights")
+        if not isinstance(held, list) or len(held) != 1 or not isinstance(heads, int) \
+                or not 1 <= heads <= 4096:
+            raise AttnCliError("saved file: a rollout's weights are one matrix ([1][N][N]) "
+                               "beside config.heads")
+        doc["weights"] = held * heads
+        query = data.get("query")
+        if isinstance(query, dict) and isinstance(query.get("weights"), list) \
+                and len(query["weights"]) == 1:
+            doc["query"] = {**query, "weights": query["weights"] * heads}
+    elif "norm" not in data:
+        raise AttnCliError('saved file: config.measure is "norm" but the file has no "norm"')
+    result = result_from_dict(doc)
+    result = replace(result, config=replace(result.config, measure=measure))
+    if measure == "norm":
+        norm = result_from_dict({**doc, "weights": data["norm"], "query": None}).weights
+        return replace(result, norm=norm)
+    query = result.query
+    return replace(result, weights=result.weights[:1],
+                   query=None if query is None else replace(query, weights=query.weights[:1]))

@@ -10,7 +10,9 @@ from attncli.core.request import Extract, Request
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from attncli.render.jsonout import dumps
-from attncli.saved.files import result_from_dict, saved_from, weights_stack
+from attncli.saved.kinds import saved_from
+from attncli.saved.run import result_from_dict
+from attncli.saved.weights import weights_stack
 from tests.conftest import SENTENCE
 
 

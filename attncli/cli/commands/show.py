@@ -35,8 +35,15 @@ def show(
       attncli generate "Hi" --model M --json > answer.json; attncli show answer.json --at 0
     """
     from attncli.render.saved import render_file
-    from attncli.saved.files import load_saved, pick, with_stages
-    from attncli.saved.shown import check_inside, refuse_unused, saved_doc, shown_view
+    from attncli.saved.kinds import load_saved
+    from attncli.saved.shown import (
+        check_inside,
+        pick,
+        refuse_unused,
+        saved_doc,
+        shown_view,
+        with_stages,
+    )
 
     windows, stages = look.windows(), look.stages()
     output.check()
@@ -46,9 +53,8 @@ def show(
     refuse_unused(saved.kind, given, attended != Attended())
     if saved.kind == "generate":
         from attncli.render.reports.generate import render_generation
-        from attncli.saved.generate import generation_from_dict
 
-        generation = generation_from_dict(saved.doc)
+        generation = saved.results[0]
         output.deliver_result(generation, render_generation, attended.view(generation, look.head))
         return
     results, display, scan = saved.results, None, None
