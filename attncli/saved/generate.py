@@ -3,32 +3,61 @@ where it fails, for `attncli show`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.generate.result import STOPPED, GenerationResult
 from attncli.saved.config import model_from
-from attncli.saved.parts import (
-    bad,
-    check_cells,
-    choice,
-    flag,
-    hex_bytes,
-    integer,
-    items,
-    maybe,
-    need,
-    number,
-    obj,
-    stack,
-    string,
-)
+from attncli.saved.parts import bad, check_cells, flag, integer, items, need, obj, stack
 from attncli.saved.run import tokens_from
+from attncli.saved.walk import Key, Table, read
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
+
+
+class Kept(TypedDict):
+    """The layers [a, b) and the one head (or null) the steps hold."""
+
+    layers: list[int]
+    head: int | None
+
+
+class Config(TypedDict):
+    sampling: dict[str, Any]
+    template: dict[str, Any]  # {"used": bool, "origin", "system"?}, kept as it is
+    stop_ids: list[int]
+    stopped: str
+    weights: Kept
+
+
+class Ranked(TypedDict):
+    id: int
+    text: str
+    prob: float
+
+
+class Step(TypedDict):
+    """One answer token's step (its weights apart)."""
+
+    index: int
+    position: int
+    id: int
+    prob: float
+    top: list[Ranked]
+
+
+def _template(value: Any, where: str) -> dict[str, Any]:
+    template = obj(value, where)
+    flag(need(template, "used", where), f"{where}.used")
+    return template
+
+
+TOKEN_ID = Key(high=ID_BOUND)
+RECORDS: Table = {Config: {"sampling": Key(check=obj), "template": Key(check=_template),
+                           "stop_ids": TOKEN_ID, "stopped": Key(choices=STOPPED)},
+                  Step: {"id": TOKEN_ID}, Ranked: {"id": TOKEN_ID}}
 
 
 def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
@@ -36,29 +65,32 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     if doc.get("kind") != "generate":
         raise AttnCliError("saved file: not `attncli generate` JSON (no \"kind\": \"generate\")")
     model = model_from(need(doc, "model", "the file"), None)
-    config = obj(need(doc, "config", "the file"), "config")
+    config = read(Config, need(doc, "config", "the file"), "config", RECORDS)
     prompt = tokens_from(need(doc, "prompt", "the file"), None, "prompt")
     p = len(prompt)
-    answer = _answer(need(doc, "answer", "the file"), p)
-    a, b, head = _kept(need(config, "weights", "config"), model.layers, model.heads)
+    answer = tokens_from(need(doc, "answer", "the file"), None, "answer", first=p)
+    a, b = items(config["weights"]["layers"], "config.weights.layers", 2)
+    integer(a, "config.weights.layers[0]", 0, model.layers - 1)
+    integer(b, "config.weights.layers[1]", a + 1, model.layers)
+    if (head := config["weights"]["head"]) is not None:
+        integer(head, "config.weights.head", 0, model.heads - 1)
     heads = model.heads if head is None else 1
     steps = items(need(doc, "steps", "the file"), "steps", len(answer))
     check_cells((b - a) * heads * sum(p + s for s in range(len(steps))), "the saved generation")
     records, weights = [], []
     for s, step in enumerate(steps):
-        record, held = _step(obj(step, f"steps[{s}]"), s, p)
-        records.append(record)
-        weights.append(_weights(stack(held, f"steps[{s}].weights", b - a, heads, p + s), s))
-    template = obj(need(config, "template", "config"), "config.template")
-    flag(need(template, "used", "config.template"), "config.template.used")
+        at = f"steps[{s}]"
+        read(Step, step, at, RECORDS)
+        integer(step["index"], f"{at}.index", s, s)
+        integer(step["position"], f"{at}.position", p - 1 + s, p - 1 + s)
+        if need(step, "weights", at) is None:
+            raise bad(f"{at}.weights", None, "the step's weights (layers × heads × keys)")
+        records.append({key: value for key, value in step.items() if key != "weights"})
+        weights.append(_weights(stack(step["weights"], f"{at}.weights", b - a, heads, p + s), s))
     return GenerationResult(
         model=model, prompt=prompt, answer=answer,
-        given=_raw_text(need(doc, "given", "the file"), "given"), template=template,
-        sampling=obj(need(config, "sampling", "config"), "config.sampling"),
-        stop_ids=[integer(i, f"config.stop_ids[{k}]", 0, ID_BOUND)
-                  for k, i in enumerate(items(need(config, "stop_ids", "config"),
-                                              "config.stop_ids"))],
-        stopped=choice(need(config, "stopped", "config"), "config.stopped", STOPPED),
+        given=_raw_text(need(doc, "given", "the file"), "given"), template=config["template"],
+        sampling=config["sampling"], stop_ids=config["stop_ids"], stopped=config["stopped"],
         sinks=[integer(i, f"sinks[{k}]", 0, max(p - 1, 0))
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
         steps=records, weights=weights,
@@ -84,45 +116,3 @@ def _raw_text(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise bad(where, value, "a string")
     return value
-
-
-def _answer(data: Any, p: int) -> list[TokenInfo]:
-    """The answer's tokens, whose indices continue the prompt's."""
-    out = []
-    for s, t in enumerate(items(data, "answer")):
-        at = f"answer[{s}]"
-        t = obj(t, at)
-        integer(need(t, "index", at), f"{at}.index", p + s, p + s)
-        out.append(TokenInfo(p + s, maybe(t.get("id"), integer, f"{at}.id"),
-                             string(need(t, "text", at), f"{at}.text"),
-                             maybe(t.get("bytes"), hex_bytes, f"{at}.bytes")))
-    return out
-
-
-def _kept(data: Any, layers: int, heads: int) -> tuple[int, int, int | None]:
-    """config.weights: the layers [a, b) and the one head (or null) the steps hold."""
-    kept = obj(data, "config.weights")
-    span = items(need(kept, "layers", "config.weights"), "config.weights.layers", 2)
-    a = integer(span[0], "config.weights.layers[0]", 0, layers - 1)
-    b = integer(span[1], "config.weights.layers[1]", a + 1, layers)
-    head = maybe(kept.get("head"), integer, "config.weights.head", 0, heads - 1)
-    return a, b, head
-
-
-def _step(step: dict[str, Any], s: int, p: int) -> tuple[dict[str, Any], Any]:
-    """Step s's record (its weights apart) and its weights, as saved."""
-    where = f"steps[{s}]"
-    integer(need(step, "index", where), f"{where}.index", s, s)
-    integer(need(step, "position", where), f"{where}.position", p - 1 + s, p - 1 + s)
-    integer(need(step, "id", where), f"{where}.id", 0, ID_BOUND)
-    number(need(step, "prob", where), f"{where}.prob")
-    for k, top in enumerate(items(need(step, "top", where), f"{where}.top")):
-        top = obj(top, f"{where}.top[{k}]")
-        integer(need(top, "id", f"{where}.top[{k}]"), f"{where}.top[{k}].id", 0, ID_BOUND)
-        string(need(top, "text", f"{where}.top[{k}]"), f"{where}.top[{k}].text")
-        number(need(top, "prob", f"{where}.top[{k}]"), f"{where}.top[{k}].prob")
-    held = need(step, "weights", where)
-    if held is None:
-        raise bad(f"{where}.weights", held, "the step's weights (layers × heads × keys)")
-    return {key: value for key, value in step.items() if key != "weights"}, held
-
