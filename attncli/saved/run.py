@@ -5,7 +5,7 @@ query, model, and a tiled run's stats and summary."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
 from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
@@ -18,7 +18,6 @@ from attncli.saved.parts import (
     matrix,
     maybe,
     need,
-    number,
     obj,
     row,
     stack,
@@ -28,7 +27,23 @@ from attncli.saved.walk import read
 
 # The tiled path's corner without --rows/--cols (long.run.DEFAULT_WINDOW; a test keeps them equal).
 CORNER = 64
-SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
+
+
+class Window(TypedDict):
+    rows: list[int]
+    cols: list[int]
+
+
+class Summary(TypedDict):
+    """One head's summary of a tiled run."""
+
+    head: int
+    entropy: float
+    first: float
+    prev: float
+    self: float
+    top_k_mass: float
+    distance: float
 
 
 def tokens_from(data: Any, size: int | None, where: str = "tokens", strict: bool = True,
@@ -51,13 +66,10 @@ def tokens_from(data: Any, size: int | None, where: str = "tokens", strict: bool
 
 def window_from(data: Any, size: int) -> dict[str, list[int]]:
     """{"rows": [a, b], "cols": [c, d]}, half-open, inside the size tokens."""
-    doc = obj(data, "window")
-    window = {}
-    for axis in ("rows", "cols"):
-        span = items(need(doc, axis, "window"), f"window.{axis}", 2)
-        a = integer(span[0], f"window.{axis}[0]", 0, size - 1)
-        b = integer(span[1], f"window.{axis}[1]", a + 1, size)
-        window[axis] = [a, b]
+    window = cast(dict[str, list[int]], read(Window, data, "window", RECORDS))
+    for axis, span in window.items():
+        a = integer(items(span, f"window.{axis}", 2)[0], f"window.{axis}[0]", 0, size - 1)
+        integer(span[1], f"window.{axis}[1]", a + 1, size)
     return window
 
 
@@ -123,14 +135,8 @@ def long_from(doc: dict[str, Any], size: int, heads: int, top_k: int) -> LongSta
              for h, m in enumerate(index)]
     weight = stack(need(top, "weight", "stats.top_k"), "stats.top_k.weight", heads, size, k)
     out["top_k"] = {"index": ranks, "weight": weight}
-    summary = []
-    for h, part in enumerate(items(need(doc, "summary", "the file"), "summary", heads)):
-        part = obj(part, f"summary[{h}]")
-        entry: dict[str, Any] = {"head": integer(need(part, "head", f"summary[{h}]"),
-                                                 f"summary[{h}].head")}
-        entry |= {key: number(need(part, key, f"summary[{h}]"), f"summary[{h}].{key}")
-                  for key in SUMMARY}
-        summary.append(entry)
+    summary = [dict(read(Summary, part, f"summary[{h}]", RECORDS)) for h, part
+               in enumerate(items(need(doc, "summary", "the file"), "summary", heads))]
     return LongStats(stats=out, summary=summary)
 
 
