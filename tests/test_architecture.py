@@ -11,11 +11,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "attncli"
 # Lower ranks sit below higher ones; a module imports its own part or parts ranked lower.
-RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "core": 1, "long": 2, "render": 2,
-         "models": 3, "scan": 4, "saved": 4,
-         "lessons": 4, "browse": 5, "checker": 5, "api": 6, "cli": 6}
+# records/ (the records renderers read that the parts above core return) sits between core and
+# the parts that draw or compute on it.
+RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "core": 1, "records": 1.5,
+         "long": 2, "render": 2, "models": 3, "scan": 4, "saved": 4, "lessons": 4, "browse": 5,
+         "checker": 5, "api": 6, "cli": 6}
 # render/ receives results: of core it reads only these torch-free records.
-RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants"}
+RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants",
+                "attncli.core.pieces"}
 
 
 def _part(module: str) -> str:
@@ -57,12 +60,14 @@ def _imports_in(tree: ast.AST, runtime_only: bool) -> set[str]:
 
 
 def test_arrows_point_down() -> None:
+    """Every import points down, `if TYPE_CHECKING:` imports included: a type a renderer names
+    is a record it reads, and that record lives below it."""
     wrong = []
     for module, path in _modules().items():
         part = _part(module)
         if part not in RANKS:
             continue
-        for target in _imports(path, runtime_only=True):
+        for target in _imports(path, runtime_only=False):
             other = _part(target)
             if other == part or other in ("__init__",):
                 continue
@@ -71,6 +76,25 @@ def test_arrows_point_down() -> None:
             elif RANKS.get(other, 0) >= RANKS[part] and not (part == "render" and other == "core"):
                 wrong.append(f"{module} → {target}")
     assert wrong == []
+
+
+def _imports_torch(path: Path) -> bool:
+    """Whether path imports torch anywhere (in functions and `if TYPE_CHECKING:` too)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(name.split(".")[0] == "torch" for name in names):
+            return True
+    return False
+
+
+def test_the_records_render_reads_never_import_torch() -> None:
+    """records/ and the core records render/ reads are plain data: no torch, even for a type."""
+    modules = _modules()
+    read = sorted(m for m in modules if m.startswith("attncli.records") or m in RENDER_READS)
+    assert "attncli.records.generation" in read  # the check is not vacuous
+    assert [m for m in read if _imports_torch(modules[m])] == []
+    assert _imports_torch(modules["attncli.lessons.flash"])
 
 
 def _loops(graph: dict[str, set[str]]) -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 from attncli.browse.patterns import ExactRow, RowData
 from attncli.browse.source import WEIGHTS, RowInfo, Source
 from attncli.errors import AttnCliError
-from attncli.models.generate.result import GenerationResult
+from attncli.records.generation import GenerationResult
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.kinds import read_saved
 

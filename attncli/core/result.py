@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from attncli.core.variants import SAVED_TRAITS, TRAITS, Traits, Variant, model_traits
 
 if TYPE_CHECKING:
-    from attncli.core.tokens import TokenPiece
+    from attncli.core.pieces import TokenPiece
 
 Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]

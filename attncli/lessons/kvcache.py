@@ -28,11 +28,10 @@ from attncli.lessons.setup import (
 from attncli.models.decoding import Shape, decode_steps
 from attncli.models.family import Model
 from attncli.models.hidden.passes import cached_pass
+from attncli.records.lessons import KVCacheResult, KVStep
 
 # A step against row t of the full pass: (weights, context). Through a GPT-2's blocks, float32
 # rounding of one-row and whole-text matrix products adds up layer by layer.
-TOLERANCE = (1e-6, 1e-5)
-MODEL_TOLERANCE = (1e-5, 1e-4)
 
 
 @dataclass
@@ -42,55 +41,6 @@ class Decoded:
     weights: list[Tensor] = field(default_factory=list)
     context: list[Tensor] = field(default_factory=list)
     cache_bytes: list[int] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class KVStep:
-    """One decoding step as plain data."""
-
-    index: int
-    token: str
-    cache_len: int
-    cache_bytes: int
-    weights: list[list[float]]  # [heads][t + 1]
-    context: list[float]  # [d_out]
-    macs_cached: int
-    macs_recompute: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one step."""
-        return {"index": self.index, "token": self.token, "cache_len": self.cache_len,
-                "cache_bytes": self.cache_bytes, "weights": self.weights,
-                "context": self.context, "macs_cached": self.macs_cached,
-                "macs_recompute": self.macs_recompute}
-
-
-@dataclass(frozen=True)
-class KVCacheResult:
-    """`attncli kvcache`: every step, the check against the full pass, and the totals."""
-
-    config: dict[str, Any]
-    tokens: list[TokenInfo]
-    steps: list[KVStep]
-    weights_max_abs_diff: float  # every step's weights against row t of the full pass
-    context_max_abs_diff: float  # every step's context against row t of the full pass
-    totals: dict[str, Any]
-
-    @property
-    def ok(self) -> bool:
-        """Whether every step matched the full pass within the tolerance."""
-        weights, context = MODEL_TOLERANCE if self.config.get("model") else TOLERANCE
-        return self.weights_max_abs_diff <= weights and self.context_max_abs_diff <= context
-
-    @property
-    def max_abs_diff(self) -> float:
-        """The largest difference from the full pass, weights and context together."""
-        return max(self.weights_max_abs_diff, self.context_max_abs_diff)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli kvcache`."""
-        return {"kind": "kvcache", "steps": [s.to_dict() for s in self.steps],
-                "max_abs_diff": self.max_abs_diff, "totals": self.totals}
 
 
 @torch.no_grad()

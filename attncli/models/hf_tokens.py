@@ -18,7 +18,8 @@ from weakref import WeakKeyDictionary
 
 from attncli.activity import step
 from attncli.core.cutting.boundaries import Cuts
-from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece
+from attncli.core.pieces import TokenPiece
+from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS
 from attncli.errors import AttnCliError
 from attncli.models.stores.paths import is_dir
 from attncli.models.vocab_bytes import Labeller, Triple, spec_of

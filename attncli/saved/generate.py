@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.models.generate.result import STOPPED, GenerationResult
+from attncli.records.generation import STOPPED, GenerationResult
 from attncli.saved.config import model_from
 from attncli.saved.parts import bad, check_cells, flag, integer, items, need, obj, stack
 from attncli.saved.run import tokens_from

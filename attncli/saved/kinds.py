@@ -11,7 +11,7 @@ from typing import Any
 from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import HeadsResult, Result
 from attncli.errors import AttnCliError
-from attncli.models.generate.result import GenerationResult
+from attncli.records.generation import GenerationResult
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
 from attncli.saved.parts import items, obj

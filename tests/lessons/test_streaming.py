@@ -15,8 +15,9 @@ import pytest
 import torch
 from torch import Tensor
 
-from attncli.lessons.streaming import Policy, evicted_logits
+from attncli.lessons.streaming import evicted_logits
 from attncli.models.family import open_model
+from attncli.records.streaming import Policy
 from attncli.render.lessons.streaming_text import STRINGS as STREAMING_STRINGS
 from tests.conftest import ROOT
 from tests.gguf_fixtures import smollm2

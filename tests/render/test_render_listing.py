@@ -17,7 +17,8 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.tokens import TokenPiece, token_bounds, token_chunks, tokenize
+from attncli.core.pieces import TokenPiece
+from attncli.core.tokens import token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
 from attncli.render.draw.listing import Cell, Column, Listing, column_widths
 from attncli.render.draw.streamed import print_streamed

@@ -12,9 +12,9 @@ import torch
 from torch.testing import assert_close
 
 from attncli.models.family import open_model
-from attncli.models.generate.result import GenerateView
 from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
+from attncli.records.generation import GenerateView
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import _transformers
 
