@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -231,3 +232,60 @@ def test_the_tests_mirror_the_package() -> None:
                   if not (f / "__init__.py").is_file()) == []
     parts = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
     assert sorted({f.relative_to(TESTS).parts[0] for f in folders} - parts - ACROSS) == []
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _named_files(page: str) -> set[str]:
+    """The source files a page names: `a/b.py`, `app.py`, `_fused.c`, `browse.tcss`, ..."""
+    return {name for name in re.findall(r"[\w./*-]*\w\.(?:py|c|h|tcss)\b", page)
+            if not name.startswith((".", "/")) and "*" not in name}  # not `*_fixtures.py`
+
+
+def _missing(names: set[str]) -> list[str]:
+    """The names that are no file: a path from the repository or the package, or a bare name
+    that no file of the package, tests, bench or scripts has."""
+    root = PACKAGE.parent
+    every = {p.name for folder in ("attncli", "tests", "bench", "scripts")
+             for p in (root / folder).rglob("*") if p.is_file()}
+    return sorted(name for name in names
+                  if not ((root / name).exists() or (PACKAGE / name).exists()
+                          or ("/" not in name and name in every)))
+
+
+def test_the_modules_the_architecture_page_names_exist() -> None:
+    """docs/architecture.md names only modules, scripts and folders that exist: a module moved
+    or renamed fails here until the page follows."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    files = _named_files(page)
+    assert {"attncli/cli/main.py", "app.py", "_fused.c", "bench/bench.py"} <= files  # not vacuous
+    assert _missing(files) == []
+    parts = "|".join(RANKS)
+    dotted = set(re.findall(rf"`(?:attncli\.)?((?:{parts})(?:\.\w+)+)", page))
+    modules = _modules()
+    assert "core.request.Request" in dotted
+    # A name is a module, a module's attribute, or an attribute of a top module (errors).
+    named = {m.removeprefix("attncli.") for m, p in modules.items() if p.name != "__init__.py"}
+    wrong = sorted(d for d in dotted if d.rpartition(".")[2] not in ("json", "py", "tcss")
+                   and not any(".".join(d.split(".")[:k]) in named for k in (3, 2, 1)))
+    assert wrong == []
+    folders = set(re.findall(rf"`((?:{parts})/[\w/]*)`", page))
+    assert sorted(f for f in folders if not (PACKAGE / f).is_dir()) == []
+
+
+def test_the_page_check_catches_a_missing_module() -> None:
+    """The check above is not vacuous: a name that is no file is found."""
+    names = _named_files("the kernel (tiled.py), `long/nowhere.py` and `bench/nothing.py`")
+    assert _missing(names) == ["bench/nothing.py", "long/nowhere.py"]
+
+
+def test_the_page_names_the_bench_scripts_make_runs() -> None:
+    """The `make bench` line of docs/architecture.md lists the scripts the Makefile runs."""
+    makefile = (PACKAGE.parent / "Makefile").read_text(encoding="utf-8")
+    target = makefile.split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    line = page.split("- `make bench` runs", 1)[1].split("\n- ", 1)[0].split("\n\n", 1)[0]
+    ran = re.findall(r"bench/\w+\.py", target)
+    assert len(ran) > 5
+    assert [s for s in re.findall(r"bench/\w+\.py", line) if s != "bench/agreement.py"] == ran
