@@ -75,8 +75,8 @@ class StreamingResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli kvcache --keep`."""
         window = self.policies[1]
-        return {"kind": "streaming", **self.config, "keep": {"sinks": self.policies[-1].sinks or 0,
-                                        "window": window.window},
+        return {"kind": "streaming", **self.config,
+                "keep": {"sinks": self.policies[-1].sinks or 0, "window": window.window},
                 "key_positions": KEY_POSITIONS, "key_positions_note": KEY_POSITIONS_NOTE,
                 "policies": [p.to_dict() for p in self.policies],
                 "ranges": [r.to_dict() for r in self.ranges],
