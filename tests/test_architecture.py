@@ -289,3 +289,16 @@ def test_the_page_names_the_bench_scripts_make_runs() -> None:
     ran = re.findall(r"bench/\w+\.py", target)
     assert len(ran) > 5
     assert [s for s in re.findall(r"bench/\w+\.py", line) if s != "bench/agreement.py"] == ran
+
+
+def test_the_pages_count_the_c_extensions_setup_builds() -> None:
+    """README.md, docs/install.md and docs/performance.md say as many C extensions as setup.py
+    declares."""
+    root = PACKAGE.parent
+    count = (root / "setup.py").read_text(encoding="utf-8").count("Extension(\"attncli.")
+    words = {2: "two", 3: "three", 4: "four", 5: "five"}
+    assert count >= 3
+    for page in ("README.md", "docs/install.md", "docs/performance.md"):
+        text = (root / page).read_text(encoding="utf-8")
+        said = re.findall(r"\b(one|two|three|four|five) small C (?:extension|file)s?\b", text)
+        assert said == [words[count]], page
