@@ -14,7 +14,7 @@ from attncli.errors import AttnCliError
 from attncli.records.generation import GenerationResult
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
-from attncli.saved.parts import items, obj
+from attncli.saved.parts import items, need, obj
 from attncli.saved.run import result_from_dict, run_from
 from attncli.saved.weights import weights_result
 
@@ -41,7 +41,7 @@ class Kind:
 
 def _compare(doc: Doc) -> list[Result]:
     """compare's variants: naive runs on the same tokens."""
-    docs = items(doc["variants"], "variants")
+    docs = items(need(doc, "variants", "the file"), "variants")
     if not docs:
         raise AttnCliError("saved file: variants is empty")
     results = [result_from_dict(obj(d, f"variants[{k}]")) for k, d in enumerate(docs)]
@@ -57,7 +57,8 @@ def _compare(doc: Doc) -> list[Result]:
 KINDS = {
     "run": Kind(Result, lambda doc: [run_from(doc)]),
     "compare": Kind(Result, _compare),
-    "weights": Kind(Result, lambda doc: [weights_result(doc["weights"], doc.get("tokens"))]),
+    "weights": Kind(Result, lambda doc: [weights_result(need(doc, "weights", "the file"),
+                                                        doc.get("tokens"))]),
     "heads": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
     "scan": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
     "generate": Kind(GenerationResult, lambda doc: [generation_from_dict(doc)]),
