@@ -19,28 +19,64 @@ SENTENCE = "Your journey starts with one step"
 
 
 # What starts another process: attncli, a terminal (tmux), a browser (selenium's Chrome) or a
-# Jupyter kernel. A test whose process attncli itself starts (scan's worker pool) says so with
-# @pytest.mark.process.
-SPAWNS = {"subprocess", "attncli_process", "Popen", "webdriver", "tmux", "pexpect",
-          "multiprocessing", "system", "start_new_kernel"}
+# Jupyter kernel, found by what a test calls, not by the names it uses. A test whose process
+# attncli itself starts (scan's worker pool) says so with @pytest.mark.process.
+SPAWNING_MODULES = {"subprocess", "multiprocessing", "pexpect", "selenium", "jupyter_client",
+                    "pty"}
+OS_SPAWNS = ("os.system", "os.popen", "os.fork", "os.exec", "os.spawn", "os.posix_spawn")
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Each name the module's imports bind (at any depth) → what it is, dotted."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                    for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def _called(node: ast.AST, aliases: dict[str, str]) -> set[str]:
+    """The dotted names node calls (`subprocess.run`, `shell`), imported names resolved."""
+    out = set()
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        parts, func = [], call.func
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if isinstance(func, ast.Name):
+            out.add(".".join([aliases.get(func.id, func.id), *reversed(parts)]))
+    return out
+
+
+def _spawns(name: str) -> bool:
+    """Whether calling name starts a process by itself."""
+    return name.split(".")[0] in SPAWNING_MODULES or name.startswith(OS_SPAWNS)
 
 
 @cache
 def _spawning(path: Path) -> frozenset[str]:
-    """Names of path's functions and classes (tests, helpers, fixtures) that start a process,
-    directly or through another of the module's, of tests.conftest's, or of the test module they
-    import it from, that does."""
+    """Names of path's functions and classes (tests, helpers, fixtures) that start a process:
+    that call one that does (subprocess, a browser, a kernel), or call or request (as a fixture)
+    another of the module's, of tests.conftest's or of a test module's that does."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    uses: dict[str, set[str]] = {}
+    aliases = _aliases(tree)
+    calls: dict[str, set[str]] = {}  # what each calls, resolved
+    uses: dict[str, set[str]] = {}  # the names each uses: helpers called or handed on, fixtures
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            uses[node.name] = {n.id if isinstance(n, ast.Name) else n.attr
-                               for n in ast.walk(node) if isinstance(n, ast.Name | ast.Attribute)}
-            uses[node.name] |= {a.name.split(".")[-1] for n in ast.walk(node)
-                                if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
-    found = set(SPAWNS) | (set() if path.name == "conftest.py" else
-                           set(_spawning(Path(__file__))))
-    for node in ast.walk(tree):  # a module that imports a spawning fixture from another test module
+            calls[node.name] = _called(node, aliases)
+            uses[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if not isinstance(node, ast.ClassDef):
+                uses[node.name] |= {a.arg for a in node.args.args}  # fixtures it requests
+    found = {name for name, called in calls.items() if any(map(_spawns, called))}
+    if path.name != "conftest.py":
+        found |= set(_spawning(Path(__file__)))
+    for node in ast.walk(tree):  # helpers imported from another test module
         module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
         if module.startswith("tests.") and module.rsplit(".", 1)[-1].startswith("test_"):
             other = ROOT.joinpath(*module.split(".")).with_suffix(".py")
@@ -50,7 +86,7 @@ def _spawning(path: Path) -> frozenset[str]:
         more = {name for name, used in uses.items() if name not in found and used & found}
         found |= more
         grew = bool(more)
-    return frozenset(found - SPAWNS)
+    return frozenset(found)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "attncli"
 # Lower ranks sit below higher ones; a module imports its own part or parts ranked lower.
-RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "core": 1, "long": 2, "render": 2,
-         "models": 3, "scan": 4,
-         "lessons": 4, "browse": 5, "checker": 5, "api": 6, "cli": 6}
+# records/ (the records renderers read that the parts above core return) sits between core and
+# the parts that draw or compute on it.
+RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "core": 1, "records": 1.5,
+         "long": 2, "render": 2, "models": 3, "scan": 4, "saved": 4, "lessons": 4, "browse": 5,
+         "checker": 5, "api": 6, "cli": 6}
 # render/ receives results: of core it reads only these torch-free records.
-RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants"}
+RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants",
+                "attncli.core.pieces"}
 
 
 def _part(module: str) -> str:
@@ -57,12 +61,14 @@ def _imports_in(tree: ast.AST, runtime_only: bool) -> set[str]:
 
 
 def test_arrows_point_down() -> None:
+    """Every import points down, `if TYPE_CHECKING:` imports included: a type a renderer names
+    is a record it reads, and that record lives below it."""
     wrong = []
     for module, path in _modules().items():
         part = _part(module)
         if part not in RANKS:
             continue
-        for target in _imports(path, runtime_only=True):
+        for target in _imports(path, runtime_only=False):
             other = _part(target)
             if other == part or other in ("__init__",):
                 continue
@@ -71,6 +77,25 @@ def test_arrows_point_down() -> None:
             elif RANKS.get(other, 0) >= RANKS[part] and not (part == "render" and other == "core"):
                 wrong.append(f"{module} → {target}")
     assert wrong == []
+
+
+def _imports_torch(path: Path) -> bool:
+    """Whether path imports torch anywhere (in functions and `if TYPE_CHECKING:` too)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(name.split(".")[0] == "torch" for name in names):
+            return True
+    return False
+
+
+def test_the_records_render_reads_never_import_torch() -> None:
+    """records/ and the core records render/ reads are plain data: no torch, even for a type."""
+    modules = _modules()
+    read = sorted(m for m in modules if m.startswith("attncli.records") or m in RENDER_READS)
+    assert "attncli.records.generation" in read  # the check is not vacuous
+    assert [m for m in read if _imports_torch(modules[m])] == []
+    assert _imports_torch(modules["attncli.lessons.flash"])
 
 
 def _loops(graph: dict[str, set[str]]) -> list[str]:
@@ -207,3 +232,73 @@ def test_the_tests_mirror_the_package() -> None:
                   if not (f / "__init__.py").is_file()) == []
     parts = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
     assert sorted({f.relative_to(TESTS).parts[0] for f in folders} - parts - ACROSS) == []
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _named_files(page: str) -> set[str]:
+    """The source files a page names: `a/b.py`, `app.py`, `_fused.c`, `browse.tcss`, ..."""
+    return {name for name in re.findall(r"[\w./*-]*\w\.(?:py|c|h|tcss)\b", page)
+            if not name.startswith((".", "/")) and "*" not in name}  # not `*_fixtures.py`
+
+
+def _missing(names: set[str]) -> list[str]:
+    """The names that are no file: a path from the repository or the package, or a bare name
+    that no file of the package, tests, bench or scripts has."""
+    root = PACKAGE.parent
+    every = {p.name for folder in ("attncli", "tests", "bench", "scripts")
+             for p in (root / folder).rglob("*") if p.is_file()}
+    return sorted(name for name in names
+                  if not ((root / name).exists() or (PACKAGE / name).exists()
+                          or ("/" not in name and name in every)))
+
+
+def test_the_modules_the_architecture_page_names_exist() -> None:
+    """docs/architecture.md names only modules, scripts and folders that exist: a module moved
+    or renamed fails here until the page follows."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    files = _named_files(page)
+    assert {"attncli/cli/main.py", "app.py", "_fused.c", "bench/bench.py"} <= files  # not vacuous
+    assert _missing(files) == []
+    parts = "|".join(RANKS)
+    dotted = set(re.findall(rf"`(?:attncli\.)?((?:{parts})(?:\.\w+)+)", page))
+    modules = _modules()
+    assert "core.request.Request" in dotted
+    # A name is a module, a module's attribute, or an attribute of a top module (errors).
+    named = {m.removeprefix("attncli.") for m, p in modules.items() if p.name != "__init__.py"}
+    wrong = sorted(d for d in dotted if d.rpartition(".")[2] not in ("json", "py", "tcss")
+                   and not any(".".join(d.split(".")[:k]) in named for k in (3, 2, 1)))
+    assert wrong == []
+    folders = set(re.findall(rf"`((?:{parts})/[\w/]*)`", page))
+    assert sorted(f for f in folders if not (PACKAGE / f).is_dir()) == []
+
+
+def test_the_page_check_catches_a_missing_module() -> None:
+    """The check above is not vacuous: a name that is no file is found."""
+    names = _named_files("the kernel (tiled.py), `long/nowhere.py` and `bench/nothing.py`")
+    assert _missing(names) == ["bench/nothing.py", "long/nowhere.py"]
+
+
+def test_the_page_names_the_bench_scripts_make_runs() -> None:
+    """The `make bench` line of docs/architecture.md lists the scripts the Makefile runs."""
+    makefile = (PACKAGE.parent / "Makefile").read_text(encoding="utf-8")
+    target = makefile.split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    line = page.split("- `make bench` runs", 1)[1].split("\n- ", 1)[0].split("\n\n", 1)[0]
+    ran = re.findall(r"bench/\w+\.py", target)
+    assert len(ran) > 5
+    assert [s for s in re.findall(r"bench/\w+\.py", line) if s != "bench/agreement.py"] == ran
+
+
+def test_the_pages_count_the_c_extensions_setup_builds() -> None:
+    """README.md, docs/install.md and docs/performance.md say as many C extensions as setup.py
+    declares."""
+    root = PACKAGE.parent
+    count = (root / "setup.py").read_text(encoding="utf-8").count("Extension(\"attncli.")
+    words = {2: "two", 3: "three", 4: "four", 5: "five"}
+    assert count >= 3
+    for page in ("README.md", "docs/install.md", "docs/performance.md"):
+        text = (root / page).read_text(encoding="utf-8")
+        said = re.findall(r"\b(one|two|three|four|five) small C (?:extension|file)s?\b", text)
+        assert said == [words[count]], page

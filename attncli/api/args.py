@@ -94,7 +94,7 @@ def in_range(call: str, name: str, value: int, low: int, high: int) -> int:
 def numbers_of(data: Any, what: str, floats: bool = False) -> Any:
     """A tensor's or an array's numbers as nested lists (anything else as it is), its size
     estimated before the copy and complex numbers refused; floats: a tensor as float32 first."""
-    from attncli.core.checks.parts import check_cells
+    from attncli.saved.parts import check_cells
 
     shape = getattr(data, "shape", None)
     if shape is None or not hasattr(data, "tolist"):

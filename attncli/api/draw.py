@@ -50,7 +50,7 @@ def _lists(data: Any) -> Any:
 
 def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> Result:
     """Weights as a Result that shows itself: the page in a notebook, tables in a terminal."""
-    from attncli.core.saved import weights_result
+    from attncli.saved.weights import weights_result
 
     in_range("view", "precision", precision, 0, 8)
     record = weights_result(_nested(weights), token_texts(tokens, "row"))

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import torch
     from rich.console import Console, RenderableType
 
-    from attncli.models.generate.result import GenerateView, GenerationResult
+    from attncli.records.generation import GenerateView, GenerationResult
 
 
 class Generation(Shown):
@@ -84,9 +84,9 @@ def generate(prompt: str, model: str, *, max_new_tokens: int = 48, sample: bool 
              exclude_sinks: bool = True) -> Generation:
     """Let model answer prompt (greedy unless sample) and keep what each answer token looked
     at, from its own decode step."""
-    from attncli.models.generate.result import GenerateView, check_view
     from attncli.models.generate.run import generate_model
     from attncli.models.generate.sampling import Sampling
+    from attncli.records.generation import GenerateView, check_view
 
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)

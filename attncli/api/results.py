@@ -79,8 +79,9 @@ class Result(Shown):
 
     def _doc(self) -> dict[str, Any]:
         if self.mode == "weights":  # as `attncli show weights.json --json` writes them
-            return {"tokens": [t.to_dict() for t in self.record.tokens],
-                    "weights": self.record.weights}
+            from attncli.saved.shown import saved_doc
+
+            return saved_doc("weights", [self.record], {})
         return self.record.to_dict()
 
     def to_dict(self) -> dict[str, Any]:

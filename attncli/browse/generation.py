@@ -9,10 +9,10 @@ import numpy as np
 
 from attncli.browse.patterns import ExactRow, RowData
 from attncli.browse.source import WEIGHTS, RowInfo, Source
-from attncli.core.saved import read_saved
 from attncli.errors import AttnCliError
-from attncli.models.generate.result import GenerationResult
-from attncli.models.generate.saved import generation_from_dict
+from attncli.records.generation import GenerationResult
+from attncli.saved.generate import generation_from_dict
+from attncli.saved.kinds import read_saved
 
 
 def generation_matrices(result: GenerationResult) -> np.ndarray:

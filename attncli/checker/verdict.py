@@ -50,8 +50,8 @@ class Report:
         finite = [d for d in diffs if d is not None]
         out: dict[str, Any] = {
             "notice": RUNS_YOURS.format(target=self.target),
-            "verdict": "pass" if self.passed else "fail", "target": self.target,
-            "kind": self.kind.name.value, "book_class": self.kind.book_class,
+            "kind": "check", "verdict": "pass" if self.passed else "fail", "target": self.target,
+            "book_kind": self.kind.name.value, "book_class": self.kind.book_class,
             "class": self.target.rpartition(":")[2] or self.target,
             "copied": {"how": self.plan.how, "map": self.plan.describe(),
                        "guessed_order": self.plan.guessed, "ignored": self.plan.ignored},

@@ -19,9 +19,9 @@ from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
-    from attncli.models.generate.result import GenerateView, GenerationResult
     from attncli.models.generate.run import Keep
     from attncli.models.generate.sampling import Sampling
+    from attncli.records.generation import GenerateView, GenerationResult
 
 MaxNewOpt = Annotated[int, typer.Option(help="The most answer tokens written.")]
 SampleOpt = Annotated[bool, typer.Option("--sample", help="Sample the next token (else greedy).")]
@@ -137,7 +137,7 @@ class Attended(Group):
 
     def check(self) -> tuple[int, int] | None:
         """--layers and --combine checked before any work; --layers as (a, b) or None."""
-        from attncli.models.generate.result import COMBINES
+        from attncli.records.generation import COMBINES
 
         if self.combine not in COMBINES:
             raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
@@ -158,7 +158,7 @@ class Attended(Group):
 
     def view(self, result: GenerationResult, head: int | None) -> GenerateView:
         """The view of result: --at resolved against its answer, and checked."""
-        from attncli.models.generate.result import GenerateView, answer_index, check_view
+        from attncli.records.generation import GenerateView, answer_index, check_view
 
         view = GenerateView(at=answer_index(result, self.at), layers=self.span(), head=head,
                             combine=self.combine, exclude_sinks=self.exclude_sinks)

@@ -113,17 +113,21 @@ ScaleOpt = Annotated[Scale, typer.Option(
 LangOpt = Annotated[Lang | None, typer.Option(
     help="Language of the titles and explanations [default: zh when LC_ALL/LANG is Chinese, "
     "else en].", show_default=False)]
-# A trained GPT-2 instead of the chapter-3 toy variants.
+# A trained checkpoint instead of the chapter-3 toy variants; the families are models/family.py's
+# REGISTRY, named here without importing it (--help imports no model code; a test keeps them equal).
 ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help="A local GPT-2 or Llama-family (llama, mistral, qwen2, qwen3) "
-    "checkpoint: a Hugging Face folder (config.json + model.safetensors or shards), a "
-    ".safetensors or .gguf file, or a name in a store here: the Hugging Face cache (gpt2, "
-    "Qwen/Qwen2.5-0.5B), Ollama's (llama3.2:1b), LM Studio's (lmstudio:NAME), attncli's "
-    "(smollm2, after `attncli pull smollm2`). Never downloads. Memory: one layer's weights as "
-    "float32 at a time plus about 0.4 GB, whatever the file's size or quantization (Llama 3.2 "
-    "1B: 0.6 GB; 3.1 8B: 1.5 GB; 70B: 4 GB); refused in one line when less than twice that is "
-    "available. heads, generate, scan and browse --generate take $ATTNCLI_MODEL, else `attncli "
-    "config set model NAME`, without it.", show_default=False, metavar="PATH|NAME")]
+    "--model", "-m", help="A local checkpoint of a family attncli reads (config.json's "
+    "model_type gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma3, phi3, gpt_neox, "
+    "olmo2, smollm3, bert or roberta): a Hugging Face folder (config.json + model.safetensors or "
+    "shards), a .safetensors or .gguf file, or a name in a store here: the Hugging Face cache "
+    "(gpt2, Qwen/Qwen2.5-0.5B), Ollama's (llama3.2:1b), LM Studio's (lmstudio:NAME), attncli's "
+    "(smollm2, after `attncli pull smollm2`). Never downloads. Memory: a run reads one layer's "
+    "weights as float32 at a time plus about 0.4 GB, whatever the file's size or quantization "
+    "(Llama 3.2 1B: 0.6 GB; 3.1 8B: 1.5 GB; 70B: 4 GB), and is refused in one line when less "
+    "than twice that is available; generate holds the whole model where it fits in half the "
+    "memory available, else reads each layer again at every step. heads, generate, scan and "
+    "browse --generate take $ATTNCLI_MODEL, else `attncli config set model NAME`, without it.",
+    show_default=False, metavar="PATH|NAME")]
 LayerOpt = Annotated[int | None, typer.Option(
     help="With --model: the layer to show, 0-based; negative counts from the end [default: 0].",
     show_default=False)]

@@ -12,7 +12,6 @@ from torch import Tensor
 
 from attncli.activity import doing
 from attncli.core.attention import Attention, AttentionOutput, build_variant
-from attncli.core.checks import run as checked_run
 from attncli.core.convert import plain
 from attncli.core.display import check_stages, resolve_query
 from attncli.core.embed import embed
@@ -31,11 +30,12 @@ from attncli.core.sizes import (
     size_text,
 )
 from attncli.core.tokens import get_encoding, tokenize
+from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
 from attncli.errors import AttnCliError
 from attncli.version import __version__
 
 # The stages with a head axis first: --head keeps one head of each.
-HEAD_STAGES = (*checked_run.TOKEN_STAGES, *checked_run.HEAD_STAGES)
+HEAD_STAGES = (*TOKEN_STAGES, *HEAD_DIM_STAGES)
 
 
 def resolve_device(device: Device) -> torch.device:

@@ -1,8 +1,6 @@
-"""The plain result of one run and its JSON contract (to_dict); no tensors here.
-
-One Result serves both paths: the naive path holds every weight (and the stages asked for), the
-tiled path a window's weights plus per-row stats. Its config is a typed record, serialised once.
-"""
+"""The plain result of one run and its JSON contract (to_dict); no tensors here. One Result
+serves both paths: the naive path holds every weight (and the stages asked for), the tiled path
+a window's weights plus per-row stats. Its config is a typed record, serialised once."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from attncli.core.variants import SAVED_TRAITS, TRAITS, Traits, Variant, model_traits
 
 if TYPE_CHECKING:
-    from attncli.core.tokens import TokenPiece
+    from attncli.core.pieces import TokenPiece
 
 Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]
@@ -264,7 +262,8 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract, the same for every path and command."""
-        out: dict[str, Any] = {"variant": self.variant, "config": self.config.to_dict(),
+        out: dict[str, Any] = {"kind": "run", "variant": self.variant,
+                               "config": self.config.to_dict(),
                                "tokens": [t.to_dict() for t in self.tokens]}
         if self.model is not None:
             out["model"] = self.model.to_dict()
@@ -296,5 +295,6 @@ class HeadsResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli heads`: every head in table order, each layer's sink."""
-        return {"config": self.config, "model": self.model.to_dict(), "heads": self.measures,
-                "tokens": [t.to_dict() for t in self.tokens], "layers": self.layers}
+        return {"kind": "heads", "config": self.config, "model": self.model.to_dict(),
+                "heads": self.measures, "tokens": [t.to_dict() for t in self.tokens],
+                "layers": self.layers}

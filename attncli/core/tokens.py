@@ -8,11 +8,11 @@ import hashlib
 import re
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attncli.core.pieces import TokenPiece
 from attncli.core.sizes import check_tokens
 from attncli.errors import AttnCliError, escaped
 
@@ -30,16 +30,6 @@ LOAD_TIMEOUT_S = 5.0
 FIRST_CHARS = 2048  # the first piece is small, so the first rows come out at once
 CHUNK_CHARS = 1 << 16  # later pieces: about 64 KB of text each
 CHUNK_TOKENS = 1 << 13  # tokens labelled at a time, however long a piece
-
-
-@dataclass(frozen=True)
-class TokenPiece:
-    """One token: its position, id, readable label and exact bytes."""
-
-    index: int
-    id: int | None
-    label: str
-    data: bytes | None
 
 
 def encoding_names() -> list[str]:

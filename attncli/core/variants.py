@@ -62,3 +62,9 @@ def model_traits(bidirectional: bool) -> Traits:
 
 # Weights read back from a file with no settings: nothing is assumed, not even a mask.
 SAVED_TRAITS = Traits("saved weights", multihead=True)
+
+
+# The stages by shape: [h][T][T] over the keys, and [h][T][head_dim] per head.
+TOKEN_STAGES = ("scores", "scaled", "capped", "masked", "softmax", "dropped", "weights")
+HEAD_DIM_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
+                   "keys_rope")

@@ -7,8 +7,6 @@ never computed from the formula the lesson shows.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -22,51 +20,12 @@ from attncli.lessons.growth import Fit, fit_exponent, fit_growth
 from attncli.lessons.memory import peak_bytes
 from attncli.lessons.setup import max_abs
 from attncli.long.tiled import tiled_attention
+from attncli.records.lessons import CostResult, CostRow
 
 MIN_TOKENS = 128
 BLOCK = 128  # query rows and key columns per tile of the measured tiled pass
 PROJECT_TO = (32768, 131072)
 NAIVE_LIMIT = 2 * 2**30  # the naive path is skipped where it would need more than this
-
-
-@dataclass(frozen=True)
-class CostRow:
-    """One size: seconds and peak bytes of each path; naive None where it was skipped."""
-
-    tokens: int
-    naive_seconds: float | None
-    naive_bytes: int | None
-    tiled_seconds: float
-    tiled_bytes: int
-    naive_would_need: int | None = None  # projected bytes when the naive path was skipped
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one row."""
-        return {"tokens": self.tokens, "naive_seconds": self.naive_seconds,
-                "naive_bytes": self.naive_bytes, "tiled_seconds": self.tiled_seconds,
-                "tiled_bytes": self.tiled_bytes}
-
-
-@dataclass(frozen=True)
-class CostResult:
-    """`attncli cost`: the measured rows, the fitted exponents and the projection."""
-
-    config: dict[str, Any]
-    rows: list[CostRow]
-    fits: dict[str, Fit]  # naive_bytes_exponent … → the exponent, or why there is none
-    projection: dict[str, dict[str, int | None]]  # tokens → projected naive and tiled bytes
-    max_abs_diff: float  # the tiled context against the naive one, every size both ran
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli cost`."""
-        return {"rows": [r.to_dict() for r in self.rows], "fit": self.fit,
-                "fit_reasons": {key: f.reason for key, f in self.fits.items()},
-                "projection": self.projection, "max_abs_diff": self.max_abs_diff}
-
-    @property
-    def fit(self) -> dict[str, float | None]:
-        """Each exponent, None where the sizes measured do not show it."""
-        return {key: f.exponent for key, f in self.fits.items()}
 
 
 def sizes(max_tokens: int) -> list[int]:

@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 
 from attncli.core.request import Request
-from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_flash
 from attncli.lessons.setup import (
@@ -28,61 +27,7 @@ from attncli.lessons.setup import (
     within,
 )
 from attncli.long.tiled import tiled_attention
-
-
-@dataclass(frozen=True)
-class FlashStep:
-    """One key block: its scores (None where masked) and the running state after it."""
-
-    keys: tuple[int, int]  # keys a..b-1 (half-open)
-    scores: list[float | None] | None  # scaled scores of the shown head; None: block skipped
-    block_max: float | None
-    m: float  # running maximum after this block
-    scale: float | None  # exp(m_old - m_new): how much the old sum and accumulator shrink
-    l: float  # noqa: E741  (the running sum of the papers)
-    acc: list[float]  # [head_dim] Σ exp(s - m)·v so far
-
-    @property
-    def skipped(self) -> bool:
-        """Whether the block lies wholly above the diagonal (every key is in the future)."""
-        return self.scores is None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one step; a skipped block has scores, block_max and scale null."""
-        return {"keys": list(self.keys), "scores": self.scores, "block_max": self.block_max,
-                "m": self.m, "scale": self.scale, "l": self.l, "acc": self.acc}
-
-
-@dataclass(frozen=True)
-class FlashResult:
-    """`attncli flash`: the block-by-block state of one query, and its check."""
-
-    config: dict[str, Any]
-    tokens: list[TokenInfo]
-    block: int
-    query: int
-    head: int
-    steps: list[FlashStep]
-    weights: list[float]  # [N] the shown head's weights, rebuilt from m and l
-    context: list[float]  # [d_out] query's context vector
-    weights_max_abs_diff: float  # against the naive full pass, every head
-    context_max_abs_diff: float
-    tiled_max_abs_diff: float  # the context of long/tiled.py (the path `run` takes) against ours
-    naive_cells: int
-    tiled_cells: int
-    ok: bool  # weights and context within setup.within of the naive pass
-
-    @property
-    def max_abs_diff(self) -> float:
-        """The largest difference from the naive pass, weights and context together."""
-        return max(self.weights_max_abs_diff, self.context_max_abs_diff)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli flash`."""
-        return {"block": self.block, "query": self.query,
-                "steps": [s.to_dict() for s in self.steps], "weights": self.weights,
-                "context": self.context, "max_abs_diff": self.max_abs_diff,
-                "memory": {"naive_cells": self.naive_cells, "tiled_cells": self.tiled_cells}}
+from attncli.records.lessons import FlashResult, FlashStep
 
 
 @dataclass

@@ -11,39 +11,12 @@ too small for the asymptote to settle).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+
+from attncli.records.lessons import Fit
 
 FIT_POINTS = 3  # increments fitted: those of the largest sizes
 MIN_SIZES = FIT_POINTS + 1  # sizes measured for FIT_POINTS increments
 SLOPE_SPREAD = 0.25  # the most the doublings' own exponents may differ
-
-
-@dataclass(frozen=True)
-class Fit:
-    """A fitted exponent, or None with the kind of reason and the numbers that say why."""
-
-    exponent: float | None
-    kind: str | None = None  # few, flat, shrinking or unsettled; None when fitted
-    values: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def reason(self) -> str | None:
-        """Why no exponent is given, in one English sentence (None when it is)."""
-        if self.kind is None:
-            return None
-        return REASONS[self.kind].format(**self.values)
-
-
-REASONS = {  # the same English as the table's (render/lessons/lesson_text.py)
-    "few": "the range is too short: {sizes:.0f} size(s) measured, a fit needs {needed:.0f} "
-           "(use a larger --max-tokens)",
-    "flat": "the range is too short: it did not grow from {a:,.0f} to {b:,.0f} tokens, so the "
-            "noise is larger than the growth at these sizes",
-    "shrinking": "the range is too short: what each doubling adds shrank (exponent "
-                 "{exponent:.2f}), so the sizes are too small for the growth to show",
-    "unsettled": "the range is too short: the last doublings disagree (exponents {low:.2f} to "
-                 "{high:.2f}, more than {spread} apart), so the growth has not settled",
-}
 
 
 def growth(points: list[tuple[int, float]]) -> list[tuple[int, float]]:

@@ -29,6 +29,7 @@ from attncli.lessons.setup import (
 from attncli.models.decoding import Shape, decode_steps
 from attncli.models.family import Model
 from attncli.models.hidden.passes import cached_pass
+from attncli.records.lessons import KVCacheResult, KVStep
 
 
 @dataclass
@@ -38,50 +39,6 @@ class Decoded:
     weights: list[Tensor] = field(default_factory=list)
     context: list[Tensor] = field(default_factory=list)
     cache_bytes: list[int] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class KVStep:
-    """One decoding step as plain data."""
-
-    index: int
-    token: str
-    cache_len: int
-    cache_bytes: int
-    weights: list[list[float]]  # [heads][t + 1]
-    context: list[float]  # [d_out]
-    macs_cached: int
-    macs_recompute: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one step."""
-        return {"index": self.index, "token": self.token, "cache_len": self.cache_len,
-                "cache_bytes": self.cache_bytes, "weights": self.weights,
-                "context": self.context, "macs_cached": self.macs_cached,
-                "macs_recompute": self.macs_recompute}
-
-
-@dataclass(frozen=True)
-class KVCacheResult:
-    """`attncli kvcache`: every step, the check against the full pass, and the totals."""
-
-    config: dict[str, Any]
-    tokens: list[TokenInfo]
-    steps: list[KVStep]
-    weights_max_abs_diff: float  # every step's weights against row t of the full pass
-    context_max_abs_diff: float  # every step's context against row t of the full pass
-    totals: dict[str, Any]
-    ok: bool  # every step within setup.within of the full pass (contexts by their rows' size)
-
-    @property
-    def max_abs_diff(self) -> float:
-        """The largest difference from the full pass, weights and context together."""
-        return max(self.weights_max_abs_diff, self.context_max_abs_diff)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli kvcache`."""
-        return {"steps": [s.to_dict() for s in self.steps], "max_abs_diff": self.max_abs_diff,
-                "totals": self.totals}
 
 
 @torch.no_grad()

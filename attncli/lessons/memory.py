@@ -9,8 +9,16 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+from torch.utils._python_dispatch import TorchDispatchMode  # no public path: a test pins it
+
+
+def _tensors(out: Any) -> Iterable[Any]:
+    """The tensors an op returned: itself, or those inside its tuples, lists and dicts."""
+    if isinstance(out, tuple | list):
+        return [t for item in out for t in _tensors(item)]
+    if isinstance(out, dict):
+        return [t for item in out.values() for t in _tensors(item)]
+    return [out] if isinstance(out, Tensor) else []
 
 
 class AllocationTracker(TorchDispatchMode):
@@ -23,6 +31,7 @@ class AllocationTracker(TorchDispatchMode):
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         # Nothing here is compiled: without this, the first call imports torch._dynamo (seconds).
+        # A private hook of TorchDispatchMode's, pinned by tests/lessons/test_memory.py.
         return False
 
     def __init__(self, foreign: Iterable[Tensor] = ()) -> None:
@@ -36,9 +45,8 @@ class AllocationTracker(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        for leaf in (out,) if isinstance(out, Tensor) else tree_leaves(out):
-            if isinstance(leaf, Tensor):
-                self._track(leaf)
+        for tensor in _tensors(out):
+            self._track(tensor)
         return out
 
     def _track(self, tensor: Tensor) -> None:

@@ -3,64 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import torch
 
 from attncli.core.request import Request, Route
-from attncli.core.result import Stack, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_permute
 from attncli.lessons.setup import ATOL, RTOL, build, lesson_config, max_abs, text_tokens, within
+from attncli.records.lessons import PermuteCase, PermuteResult
 
 # B's numbers are A's reordered where within ATOL + RTOL·|A's| (lessons/setup.py), as float64
 # here makes certain; a trained encoder runs in float32, where a reordered sum rounds differently
 # by about 1e-7 of the numbers summed: the same bound holds it.
-
-
-@dataclass(frozen=True)
-class PermuteCase:
-    """A and B run with or without positions, and how far B is from A reordered."""
-
-    positions: bool
-    equivariant: bool
-    max_abs_diff: float  # over the weights and the context vectors
-    weights_a: Stack  # [heads][T][T]
-    weights_b: Stack  # [heads][T][T]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one case."""
-        return {"equivariant": self.equivariant, "max_abs_diff": self.max_abs_diff,
-                "weights_a": self.weights_a, "weights_b": self.weights_b}
-
-
-@dataclass(frozen=True)
-class PermuteResult:
-    """`attncli permute`: two orders of the same tokens, with and without positions."""
-
-    config: dict[str, Any]
-    text_a: str
-    text_b: str
-    tokens_a: list[TokenInfo]
-    tokens_b: list[TokenInfo]
-    permutation: list[int]  # for each position of B, the position in A of the same token
-    without_positions: PermuteCase
-    with_positions: PermuteCase
-    causal: bool = False  # the variant's trait: the causal mask carries order by itself
-
-    @property
-    def masked(self) -> bool:
-        """Whether the variant has the causal mask, which carries order by itself."""
-        return self.causal
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli permute`."""
-        return {"a": {"tokens": [t.to_dict() for t in self.tokens_a]},
-                "b": {"tokens": [t.to_dict() for t in self.tokens_b]},
-                "permutation": self.permutation,
-                "without_positions": self.without_positions.to_dict(),
-                "with_positions": self.with_positions.to_dict()}
 
 
 def find_permutation(ids_a: list[int], ids_b: list[int], labels: dict[int, str]) -> list[int]:

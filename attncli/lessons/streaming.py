@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import STREAMING_CHUNK_ROWS, check_streaming
+from attncli.records.streaming import Policy, RangeScores, Score, StreamingResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,39 +31,18 @@ if TYPE_CHECKING:
 KEEP_FORM = "--keep window:W or --keep sinks:S,window:W (whole numbers, W ≥ 1, S ≥ 0)"
 MOST_DIGITS = 9  # a count past 999,999,999 is longer than any text a lesson reads
 RANGES = 4  # the positions after the window fills, cut into this many equal ranges
-KEY_POSITIONS = "text"  # what the JSON says of the cached keys' positions
-KEY_POSITIONS_NOTE = ("keys keep their positions in the text; the cache is not re-rotated to "
-                      "positions within it, as StreamingLLM does")
 
 
-@dataclass(frozen=True)
-class Policy:
-    """What a cache keeps: everything (full), or the first `sinks` keys and the latest `window`."""
+def visible_keys(policy: Policy, num_tokens: int) -> Tensor | None:
+    """(T, T), True where query t may look: the keys its cache holds (None: every key ≤ t)."""
+    if policy.window is None:
+        return None
+    query = torch.arange(num_tokens)[:, None]  # (T, 1)
+    key = torch.arange(num_tokens)[None, :]  # (1, T)
+    # Causal, and either a sink (key < S) or one of the latest W (t-W+1..t).
+    kept = (key < (policy.sinks or 0)) | (key > query - policy.window)  # (T, T)
+    return (key <= query) & kept  # (T, T)
 
-    name: str  # "full", "window", "sinks+window"
-    sinks: int | None = None
-    window: int | None = None
-
-    def visible(self, num_tokens: int) -> Tensor | None:
-        """(T, T), True where query t may look: the keys its cache holds (None: every key ≤ t)."""
-        if self.window is None:
-            return None
-        query = torch.arange(num_tokens)[:, None]  # (T, 1)
-        key = torch.arange(num_tokens)[None, :]  # (1, T)
-        # Causal, and either a sink (key < S) or one of the latest W (t-W+1..t).
-        kept = (key < (self.sinks or 0)) | (key > query - self.window)  # (T, T)
-        return (key <= query) & kept  # (T, T)
-
-    @property
-    def label(self) -> str:
-        """The policy as --keep spells it, or "full"."""
-        if self.window is None:
-            return "full"
-        return f"sinks:{self.sinks},window:{self.window}" if self.sinks else f"window:{self.window}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one policy."""
-        return {"name": self.name, "sinks": self.sinks, "window": self.window}
 
 
 def parse_keep(value: str) -> tuple[int, int]:
@@ -123,7 +102,7 @@ def check_keep(keep: str, model: str | None, layer: int | None, page: bool = Fal
 def final_stream(model: Model, token_ids: list[int], policy: Policy) -> Tensor:
     """The residual stream leaving the last block, every layer under policy's cache: (T, d)."""
     last: Tensor | None = None
-    visible = policy.visible(len(token_ids))  # (T, T) or None
+    visible = visible_keys(policy, len(token_ids))  # (T, T) or None
     for block in model.trace(token_ids, model.spec.n_layer - 1, visible):
         last = block.output  # (T, d_model)
     assert last is not None
@@ -162,58 +141,6 @@ def step_ranges(scored: int, window: int) -> list[tuple[int, int]]:
     pieces = min(RANGES, rest)
     bounds = [window + rest * k // pieces for k in range(pieces + 1)]
     return [(0, window), *zip(bounds, bounds[1:], strict=False)]
-
-
-@dataclass(frozen=True)
-class Score:
-    """One policy over one range of positions."""
-
-    mean_nll: float  # mean −log p(token t+1 | tokens ≤ t)
-    perplexity: float | None  # exp(mean_nll); None past float64's range
-    agreement: float | None  # share of top-1 predictions equal to the full cache's (None: full)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one score."""
-        out: dict[str, Any] = {"perplexity": self.perplexity, "mean_nll": self.mean_nll}
-        if self.agreement is not None:
-            out["agreement"] = self.agreement
-        return out
-
-
-@dataclass(frozen=True)
-class RangeScores:
-    """Every policy's score over positions start..stop-1 (each predicting the next token)."""
-
-    start: int
-    stop: int
-    window_full: bool  # every position here has a full window: older keys are being evicted
-    scores: dict[str, Score]  # policy name → its score
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one range."""
-        return {"start": self.start, "stop": self.stop, "positions": self.stop - self.start,
-                "window_full": self.window_full,
-                **{name: score.to_dict() for name, score in self.scores.items()}}
-
-
-@dataclass(frozen=True)
-class StreamingResult:
-    """`attncli kvcache --model … --keep`: each policy's perplexity and agreement per range."""
-
-    config: dict[str, Any]  # model, tokens, layers
-    policies: list[Policy]
-    ranges: list[RangeScores]
-    after_window: RangeScores  # every position from the window's filling on
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli kvcache --keep`."""
-        window = self.policies[1]
-        return {**self.config, "keep": {"sinks": self.policies[-1].sinks or 0,
-                                        "window": window.window},
-                "key_positions": KEY_POSITIONS, "key_positions_note": KEY_POSITIONS_NOTE,
-                "policies": [p.to_dict() for p in self.policies],
-                "ranges": [r.to_dict() for r in self.ranges],
-                "after_window": self.after_window.to_dict()}
 
 
 def _score(nll: Tensor, top: Tensor, full_top: Tensor | None) -> Score:

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from importlib import resources
 
 from attncli.core.inputs import InputVectors
 from attncli.core.pipeline import run_naive
 from attncli.core.request import Extract, Request
-from attncli.core.result import Result
 from attncli.core.variants import Variant
-
-
-@dataclass(frozen=True)
-class Step:
-    """One page of the tour: its i18n key, a run, the stages shown and what to focus on."""
-
-    key: str
-    result: Result
-    stages: tuple[str, ...]
-    rows: tuple[int, int] | None = None
+from attncli.records.lessons import Step
 
 
 def journey() -> InputVectors:

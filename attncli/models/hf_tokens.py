@@ -18,7 +18,8 @@ from weakref import WeakKeyDictionary
 
 from attncli.activity import step
 from attncli.core.cutting.boundaries import Cuts
-from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS, TokenPiece
+from attncli.core.pieces import TokenPiece
+from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS
 from attncli.errors import AttnCliError
 from attncli.models.stores.paths import is_dir
 from attncli.models.vocab_bytes import Labeller, Triple, spec_of
@@ -256,8 +257,9 @@ def model_tokens(model: str, text: str, allow_special: bool
     tokenizer = source_tokenizer(source)
     before, after, chunks = hf_token_chunks(tokenizer, text, allow_special)
     name = source.label
-    doc = {"model": model, "tokenizer": {"file": name, "bos": before[0] if before else None,
-                                         "added_before": before, "added_after": after},
+    doc = {"kind": "tokens", "model": model,
+           "tokenizer": {"file": name, "bos": before[0] if before else None,
+                         "added_before": before, "added_after": after},
            "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)}
     # Each token holds a byte of the text or more, but a ▁ put before the text holds none.
     last = len(text.encode("utf-8", "surrogatepass")) + len(before) + len(after)

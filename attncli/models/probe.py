@@ -15,10 +15,11 @@ from typing import Any
 
 import torch
 
+from attncli.core.pieces import TokenPiece
 from attncli.core.request import Request
 from attncli.core.result import TokenInfo
 from attncli.core.sizes import SEED_MAX, SEED_MIN
-from attncli.core.tokens import TokenPiece, get_encoding, labels_for
+from attncli.core.tokens import get_encoding, labels_for
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens
 from attncli.models.hf_tokens import source_tokenizer

@@ -13,7 +13,8 @@ from functools import cache
 from typing import Any
 
 from attncli.core.inputs import parse_json
-from attncli.core.tokens import TokenPiece, labels_for
+from attncli.core.pieces import TokenPiece
+from attncli.core.tokens import labels_for
 
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 

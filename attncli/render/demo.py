@@ -16,7 +16,7 @@ from attncli.render.explain import render_step, steps_for
 from attncli.render.query import render_query
 
 if TYPE_CHECKING:
-    from attncli.lessons.tour import Step
+    from attncli.records.lessons import Step
 
 TRY_IT = ('attncli explain "Your journey starts with one step" --variant multihead',
           'attncli run "Your journey starts with one step" --query journey',

@@ -109,7 +109,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     config = {"model": settings.model, "allow_special": settings.allow_special, "num_tokens": 0,
               "sort": "layer", "layers": [0, spec.n_layer], "threshold": plan.threshold,
               "version": __version__}
-    summary = {"config": config, "model": info.to_dict(), "tokens": [], **summary}
+    summary = {"kind": "scan", "config": config, "model": info.to_dict(), "tokens": [], **summary}
     summary["scan"] |= {"corpus": stored_name(str(plan.corpus)), "out": stored_name(str(plan.out)),
                         "this_run": written, "max_tokens": settings.max_tokens,
                         "too_long": settings.too_long, "workers": plan.workers,

@@ -49,7 +49,7 @@ def test_every_class_gets_its_verdict(name: str, cli, tmp_path: Path) -> None:  
     doc = run.json()
     assert doc["notice"].startswith("attncli check runs your code")
     assert doc["verdict"] == entry["expect"]
-    assert doc["kind"] == entry["kind"]
+    assert doc["kind"] == "check" and doc["book_kind"] == entry["kind"]
     if entry["expect"] == "pass":
         assert all(case["pass"] for case in doc["cases"])
         assert doc["max_diff"] < 1e-5
@@ -243,7 +243,7 @@ def test_kind_can_be_given_and_is_checked(cli) -> None:  # noqa: ANN001
     cli("check", str(CLASSES / "book_causal.py"), "--kind", "nope").assert_usage_error(
         "unknown kind 'nope'")
     run = cli("check", str(CLASSES / "book_causal.py"), "--kind", "causal", "--json")
-    assert run.code == 0 and run.json()["kind"] == "causal"
+    assert run.code == 0 and run.json()["book_kind"] == "causal"
 
 
 def test_the_python_api_checks_a_class_and_leaves_the_seed_alone() -> None:

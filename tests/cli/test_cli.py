@@ -54,7 +54,8 @@ def test_tokens_json_of_a_long_text_is_the_whole_texts(cli, extra: tuple[str, ..
     doc = cli("tokens", "--file", str(tmp_path / "t.txt"), "--json", *extra).json()
     # --file loses the text's one trailing newline.
     whole = tokenize(text.removesuffix("\n"), "gpt2", allow_special=bool(extra))
-    assert doc == {"encoding": "gpt2", "tokens": [TokenInfo.of(p).to_dict() for p in whole]}
+    assert doc == {"kind": "tokens", "encoding": "gpt2",
+                   "tokens": [TokenInfo.of(p).to_dict() for p in whole]}
 
 
 def test_tokens_json(cli) -> None:  # noqa: ANN001
@@ -160,7 +161,7 @@ def test_subprocess_tokens_closed_pipe_stops_quietly(extra: tuple[str, ...],
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
     first = proc.stdout.decode()
     # A streamed table cannot know its token count before its first row: the count comes last.
-    assert first.startswith('{"encoding":"gpt2"' if extra else "tokens (gpt2)")
+    assert first.startswith('{"kind":"tokens","encoding":"gpt2"' if extra else "tokens (gpt2)")
 
 
 def test_subprocess_streamed_tokens_table_ends_with_its_count(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ def test_set_get_list_unset(cli, tmp_path: Path) -> None:  # noqa: ANN001
     assert cli("config", "get", "model").out == f"{TOY}\n"
     assert cli("config", "list").out == f'# {path}\nmodel = "{TOY}"\n'
     assert cli("config", "list", "--json").json() == {
-        "path": str(path), "settings": {"model": TOY}, "model": {"model": TOY, "from": str(path)}}
+        "kind": "config", "path": str(path), "settings": {"model": TOY},
+        "model": {"model": TOY, "from": str(path)}}
     assert cli("config", "get", "model", "--json").json() == TOY
     unset = cli("config", "unset", "model")
     assert unset.code == 0 and unset.err == f"unset model in {path}\n"

@@ -50,3 +50,22 @@ def test_options_that_cannot_apply_are_refused(cli: Cli, args: list[str], messag
     assert res.code == 2 and res.out == ""
     assert res.err.startswith("attncli: error: ") and message in res.err
     assert res.err.count("\n") == 1
+
+
+TOY = "samples/toy-gpt2"
+# Each command's --json and the kind its document says it is (show reads them by it).
+KINDS = [
+    (("run", SENTENCE), "run"), (("run", SENTENCE, "--impl", "tiled"), "run"),
+    (("explain", SENTENCE), "run"), (("compare", SENTENCE, "--variants", "qkv,causal"), "compare"),
+    (("heads", SENTENCE, "--model", TOY), "heads"), (("tokens", SENTENCE), "tokens"),
+    (("permute", "猫吃鱼", "鱼吃猫"), "permute"), (("kvcache", SENTENCE), "kvcache"),
+    (("flash", SENTENCE, "--block", "2"), "flash"), (("cost", "--max-tokens", "256"), "cost"),
+    (("models",), "models"), (("config", "list"), "config"),
+]
+
+
+@pytest.mark.parametrize(("args", "kind"), KINDS, ids=[" ".join(a[:2]) for a, _ in KINDS])
+def test_every_document_says_its_kind(cli: Cli, args: tuple[str, ...], kind: str) -> None:
+    run = cli(*args, "--json")
+    assert run.code == 0, run.err
+    assert next(iter(run.json().items())) == ("kind", kind)  # the first key, the kind

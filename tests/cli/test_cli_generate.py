@@ -98,8 +98,8 @@ def test_an_encoder_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
 
 def test_the_option_groups_defaults_are_the_records() -> None:
     from attncli.cli.generating import Answering, Attended
-    from attncli.models.generate.result import GenerateView
     from attncli.models.generate.sampling import Sampling
+    from attncli.records.generation import GenerateView
 
     answering, sampling = Answering(), Sampling()
     for name in ("max_new_tokens", "sample", "temperature", "top_p", "top_k", "seed"):
@@ -136,7 +136,7 @@ def test_at_names_the_first_answer_token_with_that_text(cli, tiny: Path) -> None
 def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> None:
     from attncli.core.result import ModelInfo, TokenInfo
     from attncli.errors import AttnCliError
-    from attncli.models.generate.result import GenerationResult, answer_index
+    from attncli.records.generation import GenerationResult, answer_index
 
     answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
     result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,

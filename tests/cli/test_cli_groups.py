@@ -187,3 +187,19 @@ def test_group_defaults_are_the_requests() -> None:
     for group in (Encoding, Checkpoint, Chapter3, Compute):
         for f in fields(group):
             assert f.default == getattr(request, f.name), (group.__name__, f.name)
+
+
+def test_models_help_names_every_family_the_registry_reads() -> None:
+    """--model's help names the model_types of models/family.py's REGISTRY, no more and no fewer
+    (it cannot import the registry: --help imports no model code), for every command that takes
+    it; docs/reference/*.md is that help, generated."""
+    import re
+    import typing
+
+    from attncli.cli.options import ModelOpt
+    from attncli.models.family import REGISTRY
+
+    help_text = typing.get_args(ModelOpt)[1].help
+    named = re.search(r"model_type ([^)]*)\)", help_text)
+    assert named is not None
+    assert sorted(re.split(r", | or ", named.group(1))) == sorted(REGISTRY)

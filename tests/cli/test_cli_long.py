@@ -37,8 +37,8 @@ def test_tiled_json_holds_no_n_by_n_matrix(cli) -> None:  # noqa: ANN001
     n = len(doc["tokens"])
     assert n == 321
     assert square_matrices(doc, n) == []
-    assert list(doc) == ["variant", "config", "tokens", "weights", "context", "stats", "summary",
-                         "window"]
+    assert list(doc) == ["kind", "variant", "config", "tokens", "weights", "context", "stats",
+                         "summary", "window"]
     assert doc["config"]["impl"] == "tiled" and doc["config"]["top_k"] == 5
     assert doc["config"]["pool"] == "max"
     assert doc["window"] == {"rows": [0, 64], "cols": [0, 64]}

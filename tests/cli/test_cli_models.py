@@ -64,7 +64,7 @@ def test_models_json_lists_what_attncli_can_read(cli, cache: Path) -> None:
     gpt2 = cache / "models--gpt2" / "snapshots" / "d"
     tmp = cache.parent
     assert cli("models", "--json").json() == {
-        "cache": str(cache),
+        "kind": "models", "cache": str(cache),
         "stores": {"huggingface": str(cache), "ollama": str(tmp / "no-ollama"),
                    "lmstudio": [str(tmp / "no-lmstudio")], "attncli": str(tmp / "no-attncli")},
         "models": [

@@ -177,8 +177,8 @@ def test_what_show_cannot_draw_is_refused_by_name(cli, tmp_path: Path,  # noqa: 
 
 
 def test_the_tiled_corner_is_the_long_paths(cli, tmp_path: Path) -> None:  # noqa: ANN001
-    from attncli.core.checks.run import CORNER
     from attncli.long.run import DEFAULT_WINDOW
+    from attncli.saved.run import CORNER
 
     assert CORNER == DEFAULT_WINDOW
     path, _ = _saved(cli, tmp_path, ("run", SENTENCE, "--impl", "tiled", "--rows", "1:4"))

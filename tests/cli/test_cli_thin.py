@@ -1,5 +1,5 @@
 """What the commands handed down (issue #39, thin commands), tested in its new home in-process:
-show's view of a saved file (core/checks/shown.py, render/saved.py), browse's terminal, exit
+show's view of a saved file (saved/shown.py, render/saved.py), browse's terminal, exit
 and saver, the lessons' checks, scan's and heads' groups, the generation helpers, and the
 Output and Chapter3 methods the commands share."""
 
@@ -19,12 +19,12 @@ from rich.console import Console
 from rich.text import Text
 
 from attncli.cli.options import Chapter3, Encoding, Output, Source
-from attncli.core.checks.shown import check_inside, refuse_unused, saved_doc, shown_view
 from attncli.core.display import Window
 from attncli.core.request import Extract, Request
 from attncli.core.result import TokenInfo
 from attncli.core.variants import Variant
 from attncli.errors import AttnCliError
+from attncli.saved.shown import check_inside, refuse_unused, saved_doc, shown_view
 
 SENTENCE = "Your journey starts with one step"
 
@@ -97,11 +97,13 @@ def test_saved_doc_is_what_the_saving_command_writes() -> None:
     first, second = _run(), _run("one two three four five six")
     assert saved_doc("run", [first], {"ignored": 1}) == first.to_dict()
     assert saved_doc("compare", [first, second], {}) == {
-        "variants": [first.to_dict(), second.to_dict()]}
+        "kind": "compare", "variants": [first.to_dict(), second.to_dict()]}
     weights = saved_doc("weights", [first], {})
-    assert weights == {"tokens": [t.to_dict() for t in first.tokens], "weights": first.weights}
-    summary: dict[str, Any] = {"scan": {}, "heads": []}
+    assert weights == {"kind": "weights", "tokens": [t.to_dict() for t in first.tokens],
+                       "weights": first.weights}
+    summary: dict[str, Any] = {"kind": "scan", "scan": {}, "heads": []}
     assert saved_doc("scan", [first], summary) is summary
+    assert saved_doc("scan", [first], {"scan": {}}) == {"kind": "scan", "scan": {}}
 
 
 def test_render_file_draws_weights_without_stages_and_runs_as_run_does() -> None:

@@ -46,7 +46,7 @@ def test_config_is_serialised_in_one_place() -> None:
 
 def test_to_dict_additions() -> None:
     result = _result()
-    assert set(result.to_dict()) == {"variant", "config", "tokens", "weights", "context"}
+    assert set(result.to_dict()) == {"kind", "variant", "config", "tokens", "weights", "context"}
     masked = [[[0.3, None], [0.1, 0.2]], [[0.4, None], [0.0, 0.0]]]
     doc = _result(stages={"masked": masked},
                   query=QueryRow(1, " b", [[0.25, 0.75], [0.5, 0.5]]),
@@ -64,7 +64,7 @@ def test_a_long_result_has_no_maps_in_its_json() -> None:
                     weights=[[[0.25, 0.75]]], context=[[0.1], [0.2]],
                     window={"rows": [1, 2], "cols": [0, 2]}, long=long)
     assert result.to_dict() == {
-        "variant": "causal", "config": _config("tiled").to_dict(),
+        "kind": "run", "variant": "causal", "config": _config("tiled").to_dict(),
         "tokens": [{"index": 0, "id": 1, "text": "a"}, {"index": 1, "id": 2, "text": " b"}],
         "weights": [[[0.25, 0.75]]], "context": [[0.1], [0.2]], "stats": {"lse": [[0.0, 0.5]]},
         "summary": [{"head": 0, "entropy": 0.5}], "window": {"rows": [1, 2], "cols": [0, 2]}}

@@ -68,7 +68,7 @@ def test_fit_and_sizes() -> None:
 
 def test_cli_json_keys_and_table(cli) -> None:  # noqa: ANN001
     doc = cli("cost", "--max-tokens", "512", "--json").json()
-    assert set(doc) == {"rows", "fit", "fit_reasons", "projection", "max_abs_diff"}
+    assert set(doc) == {"kind", "rows", "fit", "fit_reasons", "projection", "max_abs_diff"}
     assert all(set(row) == ROW_KEYS for row in doc["rows"]) and set(doc["fit"]) == FIT_KEYS
     # Three sizes are too few for a finding: every exponent null, each with its reason.
     assert set(doc["fit_reasons"]) == FIT_KEYS and all(v is None for v in doc["fit"].values())

@@ -19,7 +19,8 @@ STEP_KEYS = {"keys", "scores", "block_max", "m", "scale", "l", "acc"}
 
 def test_json_keys_are_pinned(cli) -> None:  # noqa: ANN001
     doc = cli("flash", SENTENCE, "--block", "2", "--query", "2", "--json").json()
-    assert set(doc) == {"block", "query", "steps", "weights", "context", "max_abs_diff", "memory"}
+    assert set(doc) == {"kind", "block", "query", "steps", "weights", "context", "max_abs_diff",
+                        "memory"}
     assert set(doc["memory"]) == {"naive_cells", "tiled_cells"}
     assert all(set(step) == STEP_KEYS for step in doc["steps"])
     assert (doc["block"], doc["query"]) == (2, 2)

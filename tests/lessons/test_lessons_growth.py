@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from attncli.lessons.cost import CostResult, CostRow, _fit, project
-from attncli.lessons.growth import REASONS, SLOPE_SPREAD, fit_growth
+from attncli.lessons.cost import _fit, project
+from attncli.lessons.growth import SLOPE_SPREAD, fit_growth
+from attncli.records.lessons import REASONS, CostResult, CostRow
 from attncli.render.lessons.cost import render_cost
 from attncli.render.lessons.lesson_text import STRINGS
 from tests.conftest import rendered

@@ -21,7 +21,7 @@ STEP_KEYS = {"index", "token", "cache_len", "cache_bytes", "weights", "context",
 
 def test_json_keys_are_pinned(cli) -> None:  # noqa: ANN001
     doc = cli("kvcache", SENTENCE, "--json").json()
-    assert set(doc) == {"steps", "max_abs_diff", "totals"}
+    assert set(doc) == {"kind", "steps", "max_abs_diff", "totals"}
     assert all(set(step) == STEP_KEYS for step in doc["steps"])
     assert set(doc["totals"]) == {"tokens", "layers", "first_step_macs", "last_step_macs_cached",
                                   "last_step_macs_recompute", "macs_cached", "macs_recompute",

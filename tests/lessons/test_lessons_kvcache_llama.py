@@ -156,7 +156,7 @@ def test_cli_json(cli, models: dict[str, tuple[Path, Any]]) -> None:  # noqa: AN
     run = cli("kvcache", TEXT, "--model", str(models["qwen3"][0]), "--layer", "-1", "--json")
     assert run.code == 0
     doc = run.json()
-    assert set(doc) == {"steps", "max_abs_diff", "totals"}
+    assert set(doc) == {"kind", "steps", "max_abs_diff", "totals"}
     assert set(doc["steps"][0]) == {"index", "token", "cache_len", "cache_bytes", "weights",
                                     "context", "macs_cached", "macs_recompute"}
     assert len(doc["steps"][0]["weights"]) == 4

@@ -20,7 +20,7 @@ def _reordered(weights: list, perm: list[int]) -> torch.Tensor:
 
 def test_json_keys_are_pinned(cli) -> None:  # noqa: ANN001
     doc = cli("permute", CAT, FISH, "--json").json()
-    assert set(doc) == {"a", "b", "permutation", "without_positions", "with_positions"}
+    assert set(doc) == {"kind", "a", "b", "permutation", "without_positions", "with_positions"}
     assert set(doc["a"]) == {"tokens"} and set(doc["b"]) == {"tokens"}
     assert set(doc["without_positions"]) == CASE_KEYS and set(doc["with_positions"]) == CASE_KEYS
     assert doc["permutation"] == [5, 6, 7, 3, 4, 0, 1, 2]

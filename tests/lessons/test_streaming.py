@@ -15,8 +15,9 @@ import pytest
 import torch
 from torch import Tensor
 
-from attncli.lessons.streaming import Policy, evicted_logits
+from attncli.lessons.streaming import evicted_logits
 from attncli.models.family import open_model
+from attncli.records.streaming import Policy
 from attncli.render.lessons.streaming_text import STRINGS as STREAMING_STRINGS
 from tests.conftest import ROOT
 from tests.gguf_fixtures import smollm2
@@ -178,7 +179,7 @@ def test_the_json_has_its_shape(checkpoints: dict[str, tuple[Path, Any]], cli: A
     run = cli("kvcache", TEXT, "--model", str(folder), "--keep", "window:6", "--json")
     assert run.code == 0, run.err
     data = run.json()
-    assert set(data) == {"model", "tokens", "layers", "keep", "key_positions",
+    assert set(data) == {"kind", "model", "tokens", "layers", "keep", "key_positions",
                          "key_positions_note", "policies", "ranges", "after_window"}
     assert data["keep"] == {"sinks": 0, "window": 6} and data["layers"] == 3
     assert data["key_positions"] == "text"

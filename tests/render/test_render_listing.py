@@ -17,7 +17,8 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.tokens import TokenPiece, token_bounds, token_chunks, tokenize
+from attncli.core.pieces import TokenPiece
+from attncli.core.tokens import token_bounds, token_chunks, tokenize
 from attncli.render.draw import listing
 from attncli.render.draw.listing import Cell, Column, Listing, column_widths
 from attncli.render.draw.streamed import print_streamed
@@ -184,3 +185,19 @@ def _rich_table(columns: list[Column], pad: tuple[int, int]) -> Table:
                          style=column.style or None, no_wrap=column.no_wrap,
                          overflow="fold" if column.fold else "ellipsis")
     return table
+
+
+def test_the_private_rich_widths_column_widths_reads_are_there() -> None:
+    """column_widths asks a Rich Table its column widths through Table._extra_width and
+    Table._calculate_column_widths (Rich has no public way to): an upgrade that renames them or
+    changes what they give fails here. They give each column's width, padding included, as the
+    table then draws it."""
+    console = Console(width=30, file=io.StringIO(), color_system=None)
+    table = Table("a", "bb", box=box.ASCII)
+    table.add_row("x" * 40, "y")
+    room = console.options.update_width(console.width - table._extra_width)
+    widths = table._calculate_column_widths(console, room)
+    assert isinstance(widths, list) and sum(widths) + table._extra_width == 30
+    console.print(table)
+    header = console.file.getvalue().splitlines()[1]  # type: ignore[attr-defined]
+    assert [len(part) for part in header.strip("|").split("|")] == widths

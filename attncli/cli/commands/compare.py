@@ -45,5 +45,5 @@ def compare(
                       dropout=0.0)
     results = run_compare(base, [Variant(name) for name in names], settings.shared(), *windows)
     display = look.display(results[0], windows)
-    doc = {"variants": [result.to_dict() for result in results]}
+    doc = {"kind": "compare", "variants": [result.to_dict() for result in results]}
     output.deliver(doc, lambda out: render_compare(out, results, display))

@@ -59,8 +59,8 @@ def scan(
     model = check_scan(needed_model(checkpoint.model, "scan"))
     from attncli.cli.progress import progress_bar
     from attncli.cli.streams import after_imports
-    from attncli.core.checks.heads import heads_from_dict
     from attncli.render.reports.scan import render_scan
+    from attncli.saved.heads import heads_from_dict
 
     after_imports()
     try:

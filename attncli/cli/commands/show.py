@@ -34,9 +34,16 @@ def show(
 
       attncli generate "Hi" --model M --json > answer.json; attncli show answer.json --at 0
     """
-    from attncli.core.checks.shown import check_inside, refuse_unused, saved_doc, shown_view
-    from attncli.core.saved import load_saved, pick, with_stages
     from attncli.render.saved import render_file
+    from attncli.saved.kinds import load_saved
+    from attncli.saved.shown import (
+        check_inside,
+        pick,
+        refuse_unused,
+        saved_doc,
+        shown_view,
+        with_stages,
+    )
 
     windows, stages = look.windows(), look.stages()
     output.check()
@@ -45,15 +52,14 @@ def show(
              if getattr(look, name) is not None]
     refuse_unused(saved.kind, given, attended != Attended())
     if saved.kind == "generate":
-        from attncli.models.generate.saved import generation_from_dict
         from attncli.render.reports.generate import render_generation
 
-        generation = generation_from_dict(saved.doc)
+        generation = saved.results[0]
         output.deliver_result(generation, render_generation, attended.view(generation, look.head))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":
-        from attncli.core.checks.heads import scan_part
+        from attncli.saved.heads import scan_part
 
         scan = scan_part(saved.doc, results[0].model.layers, results[0].model.heads)
     elif saved.kind != "heads":

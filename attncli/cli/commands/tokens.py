@@ -39,7 +39,7 @@ def tokens(
     else:
         chunks = token_chunks(text, encoding.encoding, encoding.allow_special)
         name, bounds = encoding.encoding, token_bounds(text, encoding.encoding)
-        doc = {"encoding": name,
+        doc = {"kind": "tokens", "encoding": name,
                "tokens": (TokenInfo.of(p).to_dict() for chunk in chunks for p in chunk)}
     if output.as_json:
         emit_json(doc)

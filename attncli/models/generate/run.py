@@ -12,9 +12,9 @@ from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
 from attncli.models.generate.engine import Step, decode
 from attncli.models.generate.prompt import Prompt, build_prompt
-from attncli.models.generate.result import GenerationResult
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
+from attncli.records.generation import GenerationResult
 
 
 @dataclass(frozen=True)

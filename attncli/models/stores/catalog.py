@@ -249,5 +249,5 @@ def cached_models(cache: Path | None = None) -> dict[str, Any]:
     _stores(listed)
     doing("listing attncli's cache")
     _fetched(listed)
-    return {"cache": json_text(str(cache)), "stores": _where(cache), "models": rows,
-            "unreadable": unreadable}
+    return {"kind": "models", "cache": json_text(str(cache)), "stores": _where(cache),
+            "models": rows, "unreadable": unreadable}

@@ -140,7 +140,7 @@ def pulled() -> dict[str, bool]:
 
 def install() -> dict[str, Any]:
     """Everything doctor reports, as one JSON-ready document."""
-    return {"attncli": {"version": __version__, "path": str(PACKAGE)},
+    return {"kind": "doctor", "attncli": {"version": __version__, "path": str(PACKAGE)},
             "python": {"version": platform.python_version(), "executable": sys.executable,
                        "platform": platform.platform()},
             "extensions": extensions(), "switch": {SWITCH: os.environ.get(SWITCH)},

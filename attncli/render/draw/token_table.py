@@ -12,7 +12,7 @@ from rich.markup import escape
 from attncli.render.draw.listing import Column, column_widths, make_room, print_listing, width_of
 
 if TYPE_CHECKING:
-    from attncli.core.tokens import TokenPiece
+    from attncli.core.pieces import TokenPiece
 
 # Room a streamed token table keeps for labels and bytes beyond its first chunk's (as far as the
 # width allows): most GPT-2 tokens hold up to 16 characters, and a wider cell folds.

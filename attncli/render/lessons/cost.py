@@ -14,7 +14,7 @@ from attncli.render.draw.prose import prose
 from attncli.render.lessons.lesson_text import diff_text, size_text, text
 
 if TYPE_CHECKING:
-    from attncli.lessons.cost import CostResult, CostRow
+    from attncli.records.lessons import CostResult, CostRow
 
 BAR = "█"
 

@@ -23,7 +23,7 @@ from attncli.render.lessons.fit import (
 from attncli.render.lessons.lesson_text import diff_text, text
 
 if TYPE_CHECKING:
-    from attncli.lessons.flash import FlashResult
+    from attncli.records.lessons import FlashResult
 
 SHOWN_ACC = 3  # accumulator entries shown per block; --json has them all
 SHOWN_SCORES = 8  # scores shown per block

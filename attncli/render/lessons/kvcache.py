@@ -15,7 +15,7 @@ from attncli.render.lessons.fit import FitColumn, column_width, cut_note, first_
 from attncli.render.lessons.lesson_text import diff_text, text
 
 if TYPE_CHECKING:
-    from attncli.lessons.kvcache import KVCacheResult
+    from attncli.records.lessons import KVCacheResult
 
 SHOWN_WEIGHTS = 8  # the most recent keys a step's weights show; --json has them all
 TOKEN_LIMITS = (LABEL_MAX, 12)  # a token label whole up to 16 cells, else cut to 12

@@ -129,7 +129,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "cost.series.tiled_bytes": ("tiled bytes", "分块字节"),
     "cost.series.naive_seconds": ("naive time", "朴素用时"),
     "cost.series.tiled_seconds": ("tiled time", "分块用时"),
-    # The English reasons are those of the JSON (lessons/growth.py REASONS; a test keeps them
+    # The English reasons are those of the JSON (records/lessons.py REASONS; a test keeps them
     # equal).
     "cost.reason.few": (
         "the range is too short: {sizes:.0f} size(s) measured, a fit needs {needed:.0f} "

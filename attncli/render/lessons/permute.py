@@ -15,7 +15,7 @@ from attncli.render.lessons.lesson_text import diff_text, text
 
 if TYPE_CHECKING:
     from attncli.core.result import Stack, TokenInfo
-    from attncli.lessons.permute import PermuteCase, PermuteResult
+    from attncli.records.lessons import PermuteCase, PermuteResult
 
 
 def _masked(matrix: Sequence[Sequence[float | None]], causal: bool) -> list[list[float | None]]:

@@ -13,7 +13,7 @@ from attncli.render.lessons.fit import FitColumn, first_fit, fitted_table
 from attncli.render.lessons.streaming_text import text
 
 if TYPE_CHECKING:
-    from attncli.lessons.streaming import RangeScores, Score, StreamingResult
+    from attncli.records.streaming import RangeScores, Score, StreamingResult
 
 
 def _perplexity(score: Score) -> str:

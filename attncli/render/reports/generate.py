@@ -14,7 +14,7 @@ from attncli.render.draw.colors import cell_style, has_colour, shade_of
 from attncli.render.draw.palette import depth_of
 
 if TYPE_CHECKING:
-    from attncli.models.generate.result import GenerateView, GenerationResult
+    from attncli.records.generation import GenerateView, GenerationResult
 
 
 def legend(result: GenerationResult, view: GenerateView) -> str:

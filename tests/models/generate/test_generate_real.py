@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from attncli.models.family import open_model
-from attncli.models.generate.result import GenerateView
 from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
+from attncli.records.generation import GenerateView
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import _transformers
 from tests.tolerance import assert_near

@@ -89,7 +89,7 @@ def _list(as_json: bool) -> None:
     path, settings = config_path(), read_settings()
     found = default_model()
     if as_json:
-        emit_json({"path": str(path), "settings": settings,
+        emit_json({"kind": "config", "path": str(path), "settings": settings,
                    "model": None if found is None else {"model": found[0], "from": found[1]}})
         return
     lines = [f"# {escaped(str(path))}{'' if path.exists() else ' (no file yet)'}",

@@ -4,64 +4,72 @@ query, model, and a tiled run's stats and summary."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypedDict, cast
 
-from attncli.core.checks.config import config_from, model_from
-from attncli.core.checks.parts import (
+from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
+from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
+from attncli.errors import AttnCliError
+from attncli.saved.config import RECORDS, config_from, model_from
+from attncli.saved.parts import (
     check_cells,
-    hex_bytes,
     integer,
     items,
     matrix,
     maybe,
     need,
-    number,
     obj,
     row,
     stack,
     string,
 )
-from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
-from attncli.errors import AttnCliError
+from attncli.saved.walk import read
 
 # The tiled path's corner without --rows/--cols (long.run.DEFAULT_WINDOW; a test keeps them equal).
 CORNER = 64
-TOKEN_STAGES = ("scores", "scaled", "capped", "masked", "softmax", "dropped",
-                "weights")  # [h][T][T]
-HEAD_STAGES = ("queries", "keys", "values", "queries_norm", "keys_norm", "queries_rope",
-               "keys_rope")  # [h][T][head_dim]
-SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
 
 
-def tokens_from(data: Any, size: int | None, where: str = "tokens",
-                strict: bool = True) -> list[TokenInfo]:
-    """Token records (strict: attncli's objects, index in order), labels escaped."""
+class Window(TypedDict):
+    rows: list[int]
+    cols: list[int]
+
+
+class Summary(TypedDict):
+    """One head's summary of a tiled run."""
+
+    head: int
+    entropy: float
+    first: float
+    prev: float
+    self: float
+    top_k_mass: float
+    distance: float
+
+
+def tokens_from(data: Any, size: int | None, where: str = "tokens", strict: bool = True,
+                first: int = 0) -> list[TokenInfo]:
+    """Token records (strict: attncli's objects, each index in order from first, at least one),
+    labels escaped."""
     out = []
-    for i, t in enumerate(items(data, where, size)):
-        at = f"{where}[{i}]"
+    for i, t in enumerate(items(data, where, size), first):
+        at = f"{where}[{i - first}]"
         if isinstance(t, str) and not strict:
             out.append(TokenInfo(i, None, string(t, at)))
             continue
-        t = obj(t, at)
-        if strict or "index" in t:
-            integer(need(t, "index", at), f"{at}.index", i, i)
-        token_id = maybe(t.get("id"), integer, f"{at}.id")
-        out.append(TokenInfo(i, token_id, string(need(t, "text", at), f"{at}.text"),
-                             maybe(t.get("bytes"), hex_bytes, f"{at}.bytes")))
-    if strict and not out:
+        token = read(TokenInfo, t if strict or "index" in obj(t, at) else {**t, "index": i},
+                     at, RECORDS)
+        out.append(replace(token, index=integer(token.index, f"{at}.index", i, i)))
+    if strict and not out and not first:
         raise AttnCliError(f"saved file: {where} is empty")
     return out
 
 
 def window_from(data: Any, size: int) -> dict[str, list[int]]:
     """{"rows": [a, b], "cols": [c, d]}, half-open, inside the size tokens."""
-    doc = obj(data, "window")
-    window = {}
-    for axis in ("rows", "cols"):
-        span = items(need(doc, axis, "window"), f"window.{axis}", 2)
-        a = integer(span[0], f"window.{axis}[0]", 0, size - 1)
-        b = integer(span[1], f"window.{axis}[1]", a + 1, size)
-        window[axis] = [a, b]
+    window = cast(dict[str, list[int]], read(Window, data, "window", RECORDS))
+    for axis, span in window.items():
+        a = integer(items(span, f"window.{axis}", 2)[0], f"window.{axis}[0]", 0, size - 1)
+        integer(span[1], f"window.{axis}[1]", a + 1, size)
     return window
 
 
@@ -69,7 +77,7 @@ def _stage(name: str, data: Any, config: RunConfig, size: int, heads: int) -> An
     where = f"stages.{name}"
     if name in TOKEN_STAGES:
         return stack(data, where, heads, size, size, nulls=True)
-    if name in HEAD_STAGES:
+    if name in HEAD_DIM_STAGES:
         return stack(data, where, heads, size, None)
     cells = matrix(data, where, size, None)
     if name == "inputs" and config.d_in and len(cells[0]) != config.d_in:
@@ -127,14 +135,8 @@ def long_from(doc: dict[str, Any], size: int, heads: int, top_k: int) -> LongSta
              for h, m in enumerate(index)]
     weight = stack(need(top, "weight", "stats.top_k"), "stats.top_k.weight", heads, size, k)
     out["top_k"] = {"index": ranks, "weight": weight}
-    summary = []
-    for h, part in enumerate(items(need(doc, "summary", "the file"), "summary", heads)):
-        part = obj(part, f"summary[{h}]")
-        entry: dict[str, Any] = {"head": integer(need(part, "head", f"summary[{h}]"),
-                                                 f"summary[{h}].head")}
-        entry |= {key: number(need(part, key, f"summary[{h}]"), f"summary[{h}].{key}")
-                  for key in SUMMARY}
-        summary.append(entry)
+    summary = [dict(read(Summary, part, f"summary[{h}]", RECORDS)) for h, part
+               in enumerate(items(need(doc, "summary", "the file"), "summary", heads))]
     return LongStats(stats=out, summary=summary)
 
 
@@ -176,3 +178,44 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
     return Result(variant=variant, config=config, tokens=tokens, weights=weights,
                   context=context, stages=stages, present=present, model=model, query=query,
                   window=window, long=long)
+
+
+MEASURES = ("norm", "rollout")  # what config.measure may say "weights" holds instead
+
+
+def run_from(data: dict[str, Any]) -> Result:
+    """A run's JSON back into its Result; with config.measure, what it holds checked too: norm's
+    raw lengths ("norm", shaped as weights), or rollout's one matrix (heads averaged)."""
+    config = data.get("config")
+    measure = config.get("measure") if isinstance(config, dict) else None
+    if measure is None:
+        if "norm" in data:
+            raise AttnCliError('saved file: "norm" without config.measure "norm"')
+        return result_from_dict(data)
+    if measure not in MEASURES:
+        raise AttnCliError(f"saved file: config.measure must be one of {', '.join(MEASURES)} "
+                           f"(got {measure!r})")
+    doc = dict(data)
+    if measure == "rollout":
+        # One matrix for every head: checked as each head's would be, then held once.
+        heads = config.get("heads") if isinstance(config, dict) else None
+        held = data.get("weights")
+        if not isinstance(held, list) or len(held) != 1 or not isinstance(heads, int) \
+                or not 1 <= heads <= 4096:
+            raise AttnCliError("saved file: a rollout's weights are one matrix ([1][N][N]) "
+                               "beside config.heads")
+        doc["weights"] = held * heads
+        query = data.get("query")
+        if isinstance(query, dict) and isinstance(query.get("weights"), list) \
+                and len(query["weights"]) == 1:
+            doc["query"] = {**query, "weights": query["weights"] * heads}
+    elif "norm" not in data:
+        raise AttnCliError('saved file: config.measure is "norm" but the file has no "norm"')
+    result = result_from_dict(doc)
+    result = replace(result, config=replace(result.config, measure=measure))
+    if measure == "norm":
+        norm = result_from_dict({**doc, "weights": data["norm"], "query": None}).weights
+        return replace(result, norm=norm)
+    query = result.query
+    return replace(result, weights=result.weights[:1],
+                   query=None if query is None else replace(query, weights=query.weights[:1]))

@@ -1,16 +1,19 @@
-"""core/saved.py: saved documents back into result records, checked."""
+"""saved/files.py: saved documents back into result records, checked."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from attncli.core.request import Extract, Request
-from attncli.core.saved import result_from_dict, saved_from, weights_stack
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from attncli.render.jsonout import dumps
+from attncli.saved.kinds import saved_from
+from attncli.saved.run import result_from_dict
+from attncli.saved.weights import weights_stack
 from tests.conftest import SENTENCE
 
 
@@ -57,3 +60,25 @@ def test_kinds() -> None:
     assert saved_from({"variants": [doc]}).kind == "compare"
     with pytest.raises(AttnCliError, match="cannot draw `tokens`"):
         saved_from({"encoding": "gpt2", "tokens": []})
+
+
+@pytest.mark.parametrize("kind", ["run", "compare", "weights", "heads", "scan", "generate"])
+def test_a_document_of_each_kind_with_nothing_in_it_is_one_line(kind: str) -> None:
+    """A kind names the reader; a document of that kind without its parts is one line naming
+    what is missing, never a KeyError."""
+    with pytest.raises(AttnCliError, match="^saved file: |^attncli JSON without"):
+        saved_from({"kind": kind})
+
+
+def test_kinds_read_through_the_table_and_old_files_by_their_keys() -> None:
+    from attncli.saved.kinds import KINDS, UNDRAWN, kind_of
+
+    doc = run(Request(text=SENTENCE, variant="causal"), Extract()).to_dict()
+    assert doc["kind"] == "run" and saved_from(doc).kind == "run"
+    old = {k: v for k, v in doc.items() if k != "kind"}  # saved before kinds were written
+    assert kind_of(old) == "run" and saved_from(old).results[0].to_dict() == doc
+    assert set(KINDS).isdisjoint(UNDRAWN)
+    for kind, (_, name, command) in UNDRAWN.items():
+        with pytest.raises(AttnCliError, match=f"show cannot draw {re.escape(name)} JSON.*"
+                                               f"{re.escape(command)}"):
+            saved_from({"kind": kind})

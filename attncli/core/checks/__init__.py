@@ -1,1 +1,0 @@
-"""Every part of a saved attncli document checked before `attncli show` draws it."""

@@ -1,0 +1,118 @@
+"""`attncli generate --json` read back into its GenerationResult, every part checked and named
+where it fails, for `attncli show`."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import numpy as np
+
+from attncli.errors import AttnCliError
+from attncli.records.generation import STOPPED, GenerationResult
+from attncli.saved.config import model_from
+from attncli.saved.parts import bad, check_cells, flag, integer, items, need, obj, stack
+from attncli.saved.run import tokens_from
+from attncli.saved.walk import Key, Table, read
+
+ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
+
+
+class Kept(TypedDict):
+    """The layers [a, b) and the one head (or null) the steps hold."""
+
+    layers: list[int]
+    head: int | None
+
+
+class Config(TypedDict):
+    sampling: dict[str, Any]
+    template: dict[str, Any]  # {"used": bool, "origin", "system"?}, kept as it is
+    stop_ids: list[int]
+    stopped: str
+    weights: Kept
+
+
+class Ranked(TypedDict):
+    id: int
+    text: str
+    prob: float
+
+
+class Step(TypedDict):
+    """One answer token's step (its weights apart)."""
+
+    index: int
+    position: int
+    id: int
+    prob: float
+    top: list[Ranked]
+
+
+def _template(value: Any, where: str) -> dict[str, Any]:
+    template = obj(value, where)
+    flag(need(template, "used", where), f"{where}.used")
+    return template
+
+
+TOKEN_ID = Key(high=ID_BOUND)
+RECORDS: Table = {Config: {"sampling": Key(check=obj), "template": Key(check=_template),
+                           "stop_ids": TOKEN_ID, "stopped": Key(choices=STOPPED)},
+                  Step: {"id": TOKEN_ID}, Ranked: {"id": TOKEN_ID}}
+
+
+def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
+    """A generation's JSON back into its result; the weights of every step must be present."""
+    if doc.get("kind") != "generate":
+        raise AttnCliError("saved file: not `attncli generate` JSON (no \"kind\": \"generate\")")
+    model = model_from(need(doc, "model", "the file"), None)
+    config = read(Config, need(doc, "config", "the file"), "config", RECORDS)
+    prompt = tokens_from(need(doc, "prompt", "the file"), None, "prompt")
+    p = len(prompt)
+    answer = tokens_from(need(doc, "answer", "the file"), None, "answer", first=p)
+    a, b = items(config["weights"]["layers"], "config.weights.layers", 2)
+    integer(a, "config.weights.layers[0]", 0, model.layers - 1)
+    integer(b, "config.weights.layers[1]", a + 1, model.layers)
+    if (head := config["weights"]["head"]) is not None:
+        integer(head, "config.weights.head", 0, model.heads - 1)
+    heads = model.heads if head is None else 1
+    steps = items(need(doc, "steps", "the file"), "steps", len(answer))
+    check_cells((b - a) * heads * sum(p + s for s in range(len(steps))), "the saved generation")
+    records, weights = [], []
+    for s, step in enumerate(steps):
+        at = f"steps[{s}]"
+        read(Step, step, at, RECORDS)
+        integer(step["index"], f"{at}.index", s, s)
+        integer(step["position"], f"{at}.position", p - 1 + s, p - 1 + s)
+        if need(step, "weights", at) is None:
+            raise bad(f"{at}.weights", None, "the step's weights (layers × heads × keys)")
+        records.append({key: value for key, value in step.items() if key != "weights"})
+        weights.append(_weights(stack(step["weights"], f"{at}.weights", b - a, heads, p + s), s))
+    return GenerationResult(
+        model=model, prompt=prompt, answer=answer,
+        given=_raw_text(need(doc, "given", "the file"), "given"), template=config["template"],
+        sampling=config["sampling"], stop_ids=config["stop_ids"], stopped=config["stopped"],
+        sinks=[integer(i, f"sinks[{k}]", 0, max(p - 1, 0))
+               for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
+        steps=records, weights=weights,
+        layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head)
+
+
+def _weights(held: Any, s: int) -> np.ndarray:
+    """Step s's weights as float32 (layers, heads, P + s), each from 0 to 1 (a softmax's)."""
+    weights = np.asarray(held, dtype=np.float64)
+    outside = (weights < 0) | (weights > 1 + WEIGHT_SLACK)
+    if outside.any():
+        value = float(weights[outside][0])
+        raise AttnCliError(f"saved file: steps[{s}].weights hold {value!r}, not an attention "
+                           "weight (0 to 1)")
+    return weights.astype(np.float32)
+
+
+WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
+
+
+def _raw_text(value: Any, where: str) -> str:
+    """A string kept as written (the template's text, shown only by --show-template)."""
+    if not isinstance(value, str):
+        raise bad(where, value, "a string")
+    return value

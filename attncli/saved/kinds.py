@@ -1,0 +1,135 @@
+"""The one table of what a saved document may be: its "kind" → the record class it is read into
+and the reader; the kinds without weights, named and refused; a document saved before kinds
+were written, recognised by its keys."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from attncli.core.inputs import _decode, _read_path, parse_json
+from attncli.core.result import HeadsResult, Result
+from attncli.errors import AttnCliError
+from attncli.records.generation import GenerationResult
+from attncli.saved.generate import generation_from_dict
+from attncli.saved.heads import heads_from_dict
+from attncli.saved.parts import items, need, obj
+from attncli.saved.run import result_from_dict, run_from
+from attncli.saved.weights import weights_result
+
+Doc = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a saved file holds: its kind (run, long, compare, weights, heads, scan or generate),
+    its records and the document they were read from."""
+
+    kind: str
+    results: list[Any]
+    doc: Doc = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of document: the record class it is read into, and how."""
+
+    record: type
+    read: Callable[[Doc], list[Any]]
+
+
+def _compare(doc: Doc) -> list[Result]:
+    """compare's variants: naive runs on the same tokens."""
+    docs = items(need(doc, "variants", "the file"), "variants")
+    if not docs:
+        raise AttnCliError("saved file: variants is empty")
+    results = [result_from_dict(obj(d, f"variants[{k}]")) for k, d in enumerate(docs)]
+    for k, r in enumerate(results):
+        if r.long is not None:
+            raise AttnCliError(f"saved file: variants[{k}] is a tiled run; compare holds naive "
+                               "runs")
+        if r.labels != results[0].labels:
+            raise AttnCliError(f"saved file: variants[{k}] has other tokens than variants[0]")
+    return results
+
+
+KINDS = {
+    "run": Kind(Result, lambda doc: [run_from(doc)]),
+    "compare": Kind(Result, _compare),
+    "weights": Kind(Result, lambda doc: [weights_result(need(doc, "weights", "the file"),
+                                                        doc.get("tokens"))]),
+    "heads": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
+    "scan": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
+    "generate": Kind(GenerationResult, lambda doc: [generation_from_dict(doc)]),
+}
+# The kinds show does not draw: the keys that tell one saved before kinds, its name, the command.
+UNDRAWN = {
+    "cost": (("rows", "fit", "projection"), "a `cost` lesson's", "attncli cost"),
+    "flash": (("block", "steps", "memory"), "a `flash` lesson's", "attncli flash TEXT"),
+    "kvcache": (("steps", "totals"), "a `kvcache` lesson's", "attncli kvcache TEXT"),
+    "streaming": (("policies", "ranges"), "`kvcache --keep`'s",
+                  "attncli kvcache TEXT --model M --keep"),
+    "permute": (("a", "b", "permutation"), "a `permute` lesson's",
+                "attncli permute TEXT_A TEXT_B"),
+    "models": (("cache", "models"), "`models`'", "attncli models"),
+    "doctor": (("extensions", "torch"), "`doctor`'s", "attncli doctor"),
+    "check": (("verdict", "cases"), "`check`'s", "attncli check FILE:CLASS"),
+    "tokens": ((), "`tokens`'", "attncli tokens TEXT"),
+}
+
+
+def kind_of(doc: Doc) -> str:
+    """The document's kind: its "kind" where attncli wrote one, else recognised by its keys."""
+    kind = doc.get("kind")
+    if isinstance(kind, str) and (kind in KINDS or kind in UNDRAWN):
+        return kind
+    if "variants" in doc:
+        return "compare"
+    if "scan" in doc and "heads" in doc and "model" in doc:
+        return "scan"
+    if "heads" in doc and "model" in doc and "weights" not in doc:
+        return "heads"
+    if "variant" in doc:
+        return "run"
+    for name, (keys, _, _) in UNDRAWN.items():
+        if keys and all(k in doc for k in keys):
+            return name
+    if "tokens" in doc and "weights" not in doc and "heads" not in doc:
+        return "tokens"
+    if "weights" in doc:
+        return "weights"
+    raise AttnCliError("no weights in this JSON: expected attncli's output, a [N][N] or "
+                       '[H][N][N] list, or {"tokens": [...], "weights": ...}')
+
+
+def saved_from(data: Any) -> Saved:
+    """The records a saved document holds, read by its kind, every part checked."""
+    if isinstance(data, list):
+        return Saved("weights", [weights_result(data, None)])
+    if not isinstance(data, dict):
+        raise AttnCliError("expected attncli JSON, a [N][N] or [H][N][N] list, or "
+                           '{"tokens": [...], "weights": ...}')
+    kind = kind_of(data)
+    if kind in UNDRAWN:
+        _, name, command = UNDRAWN[kind]
+        holds = ": it holds tokens, no attention weights" if kind == "tokens" else ""
+        raise AttnCliError(f"show cannot draw {name} JSON{holds}; run `{command}` to see its "
+                           f"{'table' if kind == 'tokens' else 'tables'}")
+    results = KINDS[kind].read(data)
+    if kind == "run" and results[0].long is not None:
+        kind = "long"
+    return Saved(kind, results, data)
+
+
+def read_saved(path: str) -> Any:
+    """The JSON of path, or of standard input for '-' (a file named - is ./-)."""
+    data = _read_path(path, "FILE")  # the string as typed: Path("./-") would read as '-'
+    source = "standard input" if path == "-" else f"FILE {path!r}"
+    _decode(data, source)  # names the first byte that is not UTF-8
+    return parse_json(data, source)
+
+
+def load_saved(path: str) -> Saved:
+    """Read and check a saved file ('-': standard input)."""
+    return saved_from(read_saved(path))

@@ -1,0 +1,117 @@
+"""One reader for what a saved document holds: it walks a record's annotations (a dataclass, or a
+TypedDict for the objects kept as dicts) and reads each field from its JSON key, checked for its
+type (and its bounds or choices), naming the path in the document where a part fails."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass
+from functools import cache
+from typing import Any, TypeVar
+
+from attncli.saved.parts import bad, choice, flag, integer, need, number, obj, string
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Key:
+    """How one field is read (a list's items, for a list): its JSON key, its bounds or choices,
+    or its own check. inline: a record whose keys sit in this same object, there when this key
+    is; skip: not in the JSON (the field's default, or what the caller works out)."""
+
+    name: str | None = None
+    low: int = 0
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any, str], Any] | None = None
+    inline: str | None = None
+    skip: bool = False
+
+
+Keys = dict[str, Key]
+Table = dict[Any, Keys]  # each record's keys that are not simply its fields' names and types
+
+
+@cache
+def _fields(record: Any) -> list[tuple[str, Any, bool, bool, bool]]:
+    """Each field's name, type, whether it may be null, whether it may be absent (a TypedDict's
+    optional key; a dataclass's field that may be None or has a default), and whether None is
+    passed for it when absent (a dataclass's field that may be None and has no default)."""
+    hints = typing.get_type_hints(record)
+    if typing.is_typeddict(record):
+        return [(name, *_optional(hint), name not in record.__required_keys__, False)
+                for name, hint in hints.items()]
+    out = []
+    for f in dataclasses.fields(record):
+        hint, nullable = _optional(hints[f.name])
+        bare = f.default is MISSING and f.default_factory is MISSING
+        out.append((f.name, hint, nullable, nullable or not bare, nullable and bare))
+    return out
+
+
+def _optional(hint: Any) -> tuple[Any, bool]:
+    """The type inside `X | None`, and whether None is allowed."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(inner) == 1:
+            return inner[0], len(inner) < len(typing.get_args(hint))
+    return hint, False
+
+
+def value(hint: Any, data: Any, at: str, key: Key, table: Table) -> Any:
+    """data read as hint says: a scalar, a list or dict of them, or a record."""
+    if key.check is not None:
+        return key.check(data, at)
+    origin = typing.get_origin(hint)
+    if origin is list:
+        if not isinstance(data, list):
+            raise bad(at, data, "a list")
+        (item,) = typing.get_args(hint)
+        return [value(item, v, f"{at}[{i}]", key, table) for i, v in enumerate(data)]
+    if origin is dict:
+        _, item = typing.get_args(hint)
+        return {string(k, at): value(item, v, f"{at}[{k!r}]", key, table)
+                for k, v in obj(data, at).items()}
+    if key.choices:
+        return choice(data, at, key.choices)
+    if hint is bool:
+        return flag(data, at)
+    if hint is int:
+        return integer(data, at, key.low, key.high)
+    if hint is float:
+        return number(data, at)
+    if hint is str:
+        return string(data, at)
+    if dataclasses.is_dataclass(hint) or typing.is_typeddict(hint):
+        return read(hint, data, at, table)
+    return data  # Any: kept as it is
+
+
+def read(record: type[T], data: Any, at: str, table: Table) -> T:
+    """The record from the JSON object data at path at ("" for the document itself), each field
+    from its key (table[record] names those that differ); an absent field that may be, None or
+    its default (a TypedDict: left out)."""
+    keys = table.get(record, {})
+    doc = obj(data, at or "the file")
+    found: dict[str, Any] = {}
+    typed = typing.is_typeddict(record)
+    for name, hint, nullable, optional, fill in _fields(typing.cast(Any, record)):
+        key = keys.get(name, Key())
+        json = key.name or name
+        if key.skip:
+            continue
+        if key.inline is not None:
+            found[name] = read(hint, doc, at, table) if key.inline in doc else None
+        elif doc.get(json) is None and typed and json in doc and nullable:
+            found[name] = None
+        elif doc.get(json) is None and optional:
+            if fill:
+                found[name] = None
+        else:
+            where = f"{at}.{json}" if at else json
+            found[name] = value(hint, need(doc, json, at or "the file"), where, key, table)
+    return typing.cast(T, found) if typed else record(**found)
