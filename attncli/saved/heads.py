@@ -3,7 +3,7 @@ dicts declared as TypedDicts and read by walking them, then checked against the 
 
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from attncli.core.result import HeadsResult
 from attncli.errors import AttnCliError
@@ -26,20 +26,24 @@ class Probe(TypedDict):
     ids: list[int]
 
 
-class Config(TypedDict, total=False):
-    """The heads run's settings, as render/heads.py reads them."""
+class _Settings(TypedDict):
+    model: str
+    allow_special: bool
+    num_tokens: int
+    sort: str
+    version: str
 
-    model: Required[str]
+
+class Config(_Settings, total=False):
+    """The heads run's settings, as render/heads.py reads them (a base class holds the keys
+    every file has: typing.Required is Python 3.11's)."""
+
     tokenizer: dict[str, Any]
     encoding: str
-    allow_special: Required[bool]
-    num_tokens: Required[int]
-    sort: Required[str]
     layers: list[int]  # [a, b): the layers shown
     threshold: float
     measure: str  # what the thumbnails drew (absent: the weights)
     probe: Probe
-    version: Required[str]
 
 
 class Sink(TypedDict):
@@ -60,16 +64,19 @@ class Shares(TypedDict):
     induction: float
 
 
-class Measure(TypedDict, total=False):
+class _Measures(TypedDict):
+    layer: int
+    head: int
+    entropy: float
+    prev: float
+    first: float
+    self: float
+    distance: float
+
+
+class Measure(_Measures, total=False):
     """One head's measures; its scores and labels in every record or in none."""
 
-    layer: Required[int]
-    head: Required[int]
-    entropy: Required[float]
-    prev: Required[float]
-    first: Required[float]
-    self: Required[float]
-    distance: Required[float]
     previous_token: float
     duplicate_token: float
     induction: float
@@ -93,20 +100,26 @@ class Tops(TypedDict):
     induction: list[Top]
 
 
-class Documents(TypedDict, total=False):
-    scored: Required[int]
-    cut: Required[int]
-    skipped: Required[int]
-    tokens: Required[int]
+class _Counts(TypedDict):
+    scored: int
+    cut: int
+    skipped: int
+    tokens: int
+
+
+class Documents(_Counts, total=False):
     skipped_because: dict[str, int]
 
 
-class Scan(TypedDict, total=False):
+class _ScanNeeded(TypedDict):
+    documents: Documents
+    threshold: float
+    top: Tops
+
+
+class Scan(_ScanNeeded, total=False):
     """`scan` summary's own part: the documents' counts, the threshold, the top heads."""
 
-    documents: Required[Documents]
-    threshold: Required[float]
-    top: Required[Tops]
     corpus: str
     max_tokens: int
 

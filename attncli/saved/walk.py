@@ -114,4 +114,7 @@ def read(record: type[T], data: Any, at: str, table: Table) -> T:
         else:
             where = f"{at}.{json}" if at else json
             found[name] = value(hint, need(doc, json, at or "the file"), where, key, table)
-    return typing.cast(T, found) if typed else record(**found)
+    if typed:  # in the document's order, as the command that wrote it wrote it
+        order = {name: k for k, name in enumerate(doc)}
+        return typing.cast(T, dict(sorted(found.items(), key=lambda kv: order[kv[0]])))
+    return record(**found)
