@@ -49,12 +49,11 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         record, held = _step(obj(step, f"steps[{s}]"), s, p)
         records.append(record)
         weights.append(_weights(stack(held, f"steps[{s}].weights", b - a, heads, p + s), s))
-    template = obj(need(config, "template", "config"), "config.template")
-    flag(need(template, "used", "config.template"), "config.template.used")
     return GenerationResult(
         model=model, prompt=prompt, answer=answer,
-        given=_raw_text(need(doc, "given", "the file"), "given"), template=template,
-        sampling=obj(need(config, "sampling", "config"), "config.sampling"),
+        given=_raw_text(need(doc, "given", "the file"), "given"),
+        template=_template(need(config, "template", "config")),
+        sampling=_sampling(need(config, "sampling", "config")),
         stop_ids=[integer(i, f"config.stop_ids[{k}]", 0, ID_BOUND)
                   for k, i in enumerate(items(need(config, "stop_ids", "config"),
                                               "config.stop_ids"))],
@@ -77,6 +76,30 @@ def _weights(held: Any, s: int) -> np.ndarray:
 
 
 WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
+
+
+def _template(data: Any) -> dict[str, Any]:
+    """config.template: whether one was used, and where it came from."""
+    template = obj(data, "config.template")
+    return {"used": flag(need(template, "used", "config.template"), "config.template.used"),
+            "origin": string(need(template, "origin", "config.template"),
+                             "config.template.origin")}
+
+
+def _sampling(data: Any) -> dict[str, Any]:
+    """config.sampling, each setting as --json writes it (the knobs only when sampling)."""
+    where = "config.sampling"
+    sampling = obj(data, where)
+
+    def field(name: str, check: Any, *bounds: Any) -> Any:
+        return check(need(sampling, name, where), f"{where}.{name}", *bounds)
+
+    out = {"max_new_tokens": field("max_new_tokens", integer, 1),
+           "strategy": field("strategy", choice, ("greedy", "sample"))}
+    if out["strategy"] == "sample":
+        out |= {"temperature": field("temperature", number), "top_k": field("top_k", integer),
+                "top_p": field("top_p", number), "seed": field("seed", integer)}
+    return out
 
 
 def _raw_text(value: Any, where: str) -> str:
