@@ -11,6 +11,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +157,27 @@ def test_generated_hostile_templates_end_in_one_line_with_memory_bounded() -> No
     assert done.returncode == 0, done.stderr[-3000:]
     outcomes = json.loads(done.stdout.splitlines()[-1])
     assert outcomes["stopped"] > 0 and outcomes["peak_mb"] < 1500, outcomes
+
+
+@pytest.mark.parametrize("name", ["concat", "percent filter"])
+def test_a_hostile_template_in_a_gguf_or_a_tokenizer_config_is_one_line(
+        cli, tmp_path: Path, name: str) -> None:  # noqa: ANN001
+    """Through the command line: SmolLM2's GGUF with its tokenizer.chat_template replaced, and a
+    Llama folder's tokenizer_config.json chat_template."""
+    import gguf
+
+    from tests.gguf_fixtures import smollm2
+    from tests.gguf_rewrite import rewrite
+    from tests.llama_fixtures import save_family
+
+    hostile = tmp_path / "hostile.gguf"
+    rewrite(smollm2(), hostile,
+            {"tokenizer.chat_template": (gguf.GGUFValueType.STRING, HOSTILE[name])})
+    folder = tmp_path / "llama"
+    save_family(folder, "llama", seed=3)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": HOSTILE[name]}))
+    for model in (hostile, folder):
+        run = cli("generate", "hi", "--model", str(model), "--show-template")
+        assert run.code == 2 and run.out == "", run.err
+        assert run.err.startswith("attncli: error: the chat template was stopped: ")
+        assert len(run.err.strip().splitlines()) == 1
