@@ -121,7 +121,8 @@ class Bounded(ImmutableSandboxedEnvironment):
         return update_wrapper(bounded, value)
 
     def _bounded_filter(self, name: str, f: Any) -> Any:
-        """f, weighed: its size arguments before it runs, its result after."""
+        """f, weighed: its value and size arguments before it runs (a list literal is built
+        unweighed, and |string would write each part it holds), its result after."""
         passes = _PassArg.from_obj(f) is not None
         estimate = FILTERS.get(name)
 
@@ -131,10 +132,13 @@ class Bounded(ImmutableSandboxedEnvironment):
             if name in MATERIALISED and rest and not isinstance(rest[0], CONTAINERS) \
                     and not isinstance(rest[0], jinja2.Undefined):
                 rest = (list(rest[0]), *rest[1:])
-            if estimate is not None and rest:
+            what = f"the filter {name}"
+            if rest:
+                refuse_past(weight(rest[0], self.limit), self.limit, what)
+            if rest and estimate is not None:
                 refuse_past(_estimate(estimate, self.limit, rest[0], rest[1:], kwargs),
-                            self.limit, f"the filter {name}")
-            return check(f(*head, *rest, **kwargs), self.limit, f"the filter {name}")
+                            self.limit, what)
+            return check(f(*head, *rest, **kwargs), self.limit, what)
 
         return bounded
 

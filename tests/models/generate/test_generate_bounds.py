@@ -45,7 +45,9 @@ HOSTILE = {
     "sum of lists": "{{ range(3000)|map('string')|map('list')|list|sum(start=[])|length }}",
     "sum of numbers": "{% set n = 7 ** 300000 %}{{ ([n] * 1000)|sum }}",
     "repeated list": "{% set l = ['y' * 1000000] * 1000 %}{{ l|string|length }}",
-    "list item": "{{ ['y' * 900000] * 2 }}", "wordwrap": "{{ ('x' * 200000)|wordwrap(1, "
+    "list item": "{{ ['y' * 900000] * 2 }}",
+    "list literal": "{% set y = 'y' * 900000 %}{{ [y, y, y, y]|string|length }}",
+    "dict literal": "{% set y = 'y' * 900000 %}{{ {'a': y, 'b': y}|pprint|length }}", "wordwrap": "{{ ('x' * 200000)|wordwrap(1, "
     "wrapstring='y' * 100) }}", "indent": "{{ ('\n' * 100000)|indent('y' * 100, blank=true) }}",
     "batch": "{{ [1]|batch(100000000, 'x')|list|length }}",
     "slice": "{{ [1]|slice(100000000, 'x')|list|length }}",
