@@ -9,8 +9,11 @@ it large, and its result after), str.format's fields, lipsum's paragraphs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
-from functools import update_wrapper, wraps
+from functools import cache, update_wrapper, wraps
 from typing import Any
 
 import jinja2
@@ -60,16 +63,34 @@ class _Formatter(SandboxedFormatter):
         return super().format_field(value, format_spec)
 
 
+BOUND: ContextVar[int] = ContextVar("BOUND", default=1 << 20)  # the render's, set by bounded()
+
+
+@contextmanager
+def bounded(limit: int) -> Iterator[None]:
+    """Renders inside (in this thread or task) weigh their values against limit."""
+    token = BOUND.set(limit)
+    try:
+        yield
+    finally:
+        BOUND.reset(token)
+
+
 class Bounded(ImmutableSandboxedEnvironment):
-    """The sandbox with size bounds: no value a render makes weighs more than limit."""
+    """The sandbox with size bounds: no value a render makes weighs more than its bound (one
+    environment for every render, each with its own bound)."""
 
     intercepted_binops = frozenset({"*", "+", "**", "%"})
     code_generator_class = _Code
 
-    def __init__(self, limit: int, **options: Any) -> None:
-        self.limit = limit
+    def __init__(self, **options: Any) -> None:
         super().__init__(finalize=self._written, **options)
         self.filters = {name: self._bounded_filter(name, f) for name, f in self.filters.items()}
+
+    @property
+    def limit(self) -> int:
+        """The bound of the render running now."""
+        return BOUND.get()
 
     def _written(self, value: Any) -> Any:
         return check(value, self.limit, "a {{ }}")
@@ -159,8 +180,10 @@ def _count(args: tuple[Any, ...], kwargs: dict[str, Any], at: int, name: str,
     return abs(value) if isinstance(value, int) else 0
 
 
-def environment(limit: int) -> Bounded:
-    """The sandboxed environment transformers builds for chat templates, bounded by limit."""
+@cache
+def environment() -> Bounded:
+    """The sandboxed environment transformers builds for chat templates, with size bounds (the
+    render's own, set by bounded())."""
 
     class Generation(jinja2.ext.Extension):
         """{% generation %}...{% endgeneration %}: transformers marks the assistant's text
@@ -182,7 +205,7 @@ def environment(limit: int) -> Bounded:
 
     def tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
                sort_keys: bool = False) -> str:
-        refuse_past(json_size(x, indent, limit), limit, "the filter tojson")
+        refuse_past(json_size(x, indent, BOUND.get()), BOUND.get(), "the filter tojson")
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
                           sort_keys=sort_keys)
 
@@ -214,7 +237,7 @@ def environment(limit: int) -> Bounded:
                 raise jinja2.exceptions.SecurityError(
                     f"a namespace attribute may not start with an underscore ({name!r})")
 
-    env = Bounded(limit, trim_blocks=True, lstrip_blocks=True,
+    env = Bounded(trim_blocks=True, lstrip_blocks=True,
                   extensions=[Generation, jinja2.ext.loopcontrols])
     env.filters["tojson"] = env._bounded_filter("tojson", tojson)
     env.globals["raise_exception"] = raise_exception

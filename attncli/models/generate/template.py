@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from types import FrameType
 from typing import Any
 
@@ -78,7 +79,7 @@ def render_template(template: str, messages: list[dict[str, str]], special: dict
     special (bos_token, eos_token, ...) passed as transformers passes the tokenizer's."""
     import jinja2
 
-    from attncli.models.generate.sandbox import environment
+    from attncli.models.generate.sandbox import bounded
 
     if len(template) > TEMPLATE_LIMIT:
         raise AttnCliError(f"the chat template is {len(template):,} characters long, more than "
@@ -86,8 +87,8 @@ def render_template(template: str, messages: list[dict[str, str]], special: dict
     limit = weight(messages, 1 << 62) + len(template) + SLACK
     memory = MEMORY_LIMIT + 32 * limit
     try:
-        with _bounded_memory(memory):
-            compiled = environment(limit).from_string(template)
+        with _bounded_memory(memory), bounded(limit):
+            compiled = _compiled(template)
             parts, written = [], 0
             with _bounded_work(STEP_LIMIT, SECONDS_LIMIT):
                 for piece in compiled.generate(messages=messages, tools=None, documents=None,
@@ -115,6 +116,15 @@ def render_template(template: str, messages: list[dict[str, str]], special: dict
             OverflowError) as exc:
         raise AttnCliError(f"the chat template failed to render: {type(exc).__name__}: "
                            f"{_line(exc)}") from None
+
+
+@lru_cache(maxsize=8)
+def _compiled(template: str) -> Any:
+    """The template compiled once (a generation renders it twice: the prompt, and the turn's
+    end); a template that fails to compile is tried again, and fails again, each time."""
+    from attncli.models.generate.sandbox import environment
+
+    return environment().from_string(template)
 
 
 def _line(exc: BaseException) -> str:
