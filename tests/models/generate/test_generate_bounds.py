@@ -47,8 +47,9 @@ HOSTILE = {
     "repeated list": "{% set l = ['y' * 1000000] * 1000 %}{{ l|string|length }}",
     "list item": "{{ ['y' * 900000] * 2 }}",
     "list literal": "{% set y = 'y' * 900000 %}{{ [y, y, y, y]|string|length }}",
-    "dict literal": "{% set y = 'y' * 900000 %}{{ {'a': y, 'b': y}|pprint|length }}", "wordwrap": "{{ ('x' * 200000)|wordwrap(1, "
-    "wrapstring='y' * 100) }}", "indent": "{{ ('\n' * 100000)|indent('y' * 100, blank=true) }}",
+    "dict literal": "{% set y = 'y' * 900000 %}{{ {'a': y, 'b': y}|pprint|length }}",
+    "wordwrap": "{{ ('x' * 200000)|wordwrap(1, wrapstring='y' * 100) }}",
+    "indent": "{{ ('\n' * 100000)|indent('y' * 100, blank=true) }}",
     "batch": "{{ [1]|batch(100000000, 'x')|list|length }}",
     "slice": "{{ [1]|slice(100000000, 'x')|list|length }}",
     "to_bytes": "{{ (1).to_bytes(1000000000, 'big')|length }}",
