@@ -144,6 +144,7 @@ bench: $(STAMP) model
 	$(PY) bench/hidden_cache.py
 	$(PY) bench/scan.py
 	$(PY) bench/generate.py
+	$(PY) bench/template.py
 	$(PY) bench/scale.py --sizes 1b
 	$(PY) bench/runtime.py
 

@@ -7,14 +7,17 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
                           "\u2066\u2067\u2068\u2069")
 
 
-def escaped(text: str) -> str:
+def escaped(text: str, lines: bool = False) -> str:
     """text with every control character written out (\\n, \\r, \\x1b, \\x9b, \\u202e…):
-    one line, nothing a terminal would obey, and unchanged when escaped again."""
+    one line, nothing a terminal would obey, and unchanged when escaped again; with lines, its
+    line breaks and tabs are kept as they are."""
     if text.isprintable():  # nothing to escape: the common case, in C
         return text
     out = []
     for ch in text:
-        if ch == "\n":
+        if lines and ch in "\n\t":
+            out.append(ch)
+        elif ch == "\n":
             out.append("\\n")
         elif ch == "\t":
             out.append("\\t")

@@ -3,9 +3,12 @@ shows itself in a notebook or a terminal like the others."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
+from attncli.api.args import typed
 from attncli.api.notebook import Shown
+from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     import torch
@@ -46,7 +49,13 @@ class Generation(Shown):
 
     def ranked(self, at: int) -> list[tuple[str, float]]:
         """The prompt tokens answer token at looked at most, with their weights (the view's
-        layers, heads, combine and sinks)."""
+        layers, heads, combine and sinks); an at outside the answer is one AttnCliError."""
+        from dataclasses import replace
+
+        from attncli.api.args import typed
+        from attncli.records.generation import check_view
+
+        check_view(self.record, replace(self.view, at=typed("Generation.ranked", "at", at, int)))
         return [(self.record.prompt[i].text, w) for i, w in self.record.ranked(at, self.view)]
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,22 +85,48 @@ class Generation(Shown):
                 f" {self.answer[:60]!r}>")
 
 
-def generate(prompt: str, model: str, *, max_new_tokens: int = 48, sample: bool = False,
-             temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
+def generate(prompt: str, model: str | os.PathLike[str], *, max_new_tokens: int = 48,
+             sample: bool = False, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
              seed: int | None = None, system: str | None = None, raw: bool = False,
-             at: int | None = None, layers: tuple[int, int] | None = None,
+             at: int | str | None = None, layers: tuple[int, int] | None = None,
              head: int | None = None, combine: str = "mean",
              exclude_sinks: bool = True) -> Generation:
     """Let model answer prompt (greedy unless sample) and keep what each answer token looked
-    at, from its own decode step."""
+    at (at: its index, or its text as --at takes it), from its own decode step. Every argument
+    is checked before the model runs: a wrong type is one AttnCliError naming it."""
+    for name, hint in ARGUMENTS.items():
+        typed("generate", name, locals()[name], hint)
     from attncli.models.generate.run import generate_model
     from attncli.models.generate.sampling import Sampling
-    from attncli.records.generation import GenerateView, check_view
+    from attncli.records.generation import COMBINES, GenerateView, answer_index, check_view
 
+    model_path = str(typed("generate", "model", model, str))
+    span = _span(layers)
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
-    record = generate_model(model, prompt, sampling, system=system, raw=raw)
-    view = GenerateView(at=at, layers=layers, head=head, combine=combine,
+    if combine not in COMBINES:
+        raise AttnCliError(f"attncli.generate(): combine must be one of {', '.join(COMBINES)} "
+                           f"(got {combine!r})")
+    record = generate_model(model_path, prompt, sampling, system=system, raw=raw)
+    view = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
                         exclude_sinks=exclude_sinks)
     check_view(record, view)
     return Generation(record, view)
+
+# generate()'s arguments (model and layers apart) and the types each must have.
+ARGUMENTS: dict[str, Any] = {
+    "prompt": str, "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
+    "top_k": int, "seed": int | None, "system": str | None, "raw": bool,
+    "at": int | str | None, "head": int | None, "combine": str, "exclude_sinks": bool}
+
+
+def _span(layers: Any) -> tuple[int, int] | None:
+    """layers= as (a, b): two integers, or None for every layer."""
+    if layers is None:
+        return None
+    if not (isinstance(layers, tuple | list) and len(layers) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in layers)):
+        shown = repr(layers)[:40]
+        raise AttnCliError(f"attncli.generate(): layers must be a pair of integers (a, b), "
+                           f"layers a to b - 1 (got {type(layers).__name__} {shown})")
+    return int(layers[0]), int(layers[1])

@@ -149,7 +149,7 @@ class Attended(Group):
         if self.layers is None:
             return None
         a, sep, b = self.layers.partition(":")
-        if not sep or not a.strip().isdigit() or not b.strip().isdigit():
+        if not sep or not all(n.strip().isascii() and n.strip().isdigit() for n in (a, b)):
             raise AttnCliError(f"--layers takes A:B, two whole numbers (got {self.layers!r})")
         if int(a) >= int(b):
             raise AttnCliError(f"--layers {self.layers} holds no layer: A:B is half-open, A below "

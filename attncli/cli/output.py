@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from attncli.activity import doing, hush
 from attncli.cli.streams import clamp_width
-from attncli.errors import AttnCliError
+from attncli.errors import AttnCliError, escaped
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -64,6 +64,19 @@ def emit_json(doc: Any, chunk_bytes: int = 2**20) -> None:
         # Click turns an EPIPE error into exit 1; without an errno it reaches execute(), which
         # ends quietly, as for the stdout console.
         raise BrokenPipeError from None
+
+
+def emit_text(text: str) -> None:
+    """Write text to stdout: on a terminal with its control characters written out (ESC, BEL,
+    NUL, C1, direction overrides; its lines and tabs kept), so a file's text cannot steer the
+    terminal; through a pipe or into a file, exactly as it is."""
+    hush()
+    try:
+        shown = escaped(text, lines=True) if sys.stdout.isatty() else text
+    except (OSError, ValueError):  # a closed stdout: written as it is, and failing there
+        shown = text
+    sys.stdout.write(shown)
+    sys.stdout.flush()
 
 
 def emit_streamed(write: Callable[[Console], None]) -> None:

@@ -50,6 +50,11 @@ def _bundled_ranks() -> dict[bytes, int]:
     return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
+def longest_gpt2_token() -> int:
+    """The bytes of GPT-2's longest token (its special token included)."""
+    return max(len(ENDOFTEXT.encode()), *map(len, _bundled_ranks()))
+
+
 def _bundled_gpt2() -> tiktoken.Encoding:
     import tiktoken
     from tiktoken_ext.openai_public import r50k_pat_str

@@ -17,6 +17,8 @@ from typing import Protocol, runtime_checkable
 
 from torch import Tensor
 
+PREFILL_QUERIES = 256  # prompt queries a prefill attends at once: scores (heads, 256, T) at a time
+
 
 @dataclass(frozen=True)
 class Shape:

@@ -77,6 +77,8 @@ class ModelSpec:
     d_model: int
     windows: tuple[int | None, ...]  # per layer: its sliding window, None = full causal
     tiled_refusal: str = ""  # why the tiled kernel cannot run it exactly ("" when it can)
+    positions: int | None = None  # the positions it was made for (n_positions,
+    # max_position_embeddings); RoPE may run past them, but `generate` keeps within them
 
     @property
     def d_out(self) -> int:

@@ -125,7 +125,8 @@ def answer_index(result: GenerationResult, at: str | int | None) -> int | None:
 
     if at is None or isinstance(at, int):
         return at
-    if at.strip().lstrip("-").isdigit():
+    digits = at.strip().removeprefix("-")
+    if digits.isascii() and digits.isdigit():  # '²' and '--3' are texts, not numbers
         return int(at)
     texts = [t.text for t in result.answer]
     for wanted in (lambda text: text == at, lambda text: text.lstrip() == at.lstrip()):

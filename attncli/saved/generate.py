@@ -10,7 +10,19 @@ import numpy as np
 from attncli.errors import AttnCliError
 from attncli.records.generation import STOPPED, GenerationResult
 from attncli.saved.config import model_from
-from attncli.saved.parts import bad, check_cells, flag, integer, items, need, obj, stack
+from attncli.saved.parts import (
+    bad,
+    check_cells,
+    choice,
+    flag,
+    integer,
+    items,
+    need,
+    number,
+    obj,
+    stack,
+    string,
+)
 from attncli.saved.run import tokens_from
 from attncli.saved.walk import Key, Table, read
 
@@ -49,13 +61,30 @@ class Step(TypedDict):
 
 
 def _template(value: Any, where: str) -> dict[str, Any]:
+    """config.template: whether one was used and where it came from (kept whole)."""
     template = obj(value, where)
     flag(need(template, "used", where), f"{where}.used")
+    string(need(template, "origin", where), f"{where}.origin")
     return template
 
 
+def _sampling(value: Any, where: str) -> dict[str, Any]:
+    """config.sampling, each setting as --json writes it (the knobs only when sampling)."""
+    sampling = obj(value, where)
+
+    def field(name: str, check: Any, *bounds: Any) -> Any:
+        return check(need(sampling, name, where), f"{where}.{name}", *bounds)
+
+    out = {"max_new_tokens": field("max_new_tokens", integer, 1),
+           "strategy": field("strategy", choice, ("greedy", "sample"))}
+    if out["strategy"] == "sample":
+        out |= {"temperature": field("temperature", number), "top_k": field("top_k", integer),
+                "top_p": field("top_p", number), "seed": field("seed", integer)}
+    return out
+
+
 TOKEN_ID = Key(high=ID_BOUND)
-RECORDS: Table = {Config: {"sampling": Key(check=obj), "template": Key(check=_template),
+RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "template": Key(check=_template),
                            "stop_ids": TOKEN_ID, "stopped": Key(choices=STOPPED)},
                   Step: {"id": TOKEN_ID}, Ranked: {"id": TOKEN_ID}}
 

@@ -3,7 +3,9 @@ Llama checkpoint with a ChatML template in its tokenizer_config.json."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +85,9 @@ def test_a_seed_reproduces_the_sampled_json(cli, tiny: Path) -> None:  # noqa: A
 @pytest.mark.parametrize("args", [
     ("--temperature", "0", "--sample"), ("--max-new-tokens", "0"), ("--at", "99"),
     ("--layers", "1:9"), ("--layers", "x"), ("--head", "7"), ("--combine", "median"),
-    ("--raw", "--system", "s")])
+    ("--raw", "--system", "s"), ("--at", "²"), ("--at", "--3"), ("--layers", "²:3"),
+    ("--layers", "0:--3"), ("--layers", "０:2"), ("--sample", "--top-p", "nan"),
+    ("--sample", "--temperature", "inf")])
 def test_bad_options_are_one_line_and_exit_2(cli, tiny: Path, args: tuple[str, ...]) -> None:  # noqa: ANN001
     run = cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "2", *args)
     assert run.code == 2 and run.out == ""
@@ -220,7 +224,12 @@ def test_show_reads_the_json_back_into_the_same_view(cli, tiny: Path, tmp_path: 
     (lambda d: d.pop("steps"), "steps"),
     (lambda d: d["sinks"].append(10**9), "sinks["),
     (lambda d: d["steps"][1]["weights"][2][1].__setitem__(0, -0.5), "steps[1].weights hold -0.5"),
-    (lambda d: d["steps"][0]["weights"][0][0].__setitem__(1, 1e30), "steps[0].weights hold 1e+30")])
+    (lambda d: d["steps"][0]["weights"][0][0].__setitem__(1, 1e30), "steps[0].weights hold 1e+30"),
+    (lambda d: d["config"]["template"].pop("origin"), "config.template has no 'origin'"),
+    (lambda d: d["config"]["template"].update(origin=5), "config.template.origin is 5"),
+    (lambda d: d["config"]["sampling"].update(strategy="sample"), "config.sampling has no"),
+    (lambda d: d["config"]["sampling"].pop("max_new_tokens"), "config.sampling has no"),
+    (lambda d: d["config"].update(sampling=[]), "config.sampling is []")])
 def test_show_refuses_a_broken_generation_in_one_line(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
                                                       change: Any, says: str) -> None:
     doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3",
@@ -263,3 +272,100 @@ def test_an_empty_layer_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN0
     assert run.code == 2 and run.out == ""
     assert run.err == ("attncli: error: --layers 2:2 holds no layer: A:B is half-open, A below B "
                        "(0:1 is layer 0)\n")
+
+
+def test_a_sampled_generation_missing_its_seed_is_one_line(cli, tiny: Path,  # noqa: ANN001
+                                                           tmp_path: Path) -> None:
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "2",
+                         "--sample", "--seed", "4", "--json").out)
+    del doc["config"]["sampling"]["seed"]
+    (tmp_path / "g.json").write_text(json.dumps(doc))
+    run = cli("show", str(tmp_path / "g.json"))
+    assert run.code == 2 and run.err == "attncli: error: saved file: config.sampling has no " \
+        "'seed'\n"
+
+
+def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None:  # noqa: ANN001
+    """logits / 1e-45 overflows float32: the draw is then the greedy one, never a traceback."""
+    greedy = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3",
+                            "--json").out)
+    for temperature in ("1e-45", "5e-324"):
+        run = cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3", "--json",
+                  "--sample", "--temperature", temperature, "--seed", "1")
+        assert run.code == 0, run.err
+        assert [t["id"] for t in json.loads(run.out)["answer"]] == \
+            [t["id"] for t in greedy["answer"]]
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"model": None}, "model must be a string (got NoneType None)"),
+    ({"prompt": b"hi"}, "prompt must be a string (got bytes b'hi')"),
+    ({"layers": "0:2"}, "layers must be a pair of integers"),
+    ({"layers": (0, True)}, "layers must be a pair of integers"),
+    ({"system": 5}, "system must be a string or None (got int 5)"),
+    ({"at": 1.5}, "at must be an integer or a string or None"),
+    ({"head": "1"}, "head must be an integer or None"),
+    ({"combine": "sum"}, "combine must be one of mean, max"),
+    ({"raw": 1}, "raw must be True or False"),
+    ({"max_new_tokens": 0}, "--max-new-tokens must be a whole number from 1")])
+def test_api_arguments_are_checked_before_the_model_runs(
+        tiny: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, Any], says: str) -> None:
+    from attncli.models.generate import run
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the model ran")
+
+    monkeypatch.setattr(run, "generate_model", never)
+    given = {"prompt": "the cat", "model": str(tiny), **kwargs}
+    with pytest.raises(attncli.AttnCliError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        attncli.generate(**given)
+
+
+def test_api_takes_a_path_an_answer_tokens_text_and_refuses_ranked_outside(tiny: Path) -> None:
+    result = attncli.generate("the cat", tiny, max_new_tokens=3)
+    n = len(result.answer_tokens)
+    by_text = attncli.generate("the cat", tiny, max_new_tokens=3, at=result.answer_tokens[0])
+    assert by_text.view.at == 0 and result.ranked(n - 1)
+    with pytest.raises(attncli.AttnCliError, match=f"--at 99 is not an answer token .*{n}"):
+        result.ranked(99)
+
+
+def test_show_template_is_exact_through_a_pipe_and_escaped_on_a_terminal(
+        cli, tmp_path: Path, tiny: Path) -> None:  # noqa: ANN001
+    import shutil
+
+    from attncli.cli.output import emit_text
+
+    folder = tmp_path / "hostile"
+    shutil.copytree(tiny, folder)
+    hostile = "\x1b]0;title\x07{{ messages[0].content }}\x00\x9b31m\u202e\n\tend"
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": hostile}))
+    run = cli("generate", "hi", "--model", str(folder), "--show-template")
+    assert run.code == 0 and run.out == hostile.replace("{{ messages[0].content }}", "hi")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, shown in ((Terminal(), "\\x1b]0;title\\x07hi\\x00\\x9b31m\\u202e\n\tend"),
+                          (io.StringIO(), "\x1b]0;title\x07hi\x00\x9b31m\u202e\n\tend")):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "stdout", stream)
+            emit_text(hostile.replace("{{ messages[0].content }}", "hi"))
+        assert stream.getvalue() == shown
+
+
+def test_the_view_escapes_the_path_and_the_answer(tiny: Path) -> None:
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from attncli.render.reports.generate import render_generation
+
+    result = attncli.generate("the cat", tiny, max_new_tokens=2)
+    record = replace(result.record, model=replace(result.record.model, path="a\x1b]0;x\x07b"),
+                     answer=[replace(t, text="\x1b[2J") for t in result.record.answer])
+    out = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    out.print(render_generation(out, record, result.view))
+    text = out.file.getvalue()  # type: ignore[attr-defined]
+    assert "a\\x1b]0;x\\x07b" in text and "\x1b]0" not in text and "\x1b[2J" not in text

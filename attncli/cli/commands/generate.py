@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
-from attncli.activity import hush
 from attncli.cli.generating import Answering, Attended
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
-from attncli.cli.output import emit_json
+from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
 
 LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
@@ -55,8 +52,7 @@ def generate(source: Annotated[Source, Without("inputs")],
         if output.as_json:
             emit_json(built.to_dict())
         else:
-            hush()
-            typer.echo(built.given, nl=False)
+            emit_text(built.given)  # escaped on a terminal, exact through a pipe
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:

@@ -54,7 +54,8 @@ class BertModel:
         self.ckpt, self.source = ckpt, source
         self.spec = ModelSpec(architecture=s.architecture, n_layer=s.n_layer,
                               num_heads=s.num_heads, kv_heads=s.num_heads, head_dim=s.head_dim,
-                              d_model=s.d_model, windows=(None,) * s.n_layer)
+                              d_model=s.d_model, windows=(None,) * s.n_layer,
+                              positions=s.max_tokens)
         self._type_id: int | None = None
 
     def vocabulary(self) -> WeightSource:

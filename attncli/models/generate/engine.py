@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from attncli.errors import AttnCliError
-from attncli.models.decoding import DecodeStep
+from attncli.models.decoding import PREFILL_QUERIES, DecodeStep
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
 
@@ -43,14 +43,19 @@ def check_decoder(model: Model) -> None:
                            "directions and does not write text token by token")
 
 
+def positions(model: Model) -> int | None:
+    """The positions the checkpoint was made for (None: no fixed number)."""
+    return model.spec.positions or model.traits.max_tokens
+
+
 def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
-    """The prompt and the longest answer fit the model's positions, and the kept weights fit
-    memory."""
+    """The prompt and the longest answer fit the model's positions, and the kept weights, the
+    caches and the prompt's pass fit memory."""
     from attncli.core.sizes import FLOAT_BYTES, check_fits
 
     if prompt_len == 0:
         raise AttnCliError("the prompt has no tokens: give some text")
-    limit, n = model.traits.max_tokens, sampling.max_new_tokens
+    limit, n = positions(model), sampling.max_new_tokens
     if limit is not None and prompt_len + n > limit:
         raise AttnCliError(f"the prompt's {prompt_len:,} tokens and --max-new-tokens {n:,} go "
                            f"past the model's {limit:,} positions; use a smaller "
@@ -58,8 +63,13 @@ def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
     spec = model.spec
     kept = spec.n_layer * spec.num_heads * n * (prompt_len + n) * FLOAT_BYTES
     cache = 2 * spec.n_layer * spec.kv_heads * spec.head_dim * (prompt_len + n) * FLOAT_BYTES
-    check_fits(kept + cache, f"generating {n:,} tokens after {prompt_len:,} keeps every "
-               f"step's weights over {spec.n_layer} layers × {spec.num_heads} heads",
+    # The prompt's pass: PREFILL_QUERIES queries' float64 scores over every key at a time, in
+    # about four copies (scores, scaled, masked, softmax), as `run`'s estimate counts stages
+    # (GPT-2's prefill holds its whole (heads, T, T) float32 stages, T at most its 1,024
+    # positions: within twice this).
+    prefill = 4 * 8 * spec.num_heads * min(prompt_len, PREFILL_QUERIES) * prompt_len
+    check_fits(kept + cache + prefill, f"generating {n:,} tokens after {prompt_len:,} keeps "
+               f"every step's weights over {spec.n_layer} layers × {spec.num_heads} heads",
                "use a smaller --max-new-tokens or a shorter prompt")
 
 

@@ -8,8 +8,10 @@ from typing import Any
 
 from attncli.core.request import Request
 from attncli.core.result import TokenInfo
+from attncli.errors import AttnCliError
 from attncli.models.family import Model, open_family
 from attncli.models.generate.chat import ChatSetup, chat_setup, template_text, turn_end_text
+from attncli.models.generate.engine import positions
 from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
 from attncli.models.sources.base import WeightSource
 
@@ -43,11 +45,13 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
     # A checkpoint tokenised by tiktoken (GPT-2) has no template; its config still names EOS.
     setup = chat_setup(source if source is not None else open_family(model_path)[0])
     if raw or setup.template is None or source is None:
+        check_text_fits(prompt, model, source)
         tokens = model.tokens(Request(text=prompt, model=model_path,
                                       allow_special=allow_special))
         return Prompt(tokens.tokens, tokens.ids, prompt, False, "",
                       setup.stop_ids | _eos_of(model, source, setup), [0])
     given = template_text(setup, prompt, system)
+    check_text_fits(given, model, source)
     pieces = hf_tokenize(source_tokenizer(source), given, allow_special=True,
                          name=source.label, add_special_tokens=False).pieces
     infos = [TokenInfo.of(p) for p in pieces]
@@ -56,6 +60,41 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
     return Prompt(infos, ids, given, True, setup.origin,
                   setup.stop_ids | _eos_of(model, source, setup) | _turn_end(source, setup),
                   _sinks(infos, given, contents))
+
+
+NORMALISED = 4  # a normalizer (NFC, NFKC, lowercase) writes a text in no fewer than 1/4 its bytes
+
+
+def check_text_fits(text: str, model: Model, source: WeightSource | None) -> None:
+    """Refuse, before tokenizing it, a text too long for the model's positions whatever its
+    tokenizer does with it: no token stands for more bytes than the vocabulary's longest, and
+    a normalizer, where the tokenizer has one, shrinks a text at most NORMALISED times."""
+    limit = positions(model)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if limit is None or size <= limit:  # a token stands for a byte at least: no need to look
+        return
+    longest, shrink = _longest_token(source)
+    if size > limit * longest * shrink:
+        raise AttnCliError(f"the prompt is {size:,} bytes, more than the model's {limit:,} "
+                           f"positions can hold (its longest token stands for {longest} bytes):"
+                           " give a shorter prompt")
+
+
+def _longest_token(source: WeightSource | None) -> tuple[int, int]:
+    """The bytes the vocabulary's longest token stands for, and how many times its
+    normalizer may shrink a text (1 without one)."""
+    if source is None:
+        from attncli.core.tokens import longest_gpt2_token
+
+        return longest_gpt2_token(), 1
+    from attncli.models.vocab_bytes import Labeller, spec_of, token_bytes
+
+    tokenizer = source_tokenizer(source)
+    byte_level = Labeller(tokenizer).byte_level
+    added = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
+    longest = max((len(token_bytes(t, byte_level, t in added))
+                   for t in tokenizer.get_vocab(with_added_tokens=True)), default=1)
+    return longest, 1 if spec_of(tokenizer).get("normalizer") is None else NORMALISED
 
 
 def _eos_of(model: Model, source: WeightSource | None, setup: ChatSetup) -> frozenset[int]:

@@ -62,6 +62,12 @@ def warped(logits: Tensor, sampling: Sampling) -> Tensor:
     """logits (vocab,) after temperature, top-k and top-p, as transformers' warpers leave them:
     a token cut from the candidates has -inf."""
     scores = logits.float() / sampling.temperature  # (vocab,)
+    if not torch.isfinite(scores).all():
+        # A tiny temperature overflowed: shifted by the largest first (softmax does not change)
+        # and divided in float64 (a temperature below float32's range is not 0 there), the
+        # others go to -inf and the largest stays 0, never inf (inf - inf is nan).
+        shifted = logits.double() - logits.double().max()  # (vocab,) all <= 0
+        scores = (shifted / sampling.temperature).float()  # (vocab,)
     if 0 < sampling.top_k < scores.shape[-1]:
         kth = torch.topk(scores, sampling.top_k).values[-1]
         scores = scores.masked_fill(scores < kth, -math.inf)

@@ -53,7 +53,7 @@ class GPT2Model:
         self.ckpt = ckpt
         self.spec = ModelSpec(architecture="gpt2", n_layer=ckpt.n_layer, num_heads=ckpt.n_head,
                               kv_heads=ckpt.n_head, head_dim=ckpt.head_dim, d_model=ckpt.n_embd,
-                              windows=(None,) * ckpt.n_layer)
+                              windows=(None,) * ckpt.n_layer, positions=ckpt.n_positions)
 
     def vocabulary(self) -> WeightSource | None:
         """The weights file, where it carries its own vocabulary (a GGUF's need not be GPT-2's);

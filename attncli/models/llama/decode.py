@@ -11,16 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attncli.models.decoding import DecodedToken, Shape
+from attncli.models.decoding import PREFILL_QUERIES, DecodedToken, Shape
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import (
-    llama_logits,
-    project,
-    scale_scores,
-    soft_cap,
-    window_mask,
-)
+from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, held_unembedding
@@ -74,7 +68,16 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     return shown, linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
 
 
-PREFILL_QUERIES = 256  # prompt queries attended at once: scores (heads, 256, T) at a time
+
+
+def window_rows(start: int, end: int, num_tokens: int, window: int | None) -> Tensor:
+    """window_mask(num_tokens, window)[start:end]: True where query q may not look."""
+    queries = torch.arange(start, end).unsqueeze(1)  # (C, 1)
+    keys = torch.arange(num_tokens).unsqueeze(0)  # (1, T)
+    mask = keys > queries  # (C, T) the future
+    if window is not None:
+        mask |= keys <= queries - window  # (C, T) keys older than the window
+    return mask
 
 
 def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
@@ -91,8 +94,9 @@ def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
         attn_scores = grouped[:, :, start:end].double() @ keys.transpose(-2, -1)  # (kv, g, C, T)
         scaled = scale_scores(spec, attn_scores)
         capped = soft_cap(spec, scaled)
-        # Query q sees keys q - window + 1 .. q: the window mask's rows start..end.
-        mask = window_mask(num_tokens, window)[start:end]  # (C, T)
+        # Query q sees keys q - window + 1 .. q: the window mask's rows start..end, built
+        # alone (the whole (T, T) mask of a long prompt would be T² bytes).
+        mask = window_rows(start, end, num_tokens, window)  # (C, T)
         masked = (scaled if capped is None else capped).masked_fill(mask, -torch.inf)
         attn_weights = torch.softmax(masked, dim=-1).to(grouped.dtype)  # (kv, g, C, T)
         context = attn_weights @ values  # (kv, g, C, hd)

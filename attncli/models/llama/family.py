@@ -61,7 +61,7 @@ class LlamaModel:
         self.spec = ModelSpec(architecture=s.architecture, n_layer=s.n_layer,
                               num_heads=s.num_heads, kv_heads=s.kv_heads, head_dim=s.head_dim,
                               d_model=s.d_model, windows=s.layer_windows,
-                              tiled_refusal=s.tiled_refusal)
+                              tiled_refusal=s.tiled_refusal, positions=s.max_positions)
 
     def vocabulary(self) -> WeightSource:
         """The source whose tokenizer this checkpoint's texts go through."""

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from attncli.errors import escaped
 from attncli.render.draw.colors import cell_style, has_colour, shade_of
 from attncli.render.draw.palette import depth_of
 
@@ -80,8 +81,10 @@ def render_generation(out: Console, result: GenerationResult,
                       view: GenerateView) -> RenderableType:
     """The default view: heading, answer, what --at's token looked at (or each answer token's
     ranked prompt tokens), the summary and the legend."""
-    parts: list[RenderableType] = [Text(heading(result), style="bold"),
-                                   Text("answer: ", style="bold").append(result.answer_text)]
+    # The path and the answer's text (the vocabulary's bytes) with control characters escaped.
+    parts: list[RenderableType] = [
+        Text(escaped(heading(result)), style="bold"),
+        Text("answer: ", style="bold").append(escaped(result.answer_text, lines=True))]
     if not result.answer:
         return Group(*parts, Text("no answer token was written"))
     if view.at is not None:

@@ -79,7 +79,7 @@ def config(
     else:
         path = write_setting(key or "", value if action is Action.set else None)
         done = f"set {key} = {value}" if action is Action.set else f"unset {key}"
-        typer.echo(f"{done} in {path}", err=True)
+        typer.echo(escaped(f"{done} in {path}"), err=True)
         if action is Action.set and key == "model" and value is not None:
             _note_unknown_model(value)
 
@@ -113,4 +113,4 @@ def _note_unknown_model(model: str) -> None:
     try:
         resolve_path(model)
     except AttnCliError as err:
-        typer.echo(f"note: {model} is not found here yet: {err}", err=True)
+        typer.echo(f"note: {escaped(model)} is not found here yet: {err}", err=True)

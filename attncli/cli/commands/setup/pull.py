@@ -138,7 +138,7 @@ def _samples(into: Path) -> dict[str, Any]:
             if isinstance(err, OSError):
                 raise AttnCliError(f"cannot write {target}: {err.strerror or err}") from None
             raise
-    typer.echo(f"{len(new)} of {len(files)} sample files written into {into}/"
+    typer.echo(f"{len(new)} of {len(files)} sample files written into {escaped(str(into))}/"
                + ("" if new else " (all there already)"), err=True)
     return {"name": SAMPLES, "path": str(into), "written": len(new), "files": len(files)}
 
