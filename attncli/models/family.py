@@ -214,6 +214,17 @@ class Resumable(Protocol):
 
 
 @runtime_checkable
+class Editable(Protocol):
+    """A model whose pass can run with its heads' outputs edited (ablation, patching)."""
+
+    # Blocks first..n_layer-1 from stream (T, d_model) entering block first; edit(layer, z) is
+    # handed each block's heads' outputs z (heads, T, head_dim) before W_O and returns the ones
+    # to use (z itself where it edits nothing). Returns the stream leaving the last block.
+    def edited(self, token_ids: list[int], first: int, stream: Tensor,
+               edit: Callable[[int, Tensor], Tensor]) -> Tensor: ...
+
+
+@runtime_checkable
 class FusedResumable(Protocol):
     """A model whose tiled path's layer input can start from known fused-path streams."""
 

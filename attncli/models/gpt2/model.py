@@ -237,3 +237,20 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
             after = _finished(weights, ckpt, layer, x, attention.context)  # (T, d)
         x = after
         yield step, x
+
+
+def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tensor,
+                edit: Callable[[int, Tensor], Tensor]) -> Tensor:
+    """Blocks first..n_layer-1 from stream (T, d), each block's z (heads, T, hd) passed through
+    edit before c_proj; the stream leaving the last block (gradients where the caller asks)."""
+    weights, x = weights_of(ckpt), stream  # x: (T, d)
+    for layer in range(first, ckpt.n_layer):
+        attn_input = layer_norm(weights, f"h.{layer}.ln_1", x, ckpt.layer_norm_epsilon)  # (T, d)
+        module = load_attention(weights, ckpt, layer)
+        attention = module(attn_input)
+        assert attention.heads_context is not None
+        z = module.split_heads(attention.heads_context)  # (heads, T, hd)
+        edited = edit(layer, z)  # (heads, T, hd)
+        context = attention.context if edited is z else module.combine(edited)  # (T, d)
+        x = _finished(weights, ckpt, layer, x, context)  # (T, d)
+    return x

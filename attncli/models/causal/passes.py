@@ -1,0 +1,76 @@
+"""A text's clean pass as edits need it, and passes with heads' outputs edited.
+
+An edit replaces head h's output z (T, head_dim) at layer L before W_O. The blocks below L are
+the clean pass's: the edited pass starts from the stream the clean pass had entering L, so only
+blocks L.. run again (as TransformerLens's run_with_hooks on hook_z, without the lower blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attncli.errors import AttnCliError
+from attncli.models.family import Editable, LayerTrace, Model
+
+Edit = Callable[[Tensor], Tensor]  # z (heads, T, hd) → the z the block uses
+
+
+@dataclass
+class CleanPass:
+    """One text's pass without edits: what edits start from and replace with."""
+
+    ids: list[int]
+    streams: list[Tensor]  # per layer: (T, d_model) the stream entering it
+    z: list[Tensor]  # per layer: (heads, T, hd) each head's output before W_O
+    logits: Tensor  # (T, vocab)
+
+
+def editable(model: Model) -> Editable:
+    """model as one whose heads' outputs can be edited; an encoder or other family, one line."""
+    if model.traits.bidirectional or not isinstance(model, Editable):
+        raise AttnCliError(f"{model.traits.title} models have no next-token logits to ablate or "
+                           "patch: use a decoder (GPT-2 or a Llama-family checkpoint)")
+    return model
+
+
+@torch.no_grad()
+def clean_pass(model: Model, ids: list[int], blocks: Iterable[LayerTrace]) -> CleanPass:
+    """The streams, heads' outputs and logits of blocks (a trace of every layer of ids)."""
+    streams, z, final = [], [], None
+    for block in blocks:
+        streams.append(block.residual)  # (T, d_model)
+        z.append(block.weights @ block.values)  # (heads, T, hd): A · V per head
+        final = block.output
+    assert final is not None and len(streams) == model.spec.n_layer
+    return CleanPass(ids, streams, z, model.logits(final).float())
+
+
+def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Tensor:
+    """Logits (T, vocab) of clean's text with each layer's z through edits[layer]; the blocks
+    below the lowest edited layer are not run again."""
+    first = min(edits)
+
+    def edit(layer: int, z: Tensor) -> Tensor:
+        return edits[layer](z) if layer in edits else z
+
+    final = editable(model).edited(clean.ids, first, clean.streams[first], edit)  # (T, d)
+    return model.logits(final).float()  # (T, vocab)
+
+
+def replaced(head: int, values: Tensor, positions: Tensor | None = None) -> Edit:
+    """An edit putting values (T, hd) in place of head's output (at positions, a (T,) mask of
+    True where replaced; None: every position)."""
+
+    def edit(z: Tensor) -> Tensor:
+        out = z.clone()  # (heads, T, hd)
+        if positions is None:
+            out[head] = values
+        else:
+            out[head, positions] = values[positions]
+        return out
+
+    return edit
