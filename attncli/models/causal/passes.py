@@ -15,6 +15,7 @@ from torch import Tensor
 
 from attncli.errors import AttnCliError
 from attncli.models.family import Editable, LayerTrace, Model
+from attncli.models.scores import SCORES, head_scores, stacked_patterns
 
 Edit = Callable[[Tensor], Tensor]  # z (heads, T, hd) → the z the block uses
 
@@ -27,6 +28,7 @@ class CleanPass:
     streams: list[Tensor]  # per layer: (T, d_model) the stream entering it
     z: list[Tensor]  # per layer: (heads, T, hd) each head's output before W_O
     logits: Tensor  # (T, vocab)
+    scores: list[dict[str, Tensor]]  # per layer: each pattern score's (heads,), as `heads`'
 
 
 def editable(model: Model) -> Editable:
@@ -39,14 +41,19 @@ def editable(model: Model) -> Editable:
 
 @torch.no_grad()
 def clean_pass(model: Model, ids: list[int], blocks: Iterable[LayerTrace]) -> CleanPass:
-    """The streams, heads' outputs and logits of blocks (a trace of every layer of ids)."""
-    streams, z, final = [], [], None
+    """The streams, heads' outputs, pattern scores and logits of blocks (a trace of every
+    layer of ids)."""
+    streams, z, scores, final = [], [], [], None
+    patterns = stacked_patterns(ids)  # (scores, T, T)
     for block in blocks:
         streams.append(block.residual)  # (T, d_model)
         z.append(block.weights @ block.values)  # (heads, T, hd): A · V per head
+        found = head_scores(block.weights[None], patterns)  # name → (1, heads)
+        scores.append({name: found[name][0] for name in SCORES})
         final = block.output
+        del block  # its (heads, T, T) weights go before the next block's are made
     assert final is not None and len(streams) == model.spec.n_layer
-    return CleanPass(ids, streams, z, model.logits(final).float())
+    return CleanPass(ids, streams, z, model.logits(final).float(), scores)
 
 
 def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Tensor:

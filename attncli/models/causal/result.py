@@ -1,0 +1,70 @@
+"""What `ablate` and `patch` found, as plain data (no tensors): the records the renderers,
+the API and `--json` read, each with one to_dict()."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+HOW_TEXT = {"zero": "its output set to zero (off the distribution the model was trained on)",
+            "mean": "its output replaced by its mean over the text's positions",
+            "resample": "its output taken from the text with its tokens shuffled (seeded)"}
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """`attncli ablate`: the text run with heads' outputs replaced, and what changed."""
+
+    model: dict[str, Any]  # the model's info (path, layers, heads)
+    tokens: list[str]  # each token's label, answer tokens included
+    ids: list[int]
+    how: str  # zero, mean or resample
+    heads: list[tuple[int, int]]  # (layer, head) replaced together; [] with --heads all
+    at: int  # the position whose next-token distribution is shown
+    losses: list[dict[str, Any]]  # per predicted token: index, token, before, after (or None)
+    top: dict[str, list[dict[str, Any]]]  # "before", "after": id, text, prob at position at
+    kl: float | None  # KL(before ‖ after) at position at, nats
+    answer: dict[str, Any] | None  # text, start, before, after: its log-probability
+    ranking: list[dict[str, Any]] | None = None  # --heads all: every head, largest effect first
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli ablate`."""
+        return {"kind": "ablate", "model": self.model, "how": self.how,
+                "legend": HOW_TEXT[self.how],
+                "heads": [list(h) for h in self.heads] or "all",
+                "tokens": [{"index": i, "id": t, "text": s}
+                           for i, (t, s) in enumerate(zip(self.ids, self.tokens, strict=True))],
+                "at": self.at, "losses": self.losses, "top": self.top, "kl": self.kl,
+                "answer": self.answer, "ranking": self.ranking}
+
+
+@dataclass(frozen=True)
+class Patching:
+    """`attncli patch`: each layer × head's output patched between two runs, and the metric."""
+
+    model: dict[str, Any]
+    clean: list[str]  # the clean text's token labels
+    corrupt: list[str]
+    metric: str  # logit-diff or answer
+    direction: str  # denoise: clean into corrupt; noise: corrupt into clean
+    tokens: list[dict[str, Any]] | None  # logit-diff's two tokens: id, text
+    at: int
+    baseline: dict[str, float]  # the metric on the clean and on the corrupted run
+    grid: list[list[float]]  # [layer][head]: the metric with that head patched, normalised
+    raw: list[list[float]]  # [layer][head]: the metric itself
+    positions: list[list[list[float]]] | None = None  # [layer][head][position], normalised
+    attribution: dict[str, Any] | None = None  # the gradient estimate and its agreement
+
+    def top(self, count: int = 10) -> list[dict[str, Any]]:
+        """The heads whose patch moves the metric most, largest |effect| first."""
+        cells = [{"layer": layer, "head": head, "effect": v, "metric": self.raw[layer][head]}
+                 for layer, row in enumerate(self.grid) for head, v in enumerate(row)]
+        return sorted(cells, key=lambda c: -abs(c["effect"]))[:count]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli patch`."""
+        return {"kind": "patch", "model": self.model, "metric": self.metric,
+                "direction": self.direction, "tokens": self.tokens, "at": self.at,
+                "clean": self.clean, "corrupt": self.corrupt, "baseline": self.baseline,
+                "grid": self.grid, "raw": self.raw, "positions": self.positions,
+                "top": self.top(), "attribution": self.attribution}
