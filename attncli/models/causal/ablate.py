@@ -6,7 +6,6 @@ head (one at a time), a ranking by effect beside each head's pattern scores."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,23 +17,9 @@ from attncli.errors import AttnCliError
 from attncli.models.causal.inputs import Prepared, open_decoder, parse_heads, position, prepare
 from attncli.models.causal.metrics import answer_log_prob, kl_divergence, token_losses
 from attncli.models.causal.passes import CleanPass, Edit, clean_pass, edited_logits, replaced
-from attncli.models.causal.result import Ablation
+from attncli.models.causal.result import HOWS, AblateOptions, Ablation
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.scores import SCORES
-
-HOWS = ("zero", "mean", "resample")
-
-
-@dataclass(frozen=True)
-class AblateOptions:
-    """What `ablate` edits and reads, beyond the request's text and model."""
-
-    heads: str = "all"  # L.H[,L.H…] replaced together, or all: each head alone, ranked
-    how: str = "mean"  # zero | mean | resample
-    at: int | None = None  # the position whose next-token distribution is shown; None: last
-    answer: str | None = None  # a continuation scored teacher-forced
-    top: int = 5  # tokens listed before and after
-    seed: int = 0  # --how resample: the shuffle
 
 
 def ablation_values(how: str, clean: CleanPass, resample: CleanPass | None, layer: int,

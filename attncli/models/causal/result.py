@@ -6,9 +6,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-HOW_TEXT = {"zero": "its output set to zero (off the distribution the model was trained on)",
-            "mean": "its output replaced by its mean over the text's positions",
-            "resample": "its output taken from the text with its tokens shuffled (seeded)"}
+HOWS = ("zero", "mean", "resample")
+METRICS = ("logit-diff", "answer")
+HOW_TEXT = {"zero": "each head's output set to zero (off the distribution the model was trained on)",
+            "mean": "each head's output replaced by its mean over the text's positions",
+            "resample": "each head's output taken from the text with its tokens shuffled (seeded)"}
+
+
+@dataclass(frozen=True)
+class AblateOptions:
+    """What `ablate` edits and reads, beyond the request's text and model."""
+
+    heads: str = "all"  # L.H[,L.H…] replaced together, or all: each head alone, ranked
+    how: str = "mean"  # zero | mean | resample
+    at: int | None = None  # the position whose next-token distribution is shown; None: last
+    answer: str | None = None  # a continuation scored teacher-forced
+    top: int = 5  # tokens listed before and after
+    seed: int = 0  # --how resample: the shuffle
+
+
+@dataclass(frozen=True)
+class PatchOptions:
+    """What `patch` patches and measures, beyond the two texts and the model."""
+
+    metric: str = "logit-diff"  # logit-diff (of tokens) | answer (its log-probability)
+    tokens: tuple[str, str] | None = None  # logit-diff's right and wrong next tokens
+    answer: str | None = None  # the answer scored (metric answer), after each text
+    denoise: bool = True  # clean heads into the corrupted run; False: corrupt into clean
+    per_position: bool = False  # a grid per position too: [layer][head][position]
+    at: int | None = None  # where logit-diff reads the next token; None: the last position
+    attribution: bool = False  # the gradient estimate beside (or, for big models, first)
+    exact: bool = True  # the exact grid; False: the attribution estimate alone
 
 
 @dataclass(frozen=True)
@@ -27,10 +55,15 @@ class Ablation:
     answer: dict[str, Any] | None  # text, start, before, after: its log-probability
     ranking: list[dict[str, Any]] | None = None  # --heads all: every head, largest effect first
 
+    @property
+    def legend(self) -> str:
+        """How each ablated head's output was replaced, in words."""
+        return HOW_TEXT[self.how]
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli ablate`."""
         return {"kind": "ablate", "model": self.model, "how": self.how,
-                "legend": HOW_TEXT[self.how],
+                "legend": self.legend,
                 "heads": [list(h) for h in self.heads] or "all",
                 "tokens": [{"index": i, "id": t, "text": s}
                            for i, (t, s) in enumerate(zip(self.ids, self.tokens, strict=True))],
