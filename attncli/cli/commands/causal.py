@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.causal_options import Ablating
+from attncli.cli.causal_options import Ablating, Patching
 from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Output, Source
 from attncli.cli.requests import request_of
@@ -53,3 +53,52 @@ def ablate(
 
     after_imports()
     output.deliver_result(run_ablate(request, ablating.options()), render_ablation, precision)
+
+
+CleanArg = Annotated[str, typer.Argument(
+    help="The clean text: the run whose answer is right ('-' reads stdin).", show_default=False)]
+CorruptArg = Annotated[str, typer.Argument(
+    help="The corrupted text, as many tokens as CLEAN, differing where the answer should "
+    "change.", show_default=False)]
+
+
+@command(needs_model=True)
+def patch(
+    *,
+    clean: CleanArg,
+    corrupt: CorruptArg,
+    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    encoding: Encoding,
+    compute: Annotated[Compute, Without("impl", "top_k", "pool", "full", "measure")],
+    patching: Patching,
+    output: Output,
+    precision: PrecisionOpt = 3,
+) -> None:
+    """Activation patching: every layer × head's output taken from one run into the other,
+    and how much of the answer it restores (--denoise: clean heads into the corrupted run) or
+    breaks (--noise). 1.0 in the grid: the patch alone restores the clean metric.
+
+    --attribution adds the gradient estimate of the whole grid from one backward pass, and
+    its rank agreement with the exact grid; with --no-exact it is the estimate alone.
+
+    Examples:
+
+      attncli patch "The capital of France is" "The capital of Italy is" --model smollm2 \\
+        --tokens " Paris" " Rome"
+
+      attncli patch "When Mary and John went, John gave it to" \\
+        "When Mary and John went, Mary gave it to" --model smollm2 --metric answer \\
+        --answer " Mary" --json
+    """
+    from attncli.cli.streams import after_imports
+    from attncli.core.inputs import read_text
+
+    checkpoint = replace(checkpoint, model=needed_model(checkpoint.model, "patch"))
+    output.check()
+    request = request_of((read_text(clean, None), None), checkpoint, encoding, compute)
+    from attncli.models.causal.patch import run_patch
+    from attncli.render.reports.causal import render_patching
+
+    after_imports()
+    output.deliver_result(run_patch(request, corrupt, patching.options()), render_patching,
+                          precision)

@@ -43,7 +43,8 @@ def shuffled(ids: list[int], seed: int) -> list[int]:
     return ids[:1] + rest
 
 
-def _clean(req: Request, prepared: Prepared, ids: list[int]) -> CleanPass:
+def clean_run(req: Request, prepared: Prepared, ids: list[int]) -> CleanPass:
+    """ids' clean pass, through the hidden-state cache."""
     model = prepared.model
     return clean_pass(model, ids, cached_pass(req, model, ids).trace(model.spec.n_layer - 1))
 
@@ -68,8 +69,8 @@ def run_ablate(req: Request, options: AblateOptions | None = None) -> Ablation:
     end = n - 1 if prepared.answer_start is None else prepared.answer_start - 1
     at = position(options.at, n, end)
     doing("the clean pass")
-    clean = _clean(req, prepared, ids)
-    resample = _clean(req, prepared, shuffled(ids, options.seed)) \
+    clean = clean_run(req, prepared, ids)
+    resample = clean_run(req, prepared, shuffled(ids, options.seed)) \
         if options.how == "resample" else None
     before = token_losses(clean.logits, ids)  # (T-1,)
     start = prepared.answer_start

@@ -8,9 +8,9 @@ from typing import Any
 
 HOWS = ("zero", "mean", "resample")
 METRICS = ("logit-diff", "answer")
-HOW_TEXT = {"zero": "each head's output set to zero (off the distribution the model was trained on)",
+HOW_TEXT = {"zero": "each head's output set to zero (off the distribution the model learnt)",
             "mean": "each head's output replaced by its mean over the text's positions",
-            "resample": "each head's output taken from the text with its tokens shuffled (seeded)"}
+            "resample": "each head's output taken from the text, its tokens shuffled (seeded)"}
 
 
 @dataclass(frozen=True)

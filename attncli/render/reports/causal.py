@@ -154,3 +154,35 @@ def render_grid(out: Console, title: str, grid: list[list[float]],
                 cells.append(text + shade_of(value, -top, top, diverging=True))
         table.add_row(str(layer), *cells)
     return table
+
+
+def render_patching(out: Console, result: Patching, precision: int = 3) -> RenderableType:
+    """patch's grid, layer × head, its top heads, and the attribution estimate beside."""
+    base = result.baseline
+    what = ("logit(" + ") − logit(".join(repr(t["text"]) for t in result.tokens or []) + ")"
+            f" at position {result.at}") if result.metric == "logit-diff" else \
+        "the answer's log-probability"
+    way = ("clean heads patched into the corrupted run (1: the clean metric restored)"
+           if result.direction == "denoise" else
+           "corrupted heads patched into the clean run (−1: the corrupted metric reached)")
+    parts: list[RenderableType] = [
+        Text(f"{result.model['path']}: {len(result.clean)} tokens; metric {what}: clean "
+             f"{base['clean']:.{precision}f}, corrupted {base['corrupt']:.{precision}f}."),
+        Text(f"--{result.direction}: {way}.")]
+    if result.grid:
+        parts.append(render_grid(out, "Patched metric, normalised, layer × head", result.grid,
+                                 precision))
+        top = Table(title="Top heads", box=box.SIMPLE, title_justify="left")
+        for name in ("head", "effect", "metric"):
+            top.add_column(name, justify="left" if name == "head" else "right")
+        for cell in result.top(10):
+            top.add_row(f"{cell['layer']}.{cell['head']}", f"{cell['effect']:+.{precision}f}",
+                        f"{cell['metric']:.{precision}f}")
+        parts.append(top)
+    if result.attribution is not None:
+        parts.append(render_grid(out, "Attribution patching (gradient estimate), normalised",
+                                 result.attribution["grid"], precision))
+        if "spearman" in result.attribution:
+            parts.append(Text("Agreement with the exact grid: Spearman rank correlation "
+                              f"{result.attribution['spearman']:.{precision}f}"))
+    return Group(*parts)
