@@ -44,9 +44,10 @@ AnswerOpt = Annotated[str | None, typer.Option(
     "before and after.", show_default=False)]
 TopOpt = Annotated[int, typer.Option(min=1, max=100, help="Next tokens listed.")]
 SeedOpt = Annotated[int, typer.Option(help="--how resample: the seed of the shuffle.")]
-MetricOpt = Annotated[Metric, typer.Option(
+MetricOpt = Annotated[Metric | None, typer.Option(
     help="logit-diff: logit(first --tokens) − logit(second) at --at; answer: the --answer's "
-    "log-probability after each text.")]
+    "log-probability after each text [default: logit-diff with --tokens, else answer].",
+    show_default=False)]
 TokensOpt = Annotated[tuple[str, str] | None, typer.Option(
     "--tokens", metavar="RIGHT WRONG", help="logit-diff's two next tokens, each one token after "
     "the text (' Paris' ' Rome').", show_default=False)]
@@ -88,7 +89,7 @@ class Patching(Group):
     """What `patch` patches and measures."""
 
     panel = DEFAULT_PANEL
-    metric: MetricOpt = Metric(PatchOptions.metric)
+    metric: MetricOpt = None  # PatchOptions' own: chosen from --tokens or --answer
     tokens: TokensOpt = PatchOptions.tokens
     answer: AnswerOpt = PatchOptions.answer
     denoise: DenoiseOpt = PatchOptions.denoise
@@ -99,6 +100,7 @@ class Patching(Group):
 
     def options(self) -> PatchOptions:
         """The PatchOptions record."""
-        return PatchOptions(metric=self.metric.value, tokens=self.tokens, answer=self.answer,
-                            denoise=self.denoise, per_position=self.per_position, at=self.at,
+        return PatchOptions(metric=self.metric and self.metric.value, tokens=self.tokens,
+                            answer=self.answer, denoise=self.denoise,
+                            per_position=self.per_position, at=self.at,
                             attribution=self.attribution, exact=self.exact)

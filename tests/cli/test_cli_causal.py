@@ -197,7 +197,9 @@ BAD = [
     (("ablate", "the", "--heads", "0.0"), "causal checks need at least 2 tokens (got 1)"),
     (("patch", TEXT, CORRUPT, "--tokens", " mat", " hatstand"),
      "--tokens ' hatstand' is 2 tokens after the text in this model's vocabulary, not one"),
-    (("patch", TEXT, CORRUPT), "--metric logit-diff needs --tokens RIGHT WRONG"),
+    (("patch", TEXT, CORRUPT), "give --tokens RIGHT WRONG or --answer TEXT"),
+    (("patch", TEXT, CORRUPT, "--metric", "logit-diff"),
+     "--metric logit-diff needs --tokens RIGHT WRONG"),
     (("patch", TEXT, CORRUPT, "--metric", "answer"), "--metric answer needs --answer TEXT"),
     (("patch", TEXT, "the dog", "--tokens", " mat", " hat"),
      "CLEAN and CORRUPT must be the same number of tokens, position for position: CLEAN is 12 "

@@ -36,12 +36,11 @@ def ablate(
 
     Examples:
 
-      attncli ablate "The cat sat on the mat. The cat sat on the" --model samples/toy-gpt2 \
-        --heads 1.0,2.3
+      attncli ablate "The cat sat. The cat" --model samples/toy-gpt2 --heads 1.0
 
-      attncli ablate "The capital of France is" --answer " Paris" --model smollm2 --heads all
+      attncli ablate "The capital of France is" --answer " Paris" --heads all
 
-      attncli ablate "..." --model ~/models/SmolLM2 --heads all --how resample --json
+      attncli ablate "..." --model ~/models/SmolLM2 --how resample --json
     """
     from attncli.cli.streams import after_imports
 
@@ -83,12 +82,11 @@ def patch(
 
     Examples:
 
-      attncli patch "The capital of France is" "The capital of Italy is" --model smollm2 \\
-        --tokens " Paris" " Rome"
+      attncli patch "Paris is in" "Rome is in" --tokens " France" " Italy"
 
-      attncli patch "When Mary and John went, John gave it to" \\
-        "When Mary and John went, Mary gave it to" --model smollm2 --metric answer \\
-        --answer " Mary" --json
+      attncli patch "A B C A B" "A B C D B" --answer " C" --json
+
+      attncli patch "..." "..." --model llama3.1:8b --answer " a" --attribution
     """
     from attncli.cli.streams import after_imports
     from attncli.core.inputs import read_text

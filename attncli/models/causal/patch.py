@@ -43,7 +43,13 @@ def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
             [clean.text_of(right), clean.text_of(wrong)])
 
 
-def _check(options: PatchOptions) -> None:
+def _checked(options: PatchOptions) -> PatchOptions:
+    """options with the metric chosen (--tokens: logit-diff, --answer: answer), checked."""
+    if options.metric is None:
+        if options.tokens is None and options.answer is None:
+            raise AttnCliError("patch measures logit(RIGHT) − logit(WRONG) or an answer's "
+                               "log-probability: give --tokens RIGHT WRONG or --answer TEXT")
+        options = replace(options, metric="logit-diff" if options.tokens else "answer")
     if options.metric not in METRICS:
         raise AttnCliError(f"--metric {options.metric!r} is not one of {', '.join(METRICS)}")
     if options.metric == "logit-diff" and options.tokens is None:
@@ -53,6 +59,7 @@ def _check(options: PatchOptions) -> None:
         raise AttnCliError("--metric answer needs --answer TEXT (the continuation scored)")
     if not (options.exact or options.attribution):
         raise AttnCliError("--no-exact leaves nothing to compute without --attribution")
+    return options
 
 
 def _same_length(clean: Prepared, corrupt: Prepared) -> None:
@@ -68,7 +75,7 @@ def _same_length(clean: Prepared, corrupt: Prepared) -> None:
 def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = None) -> Patching:
     """The door of `attncli patch`: REQ's text is CLEAN; every head patched between the runs."""
     options = options or PatchOptions()
-    _check(options)
+    options = _checked(options)
     model = open_decoder(req, "patch")
     clean = prepare(req, model, options.answer)
     corrupt = prepare(replace(req, text=corrupt_text), model, options.answer)
@@ -99,7 +106,7 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
         if raw:
             exact = torch.tensor(raw) - shift  # (layers, heads)
             attribution["spearman"] = spearman(estimate.flatten(), exact.flatten())
-    return Patching(model.info().to_dict(), clean.labels(), corrupt.labels(), options.metric,
+    return Patching(model.info().to_dict(), clean.labels(), corrupt.labels(), options.metric or "",
                     "denoise" if options.denoise else "noise", tokens, at, base,
                     [[normalised(v) for v in row] for row in raw], raw,
                     None if positions is None

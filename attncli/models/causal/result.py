@@ -29,7 +29,7 @@ class AblateOptions:
 class PatchOptions:
     """What `patch` patches and measures, beyond the two texts and the model."""
 
-    metric: str = "logit-diff"  # logit-diff (of tokens) | answer (its log-probability)
+    metric: str | None = None  # logit-diff | answer; None: logit-diff with tokens, else answer
     tokens: tuple[str, str] | None = None  # logit-diff's right and wrong next tokens
     answer: str | None = None  # the answer scored (metric answer), after each text
     denoise: bool = True  # clean heads into the corrupted run; False: corrupt into clean
