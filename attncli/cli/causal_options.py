@@ -43,7 +43,13 @@ AnswerOpt = Annotated[str | None, typer.Option(
     help="A continuation of the text (' Paris'), scored teacher-forced: its log-probability "
     "before and after.", show_default=False)]
 TopOpt = Annotated[int, typer.Option(min=1, max=100, help="Next tokens listed.")]
-SeedOpt = Annotated[int, typer.Option(help="--how resample: the seed of the shuffle.")]
+SeedOpt = Annotated[int, typer.Option(
+    help="The seed of --how resample's shuffle and of --repeat's tokens.")]
+RepeatOpt = Annotated[int | None, typer.Option(
+    min=1, max=4096, metavar="N", show_default=False,
+    help="Run on N seeded random tokens repeated twice (`heads --probe induction`'s probe) "
+    "instead of a text; --heads all ranks heads by the loss on the second copy, where "
+    "induction heads predict.")]
 MetricOpt = Annotated[Metric | None, typer.Option(
     help="logit-diff: logit(first --tokens) − logit(second) at --at; answer: the --answer's "
     "log-probability after each text [default: logit-diff with --tokens, else answer].",
@@ -77,11 +83,12 @@ class Ablating(Group):
     answer: AnswerOpt = AblateOptions.answer
     top: TopOpt = AblateOptions.top
     seed: SeedOpt = AblateOptions.seed
+    repeat: RepeatOpt = AblateOptions.repeat
 
     def options(self) -> AblateOptions:
         """The AblateOptions record."""
         return AblateOptions(heads=self.heads, how=self.how.value, at=self.at, answer=self.answer,
-                             top=self.top, seed=self.seed)
+                             top=self.top, seed=self.seed, repeat=self.repeat)
 
 
 @dataclass(frozen=True)

@@ -40,13 +40,15 @@ def ablate(
 
       attncli ablate "The capital of France is" --answer " Paris" --heads all
 
-      attncli ablate "..." --model ~/models/SmolLM2 --how resample --json
+      attncli ablate --repeat 25 --model smollm2 --how resample --json
     """
     from attncli.cli.streams import after_imports
 
     checkpoint = replace(checkpoint, model=needed_model(checkpoint.model, "ablate"))
     output.check()
-    request = request_of(source.read(settle=False), checkpoint, encoding, compute)
+    text = "" if ablating.repeat is not None and source.text is None and source.file is None \
+        else source.read(settle=False)[0]
+    request = request_of((text, None), checkpoint, encoding, compute)
     from attncli.models.causal.ablate import run_ablate
     from attncli.render.reports.causal import render_ablation
 

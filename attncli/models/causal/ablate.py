@@ -64,8 +64,9 @@ def run_ablate(req: Request, options: AblateOptions | None = None) -> Ablation:
         raise AttnCliError(f"--how {options.how!r} is not one of {', '.join(HOWS)}")
     model = open_decoder(req, "ablate")
     heads = parse_heads(options.heads, model.spec)
-    prepared = prepare(req, model, options.answer)
+    prepared = prepare(req, model, options.answer, options.repeat, options.seed)
     ids, n = prepared.ids, len(prepared.ids)
+    scored = 1 if options.repeat is None else n - options.repeat  # the loss the effect reads
     end = n - 1 if prepared.answer_start is None else prepared.answer_start - 1
     at = position(options.at, n, end)
     doing("the clean pass")
@@ -83,9 +84,10 @@ def run_ablate(req: Request, options: AblateOptions | None = None) -> Ablation:
               for i, b in enumerate(before.tolist())]
     info = model.info().to_dict()
     if heads is None:
-        ranking = _ranking(prepared, clean, resample, options.how, at, before, start)
+        ranking = _ranking(prepared, clean, resample, options.how, at, before[scored - 1:],
+                           start, scored)
         return Ablation(info, labels, ids, options.how, [], at, losses, top, None, answer,
-                        ranking)
+                        ranking, scored)
     edits: dict[int, dict[int, Tensor]] = {}
     for layer, head in heads:
         edits.setdefault(layer, {})[head] = ablation_values(options.how, clean, resample,
@@ -100,7 +102,7 @@ def run_ablate(req: Request, options: AblateOptions | None = None) -> Ablation:
     if answer is not None and start is not None:
         answer["after"] = answer_log_prob(logits, ids, start)
     return Ablation(info, labels, ids, options.how, heads, at, losses, top,
-                    kl_divergence(clean.logits[at], logits[at]), answer)
+                    kl_divergence(clean.logits[at], logits[at]), answer, scored=scored)
 
 
 def _together(values: dict[int, Tensor]) -> Edit:
@@ -116,10 +118,10 @@ def _together(values: dict[int, Tensor]) -> Edit:
 
 
 def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, how: str,
-             at: int, before: Tensor, start: int | None) -> list[dict[str, Any]]:
-    """Every head ablated alone: its effect on the loss, at position at and on the answer,
-    beside its pattern scores; largest effect first (the answer's drop where there is one,
-    else the rise of the mean loss)."""
+             at: int, before: Tensor, start: int | None, scored: int) -> list[dict[str, Any]]:
+    """Every head ablated alone: its effect on the loss (of the tokens from scored on), at
+    position at and on the answer, beside its pattern scores; largest effect first (the
+    answer's drop where there is one, else the rise of the mean loss)."""
     model, ids = prepared.model, prepared.ids
     spec = model.spec
     scores, total = clean.scores, spec.n_layer * spec.num_heads
@@ -130,7 +132,7 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
             counted("ablating heads", len(rows), total)
             values = ablation_values(how, clean, resample, layer, head)
             logits = edited_logits(model, clean, {layer: replaced(head, values)})
-            loss_change = float(token_losses(logits, ids).mean() - before.mean())
+            loss_change = float(token_losses(logits, ids)[scored - 1:].mean() - before.mean())
             row: dict[str, Any] = {
                 "layer": layer, "head": head, "loss_change": loss_change,
                 "kl": kl_divergence(clean.logits[at], logits[at]),

@@ -13,6 +13,7 @@ from attncli.errors import AttnCliError, escaped
 from attncli.models.causal.passes import editable
 from attncli.models.family import Model, ModelSpec, Tokens
 from attncli.models.predict import token_texts
+from attncli.models.probe import probe_tokens
 from attncli.models.run import open_checked
 
 HEAD = re.compile(r"(-?\d+)\.(\d+)")
@@ -45,8 +46,16 @@ def open_decoder(req: Request, command: str) -> Model:
     return model
 
 
-def prepare(req: Request, model: Model, answer: str | None) -> Prepared:
-    """The text (and the answer after it, teacher-forced) tokenized as one sequence."""
+def prepare(req: Request, model: Model, answer: str | None, repeat: int | None = None,
+            seed: int = 0) -> Prepared:
+    """The text (and the answer after it, teacher-forced) tokenized as one sequence; with
+    repeat, `heads --probe induction`'s repeat seeded random tokens, twice, instead."""
+    if repeat is not None:
+        if answer is not None or req.text:
+            raise AttnCliError("--repeat runs on its own random tokens: give no TEXT, --file or "
+                               "--answer with it")
+        tokens, _ = probe_tokens(model, req, "induction", repeat, seed)
+        return Prepared(model, tokens, None, token_texts(req.model or "", tokens))
     doing(f"tokenizing {len(req.text or ''):,} characters")
     tokens = model.tokens(req)
     start = None

@@ -22,7 +22,8 @@ class AblateOptions:
     at: int | None = None  # the position whose next-token distribution is shown; None: last
     answer: str | None = None  # a continuation scored teacher-forced
     top: int = 5  # tokens listed before and after
-    seed: int = 0  # --how resample: the shuffle
+    seed: int = 0  # --how resample: the shuffle; --repeat: the random tokens
+    repeat: int | None = None  # run on this many seeded random tokens twice, not a text
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Ablation:
     kl: float | None  # KL(before ‖ after) at position at, nats
     answer: dict[str, Any] | None  # text, start, before, after: its log-probability
     ranking: list[dict[str, Any]] | None = None  # --heads all: every head, largest effect first
+    scored: int = 1  # the first token whose loss the effect averages (--repeat: the second copy)
 
     @property
     def legend(self) -> str:
@@ -68,7 +70,7 @@ class Ablation:
                 "tokens": [{"index": i, "id": t, "text": s}
                            for i, (t, s) in enumerate(zip(self.ids, self.tokens, strict=True))],
                 "at": self.at, "losses": self.losses, "top": self.top, "kl": self.kl,
-                "answer": self.answer, "ranking": self.ranking}
+                "answer": self.answer, "scored_from": self.scored, "ranking": self.ranking}
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,8 @@ def _ranking(out: Console, result: Ablation, precision: int) -> RenderableType:
     by_answer = result.answer is not None
     effect = "answer drop" if by_answer else "loss rise"
     table = Table(title=f"Every head ablated alone, by effect ({effect}: "
-                  + ("log p before − after" if by_answer else "mean loss after − before") + ")",
+                  + ("log p before − after" if by_answer else
+                     f"mean loss of tokens {result.scored}.. after − before") + ")",
                   box=box.SIMPLE, title_justify="left")
     for name in ("rank", "head", effect, f"KL @{result.at}", "prev", "dup", "induction"):
         table.add_column(name, justify="left" if name == "head" else "right")
