@@ -16,7 +16,14 @@ from attncli.core.request import Request
 from attncli.errors import AttnCliError
 from attncli.models.causal.inputs import Prepared, open_decoder, parse_heads, position, prepare
 from attncli.models.causal.metrics import answer_log_prob, kl_divergence, token_losses
-from attncli.models.causal.passes import CleanPass, Edit, clean_pass, edited_logits, replaced
+from attncli.models.causal.passes import (
+    CleanPass,
+    Edit,
+    clean_pass,
+    edited_logits,
+    edited_runs,
+    replaced,
+)
 from attncli.models.causal.result import HOWS, AblateOptions, Ablation
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.scores import SCORES
@@ -127,11 +134,10 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
     scores, total = clean.scores, spec.n_layer * spec.num_heads
     base_answer = None if start is None else answer_log_prob(clean.logits, ids, start)
     rows: list[dict[str, Any]] = []
-    for layer in range(spec.n_layer):
-        for head in range(spec.num_heads):
-            counted("ablating heads", len(rows), total)
-            values = ablation_values(how, clean, resample, layer, head)
-            logits = edited_logits(model, clean, {layer: replaced(head, values)})
+    for layer in range(spec.n_layer):  # a layer's heads run together, from that layer up
+        variants = [{layer: replaced(head, ablation_values(how, clean, resample, layer, head))}
+                    for head in range(spec.num_heads)]
+        for head, logits in enumerate(edited_runs(model, clean, variants)):
             loss_change = float(token_losses(logits, ids)[scored - 1:].mean() - before.mean())
             row: dict[str, Any] = {
                 "layer": layer, "head": head, "loss_change": loss_change,
@@ -141,4 +147,5 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
                 row["answer_change"] = answer_log_prob(logits, ids, start) - base_answer
             row["effect"] = -row["answer_change"] if start is not None else loss_change
             rows.append(row)
+            counted("ablating heads", len(rows), total)
     return sorted(rows, key=lambda r: -r["effect"])

@@ -7,7 +7,7 @@ blocks L.. run again (as TransformerLens's run_with_hooks on hook_z, without the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +18,7 @@ from attncli.models.family import Editable, LayerTrace, Model
 from attncli.models.scores import SCORES, head_scores, stacked_patterns
 
 Edit = Callable[[Tensor], Tensor]  # z (heads, T, hd) → the z the block uses
+BATCH_BYTES = 128 * 2**20  # the float32 logits of variants run together, at most
 
 
 @dataclass
@@ -56,16 +57,32 @@ def clean_pass(model: Model, ids: list[int], blocks: Iterable[LayerTrace]) -> Cl
     return CleanPass(ids, streams, z, model.logits(final).float(), scores)
 
 
+def edited_runs(model: Model, clean: CleanPass,
+                variants: list[dict[int, Edit]]) -> Iterator[Tensor]:
+    """Logits (T, vocab) of each variant of clean's text, each layer's z through its
+    edits[layer]: several variants run together as a batch (their logits within
+    BATCH_BYTES), each batch from the lowest layer it edits; the blocks below are not run
+    again."""
+    n, vocab = clean.logits.shape  # (T, vocab)
+    size = max(1, BATCH_BYTES // (4 * n * vocab))
+    for begin in range(0, len(variants), size):
+        batch = variants[begin:begin + size]
+        first = min(min(edits) for edits in batch)
+
+        def edit(layer: int, z: Tensor, batch: list[dict[int, Edit]] = batch) -> Tensor:
+            if not any(layer in edits for edits in batch):
+                return z  # (B, heads, T, hd) as the block made it
+            return torch.stack([edits[layer](z[b]) if layer in edits else z[b]
+                                for b, edits in enumerate(batch)])  # (B, heads, T, hd)
+
+        stream = clean.streams[first].expand(len(batch), -1, -1)  # (B, T, d_model)
+        final = editable(model).edited(clean.ids, first, stream, edit)  # (B, T, d_model)
+        yield from model.logits(final.flatten(0, 1)).float().unflatten(0, (len(batch), n))
+
+
 def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Tensor:
-    """Logits (T, vocab) of clean's text with each layer's z through edits[layer]; the blocks
-    below the lowest edited layer are not run again."""
-    first = min(edits)
-
-    def edit(layer: int, z: Tensor) -> Tensor:
-        return edits[layer](z) if layer in edits else z
-
-    final = editable(model).edited(clean.ids, first, clean.streams[first], edit)  # (T, d)
-    return model.logits(final).float()  # (T, vocab)
+    """Logits (T, vocab) of clean's text with each layer's z through edits[layer]."""
+    return next(edited_runs(model, clean, [edits]))
 
 
 def replaced(head: int, values: Tensor, positions: Tensor | None = None) -> Edit:

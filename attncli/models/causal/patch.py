@@ -18,7 +18,7 @@ from attncli.errors import AttnCliError, escaped
 from attncli.models.causal.ablate import clean_run
 from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
 from attncli.models.causal.metrics import logit_diff
-from attncli.models.causal.passes import CleanPass, editable, edited_logits, replaced
+from attncli.models.causal.passes import CleanPass, editable, edited_runs, replaced
 from attncli.models.causal.result import METRICS, Patching, PatchOptions
 from attncli.models.family import Model
 
@@ -124,23 +124,18 @@ def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric,
     cells: list[list[list[float]]] = []
     total = spec.n_layer * spec.num_heads * (1 + (n if per_position else 0))
     done = 0
-    for layer in range(spec.n_layer):
-        grid.append([])
+    for layer in range(spec.n_layer):  # a layer's heads (and positions) run together
+        heads = [{layer: replaced(h, source.z[layer][h])} for h in range(spec.num_heads)]
+        grid.append([float(metric(logits)) for logits in edited_runs(model, target, heads)])
+        done += spec.num_heads
+        counted("patching heads", done, total)
         cells.append([])
-        for head in range(spec.num_heads):
-            values = source.z[layer][head]  # (T, hd)
-            edit = {layer: replaced(head, values)}
-            grid[-1].append(float(metric(edited_logits(model, target, edit))))
-            done += 1
+        for head in range(spec.num_heads if per_position else 0):
+            at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
+            each = [{layer: replaced(head, source.z[layer][head], one)} for one in at]
+            cells[-1].append([float(metric(lg)) for lg in edited_runs(model, target, each)])
+            done += n
             counted("patching heads", done, total)
-            row = []
-            for p in range(n if per_position else 0):
-                at = torch.arange(n) == p  # (T,)
-                row.append(float(metric(edited_logits(model, target,
-                                                      {layer: replaced(head, values, at)}))))
-                done += 1
-                counted("patching heads", done, total)
-            cells[-1].append(row)
     return grid, cells if per_position else None
 
 
@@ -153,16 +148,17 @@ def attribution_grid(model: Model, target: CleanPass, source: CleanPass,
     grads: dict[int, Tensor] = {}
 
     def watch(layer: int, z: Tensor) -> Tensor:
-        grads[layer] = torch.zeros_like(z, requires_grad=True)  # (heads, T, hd) ∂/∂z lands here
+        grads[layer] = torch.zeros_like(z, requires_grad=True)  # (1, heads, T, hd) ∂/∂z here
         return z + grads[layer]
 
     with torch.enable_grad():
-        final = editable(model).edited(target.ids, 0, target.streams[0], watch)  # (T, d)
-        metric(model.logits(final).float()).backward()
+        final = editable(model).edited(target.ids, 0, target.streams[0][None], watch)  # (1,T,d)
+        metric(model.logits(final[0]).float()).backward()
     rows = []
     for layer in range(model.spec.n_layer):
-        grad = grads[layer].grad  # (heads, T, hd)
+        grad = grads[layer].grad  # (1, heads, T, hd)
         assert grad is not None
+        grad = grad[0]  # (heads, T, hd)
         delta = source.z[layer] - target.z[layer]  # (heads, T, hd)
         rows.append((delta * grad).sum((-2, -1)))  # (heads,)
     return torch.stack(rows).double()  # (layers, heads)
