@@ -59,7 +59,7 @@ def _top_table(result: Ablation, precision: int) -> Table:
 
 
 def _losses(out: Console, result: Ablation, precision: int) -> Table:
-    table = Table(title="Loss per token (−log p, given the tokens before)",
+    table = Table(title="Loss per token (−log p)",
                   box=box.SIMPLE, title_justify="left")
     for name, side in (("#", "right"), ("token", "left"), ("before", "right"),
                        ("after", "right"), ("change", "right")):
