@@ -227,3 +227,17 @@ def test_an_encoder_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
         assert run.err == ("attncli: error: BERT-style encoder models have no next-token logits to "
                            "ablate or patch: use a decoder (GPT-2 or a Llama-family "
                            "checkpoint)\n")
+
+
+def test_heads_effect_is_ablates_mean_ranking(cli, gpt2) -> None:  # noqa: ANN001
+    """`heads --effect`: each head's mean-ablation loss rise, as `ablate --heads all` (checked
+    against TransformerLens above) gives it; the rest of `heads`' JSON unchanged."""
+    folder, _ = gpt2
+    plain = cli("heads", TEXT, "--model", str(folder), "--json").json()
+    with_effect = cli("heads", TEXT, "--model", str(folder), "--effect", "--json").json()
+    ranking = cli("ablate", TEXT, "--model", str(folder), "--json").json()["ranking"]
+    loss = {(r["layer"], r["head"]): r["loss_change"] for r in ranking}
+    for row, bare in zip(with_effect["heads"], plain["heads"], strict=True):
+        effect = row.pop("effect")
+        assert row == bare
+        _close(effect, loss[(row["layer"], row["head"])])

@@ -20,8 +20,8 @@ from attncli.models.causal.passes import (
     CleanPass,
     Edit,
     clean_pass,
+    each_head,
     edited_logits,
-    edited_runs,
     replaced,
 )
 from attncli.models.causal.result import HOWS, AblateOptions, Ablation
@@ -134,18 +134,16 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
     scores, total = clean.scores, spec.n_layer * spec.num_heads
     base_answer = None if start is None else answer_log_prob(clean.logits, ids, start)
     rows: list[dict[str, Any]] = []
-    for layer in range(spec.n_layer):  # a layer's heads run together, from that layer up
-        variants = [{layer: replaced(head, ablation_values(how, clean, resample, layer, head))}
-                    for head in range(spec.num_heads)]
-        for head, logits in enumerate(edited_runs(model, clean, variants)):
-            loss_change = float(token_losses(logits, ids)[scored - 1:].mean() - before.mean())
-            row: dict[str, Any] = {
-                "layer": layer, "head": head, "loss_change": loss_change,
-                "kl": kl_divergence(clean.logits[at], logits[at]),
-                **{name: float(scores[layer][name][head]) for name in SCORES}}
-            if start is not None and base_answer is not None:
-                row["answer_change"] = answer_log_prob(logits, ids, start) - base_answer
-            row["effect"] = -row["answer_change"] if start is not None else loss_change
-            rows.append(row)
-            counted("ablating heads", len(rows), total)
+    for layer, head, logits in each_head(
+            model, clean, lambda layer, head: ablation_values(how, clean, resample, layer, head)):
+        loss_change = float(token_losses(logits, ids)[scored - 1:].mean() - before.mean())
+        row: dict[str, Any] = {
+            "layer": layer, "head": head, "loss_change": loss_change,
+            "kl": kl_divergence(clean.logits[at], logits[at]),
+            **{name: float(scores[layer][name][head]) for name in SCORES}}
+        if start is not None and base_answer is not None:
+            row["answer_change"] = answer_log_prob(logits, ids, start) - base_answer
+        row["effect"] = -row["answer_change"] if start is not None else loss_change
+        rows.append(row)
+        counted("ablating heads", len(rows), total)
     return sorted(rows, key=lambda r: -r["effect"])

@@ -85,6 +85,23 @@ def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Ten
     return next(edited_runs(model, clean, [edits]))
 
 
+def each_head(model: Model, clean: CleanPass,
+              values: Callable[[int, int], Tensor]) -> Iterator[tuple[int, int, Tensor]]:
+    """Every head ablated alone, values(layer, head) (T, hd) in place of its output: layer,
+    head and the logits (T, vocab); a layer's heads run together, from that layer up."""
+    spec = model.spec
+    for layer in range(spec.n_layer):
+        variants = [{layer: replaced(head, values(layer, head))}
+                    for head in range(spec.num_heads)]
+        for head, logits in enumerate(edited_runs(model, clean, variants)):
+            yield layer, head, logits
+
+
+def mean_of(clean: CleanPass) -> Callable[[int, int], Tensor]:
+    """Mean ablation's values: each head's output averaged over the positions, (T, hd)."""
+    return lambda layer, head: clean.z[layer][head].mean(0).expand_as(clean.z[layer][head])
+
+
 def replaced(head: int, values: Tensor, positions: Tensor | None = None) -> Edit:
     """An edit putting values (T, hd) in place of head's output (at positions, a (T,) mask of
     True where replaced; None: every position)."""
