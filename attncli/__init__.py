@@ -12,23 +12,29 @@ from __future__ import annotations
 # imports this package before attncli.cli.main() can turn Ctrl-C into its one line.
 TYPE_CHECKING = False
 
-API = ("run", "explain", "heads", "show", "view", "check", "generate", "Result", "HeadsResult",
-       "CheckResult", "Generation", "AttnCliError")
-__all__ = ["AttnCliError", "CheckResult", "Generation", "HeadsResult", "Result", "__version__",
-           "check", "explain", "generate", "heads", "run", "show", "view"]
+API = ("run", "explain", "heads", "show", "view", "check", "generate", "ablate", "patch",
+       "Result", "HeadsResult", "CheckResult", "Generation", "AblationResult", "PatchResult",
+       "AttnCliError")
+__all__ = ["AblationResult", "AttnCliError", "CheckResult", "Generation", "HeadsResult",
+           "PatchResult", "Result", "__version__", "ablate", "check", "explain", "generate",
+           "heads", "patch", "run", "show", "view"]
 
 if TYPE_CHECKING:
     from typing import Any
 
     from attncli.api import (
+        AblationResult,
         CheckResult,
         Generation,
         HeadsResult,
+        PatchResult,
         Result,
+        ablate,
         check,
         explain,
         generate,
         heads,
+        patch,
         run,
         show,
         view,

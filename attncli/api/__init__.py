@@ -11,11 +11,12 @@ a terminal, and `check` for a reader's own attention class.
 Nothing here imports torch until a function is called.
 """
 
+from attncli.api.causal import AblationResult, PatchResult, ablate, patch
 from attncli.api.draw import show, view
 from attncli.api.generation import Generation, generate
 from attncli.api.own import CheckResult, check
 from attncli.api.results import HeadsResult, Result
 from attncli.api.runs import explain, heads, run
 
-__all__ = ["CheckResult", "Generation", "HeadsResult", "Result", "check", "explain", "generate",
-           "heads", "run", "show", "view"]
+__all__ = ["AblationResult", "CheckResult", "Generation", "HeadsResult", "PatchResult", "Result",
+           "ablate", "check", "explain", "generate", "heads", "patch", "run", "show", "view"]

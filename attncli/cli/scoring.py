@@ -50,6 +50,10 @@ LabelOpt = Annotated[float, typer.Option(
     min=0.0, max=1.0, help="Label a head whose score is at least this: the probed score "
     "with --probe, else every score.")]
 
+EffectOpt = Annotated[bool, typer.Option(
+    "--effect", help="Add each head's effect: the rise of the text's mean loss with its output "
+    "replaced by its mean over the positions (one ablation per head, as `ablate --heads all`).")]
+
 
 @dataclass(frozen=True)
 class Scoring(Group):
@@ -62,6 +66,7 @@ class Scoring(Group):
     probe_length: ProbeLengthOpt = 50
     probe_seed: ProbeSeedOpt = 0
     threshold: LabelOpt = 0.4
+    effect: EffectOpt = False
 
     def read(self, source: Source) -> tuple[str | None, Window | None]:
         """The text scored (the probe's: empty, it makes its own tokens) and --layers, parsed,
@@ -79,7 +84,7 @@ class Scoring(Group):
         return HeadsOptions(sort=self.sort, layers=layers,
                             probe=None if self.probe is None else self.probe.value,
                             probe_length=self.probe_length, probe_seed=self.probe_seed,
-                            threshold=self.threshold)
+                            threshold=self.threshold, effect=self.effect)
 
 
 FieldOpt = Annotated[str, typer.Option(help="The text's field (.jsonl) or column (.parquet).")]

@@ -216,6 +216,18 @@ class Resumable(Protocol):
 
 
 @runtime_checkable
+class Editable(Protocol):
+    """A model whose pass can run with its heads' outputs edited (ablation, patching)."""
+
+    # Blocks first..n_layer-1 from streams (B, T, d_model) entering block first, B variants of
+    # the text; edit(layer, z) is handed each block's heads' outputs z (B, heads, T, head_dim)
+    # before W_O and returns the ones to use (z itself where it edits nothing). Returns the
+    # streams leaving the last block, (B, T, d_model).
+    def edited(self, token_ids: list[int], first: int, stream: Tensor,
+               edit: Callable[[int, Tensor], Tensor]) -> Tensor: ...
+
+
+@runtime_checkable
 class FusedResumable(Protocol):
     """A model whose tiled path's layer input can start from known fused-path streams."""
 

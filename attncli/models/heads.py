@@ -38,6 +38,7 @@ class HeadsOptions:
     probe_length: int = 50
     probe_seed: int = 0
     threshold: float = THRESHOLD
+    effect: bool = False  # each head mean-ablated alone: the rise of the text's mean loss
 
 
 def check_threshold(threshold: float) -> None:
@@ -148,3 +149,16 @@ def scored_rows(done: HeadsPass, threshold: float,
         out.append({**row, "layer": done.first + k, **scores,
                     "labels": head_labels(scores, threshold, kinds)})
     return out
+
+
+@torch.no_grad()
+def head_effects(model: Model, ids: list[int], passes: CachedPass) -> dict[tuple[int, int], float]:
+    """`heads --effect`: each head mean-ablated alone (its output replaced by its mean over the
+    positions), the rise of the text's mean loss, as `ablate --heads all` ranks them."""
+    from attncli.models.causal.metrics import token_losses
+    from attncli.models.causal.passes import clean_pass, each_head, mean_of
+
+    clean = clean_pass(model, ids, passes.trace(model.spec.n_layer - 1))
+    before = token_losses(clean.logits, ids).mean()
+    return {(layer, head): float(token_losses(logits, ids).mean() - before)
+            for layer, head, logits in each_head(model, clean, mean_of(clean))}

@@ -43,7 +43,14 @@ from attncli.models.family import (
     family_named,
     open_family,
 )
-from attncli.models.heads import HeadsOptions, check_threshold, heads_pass, layer_span, scored_rows
+from attncli.models.heads import (
+    HeadsOptions,
+    check_threshold,
+    head_effects,
+    heads_pass,
+    layer_span,
+    scored_rows,
+)
 from attncli.models.hidden.passes import CachedPass, cached_pass
 from attncli.models.measures import page_weights, sort_measures
 from attncli.models.memory import on_device, on_request_device
@@ -259,7 +266,13 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
     done = heads_pass(model, ids, first, stop, req.measure, cached_pass(req, model, ids))
     doing("scoring the heads")
     kinds = SCORES if probe is None else (SCORE_OF[probe.kind],)
-    measures = sort_measures(scored_rows(done, options.threshold, kinds), options.sort)
+    measures = scored_rows(done, options.threshold, kinds)
+    if options.effect:
+        doing("ablating each head")
+        effects = head_effects(model, ids, cached_pass(req, model, ids))
+        for row in measures:
+            row["effect"] = effects[(row["layer"], row["head"])]
+    measures = sort_measures(measures, options.sort)
     if model.traits.kv_heads:
         for row in measures:
             row["kv_head"] = spec.kv_group(row["head"])

@@ -32,6 +32,8 @@ SCORE_HELP = {
     "detect_head scores: Σ weights × pattern / Σ weights over every row; scores and measures "
     "are always of the raw weights)",
 }
+EFFECT_HELP = ("rise of the text's mean loss, nats, with the head's output replaced by its mean "
+               "over the positions (attncli ablate --heads all)")
 MIN_SIDE = 3
 SINK_SHARE = 0.5  # a head putting this share or more on the first token is marked a sink
 MEASURE_VIEWS = {
@@ -132,7 +134,7 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
     chunks of rows, widths counted from the data."""
     depth = depth_of(console)
     measures = result.measures
-    names = list(MEASURE_HELP)
+    names = [*MEASURE_HELP, *(["effect"] if measures and "effect" in measures[0] else [])]
     scores = [n for n in SCORE_HELP if measures and n in measures[0]]
     columns = [Column("layer", "right"), Column("head", "right"),
                *(Column(name, "right") for name in names),
@@ -163,7 +165,8 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
         for m, label in zip(measures, labels, strict=True):
             cells: list[Cell] = [str(m["layer"]), str(m["head"])]
             for name in names + scores:
-                low, high = (ranges[name] if name in ("entropy", "distance") else (0.0, 1.0))
+                low, high = (ranges[name] if name in ("entropy", "distance", "effect")
+                             else (0.0, 1.0))
                 style = cell_style(m[name], low, high, depth) if depth is not None else ""
                 cell = Text(f"{m[name]:.{precision}f}", style=style)
                 if name in scores:
@@ -173,7 +176,8 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
                 cells.append(label)
             yield cells
 
-    helps = MEASURE_HELP | {n: SCORE_HELP[n] for n in scores}
+    helps = MEASURE_HELP | ({"effect": EFFECT_HELP} if "effect" in names else {}) | {
+        n: SCORE_HELP[n] for n in scores}
     lines = [f"{name}: {text}" for name, text in helps.items()]
     if scores:
         lines.append(f"+: labelled, the score is {result.config.get('threshold', 0):.2f} or more"

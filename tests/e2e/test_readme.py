@@ -66,6 +66,14 @@ NOT_RUN = {
     "attncli heads --file samples/induction.txt --model smollm2": (
         "the real model's heads, measured here; tests/models/gguf/test_gguf_cli.py checks its "
         "weights against transformers, and tests/e2e/test_install.py runs it in a fresh venv"),
+    "attncli heads --probe induction --probe-length 20 --model smollm2": (
+        "the real model's scores, measured here; docs/causal.md's table is their output"),
+    "attncli ablate --repeat 20 --model smollm2": (
+        "minutes on the real model; tests/models/causal/test_smollm2.py checks the structure "
+        "the table shows, and tests/cli/test_cli_causal.py the numbers against TransformerLens"),
+    "attncli patch \"The Eiffel Tower": (
+        "the real model's grid; tests/cli/test_cli_causal.py checks patch against "
+        "TransformerLens's patching on GPT-2- and Llama-shaped checkpoints"),
     "pip install attncli": "it installs from PyPI and PyTorch's index; tests/e2e/test_install.py "
                            "installs the sdist and the wheel in fresh venvs",
     "pipx install attncli": "it installs from PyPI and PyTorch's index (bench/install.py times it)",

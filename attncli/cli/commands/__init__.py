@@ -2,6 +2,7 @@
 
 from attncli.cli.commands import (
     browse,
+    causal,
     check,
     compare,
     demo,
@@ -17,5 +18,5 @@ from attncli.cli.commands import (
 )
 from attncli.cli.commands.setup import config, doctor, pull  # setting attncli up, listed last
 
-__all__ = ["browse", "check", "compare", "config", "demo", "doctor", "explain", "generate",
-           "heads", "lessons", "models", "pull", "run", "scan", "show", "tokens"]
+__all__ = ["browse", "causal", "check", "compare", "config", "demo", "doctor", "explain",
+           "generate", "heads", "lessons", "models", "pull", "run", "scan", "show", "tokens"]

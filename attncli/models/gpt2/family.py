@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from attncli.models.gpt2.model import (
     check_tokens,
     gpt2_all_layers,
     gpt2_attention,
+    gpt2_edited,
     gpt2_logits,
     gpt2_trace,
     gpt2_trace_texts,
@@ -95,6 +96,11 @@ class GPT2Model:
                    known: Known | None) -> Iterator[LayerTrace]:
         """Blocks known.first..last_layer whole, known outputs taken as they are."""
         return gpt2_trace(self.ckpt, token_ids, last_layer, None, known)
+
+    def edited(self, token_ids: list[int], first: int, stream: Tensor,
+               edit: Callable[[int, Tensor], Tensor]) -> Tensor:
+        """Blocks first.. from stream with each block's heads' outputs through edit."""
+        return gpt2_edited(self.ckpt, token_ids, first, stream, edit)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""

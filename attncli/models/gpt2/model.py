@@ -237,3 +237,22 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
             after = _finished(weights, ckpt, layer, x, attention.context)  # (T, d)
         x = after
         yield step, x
+
+
+def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tensor,
+                edit: Callable[[int, Tensor], Tensor]) -> Tensor:
+    """Blocks first..n_layer-1 from stream (B, T, d), B variants of the text, each block's z
+    (B, heads, T, hd) passed through edit before c_proj; the streams leaving the last block
+    (gradients where the caller asks). Attention runs variant by variant, the MLP on all."""
+    weights, x = weights_of(ckpt), stream  # x: (B, T, d)
+    for layer in range(first, ckpt.n_layer):
+        attn_input = layer_norm(weights, f"h.{layer}.ln_1", x, ckpt.layer_norm_epsilon)
+        module = load_attention(weights, ckpt, layer)
+        outputs = [module(one) for one in attn_input]  # each variant's (T, d)
+        z = torch.stack([module.split_heads(out.heads_context)
+                         for out in outputs])  # (B, heads, T, hd)
+        edited = edit(layer, z)  # (B, heads, T, hd)
+        context = torch.stack([out.context for out in outputs] if edited is z
+                              else [module.combine(e) for e in edited])  # (B, T, d)
+        x = _finished(weights, ckpt, layer, x, context)  # (B, T, d)
+    return x

@@ -34,6 +34,7 @@ from attncli.models.llama.checkpoint import (
 )
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape
+from attncli.models.llama.edit import llama_edited
 from attncli.models.llama.fast import RotaryProjection, llama_layer_input, llama_layer_inputs
 from attncli.models.llama.model import (
     check_tokens,
@@ -98,6 +99,11 @@ class LlamaModel:
                    known: Known | None) -> Iterator[LayerTrace]:
         """Blocks known.first..last_layer whole, known outputs taken as they are."""
         return llama_trace(self.ckpt.weights, self.ckpt.spec, token_ids, last_layer, None, known)
+
+    def edited(self, token_ids: list[int], first: int, stream: Tensor,
+               edit: Callable[[int, Tensor], Tensor]) -> Tensor:
+        """Blocks first.. from stream with each block's heads' outputs through edit."""
+        return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every query head's weights, (layers, heads, T, T)."""

@@ -83,8 +83,8 @@ class _Heads:
 
 
 def _split(t: Tensor, heads: int, head_dim: int) -> Tensor:
-    """(T, heads · head_dim) → (heads, T, head_dim)."""
-    return t.view(t.shape[0], heads, head_dim).transpose(0, 1)
+    """(..., T, heads · head_dim) → (..., heads, T, head_dim) (a leading batch passes through)."""
+    return t.unflatten(-1, (heads, head_dim)).transpose(-3, -2)
 
 
 def project(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
@@ -130,12 +130,12 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
                       visible: Tensor | None = None) -> LlamaAttentionOutput:
     """Block layer's self-attention on x (T, d_model), every stage kept; visible (T, T), True
     where a query may look, narrows the causal mask (None: the layer's own mask alone)."""
-    num_tokens, name = x.shape[0], f"layers.{layer}.self_attn"
+    num_tokens, name = x.shape[-2], f"layers.{layer}.self_attn"  # x: (..., T, d_model)
     heads = project(weights, spec, layer, x, rope)
     # GQA: group_size query heads share each key/value head; repeat it for each of them.
     share = spec.group_size
-    keys_rope = heads.keys_rope.repeat_interleave(share, 0)  # (heads, T, hd)
-    values = heads.values.repeat_interleave(share, 0)  # (heads, T, hd)
+    keys_rope = heads.keys_rope.repeat_interleave(share, -3)  # (heads, T, hd)
+    values = heads.values.repeat_interleave(share, -3)  # (heads, T, hd)
     attn_scores = heads.queries_rope @ keys_rope.transpose(-2, -1)  # (heads, T, T)
     scaled = scale_scores(spec, attn_scores)  # (heads, T, T)
     capped = soft_cap(spec, scaled)  # (heads, T, T) or None
@@ -145,7 +145,7 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
     masked = (scaled if capped is None else capped).masked_fill(mask, -torch.inf)  # (h, T, T)
     attn_weights = torch.softmax(masked, dim=-1)  # (heads, T, T)
     context_vec = attn_weights @ values  # (heads, T, head_dim)
-    heads_context = context_vec.transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · head_dim)
+    heads_context = context_vec.transpose(-3, -2).flatten(-2)  # (T, heads · head_dim)
     turned = rope is not None
     bias = weights[f"{name}.o_proj.bias"] if f"{name}.o_proj.bias" in weights else None
     quantized = weights.quantized(f"{name}.o_proj.weight")
@@ -157,10 +157,10 @@ def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
         context = F.linear(heads_context, out_proj, bias)  # (T, d_model)
     return LlamaAttentionOutput(
         weights=attn_weights, context=context, out_proj=out_proj,
-        queries=heads.queries, keys=heads.keys.repeat_interleave(share, 0), values=values,
+        queries=heads.queries, keys=heads.keys.repeat_interleave(share, -3), values=values,
         scores=attn_scores, scaled=scaled, masked=masked, softmax=attn_weights,
         heads_context=heads_context, queries_norm=heads.queries_norm,
-        keys_norm=None if heads.keys_norm is None else heads.keys_norm.repeat_interleave(share, 0),
+        keys_norm=None if heads.keys_norm is None else heads.keys_norm.repeat_interleave(share, -3),
         queries_rope=heads.queries_rope if turned else None,
         keys_rope=keys_rope if turned else None, capped=capped,
     )  # fmt: skip

@@ -63,7 +63,10 @@ class QuantizedMatrix:
     def linear(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
         """x (..., cols) @ Wᵀ (+ bias): (..., rows), as F.linear on the dequantized matrix
         computes it up to the order of its sums; on the CPU threads torch would use."""
-        if x.device.type != "cpu" or _native is None:
+        # Off the CPU, or where a gradient must flow back through x (attribution patching):
+        # torch's product on the dequantized matrix, which autograd differentiates.
+        if x.device.type != "cpu" or _native is None or (x.requires_grad
+                                                          and torch.is_grad_enabled()):
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
         rows = self.shape[0]
         flat = x.detach().reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)

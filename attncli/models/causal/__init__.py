@@ -1,0 +1,1 @@
+"""Causal checks on heads: ablation and activation patching (TransformerLens's hook_z edits)."""

@@ -1,0 +1,171 @@
+"""`attncli patch`: activation patching of every layer × head's output between a clean and a
+corrupted text of the same length (TransformerLens's patching.get_act_patch_attn_head_out_*),
+measured by a logit difference or an answer's log-probability; and attribution patching, the
+gradient estimate of the same grid from one backward pass (Nanda 2023), with its agreement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attncli.activity import counted, doing
+from attncli.core.request import Request
+from attncli.errors import AttnCliError, escaped
+from attncli.models.causal.ablate import clean_run
+from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
+from attncli.models.causal.metrics import logit_diff
+from attncli.models.causal.passes import CleanPass, editable, edited_runs, replaced
+from attncli.models.causal.result import METRICS, Patching, PatchOptions
+from attncli.models.family import Model
+
+Metric = Callable[[Tensor], Tensor]  # logits (T, vocab) → () the measured number
+
+
+def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
+            at: int) -> tuple[Metric, list[dict[str, object]] | None]:
+    """The metric on a run's logits, and logit-diff's two tokens."""
+    if options.metric == "answer":
+        start = clean.answer_start
+        assert start is not None
+
+        def answer(logits: Tensor) -> Tensor:
+            log_probs = torch.log_softmax(logits[start - 1:-1].double(), dim=-1)  # (A, vocab)
+            return log_probs.gather(-1, torch.tensor(clean.ids[start:])[:, None]).sum()
+
+        return answer, None
+    assert options.tokens is not None
+    right, wrong = (one_token(req, model, req.text or "", t) for t in options.tokens)
+    return (lambda logits: logit_diff(logits.double(), at, right, wrong),
+            [clean.text_of(right), clean.text_of(wrong)])
+
+
+def _checked(options: PatchOptions) -> PatchOptions:
+    """options with the metric chosen (--tokens: logit-diff, --answer: answer), checked."""
+    if options.metric is None:
+        if options.tokens is None and options.answer is None:
+            raise AttnCliError("patch measures logit(RIGHT) − logit(WRONG) or an answer's "
+                               "log-probability: give --tokens RIGHT WRONG or --answer TEXT")
+        options = replace(options, metric="logit-diff" if options.tokens else "answer")
+    if options.metric not in METRICS:
+        raise AttnCliError(f"--metric {options.metric!r} is not one of {', '.join(METRICS)}")
+    if options.metric == "logit-diff" and options.tokens is None:
+        raise AttnCliError("--metric logit-diff needs --tokens RIGHT WRONG (two single tokens "
+                           "such as ' Paris' ' Rome'), or use --metric answer --answer TEXT")
+    if options.metric == "answer" and options.answer is None:
+        raise AttnCliError("--metric answer needs --answer TEXT (the continuation scored)")
+    if not (options.exact or options.attribution):
+        raise AttnCliError("--no-exact leaves nothing to compute without --attribution")
+    return options
+
+
+def _same_length(clean: Prepared, corrupt: Prepared) -> None:
+    if len(clean.ids) != len(corrupt.ids):
+        def shown(p: Prepared) -> str:
+            return escaped(" | ".join(repr(t) for t in p.labels()))
+
+        raise AttnCliError(f"CLEAN and CORRUPT must be the same number of tokens, position for "
+                           f"position: CLEAN is {len(clean.ids)} ({shown(clean)}), CORRUPT is "
+                           f"{len(corrupt.ids)} ({shown(corrupt)})")
+
+
+def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = None) -> Patching:
+    """The door of `attncli patch`: REQ's text is CLEAN; every head patched between the runs."""
+    options = options or PatchOptions()
+    options = _checked(options)
+    model = open_decoder(req, "patch")
+    clean = prepare(req, model, options.answer)
+    corrupt = prepare(replace(req, text=corrupt_text), model, options.answer)
+    _same_length(clean, corrupt)
+    n = len(clean.ids)
+    end = n - 1 if clean.answer_start is None else clean.answer_start - 1
+    at = position(options.at, n, end)
+    metric, tokens = _metric(req, model, options, clean, at)
+    doing("the clean and corrupted passes")
+    runs = {"clean": clean_run(req, clean, clean.ids),
+            "corrupt": clean_run(req, corrupt, corrupt.ids)}
+    base = {name: float(metric(run.logits)) for name, run in runs.items()}
+    target, source = ((runs["corrupt"], runs["clean"]) if options.denoise
+                      else (runs["clean"], runs["corrupt"]))
+    scale = base["clean"] - base["corrupt"]
+    shift = base["corrupt" if options.denoise else "clean"]
+
+    def normalised(value: float) -> float:  # 1: the clean metric restored (denoise)
+        return (value - shift) / scale if scale != 0 else value - shift
+
+    raw, positions = (_exact(model, target, source, metric, options.per_position)
+                      if options.exact else ([], None))
+    attribution: dict[str, Any] | None = None
+    if options.attribution:
+        estimate = attribution_grid(model, target, source, metric)  # (layers, heads)
+        attribution = {"grid": [[normalised(float(v) + shift) for v in row]
+                                for row in estimate.tolist()]}
+        if raw:
+            exact = torch.tensor(raw) - shift  # (layers, heads)
+            attribution["spearman"] = spearman(estimate.flatten(), exact.flatten())
+    return Patching(model.info().to_dict(), clean.labels(), corrupt.labels(), options.metric or "",
+                    "denoise" if options.denoise else "noise", tokens, at, base,
+                    [[normalised(v) for v in row] for row in raw], raw,
+                    None if positions is None
+                    else [[[normalised(v) for v in cells] for cells in row] for row in positions],
+                    attribution)
+
+
+@torch.no_grad()
+def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric,
+           per_position: bool) -> tuple[list[list[float]], list[list[list[float]]] | None]:
+    """The metric with each head's output (and, per_position, at each position alone) taken
+    from source into target: [layer][head] and [layer][head][position]."""
+    spec, n = model.spec, len(target.ids)
+    grid: list[list[float]] = []
+    cells: list[list[list[float]]] = []
+    total = spec.n_layer * spec.num_heads * (1 + (n if per_position else 0))
+    done = 0
+    for layer in range(spec.n_layer):  # a layer's heads (and positions) run together
+        heads = [{layer: replaced(h, source.z[layer][h])} for h in range(spec.num_heads)]
+        grid.append([float(metric(logits)) for logits in edited_runs(model, target, heads)])
+        done += spec.num_heads
+        counted("patching heads", done, total)
+        cells.append([])
+        for head in range(spec.num_heads if per_position else 0):
+            at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
+            each = [{layer: replaced(head, source.z[layer][head], one)} for one in at]
+            cells[-1].append([float(metric(lg)) for lg in edited_runs(model, target, each)])
+            done += n
+            counted("patching heads", done, total)
+    return grid, cells if per_position else None
+
+
+def attribution_grid(model: Model, target: CleanPass, source: CleanPass,
+                     metric: Metric) -> Tensor:
+    """Attribution patching: the metric's change when head h of layer L takes source's output,
+    estimated to first order, Σ (z_source − z_target) · ∂metric/∂z_target, one backward pass
+    through target's run: (layers, heads)."""
+    doing("attribution patching (one forward and one backward pass)")
+    grads: dict[int, Tensor] = {}
+
+    def watch(layer: int, z: Tensor) -> Tensor:
+        grads[layer] = torch.zeros_like(z, requires_grad=True)  # (1, heads, T, hd) ∂/∂z here
+        return z + grads[layer]
+
+    with torch.enable_grad():
+        final = editable(model).edited(target.ids, 0, target.streams[0][None], watch)  # (1,T,d)
+        metric(model.logits(final[0]).float()).backward()
+    rows = []
+    for layer in range(model.spec.n_layer):
+        grad = grads[layer].grad  # (1, heads, T, hd)
+        assert grad is not None
+        grad = grad[0]  # (heads, T, hd)
+        delta = source.z[layer] - target.z[layer]  # (heads, T, hd)
+        rows.append((delta * grad).sum((-2, -1)))  # (heads,)
+    return torch.stack(rows).double()  # (layers, heads)
+
+
+def spearman(a: Tensor, b: Tensor) -> float:
+    """Spearman's rank correlation of two (N,) vectors (ties broken by order)."""
+    ranks = [v.argsort().argsort().double() for v in (a, b)]  # (N,) each
+    x, y = (r - r.mean() for r in ranks)
+    return float((x * y).sum() / (x.norm() * y.norm()))

@@ -1,0 +1,105 @@
+"""What `ablate` and `patch` found, as plain data (no tensors): the records the renderers,
+the API and `--json` read, each with one to_dict()."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+HOWS = ("zero", "mean", "resample")
+METRICS = ("logit-diff", "answer")
+HOW_TEXT = {"zero": "each head's output set to zero (off the distribution the model learnt)",
+            "mean": "each head's output replaced by its mean over the text's positions",
+            "resample": "each head's output taken from the text, its tokens shuffled (seeded)"}
+
+
+@dataclass(frozen=True)
+class AblateOptions:
+    """What `ablate` edits and reads, beyond the request's text and model."""
+
+    heads: str = "all"  # L.H[,L.H…] replaced together, or all: each head alone, ranked
+    how: str = "mean"  # zero | mean | resample
+    at: int | None = None  # the position whose next-token distribution is shown; None: last
+    answer: str | None = None  # a continuation scored teacher-forced
+    top: int = 5  # tokens listed before and after
+    seed: int = 0  # --how resample: the shuffle; --repeat: the random tokens
+    repeat: int | None = None  # run on this many seeded random tokens twice, not a text
+
+
+@dataclass(frozen=True)
+class PatchOptions:
+    """What `patch` patches and measures, beyond the two texts and the model."""
+
+    metric: str | None = None  # logit-diff | answer; None: logit-diff with tokens, else answer
+    tokens: tuple[str, str] | None = None  # logit-diff's right and wrong next tokens
+    answer: str | None = None  # the answer scored (metric answer), after each text
+    denoise: bool = True  # clean heads into the corrupted run; False: corrupt into clean
+    per_position: bool = False  # a grid per position too: [layer][head][position]
+    at: int | None = None  # where logit-diff reads the next token; None: the last position
+    attribution: bool = False  # the gradient estimate beside (or, for big models, first)
+    exact: bool = True  # the exact grid; False: the attribution estimate alone
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """`attncli ablate`: the text run with heads' outputs replaced, and what changed."""
+
+    model: dict[str, Any]  # the model's info (path, layers, heads)
+    tokens: list[str]  # each token's label, answer tokens included
+    ids: list[int]
+    how: str  # zero, mean or resample
+    heads: list[tuple[int, int]]  # (layer, head) replaced together; [] with --heads all
+    at: int  # the position whose next-token distribution is shown
+    losses: list[dict[str, Any]]  # per predicted token: index, token, before, after (or None)
+    top: dict[str, list[dict[str, Any]]]  # "before", "after": id, text, prob at position at
+    kl: float | None  # KL(before ‖ after) at position at, nats
+    answer: dict[str, Any] | None  # text, start, before, after: its log-probability
+    ranking: list[dict[str, Any]] | None = None  # --heads all: every head, largest effect first
+    scored: int = 1  # the first token whose loss the effect averages (--repeat: the second copy)
+
+    @property
+    def legend(self) -> str:
+        """How each ablated head's output was replaced, in words."""
+        return HOW_TEXT[self.how]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli ablate`."""
+        return {"kind": "ablate", "model": self.model, "how": self.how,
+                "legend": self.legend,
+                "heads": [list(h) for h in self.heads] or "all",
+                "tokens": [{"index": i, "id": t, "text": s}
+                           for i, (t, s) in enumerate(zip(self.ids, self.tokens, strict=True))],
+                "at": self.at, "losses": self.losses, "top": self.top, "kl": self.kl,
+                "answer": self.answer, "scored_from": self.scored, "ranking": self.ranking}
+
+
+@dataclass(frozen=True)
+class Patching:
+    """`attncli patch`: each layer × head's output patched between two runs, and the metric."""
+
+    model: dict[str, Any]
+    clean: list[str]  # the clean text's token labels
+    corrupt: list[str]
+    metric: str  # logit-diff or answer
+    direction: str  # denoise: clean into corrupt; noise: corrupt into clean
+    tokens: list[dict[str, Any]] | None  # logit-diff's two tokens: id, text
+    at: int
+    baseline: dict[str, float]  # the metric on the clean and on the corrupted run
+    grid: list[list[float]]  # [layer][head]: the metric with that head patched, normalised
+    raw: list[list[float]]  # [layer][head]: the metric itself
+    positions: list[list[list[float]]] | None = None  # [layer][head][position], normalised
+    attribution: dict[str, Any] | None = None  # the gradient estimate and its agreement
+
+    def top(self, count: int = 10) -> list[dict[str, Any]]:
+        """The heads whose patch moves the metric most, largest |effect| first."""
+        cells = [{"layer": layer, "head": head, "effect": v, "metric": self.raw[layer][head]}
+                 for layer, row in enumerate(self.grid) for head, v in enumerate(row)]
+        return sorted(cells, key=lambda c: -abs(c["effect"]))[:count]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli patch`."""
+        return {"kind": "patch", "model": self.model, "metric": self.metric,
+                "direction": self.direction, "tokens": self.tokens, "at": self.at,
+                "clean": self.clean, "corrupt": self.corrupt, "baseline": self.baseline,
+                "grid": self.grid, "raw": self.raw, "positions": self.positions,
+                "top": self.top(), "attribution": self.attribution}

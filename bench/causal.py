@@ -1,0 +1,76 @@
+"""#47's targets: `ablate --heads all` on SmolLM2 (270 heads, 50 tokens) and `patch` on SmolLM2
+within 30 s; attribution patching within 5× one look.
+
+    .venv/bin/python bench/causal.py                  # SmolLM2 from scripts/fetch_model.py
+    .venv/bin/python bench/causal.py --model PATH --repeats 1
+
+Each command is the whole process a user runs (`attncli ... --json > /dev/null`), with the
+hidden-state cache off (ATTNCLI_NO_CACHE=1) so each repeat does all its work; wall and CPU time
+(the children's user + system) are medians of the repeats. One look, `attncli heads` on the same
+tokens, runs in the same rounds as the reference the ratios divide by: on a shared machine the
+seconds move with the load, the ratios much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "causal.json"
+SMOLLM2 = Path.home() / ".cache" / "attncli" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+REPEAT = 25  # random tokens, twice, after BOS: 51 tokens
+CLEAN = "The Eiffel Tower is in the city of Paris, and the Colosseum is in the city of"
+CORRUPT = "The Eiffel Tower is in the city of Rome, and the Colosseum is in the city of"
+
+
+def _timed(args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one attncli process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "attncli", *args, "--json"], check=True,
+                   stdout=subprocess.DEVNULL, env={**os.environ, "ATTNCLI_NO_CACHE": "1"})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(SMOLLM2))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    model = ["--model", args.model]
+    commands = {
+        "one look (heads)": ["heads", "--probe", "induction", "--probe-length", str(REPEAT),
+                             *model],
+        "ablate --heads all": ["ablate", "--repeat", str(REPEAT), "--heads", "all", *model],
+        "patch (exact)": ["patch", CLEAN, CORRUPT, "--tokens", " Rome", " Paris", *model],
+        "patch --attribution --no-exact": ["patch", CLEAN, CORRUPT, "--tokens", " Rome",
+                                           " Paris", "--attribution", "--no-exact", *model],
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(args.repeats):  # interleaved rounds: a load change falls on all alike
+        for name, command in commands.items():
+            times[name].append(_timed(command))
+    look = statistics.median(w for w, _ in times["one look (heads)"])
+    rows = {}
+    for name, found in times.items():
+        wall = statistics.median(w for w, _ in found)
+        cpu = statistics.median(c for _, c in found)
+        rows[name] = {"wall_s": wall, "cpu_s": cpu, "to_one_look": wall / look}
+        print(f"{name:34} {wall:7.1f} s wall {cpu:7.1f} s CPU  {wall / look:5.2f}× one look")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"model": args.model, "repeats": args.repeats,
+                                   "threads": os.cpu_count(), "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
