@@ -62,7 +62,36 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         sinks=[integer(i, f"sinks[{k}]", 0, max(p - 1, 0))
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
         steps=records, weights=weights,
-        layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head)
+        layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
+        given_answer=maybe(config.get("given"), flag, "config.given") or False,
+        turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
+                                                        len(answer)))
+
+
+def _turns(data: Any, p: int) -> list[dict[str, Any]]:
+    """Each message's tokens [start, end) among the prompt's."""
+    out = []
+    for k, turn in enumerate(items(data, "turns")):
+        where = f"turns[{k}]"
+        turn = obj(turn, where)
+        start = integer(need(turn, "start", where), f"{where}.start", 0, p)
+        out.append({"role": string(need(turn, "role", where), f"{where}.role"), "start": start,
+                    "end": integer(need(turn, "end", where), f"{where}.end", start, p)})
+    return out
+
+
+def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:
+    """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
+    out: dict[str, Any] = {}
+    if doc.get("value_norms") is not None:
+        out["norms"] = np.asarray(stack(doc["value_norms"], "value_norms", layers, heads, p + a),
+                                  dtype=np.float32)
+    if doc.get("occlusion") is not None:
+        rows = items(doc["occlusion"], "occlusion", a)
+        out["occlusion"] = [[number(v, f"occlusion[{s}][{j}]")
+                             for j, v in enumerate(items(row, f"occlusion[{s}]", p))]
+                            for s, row in enumerate(rows)]
+    return out
 
 
 def _weights(held: Any, s: int) -> np.ndarray:
