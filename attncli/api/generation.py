@@ -76,22 +76,33 @@ class Generation(Shown):
                 f" {self.answer[:60]!r}>")
 
 
-def generate(prompt: str, model: str, *, max_new_tokens: int = 48, sample: bool = False,
-             temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-             seed: int | None = None, system: str | None = None, raw: bool = False,
-             at: int | None = None, layers: tuple[int, int] | None = None,
-             head: int | None = None, combine: str = "mean",
-             exclude_sinks: bool = True) -> Generation:
-    """Let model answer prompt (greedy unless sample) and keep what each answer token looked
-    at, from its own decode step."""
+def generate(prompt: str | None = None, model: str | None = None, *,
+             messages: list[dict[str, Any]] | None = None, answer: str | None = None,
+             max_new_tokens: int = 48, sample: bool = False, temperature: float = 1.0,
+             top_p: float = 1.0, top_k: int = 0, seed: int | None = None,
+             system: str | None = None, raw: bool = False, at: int | None = None,
+             layers: tuple[int, int] | None = None, head: int | None = None,
+             combine: str = "mean", exclude_sinks: bool = True,
+             view: str = "raw") -> Generation:
+    """Let model answer prompt, or the conversation messages (OpenAI/Ollama chat), greedy
+    unless sample; or, given answer, teacher-force it in one pass. Keeps what each answer token
+    looked at, shown by view (raw, value or occlusion)."""
+    from attncli.errors import AttnCliError
+    from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.result import GenerateView, check_view
-    from attncli.models.generate.run import generate_model
+    from attncli.models.generate.run import Asked, generate_model
     from attncli.models.generate.sampling import Sampling
 
+    if model is None:
+        raise AttnCliError("attncli.generate needs model=: a checkpoint path or name")
+    if (prompt is None) == (messages is None):
+        raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
+    chat = None if messages is None else parse_messages(messages, "messages")
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
-    record = generate_model(model, prompt, sampling, system=system, raw=raw)
-    view = GenerateView(at=at, layers=layers, head=head, combine=combine,
-                        exclude_sinks=exclude_sinks)
-    check_view(record, view)
-    return Generation(record, view)
+    asked = Asked(chat, answer, norms=view == "value", occlusion=view == "occlusion")
+    record = generate_model(model, prompt or "", sampling, system=system, raw=raw, asked=asked)
+    shown = GenerateView(at=at, layers=layers, head=head, combine=combine,
+                         exclude_sinks=exclude_sinks, kind=view)
+    check_view(record, shown)
+    return Generation(record, shown)

@@ -213,12 +213,14 @@ class Attended(Group):
                                "B (0:1 is layer 0)")
         return int(a), int(b)
 
-    def view(self, result: GenerationResult, head: int | None) -> GenerateView:
-        """The view of result: --at resolved against its answer, and checked."""
+    def view(self, result: GenerationResult, head: int | None,
+             kind: str | None = None) -> GenerateView:
+        """The view of result (kind: --view's unless given): --at resolved against its answer,
+        and checked."""
         from attncli.models.generate.result import GenerateView, answer_index, check_view
 
         view = GenerateView(at=answer_index(result, self.at), layers=self.span(), head=head,
                             combine=self.combine, exclude_sinks=self.exclude_sinks,
-                            kind=self.kind)
+                            kind=self.kind if kind is None else kind)
         check_view(result, view)
         return view
