@@ -23,7 +23,14 @@ def generate(source: Annotated[Source, Without("inputs")],
              encoding: Annotated[Encoding, Without("encoding")], answering: Answering,
              attended: Attended, look: Annotated[Look, Without(*LOOK_UNUSED)],
              output: Output) -> None:
-    """Let the model answer, then show what each answer token looked at.
+    """Let the model answer, or explain an answer you give, and show what each answer token
+    looked at.
+
+    --messages takes a conversation (OpenAI/Ollama chat JSON). --answer, --answer-file or
+    --explain-last (the conversation's last assistant turn) give the answer: it is
+    teacher-forced in one pass, and each token shows its probability, its rank and the
+    model's own choice where that differs. --view ranks the prompt tokens by raw weights, by
+    value-weighted attention, or by occlusion (what masking the token costs the answer).
 
     On a terminal the answer is written to stderr token by token as it comes (--stream,
     --no-stream). Ctrl-C stops the model and shows what it wrote so far (stopped:
