@@ -7,7 +7,7 @@ prompt's own tokens (the template's tokens and the first token left out, as ever
 them out) and occlusion's drops over the same tokens, averaged over answer tokens, then over
 prompts; and how often the view's top prompt token is a function word or punctuation.
 
-    python bench/views.py [--model FILE] [--new 8] [--json]
+    python bench/views.py [--model FILE] [--new 8] [--raw] [--json]
 
 Not a timing: the numbers are the same on any machine.
 """
@@ -81,13 +81,13 @@ def is_function(text: str) -> bool:
     return not word or bool(PUNCTUATION.match(word)) or word in FUNCTION_WORDS
 
 
-def measure(model: str, prompt: str, new: int) -> dict[str, dict[str, float]]:
+def measure(model: str, prompt: str, new: int, raw: bool) -> dict[str, dict[str, float]]:
     """Each view's mean Spearman with occlusion and its function-word share, on one prompt."""
     from attncli.models.generate.result import GenerateView
     from attncli.models.generate.run import Asked, generate_model
     from attncli.models.generate.sampling import Sampling
 
-    result = generate_model(model, prompt, Sampling(max_new_tokens=new),
+    result = generate_model(model, prompt, Sampling(max_new_tokens=new), raw=raw,
                             asked=Asked(norms=True, occlusion=True))
     p, sinks = len(result.prompt), set(result.sinks)
     content = [j for j in range(p) if j not in sinks]
@@ -117,13 +117,17 @@ def main() -> None:
     parser.add_argument("--model", default=str(SMOLLM2))
     parser.add_argument("--new", type=int, default=8)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--raw", action="store_true",
+                        help="the prompt without the chat template (a pass of 14 tokens, not 50)")
     args = parser.parse_args()
     rows: dict[str, list[dict[str, dict[str, float]]]] = {}
-    for kind, prompts in PROMPTS.items():
-        for prompt in prompts:
-            rows.setdefault(kind, []).append(measure(args.model, prompt, args.new))
-            print(f"{kind}: {prompt}", {k: round(v["spearman"], 3)
-                                        for k, v in rows[kind][-1].items()}, file=sys.stderr)
+    # Kinds taken in turn, so that a run stopped early has measured each of them.
+    turns = [(kind, prompts[i]) for i in range(max(map(len, PROMPTS.values())))
+             for kind, prompts in PROMPTS.items() if i < len(prompts)]
+    for kind, prompt in turns:
+        rows.setdefault(kind, []).append(measure(args.model, prompt, args.new, args.raw))
+        print(json.dumps({"kind": kind, "prompt": prompt, "views": rows[kind][-1]},
+                         ensure_ascii=False), file=sys.stderr, flush=True)
     every = [r for kind in rows.values() for r in kind]
     summary = {view: {"spearman": statistics.fmean(r[view]["spearman"] for r in every
                                                   if not np.isnan(r[view]["spearman"])),
@@ -135,7 +139,7 @@ def main() -> None:
                if view != "occlusion" or True}
     summary["occlusion"].pop("spearman")
     summary["occlusion"].pop("by_kind")
-    report = {"model": args.model, "prompts": len(every), "new_tokens": args.new,
+    report = {"model": args.model, "prompts": len(every), "new_tokens": args.new, "raw": args.raw,
               "views": summary}
     if args.json:
         print(json.dumps(report, indent=2))

@@ -100,7 +100,8 @@ def generate(prompt: str | None = None, model: str | None = None, *,
     chat = None if messages is None else parse_messages(messages, "messages")
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
-    asked = Asked(chat, answer, norms=view == "value", occlusion=view == "occlusion")
+    asked = Asked(chat, answer, norms=view == "value" or exclude_sinks,
+                  occlusion=view == "occlusion")
     record = generate_model(model, prompt or "", sampling, system=system, raw=raw, asked=asked)
     shown = GenerateView(at=at, layers=layers, head=head, combine=combine,
                          exclude_sinks=exclude_sinks, kind=view)

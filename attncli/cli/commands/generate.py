@@ -54,7 +54,9 @@ def generate(source: Annotated[Source, Without("inputs")],
     output.check()
     layers = attended.check()
     answering.sampling()  # checked before the prompt is read
-    asked = answering.asked(attended.kind == "value", attended.kind == "occlusion")
+    # The value norms serve the value view and the sinks found by what they are.
+    asked = answering.asked(attended.kind == "value" or attended.exclude_sinks,
+                            attended.kind == "occlusion")
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""

@@ -8,6 +8,7 @@ weights (layers, heads, P + s) cover the P prompt tokens and answer tokens 0..s-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,11 @@ from attncli.core.result import ModelInfo, TokenInfo
 COMBINES = ("mean", "max")
 STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
 VIEWS = ("raw", "value", "occlusion")
+# A found sink takes over twice the mean share of the prompt's own tokens while its value norm
+# is under 0.8 of their median (SmolLM2's ' the' in "What is the capital of France?": 2.9×
+# the share, 0.75 the norm; its content words: about 1× each).
+SINK_SHARE = 2.0
+SINK_NORM = 0.8
 
 
 @dataclass(frozen=True)
@@ -96,10 +102,33 @@ class GenerationResult:
         if view.exclude_sinks or view.kind == "value":
             row = row.copy()
             if view.exclude_sinks:
-                row[[i for i in self.sinks if i < row.shape[0]]] = 0.0
+                row[[i for i in self.left_out() if i < row.shape[0]]] = 0.0
             total = row.sum()
             row = row / total if total > 0 else row
         return row  # (t+1,)
+
+    @cached_property
+    def found_sinks(self) -> list[int]:
+        """Prompt tokens that act as sinks by what they are, not where they are: each takes
+        more than SINK_SHARE times the mean share of the prompt's own tokens of the answer's
+        raw attention (every layer and head held), while its value norm ‖W_O v‖ is under
+        SINK_NORM times their median: much looked at, little taken. Needs the value norms."""
+        if self.norms is None or not self.weights:
+            return []
+        p, fixed = len(self.prompt), set(self.sinks)
+        own = [j for j in range(p) if j not in fixed]
+        if len(own) < 3:
+            return []
+        share = np.mean([np.asarray(w, dtype=np.float64)[..., :p].mean(axis=(0, 1))
+                         for w in self.weights], axis=0)  # (P,)
+        norm = self._held_norms()[..., :p].mean(axis=(0, 1))  # (P,)
+        mean_share, median_norm = share[own].mean(), np.median(norm[own])
+        return [j for j in own if share[j] > SINK_SHARE * mean_share
+                and norm[j] < SINK_NORM * median_norm]
+
+    def left_out(self) -> list[int]:
+        """The sinks a view leaves out: the first token, the template's, and those found."""
+        return sorted(set(self.sinks) | set(self.found_sinks))
 
     def _held_norms(self) -> np.ndarray:
         """The value norms of the layers and heads the weights hold: (L, H, P + A)."""
@@ -116,7 +145,7 @@ class GenerationResult:
         row = np.zeros(len(self.prompt) + step)
         row[:len(self.prompt)] = self.occlusion[step]
         if view.exclude_sinks:
-            row[[i for i in self.sinks if i < row.shape[0]]] = 0.0
+            row[[i for i in self.left_out() if i < row.shape[0]]] = 0.0
         return row
 
     def _layer_span(self, view: GenerateView) -> tuple[int, int]:

@@ -27,7 +27,10 @@ KINDS = {"raw": "raw attention weights",
 def legend(result: GenerationResult, view: GenerateView) -> str:
     """What the numbers shown are: the view, its layers and heads and how they combine, and
     which sinks are out."""
-    left = (f"the first token and {len(result.sinks) - 1} template tokens")
+    found = ", ".join(repr(result.prompt[i].text) for i in result.found_sinks)
+    left = (f"the first token, {len(result.sinks) - 1} template tokens"
+            + (f" and {found}, found by a large share of attention and a small value norm"
+               if found else ""))
     if view.kind == "occlusion":
         sinks = (f"sinks not masked ({left})" if view.exclude_sinks else "every token masked")
         return f"{KINDS[view.kind]}; the whole model; {sinks}"
@@ -58,7 +61,7 @@ def _choice(result: GenerationResult, step: int) -> str:
     prob, rank = record.get("prob"), record.get("rank")
     text = "" if prob is None else f"{prob:.3f}"
     if rank is not None and rank != 1 and record.get("top"):
-        text += f" #{rank} ≠ {record['top'][0]['text']!r}"
+        text += f" #{rank}, model: {record['top'][0]['text']!r}"
     return text
 
 
@@ -72,7 +75,7 @@ def render_summary(result: GenerationResult, view: GenerateView) -> Table:
     table = Table(title=None, show_edge=False, pad_edge=False)
     shares = view.kind != "occlusion"
     what = "drop" if view.kind == "occlusion" else "weight"
-    columns = ("#", "token", "p (rank ≠ model's choice)", f"top {view.k} prompt tokens ({what})",
+    columns = ("#", "token", "p", f"top {view.k} prompt tokens ({what})",
                *(("prompt", "answer") if shares else ()))
     for column in columns:
         table.add_column(column, justify="right" if column in ("#", "prompt", "answer")
