@@ -48,6 +48,11 @@ AnswerOpt = Annotated[str | None, typer.Option(
 AnswerFileOpt = Annotated[str | None, typer.Option(
     "--answer-file", help="--answer read from a file (- reads stdin).", show_default=False,
     metavar="FILE|-")]
+LogprobsOpt = Annotated[str | None, typer.Option(
+    "--logprobs", help="A runtime's per-token log-probabilities for the answer (Ollama's, "
+    "llama.cpp server's or OpenAI-style JSON; - reads stdin), compared with attncli's: a "
+    "receipt that the model shown is the one that ran. Its text is the answer unless given.",
+    show_default=False, metavar="FILE|-")]
 ExplainLastOpt = Annotated[bool, typer.Option(
     "--explain-last", help="With --messages: explain the last (assistant) turn, as --answer.")]
 StreamOpt = Annotated[bool | None, typer.Option(
@@ -89,6 +94,7 @@ class Answering(Group):
     answer_text: AnswerOpt = None
     answer_file: AnswerFileOpt = None
     explain_last: ExplainLastOpt = False
+    logprobs: LogprobsOpt = None
 
     def asked(self, norms: bool = False, occlusion: bool = False) -> Asked:
         """The conversation and the given answer, read and checked, and the views to compute."""
@@ -111,7 +117,12 @@ class Answering(Group):
         elif messages is not None and messages[-1]["role"] == "assistant" and answer is None:
             raise AttnCliError("--messages ends with the assistant's turn: --explain-last "
                                "explains it, or end the conversation with a user turn")
-        return Asked(messages, answer, norms, occlusion)
+        reported = None
+        if self.logprobs is not None:
+            from attncli.models.generate.receipt import read_logprobs
+
+            reported = read_logprobs(self.logprobs)
+        return Asked(messages, answer, norms, occlusion, reported)
 
     def sampling(self) -> Sampling:
         """The sampling record (checked there)."""

@@ -59,6 +59,7 @@ class GenerationResult:
     turns: list[dict[str, Any]] = field(default_factory=list)  # {role, start, end} per message
     norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
     occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
+    receipt: dict[str, Any] | None = None  # a runtime's log-probs against attncli's
 
     @property
     def answer_text(self) -> str:
@@ -79,6 +80,7 @@ class GenerationResult:
                 "sinks": self.sinks, "turns": self.turns,
                 **({} if self.norms is None else {"value_norms": self.norms}),
                 **({} if self.occlusion is None else {"occlusion": self.occlusion}),
+                **({} if self.receipt is None else {"receipt": self.receipt}),
                 "steps": [{**step, "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}
 

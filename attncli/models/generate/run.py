@@ -15,6 +15,7 @@ from attncli.models.generate.engine import Step, decode
 from attncli.models.generate.given import check_answer, teacher_forced
 from attncli.models.generate.occlusion import occlusion
 from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
+from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.result import GenerationResult
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
@@ -42,6 +43,7 @@ class Asked:
     answer: str | None = None  # teacher-forced in one pass, no generation
     norms: bool = False  # keep ‖W_O v‖ per head and key, for the value view
     occlusion: bool = False  # one masked pass per prompt token, for the occlusion view
+    reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
 
 
 NOTHING_MORE = Asked()
@@ -67,6 +69,8 @@ def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
     _check_keep(model, keep)
     texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if
                                            model.vocabulary() is not None else "gpt2", None))
+    if asked.reported is not None and asked.answer is None:
+        asked = replace(asked, answer=answer_of(asked.reported))
     if asked.answer is not None:
         return _given(model, model_path, built, asked, keep, texts, allow_special)
     if keep.json:
@@ -106,6 +110,12 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
     result = _result(model, built, GREEDY, keep, forced.steps, answer, "given", texts)
     result = replace(result, given_answer=True, norms=forced.norms if asked.norms else None,
                      sampling={"max_new_tokens": len(ids), "strategy": "given"})
+    if asked.reported is not None:
+        pieces = [bytes.fromhex(t.bytes_hex) if t.bytes_hex is not None
+                  else t.text.encode("utf-8") for t in answer]
+        result = replace(result, receipt=compare(
+            asked.reported, pieces, [s.logprob for s in forced.steps],
+            [str(texts(s.top_ids[0])["text"]) for s in forced.steps]))
     return _with_views(model, built, result, replace(asked, norms=False))
 
 

@@ -86,6 +86,8 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
     if doc.get("value_norms") is not None:
         out["norms"] = np.asarray(stack(doc["value_norms"], "value_norms", layers, heads, p + a),
                                   dtype=np.float32)
+    if doc.get("receipt") is not None:
+        out["receipt"] = obj(doc["receipt"], "receipt")
     if doc.get("occlusion") is not None:
         rows = items(doc["occlusion"], "occlusion", a)
         out["occlusion"] = [[number(v, f"occlusion[{s}][{j}]")

@@ -3,7 +3,7 @@ summary of every answer token's most-attended prompt tokens. Takes the result, n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
@@ -131,5 +131,30 @@ def render_generation(out: Console, result: GenerationResult,
         to_prompt, to_answer = result.shares(view)
         parts.append(Text(f"attention to the prompt {to_prompt:.2f}, to earlier answer tokens "
                           f"{to_answer:.2f} (mean over answer tokens)"))
+    if result.receipt is not None:
+        parts.append(render_receipt(result.receipt))
     parts.append(Text(legend(result, view), style="dim"))
     return Group(*parts)
+
+
+def render_receipt(receipt: dict[str, Any]) -> Text:
+    """The runtime's log-probabilities against attncli's: the largest difference, the tokens
+    past the bound, and where the two would have chosen differently."""
+    rows, largest = receipt["rows"], receipt["largest"]
+    how = ("token by token" if receipt["compared"] == "tokens" else
+           f"by text over {len(rows)} spans (the tokenizations differ)")
+    text = Text(f"receipt: the runtime's log-probabilities against attncli's, {how}: largest "
+                f"difference {largest['difference']:+.4f} nats at {largest['text']!r}")
+    flagged = receipt["flagged"]
+    if flagged:
+        shown = ", ".join(f"{rows[k]['text']!r} ({rows[k]['difference']:+.2f})"
+                          for k in flagged[:5])
+        text.append(f"\nFLAGGED: {len(flagged)} differ by more than {receipt['flag_above']} "
+                    f"nat: {shown}; the runtime ran another model, or the file was altered",
+                    style="bold")
+    else:
+        text.append(f"; none differs by more than {receipt['flag_above']} nat")
+    for k in receipt["choices_differ"][:5]:
+        text.append(f"\nat {rows[k]['text']!r} the runtime's likeliest token was "
+                    f"{rows[k]['runtime_choice']!r}, attncli's {rows[k]['attncli_choice']!r}")
+    return text
