@@ -28,7 +28,8 @@ def legend(result: GenerationResult, view: GenerateView) -> str:
     """What the numbers shown are: the view, its layers and heads and how they combine, and
     which sinks are out."""
     found = ", ".join(repr(result.prompt[i].text) for i in result.found_sinks)
-    left = (f"the first token, {len(result.sinks) - 1} template tokens"
+    template = (f", {len(result.sinks) - 1} template tokens" if len(result.sinks) > 1 else "")
+    left = (f"the first token{template}"
             + (f" and {found}, found by a large share of attention and a small value norm"
                if found else ""))
     if view.kind == "occlusion":
@@ -59,7 +60,7 @@ def _choice(result: GenerationResult, step: int) -> str:
     """The token's probability and rank, and the model's own choice where it is not it."""
     record = result.steps[step]
     prob, rank = record.get("prob"), record.get("rank")
-    text = "" if prob is None else f"{prob:.3f}"
+    text = "" if prob is None else f"{prob:.3f}" if prob >= 1e-3 else f"{prob:.1e}"
     if rank is not None and rank != 1 and record.get("top"):
         text += f" #{rank}, model: {record['top'][0]['text']!r}"
     return text
