@@ -101,7 +101,7 @@ def generate(prompt: str | None = None, model: str | None = None, *,
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
     asked = Asked(chat, answer, norms=view == "value" or exclude_sinks,
-                  occlusion=view == "occlusion")
+                  occlusion=view == "occlusion", view=view)
     record = generate_model(model, prompt or "", sampling, system=system, raw=raw, asked=asked)
     shown = GenerateView(at=at, layers=layers, head=head, combine=combine,
                          exclude_sinks=exclude_sinks, kind=view)

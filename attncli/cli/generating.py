@@ -96,8 +96,9 @@ class Answering(Group):
     explain_last: ExplainLastOpt = False
     logprobs: LogprobsOpt = None
 
-    def asked(self, norms: bool = False, occlusion: bool = False) -> Asked:
-        """The conversation and the given answer, read and checked, and the views to compute."""
+    def asked(self, view: str = "raw", exclude_sinks: bool = False) -> Asked:
+        """The conversation and the given answer, read and checked, and what view (and the
+        sinks found by what they are, with exclude_sinks) needs computed."""
         from attncli.models.generate.conversation import read_messages, split_last
         from attncli.models.generate.run import Asked
 
@@ -122,7 +123,9 @@ class Answering(Group):
             from attncli.models.generate.receipt import read_logprobs
 
             reported = read_logprobs(self.logprobs)
-        return Asked(messages, answer, norms, occlusion, reported)
+        # The value norms serve the value view and the sinks found by what they are.
+        return Asked(messages, answer, view == "value" or exclude_sinks, view == "occlusion",
+                     reported, view)
 
     def sampling(self) -> Sampling:
         """The sampling record (checked there)."""

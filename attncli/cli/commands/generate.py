@@ -54,9 +54,7 @@ def generate(source: Annotated[Source, Without("inputs")],
     output.check()
     layers = attended.check()
     answering.sampling()  # checked before the prompt is read
-    # The value norms serve the value view and the sinks found by what they are.
-    asked = answering.asked(attended.kind == "value" or attended.exclude_sinks,
-                            attended.kind == "occlusion")
+    asked = answering.asked(attended.kind, attended.exclude_sinks)
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""

@@ -49,10 +49,8 @@ def show(
         from attncli.render.reports.generate import render_generation
 
         generation = generation_from_dict(saved.doc)
-        kind = ("occlusion" if generation.occlusion is not None else "value"
-                if generation.norms is not None else "raw")  # the view it was made with
-        output.deliver_result(generation, render_generation,
-                              attended.view(generation, look.head, kind))
+        output.deliver_result(generation, render_generation,  # in the view it was made for
+                              attended.view(generation, look.head, generation.view))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":

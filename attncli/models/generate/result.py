@@ -60,6 +60,7 @@ class GenerationResult:
     norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
     occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
     receipt: dict[str, Any] | None = None  # a runtime's log-probs against attncli's
+    view: str = "raw"  # the view it was made for: raw, value or occlusion
 
     @property
     def answer_text(self) -> str:
@@ -73,7 +74,7 @@ class GenerationResult:
         return {"kind": "generate", "model": self.model.to_dict(),
                 "config": {"sampling": self.sampling, "template": self.template,
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
-                           "weights": kept, "given": self.given_answer},
+                           "weights": kept, "given": self.given_answer, "view": self.view},
                 "given": self.given,
                 "prompt": [t.to_dict() for t in self.prompt],
                 "answer": [t.to_dict() for t in self.answer],

@@ -44,6 +44,7 @@ class Asked:
     norms: bool = False  # keep ‖W_O v‖ per head and key, for the value view
     occlusion: bool = False  # one masked pass per prompt token, for the occlusion view
     reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
+    view: str = "raw"  # the view asked for, recorded in the result (show draws it again)
 
 
 NOTHING_MORE = Asked()
@@ -122,7 +123,8 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
 def _with_views(model: Model, built: Prompt, result: GenerationResult,
                 asked: Asked) -> GenerationResult:
     """result with the value norms and the occlusion drops asked for (each one more pass, or
-    one per prompt token, over prompt + answer)."""
+    one per prompt token, over prompt + answer), and the view they serve."""
+    result = replace(result, view=asked.view)
     ids = [t.id for t in result.answer if t.id is not None]
     if not ids:
         return result

@@ -26,7 +26,7 @@ from attncli.core.checks.parts import (
 from attncli.core.checks.run import tokens_from
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
-from attncli.models.generate.result import STOPPED, GenerationResult
+from attncli.models.generate.result import STOPPED, VIEWS, GenerationResult
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
 
@@ -64,6 +64,7 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         steps=records, weights=weights,
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
         given_answer=maybe(config.get("given"), flag, "config.given") or False,
+        view=maybe(config.get("view"), choice, "config.view", VIEWS) or "raw",
         turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
                                                         len(answer)))
 
