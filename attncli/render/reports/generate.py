@@ -33,7 +33,7 @@ def legend(result: GenerationResult, view: GenerateView) -> str:
             + (f" and {found}, found by a large share of attention and a small value norm"
                if found else ""))
     if view.kind == "occlusion":
-        sinks = (f"sinks not masked ({left})" if view.exclude_sinks else "every token masked")
+        sinks = (f"sinks not shown ({left})" if view.exclude_sinks else "sinks shown")
         return f"{KINDS[view.kind]}; the whole model; {sinks}"
     a, b = view.layers or result.layers_kept or (0, result.model.layers)
     heads = "every head" if view.head is None else f"head {view.head}"
