@@ -19,6 +19,7 @@ import json
 import re
 import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,12 @@ def measure(model: str, prompt: str, new: int, raw: bool) -> dict[str, dict[str,
     return out
 
 
+def _mean(values: Iterable[float]) -> float:
+    """The mean of the values that are numbers (a constant row gives no correlation)."""
+    kept = [v for v in values if not np.isnan(v)]
+    return statistics.fmean(kept) if kept else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(SMOLLM2))
@@ -129,16 +136,15 @@ def main() -> None:
         print(json.dumps({"kind": kind, "prompt": prompt, "views": rows[kind][-1]},
                          ensure_ascii=False), file=sys.stderr, flush=True)
     every = [r for kind in rows.values() for r in kind]
-    summary = {view: {"spearman": statistics.fmean(r[view]["spearman"] for r in every
-                                                  if not np.isnan(r[view]["spearman"])),
-                      "function_top": statistics.fmean(r[view]["function_top"] for r in every),
-                      "by_kind": {kind: statistics.fmean(r[view]["spearman"] for r in rs
-                                                         if not np.isnan(r[view]["spearman"]))
-                                  for kind, rs in rows.items()}}
-               for view in ("raw", "raw_with_sinks", "value", "occlusion")
-               if view != "occlusion" or True}
-    summary["occlusion"].pop("spearman")
-    summary["occlusion"].pop("by_kind")
+    summary: dict[str, dict[str, object]] = {}
+    for view in ("raw", "raw_with_sinks", "value", "occlusion"):
+        numbers: dict[str, object] = {"function_top": statistics.fmean(
+            r[view]["function_top"] for r in every)}
+        if view != "occlusion":  # occlusion against itself: nothing to measure
+            numbers["spearman"] = _mean(r[view]["spearman"] for r in every)
+            numbers["by_kind"] = {kind: _mean(r[view]["spearman"] for r in rs)
+                                  for kind, rs in rows.items()}
+        summary[view] = numbers
     report = {"model": args.model, "prompts": len(every), "new_tokens": args.new, "raw": args.raw,
               "views": summary}
     if args.json:
@@ -147,7 +153,7 @@ def main() -> None:
     print(f"{len(every)} prompts, {args.new} answer tokens each, on {args.model}")
     for view, numbers in summary.items():
         rho = numbers.get("spearman")
-        shown = "" if rho is None else f"Spearman with occlusion {rho:.3f}  "
+        shown = "" if not isinstance(rho, float) else f"Spearman with occlusion {rho:.3f}  "
         print(f"  {view:15} {shown}top token a function word/punctuation "
               f"{numbers['function_top']:.0%}")
 
