@@ -85,39 +85,60 @@ class Generation(Shown):
                 f" {self.answer[:60]!r}>")
 
 
-def generate(prompt: str, model: str | os.PathLike[str], *, max_new_tokens: int = 48,
-             sample: bool = False, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0,
-             seed: int | None = None, system: str | None = None, raw: bool = False,
-             at: int | str | None = None, layers: tuple[int, int] | None = None,
-             head: int | None = None, combine: str = "mean",
-             exclude_sinks: bool = True) -> Generation:
-    """Let model answer prompt (greedy unless sample) and keep what each answer token looked
-    at (at: its index, or its text as --at takes it), from its own decode step. Every argument
-    is checked before the model runs: a wrong type is one AttnCliError naming it."""
+def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = None, *,
+             messages: list[dict[str, Any]] | None = None, answer: str | None = None,
+             max_new_tokens: int = 48, sample: bool = False, temperature: float = 1.0,
+             top_p: float = 1.0, top_k: int = 0, seed: int | None = None,
+             system: str | None = None, raw: bool = False, at: int | str | None = None,
+             layers: tuple[int, int] | None = None, head: int | None = None,
+             combine: str = "mean", exclude_sinks: bool = True,
+             view: str = "raw") -> Generation:
+    """Let model answer prompt, or the conversation messages (OpenAI/Ollama chat), greedy
+    unless sample; or, given answer, teacher-force it in one pass. Keeps what each answer token
+    looked at (at: its index, or its text as --at takes it), shown by view (raw, value or
+    occlusion). Every argument is checked before the model runs: a wrong type is one
+    AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
-    from attncli.models.generate.run import generate_model
+    from attncli.models.generate.conversation import parse_messages
+    from attncli.models.generate.run import Asked, generate_model
     from attncli.models.generate.sampling import Sampling
     from attncli.records.generation import COMBINES, GenerateView, answer_index, check_view
 
-    model_path = str(typed("generate", "model", model, str))
-    span = _span(layers)
-    sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
-                        top_p=top_p, top_k=top_k, seed=seed)
+    if model is None:
+        raise AttnCliError("attncli.generate needs model=: a checkpoint path or name")
+    if (prompt is None) == (messages is None):
+        raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
+    if view not in VIEWS:
+        raise AttnCliError(f"attncli.generate(): view must be one of {', '.join(VIEWS)} "
+                           f"(got {view!r})")
     if combine not in COMBINES:
         raise AttnCliError(f"attncli.generate(): combine must be one of {', '.join(COMBINES)} "
                            f"(got {combine!r})")
-    record = generate_model(model_path, prompt, sampling, system=system, raw=raw)
-    view = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
-                        exclude_sinks=exclude_sinks)
-    check_view(record, view)
-    return Generation(record, view)
+    model_path = str(typed("generate", "model", model, str))
+    span = _span(layers)
+    chat = None if messages is None else parse_messages(messages, "messages")
+    sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
+                        top_p=top_p, top_k=top_k, seed=seed)
+    asked = Asked(chat, answer, norms=view == "value" or exclude_sinks,
+                  occlusion=view == "occlusion", view=view)
+    record = generate_model(model_path, prompt or "", sampling, system=system, raw=raw,
+                            asked=asked)
+    shown = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
+                         exclude_sinks=exclude_sinks, kind=view)
+    check_view(record, shown)
+    return Generation(record, shown)
+
+
+VIEWS = ("raw", "value", "occlusion")
 
 # generate()'s arguments (model and layers apart) and the types each must have.
 ARGUMENTS: dict[str, Any] = {
-    "prompt": str, "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
+    "prompt": str | None, "messages": list | None, "answer": str | None,
+    "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
     "top_k": int, "seed": int | None, "system": str | None, "raw": bool,
-    "at": int | str | None, "head": int | None, "combine": str, "exclude_sinks": bool}
+    "at": int | str | None, "head": int | None, "combine": str, "exclude_sinks": bool,
+    "view": str}
 
 
 def _span(layers: Any) -> tuple[int, int] | None:

@@ -19,7 +19,7 @@ from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
-    from attncli.models.generate.run import Keep
+    from attncli.models.generate.run import Asked, Keep
     from attncli.models.generate.sampling import Sampling
     from attncli.records.generation import GenerateView, GenerationResult
 
@@ -38,6 +38,23 @@ SystemOpt = Annotated[str | None, typer.Option(help="A system message for the ch
 RawOpt = Annotated[bool, typer.Option("--raw", help="Send the prompt without the chat template.")]
 ShowTemplateOpt = Annotated[bool, typer.Option("--show-template",
                                                help="Print what the model is given, and stop.")]
+MessagesOpt = Annotated[str | None, typer.Option(
+    "--messages", help="A conversation instead of TEXT: OpenAI/Ollama chat JSON "
+    '([{"role": "user", "content": ...}], or an object with "messages"; - reads stdin), '
+    "rendered by the model's chat template.", show_default=False, metavar="FILE|-")]
+AnswerOpt = Annotated[str | None, typer.Option(
+    "--answer", help="Explain this answer instead of writing one: teacher-forced in one pass, "
+    "each token's probability, rank and the model's own choice.", show_default=False)]
+AnswerFileOpt = Annotated[str | None, typer.Option(
+    "--answer-file", help="--answer read from a file (- reads stdin).", show_default=False,
+    metavar="FILE|-")]
+LogprobsOpt = Annotated[str | None, typer.Option(
+    "--logprobs", help="A runtime's per-token log-probabilities for the answer (Ollama's, "
+    "llama.cpp server's or OpenAI-style JSON; - reads stdin), compared with attncli's: a "
+    "receipt that the model shown is the one that ran. Its text is the answer unless given.",
+    show_default=False, metavar="FILE|-")]
+ExplainLastOpt = Annotated[bool, typer.Option(
+    "--explain-last", help="With --messages: explain the last (assistant) turn, as --answer.")]
 StreamOpt = Annotated[bool | None, typer.Option(
     "--stream/--no-stream", help="Write the answer to stderr token by token as it comes "
     "[default: when stderr is a terminal].", show_default=False)]
@@ -48,6 +65,10 @@ AtOpt = Annotated[str | None, typer.Option(
 LayersOpt = Annotated[str | None, typer.Option(
     "--layers", help="Layers A:B combined (half-open) [default: all].", show_default=False,
     metavar="A:B")]
+ViewKindOpt = Annotated[str, typer.Option(
+    "--view", help="What ranks the prompt tokens: raw (attention weights), value (α·‖W_O v‖ "
+    "per head, Kobayashi 2020) or occlusion (the answer token's log-prob drop with the token "
+    "masked: one pass per prompt token).", metavar="raw|value|occlusion")]
 CombineOpt = Annotated[str, typer.Option(help="How layers and heads combine: mean or max.")]
 SinksOpt = Annotated[bool, typer.Option(
     "--exclude-sinks/--keep-sinks", help="Leave out the first token and the template's own "
@@ -69,6 +90,42 @@ class Answering(Group):
     raw: RawOpt = False
     show_template: ShowTemplateOpt = False
     stream: StreamOpt = None
+    messages: MessagesOpt = None
+    answer_text: AnswerOpt = None
+    answer_file: AnswerFileOpt = None
+    explain_last: ExplainLastOpt = False
+    logprobs: LogprobsOpt = None
+
+    def asked(self, view: str = "raw", exclude_sinks: bool = False) -> Asked:
+        """The conversation and the given answer, read and checked, and what view (and the
+        sinks found by what they are, with exclude_sinks) needs computed."""
+        from attncli.models.generate.conversation import read_messages, split_last
+        from attncli.models.generate.run import Asked
+
+        given = [name for name, value in (("--answer", self.answer_text),
+                                          ("--answer-file", self.answer_file),
+                                          ("--explain-last", self.explain_last)) if value]
+        if len(given) > 1:
+            raise AttnCliError(f"{' and '.join(given)} each give the answer: use one")
+        if self.explain_last and self.messages is None:
+            raise AttnCliError("--explain-last explains the last turn of --messages: give them")
+        messages = None if self.messages is None else read_messages(self.messages)
+        answer = self.answer_text
+        if self.answer_file is not None:
+            answer = _read_answer(self.answer_file)
+        if messages is not None and self.explain_last:
+            messages, answer = split_last(messages)
+        elif messages is not None and messages[-1]["role"] == "assistant" and answer is None:
+            raise AttnCliError("--messages ends with the assistant's turn: --explain-last "
+                               "explains it, or end the conversation with a user turn")
+        reported = None
+        if self.logprobs is not None:
+            from attncli.models.generate.receipt import read_logprobs
+
+            reported = read_logprobs(self.logprobs)
+        # The value norms serve the value view and the sinks found by what they are.
+        return Asked(messages, answer, view == "value" or exclude_sinks, view == "occlusion",
+                     reported, view)
 
     def sampling(self) -> Sampling:
         """The sampling record (checked there)."""
@@ -79,14 +136,17 @@ class Answering(Group):
                         seed=self.seed)
 
     def answer(self, model: str, prompt: str, allow_special: bool, keep: Keep | None = None,
-               on_token: Callable[[TokenInfo], None] | None = None) -> GenerationResult:
+               on_token: Callable[[TokenInfo], None] | None = None,
+               asked: Asked | None = None) -> GenerationResult:
         """model's answer to prompt, prompted and sampled as this group asks (keep: the weights
-        kept, by default all; on_token: takes each answer token as it comes)."""
+        kept, by default all; on_token: takes each answer token as it comes; asked: the
+        conversation, given answer and views, by default this group's own)."""
         from attncli.models.generate.run import ALL, generate_model
 
         return generate_model(model, prompt, self.sampling(), system=self.system, raw=self.raw,
                               keep=ALL if keep is None else keep, on_token=on_token,
-                              allow_special=allow_special)
+                              allow_special=allow_special,
+                              asked=self.asked() if asked is None else asked)
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:
@@ -107,6 +167,14 @@ class Answering(Group):
         finally:
             if written:
                 _write("\n")
+
+
+def _read_answer(path: str) -> str:
+    """--answer-file's text, its one final newline left out."""
+    from attncli.core.inputs import _decode, _read_path, is_stdin
+
+    name = "standard input" if is_stdin(path) else f"--answer-file {path!r}"
+    return _decode(_read_path(path, "--answer-file"), name).removesuffix("\n")
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -131,17 +199,20 @@ class Attended(Group):
 
     panel = "Attention view"
     at: AtOpt = None
+    kind: ViewKindOpt = "raw"
     layers: LayersOpt = None
     combine: CombineOpt = "mean"
     exclude_sinks: SinksOpt = True
 
     def check(self) -> tuple[int, int] | None:
         """--layers and --combine checked before any work; --layers as (a, b) or None."""
-        from attncli.records.generation import COMBINES
+        from attncli.records.generation import COMBINES, VIEWS
 
         if self.combine not in COMBINES:
             raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
                                f"{self.combine!r})")
+        if self.kind not in VIEWS:
+            raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {self.kind!r})")
         return self.span()
 
     def span(self) -> tuple[int, int] | None:
@@ -156,11 +227,14 @@ class Attended(Group):
                                "B (0:1 is layer 0)")
         return int(a), int(b)
 
-    def view(self, result: GenerationResult, head: int | None) -> GenerateView:
-        """The view of result: --at resolved against its answer, and checked."""
+    def view(self, result: GenerationResult, head: int | None,
+             kind: str | None = None) -> GenerateView:
+        """The view of result (kind: --view's unless given): --at resolved against its answer,
+        and checked."""
         from attncli.records.generation import GenerateView, answer_index, check_view
 
         view = GenerateView(at=answer_index(result, self.at), layers=self.span(), head=head,
-                            combine=self.combine, exclude_sinks=self.exclude_sinks)
+                            combine=self.combine, exclude_sinks=self.exclude_sinks,
+                            kind=self.kind if kind is None else kind)
         check_view(result, view)
         return view

@@ -8,6 +8,7 @@ weights (layers, heads, P + s) cover the P prompt tokens and answer tokens 0..s-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,13 @@ import numpy as np
 from attncli.core.result import ModelInfo, TokenInfo
 
 COMBINES = ("mean", "max")
-STOPPED = ("eos", "max_new_tokens", "interrupted")
+STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
+VIEWS = ("raw", "value", "occlusion")
+# A found sink takes over twice the mean share of the prompt's own tokens while its value norm
+# is under 0.8 of their median (SmolLM2's ' the' in "What is the capital of France?": 2.9×
+# the share, 0.75 the norm; its content words: about 1× each).
+SINK_SHARE = 2.0
+SINK_NORM = 0.8
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,7 @@ class GenerateView:
     combine: str = "mean"  # how the shown layers and heads make one row: mean or max
     exclude_sinks: bool = True  # leave out the sink tokens and renormalise what is left
     k: int = 3  # prompt tokens ranked per answer token
+    kind: str = "raw"  # raw weights, value-weighted (α·‖W_O v‖) or occlusion (log-prob drop)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,12 @@ class GenerationResult:
     weights: list[Any] = field(default_factory=list)  # per step (layers, heads, P + s) float32
     layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
     head_kept: int | None = None  # the one head weights hold, when only one
+    given_answer: bool = False  # the answer was given and teacher-forced, not generated
+    turns: list[dict[str, Any]] = field(default_factory=list)  # {role, start, end} per message
+    norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
+    occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
+    receipt: dict[str, Any] | None = None  # a runtime's log-probs against attncli's
+    view: str = "raw"  # the view it was made for: raw, value or occlusion
 
     @property
     def answer_text(self) -> str:
@@ -60,11 +74,14 @@ class GenerationResult:
         return {"kind": "generate", "model": self.model.to_dict(),
                 "config": {"sampling": self.sampling, "template": self.template,
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
-                           "weights": kept},
+                           "weights": kept, "given": self.given_answer, "view": self.view},
                 "given": self.given,
                 "prompt": [t.to_dict() for t in self.prompt],
                 "answer": [t.to_dict() for t in self.answer],
-                "sinks": self.sinks,
+                "sinks": self.sinks, "turns": self.turns,
+                **({} if self.norms is None else {"value_norms": self.norms}),
+                **({} if self.occlusion is None else {"occlusion": self.occlusion}),
+                **({} if self.receipt is None else {"receipt": self.receipt}),
                 "steps": [{**step, "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}
 
@@ -73,19 +90,66 @@ class GenerationResult:
         return [t.text for t in self.prompt + self.answer]
 
     def row(self, step: int, view: GenerateView) -> np.ndarray:
-        """Step's weights over its keys (P + step,), the view's layers and heads combined and,
-        with exclude_sinks, the sinks set to 0 and the rest renormalised to sum to 1."""
+        """Step's view over its keys (P + step,): raw or value-weighted weights, the view's
+        layers and heads combined and, with exclude_sinks, the sinks set to 0 and the rest
+        renormalised to sum to 1; or occlusion's log-prob drops (nats) over the prompt."""
+        if view.kind == "occlusion":
+            return self._occluded(step, view)
         weights = np.asarray(self.weights[step], dtype=np.float64)  # (L, H, t+1)
+        if view.kind == "value":  # α_ij·‖W_O^h v_j^h‖ (Kobayashi 2020): what j adds to i
+            weights = weights * self._held_norms()[..., :weights.shape[-1]]
         a, b = self._layer_span(view)
         heads = slice(None) if view.head is None else slice(*self._head_span(view.head))
         chosen = weights[a:b, heads].reshape(-1, weights.shape[-1])  # (L·H, t+1)
         row = chosen.mean(axis=0) if view.combine == "mean" else chosen.max(axis=0)
-        if view.exclude_sinks:
+        if view.exclude_sinks or view.kind == "value":
             row = row.copy()
-            row[[i for i in self.sinks if i < row.shape[0]]] = 0.0
+            if view.exclude_sinks:
+                row[[i for i in self.left_out() if i < row.shape[0]]] = 0.0
             total = row.sum()
             row = row / total if total > 0 else row
         return row  # (t+1,)
+
+    @cached_property
+    def found_sinks(self) -> list[int]:
+        """Prompt tokens that act as sinks by what they are, not where they are: each takes
+        more than SINK_SHARE times the mean share of the prompt's own tokens of the answer's
+        raw attention (every layer and head held), while its value norm ‖W_O v‖ is under
+        SINK_NORM times their median: much looked at, little taken. Needs the value norms."""
+        if self.norms is None or not self.weights:
+            return []
+        p, fixed = len(self.prompt), set(self.sinks)
+        own = [j for j in range(p) if j not in fixed]
+        if len(own) < 3:
+            return []
+        share = np.mean([np.asarray(w, dtype=np.float64)[..., :p].mean(axis=(0, 1))
+                         for w in self.weights], axis=0)  # (P,)
+        norm = self._held_norms()[..., :p].mean(axis=(0, 1))  # (P,)
+        mean_share, median_norm = share[own].mean(), np.median(norm[own])
+        return [j for j in own if share[j] > SINK_SHARE * mean_share
+                and norm[j] < SINK_NORM * median_norm]
+
+    def left_out(self) -> list[int]:
+        """The sinks a view leaves out: the first token, the template's, and those found."""
+        return sorted(set(self.sinks) | set(self.found_sinks))
+
+    def _held_norms(self) -> np.ndarray:
+        """The value norms of the layers and heads the weights hold: (L, H, P + A)."""
+        norms = np.asarray(self.norms, dtype=np.float64)
+        a, b = self.layers_kept or (0, self.model.layers)
+        heads = slice(None) if self.head_kept is None else slice(self.head_kept,
+                                                                 self.head_kept + 1)
+        return norms[a:b, heads]
+
+    def _occluded(self, step: int, view: GenerateView) -> np.ndarray:
+        """Answer token step's log-prob drop with each prompt token masked (P + step,): 0 on
+        answer tokens and, with exclude_sinks, on the sinks."""
+        assert self.occlusion is not None, "the occlusion view needs occlusion computed"
+        row = np.zeros(len(self.prompt) + step)
+        row[:len(self.prompt)] = self.occlusion[step]
+        if view.exclude_sinks:
+            row[[i for i in self.left_out() if i < row.shape[0]]] = 0.0
+        return row
 
     def _layer_span(self, view: GenerateView) -> tuple[int, int]:
         """The view's layers as indices into the layers the weights hold."""
@@ -149,6 +213,12 @@ def check_view(result: GenerationResult, view: GenerateView) -> None:
     if view.combine not in COMBINES:
         raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
                            f"{view.combine!r})")
+    if view.kind not in VIEWS:
+        raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {view.kind!r})")
+    if view.kind == "value" and result.norms is None or (
+            view.kind == "occlusion" and result.occlusion is None):
+        raise AttnCliError(f"the {view.kind} view needs what this result did not compute "
+                           "(a saved generation holds it only when made with that view)")
     n = len(result.answer)
     if view.at is not None and not 0 <= view.at < n:
         raise AttnCliError(f"--at {view.at} is not an answer token (the answer has {n} token"

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.records.generation import STOPPED, GenerationResult
+from attncli.records.generation import STOPPED, VIEWS, GenerationResult
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
@@ -17,6 +17,7 @@ from attncli.saved.parts import (
     flag,
     integer,
     items,
+    maybe,
     need,
     number,
     obj,
@@ -76,7 +77,7 @@ def _sampling(value: Any, where: str) -> dict[str, Any]:
         return check(need(sampling, name, where), f"{where}.{name}", *bounds)
 
     out = {"max_new_tokens": field("max_new_tokens", integer, 1),
-           "strategy": field("strategy", choice, ("greedy", "sample"))}
+           "strategy": field("strategy", choice, ("greedy", "sample", "given"))}
     if out["strategy"] == "sample":
         out |= {"temperature": field("temperature", number), "top_k": field("top_k", integer),
                 "top_p": field("top_p", number), "seed": field("seed", integer)}
@@ -123,7 +124,39 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         sinks=[integer(i, f"sinks[{k}]", 0, max(p - 1, 0))
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
         steps=records, weights=weights,
-        layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head)
+        layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
+        given_answer=maybe(doc["config"].get("given"), flag, "config.given") or False,
+        view=maybe(doc["config"].get("view"), choice, "config.view", VIEWS) or "raw",
+        turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
+                                                        len(answer)))
+
+
+def _turns(data: Any, p: int) -> list[dict[str, Any]]:
+    """Each message's tokens [start, end) among the prompt's."""
+    out = []
+    for k, turn in enumerate(items(data, "turns")):
+        where = f"turns[{k}]"
+        turn = obj(turn, where)
+        start = integer(need(turn, "start", where), f"{where}.start", 0, p)
+        out.append({"role": string(need(turn, "role", where), f"{where}.role"), "start": start,
+                    "end": integer(need(turn, "end", where), f"{where}.end", start, p)})
+    return out
+
+
+def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:
+    """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
+    out: dict[str, Any] = {}
+    if doc.get("value_norms") is not None:
+        out["norms"] = np.asarray(stack(doc["value_norms"], "value_norms", layers, heads, p + a),
+                                  dtype=np.float32)
+    if doc.get("receipt") is not None:
+        out["receipt"] = obj(doc["receipt"], "receipt")
+    if doc.get("occlusion") is not None:
+        rows = items(doc["occlusion"], "occlusion", a)
+        out["occlusion"] = [[number(v, f"occlusion[{s}][{j}]")
+                             for j, v in enumerate(items(row, f"occlusion[{s}]", p))]
+                            for s, row in enumerate(rows)]
+    return out
 
 
 def _weights(held: Any, s: int) -> np.ndarray:

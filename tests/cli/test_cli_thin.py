@@ -326,7 +326,7 @@ def test_prompt_to_dict_is_show_templates_json() -> None:
 def test_answer_hands_the_groups_settings_to_generate_model(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from attncli.cli.generating import Answering
-    from attncli.models.generate.run import ALL, Keep
+    from attncli.models.generate.run import ALL, Asked, Keep
     from attncli.models.generate.sampling import Sampling
 
     calls: list[tuple[Any, ...]] = []
@@ -339,13 +339,14 @@ def test_answer_hands_the_groups_settings_to_generate_model(
     answering = Answering(max_new_tokens=3, system="be brief")
     assert answering.answer("m", "Hi", True) == "answer"
     keep = Keep((0, 1), 2)
-    answering.answer("m", "Hi", False, keep, print)
+    asked = Asked(answer="Hello", norms=True)
+    answering.answer("m", "Hi", False, keep, print, asked)
     sampling = Sampling(max_new_tokens=3)
     assert calls == [
         (("m", "Hi", sampling), {"system": "be brief", "raw": False, "keep": ALL,
-                                 "on_token": None, "allow_special": True}),
+                                 "on_token": None, "allow_special": True, "asked": Asked()}),
         (("m", "Hi", sampling), {"system": "be brief", "raw": False, "keep": keep,
-                                 "on_token": print, "allow_special": False})]
+                                 "on_token": print, "allow_special": False, "asked": asked})]
 
 
 # What the commands share: Output, Chapter3, request_of.

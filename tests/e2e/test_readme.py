@@ -53,6 +53,8 @@ NOT_COMMANDS = {
     "cli/        the Typer app": "the package layout",
     "heads --json on a 50-token text": "bench/families.py's table, measured on a loaded machine",
     ">>> import attncli": "Python, not shell: tests/api/test_api.py runs it as a doctest",
+    '[{"role": "user", "content": "What is the capital': (
+        "samples/chat.json, shown (tests/cli/test_cli_given.py reads chat JSON of that shape)"),
     "Usage: attncli ": "a command's --help, written by scripts/gen_cli_docs.py and compared with "
                        "the real --help by tests/e2e/test_cli_docs.py",
 }
@@ -63,6 +65,10 @@ NOT_RUN = {
         "SmolLM2's real answer, measured here; tests/models/generate/test_generate_real.py checks "
         "its tokens and weights against transformers' generate, and tests/e2e/test_install.py "
         "runs it in a fresh venv"),
+    "attncli generate --messages samples/chat.json --explain-last --model smollm2": (
+        "SmolLM2's view of a given answer, measured here; "
+        "tests/models/generate/test_generate_given_real.py checks a given answer's weights and "
+        "log-probabilities on SmolLM2 against transformers' forward"),
     "attncli heads --file samples/induction.txt --model smollm2": (
         "the real model's heads, measured here; tests/models/gguf/test_gguf_cli.py checks its "
         "weights against transformers, and tests/e2e/test_install.py runs it in a fresh venv"),

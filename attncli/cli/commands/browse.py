@@ -62,8 +62,10 @@ def browse(
         model = needed_model(checkpoint.model, "browse --generate", " (the decoder that answers)")
         from attncli.browse.generation import generation_source
 
-        shown = generation_source(answering.answer(model, source.read()[0] or "",
-                                                   encoding.allow_special))
+        asked = answering.asked()  # --messages, or TEXT
+        prompt = "" if asked.messages is not None else source.read()[0] or ""
+        shown = generation_source(answering.answer(model, prompt, encoding.allow_special,
+                                                   asked=asked))
     else:
         from attncli.browse.source import source_of
 

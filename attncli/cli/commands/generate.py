@@ -9,6 +9,7 @@ from attncli.cli.groups import Without, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
+from attncli.errors import AttnCliError
 
 LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
 
@@ -19,7 +20,14 @@ def generate(source: Annotated[Source, Without("inputs")],
              encoding: Annotated[Encoding, Without("encoding")], answering: Answering,
              attended: Attended, look: Annotated[Look, Without(*LOOK_UNUSED)],
              output: Output) -> None:
-    """Let the model answer, then show what each answer token looked at.
+    """Let the model answer, or explain an answer you give, and show what each answer token
+    looked at.
+
+    --messages takes a conversation (OpenAI/Ollama chat JSON). --answer, --answer-file or
+    --explain-last (the conversation's last assistant turn) give the answer: it is
+    teacher-forced in one pass, and each token shows its probability, its rank and the
+    model's own choice where that differs. --view ranks the prompt tokens by raw weights, by
+    value-weighted attention, or by occlusion (what masking the token costs the answer).
 
     On a terminal the answer is written to stderr token by token as it comes (--stream,
     --no-stream). Ctrl-C stops the model and shows what it wrote so far (stopped:
@@ -32,6 +40,10 @@ def generate(source: Annotated[Source, Without("inputs")],
       attncli generate "Name a colour" --model M --sample --seed 1 --at 0 --layers 0:8
 
       attncli generate "Name a colour" --model M --at Blue --json --layers 20:30 --head 3
+
+      attncli generate --messages chat.json --explain-last --model M --view value
+
+      attncli generate "Capital of France?" --answer "Lyon." --model M --view occlusion
     """
     from attncli.cli.streams import after_imports
 
@@ -39,7 +51,10 @@ def generate(source: Annotated[Source, Without("inputs")],
     output.check()
     layers = attended.check()
     answering.sampling()  # checked before the prompt is read
-    prompt = source.read(settle=False)[0] or ""
+    asked = answering.asked(attended.kind, attended.exclude_sinks)
+    if asked.messages is not None and source.text is not None:
+        raise AttnCliError("give TEXT or --messages, not both")
+    prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
     from attncli.models.generate.run import Keep
@@ -47,8 +62,8 @@ def generate(source: Annotated[Source, Without("inputs")],
 
     after_imports()
     if answering.show_template:
-        built = build_prompt(open_model(model), model, prompt,
-                             answering.system, answering.raw, encoding.allow_special)
+        built = build_prompt(open_model(model), model, prompt, answering.system,
+                             answering.raw, encoding.allow_special, asked.messages)
         if output.as_json:
             emit_json(built.to_dict())
         else:
@@ -57,6 +72,6 @@ def generate(source: Annotated[Source, Without("inputs")],
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
         result = answering.answer(model, prompt, encoding.allow_special, keep,
-                                  on_token)
+                                  on_token, asked)
     output.deliver_result(result, render_generation, attended.view(result, look.head))
 

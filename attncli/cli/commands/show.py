@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.generating import Attended
-from attncli.cli.groups import command
+from attncli.cli.groups import Without, command
 from attncli.cli.options import Look, Output
 
 
@@ -18,7 +18,7 @@ def show(
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
     look: Look,
     output: Output,
-    attended: Attended,
+    attended: Annotated[Attended, Without("kind")],  # --view is Look's here
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 
@@ -55,7 +55,8 @@ def show(
         from attncli.render.reports.generate import render_generation
 
         generation = saved.results[0]
-        output.deliver_result(generation, render_generation, attended.view(generation, look.head))
+        output.deliver_result(generation, render_generation,  # in the view it was made for
+                              attended.view(generation, look.head, generation.view))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":

@@ -34,6 +34,22 @@ class Step:
     top_ids: list[int]  # the TOP_K likeliest next tokens, most likely first
     top_probs: list[float]  # their probabilities (softmax of the raw logits)
     prob: float  # the chosen token's probability (softmax of the raw logits)
+    logprob: float  # its natural log, from log-softmax in float64 (exact where prob is tiny)
+    rank: int  # 1 + how many tokens are likelier than it (1: the greedy choice)
+
+
+def scored(token_id: int, position: int, weights: np.ndarray, logits: torch.Tensor) -> Step:
+    """The step that put token_id after position: its weights (layers, heads, position + 1),
+    and what logits (vocab,) float32 say of it and of the likeliest tokens."""
+    if not torch.isfinite(logits).all():
+        raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are too "
+                           "large")
+    probs = torch.softmax(logits, dim=-1)  # (vocab,)
+    top = probs.topk(min(TOP_K, probs.shape[0]))
+    logprob = float(torch.log_softmax(logits.double(), dim=-1)[token_id])
+    rank = 1 + int((logits > logits[token_id]).sum())
+    return Step(token_id, position, weights, top.indices.tolist(), top.values.tolist(),
+                float(probs[token_id]), logprob, rank)
 
 
 def check_decoder(model: Model) -> None:
@@ -124,10 +140,7 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
             raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are "
                                "too large")
         chosen = choose(logits, sampling, generator)
-        probs = torch.softmax(logits, dim=-1)  # (vocab,)
-        top = probs.topk(min(TOP_K, probs.shape[0]))
-        yield Step(chosen, position, weights.float().numpy().copy(), top.indices.tolist(),
-                   top.values.tolist(), float(probs[chosen]))
+        yield scored(chosen, position, weights.float().numpy().copy(), logits)
         if chosen in stop_ids:
             return
         token_id, position = chosen, position + 1

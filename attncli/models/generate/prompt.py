@@ -10,8 +10,10 @@ from attncli.core.request import Request
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, open_family
-from attncli.models.generate.chat import ChatSetup, chat_setup, template_text, turn_end_text
+from attncli.models.generate.chat import ChatSetup, chat_setup, messages_of, turn_end_text
+from attncli.models.generate.conversation import Turn, check_tools, content_spans
 from attncli.models.generate.engine import positions
+from attncli.models.generate.template import render_template
 from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
 from attncli.models.sources.base import WeightSource
 
@@ -27,6 +29,7 @@ class Prompt:
     origin: str  # where the template came from ("" without one)
     stop_ids: frozenset[int]
     sinks: list[int]  # the first token and every token of the template's own text
+    turns: tuple[Turn, ...] = ()  # each message's content tokens, where they can be found
 
     def to_dict(self) -> dict[str, Any]:
         """`generate --show-template --json`: the text given, its tokens and the template's
@@ -37,29 +40,36 @@ class Prompt:
 
 
 def build_prompt(model: Model, model_path: str, prompt: str, system: str | None, raw: bool,
-                 allow_special: bool = False) -> Prompt:
-    """The prompt through the checkpoint's chat template (unless raw, or it has none) and its
-    tokenizer, as transformers' apply_chat_template(..., add_generation_prompt=True) encodes
-    it: the template's text with its special tokens read as such, no BOS added on top."""
+                 allow_special: bool = False,
+                 messages: list[dict[str, Any]] | None = None) -> Prompt:
+    """The prompt (or the conversation messages) through the checkpoint's chat template (unless
+    raw, or it has none) and its tokenizer, as transformers' apply_chat_template(...,
+    add_generation_prompt=True) encodes it: the template's text with its special tokens read
+    as such, no BOS added on top."""
     source = model.vocabulary()
     # A checkpoint tokenised by tiktoken (GPT-2) has no template; its config still names EOS.
     setup = chat_setup(source if source is not None else open_family(model_path)[0])
+    if messages is not None and (raw or setup.template is None or source is None):
+        why = "--raw sends text without it" if raw else "this model has none"
+        raise AttnCliError(f"--messages is rendered by the model's chat template, and {why}")
     if raw or setup.template is None or source is None:
         check_text_fits(prompt, model, source)
         tokens = model.tokens(Request(text=prompt, model=model_path,
                                       allow_special=allow_special))
         return Prompt(tokens.tokens, tokens.ids, prompt, False, "",
                       setup.stop_ids | _eos_of(model, source, setup), [0])
-    given = template_text(setup, prompt, system)
+    chat = messages_of(prompt, system) if messages is None else messages
+    check_tools(chat, setup.template)
+    given = render_template(setup.template, chat, setup.special)
     check_text_fits(given, model, source)
     pieces = hf_tokenize(source_tokenizer(source), given, allow_special=True,
                          name=source.label, add_special_tokens=False).pieces
     infos = [TokenInfo.of(p) for p in pieces]
     ids = [p.id for p in pieces if p.id is not None]
-    contents = [c for c in (system, prompt) if c]
+    sinks, turns = _sinks_and_turns(infos, given, chat)
     return Prompt(infos, ids, given, True, setup.origin,
                   setup.stop_ids | _eos_of(model, source, setup) | _turn_end(source, setup),
-                  _sinks(infos, given, contents))
+                  sinks, turns)
 
 
 NORMALISED = 4  # a normalizer (NFC, NFKC, lowercase) writes a text in no fewer than 1/4 its bytes
@@ -118,23 +128,45 @@ def _turn_end(source: WeightSource, setup: ChatSetup) -> frozenset[int]:
     return frozenset({ids[0]}) if ids and ids[0] in added else frozenset()
 
 
-def _sinks(tokens: list[TokenInfo], given: str, contents: list[str]) -> list[int]:
-    """The first token, and every token lying wholly outside the messages' own text (the
-    template's fixed text), found by the tokens' bytes; where the bytes do not spell the text
-    (a tokenizer that rewrites it), the first token only."""
-    data = given.encode("utf-8")
-    spans, end = [], len(data)
-    for content in reversed(contents):  # the last message last; each earlier one before it
-        start = data.rfind(content.encode("utf-8"), 0, end)
-        if start < 0:
-            return [0]
-        spans.append((start, start + len(content.encode("utf-8"))))
-        end = start
+def _sinks_and_turns(tokens: list[TokenInfo], given: str,
+                     chat: list[dict[str, Any]]) -> tuple[list[int], tuple[Turn, ...]]:
+    """The sinks: the first token, and every token lying wholly outside the messages' own text
+    (the template's fixed text), found by the tokens' bytes; and each message's tokens. Where
+    the bytes do not spell the text (a tokenizer or template that rewrites it): the first
+    token only, and no turns."""
+    spans = content_spans(given, [str(m["content"]) for m in chat])
+    if spans is None:
+        return [0], ()
     sinks, offset = [0], 0
+    starts: list[int | None] = [None] * len(spans)
+    ends = [0] * len(spans)
     for token in tokens:
         width = len(bytes.fromhex(token.bytes_hex)) if token.bytes_hex is not None else 0
         end = offset + width
-        if token.index > 0 and not any(s < end and offset < e for s, e in spans):
+        inside = [k for k, (s, e) in enumerate(spans) if s < end and offset < e]
+        if token.index > 0 and not inside:
             sinks.append(token.index)
+        for k in inside:
+            starts[k] = token.index if starts[k] is None else starts[k]
+            ends[k] = token.index + 1
         offset = end
-    return sinks if offset == len(data) else [0]
+    if offset != len(given.encode("utf-8")):
+        return [0], ()
+    turns, previous = [], 0
+    for k, (message, start) in enumerate(zip(chat, starts, strict=True)):
+        first, previous = (previous, previous) if start is None else (start, ends[k])
+        turns.append(Turn(str(message["role"]), first, previous))  # an empty one: no tokens
+    return sinks, tuple(turns)
+
+
+def answer_ids(model: Model, model_path: str, text: str, allow_special: bool) -> list[int]:
+    """A given answer's ids, as the model writes them after the prompt: its own tokens, no BOS
+    (the checkpoint's tokenizer, or tiktoken's GPT-2)."""
+    if not text:
+        raise AttnCliError("the answer is empty: give its text with --answer or --answer-file")
+    source = model.vocabulary()
+    if source is None:
+        return model.tokens(Request(text=text, model=model_path, allow_special=allow_special)).ids
+    pieces = hf_tokenize(source_tokenizer(source), text, allow_special=allow_special,
+                         name=source.label, add_special_tokens=False).pieces
+    return [p.id for p in pieces if p.id is not None]

@@ -4,14 +4,18 @@ token handed to on_token as it comes), and tensors turned into the plain result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from attncli.activity import counted, doing
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
 from attncli.models.generate.engine import Step, decode
-from attncli.models.generate.prompt import Prompt, build_prompt
+from attncli.models.generate.given import check_answer, teacher_forced
+from attncli.models.generate.occlusion import occlusion
+from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
+from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
 from attncli.records.generation import GenerationResult
@@ -30,26 +34,48 @@ GREEDY = Sampling()
 ALL = Keep()
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the model is asked besides the prompt: a conversation, a given answer to explain
+    instead of its own, and the views beyond raw weights the result must hold."""
+
+    messages: list[dict[str, Any]] | None = None  # a chat, rendered by the template
+    answer: str | None = None  # teacher-forced in one pass, no generation
+    norms: bool = False  # keep ‖W_O v‖ per head and key, for the value view
+    occlusion: bool = False  # one masked pass per prompt token, for the occlusion view
+    reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
+    view: str = "raw"  # the view asked for, recorded in the result (show draws it again)
+
+
+NOTHING_MORE = Asked()
+
+
 def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
                    system: str | None = None, raw: bool = False, keep: Keep = ALL,
                    on_token: Callable[[TokenInfo], None] | None = None,
-                   allow_special: bool = False) -> GenerationResult:
-    """The model's answer to prompt, and every step's weights from its own decode step.
+                   allow_special: bool = False, asked: Asked = NOTHING_MORE) -> GenerationResult:
+    """The model's answer to prompt (or asked's messages), or asked's given answer
+    teacher-forced, and every step's weights, from its own decode step or the one pass.
 
     Ctrl-C during decoding keeps the tokens written so far (stopped: interrupted); before the
     first token it propagates.
     """
     model = open_model(model_path)
-    if system is not None and raw:
+    if system is not None and (raw or asked.messages is not None):
         raise AttnCliError("--system goes into the chat template, and --raw sends the prompt "
-                           "without it: use one of them")
-    built = build_prompt(model, model_path, prompt, system, raw, allow_special)
+                           "without it: use one of them" if raw else "--messages holds the "
+                           "system turn: give it there, not with --system")
+    built = build_prompt(model, model_path, prompt, system, raw, allow_special, asked.messages)
     sampling = with_seed(sampling)
     _check_keep(model, keep)
-    if keep.json:
-        check_json_size(model, len(built.ids), sampling.max_new_tokens, keep)
     texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if
                                            model.vocabulary() is not None else "gpt2", None))
+    if asked.reported is not None and asked.answer is None:
+        asked = replace(asked, answer=answer_of(asked.reported))
+    if asked.answer is not None:
+        return _given(model, model_path, built, asked, keep, texts, allow_special)
+    if keep.json:
+        check_json_size(model, len(built.ids), sampling.max_new_tokens, keep)
     steps: list[Step] = []
     answer: list[TokenInfo] = []
     stopped = "max_new_tokens"
@@ -67,7 +93,46 @@ def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
         if not steps:
             raise
         stopped = "interrupted"
-    return _result(model, built, sampling, keep, steps, answer, stopped, texts)
+    result = _result(model, built, sampling, keep, steps, answer, stopped, texts)
+    return _with_views(model, built, result, asked)
+
+
+def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Keep,
+           texts: Callable[[int], dict[str, object]], allow_special: bool) -> GenerationResult:
+    """asked.answer teacher-forced after the prompt: one pass, no generation."""
+    assert asked.answer is not None, "a given answer"
+    ids = answer_ids(model, model_path, asked.answer, allow_special)
+    check_answer(model, built.ids, ids)
+    if keep.json:
+        check_json_size(model, len(built.ids), len(ids), keep)
+    doing(f"reading the prompt and the given answer: {len(built.ids) + len(ids):,} tokens")
+    forced = teacher_forced(model, built.ids, ids)
+    answer = [_info(texts(i), len(built.ids) + s) for s, i in enumerate(ids)]
+    result = _result(model, built, GREEDY, keep, forced.steps, answer, "given", texts)
+    result = replace(result, given_answer=True, norms=forced.norms if asked.norms else None,
+                     sampling={"max_new_tokens": len(ids), "strategy": "given"})
+    if asked.reported is not None:
+        pieces = [bytes.fromhex(t.bytes_hex) if t.bytes_hex is not None
+                  else t.text.encode("utf-8") for t in answer]
+        result = replace(result, receipt=compare(
+            asked.reported, pieces, [s.logprob for s in forced.steps],
+            [str(texts(s.top_ids[0])["text"]) for s in forced.steps]))
+    return _with_views(model, built, result, replace(asked, norms=False))
+
+
+def _with_views(model: Model, built: Prompt, result: GenerationResult,
+                asked: Asked) -> GenerationResult:
+    """result with the value norms and the occlusion drops asked for (each one more pass, or
+    one per prompt token, over prompt + answer), and the view they serve."""
+    result = replace(result, view=asked.view)
+    ids = [t.id for t in result.answer if t.id is not None]
+    if not ids:
+        return result
+    if asked.norms:
+        result = replace(result, norms=teacher_forced(model, built.ids, ids).norms)
+    if asked.occlusion:
+        result = replace(result, occlusion=occlusion(model, built.ids, ids, built.sinks))
+    return result
 
 
 def _check_keep(model: Model, keep: Keep) -> None:
@@ -108,6 +173,7 @@ def _result(model: Model, built: Prompt, sampling: Sampling, keep: Keep, steps: 
     a, b = keep.layers or (0, model.spec.n_layer)
     heads = slice(None) if keep.head is None else slice(keep.head, keep.head + 1)
     records = [{"index": s, "position": step.position, "id": step.token_id, "prob": step.prob,
+                "logprob": step.logprob, "rank": step.rank,
                 "top": [{**texts(i), "prob": p}
                         for i, p in zip(step.top_ids, step.top_probs, strict=True)]}
                for s, step in enumerate(steps)]
@@ -117,4 +183,5 @@ def _result(model: Model, built: Prompt, sampling: Sampling, keep: Keep, steps: 
         template=template, sampling=sampling.to_dict(), stop_ids=sorted(built.stop_ids),
         stopped=stopped, sinks=built.sinks, steps=records,
         weights=[step.weights[a:b, heads] for step in steps],
-        layers_kept=keep.layers, head_kept=keep.head)
+        layers_kept=keep.layers, head_kept=keep.head,
+        turns=[t.to_dict() for t in built.turns])

@@ -96,8 +96,8 @@ function generateModel() {
   const answer = range(p, tokens.length);
   return { kind: "generate", tokens, ownControls: true, controls: generateControls,
     focus: answer.length ? p : null,
-    title: "generate · " + doc.model.path + " · " + answer.length + " answer tokens, stopped: "
-      + doc.config.stopped,
+    title: "generate · " + doc.model.path + " · " + answer.length + (doc.config.given
+      ? " tokens of a given answer, teacher-forced" : " answer tokens, stopped: " + doc.config.stopped),
     list: [{ label: "what the answer looked at", heads: [[]], rows: answer, stripRows: answer,
       cols: range(0, tokens.length), signed: false, ranked: true, causal: true,
       // From 0, as the terminal's # and --at.
@@ -106,6 +106,9 @@ function generateModel() {
     extras: (box) => {
       if (!doc.steps.length) return;
       box.appendChild(table("Answer", doc.steps.map((s) => ({ "#": s.index,
-        token: JSON.stringify(tokens[p + s.index]), prob: s.prob, "likeliest next": candidatesText(s.top) }))));
+        token: JSON.stringify(tokens[p + s.index]), prob: s.prob, rank: s.rank === undefined ? "" : s.rank,
+        // Where the model would have chosen otherwise (a given answer): its own choice.
+        "model's choice": s.rank > 1 && s.top.length ? JSON.stringify(s.top[0].text) : "",
+        "likeliest next": candidatesText(s.top) }))));
     } };
 }

@@ -3,7 +3,7 @@ summary of every answer token's most-attended prompt tokens. Takes the result, n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
@@ -18,23 +18,53 @@ if TYPE_CHECKING:
     from attncli.records.generation import GenerateView, GenerationResult
 
 
+KINDS = {"raw": "raw attention weights",
+         "value": "value-weighted attention α·‖W_O v‖ per head (Kobayashi 2020), rows "
+                  "renormalised",
+         "occlusion": "occlusion: the answer token's log-prob drop (nats) with the prompt token "
+                      "masked in every layer and head"}
+
+
 def legend(result: GenerationResult, view: GenerateView) -> str:
-    """What the weights shown are: layers, heads, how they combine, whether sinks are out."""
+    """What the numbers shown are: the view, its layers and heads and how they combine, and
+    which sinks are out."""
+    found = ", ".join(repr(result.prompt[i].text) for i in result.found_sinks)
+    template = (f", {len(result.sinks) - 1} template tokens" if len(result.sinks) > 1 else "")
+    left = (f"the first token{template}"
+            + (f" and {found}, found by a large share of attention and a small value norm"
+               if found else ""))
+    if view.kind == "occlusion":
+        sinks = (f"sinks not shown ({left})" if view.exclude_sinks else "sinks shown")
+        return f"{KINDS[view.kind]}; the whole model; {sinks}"
     a, b = view.layers or result.layers_kept or (0, result.model.layers)
     heads = "every head" if view.head is None else f"head {view.head}"
-    sinks = (f"sinks left out (the first token and {len(result.sinks) - 1} template tokens) and "
-             "the rest renormalised" if view.exclude_sinks else "sinks kept (raw weights)")
-    return f"layers {a}:{b}, {heads}, combined by {view.combine}; {sinks}"
+    sinks = (f"sinks left out ({left}) and the rest renormalised" if view.exclude_sinks
+             else "sinks kept")
+    return f"{KINDS[view.kind]}; layers {a}:{b}, {heads}, combined by {view.combine}; {sinks}"
 
 
 def heading(result: GenerationResult) -> str:
     """Which model answered, how it was prompted and why it stopped."""
     prompted = (f"chat template ({result.template['origin']})" if result.template["used"]
                 else "the prompt raw (no chat template)")
+    turns = f", {len(result.turns)} turns" if len(result.turns) > 1 else ""
+    if result.given_answer:
+        return (f"{result.model.path}: a given answer of {len(result.answer)} tokens, "
+                f"teacher-forced (one pass, no generation), {prompted}{turns}")
     strategy = result.sampling.get("strategy", "greedy")
     seed = f", seed {result.sampling['seed']}" if strategy == "sample" else ""
     return (f"{result.model.path}: {len(result.answer)} tokens, "
-            f"{strategy}{seed}, {prompted}; stopped: {result.stopped}")
+            f"{strategy}{seed}, {prompted}{turns}; stopped: {result.stopped}")
+
+
+def _choice(result: GenerationResult, step: int) -> str:
+    """The token's probability and rank, and the model's own choice where it is not it."""
+    record = result.steps[step]
+    prob, rank = record.get("prob"), record.get("rank")
+    text = "" if prob is None else f"{prob:.3f}" if prob >= 1e-3 else f"{prob:.1e}"
+    if rank is not None and rank != 1 and record.get("top"):
+        text += f" #{rank}, model: {record['top'][0]['text']!r}"
+    return text
 
 
 def _ranked_text(result: GenerationResult, step: int, view: GenerateView) -> str:
@@ -45,14 +75,19 @@ def render_summary(result: GenerationResult, view: GenerateView) -> Table:
     """Per answer token: its top-k prompt tokens with their share, and its share to the
     prompt against to earlier answer tokens."""
     table = Table(title=None, show_edge=False, pad_edge=False)
-    for column in ("#", "token", f"top {view.k} prompt tokens (weight)", "prompt", "answer"):
+    shares = view.kind != "occlusion"
+    what = "drop" if view.kind == "occlusion" else "weight"
+    columns = ("#", "token", "p", f"top {view.k} prompt tokens ({what})",
+               *(("prompt", "answer") if shares else ()))
+    for column in columns:
         table.add_column(column, justify="right" if column in ("#", "prompt", "answer")
                          else "left")
     p = len(result.prompt)
     for s, token in enumerate(result.answer):
         row = result.row(s, view)
-        table.add_row(str(s), escape(repr(token.text)), escape(_ranked_text(result, s, view)),
-                      f"{row[:p].sum():.2f}", f"{row[p:].sum():.2f}")
+        split = (f"{row[:p].sum():.2f}", f"{row[p:].sum():.2f}") if shares else ()
+        table.add_row(str(s), escape(repr(token.text)), escape(_choice(result, s)),
+                      escape(_ranked_text(result, s, view)), *split)
     return table
 
 
@@ -64,8 +99,11 @@ def render_conversation(out: Console, result: GenerationResult, view: GenerateVi
     top = float(row[:len(result.prompt)].max()) if len(result.prompt) else 0.0
     depth, colour = depth_of(out), has_colour(out)
     text = Text()
+    starts = {turn["start"]: turn["role"] for turn in result.turns if turn["end"] > turn["start"]}
     for token in result.prompt:
-        weight = float(row[token.index])
+        if token.index in starts:
+            text.append(f"[{starts[token.index]}] ", style="dim")
+        weight = max(float(row[token.index]), 0.0)
         if colour and depth is not None:
             text.append(token.text, style=cell_style(weight, 0.0, top or 1.0, depth))
         else:
@@ -93,8 +131,34 @@ def render_generation(out: Console, result: GenerationResult,
                   render_conversation(out, result, view, view.at),
                   Text(_ranked_text(result, view.at, view))]
     parts.append(render_summary(result, view))
-    to_prompt, to_answer = result.shares(view)
-    parts.append(Text(f"attention to the prompt {to_prompt:.2f}, to earlier answer tokens "
-                      f"{to_answer:.2f} (mean over answer tokens)"))
+    if view.kind != "occlusion":
+        to_prompt, to_answer = result.shares(view)
+        parts.append(Text(f"attention to the prompt {to_prompt:.2f}, to earlier answer tokens "
+                          f"{to_answer:.2f} (mean over answer tokens)"))
+    if result.receipt is not None:
+        parts.append(render_receipt(result.receipt))
     parts.append(Text(legend(result, view), style="dim"))
     return Group(*parts)
+
+
+def render_receipt(receipt: dict[str, Any]) -> Text:
+    """The runtime's log-probabilities against attncli's: the largest difference, the tokens
+    past the bound, and where the two would have chosen differently."""
+    rows, largest = receipt["rows"], receipt["largest"]
+    how = ("token by token" if receipt["compared"] == "tokens" else
+           f"by text over {len(rows)} spans (the tokenizations differ)")
+    text = Text(f"receipt: the runtime's log-probabilities against attncli's, {how}: largest "
+                f"difference {largest['difference']:+.4f} nats at {largest['text']!r}")
+    flagged = receipt["flagged"]
+    if flagged:
+        shown = ", ".join(f"{rows[k]['text']!r} ({rows[k]['difference']:+.2f})"
+                          for k in flagged[:5])
+        text.append(f"\nFLAGGED: {len(flagged)} differ by more than {receipt['flag_above']} "
+                    f"nat: {shown}; the runtime ran another model, or the file was altered",
+                    style="bold")
+    else:
+        text.append(f"; none differs by more than {receipt['flag_above']} nat")
+    for k in receipt["choices_differ"][:5]:
+        text.append(f"\nat {rows[k]['text']!r} the runtime's likeliest token was "
+                    f"{rows[k]['runtime_choice']!r}, attncli's {rows[k]['attncli_choice']!r}")
+    return text

@@ -1,0 +1,62 @@
+"""A given answer, teacher-forced: prompt + answer through every layer in one pass, no
+generation. Row P - 1 + s of each layer's weights is what the model looked at as it read the
+token before answer token s, the same row generate's decode step s holds; the logits of that
+row say how likely answer token s was, its rank, and what the model would have chosen.
+
+The same pass keeps ‖W_O^h v_j^h‖ of every head and key (Kobayashi et al. 2020), which the
+value view multiplies into the weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attncli.core.measures import value_norms
+from attncli.errors import AttnCliError
+from attncli.models.family import Model
+from attncli.models.generate.engine import Step, check_decoder, scored
+
+
+@dataclass(frozen=True)
+class Forced:
+    """A teacher-forced pass: one Step per answer token, and the value norms of every key."""
+
+    steps: list[Step]
+    norms: np.ndarray  # (layers, heads, P + A) float32: ‖W_O^h v_j^h‖
+
+
+def check_answer(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> None:
+    """The answer has tokens, and prompt + answer fit the model's positions."""
+    check_decoder(model)
+    if not prompt_ids:
+        raise AttnCliError("the prompt has no tokens: give some text")
+    if not answer_ids:
+        raise AttnCliError("the answer is empty: give its text with --answer or --answer-file")
+    limit, total = model.traits.max_tokens, len(prompt_ids) + len(answer_ids)
+    if limit is not None and total > limit:
+        raise AttnCliError(f"the prompt's {len(prompt_ids):,} tokens and the answer's "
+                           f"{len(answer_ids):,} go past the model's {limit:,} positions")
+    model.check_tokens(prompt_ids + answer_ids)
+
+
+@torch.no_grad()
+def teacher_forced(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> Forced:
+    """Every answer token's step, from one pass over prompt + answer."""
+    check_answer(model, prompt_ids, answer_ids)
+    p, a = len(prompt_ids), len(answer_ids)
+    rows = slice(p - 1, p + a - 1)  # the queries that chose answer tokens 0..A-1
+    weights, norms = [], []
+    hidden = None
+    for trace in model.trace(prompt_ids + answer_ids, model.spec.n_layer - 1):
+        weights.append(trace.weights[:, rows, :].float())  # (heads, A, T)
+        norms.append(value_norms(trace.values.float(), trace.w_o().float()))  # (heads, T)
+        hidden = trace.output
+    assert hidden is not None, "a decoder has at least one layer"
+    logits = model.logits(hidden[rows]).float()  # (A, vocab)
+    every = torch.stack(weights).numpy()  # (layers, heads, A, T)
+    steps = [scored(token_id, p - 1 + s, every[:, :, s, :p + s].copy(), logits[s])
+             for s, token_id in enumerate(answer_ids)]
+    return Forced(steps, torch.stack(norms).numpy())  # norms: (layers, heads, T)

@@ -1,0 +1,111 @@
+"""`attncli generate --messages/--answer/--explain-last/--view` through the command line and
+`attncli.generate(messages=..., answer=...)`, on a tiny Llama checkpoint with a ChatML
+template; bad input one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import attncli
+from tests.cli.test_cli_generate import tiny  # noqa: F401 (the module's fixture)
+from tests.conftest import attncli_process
+
+CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "the cat"},
+        {"role": "assistant", "content": "sat on"}, {"role": "user", "content": "the mat"},
+        {"role": "assistant", "content": "and slept"}]
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"model": "m", "messages": CHAT}))
+    return path
+
+
+def test_explain_last_is_the_answer_given_after_the_conversation(cli, tiny: Path,  # noqa: ANN001, F811
+                                                                 chat: Path) -> None:
+    run = cli("generate", "--messages", str(chat), "--explain-last", "--model", str(tiny),
+              "--json")
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
+    assert doc["given"] == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nthe cat"
+                            "<|im_end|>\n<|im_start|>assistant\nsat on<|im_end|>\n<|im_start|>"
+                            "user\nthe mat<|im_end|>\n<|im_start|>assistant\n")
+    assert doc["config"]["given"] is True and doc["config"]["stopped"] == "given"
+    assert "".join(t["text"] for t in doc["answer"]) == "and slept"
+    assert [t["role"] for t in doc["turns"]] == ["system", "user", "assistant", "user"]
+    spelt = [bytes.fromhex(t["bytes"]) for t in doc["prompt"]]
+    assert b"".join(spelt[doc["turns"][3]["start"]:doc["turns"][3]["end"]]) == b"the mat"
+    assert all(1 <= step["rank"] and step["logprob"] <= 0 for step in doc["steps"])
+    body = json.dumps(CHAT[:-1]).encode()
+    piped = attncli_process("generate", "--messages", "-", "--model", str(tiny), "--answer",
+                            "and slept", "--json", input=body)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["steps"] == doc["steps"]
+
+
+def test_the_view_marks_turns_probabilities_and_other_choices(cli, tiny: Path) -> None:  # noqa: ANN001, F811
+    run = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on the mat",
+              "--at", "0")
+    assert run.code == 0, run.err
+    assert "a given answer of" in run.out and "teacher-forced" in run.out
+    assert "[user] " in run.out and "raw attention weights" in run.out
+    assert ", model: " in run.out  # a random model would not have written this answer
+
+
+@pytest.mark.parametrize("view", ["value", "occlusion"])
+def test_value_and_occlusion_views_are_computed_kept_and_shown_again(
+        cli, tiny: Path, tmp_path: Path, view: str) -> None:  # noqa: ANN001, F811
+    saved = tmp_path / "given.json"
+    run = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on", "--view", view,
+              "--json")
+    assert run.code == 0, run.err
+    saved.write_text(run.out)
+    doc = json.loads(run.out)
+    key = "value_norms" if view == "value" else "occlusion"
+    assert key in doc
+    if view == "occlusion":
+        assert len(doc["occlusion"]) == len(doc["answer"])
+        assert all(len(row) == len(doc["prompt"]) for row in doc["occlusion"])
+        assert all(row[i] == 0.0 for row in doc["occlusion"] for i in doc["sinks"])
+    shown = cli("show", str(saved))  # in the view it was made with
+    assert shown.code == 0, shown.err
+    assert ("value-weighted" if view == "value" else "occlusion:") in shown.out
+
+
+def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: ANN001, F811
+                                                    chat: Path) -> None:
+    doc = json.loads(cli("generate", "--messages", str(chat), "--explain-last", "--model",
+                         str(tiny), "--json", "--view", "value").out)
+    result = attncli.generate(model=str(tiny), messages=CHAT[:-1], answer="and slept",
+                              view="value")
+    assert result.record.given_answer and result.answer == "and slept"
+    assert result.to_dict() == doc
+    assert result.ranked(0) == [(result.prompt_tokens[i], w)
+                                for i, w in result.record.ranked(0, result.view)]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--messages", "MISSING"], "does not exist"),
+    (["--messages", "BAD"], "is not a chat"),
+    (["--messages", "CHAT", "--answer", "x", "--explain-last"], "each give the answer"),
+    (["the cat", "--explain-last"], "explains the last turn of --messages"),
+    (["the cat", "--answer", ""], "the answer is empty"),
+    (["the cat", "--answer", "x", "--answer-file", "CHAT"], "each give the answer"),
+    (["the cat", "--messages", "CHAT", "--explain-last"], "give TEXT or --messages"),
+    (["--messages", "CHAT"], "ends with the assistant's turn"),
+    (["--messages", "CHAT", "--explain-last", "--system", "x"], "holds the system turn"),
+    (["--messages", "CHAT", "--explain-last", "--raw"], "--raw sends text without it"),
+    (["the cat", "--view", "flow"], "--view must be one of raw, value, occlusion"),
+])
+def test_bad_input_is_one_line_exit_2(cli, tiny: Path, chat: Path, tmp_path: Path,  # noqa: ANN001, F811
+                                      args: list[str], says: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"prompt": "hi"}))
+    names = {"CHAT": str(chat), "BAD": str(bad), "MISSING": str(tmp_path / "none.json")}
+    run = cli("generate", *[names.get(a, a) for a in args], "--model", str(tiny))
+    assert run.code == 2, run.out
+    assert says in run.err and len(run.err.strip().splitlines()) == 1 and run.out == ""

@@ -1,0 +1,137 @@
+"""A given answer, teacher-forced, on tiny random checkpoints against transformers: each step's
+weights are rows of transformers' full forward over prompt + answer and its log-probabilities
+that forward's log-softmax; a greedy answer given back equals generate's own steps; the value
+norms equal ‖W_O^h v_j^h‖ computed from transformers' value vectors and o_proj; occlusion
+equals transformers' forward with the token's key masked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attncli.errors import AttnCliError
+from attncli.models.family import open_model
+from attncli.models.generate.engine import decode
+from attncli.models.generate.given import teacher_forced
+from attncli.models.generate.occlusion import masked, occlusion
+from attncli.models.generate.sampling import Sampling
+from tests.gpt2_fixtures import save_hf_gpt2
+from tests.llama_fixtures import save_family
+
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+PROMPT = [5, 71, 200, 13, 97, 150, 31]
+ANSWER = [260, 8, 120, 44, 9]  # ids inside every tiny vocabulary (≥ 320)
+CASES = ["llama", "qwen2", "gpt2"]
+
+
+def _save(folder: Path, name: str, seed: int) -> Any:
+    if name == "gpt2":
+        return save_hf_gpt2(folder, seed, lm_head=True, n_layer=2, n_embd=16, n_head=4,
+                            vocab_size=384, n_positions=64)
+    return save_family(folder, name, seed=seed)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    root = tmp_path_factory.mktemp("given")
+    return {name: (root / name, _save(root / name, name, 40 + i).eval())
+            for i, name in enumerate(CASES)}
+
+
+def _hf_forward(hf: Any, ids: list[int], mask: torch.Tensor | None = None) -> Any:
+    kwargs: dict[str, Any] = {}
+    if mask is not None:  # (1, 1, T, T) additive: 0 where a query may look, -inf elsewhere
+        kwargs["attention_mask"] = torch.where(mask, 0.0, -torch.inf)[None, None]
+    with torch.no_grad():
+        return hf(torch.tensor([ids]), output_attentions=True, **kwargs)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_steps_are_rows_of_transformers_full_forward(models: dict[str, tuple[Path, Any]],
+                                                     name: str) -> None:
+    folder, hf = models[name]
+    forced = teacher_forced(open_model(str(folder)), PROMPT, ANSWER)
+    out = _hf_forward(hf, PROMPT + ANSWER)
+    logprobs = torch.log_softmax(out.logits[0].double(), dim=-1)  # (T, vocab)
+    p = len(PROMPT)
+    for s, step in enumerate(forced.steps):
+        assert step.token_id == ANSWER[s] and step.position == p - 1 + s
+        ref = torch.stack([a[0, :, p - 1 + s, :p + s] for a in out.attentions])  # (L, H, P+s)
+        assert_close(torch.from_numpy(step.weights), ref, **TOL)
+        want = logprobs[p - 1 + s]
+        assert abs(step.logprob - float(want[ANSWER[s]])) <= 1e-5
+        assert step.rank == 1 + int((want > want[ANSWER[s]]).sum())
+        assert step.top_ids[0] == int(want.argmax())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_greedy_answer_given_back_equals_generates_own_steps(
+        models: dict[str, tuple[Path, Any]], name: str) -> None:
+    folder, _ = models[name]
+    model = open_model(str(folder))
+    made = list(decode(model, PROMPT, Sampling(max_new_tokens=6), frozenset()))
+    forced = teacher_forced(model, PROMPT, [s.token_id for s in made])
+    for own, given in zip(made, forced.steps, strict=True):
+        assert given.rank == 1 and own.token_id == given.token_id
+        assert_close(torch.from_numpy(given.weights), torch.from_numpy(own.weights), **TOL)
+        assert abs(own.logprob - given.logprob) <= 1e-5
+        assert given.top_ids[0] == own.top_ids[0]
+
+
+def test_value_norms_equal_transformers_values_through_o_proj(
+        models: dict[str, tuple[Path, Any]]) -> None:
+    folder, hf = models["qwen2"]  # grouped-query attention: each kv head read by 2 heads
+    values: list[torch.Tensor] = []
+    hooks = [layer.self_attn.v_proj.register_forward_hook(
+        lambda _m, _i, y: values.append(y[0])) for layer in hf.model.layers]
+    try:
+        _hf_forward(hf, PROMPT + ANSWER)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    config = hf.config
+    head_dim = config.hidden_size // config.num_attention_heads
+    group = config.num_attention_heads // config.num_key_value_heads
+    forced = teacher_forced(open_model(str(folder)), PROMPT, ANSWER)
+    for layer, v in enumerate(values):
+        w_o = hf.model.layers[layer].self_attn.o_proj.weight  # (d_model, heads · hd)
+        for h in range(config.num_attention_heads):
+            v_h = v[:, (h // group) * head_dim:(h // group + 1) * head_dim]  # (T, hd)
+            ref = (v_h @ w_o[:, h * head_dim:(h + 1) * head_dim].T).norm(dim=-1)  # (T,)
+            assert_close(torch.from_numpy(forced.norms[layer, h]), ref, **TOL)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_occlusion_equals_masking_the_key_in_transformers(models: dict[str, tuple[Path, Any]],
+                                                          name: str) -> None:
+    folder, hf = models[name]
+    drops = occlusion(open_model(str(folder)), PROMPT, ANSWER, skip=[0])
+    p, a = len(PROMPT), len(ANSWER)
+    causal = torch.ones(p + a, p + a, dtype=torch.bool).tril()  # (T, T)
+    rows = slice(p - 1, p + a - 1)
+    chosen = torch.tensor(ANSWER)[:, None]
+
+    def logprobs(mask: torch.Tensor) -> torch.Tensor:
+        logits = _hf_forward(hf, PROMPT + ANSWER, mask).logits[0, rows].double()  # (A, vocab)
+        return torch.log_softmax(logits, dim=-1).gather(1, chosen)[:, 0]  # (A,)
+
+    base = logprobs(causal)
+    assert all(row[0] == 0.0 for row in drops)  # skipped: not masked
+    assert max(abs(v) for row in drops for v in row) > 1e-3  # masking changed something
+    for j in range(1, p):
+        want = base - logprobs(causal & masked(p + a, [j]))
+        assert_close(torch.tensor([row[j] for row in drops], dtype=torch.float64), want,
+                     atol=2e-5, rtol=1e-5)  # a difference of two log-probs: twice the bound
+
+
+def test_an_empty_answer_or_one_past_the_positions_is_one_line(
+        models: dict[str, tuple[Path, Any]]) -> None:
+    model = open_model(str(models["gpt2"][0]))  # 64 positions
+    with pytest.raises(AttnCliError, match="the answer is empty"):
+        teacher_forced(model, PROMPT, [])
+    with pytest.raises(AttnCliError, match="64 positions"):
+        teacher_forced(model, PROMPT, [5] * 60)

@@ -1,0 +1,53 @@
+"""The real SmolLM2 GGUF: a given answer teacher-forced equals transformers' full forward over
+the templated prompt + answer (its GGUF loader), weights row by row and log-probabilities, and
+the greedy answer given back equals generate's own steps (skipped where the file is absent)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attncli.models.generate.run import Asked, generate_model
+from attncli.models.generate.sampling import Sampling
+from tests.gguf_fixtures import smollm2
+from tests.models.gguf.test_gguf_cli import _transformers
+
+pytestmark = pytest.mark.slow
+
+CHAT = [{"role": "system", "content": "Answer in one sentence."},
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+        {"role": "user", "content": "And of Italy?"}]
+
+
+def test_a_given_answer_equals_transformers_full_forward() -> None:
+    path = smollm2()
+    result = generate_model(str(path), "", asked=Asked(messages=CHAT,
+                                                        answer="The capital of Italy is Milan."))
+    assert result.given_answer and result.stopped == "given"
+    assert [t["role"] for t in result.turns] == ["system", "user", "assistant", "user"]
+    ids = [t.id for t in result.prompt + result.answer]
+    p = len(result.prompt)
+    with torch.no_grad():
+        out = _transformers(path)(torch.tensor([ids]), output_attentions=True)
+    logprobs = torch.log_softmax(out.logits[0].double(), dim=-1)  # (T, vocab)
+    for s, step in enumerate(result.steps):
+        ref = torch.stack([a[0, :, p - 1 + s, :p + s] for a in out.attentions])  # (30, 9, P+s)
+        assert_close(torch.from_numpy(result.weights[s]), ref, atol=1e-5, rtol=1e-5)
+        assert abs(step["logprob"] - float(logprobs[p - 1 + s, step["id"]])) <= 1e-5
+    assert any(step["rank"] > 1 for step in result.steps)  # Milan is not the model's choice
+
+
+def test_the_greedy_answer_given_back_equals_generates_steps() -> None:
+    path = str(smollm2())
+    made = generate_model(path, "Name a fruit.", Sampling(max_new_tokens=6))
+    text = "".join(t.text for t in made.answer if t.id not in made.stop_ids)
+    given = generate_model(path, "Name a fruit.", asked=Asked(answer=text))
+    n = len(given.answer)
+    assert [t.id for t in given.answer] == [t.id for t in made.answer][:n]
+    for s in range(n):
+        assert given.steps[s]["rank"] == 1
+        assert_close(torch.from_numpy(given.weights[s]), torch.from_numpy(made.weights[s]),
+                     atol=1e-5, rtol=1e-5)
+        assert abs(given.steps[s]["logprob"] - made.steps[s]["logprob"]) <= 1e-5

@@ -1,0 +1,114 @@
+"""The receipt: a runtime's log-probabilities read as Ollama, OpenAI-style servers and llama.cpp
+write them, compared with attncli's token by token or by text; a hand-altered file flagged;
+tokens that spell another answer refused in one line (and through the CLI)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from attncli.errors import AttnCliError
+from attncli.models.generate.receipt import answer_of, compare, read_logprobs
+from tests.cli.test_cli_generate import tiny  # noqa: F401 (the module's fixture)
+
+PIECES = [b"The", b" cap", b"ital", b" is", b" Paris"]
+LOGPROBS = [-0.5, -1.25, -0.01, -0.2, -2.0]
+CHOICES = ["The", " cap", "ital", " was", " Paris"]
+
+
+def _write(tmp_path: Path, doc: object, lines: bool = False) -> str:
+    path = tmp_path / "logprobs.json"
+    text = "\n".join(json.dumps(d) for d in doc) if lines else json.dumps(doc)  # type: ignore[union-attr]
+    path.write_text(text)
+    return str(path)
+
+
+def _ollama(pieces: list[bytes], logprobs: list[float]) -> list[dict[str, object]]:
+    return [{"token": p.decode(), "logprob": lp, "bytes": list(p),
+             "top_logprobs": [{"token": c, "logprob": lp}]}
+            for p, lp, c in zip(pieces, logprobs, CHOICES, strict=True)]
+
+
+def test_the_three_formats_are_read(tmp_path: Path) -> None:
+    entries = _ollama(PIECES, LOGPROBS)
+    ollama = read_logprobs(_write(tmp_path, {"model": "m", "response": "x", "logprobs": entries}))
+    stream = read_logprobs(_write(tmp_path, [{"response": "", "logprobs": entries[:2]},
+                                             {"response": "", "logprobs": entries[2:]},
+                                             {"done": True}], lines=True))
+    openai = read_logprobs(_write(tmp_path, {"choices": [{"logprobs": {"content": entries}}]}))
+    older = read_logprobs(_write(tmp_path, {"completion_probabilities": [
+        {"content": p.decode(), "probs": [{"tok_str": p.decode(), "prob": math.exp(lp)}]}
+        for p, lp in zip(PIECES, LOGPROBS, strict=True)]}))
+    for reported in (ollama, stream, openai, older):
+        assert answer_of(reported) == "The capital is Paris"
+        assert [r.logprob for r in reported] == pytest.approx(LOGPROBS, abs=1e-12)
+
+
+def test_the_same_tokens_compare_token_by_token_and_name_other_choices(tmp_path: Path) -> None:
+    reported = read_logprobs(_write(tmp_path, {"logprobs": _ollama(PIECES, LOGPROBS)}))
+    mine = [lp + 0.001 for lp in LOGPROBS]
+    ours = [c if k != 3 else " is" for k, c in enumerate(CHOICES)]
+    receipt = compare(reported, PIECES, mine, ours)
+    assert receipt["compared"] == "tokens" and receipt["flagged"] == []
+    assert receipt["largest"]["difference"] == pytest.approx(0.001)
+    assert receipt["choices_differ"] == [3]
+
+
+def test_other_tokenizations_compare_by_text_over_common_spans(tmp_path: Path) -> None:
+    merged = [b"The", b" capital", b" is", b" Par", b"is"]
+    theirs = [-0.5, -1.26, -0.2, -1.0, -1.0]
+    reported = read_logprobs(_write(tmp_path, {"logprobs": [
+        {"token": p.decode(), "logprob": lp} for p, lp in zip(merged, theirs, strict=True)]}))
+    receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
+    assert receipt["compared"] == "text"
+    assert [r["text"] for r in receipt["rows"]] == ["The", " capital", " is", " Paris"]
+    assert [r["difference"] for r in receipt["rows"]] == pytest.approx([0.0, 0.0, 0.0, 0.0])
+
+
+def test_a_hand_altered_log_probability_is_flagged(tmp_path: Path) -> None:
+    altered = list(LOGPROBS)
+    altered[4] = -0.1  # " Paris" made to look likely
+    reported = read_logprobs(_write(tmp_path, {"logprobs": _ollama(PIECES, altered)}))
+    receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
+    assert receipt["flagged"] == [4] and receipt["largest"]["text"] == " Paris"
+    assert receipt["largest"]["difference"] == pytest.approx(-1.9)
+
+
+@pytest.mark.parametrize(("doc", "says"), [
+    ({"response": "hi"}, "is not a runtime's log-probabilities"),
+    ({"logprobs": []}, "holds no per-token log-probabilities"),
+    ({"logprobs": [{"token": "a", "logprob": 0.5}]}, "has no log-probability"),
+    ({"logprobs": [{"logprob": -1.0}]}, "has no token text"),
+])
+def test_a_file_of_the_wrong_shape_is_one_line(tmp_path: Path, doc: object, says: str) -> None:
+    with pytest.raises(AttnCliError, match=says):
+        read_logprobs(_write(tmp_path, doc))
+
+
+def test_tokens_of_another_answer_are_refused(tmp_path: Path) -> None:
+    reported = read_logprobs(_write(tmp_path, {"logprobs": _ollama(PIECES, LOGPROBS)}))
+    with pytest.raises(AttnCliError, match="they are not this answer's"):
+        compare(reported, [b"The", b" capital", b" is", b" Lyon"], LOGPROBS[:4], CHOICES[:4])
+
+
+def test_the_cli_prints_the_receipt_and_the_json_holds_both(cli, tiny: Path,  # noqa: ANN001, F811
+                                                           tmp_path: Path) -> None:
+    own = json.loads(cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on",
+                         "--json").out)
+    entries = [{"token": bytes.fromhex(t["bytes"]).decode(), "logprob": s["logprob"]}
+               for t, s in zip(own["answer"], own["steps"], strict=True)]
+    path = _write(tmp_path, {"logprobs": entries})
+    run = cli("generate", "the cat", "--model", str(tiny), "--logprobs", path, "--json")
+    assert run.code == 0, run.err
+    receipt = json.loads(run.out)["receipt"]
+    assert receipt["flagged"] == [] and abs(receipt["largest"]["difference"]) < 1e-12
+    entries[1]["logprob"] -= 3.0
+    path = _write(tmp_path, {"logprobs": entries})
+    shown = cli("generate", "the cat", "--model", str(tiny), "--logprobs", path)
+    assert shown.code == 0 and "FLAGGED: 1 differ" in shown.out
+    other = cli("generate", "the cat", "--model", str(tiny), "--logprobs", path, "--answer",
+                "sat in")
+    assert other.code == 2 and "they are not this answer's" in other.err
