@@ -9,7 +9,7 @@ set -u
 PY=${PY:-.venv/bin/python}
 LEVELS=${LEVELS:-default avx2 avx512}
 THREADS=${THREADS:-1 2}
-FOLDERS=${FOLDERS:-tests/test_tolerance.py tests/core tests/long tests/models tests/lessons \
+FOLDERS=${FOLDERS:-tests/tools/test_tolerance.py tests/core tests/long tests/models tests/lessons \
 tests/checker tests/api tests/render tests/scan tests/browse tests/cli/test_cli_model.py \
 tests/cli/test_cli_llama.py tests/cli/test_cli_explain.py tests/cli/test_cli_long.py \
 tests/cli/test_cli_generate.py tests/e2e/test_readme.py tests/e2e/test_readme_blocks.py}
