@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent.parent
 # torch.allclose, torch.testing.assert_close, np.allclose / assert_allclose / isclose,
 # pytest.approx and math.isclose: each with a bound of its own form and defaults.
 OTHER_COMPARISONS = {"allclose", "assert_close", "assert_allclose", "approx", "isclose"}
