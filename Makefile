@@ -17,7 +17,8 @@ WHEELS ?= /opt/wheels
 CPU_TORCH := $(firstword $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl))
 
 $(STAMP): pyproject.toml setup.py attncli/long/_fused.c attncli/models/sources/gguf/_dequant.c \
-		attncli/models/sources/gguf/_qmatmul.c attncli/models/sources/gguf/_qmatmul_body.h
+		attncli/models/sources/gguf/_qmatmul.c attncli/models/sources/gguf/_qmatmul_body.h \
+		attncli/models/sources/gguf/_qmatmul_q8.h
 	$(PYTHON) -m venv $(VENV)
 	@if [ -n "$(CPU_TORCH)" ] && $(PY) -m pip install -q uv && $(VENV)/bin/uv pip install -q \
 		--python $(PY) --compile-bytecode --find-links $(WHEELS) 'torch==2.13.0+cpu' -e '.[test]'; \
