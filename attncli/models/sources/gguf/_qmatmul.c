@@ -137,6 +137,8 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
+#undef MATVEC_Q4_K
+#undef MATVEC_Q6_K
 #ifdef X86_LEVELS
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
@@ -145,6 +147,8 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
+#undef MATVEC_Q4_K
+#undef MATVEC_Q6_K
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
@@ -153,6 +157,8 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
+#undef MATVEC_Q4_K
+#undef MATVEC_Q6_K
 #pragma GCC pop_options
 #endif
 
