@@ -248,7 +248,7 @@ static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
     }
 }
 #define FAST(plain, fast) LV(fast)
-#define FAST6 LV(fast_q6_k)
+#define FAST_A(plain, fast) LV(fast)
 #else
 #define FAST(plain, fast) LV(plain)
 #if defined(__AVX2__)
@@ -282,20 +282,56 @@ static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
             }
     }
 }
-#define FAST6 LV(fast_q6_k)
+
+/* Q4_0, Q4_1 and F16 in AVX2, as the AVX-512 versions: 8 values a vector, the same products. */
+static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
+    const __m256i low4 = _mm256_set1_epi32(0xF), eight = _mm256_set1_epi32(8);
+    for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
+        __m256 d = _mm256_set1_ps(f16(x));
+        for (int h = 0; h < 2; h++) {
+            __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 2 + 8 * h)));
+            __m256i lo = _mm256_sub_epi32(_mm256_and_si256(v, low4), eight);
+            __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight);
+            _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
+            _mm256_storeu_ps(y + 16 + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
+        }
+    }
+}
+
+static void LV(fast_q4_1)(const uint8_t *x, float *y, int64_t n) {
+    const __m256i low4 = _mm256_set1_epi32(0xF);
+    for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
+        __m256 d = _mm256_set1_ps(f16(x)), m = _mm256_set1_ps(f16(x + 2));
+        for (int h = 0; h < 2; h++) {
+            __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 4 + 8 * h)));
+            __m256 lo = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(v, low4)));
+            __m256 hi = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4)));
+            _mm256_storeu_ps(y + 8 * h, _mm256_add_ps(lo, m));
+            _mm256_storeu_ps(y + 16 + 8 * h, _mm256_add_ps(hi, m));
+        }
+    }
+}
+
+static void LV(fast_f16)(const uint8_t *x, float *y, int64_t n) {
+    int64_t i = 0;  /* vcvtph2ps (F16C) converts every half exactly, as f16() does */
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 2 * i))));
+    for (; i < n; i++) y[i] = f16(x + 2 * i);
+}
+#define FAST_A(plain, fast) LV(fast)
 #else
-#define FAST6 LV(blocks_q6_k)
+#define FAST_A(plain, fast) LV(plain)
 #endif
 #endif
 
 static const block_fn LV(DEQUANT)[KINDS] = {
-    LV(rows_f32),    FAST(rows_f16, fast_f16),       FAST(rows_bf16, fast_bf16),
-    FAST(blocks_q8_0, fast_q8_0),    FAST(blocks_q4_0, fast_q4_0),
-    FAST(blocks_q4_1, fast_q4_1),    LV(blocks_q5_0), LV(blocks_q5_1),
-    FAST(blocks_q4_k, fast_q4_k),    LV(blocks_q5_k), FAST6,
+    LV(rows_f32),    FAST_A(rows_f16, fast_f16),     FAST(rows_bf16, fast_bf16),
+    FAST(blocks_q8_0, fast_q8_0),    FAST_A(blocks_q4_0, fast_q4_0),
+    FAST_A(blocks_q4_1, fast_q4_1),  LV(blocks_q5_0), LV(blocks_q5_1),
+    FAST(blocks_q4_k, fast_q4_k),    LV(blocks_q5_k), FAST_A(blocks_q6_k, fast_q6_k),
 };
 #undef FAST
-#undef FAST6
+#undef FAST_A
 
 /* acc[i] += w[k]·x[k] for k ≡ i (mod 64), k < n: the matvec's lanes (see the top). */
 static ALWAYS_INLINE void LV(dot64)(const float *w, const float *x, int64_t n, float *acc) {
