@@ -18,6 +18,7 @@ import torch
 import attncli
 from tests.conftest import JOURNEY, ROOT, SENTENCE
 from tests.render.test_page import embedded, urls
+from tests.tolerance import assert_near
 
 TOY = str(ROOT / "samples" / "toy-gpt2")
 LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 60)
@@ -76,7 +77,7 @@ def test_inputs_take_a_tensor_with_the_books_numbers() -> None:
     assert torch.equal(from_file.weights, from_tensor.weights)
     # Section 3.3.1's weights of query 2 ("journey"), as printed in the book.
     book = torch.tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
-    torch.testing.assert_close(from_tensor.weights[0, 1], book, atol=5e-5, rtol=0)
+    assert_near(from_tensor.weights[0, 1], book, atol=5e-5, rtol=0)
     batch = attncli.run(inputs=torch.tensor(vectors)[None], variant="simple")
     assert torch.equal(batch.weights, from_tensor.weights)
 

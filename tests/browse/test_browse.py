@@ -31,6 +31,7 @@ from attncli.core.request import Request
 from attncli.core.variants import Variant
 from tests.conftest import ROOT, SENTENCE
 from tests.readme_blocks import prose
+from tests.tolerance import assert_near
 
 TOY = ROOT / "samples" / "toy-gpt2"
 Script = Callable[[BrowseApp, Any], Awaitable[None]]
@@ -132,7 +133,7 @@ def test_the_norm_view_is_runs_measure_norm(cli: Any) -> None:
     want = np.array(cli("run", SENTENCE, "--variant", "causal", "--measure", "norm", "--json")
                     .json()["weights"], dtype=float)[0]
     want[np.triu_indices(6, 1)] = np.nan  # masked keys are shown masked
-    np.testing.assert_allclose(norm, want, rtol=1e-6, atol=1e-7)
+    assert_near(norm, want)
 
 
 def test_the_model_grid_is_heads_json(cli: Any) -> None:
@@ -150,7 +151,7 @@ def test_the_model_grid_is_heads_json(cli: Any) -> None:
     got = source.get(layers - 1).window(1, range(len(source.tokens)), range(len(source.tokens)))
     want = np.array(one["weights"][1], dtype=float)
     want[np.triu_indices(len(want), 1)] = np.nan
-    np.testing.assert_allclose(got, want, atol=2e-6)
+    assert_near(got, want)
 
 
 def test_compare_puts_two_heads_on_one_scale() -> None:
@@ -235,13 +236,13 @@ def test_a_long_input_is_tiled_and_exact_on_demand() -> None:
     t, n = tiled.get(0), naive.get(0)
     assert not t.exact and n.exact and t.size == n.size > 1000
     rows, cols = range(700, 740), range(650, 720)
-    np.testing.assert_allclose(t.window(0, rows, cols), n.window(0, rows, cols), atol=1e-6)
-    np.testing.assert_allclose(t.row(0, 999), n.row(0, 999), atol=1e-6)
-    np.testing.assert_allclose(t.thumbs[0], n.thumbs[0], atol=1e-6)  # pooled inside the pass
+    assert_near(t.window(0, rows, cols), n.window(0, rows, cols))
+    assert_near(t.row(0, 999), n.row(0, 999))
+    assert_near(t.thumbs[0], n.thumbs[0])  # pooled inside the pass
     edges, blocks = t.pooled(0, 40)
     want_edges, want = n.pooled(0, 40)
     assert edges == want_edges
-    np.testing.assert_allclose(blocks, want, atol=1e-6)
+    assert_near(blocks, want)
     for name in ("first", "prev", "self", "entropy"):
         assert t.scores[0][name] == pytest.approx(n.scores[0][name], abs=1e-5)
 
@@ -308,9 +309,8 @@ def test_a_long_models_layers_are_tiled_and_equal_the_naive_run(tmp_path: Path,
         want[:, np.triu(np.ones((size, size), dtype=bool), 1)] = np.nan  # browse shows masked
         for head in range(data.heads):
             got = data.window(head, range(size), range(size))
-            np.testing.assert_allclose(got, want[head], rtol=1e-5, atol=1e-5, equal_nan=True)
-            np.testing.assert_allclose(data.row(head, size - 1), want[head, -1], rtol=1e-5,
-                                       atol=1e-5)
+            assert_near(got, want[head], equal_nan=True)
+            assert_near(data.row(head, size - 1), want[head, -1])
 
 
 def test_the_overview_computes_the_tiled_rows_it_shows(tmp_path: Path) -> None:
@@ -374,7 +374,7 @@ def test_a_models_stages_are_the_ones_its_layers_have(cli: Any) -> None:
     for stage in stages[:-1]:
         got = source.get(1, stage).window(0, range(3), range(3))
         want = np.array(doc["stages"][stage], dtype=float)[0][:3, :3]
-        np.testing.assert_allclose(got[low], want[low], rtol=1e-5, atol=1e-5)
+        assert_near(got[low], want[low])
 
 
 # Every key the app and its screens bind, and the keys a person reaches for: the save prompt's

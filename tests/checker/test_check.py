@@ -21,6 +21,7 @@ from attncli.checker.kinds import KINDS, KindName
 from attncli.checker.mistakes import MISTAKES
 from attncli.checker.reference import Setting, forward, make_weights
 from attncli.core.attention import MultiHeadAttention
+from tests.tolerance import assert_near, near
 
 CLASSES = Path(__file__).resolve().parent / "check_classes"
 MANIFEST: dict[str, dict[str, Any]] = json.loads((CLASSES / "manifest.json").read_text())
@@ -89,7 +90,7 @@ def test_the_reference_is_pytorchs_attention(heads: int, d_out: int) -> None:
     merged = context.transpose(1, 2).reshape(2, 7, d_out)  # (b, T, d_out)
     assert w.out_proj is not None and w.out_bias is not None
     expected = merged @ w.out_proj.T + w.out_bias  # (b, T, d_out)
-    torch.testing.assert_close(ours, expected, atol=1e-6, rtol=1e-5)
+    assert_near(ours, expected)
 
 
 def test_the_reference_is_attnclis_own_multihead() -> None:
@@ -102,12 +103,12 @@ def test_the_reference_is_attnclis_own_multihead() -> None:
                 module.W_value.weight.detach(), out_proj=module.out_proj.weight.detach(),
                 out_bias=module.out_proj.bias.detach())
     x = torch.tensor(BOOK_INPUTS)  # (6, 3)
-    torch.testing.assert_close(forward(KINDS[KindName.multihead], w, x[None], s)[0],
-                               module(x).context, atol=1e-7, rtol=0)
+    assert_near(forward(KINDS[KindName.multihead], w, x[None], s)[0],
+                               module(x).context)
     # And the book's published context vectors for this seed (section 3.6.2).
     book = torch.tensor([[0.3190, 0.4858], [0.2943, 0.3897], [0.2856, 0.3593],
                          [0.2693, 0.3873], [0.2639, 0.3928], [0.2575, 0.4028]])
-    torch.testing.assert_close(forward(KINDS[KindName.multihead], w, x[None], s)[0], book,
+    assert_near(forward(KINDS[KindName.multihead], w, x[None], s)[0], book,
                                atol=5e-5, rtol=0)
 
 
@@ -122,7 +123,7 @@ def test_dropout_in_the_reference_is_nn_dropouts() -> None:
     scores = (q @ k.transpose(1, 2)).masked_fill(torch.ones(6, 6).triu(1).bool(), -math.inf)
     torch.manual_seed(9)
     weights = torch.nn.Dropout(0.5)(torch.softmax(scores / math.sqrt(2), dim=-1))  # (2, 6, 6)
-    torch.testing.assert_close(ours, weights @ v, atol=1e-7, rtol=0)
+    assert_near(ours, weights @ v)
 
 
 @pytest.mark.parametrize("mistake", [m for m in MISTAKES if m.weights is None],
@@ -140,7 +141,7 @@ def test_every_mistake_changes_the_output(mistake) -> None:  # noqa: ANN001
         right = forward(kind, w, x, s)
         torch.manual_seed(0)
         wrong = forward(kind, w, x, s, frozenset({mistake.id}))
-        differs |= not torch.allclose(right, wrong, equal_nan=True)
+        differs |= not near(right, wrong, equal_nan=True)
     assert differs
 
 
@@ -385,8 +386,8 @@ def test_the_books_wrapper_prints_the_books_numbers() -> None:
     book = torch.tensor([[-0.4519, 0.2216, 0.4772, 0.1063], [-0.5874, 0.0058, 0.5891, 0.3257],
                          [-0.6300, -0.0632, 0.6202, 0.3860], [-0.5675, -0.0843, 0.5478, 0.3589],
                          [-0.5526, -0.0981, 0.5321, 0.3428], [-0.5299, -0.1081, 0.5077, 0.3493]])
-    torch.testing.assert_close(ours[0], book, atol=5e-5, rtol=0)
-    torch.testing.assert_close(ours, wrapper(x).detach(), atol=1e-7, rtol=0)
+    assert_near(ours[0], book, atol=5e-5, rtol=0)
+    assert_near(ours, wrapper(x).detach())
 
 
 def test_nothing_of_theirs_reaches_stdout_not_even_fd_1() -> None:

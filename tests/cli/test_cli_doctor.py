@@ -96,3 +96,17 @@ def test_the_report_reads_at_any_width(cli, width: int,  # noqa: ANN001
     out = cli("doctor").out
     assert all(len(line) <= width for line in out.splitlines())
     assert "C extensions (" in out and "Folders" in out
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_doctor_lines_wrap_under_their_indent(cli, width: int,  # noqa: ANN001
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long line (the platform, a folder's path) wraps under its own two-space indent, with no
+    line wider than the terminal and no padding after the text."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    lines = cli("doctor").out.splitlines()
+    for line in lines:
+        assert len(line) <= width, line
+        assert line == line.rstrip(), repr(line)
+    python = lines[1:lines.index("")]  # the Python line, however many lines it wraps to
+    assert (len(python) > 1 or width > 40) and all(line.startswith("  ") for line in python)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tests.conftest import JOURNEY, SENTENCE
+from tests.tolerance import assert_near
 
 
 def reference(x: torch.Tensor, variant: str, d_out: int, heads: int, seed: int,
@@ -77,7 +78,7 @@ def test_every_stage_equals_an_independent_recomputation(
         "dropped", "weights", "heads_context", "context") if n in expected]
     for name, want in expected.items():
         got = _tensor(_nested_none_to_nan(doc["stages"][name]))
-        torch.testing.assert_close(got, want.to(torch.float64), atol=2e-6, rtol=1e-5,
+        assert_near(got, want.to(torch.float64),
                                    msg=f"stage {name}")
     assert doc["weights"] == doc["stages"]["weights"] and doc["context"] == doc["stages"]["context"]
     if "masked" in expected:

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.models.llama.model import window_mask
 from tests.llama_fixtures import hf_reference, save_family
+from tests.tolerance import assert_near
 
 TEXT = "The cat sat on the mat 猫吃鱼 because it was tired"
 
@@ -46,8 +46,8 @@ def test_run_json_matches_transformers(cli, models, name: str, layer: int) -> No
     masked = window_mask(len(ids), windows[name]).expand_as(weights)  # (heads, T, T)
     assert torch.equal(weights[masked], torch.zeros(int(masked.sum())))
     assert torch.equal(ref["attentions"][layer][masked], torch.zeros(int(masked.sum())))
-    assert_close(weights, ref["attentions"][layer], atol=1e-5, rtol=0)
-    assert_close(torch.tensor(doc["context"]), ref["attn_out"][layer], atol=1e-5, rtol=1e-5)
+    assert_near(weights, ref["attentions"][layer])
+    assert_near(torch.tensor(doc["context"]), ref["attn_out"][layer])
     head_dim = 12 if name == "qwen3" else 8
     assert doc["variant"] == "llama"
     assert doc["model"] == {"path": str(folder), "architecture": name, "layers": 3, "heads": 4,

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tests.gpt2_fixtures import hf_reference, save_hf_gpt2
+from tests.tolerance import assert_near
 
 TEXT = "The cat sat on the mat because it was tired"
 
@@ -30,9 +31,8 @@ def test_run_json_matches_transformers(cli, model, layer: int) -> None:  # noqa:
     ids = [t["id"] for t in doc["tokens"]]
     ref = _reference(model, ids)
     expected = ref["attentions"][layer]  # (heads, T, T)
-    torch.testing.assert_close(torch.tensor(doc["weights"]), expected, atol=1e-5, rtol=0)
-    torch.testing.assert_close(torch.tensor(doc["context"]), ref["attn"][layer], atol=1e-5,
-                               rtol=0)
+    assert_near(torch.tensor(doc["weights"]), expected)
+    assert_near(torch.tensor(doc["context"]), ref["attn"][layer])
     assert doc["variant"] == "gpt2" and doc["config"]["impl"] == "naive"
     assert doc["model"] == {"path": str(model[0] / "model.safetensors"), "layers": 3, "heads": 4,
                             "d_model": 64, "layer": layer % 3}
@@ -42,12 +42,11 @@ def test_explain_json_stages_match_transformers(cli, model) -> None:  # noqa: AN
     doc = cli("explain", TEXT, "--model", str(model[0]), "--layer", "1", "--json").json()
     ref = _reference(model, [t["id"] for t in doc["tokens"]])
     stages = doc["stages"]
-    torch.testing.assert_close(torch.tensor(stages["inputs"]), ref["ln_1"][1], atol=1e-5, rtol=0)
+    assert_near(torch.tensor(stages["inputs"]), ref["ln_1"][1])
     q, k, v = ref["qkv"][1].split(64, dim=-1)  # each (T, 64)
     heads_q = q.view(-1, 4, 16).transpose(0, 1)  # (heads, T, head_dim)
-    torch.testing.assert_close(torch.tensor(stages["queries"]), heads_q, atol=1e-5, rtol=0)
-    torch.testing.assert_close(torch.tensor(stages["context"]), ref["attn"][1], atol=1e-5,
-                               rtol=0)
+    assert_near(torch.tensor(stages["queries"]), heads_q)
+    assert_near(torch.tensor(stages["context"]), ref["attn"][1])
     assert stages["masked"][0][0][1] is None
 
 

@@ -16,6 +16,7 @@ from attncli.core.attention import (
     build_variant,
 )
 from attncli.errors import AttnCliError
+from tests.tolerance import assert_near
 
 # The six 3-d input vectors of "Your journey starts with one step" (chapter 3).
 JOURNEY = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
@@ -26,8 +27,8 @@ def test_simple_matches_book_query_x2() -> None:
     out = SimpleAttention(3)(JOURNEY)
     expected_weights = torch.tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
     expected_context = torch.tensor([0.4419, 0.6515, 0.5683])
-    torch.testing.assert_close(out.weights[0, 1], expected_weights, atol=5e-5, rtol=0)
-    torch.testing.assert_close(out.context[1], expected_context, atol=5e-5, rtol=0)
+    assert_near(out.weights[0, 1], expected_weights, atol=5e-5, rtol=0)
+    assert_near(out.context[1], expected_context, atol=5e-5, rtol=0)
 
 
 def test_qkv_matches_book_self_attention_v2() -> None:
@@ -35,7 +36,7 @@ def test_qkv_matches_book_self_attention_v2() -> None:
     out = QKVAttention(3, 2)(JOURNEY)
     expected = torch.tensor([[-0.0739, 0.0713], [-0.0748, 0.0703], [-0.0749, 0.0702],
                              [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693]])
-    torch.testing.assert_close(out.context, expected, atol=5e-5, rtol=0)
+    assert_near(out.context, expected, atol=5e-5, rtol=0)
 
 
 def test_causal_matches_book() -> None:
@@ -43,7 +44,7 @@ def test_causal_matches_book() -> None:
     out = CausalAttention(3, 2, dropout=0.0)(JOURNEY)
     expected = torch.tensor([[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632],
                              [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]])
-    torch.testing.assert_close(out.context, expected, atol=5e-5, rtol=0)
+    assert_near(out.context, expected, atol=5e-5, rtol=0)
 
 
 def test_multihead_matches_book() -> None:
@@ -51,7 +52,7 @@ def test_multihead_matches_book() -> None:
     out = MultiHeadAttention(3, 2, num_heads=2)(JOURNEY)
     expected = torch.tensor([[0.3190, 0.4858], [0.2943, 0.3897], [0.2856, 0.3593],
                              [0.2693, 0.3873], [0.2639, 0.3928], [0.2575, 0.4028]])
-    torch.testing.assert_close(out.context, expected, atol=5e-5, rtol=0)
+    assert_near(out.context, expected, atol=5e-5, rtol=0)
 
 
 def _x(num_tokens: int = 7, d_in: int = 6, seed: int = 0) -> torch.Tensor:
@@ -66,8 +67,8 @@ def test_qkv_and_causal_against_sdpa(causal: bool) -> None:
     out = module(x)
     q, k, v = module.W_query(x), module.W_key(x), module.W_value(x)
     reference = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
-    torch.testing.assert_close(out.context, reference, atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(out.weights.sum(-1), torch.ones(1, 7))
+    assert_near(out.context, reference)
+    assert_near(out.weights.sum(-1), torch.ones(1, 7))
     if causal:
         upper = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)
         assert torch.all(out.weights[0][upper] == 0)
@@ -86,8 +87,7 @@ def test_multihead_per_head_against_sdpa_and_nn_multiheadattention(num_heads: in
 
     q, k, v = split(module.W_query(x)), split(module.W_key(x)), split(module.W_value(x))
     per_head = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (heads, T, head_dim)
-    torch.testing.assert_close(out.heads_context, per_head.transpose(0, 1).reshape(7, d),
-                               atol=1e-6, rtol=1e-5)
+    assert_near(out.heads_context, per_head.transpose(0, 1).reshape(7, d))
 
     # torch.nn.MultiheadAttention with the same weights copied in.
     mha = torch.nn.MultiheadAttention(d, num_heads, batch_first=True)
@@ -101,8 +101,8 @@ def test_multihead_per_head_against_sdpa_and_nn_multiheadattention(num_heads: in
     mask = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)
     ref, ref_weights = mha(x[None], x[None], x[None], attn_mask=mask,
                            average_attn_weights=False, need_weights=True)
-    torch.testing.assert_close(out.context, ref[0], atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(out.weights, ref_weights[0], atol=1e-6, rtol=1e-5)
+    assert_near(out.context, ref[0], atol=1e-5, rtol=1e-4)
+    assert_near(out.weights, ref_weights[0])
 
 
 def test_stages_are_consistent() -> None:
@@ -110,9 +110,9 @@ def test_stages_are_consistent() -> None:
     module = MultiHeadAttention(6, 8, num_heads=2)
     out = module(_x())
     assert out.scores is not None and out.scaled is not None and out.masked is not None
-    torch.testing.assert_close(out.scaled, out.scores / math.sqrt(4))
+    assert_near(out.scaled, out.scores / math.sqrt(4))
     assert torch.isneginf(out.masked[:, 0, 1:]).all()
-    torch.testing.assert_close(out.weights, torch.softmax(out.masked, dim=-1))
+    assert_near(out.weights, torch.softmax(out.masked, dim=-1))
 
 
 def test_dropout_keeps_rescaled_weights() -> None:
@@ -121,7 +121,7 @@ def test_dropout_keeps_rescaled_weights() -> None:
     out = module(_x(num_tokens=12))
     assert out.dropped is not None and out.softmax is not None
     kept = out.dropped != 0
-    torch.testing.assert_close(out.dropped[kept], out.softmax[kept] / 0.5)
+    assert_near(out.dropped[kept], out.softmax[kept] / 0.5)
     assert (~kept & (out.softmax > 0)).any(), "dropout 0.5 on 78 weights dropped none"
 
 

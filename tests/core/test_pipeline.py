@@ -15,6 +15,7 @@ from attncli.core.result import Result
 from attncli.errors import AttnCliError
 from attncli.long.path import run
 from tests.conftest import JOURNEY, SENTENCE
+from tests.tolerance import assert_near
 
 
 def _floats(value: object) -> bool:
@@ -67,7 +68,7 @@ def test_context_matches_sdpa_through_the_pipeline() -> None:
     result = run(Request(text=SENTENCE, variant="causal", d_out=4))
     q, k, v = (torch.tensor(result.stages[n]) for n in ("queries", "keys", "values"))
     reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0]  # (T, d_out)
-    torch.testing.assert_close(torch.tensor(result.context), reference, atol=1e-6, rtol=1e-5)
+    assert_near(torch.tensor(result.context), reference)
 
 
 def test_same_inputs_same_output_and_seed_matters() -> None:
@@ -135,5 +136,5 @@ def test_cuda_missing_is_a_clear_error() -> None:
 def test_cuda_matches_cpu() -> None:
     cpu = run(Request(text=SENTENCE, variant="multihead"))
     gpu = run(Request(text=SENTENCE, variant="multihead", device="cuda"))
-    torch.testing.assert_close(torch.tensor(gpu.context), torch.tensor(cpu.context),
+    assert_near(torch.tensor(gpu.context), torch.tensor(cpu.context),
                                atol=1e-4, rtol=1e-4)

@@ -7,6 +7,7 @@ import torch
 from attncli.core.embed import embed
 from attncli.core.request import Request
 from attncli.lessons.permute import find_permutation, permute
+from tests.tolerance import assert_near
 
 CAT, FISH = "猫吃鱼", "鱼吃猫"
 CASE_KEYS = {"equivariant", "max_abs_diff", "weights_a", "weights_b"}
@@ -52,8 +53,8 @@ def test_weights_are_those_of_run_without_positions(cli) -> None:  # noqa: ANN00
         run_a = cli("run", CAT, "--variant", "qkv", flag, "--json").json()
         run_b = cli("run", FISH, "--variant", "qkv", flag, "--json").json()
         for ours, theirs in ((doc[case]["weights_a"], run_a), (doc[case]["weights_b"], run_b)):
-            torch.testing.assert_close(torch.tensor(ours, dtype=torch.float32),
-                                       torch.tensor(theirs["weights"]), atol=1e-6, rtol=0)
+            assert_near(torch.tensor(ours, dtype=torch.float32),
+                                       torch.tensor(theirs["weights"]))
         assert run_a["config"]["positions"] is (flag == "--positions")
 
 
@@ -87,7 +88,7 @@ def test_embed_without_positions_keeps_the_token_embeddings() -> None:
     torch.manual_seed(5)
     torch.empty(100, 4).normal_()  # the token table, drawn first
     pos_table = torch.empty(3, 4).normal_()  # (context_length, emb_dim)
-    torch.testing.assert_close(without + pos_table, with_pos, atol=0, rtol=0)
+    assert_near(without + pos_table, with_pos, atol=0, rtol=0)
 
 
 def test_positions_option_on_run_explain_compare(cli) -> None:  # noqa: ANN001

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from attncli.long import fused
+from tests.tolerance import assert_near
 
 MASKED = -1e30
 
@@ -175,7 +176,7 @@ def test_fold_scores_top_k_of_random_rows(scale: float) -> None:
     scores = torch.cat([first, masked.masked_fill(masked <= -1e29, -torch.inf)], -1)
     want_val, want_idx = (scores + row_max[..., None]).topk(5, dim=-1)
     assert torch.equal(idx, want_idx)
-    torch.testing.assert_close(val, want_val, rtol=1e-6, atol=0)
+    assert_near(val, want_val)
 
 
 def test_fold_scores_block_maxima_and_top_k_in_one_call() -> None:
@@ -185,7 +186,7 @@ def test_fold_scores_block_maxima_and_top_k_in_one_call() -> None:
     _, _, val, idx, row_block = fold(scores, 30, None, row_max, 4, pool=16, blocks=5)
     want_val, want_idx = (scores + row_max[..., None]).topk(4, dim=-1)
     assert torch.equal(idx, want_idx + 30)
-    torch.testing.assert_close(val, want_val, rtol=1e-6, atol=0)
+    assert_near(val, want_val)
     for b, (lo, hi) in zip(range(1, 5), [(0, 2), (2, 18), (18, 34), (34, 50)], strict=True):
         assert torch.equal(row_block[..., b], scores[..., lo:hi].amax(-1) + row_max)
     assert (row_block[..., 0] == -torch.inf).all()
@@ -203,14 +204,11 @@ def test_exp_stats_sums(width: int) -> None:
     fused.exp_stats(weights, 7, shift, plogp, key_sum, row_sum)
     x = (scores - shift[..., None]).double()  # the difference is taken in float32
     p = torch.exp2(x)
-    torch.testing.assert_close(weights.double(), p, rtol=2e-7, atol=0)
+    assert_near(weights.double(), p)
     keys = torch.arange(7, 7 + width, dtype=torch.float64)
-    torch.testing.assert_close(plogp.double(), sums[0].double() + (p * x).sum(-1),
-                               rtol=1e-6, atol=1e-5)
-    torch.testing.assert_close(key_sum.double(), sums[1].double() + p @ keys,
-                               rtol=1e-6, atol=1e-5)
-    torch.testing.assert_close(row_sum.double(), sums[2].double() + p.sum(-1),
-                               rtol=1e-6, atol=1e-6)
+    assert_near(plogp.double(), sums[0].double() + (p * x).sum(-1))
+    assert_near(key_sum.double(), sums[1].double() + p @ keys)
+    assert_near(row_sum.double(), sums[2].double() + p.sum(-1))
 
 
 def test_exp_stats_without_shift() -> None:

@@ -18,6 +18,7 @@ import torch
 
 from tests.conftest import ROOT
 from tests.llama_fixtures import save_family
+from tests.tolerance import assert_near
 
 TEXT = ("Your journey starts with one step. The cat sat on the mat because it was tired. "
         "Attention is all you need.")
@@ -55,12 +56,12 @@ def test_tiled_rows_equal_naive_rows(cli, llama: Path) -> None:  # noqa: ANN001
         (a, b), (c, d) = tiled["window"]["rows"], tiled["window"]["cols"]
         got = cells(tiled["weights"][0])  # (b - a, d - c), NaN after each query
         expected = np.where(np.isnan(got), np.nan, whole[a:b, c:d])
-        np.testing.assert_allclose(got, expected, atol=1e-5)
+        assert_near(got, expected)
         assert len(tiled["stats"]["lse"]) == 4, "the layer's own stats keep every head"
     # --query alone: the corner's rows and the query's, its row over every key.
     one = cli(*base, "--impl", "tiled", "--query", "40", "--json").json()
     row = np.array([np.nan if v is None else v for v in one["query"]["weights"][0]])
-    np.testing.assert_allclose(row[:41], whole[40, :41], atol=1e-5)
+    assert_near(row[:41], whole[40, :41])
     assert np.isnan(row[41:]).all()
     shown = cli(*base, "--impl", "tiled", "--rows", "20:24", "--cols", "0:24")
     assert shown.code == 0 and "Attention rollout to layer 2, heads averaged" in shown.out
@@ -84,7 +85,7 @@ def test_windows_walked_back_as_the_layers_mask_them(tmp_path: Path) -> None:
     layers = model.layer_inputs(ids, 2, max(picked) + 1)
     got = rollout_rows(layers, model.spec.windows, picked).numpy()  # (3, 31)
     expected = rollout_reference(attentions[:3])[picked][:, :31]
-    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert_near(got, expected)
 
 
 def _limit() -> None:
@@ -109,4 +110,4 @@ def test_memory_bounded_on_a_long_input(llama: Path, tmp_path: Path) -> None:
     assert size > 10_000 and doc["config"]["impl"] == "tiled"
     assert 3 * size * size * 4 > MEMORY_LIMIT > size * size * 4
     rows = cells(doc["weights"][0])  # (8, N)
-    np.testing.assert_allclose(np.nansum(rows, -1), 1.0, atol=1e-4)
+    assert_near(np.nansum(rows, -1), 1.0, atol=1e-4)

@@ -19,6 +19,7 @@ from attncli.long import fused, tiled
 from attncli.long.tiled import tiled_attention
 from attncli.long.topk import TOPK_GROUP
 from attncli.long.window import weights_window
+from tests.tolerance import assert_near
 
 
 @pytest.fixture(autouse=True, params=["fused", "torch"])
@@ -74,20 +75,19 @@ def assert_agrees(queries: Tensor, keys: Tensor, values: Tensor, causal: bool, t
                   **blocks: int) -> None:
     out = tiled_attention(queries, keys, values, causal, top_k=top_k, **blocks)
     ref = naive_reference(queries, keys, values, causal)
-    torch.testing.assert_close(out.context, ref.context, atol=1e-5, rtol=0)
-    torch.testing.assert_close(out.lse, ref.lse, atol=1e-4, rtol=0)
-    torch.testing.assert_close(out.entropy, ref.entropy, atol=1e-4, rtol=0)
+    assert_near(out.context, ref.context)
+    assert_near(out.lse, ref.lse, atol=1e-4, rtol=0)
+    assert_near(out.entropy, ref.entropy, atol=1e-4, rtol=0)
     key_pos = torch.arange(queries.shape[1], dtype=torch.float64)  # (N,)
     want_mean_key = ref.weights.double() @ key_pos  # (heads, N) Σ_j w_ij·j
-    torch.testing.assert_close(out.mean_key.double(), want_mean_key,
-                               atol=1e-5 * max(queries.shape[1], 1), rtol=0)
+    assert_near(out.mean_key.double(), want_mean_key * max(queries.shape[1], 1))
     k = min(top_k, queries.shape[1])
     want_index, want_weight = expected_topk(ref, k)
     assert out.topk_index.dtype == torch.long
     assert out.topk_index.shape == out.topk_weight.shape == (*queries.shape[:2], k)
     assert torch.equal(out.topk_index, want_index)
     # rtol: a weight is e^(s - lse), so it carries the float32 rounding of a large score s.
-    torch.testing.assert_close(out.topk_weight, want_weight, atol=1e-6, rtol=1e-4)
+    assert_near(out.topk_weight, want_weight, atol=1e-6, rtol=1e-4)
 
 
 # (heads, N, head_dim, block_q, block_k): blocks that divide N, that do not, wider than N, N = 1.
@@ -225,7 +225,7 @@ def test_values_may_be_wider_or_narrower_than_keys(causal: bool) -> None:
         out = tiled_attention(q, k, v, causal, block_q=16, block_k=24)
         ref = naive_reference(q, k, v, causal)
         assert out.context.shape == (3, 90, d_v)
-        torch.testing.assert_close(out.context, ref.context, atol=1e-5, rtol=0)
+        assert_near(out.context, ref.context)
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -267,10 +267,9 @@ def test_split_heads_views_match_multihead_attend() -> None:
         naive = mha.attend(queries, keys, values, causal=True, dropout=None)
     out = tiled_attention(queries, keys, values, causal=True, block_q=16, block_k=32)
     context = out.context.transpose(0, 1).reshape(90, 24)  # (T, d_out), heads side by side
-    torch.testing.assert_close(context, naive.context, atol=1e-5, rtol=0)
+    assert_near(context, naive.context)
     # Plain tensors, not inference tensors: out_proj accepts them outside any grad guard.
-    torch.testing.assert_close(mha.out_proj(context), mha.out_proj(naive.context), atol=1e-5,
-                               rtol=0)
+    assert_near(mha.out_proj(context), mha.out_proj(naive.context))
     top_weight, top_index = naive.weights.topk(5, dim=-1)  # (heads, T, 5)
     assert torch.equal(out.topk_index, top_index.masked_fill(top_weight == 0, -1))
 
@@ -343,7 +342,7 @@ def test_window_equals_naive_slice(rows: range, cols: range, causal: bool) -> No
     window = weights_window(q, k, out.lse, rows, cols, causal)
     want = naive_reference(q, k, v, causal).weights[:, list(rows)][:, :, list(cols)]
     assert window.shape == (3, len(rows), len(cols))
-    torch.testing.assert_close(window, want, atol=1e-6, rtol=0)
+    assert_near(window, want)
     if causal:
         above = torch.tensor([[c > r for c in cols] for r in rows], dtype=torch.bool)
         assert bool((window[:, above] == 0).all())
@@ -353,7 +352,7 @@ def test_full_window_rows_sum_to_one() -> None:
     q, k, v = random_qkv(2, 50, 8, seed=5)
     out = tiled_attention(q, k, v, causal=True, block_q=8, block_k=8)
     window = weights_window(q, k, out.lse, range(50), range(50), causal=True)
-    torch.testing.assert_close(window.sum(-1), torch.ones(2, 50), atol=1e-5, rtol=0)
+    assert_near(window.sum(-1), torch.ones(2, 50))
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(range(0, 11), range(3)), (range(2), range(-1, 3))])
@@ -453,7 +452,7 @@ def test_pooled_blocks_in_the_pass_equal_pooling_the_rebuilt_weights(
         got = out.pooled[h].exp()
         want = torch.tensor([[0.0 if v is None else v for v in row] for row in pmap.values],
                             dtype=torch.float64)
-        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-7)
+        assert_near(got.double(), want)
 
 
 def test_flushing_denormals_stays_in_the_workers() -> None:

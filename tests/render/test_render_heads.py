@@ -66,6 +66,21 @@ def test_the_streamed_measures_print_what_the_whole_table_did(
     monkeypatch.setattr(listing, "CHUNK_ROWS", 9)
     result = _heads(layers, heads)
     old = rendered(lambda c: _old_measures(result, precision, depth_of(c)), width)
+    if "\u2026" in old:
+        # Too narrow for the whole table: the old table cut its numbers to "…"; now it is shown
+        # in parts of whole columns (render/draw/fitted.py), streamed as it is rendered whole,
+        # with every number in full.
+        new_plain = streamed(lambda c: render_measures(c, result, precision), width)
+        if max(cell_len(line) for line in new_plain.splitlines()) <= width:
+            assert new_plain == rendered(lambda c: render_measures(c, result, precision), width)
+        # else the key columns and one number are wider than the terminal (20 columns): the
+        # command streams whole numbers and the terminal wraps them, where a Rich console's
+        # print of the same renderable crops its lines to the console's width.
+        cells = new_plain.split()
+        for m in result.measures:
+            for name in MEASURE_HELP:
+                assert f"{m[name]:.{precision}f}" in cells
+        return
     assert streamed(lambda c: render_measures(c, result, precision), width) == old
     assert rendered(lambda c: render_measures(c, result, precision), width) == old
     if width >= 80:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.core.request import Measure, Request
 from attncli.models.family import ManyTexts
@@ -23,6 +22,7 @@ from tests.conftest import ROOT
 from tests.family_fixtures import FAMILY_CASES, reference, save_decoder
 from tests.gguf_fixtures import smollm2
 from tests.llama_fixtures import FAMILIES, save_family
+from tests.tolerance import assert_near
 
 TOY = str(ROOT / "samples" / "toy-gpt2")
 TOL = {"atol": 1e-5, "rtol": 1e-5}
@@ -35,11 +35,11 @@ def _same_pass(got: HeadsPass, want: HeadsPass) -> None:
     """Every layer's weights, scores and sink of got are want's, within the house tolerance."""
     assert len(got.weights) == len(want.weights)
     for mine, theirs in zip(got.weights, want.weights, strict=True):
-        assert_close(mine, theirs, **TOL)
+        assert_near(mine, theirs, **TOL)
     for mine, theirs in zip(got.scores, want.scores, strict=True):
         assert mine.keys() == theirs.keys()
         for name in mine:
-            assert_close(mine[name], theirs[name], **TOL)
+            assert_near(mine[name], theirs[name], **TOL)
     for mine, theirs in zip(got.sinks, want.sinks, strict=True):
         assert mine.keys() == theirs.keys()
         for name, value in mine.items():
@@ -123,7 +123,7 @@ def test_texts_run_together_equal_their_own_passes_and_transformers(
         for layer, weights in enumerate(got.weights):
             # Within TOL of float64, widened by as much as transformers' float32 misses it.
             slack = float((ref[layer].double() - exact[layer]).abs().max())
-            assert_close(weights.double(), exact[layer], atol=TOL["atol"] + slack,
+            assert_near(weights.double(), exact[layer], atol=TOL["atol"] + slack,
                          rtol=TOL["rtol"])
 
 

@@ -243,9 +243,12 @@ def llama_trace_texts(weights: Named, spec: LlamaSpec, texts: list[list[int]],
             attention = grouped_attention(read, spec, layer, attention_input(read, spec, layer, x),
                                           rope)
             xs[k] = finish_block(read, spec, layer, x, attention.context)  # (T, d_model)
-            assert attention.values is not None and attention.out_proj is not None
+            assert attention.values is not None
+            name = f"layers.{layer}.self_attn.o_proj.weight"  # read once, for every text
             traces.append(LayerTrace(layer=layer, residual=x, weights=attention.weights,
-                                     values=attention.values, out_proj=attention.out_proj,
+                                     values=attention.values,
+                                     out_proj=attention.out_proj if attention.out_proj
+                                     is not None else partial(read.__getitem__, name),
                                      output=xs[k]))
         yield traces
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from attncli.errors import escaped
@@ -49,6 +49,26 @@ def _folder(row: dict[str, Any]) -> Text:
     return Text.assemble(f"  {row['name']}: ", where)
 
 
+class _Indented:
+    """A line (written with two leading spaces where indented) wrapped under its own indent on a
+    narrow terminal, not back at the first column, with no spaces left at a line's end."""
+
+    def __init__(self, text: Text, indent: int) -> None:
+        self.text, self.indent = text, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.text.wrap(console, max(options.max_width - self.indent, 1)):
+            line.rstrip()
+            yield Text.assemble(" " * self.indent, line)
+
+
+def _indented(line: RenderableType) -> RenderableType:
+    if isinstance(line, Text):
+        indent = 2 if line.plain.startswith("  ") else 0
+        return _Indented(line[indent:], indent)
+    return line
+
+
 def render_doctor(doc: dict[str, Any]) -> RenderableType:
     """The report of one install, from doctor's JSON document."""
     top, python = doc["attncli"], doc["python"]
@@ -75,4 +95,4 @@ def render_doctor(doc: dict[str, Any]) -> RenderableType:
                  default if settings["exists"] or model else f"no file yet; {default}")
         lines.append(Text.assemble("  settings: ", escaped(settings["path"] or ""), " · ",
                                    state))
-    return Group(*lines)
+    return Group(*(_indented(line) for line in lines))
