@@ -77,7 +77,8 @@ print(json.dumps({"load_s": loaded - start, "prompt_s": prompted - loaded, "step
 
 
 # Greedy answers: for each prompt (token ids, ';'-separated), a fresh context, the prompt in one
-# batch, then `decode` tokens, each the argmax of the last logits; one JSON list of id lists.
+# batch, then `decode` tokens, each the argmax of the last logits; one JSON list of [ids,
+# log-probabilities of each chosen id] pairs.
 GREEDY_CHILD = r"""
 import importlib.util, json, os, sys
 import numpy as np
@@ -103,21 +104,25 @@ for ids in prompts:
     ctx = lib.llama_init_from_model(model, cp)
     tokens = ffi.new("llama_token[]", ids)
     assert lib.llama_decode(ctx, lib.llama_batch_get_one(tokens, len(ids))) == 0
-    one, chosen = ffi.new("llama_token[1]"), []
+    one, chosen, logprobs = ffi.new("llama_token[1]"), [], []
     for _ in range(decode):
         logits = np.frombuffer(ffi.buffer(lib.llama_get_logits_ith(ctx, -1), vocab * 4),
-                               np.float32)
+                               np.float32).astype(np.float64)
         one[0] = int(logits.argmax())
         chosen.append(one[0])
+        top = logits.max()
+        logprobs.append(-float(np.log(np.exp(logits - top).sum())))  # the argmax's
         assert lib.llama_decode(ctx, lib.llama_batch_get_one(one, 1)) == 0
     lib.llama_free(ctx)
-    answers.append(chosen)
+    answers.append([chosen, logprobs])
 print(json.dumps(answers))
 """
 
 
-def greedy(model: Path, threads: int, prompts: list[list[int]], new: int) -> list[list[int]]:
-    """llama.cpp's greedy answer ids (new each) to each prompt's token ids, in one child."""
+def greedy(model: Path, threads: int, prompts: list[list[int]],
+           new: int) -> list[tuple[list[int], list[float]]]:
+    """llama.cpp's greedy answers (new ids each, with each id's log-probability) to each
+    prompt's token ids, in one child."""
     folder, preload = install(), shim()
     if folder is None or preload is None:
         raise RuntimeError("llama.cpp is not available")
@@ -128,8 +133,8 @@ def greedy(model: Path, threads: int, prompts: list[list[int]], new: int) -> lis
                           env=env, capture_output=True, text=True, check=False, timeout=3600)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
-    answers: list[list[int]] = json.loads(done.stdout.strip().splitlines()[-1])
-    return answers
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    return [(ids, logprobs) for ids, logprobs in answers]
 
 
 def install() -> Path | None:

@@ -16,6 +16,7 @@ from attncli.models.llama.block import attention_input, embed, finish_block, lin
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
 from attncli.models.llama.rope import LayerRopes
+from attncli.models.sources.gguf.qmatmul import as_llama_cpp
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, held_unembedding
 
@@ -38,6 +39,12 @@ def llama_shape(spec: LlamaSpec) -> Shape:
                  kv_width=kv_width, head_weights=spec.vocab_size * d)
 
 
+def _as_cached(t: Tensor) -> Tensor:
+    """t as the cache's arithmetic holds it: float16 under llama.cpp's numerics (its KV cache,
+    and the queries and weights its float16 products round), else unchanged."""
+    return t.to(torch.float16).to(t.dtype) if as_llama_cpp() else t
+
+
 def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: Tensor,
             rope: tuple[Tensor, Tensor] | None) -> tuple[Tensor, Tensor]:
     """Token t (1, d_model) against layer's cache: weights (heads, t+1), output (1, d_model)."""
@@ -45,9 +52,9 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     # Only token t is projected (q/k norms and RoPE at position t, as the full pass does):
     # the cache already holds the rotated keys of 0..t-1.
     heads = project(weights, spec, layer, x, rope)  # queries (heads, 1, hd), keys (kv, 1, hd)
-    queries = heads.queries_rope[:, 0]  # (heads, hd)
-    cache.keys = torch.cat([cache.keys, heads.keys_rope], dim=1)  # (kv_heads, t+1, hd)
-    cache.values = torch.cat([cache.values, heads.values], dim=1)  # (kv_heads, t+1, hd)
+    queries = _as_cached(heads.queries_rope[:, 0])  # (heads, hd)
+    cache.keys = torch.cat([cache.keys, _as_cached(heads.keys_rope)], dim=1)  # (kv, t+1, hd)
+    cache.values = torch.cat([cache.values, _as_cached(heads.values)], dim=1)  # (kv, t+1, hd)
     cache_len, window = cache.keys.shape[1], spec.layer_windows[layer]
     # Sliding window: query t sees keys t - window + 1 .. t; older ones stay in the cache unread.
     start = 0 if window is None else max(0, cache_len - window)
@@ -62,7 +69,7 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     capped = soft_cap(spec, scaled)  # Gemma 2: cap · tanh(scaled / cap), else None
     attn_weights = torch.softmax(scaled if capped is None else capped,
                                  dim=-1).to(grouped.dtype)  # (kv, group, 1, n)
-    heads_context = (attn_weights @ seen_values).reshape(1, -1)  # (1, heads · hd)
+    heads_context = (_as_cached(attn_weights) @ seen_values).reshape(1, -1)  # (1, heads · hd)
     shown = attn_weights.new_zeros(spec.num_heads, cache_len)  # (heads, t+1) 0 outside window
     shown[:, start:] = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
     return shown, linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
@@ -85,7 +92,8 @@ def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
     """Every prompt query (heads, T, hd) over the cache's T keys, causal and windowed as the
     step reads them, in float64 as the step's scores are: the context (T, heads · hd)."""
     num_tokens, window = queries.shape[1], spec.layer_windows[layer]
-    grouped = queries.view(spec.kv_heads, spec.group_size, num_tokens, spec.head_dim)
+    grouped = _as_cached(queries).view(spec.kv_heads, spec.group_size, num_tokens,
+                                       spec.head_dim)  # (kv, group, T, hd)
     keys = cache.keys.unsqueeze(1).double()  # (kv, 1, T, hd)
     values = cache.values.unsqueeze(1)  # (kv, 1, T, hd)
     parts = []
@@ -99,7 +107,7 @@ def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
         mask = window_rows(start, end, num_tokens, window)  # (C, T)
         masked = (scaled if capped is None else capped).masked_fill(mask, -torch.inf)
         attn_weights = torch.softmax(masked, dim=-1).to(grouped.dtype)  # (kv, g, C, T)
-        context = attn_weights @ values  # (kv, g, C, hd)
+        context = _as_cached(attn_weights) @ values  # (kv, g, C, hd)
         parts.append(context.reshape(spec.num_heads, end - start, spec.head_dim))
     return torch.cat(parts, dim=1).transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · hd)
 
@@ -194,7 +202,8 @@ class LlamaDecoder:
             tables = self.ropes[i]
             rope = None if tables is None else (tables[0][:n], tables[1][:n])
             heads = project(read, spec, i, attention_input(read, spec, i, x), rope)
-            cache.keys, cache.values = heads.keys_rope, heads.values  # (kv_heads, T, hd) each
+            cache.keys = _as_cached(heads.keys_rope)  # (kv_heads, T, hd)
+            cache.values = _as_cached(heads.values)  # (kv_heads, T, hd)
             context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
             attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
             x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)

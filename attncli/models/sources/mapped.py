@@ -104,4 +104,4 @@ class Mapped(Named):
 
     def shape(self, name: str) -> tuple[int, ...]:
         piece = self._piece(name)
-        return piece.shape(self.source.shapes()[piece.name])
+        return piece.shape(self._shapes[piece.name])

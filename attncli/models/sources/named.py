@@ -40,7 +40,8 @@ class Named:
     def __init__(self, source: WeightSource, prefix: str = "", finite: bool = False,
                  keep: bool = False) -> None:
         self.source, self.prefix, self.finite, self.keep = source, prefix, finite, keep
-        self._names = set(source.shapes())
+        self._shapes = source.shapes()  # read once: a step asks for shapes hundreds of times
+        self._names = set(self._shapes)
         self._kept: dict[str, Tensor] = {}
         self._kept_blocks: dict[str, QuantizedMatrix | None] = {}
 
@@ -106,7 +107,7 @@ class Named:
 
     def shape(self, name: str) -> tuple[int, ...]:
         """The tensor's shape, from the header only."""
-        return self.source.shapes()[self.stored_name(name)]
+        return self._shapes[self.stored_name(name)]
 
     def dtype(self, name: str) -> str:
         """The tensor's stored dtype name, from the header only."""

@@ -72,6 +72,37 @@ static inline float f16(const uint8_t *p) {
     return from_bits(sign | ((h & 0x7c00u) == 0x7c00u ? 0x7f800000u | rest : finite));
 }
 
+/* float32 to IEEE half, rounded to nearest even, as numpy's astype(float16) and ggml's
+ * GGML_FP32_TO_FP16 round it (the FP16 library's bit-exact method; NaN to a quiet NaN). */
+static inline void put_f16(uint8_t *p, float f) {
+    const uint32_t w = to_bits(f), shl1_w = w + w, sign = w & 0x80000000u;
+    float base = (fabsf(f) * 0x1p112f) * 0x1p-110f;
+    uint32_t bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u) bias = 0x71000000u;
+    base = from_bits((bias >> 1) + 0x07800000u) + base;
+    const uint32_t bits = to_bits(base);
+    const uint32_t nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
+    const uint32_t h = (sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign);
+    p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8);
+}
+
+/* roundf (halves away from zero) to int8, as ggml's reference Q8_0 rounds x·(1/d), |x·(1/d)| <=
+ * 127 up to a rounding; saturated and NaN to 0, so no conversion is undefined. */
+static inline int8_t round_int8(float v) {
+    if (!(v == v)) return 0;
+    float r = roundf(v);
+    return (int8_t)(r > 127.0f ? 127 : r < -128.0f ? -128 : (int)r);
+}
+
+/* ggml's nearest_int: v rounded to nearest even through the float 1.5·2²³ (|v| < 2²²). */
+static inline int nearest_int(float v) {
+    if (!(fabsf(v) < 0x1p22f)) return v > 0 ? 127 : v < 0 ? -128 : 0;
+    uint32_t i = to_bits(v + 12582912.0f);
+    return (int)(i & 0x007FFFFFu) - 0x00400000;
+}
+
+#define Q8K_BYTES (4 + QK_K + 32) /* float d, 256 int8, 16 int16 sums */
+
 static inline uint32_t u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -86,6 +117,16 @@ static inline void scale_min_k(const uint8_t *sc, float d, float dmin, float *dl
     }
 }
 
+/* llama.cpp's numerics (_qmatmul_q8.h): each weight type's activation type (-1: float32). */
+enum { A_Q8_0 = 0, A_Q8_1 = 1, A_Q8_K = 2 };
+static const int ACTIVATION[KINDS] = {-1, -1, -1, A_Q8_0, A_Q8_0, A_Q8_1, A_Q8_0, A_Q8_1,
+                                      A_Q8_K, A_Q8_K, A_Q8_K};
+static const int64_t ACT_BLOCK[3] = {32, 32, QK_K}, ACT_BYTES[3] = {34, 36, Q8K_BYTES};
+
+typedef float (*dot_fn)(const uint8_t *w, const uint8_t *x, int64_t n);
+typedef void (*matmul_q8_fn)(const kind *, const uint8_t *, int64_t, int64_t, const uint8_t *,
+                             int64_t, int64_t, float *, int64_t, int64_t);
+typedef void (*quantize_fn)(int, const float *, int64_t, int64_t, uint8_t *, int64_t);
 typedef void (*matvec_fn)(const kind *, const uint8_t *, int64_t, const float *, float *,
                           int64_t, int64_t);
 typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const float *,
@@ -93,27 +134,38 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 
 #define LV(name) name##_base
 #include "_qmatmul_body.h"
+#include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
+#undef MATVEC_Q4_K
+#undef MATVEC_Q6_K
 #ifdef X86_LEVELS
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
 #define LV(name) name##_avx2
 #include "_qmatmul_body.h"
+#include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
+#undef MATVEC_Q4_K
+#undef MATVEC_Q6_K
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
 #define LV(name) name##_avx512
 #include "_qmatmul_body.h"
+#include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
+#undef MATVEC_Q4_K
+#undef MATVEC_Q6_K
 #pragma GCC pop_options
 #endif
 
 static matvec_fn matvec = matvec_base;  /* set when the module loads (choose_level) */
 static matmat_fn matmat = matmat_base;
+static matmul_q8_fn matmul_q8 = matmul_q8_base;
+static quantize_fn quantize_rows = quantize_rows_base;
 
 /* 0 the baseline, 1 AVX2 + FMA, 2 AVX-512; -1 the widest this CPU runs. Returns the level. */
 static int choose_level(int level) {
@@ -124,9 +176,12 @@ static int choose_level(int level) {
 #endif
     if (level < 0 || level > best) level = best;
     matvec = matvec_base, matmat = matmat_base;
+    matmul_q8 = matmul_q8_base, quantize_rows = quantize_rows_base;
 #ifdef X86_LEVELS
     if (level == 1) matvec = matvec_avx2, matmat = matmat_avx2;
+    if (level == 1) matmul_q8 = matmul_q8_avx2, quantize_rows = quantize_rows_avx2;
     if (level == 2) matvec = matvec_avx512, matmat = matmat_avx512;
+    if (level == 2) matmul_q8 = matmul_q8_avx512, quantize_rows = quantize_rows_avx512;
 #endif
     return level;
 }
@@ -138,6 +193,8 @@ typedef struct {
     const float *x;
     float *y;
     int64_t rows, cols, tokens, parts;
+    const uint8_t *xq; /* llama.cpp's numerics: x's rows quantized (xq_bytes each), else NULL */
+    int64_t xq_bytes;
 } job;
 
 static void run_part(const job *j, int64_t part) {
@@ -146,7 +203,9 @@ static void run_part(const job *j, int64_t part) {
     int64_t r0 = groups * part / j->parts * 4, r1 = groups * (part + 1) / j->parts * 4;
     if (r1 > j->rows) r1 = j->rows;
     if (r0 >= r1) return;
-    if (j->tokens == 1) {
+    if (j->xq) {
+        matmul_q8(j->t, j->w, j->rows, j->cols, j->xq, j->xq_bytes, j->tokens, j->y, r0, r1);
+    } else if (j->tokens == 1) {
         matvec(j->t, j->w, j->cols, j->x, j->y, r0, r1);
     } else {
         float panel[MC * KC] __attribute__((aligned(64))); /* 64 KB of the thread's stack */
@@ -255,10 +314,11 @@ static const kind *find(int qtype) {
 static int aligned4(const Py_buffer *b) { return ((uintptr_t)b->buf & 3) == 0; }
 
 static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
-    int qtype;
+    int qtype, q8 = 0;
     long long cols, threads;
     Py_buffer w, x, out;
-    if (!PyArg_ParseTuple(args, "iy*Ly*w*L", &qtype, &w, &cols, &x, &out, &threads)) return NULL;
+    if (!PyArg_ParseTuple(args, "iy*Ly*w*L|p", &qtype, &w, &cols, &x, &out, &threads, &q8))
+        return NULL;
     const kind *t = find(qtype);
     PyObject *result = NULL;
     if (!t) {
@@ -283,16 +343,49 @@ static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
             int64_t work = rows * cols / PART_WORK * tokens; /* fewer parts for small work */
             if (parts > work) parts = work < 1 ? 1 : work;
             job j = {t, (const uint8_t *)w.buf, (const float *)x.buf, (float *)out.buf, rows,
-                     cols, tokens, parts};
-            if (rows > 0 && tokens > 0) {
-                Py_BEGIN_ALLOW_THREADS
-                run_job(&j);
-                Py_END_ALLOW_THREADS
+                     cols, tokens, parts, NULL, 0};
+            int a = q8 ? ACTIVATION[t->index] : -1;
+            uint8_t *xq = NULL;
+            if (a >= 0 && cols % ACT_BLOCK[a]) {
+                PyErr_Format(PyExc_ValueError, "%lld columns are not whole Q8 blocks", cols);
+            } else if (a >= 0 && !(xq = PyMem_RawMalloc(
+                                       (size_t)(tokens * (cols / ACT_BLOCK[a]) * ACT_BYTES[a] + 1)))) {
+                PyErr_NoMemory();
+            } else {
+                j.xq_bytes = a >= 0 ? cols / ACT_BLOCK[a] * ACT_BYTES[a] : 0;
+                if (rows > 0 && tokens > 0) {
+                    Py_BEGIN_ALLOW_THREADS
+                    if (xq) quantize_rows(a, j.x, cols, tokens, xq, j.xq_bytes), j.xq = xq;
+                    run_job(&j);
+                    Py_END_ALLOW_THREADS
+                }
+                result = Py_NewRef(Py_None);
             }
-            result = Py_NewRef(Py_None);
+            PyMem_RawFree(xq);
         }
     }
     PyBuffer_Release(&w);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyObject *quantize(PyObject *Py_UNUSED(self), PyObject *args) {
+    int a;
+    Py_buffer x, out;
+    if (!PyArg_ParseTuple(args, "iy*w*", &a, &x, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t values = x.len / 4;
+    if (a < 0 || a > 2 || x.len % 4 || !aligned4(&x) || values % ACT_BLOCK[a < 0 || a > 2 ? 0 : a]) {
+        PyErr_Format(PyExc_ValueError, "no Q8 type %d, or %zd bytes not whole blocks of float32",
+                     a, x.len);
+    } else if (out.len != values / ACT_BLOCK[a] * ACT_BYTES[a]) {
+        PyErr_Format(PyExc_ValueError, "out holds %zd bytes, not the %lld of the blocks",
+                     out.len, (long long)(values / ACT_BLOCK[a] * ACT_BYTES[a]));
+    } else {
+        quantize_rows(a, (const float *)x.buf, values, 1, (uint8_t *)out.buf, out.len);
+        result = Py_NewRef(Py_None);
+    }
     PyBuffer_Release(&x);
     PyBuffer_Release(&out);
     return result;
@@ -318,7 +411,10 @@ static PyObject *use_level(PyObject *Py_UNUSED(self), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"matmul", matmul, METH_VARARGS,
-     "matmul(qtype, blocks, cols, x, out, threads): out (T, rows) = x (T, cols) @ Wᵀ."},
+     "matmul(qtype, blocks, cols, x, out, threads, q8=False): out (T, rows) = x (T, cols) @ "
+     "Wᵀ; q8: on x quantized to 8 bits, with integer dot products, as llama.cpp computes."},
+    {"quantize", quantize, METH_VARARGS,
+     "quantize(kind, x, out): float32 x as kind 0 Q8_0, 1 Q8_1 or 2 Q8_K blocks, into out."},
     {"kinds", kinds, METH_NOARGS, "{GGML type number: (values, bytes) per block}."},
     {"use_level", use_level, METH_VARARGS,
      "Choose the kernels' vector level (0 baseline, 1 AVX2, 2 AVX-512; -1 the widest)."},

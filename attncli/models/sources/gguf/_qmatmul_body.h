@@ -248,17 +248,90 @@ static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
     }
 }
 #define FAST(plain, fast) LV(fast)
+#define FAST_A(plain, fast) LV(fast)
 #else
 #define FAST(plain, fast) LV(plain)
+#if defined(__AVX2__)
+/* Q6_K's blocks in AVX2 (the panel of the prompt's products): blocks_q6_k's products, 8 wide. */
+static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
+    const __m256i low4 = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3);
+    const __m256i off = _mm256_set1_epi32(32);
+    for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
+        const uint8_t *ql = x, *qh = x + 128;
+        float d = f16(x + 208), dl[16];
+        for (int g = 0; g < 16; g++) dl[g] = d * (float)(int8_t)x[192 + g];
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l += 8) {
+#define BYTES8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+                __m256i lo0 = BYTES8(ql + 64 * h + l), lo1 = BYTES8(ql + 64 * h + 32 + l);
+                __m256i hb = BYTES8(qh + 32 * h + l);
+#undef BYTES8
+                __m256i q[4] = {
+                    _mm256_or_si256(_mm256_and_si256(lo0, low4),
+                                    _mm256_slli_epi32(_mm256_and_si256(hb, two), 4)),
+                    _mm256_or_si256(_mm256_and_si256(lo1, low4),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 2), two), 4)),
+                    _mm256_or_si256(_mm256_srli_epi32(lo0, 4),
+                                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 4), two), 4)),
+                    _mm256_or_si256(_mm256_srli_epi32(lo1, 4),
+                                    _mm256_slli_epi32(_mm256_srli_epi32(hb, 6), 4))};
+                for (int j = 0; j < 4; j++)
+                    _mm256_storeu_ps(y + 128 * h + 32 * j + l,
+                                     _mm256_mul_ps(_mm256_set1_ps(dl[8 * h + 2 * j + l / 16]),
+                                                   _mm256_cvtepi32_ps(_mm256_sub_epi32(q[j], off))));
+            }
+    }
+}
+
+/* Q4_0, Q4_1 and F16 in AVX2, as the AVX-512 versions: 8 values a vector, the same products. */
+static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
+    const __m256i low4 = _mm256_set1_epi32(0xF), eight = _mm256_set1_epi32(8);
+    for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
+        __m256 d = _mm256_set1_ps(f16(x));
+        for (int h = 0; h < 2; h++) {
+            __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 2 + 8 * h)));
+            __m256i lo = _mm256_sub_epi32(_mm256_and_si256(v, low4), eight);
+            __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight);
+            _mm256_storeu_ps(y + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(lo)));
+            _mm256_storeu_ps(y + 16 + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(hi)));
+        }
+    }
+}
+
+static void LV(fast_q4_1)(const uint8_t *x, float *y, int64_t n) {
+    const __m256i low4 = _mm256_set1_epi32(0xF);
+    for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
+        __m256 d = _mm256_set1_ps(f16(x)), m = _mm256_set1_ps(f16(x + 2));
+        for (int h = 0; h < 2; h++) {
+            __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 4 + 8 * h)));
+            __m256 lo = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(v, low4)));
+            __m256 hi = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4)));
+            _mm256_storeu_ps(y + 8 * h, _mm256_add_ps(lo, m));
+            _mm256_storeu_ps(y + 16 + 8 * h, _mm256_add_ps(hi, m));
+        }
+    }
+}
+
+static void LV(fast_f16)(const uint8_t *x, float *y, int64_t n) {
+    int64_t i = 0;  /* vcvtph2ps (F16C) converts every half exactly, as f16() does */
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 2 * i))));
+    for (; i < n; i++) y[i] = f16(x + 2 * i);
+}
+#define FAST_A(plain, fast) LV(fast)
+#else
+#define FAST_A(plain, fast) LV(plain)
+#endif
 #endif
 
 static const block_fn LV(DEQUANT)[KINDS] = {
-    LV(rows_f32),    FAST(rows_f16, fast_f16),       FAST(rows_bf16, fast_bf16),
-    FAST(blocks_q8_0, fast_q8_0),    FAST(blocks_q4_0, fast_q4_0),
-    FAST(blocks_q4_1, fast_q4_1),    LV(blocks_q5_0), LV(blocks_q5_1),
-    FAST(blocks_q4_k, fast_q4_k),    LV(blocks_q5_k), FAST(blocks_q6_k, fast_q6_k),
+    LV(rows_f32),    FAST_A(rows_f16, fast_f16),     FAST(rows_bf16, fast_bf16),
+    FAST(blocks_q8_0, fast_q8_0),    FAST_A(blocks_q4_0, fast_q4_0),
+    FAST_A(blocks_q4_1, fast_q4_1),  LV(blocks_q5_0), LV(blocks_q5_1),
+    FAST(blocks_q4_k, fast_q4_k),    LV(blocks_q5_k), FAST_A(blocks_q6_k, fast_q6_k),
 };
 #undef FAST
+#undef FAST_A
 
 /* acc[i] += w[k]·x[k] for k ≡ i (mod 64), k < n: the matvec's lanes (see the top). */
 static ALWAYS_INLINE void LV(dot64)(const float *w, const float *x, int64_t n, float *acc) {
@@ -344,12 +417,110 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
 }
 #endif
 
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+/* Q4_K's rows without the buffer on AVX2: each weight fl(fl(dl·q) − ml) made in registers, as
+ * blocks_q4_k makes it, and added into dot64's 64 lanes (8 vectors of 8) in dot64's order. */
+static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
+                            int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
+    const __m256i low4 = _mm256_set1_epi32(0xF);
+    for (int64_t r = r0; r < r1; r++) {
+        __m256 a[8];
+        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
+        const uint8_t *b = w + r * row_bytes;
+        const float *xb = x;
+        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
+            float dl[8], ml[8];
+            scale_min_k(b + 4, f16(b), f16(b + 2), dl, ml);
+            for (int c = 0; c < 4; c++) {
+                const __m256 dlo = _mm256_set1_ps(dl[2 * c]), mlo = _mm256_set1_ps(ml[2 * c]);
+                const __m256 dhi = _mm256_set1_ps(dl[2 * c + 1]), mhi = _mm256_set1_ps(ml[2 * c + 1]);
+                const uint8_t *q = b + 16 + 32 * c;
+                const float *xc = xb + 64 * c;
+                for (int m = 0; m < 4; m++) {  /* bytes 8m..8m+7: values 8m.. and 32 + 8m.. */
+                    __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * m)));
+                    __m256 lo = _mm256_sub_ps(_mm256_mul_ps(dlo, _mm256_cvtepi32_ps(
+                                                  _mm256_and_si256(v, low4))), mlo);
+                    __m256 hi = _mm256_sub_ps(_mm256_mul_ps(dhi, _mm256_cvtepi32_ps(
+                                                  _mm256_srli_epi32(v, 4))), mhi);
+                    a[m] = _mm256_fmadd_ps(lo, _mm256_loadu_ps(xc + 8 * m), a[m]);
+                    a[4 + m] = _mm256_fmadd_ps(hi, _mm256_loadu_ps(xc + 32 + 8 * m), a[4 + m]);
+                }
+            }
+        }
+        float acc[64] __attribute__((aligned(32)));
+        for (int m = 0; m < 8; m++) _mm256_store_ps(acc + 8 * m, a[m]);
+        for (int span = 32; span >= 1; span /= 2)
+            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
+        y[r] = acc[0];
+    }
+}
+
+/* Q6_K's rows the same way: value 128h + 32j + l (j = 0..3) is lane 32·(j & 1) + l, so each
+ * lane takes quarter j before quarter j + 2 of a half, as dot64 adds them. */
+static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
+                            int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
+    const __m256i low4 = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3);
+    const __m256i off = _mm256_set1_epi32(32);
+    for (int64_t r = r0; r < r1; r++) {
+        __m256 a[8];
+        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
+        const uint8_t *b = w + r * row_bytes;
+        const float *xb = x;
+        for (int64_t i = 0; i < blocks; i++, b += 210, xb += QK_K) {
+            const uint8_t *ql = b, *qh = b + 128;
+            float d = f16(b + 208), dl[16];
+            for (int g = 0; g < 16; g++) dl[g] = d * (float)(int8_t)b[192 + g];
+            for (int h = 0; h < 2; h++)
+                for (int m = 0; m < 4; m++) {  /* l = 8m..8m+7 of each quarter */
+#define BYTES8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+                    __m256i lo0 = BYTES8(ql + 64 * h + 8 * m), lo1 = BYTES8(ql + 64 * h + 32 + 8 * m);
+                    __m256i hb = BYTES8(qh + 32 * h + 8 * m);
+#undef BYTES8
+                    __m256i q[4] = {
+                        _mm256_or_si256(_mm256_and_si256(lo0, low4),
+                                        _mm256_slli_epi32(_mm256_and_si256(hb, two), 4)),
+                        _mm256_or_si256(_mm256_and_si256(lo1, low4),
+                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 2), two), 4)),
+                        _mm256_or_si256(_mm256_srli_epi32(lo0, 4),
+                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 4), two), 4)),
+                        _mm256_or_si256(_mm256_srli_epi32(lo1, 4),
+                                        _mm256_slli_epi32(_mm256_srli_epi32(hb, 6), 4))};
+                    const float *xh = xb + 128 * h + 8 * m;
+                    for (int j = 0; j < 4; j++) {
+                        __m256 wj = _mm256_mul_ps(_mm256_set1_ps(dl[8 * h + 2 * j + m / 2]),
+                                                  _mm256_cvtepi32_ps(_mm256_sub_epi32(q[j], off)));
+                        int lane = 4 * (j & 1) + m;
+                        a[lane] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(xh + 32 * j), a[lane]);
+                    }
+                }
+        }
+        float acc[64] __attribute__((aligned(32)));
+        for (int m = 0; m < 8; m++) _mm256_store_ps(acc + 8 * m, a[m]);
+        for (int span = 32; span >= 1; span /= 2)
+            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
+        y[r] = acc[0];
+    }
+}
+#define MATVEC_Q4_K 1
+#define MATVEC_Q6_K 1
+#elif defined(__AVX512F__)
+#define MATVEC_Q4_K 1
+#endif
+
 /* Rows r0..r1 of W (rows of row_bytes, cols values) times x (cols,): y[r]. */
 static void LV(matvec)(const kind *t, const uint8_t *w, int64_t cols, const float *x, float *y,
                        int64_t r0, int64_t r1) {
-#if defined(__AVX512F__)
+#if defined(MATVEC_Q4_K)
     if (t->qtype == 12) {
         LV(matvec_q4_k)(w, cols, x, y, r0, r1);
+        return;
+    }
+#endif
+#if defined(MATVEC_Q6_K)
+    if (t->qtype == 14) {
+        LV(matvec_q6_k)(w, cols, x, y, r0, r1);
         return;
     }
 #endif

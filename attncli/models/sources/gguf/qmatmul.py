@@ -11,11 +11,23 @@ The only difference from dequantize-then-float32-matmul is the order of the dot 
 tests/models/gguf/test_gguf_qmatmul.py holds every kernel to. The types the kernels take:
 KERNEL_TYPES; the others, a build without a C compiler, or ATTNCLI_FUSED=0 or
 ATTNCLI_QMATMUL=0 in the environment leave every matrix to dequantize-then-matmul.
+
+Within llama_cpp_numerics(), the kernels compute as llama.cpp's CPU backend does instead: each
+token's activations quantized to 8 bits (Q8_0, Q8_1 or Q8_K, by the weight's type, as ggml's
+reference quantizers do) and the blocks' dot products taken on the integers (_qmatmul_q8.h);
+F16 and BF16 matrices multiply activations rounded to their type. The decoders keep their
+keys and values in float16 there too (models/llama/decode.py). A measuring tool, not a mode of
+the commands: its answers agree with llama.cpp's no more often than float32's do, because with
+8-bit activations a last-bit difference anywhere upstream moves values a whole step
+(docs/performance.md, "llama.cpp's numerics, measured").
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import ModuleType
 
 import numpy as np
@@ -39,9 +51,31 @@ KERNEL_TYPES = frozenset(
     if _native is not None and _native.kinds().get(int(qtype)) == GGML_QUANT_SIZES.get(qtype))
 
 
+_LLAMA_CPP: ContextVar[bool] = ContextVar("llama_cpp_numerics", default=False)
+
+
+@contextmanager
+def llama_cpp_numerics(on: bool = True) -> Iterator[None]:
+    """Within: products on the quantized blocks compute as llama.cpp does (see the top)."""
+    token = _LLAMA_CPP.set(on)
+    try:
+        yield
+    finally:
+        _LLAMA_CPP.reset(token)
+
+
+def as_llama_cpp() -> bool:
+    """Whether this run computes as llama.cpp does (llama_cpp_numerics)."""
+    return _LLAMA_CPP.get()
+
+
 def computes(qtype: GGMLQuantizationType) -> bool:
     """Whether the kernels multiply matrices of this type here."""
     return ENABLED and qtype in KERNEL_TYPES
+
+
+# The float types whose activations llama.cpp rounds to the weights' own type first.
+_ROUNDED = {GGMLQuantizationType.F16: torch.float16, GGMLQuantizationType.BF16: torch.bfloat16}
 
 
 class QuantizedMatrix:
@@ -68,11 +102,13 @@ class QuantizedMatrix:
         if x.device.type != "cpu" or _native is None or (x.requires_grad
                                                           and torch.is_grad_enabled()):
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
-        rows = self.shape[0]
+        rows, llama_cpp = self.shape[0], as_llama_cpp()
         flat = x.detach().reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
+        if llama_cpp and self.qtype in _ROUNDED:  # ggml's F16 and BF16 dot products
+            flat = flat.to(_ROUNDED[self.qtype]).to(torch.float32)  # (T, cols)
         out = torch.empty(flat.shape[0], rows)  # (T, rows)
         _native.matmul(int(self.qtype), self.blocks, self.cols, flat.numpy(), out.numpy(),
-                       torch.get_num_threads())
+                       torch.get_num_threads(), llama_cpp)
         y = out.reshape(*x.shape[:-1], rows)  # (..., rows)
         return y if bias is None else y + bias
 

@@ -1,0 +1,231 @@
+/* llama.cpp's numerics (--numerics llama.cpp), included once per vector level as
+ * _qmatmul_body.h is: the activations quantized to 8 bits the way ggml's reference quantizers
+ * do (Q8_0 for Q4_0, Q5_0 and Q8_0 weights; Q8_1 for Q4_1 and Q5_1; Q8_K for the K-types), and
+ * each block's dot product taken on the integers, as ggml-cpu's vec_dot_*_q8_* functions do:
+ *   per block an exact int32 sum Σ q_w·q_x (times each group's 6- or 8-bit scale, and the
+ *   Q8_K block's per-16 sums times each group's min), then in float32, block after block:
+ *   sum += (d_w·d_x)·isum (− (dmin_w·d_x)·imin for Q4_K and Q5_K; + m_w·s_x for Q4_1, Q5_1).
+ * The integers are exact whatever the compiler vectorises; the float32 sums run in one order
+ * (ggml's SIMD versions add the same terms in other orders: differences of a few roundings).
+ */
+
+/* Q8_0 (f16 d, 32 int8) and Q8_1 (f16 d, f16 s = d·Σq, 32 int8): quantize_row_q8_{0,1}_ref. */
+static void LV(quantize_q8_0)(const float *x, uint8_t *y, int64_t blocks, int with_sum) {
+    const int size = with_sum ? 36 : 34;
+    for (int64_t b = 0; b < blocks; b++, x += 32, y += size) {
+        float amax = 0.0f;
+        for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(x[l]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int8_t *q = (int8_t *)(y + (with_sum ? 4 : 2));
+        int sum = 0;
+        for (int l = 0; l < 32; l++) {
+            q[l] = round_int8(x[l] * id);
+            sum += q[l];
+        }
+        put_f16(y, d);
+        if (with_sum) put_f16(y + 2, (float)sum * d);
+    }
+}
+
+/* Q8_K (float d, 256 int8, 16 int16 sums of 16): quantize_row_q8_K_ref. */
+static void LV(quantize_q8_k)(const float *x, uint8_t *y, int64_t blocks) {
+    for (int64_t b = 0; b < blocks; b++, x += QK_K, y += Q8K_BYTES) {
+        float max = 0.0f, amax = 0.0f;
+        for (int l = 0; l < QK_K; l++)
+            if (fabsf(x[l]) > amax) amax = fabsf(x[l]), max = x[l];
+        int8_t *q = (int8_t *)(y + 4);
+        int16_t sums[16];
+        float d = 0.0f;
+        if (amax == 0.0f) {
+            memset(q, 0, QK_K);
+        } else {
+            const float iscale = -127.0f / max;
+            for (int l = 0; l < QK_K; l++) {
+                int v = nearest_int(iscale * x[l]);
+                q[l] = (int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
+            }
+            d = 1.0f / iscale;
+        }
+        for (int j = 0; j < 16; j++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += q[16 * j + l];
+            sums[j] = (int16_t)s;
+        }
+        memcpy(y, &d, 4);
+        memcpy(y + 4 + QK_K, sums, sizeof sums);
+    }
+}
+
+/* Σ a[l]·b[l] over n int8 pairs (n a multiple of 16): exact. */
+static ALWAYS_INLINE int32_t LV(idot)(const int8_t *a, const int8_t *b, int n) {
+    int32_t s = 0;
+    for (int l = 0; l < n; l++) s += (int32_t)a[l] * (int32_t)b[l];
+    return s;
+}
+
+/* One row of blocks of each type against one token's Q8 blocks (n weight blocks). */
+static float LV(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n; b++, w += 34, x += 34)
+        sum += (float)LV(idot)((const int8_t *)(w + 2), (const int8_t *)(x + 2), 32) *
+               (f16(w) * f16(x));
+    return sum;
+}
+
+static float LV(dot_q4_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    int8_t v[32];
+    for (int64_t b = 0; b < n; b++, w += 18, x += 34) {
+        for (int l = 0; l < 16; l++) {
+            v[l] = (int8_t)((w[2 + l] & 0xF) - 8);
+            v[l + 16] = (int8_t)((w[2 + l] >> 4) - 8);
+        }
+        sum += (float)LV(idot)(v, (const int8_t *)(x + 2), 32) * f16(w) * f16(x);
+    }
+    return sum;
+}
+
+static float LV(dot_q4_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    int8_t v[32];
+    for (int64_t b = 0; b < n; b++, w += 20, x += 36) {
+        for (int l = 0; l < 16; l++) {
+            v[l] = (int8_t)(w[4 + l] & 0xF);
+            v[l + 16] = (int8_t)(w[4 + l] >> 4);
+        }
+        float isum = (float)LV(idot)(v, (const int8_t *)(x + 4), 32);
+        sum += (f16(w) * f16(x)) * isum + f16(w + 2) * f16(x + 2);
+    }
+    return sum;
+}
+
+static ALWAYS_INLINE void LV(fives)(const uint8_t *qh4, const uint8_t *q, int8_t *v, int off) {
+    uint32_t qh = u32(qh4);
+    for (int l = 0; l < 16; l++) {
+        v[l] = (int8_t)(((q[l] & 0xF) | (((qh >> l) & 1u) << 4)) - off);
+        v[l + 16] = (int8_t)(((q[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - off);
+    }
+}
+
+static float LV(dot_q5_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    int8_t v[32];
+    for (int64_t b = 0; b < n; b++, w += 22, x += 34) {
+        LV(fives)(w + 2, w + 6, v, 16);
+        sum += (f16(w) * f16(x)) * (float)LV(idot)(v, (const int8_t *)(x + 2), 32);
+    }
+    return sum;
+}
+
+static float LV(dot_q5_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    int8_t v[32];
+    for (int64_t b = 0; b < n; b++, w += 24, x += 36) {
+        LV(fives)(w + 4, w + 8, v, 0);
+        float isum = (float)LV(idot)(v, (const int8_t *)(x + 4), 32);
+        sum += (f16(w) * f16(x)) * isum + f16(w + 2) * f16(x + 2);
+    }
+    return sum;
+}
+
+/* Q4_K and Q5_K's six-bit scales and mins as integers (scale_min_k's, before d and dmin). */
+static ALWAYS_INLINE void LV(scales_k)(const uint8_t *sc, int32_t *s, int32_t *m) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = sc[j] & 0x3F, m[j] = sc[4 + j] & 0x3F;
+        s[4 + j] = (sc[8 + j] & 0xF) | ((sc[j] >> 2) & 0x30);
+        m[4 + j] = (sc[8 + j] >> 4) | ((sc[4 + j] >> 2) & 0x30);
+    }
+}
+
+/* Q4_K (fifth = NULL) or Q5_K (fifth: qh) against Q8_K: Σ_g s_g·Σ q·q8 and Σ_g m_g·Σ q8. */
+static ALWAYS_INLINE float LV(dot_k45)(const uint8_t *w, const uint8_t *x, int64_t n, int five) {
+    float sum = 0.0f;
+    int8_t v[QK_K];
+    const int bytes = five ? 176 : 144;
+    for (int64_t b = 0; b < n; b++, w += bytes, x += Q8K_BYTES) {
+        const uint8_t *qh = w + 16, *qs = w + (five ? 48 : 16);
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                int lo = qs[32 * c + l] & 0xF, hi = qs[32 * c + l] >> 4;
+                if (five) lo |= ((qh[l] >> (2 * c)) & 1) << 4, hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
+                v[64 * c + l] = (int8_t)lo, v[64 * c + 32 + l] = (int8_t)hi;
+            }
+        int32_t s[8], m[8], isum = 0, imin = 0;
+        LV(scales_k)(w + 4, s, m);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int16_t sums[16];
+        memcpy(sums, x + 4 + QK_K, sizeof sums);
+        for (int g = 0; g < 8; g++) {
+            isum += s[g] * LV(idot)(v + 32 * g, q8 + 32 * g, 32);
+            imin += m[g] * (sums[2 * g] + sums[2 * g + 1]);
+        }
+        float dx;
+        memcpy(&dx, x, 4);
+        sum += (f16(w) * dx) * (float)isum;
+        sum -= (f16(w + 2) * dx) * (float)imin;
+    }
+    return sum;
+}
+
+static float LV(dot_q4_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LV(dot_k45)(w, x, n, 0);
+}
+
+static float LV(dot_q5_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LV(dot_k45)(w, x, n, 1);
+}
+
+/* Q6_K against Q8_K: Σ_g scale_g·Σ (q6 − 32)·q8 over 16 groups of 16. */
+static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    int8_t v[QK_K];
+    for (int64_t b = 0; b < n; b++, w += 210, x += Q8K_BYTES) {
+        const uint8_t *ql = w, *qh = w + 128;
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t lo0 = ql[64 * h + l], lo1 = ql[64 * h + 32 + l], hb = qh[32 * h + l];
+                int8_t *o = v + 128 * h;
+                o[l] = (int8_t)(((lo0 & 0xF) | ((hb & 3) << 4)) - 32);
+                o[32 + l] = (int8_t)(((lo1 & 0xF) | (((hb >> 2) & 3) << 4)) - 32);
+                o[64 + l] = (int8_t)(((lo0 >> 4) | (((hb >> 4) & 3) << 4)) - 32);
+                o[96 + l] = (int8_t)(((lo1 >> 4) | ((hb >> 6) << 4)) - 32);
+            }
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int32_t isum = 0;
+        for (int g = 0; g < 16; g++)
+            isum += (int32_t)(int8_t)w[192 + g] * LV(idot)(v + 16 * g, q8 + 16 * g, 16);
+        float dx;
+        memcpy(&dx, x, 4);
+        sum += (f16(w + 208) * dx) * (float)isum;
+    }
+    return sum;
+}
+
+/* By the kernels' index (KIND): the dot, and the activation type (A_FLOAT: none, the float
+ * kernels take float activations rounded as ggml rounds them, in qmatmul.py). */
+static const dot_fn LV(DOT)[KINDS] = {
+    NULL, NULL, NULL, LV(dot_q8_0), LV(dot_q4_0), LV(dot_q4_1), LV(dot_q5_0), LV(dot_q5_1),
+    LV(dot_q4_k), LV(dot_q5_k), LV(dot_q6_k),
+};
+
+/* Rows r0..r1 of W against each token's quantized activations (xq: tokens rows of xq_bytes). */
+static void LV(matmul_q8)(const kind *t, const uint8_t *w, int64_t rows, int64_t cols,
+                          const uint8_t *xq, int64_t xq_bytes, int64_t tokens, float *y,
+                          int64_t r0, int64_t r1) {
+    const dot_fn dot = LV(DOT)[t->index];
+    const int64_t row_bytes = cols / t->block * t->bytes, n = cols / t->block;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t tk = 0; tk < tokens; tk++)
+            y[tk * rows + r] = dot(w + r * row_bytes, xq + tk * xq_bytes, n);
+}
+
+/* Each token's row of x (cols values) quantized to the activation type a (xq_bytes a row). */
+static void LV(quantize_rows)(int a, const float *x, int64_t cols, int64_t tokens, uint8_t *xq,
+                              int64_t xq_bytes) {
+    for (int64_t tk = 0; tk < tokens; tk++) {
+        if (a == A_Q8_K)
+            LV(quantize_q8_k)(x + tk * cols, xq + tk * xq_bytes, cols / QK_K);
+        else
+            LV(quantize_q8_0)(x + tk * cols, xq + tk * xq_bytes, cols / 32, a == A_Q8_1);
+    }
+}
