@@ -12,7 +12,7 @@ from attncli.api.notebook import Shown
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from attncli.models.causal.result import Ablation, Patching
+    from attncli.records.causal import Ablation, Patching
 
 
 class _Causal(Shown):
@@ -89,7 +89,7 @@ def ablate(text: str | None = None, *, model: str | os.PathLike[str], heads: str
     changed, as `attncli ablate` does."""
     from attncli.core.request import Request
     from attncli.models.causal.ablate import run_ablate
-    from attncli.models.causal.result import AblateOptions
+    from attncli.records.causal import AblateOptions
 
     options = AblateOptions(heads=heads, how=how, at=at, answer=answer, top=top, seed=seed,
                             repeat=repeat)
@@ -103,7 +103,7 @@ def patch(clean: str, corrupt: str, *, model: str | os.PathLike[str],
     """Patch every layer × head's output between clean and corrupt, as `attncli patch` does."""
     from attncli.core.request import Request
     from attncli.models.causal.patch import run_patch
-    from attncli.models.causal.result import PatchOptions
+    from attncli.records.causal import PatchOptions
 
     options = PatchOptions(metric=metric, tokens=tokens, answer=answer, denoise=denoise,
                            per_position=per_position, at=at, attribution=attribution,

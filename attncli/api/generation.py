@@ -105,8 +105,6 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     from attncli.models.generate.sampling import Sampling
     from attncli.records.generation import COMBINES, GenerateView, answer_index, check_view
 
-    if model is None:
-        raise AttnCliError("attncli.generate needs model=: a checkpoint path or name")
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
     if view not in VIEWS:

@@ -1,5 +1,5 @@
 """The options of `ablate` and `patch`, declared once in two groups whose defaults are the
-records' own (models/causal/result.py: AblateOptions, PatchOptions); they stay under the
+records' own (records/causal.py: AblateOptions, PatchOptions); they stay under the
 commands' own heading, "Options"."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.groups import DEFAULT_PANEL, Group
-from attncli.models.causal.result import AblateOptions, PatchOptions
+from attncli.records.causal import AblateOptions, PatchOptions
 
 
 class How(str, Enum):

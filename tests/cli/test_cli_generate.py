@@ -299,7 +299,7 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
 
 @pytest.mark.parametrize(("kwargs", "says"), [
     ({"model": None}, "model must be a string (got NoneType None)"),
-    ({"prompt": b"hi"}, "prompt must be a string (got bytes b'hi')"),
+    ({"prompt": b"hi"}, "prompt must be a string or None (got bytes b'hi')"),
     ({"layers": "0:2"}, "layers must be a pair of integers"),
     ({"layers": (0, True)}, "layers must be a pair of integers"),
     ({"system": 5}, "system must be a string or None (got int 5)"),
@@ -307,7 +307,10 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
     ({"head": "1"}, "head must be an integer or None"),
     ({"combine": "sum"}, "combine must be one of mean, max"),
     ({"raw": 1}, "raw must be True or False"),
-    ({"max_new_tokens": 0}, "--max-new-tokens must be a whole number from 1")])
+    ({"max_new_tokens": 0}, "--max-new-tokens must be a whole number from 1"),
+    ({"answer": 5}, "answer must be a string or None (got int 5)"),
+    ({"messages": "hi"}, "messages must be a list or None"),
+    ({"view": "attention"}, "view must be one of raw, value, occlusion")])
 def test_api_arguments_are_checked_before_the_model_runs(
         tiny: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, Any], says: str) -> None:
     from attncli.models.generate import run

@@ -24,7 +24,7 @@ from attncli.models.causal.passes import (
     edited_logits,
     replaced,
 )
-from attncli.models.causal.result import HOWS, AblateOptions, Ablation
+from attncli.records.causal import HOWS, AblateOptions, Ablation
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.scores import SCORES
 

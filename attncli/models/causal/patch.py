@@ -19,7 +19,7 @@ from attncli.models.causal.ablate import clean_run
 from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
 from attncli.models.causal.metrics import logit_diff
 from attncli.models.causal.passes import CleanPass, editable, edited_runs, replaced
-from attncli.models.causal.result import METRICS, Patching, PatchOptions
+from attncli.records.causal import METRICS, Patching, PatchOptions
 from attncli.models.family import Model
 
 Metric = Callable[[Tensor], Tensor]  # logits (T, vocab) → () the measured number

@@ -17,7 +17,7 @@ from attncli.render.draw.palette import depth_of
 from attncli.render.draw.tables import shorten
 
 if TYPE_CHECKING:
-    from attncli.models.causal.result import Ablation, Patching
+    from attncli.records.causal import Ablation, Patching
 
 RANKED = 30  # heads listed by `ablate --heads all`; --json lists every one
 LABEL = 16  # characters of a token label

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
@@ -71,24 +72,39 @@ def _ranked_text(result: GenerationResult, step: int, view: GenerateView) -> str
     return "  ".join(f"{result.prompt[i].text!r} {w:.3f}" for i, w in result.ranked(step, view))
 
 
-def render_summary(result: GenerationResult, view: GenerateView) -> Table:
+def render_summary(result: GenerationResult, view: GenerateView,
+                   width: int | None = None) -> Table:
     """Per answer token: its top-k prompt tokens with their share, and its share to the
-    prompt against to earlier answer tokens."""
-    table = Table(title=None, show_edge=False, pad_edge=False)
+    prompt against to earlier answer tokens (those two columns left out where width cannot
+    hold every column's longest word: a number is shown whole or not at all)."""
     shares = view.kind != "occlusion"
     what = "drop" if view.kind == "occlusion" else "weight"
-    columns = ("#", "token", "p", f"top {view.k} prompt tokens ({what})",
-               *(("prompt", "answer") if shares else ()))
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("#", "prompt", "answer")
-                         else "left")
+    columns = ["#", "token", "p", f"top {view.k} prompt tokens ({what})",
+               *(("prompt", "answer") if shares else ())]
     p = len(result.prompt)
+    rows = []
     for s, token in enumerate(result.answer):
         row = result.row(s, view)
         split = (f"{row[:p].sum():.2f}", f"{row[p:].sum():.2f}") if shares else ()
-        table.add_row(str(s), escape(repr(token.text)), escape(_choice(result, s)),
-                      escape(_ranked_text(result, s, view)), *split)
+        rows.append([str(s), escape(repr(token.text)), escape(_choice(result, s)),
+                     escape(_ranked_text(result, s, view)), *split])
+    if shares and width is not None and _least_width(columns, rows) > width:
+        columns, rows = columns[:-2], [cells[:-2] for cells in rows]
+    table = Table(title=None, show_edge=False, pad_edge=False)
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("#", "prompt", "answer")
+                         else "left")
+    for cells in rows:
+        table.add_row(*cells)
     return table
+
+
+def _least_width(columns: list[str], rows: list[list[str]]) -> int:
+    """The narrowest the table can be with no word cut: each column's longest word, and the
+    three characters between two columns."""
+    longest = [max(cell_len(word) for text in (column, *(cells[k] for cells in rows))
+                   for word in [*text.split(), ""]) for k, column in enumerate(columns)]
+    return sum(longest) + 3 * (len(columns) - 1)
 
 
 def render_conversation(out: Console, result: GenerationResult, view: GenerateView,
@@ -130,7 +146,7 @@ def render_generation(out: Console, result: GenerationResult,
         parts += [Text(f"answer token {view.at} {token.text!r} looked at:"),
                   render_conversation(out, result, view, view.at),
                   Text(_ranked_text(result, view.at, view))]
-    parts.append(render_summary(result, view))
+    parts.append(render_summary(result, view, out.width))
     if view.kind != "occlusion":
         to_prompt, to_answer = result.shares(view)
         parts.append(Text(f"attention to the prompt {to_prompt:.2f}, to earlier answer tokens "
