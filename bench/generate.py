@@ -35,7 +35,7 @@ MODEL = Path("~/.cache/attncli/models/SmolLM2-135M-Instruct.Q4_1.gguf").expandus
 PROMPT = "What is the capital of France? Answer in two sentences."
 
 
-def _median(run: Callable[[], object], repeats: int) -> float:
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -69,7 +69,7 @@ def _attncli(path: Path, new: int, repeats: int) -> tuple[list[int], dict[str, f
 
     run()  # warm: the file's pages, torch's kernels
     parts.clear()
-    total = _median(run, repeats)
+    total = median_seconds(run, repeats)
     prompt_part = statistics.median(p for p, _ in parts)
     steps = statistics.median(s for _, s in parts)
     return ids, {"total": total, "prompt": prompt_part, "answer_steps": steps}
@@ -95,7 +95,7 @@ def _transformers(path: Path, ids: list[int], new: int, repeats: int) -> dict[st
             assert result.sequences.shape[1] == len(ids) + new
 
         run()  # warm
-        out[name] = _median(run, repeats)
+        out[name] = median_seconds(run, repeats)
         del hf
     return out
 

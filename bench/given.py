@@ -17,24 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from generate import median_seconds  # noqa: E402  (bench/ is the script's folder, first on sys.path)
+
 MODEL = Path("~/.cache/attncli/models/SmolLM2-135M-Instruct.Q4_1.gguf").expanduser()
-
-
-def _median(run: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -56,8 +48,8 @@ def main() -> None:
         for trace in model.trace(prompt + answer, model.spec.n_layer - 1):
             trace.weights.sum()
 
-    given = _median(lambda: teacher_forced(model, prompt, answer), args.repeats)
-    run = _median(run_pass, args.repeats)
+    given = median_seconds(lambda: teacher_forced(model, prompt, answer), args.repeats)
+    run = median_seconds(run_pass, args.repeats)
     report = {"answer_tokens": args.answer_tokens, "given_s": given, "run_s": run,
               "ratio": given / run}
     if not args.no_occlusion:

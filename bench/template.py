@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from generate import median_seconds  # noqa: E402  (bench/ is the script's folder, first on sys.path)
+
 RESULTS = ROOT / "bench" / "results" / "template.json"
 MESSAGES = [{"role": "system", "content": "Be brief."},
             {"role": "user", "content": "What is the capital of France? " * 10}]
@@ -37,15 +38,6 @@ def _templates() -> dict[str, str]:
 
     return {"smollm2": str(chat_setup(open_gguf(smollm2())).template), "llama3": LLAMA3,
             "qwen2": QWEN2, "phi3": PHI3}
-
-
-def _median(run: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -76,8 +68,8 @@ def main() -> None:
         assert attncli_side(text, False)() == transformers_side(text, False)(), name
         row = {}
         for kind, fresh in (("repeated", False), ("first", True)):
-            ours_s = _median(attncli_side(text, fresh), args.repeats)
-            theirs_s = _median(transformers_side(text, fresh), args.repeats)
+            ours_s = median_seconds(attncli_side(text, fresh), args.repeats)
+            theirs_s = median_seconds(transformers_side(text, fresh), args.repeats)
             row[kind] = {"attncli_ms": ours_s * 1e3, "transformers_ms": theirs_s * 1e3,
                          "ratio": ours_s / theirs_s}
         rows[name] = row
