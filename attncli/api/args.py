@@ -51,7 +51,8 @@ def _said(kind: Any) -> str:
     if isinstance(kind, type) and issubclass(kind, Enum):
         return "one of " + ", ".join(repr(m.value) for m in kind)
     return {type(None): "None", bool: "True or False", int: "an integer", float: "a number",
-            str: "a string", list: "a list", dict: "a dict", tuple: "a tuple"}.get(kind, getattr(kind, "__name__", str(kind)))
+            str: "a string", list: "a list", dict: "a dict", tuple: "a tuple"}.get(
+                kind, getattr(kind, "__name__", str(kind)))
 
 
 def typed(call: str, name: str, value: Any, hint: Any) -> Any:

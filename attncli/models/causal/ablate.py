@@ -24,9 +24,9 @@ from attncli.models.causal.passes import (
     edited_logits,
     replaced,
 )
-from attncli.records.causal import HOWS, AblateOptions, Ablation
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.scores import SCORES
+from attncli.records.causal import HOWS, AblateOptions, Ablation
 
 
 def ablation_values(how: str, clean: CleanPass, resample: CleanPass | None, layer: int,

@@ -19,8 +19,8 @@ from attncli.models.causal.ablate import clean_run
 from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
 from attncli.models.causal.metrics import logit_diff
 from attncli.models.causal.passes import CleanPass, editable, edited_runs, replaced
-from attncli.records.causal import METRICS, Patching, PatchOptions
 from attncli.models.family import Model
+from attncli.records.causal import METRICS, Patching, PatchOptions
 
 Metric = Callable[[Tensor], Tensor]  # logits (T, vocab) → () the measured number
 
