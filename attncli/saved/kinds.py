@@ -76,6 +76,9 @@ UNDRAWN = {
     "doctor": (("extensions", "torch"), "`doctor`'s", "attncli doctor"),
     "check": (("verdict", "cases"), "`check`'s", "attncli check FILE:CLASS"),
     "tokens": ((), "`tokens`'", "attncli tokens TEXT"),
+    "ablate": (("how", "losses", "ranking"), "`ablate`'s", "attncli ablate TEXT --model M"),
+    "patch": (("metric", "grid", "direction"), "`patch`'s",
+              "attncli patch CLEAN CORRUPT --model M"),
 }
 
 
@@ -84,6 +87,9 @@ def kind_of(doc: Doc) -> str:
     kind = doc.get("kind")
     if isinstance(kind, str) and (kind in KINDS or kind in UNDRAWN):
         return kind
+    for name in ("ablate", "patch"):  # they hold "heads" and "model", as a heads document does
+        if all(k in doc for k in UNDRAWN[name][0]):
+            return name
     if "variants" in doc:
         return "compare"
     if "scan" in doc and "heads" in doc and "model" in doc:

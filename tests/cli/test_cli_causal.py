@@ -241,3 +241,21 @@ def test_heads_effect_is_ablates_mean_ranking(cli, gpt2) -> None:  # noqa: ANN00
         effect = row.pop("effect")
         assert row == bare
         _close(effect, loss[(row["layer"], row["head"])])
+
+
+def test_show_refuses_ablate_and_patch_json_by_name(cli, gpt2, tmp_path: Path) -> None:  # noqa: ANN001
+    """Their documents hold "heads" and "model" as a heads document does: show names what they
+    are (with or without their kind) and the command that draws them, never a heads error."""
+    import json
+
+    folder, _ = gpt2
+    docs = {"ablate": cli("ablate", TEXT, "--model", str(folder), "--heads", "1.2",
+                          "--json").json(),
+            "patch": cli("patch", TEXT, CORRUPT, "--model", str(folder), "--tokens", " mat",
+                         " hat", "--json").json()}
+    for kind, doc in docs.items():
+        assert doc["kind"] == kind
+        for written in (doc, {k: v for k, v in doc.items() if k != "kind"}):
+            path = tmp_path / f"{kind}.json"
+            path.write_text(json.dumps(written))
+            cli("show", str(path)).assert_usage_error(f"show cannot draw `{kind}`'s JSON")
