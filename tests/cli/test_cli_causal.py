@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from tests.encoder_fixtures import save_encoder
 from tests.models.causal.tl import gpt2_pair, hooked_logits, llama_pair, z_hook
+from tests.tolerance import assert_near
 
 TEXT = "the cat sat on the mat and the cat sat on the"
 CORRUPT = "the dog ran at the hat and the cat sat on the"
@@ -33,8 +34,7 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
 
 
 def _close(got: Any, ref: Any) -> None:
-    np.testing.assert_allclose(np.asarray(got, dtype=np.float64),
-                               np.asarray(ref, dtype=np.float64), atol=1e-5, rtol=1e-5)
+    assert_near(np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64))
 
 
 def _losses(logits: torch.Tensor, ids: list[int]) -> np.ndarray:

@@ -55,7 +55,8 @@ def test_tokens_of_cjk_with_no_space_stop_at_a_closed_pipe(tmp_path: Path) -> No
     assert (code, err) == (0, b"") and lines[0].startswith(b"tokens (gpt2)")
     # The JSON is one line: read its first bytes, as `head -c` does.
     lines, code, err = _first_lines(["tokens", "--file", str(big), "--json"], 1, 1024, size=100)
-    assert (code, err) == (0, b"") and lines[0].startswith(b'{"encoding":"gpt2","tokens":[')
+    assert (code, err) == (0, b"")
+    assert lines[0].startswith(b'{"kind":"tokens","encoding":"gpt2","tokens":[')
 
 
 def test_a_long_runs_top_k_listing_stops_at_a_closed_pipe(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ is one line, not a hung or exhausted machine.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Iterator
@@ -77,6 +78,18 @@ def render_template(template: str, messages: list[dict[str, str]], special: dict
                     add_generation_prompt: bool = True) -> str:
     """The template's text for messages, as apply_chat_template(..., tokenize=False) gives it:
     special (bos_token, eos_token, ...) passed as transformers passes the tokenizer's."""
+    try:
+        return _render(template, messages, special, add_generation_prompt)
+    except AttnCliError as exc:
+        message = str(exc)
+    # A stopped render's values sit in reference cycles (its frames and the exceptions that
+    # left them): free them now, or the next render's memory bound would start from them.
+    gc.collect()
+    raise AttnCliError(message)
+
+
+def _render(template: str, messages: list[dict[str, str]], special: dict[str, str],
+            add_generation_prompt: bool) -> str:
     import jinja2
 
     from attncli.models.generate.sandbox import bounded

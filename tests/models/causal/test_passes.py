@@ -12,6 +12,7 @@ import torch
 from attncli.models.causal.passes import CleanPass, clean_pass, edited_logits, replaced
 from attncli.models.family import Model, open_model
 from tests.models.causal.tl import gpt2_pair, hooked_logits, llama_pair, z_hook
+from tests.tolerance import assert_near
 
 IDS = [1, 40, 50, 60, 70, 80, 40, 50, 60, 70, 90, 33]
 
@@ -25,7 +26,7 @@ def pair(request: pytest.FixtureRequest,
 
 
 def _close(got: torch.Tensor, ref: torch.Tensor) -> None:
-    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+    assert_near(got, ref)
 
 
 def _clean(model: Model) -> CleanPass:

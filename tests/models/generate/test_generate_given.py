@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch.testing import assert_close
 
 from attncli.errors import AttnCliError
 from attncli.models.family import open_model
@@ -21,8 +20,8 @@ from attncli.models.generate.occlusion import masked, occlusion
 from attncli.models.generate.sampling import Sampling
 from tests.gpt2_fixtures import save_hf_gpt2
 from tests.llama_fixtures import save_family
+from tests.tolerance import assert_near
 
-TOL = {"atol": 1e-5, "rtol": 1e-5}
 PROMPT = [5, 71, 200, 13, 97, 150, 31]
 ANSWER = [260, 8, 120, 44, 9]  # ids inside every tiny vocabulary (≥ 320)
 CASES = ["llama", "qwen2", "gpt2"]
@@ -61,9 +60,10 @@ def test_steps_are_rows_of_transformers_full_forward(models: dict[str, tuple[Pat
     for s, step in enumerate(forced.steps):
         assert step.token_id == ANSWER[s] and step.position == p - 1 + s
         ref = torch.stack([a[0, :, p - 1 + s, :p + s] for a in out.attentions])  # (L, H, P+s)
-        assert_close(torch.from_numpy(step.weights), ref, **TOL)
+        assert_near(torch.from_numpy(step.weights), ref)
         want = logprobs[p - 1 + s]
-        assert abs(step.logprob - float(want[ANSWER[s]])) <= 1e-5
+        # the bound this test has always used: 1e-5 flat, no relative part
+        assert_near(step.logprob, float(want[ANSWER[s]]), rtol=0)
         assert step.rank == 1 + int((want > want[ANSWER[s]]).sum())
         assert step.top_ids[0] == int(want.argmax())
 
@@ -77,8 +77,9 @@ def test_a_greedy_answer_given_back_equals_generates_own_steps(
     forced = teacher_forced(model, PROMPT, [s.token_id for s in made])
     for own, given in zip(made, forced.steps, strict=True):
         assert given.rank == 1 and own.token_id == given.token_id
-        assert_close(torch.from_numpy(given.weights), torch.from_numpy(own.weights), **TOL)
-        assert abs(own.logprob - given.logprob) <= 1e-5
+        assert_near(torch.from_numpy(given.weights), torch.from_numpy(own.weights))
+        # the bound this test has always used: 1e-5 flat, no relative part
+        assert_near(own.logprob, given.logprob, rtol=0)
         assert given.top_ids[0] == own.top_ids[0]
 
 
@@ -102,7 +103,7 @@ def test_value_norms_equal_transformers_values_through_o_proj(
         for h in range(config.num_attention_heads):
             v_h = v[:, (h // group) * head_dim:(h // group + 1) * head_dim]  # (T, hd)
             ref = (v_h @ w_o[:, h * head_dim:(h + 1) * head_dim].T).norm(dim=-1)  # (T,)
-            assert_close(torch.from_numpy(forced.norms[layer, h]), ref, **TOL)
+            assert_near(torch.from_numpy(forced.norms[layer, h]), ref)
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
@@ -124,8 +125,8 @@ def test_occlusion_equals_masking_the_key_in_transformers(models: dict[str, tupl
     assert max(abs(v) for row in drops for v in row) > 1e-3  # masking changed something
     for j in range(1, p):
         want = base - logprobs(causal & masked(p + a, [j]))
-        assert_close(torch.tensor([row[j] for row in drops], dtype=torch.float64), want,
-                     atol=2e-5, rtol=1e-5)  # a difference of two log-probs: twice the bound
+        assert_near(torch.tensor([row[j] for row in drops], dtype=torch.float64), want,
+                    atol=2e-5)  # a difference of two log-probs: twice the bound
 
 
 def test_an_empty_answer_or_one_past_the_positions_is_one_line(

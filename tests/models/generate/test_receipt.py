@@ -13,6 +13,7 @@ import pytest
 from attncli.errors import AttnCliError
 from attncli.models.generate.receipt import answer_of, compare, read_logprobs
 from tests.cli.test_cli_generate import tiny  # noqa: F401 (the module's fixture)
+from tests.tolerance import assert_near
 
 PIECES = [b"The", b" cap", b"ital", b" is", b" Paris"]
 LOGPROBS = [-0.5, -1.25, -0.01, -0.2, -2.0]
@@ -44,7 +45,8 @@ def test_the_three_formats_are_read(tmp_path: Path) -> None:
         for p, lp in zip(PIECES, LOGPROBS, strict=True)]}))
     for reported in (ollama, stream, openai, older):
         assert answer_of(reported) == "The capital is Paris"
-        assert [r.logprob for r in reported] == pytest.approx(LOGPROBS, abs=1e-12)
+        # read back from JSON (or log(exp(lp))): equal to float64 rounding
+        assert_near([r.logprob for r in reported], LOGPROBS, atol=1e-12, rtol=0)
 
 
 def test_the_same_tokens_compare_token_by_token_and_name_other_choices(tmp_path: Path) -> None:
@@ -53,7 +55,8 @@ def test_the_same_tokens_compare_token_by_token_and_name_other_choices(tmp_path:
     ours = [c if k != 3 else " is" for k, c in enumerate(CHOICES)]
     receipt = compare(reported, PIECES, mine, ours)
     assert receipt["compared"] == "tokens" and receipt["flagged"] == []
-    assert receipt["largest"]["difference"] == pytest.approx(0.001)
+    # float64 sums of a few terms: relative 1e-6, as pytest.approx checked it before
+    assert_near(receipt["largest"]["difference"], 0.001, atol=0, rtol=1e-6)
     assert receipt["choices_differ"] == [3]
 
 
@@ -65,7 +68,8 @@ def test_other_tokenizations_compare_by_text_over_common_spans(tmp_path: Path) -
     receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
     assert receipt["compared"] == "text"
     assert [r["text"] for r in receipt["rows"]] == ["The", " capital", " is", " Paris"]
-    assert [r["difference"] for r in receipt["rows"]] == pytest.approx([0.0, 0.0, 0.0, 0.0])
+    # float64 sums of a few terms: equal to rounding (pytest.approx's 1e-12 at zero)
+    assert_near([r["difference"] for r in receipt["rows"]], [0.0] * 4, atol=1e-12, rtol=0)
 
 
 def test_a_hand_altered_log_probability_is_flagged(tmp_path: Path) -> None:
@@ -74,7 +78,8 @@ def test_a_hand_altered_log_probability_is_flagged(tmp_path: Path) -> None:
     reported = read_logprobs(_write(tmp_path, {"logprobs": _ollama(PIECES, altered)}))
     receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
     assert receipt["flagged"] == [4] and receipt["largest"]["text"] == " Paris"
-    assert receipt["largest"]["difference"] == pytest.approx(-1.9)
+    # float64 sums of a few terms: relative 1e-6, as pytest.approx checked it before
+    assert_near(receipt["largest"]["difference"], -1.9, atol=0, rtol=1e-6)
 
 
 @pytest.mark.parametrize(("doc", "says"), [
