@@ -103,7 +103,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import Asked, generate_model
     from attncli.models.generate.sampling import Sampling
-    from attncli.records.generation import COMBINES, GenerateView, answer_index, check_view
+    from attncli.records.generation import COMBINES, VIEWS, GenerateView, answer_index, check_view
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
@@ -127,8 +127,6 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     check_view(record, shown)
     return Generation(record, shown)
 
-
-VIEWS = ("raw", "value", "occlusion")
 
 # generate()'s arguments (model and layers apart) and the types each must have.
 ARGUMENTS: dict[str, Any] = {
