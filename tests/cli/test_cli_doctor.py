@@ -99,14 +99,30 @@ def test_the_report_reads_at_any_width(cli, width: int,  # noqa: ANN001
 
 
 @pytest.mark.parametrize("width", [40, 80])
-def test_doctor_lines_wrap_under_their_indent(cli, width: int,  # noqa: ANN001
+@pytest.mark.parametrize("checkout", ["/w", "/check/work/main/a-long-folder/of-a-checkout"])
+def test_doctor_lines_wrap_under_their_indent(cli, width: int, checkout: str,  # noqa: ANN001
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A long line (the platform, a folder's path) wraps under its own two-space indent, with no
-    line wider than the terminal and no padding after the text."""
-    monkeypatch.setenv("COLUMNS", str(width))
-    lines = cli("doctor").out.splitlines()
+    line wider than the terminal and no padding after the text; a heading that wraps (attncli's
+    own path, wherever the checkout is) goes on two spaces in, its words unchanged."""
+    import json
+
+    from rich.console import Console
+
+    from attncli.render.reports.doctor import render_doctor
+
+    doc = json.loads(cli("doctor", "--json").out)
+    doc["attncli"]["path"] = f"{checkout}/attncli"
+    console = Console(width=width, color_system=None, force_terminal=False)
+    with console.capture() as captured:
+        console.print(render_doctor(doc))
+    lines = captured.get().splitlines()
     for line in lines:
         assert len(line) <= width, line
         assert line == line.rstrip(), repr(line)
-    python = lines[1:lines.index("")]  # the Python line, however many lines it wraps to
-    assert (len(python) > 1 or width > 40) and all(line.startswith("  ") for line in python)
+    python = next(i for i, line in enumerate(lines) if line.startswith("  Python "))
+    heading, block = lines[:python], lines[python:lines.index("")]
+    assert heading[0].startswith("attncli ") and all(line.startswith("  ") for line in heading[1:])
+    assert "".join(line.strip() for line in heading).replace(" ", "") == (
+        f"attncli {doc['attncli']['version']} at {checkout}/attncli".replace(" ", ""))
+    assert (len(block) > 1 or width > 40) and all(line.startswith("  ") for line in block)

@@ -51,15 +51,23 @@ def _folder(row: dict[str, Any]) -> Text:
 
 class _Indented:
     """A line (written with two leading spaces where indented) wrapped under its own indent on a
-    narrow terminal, not back at the first column, with no spaces left at a line's end."""
+    narrow terminal, not back at the first column, with no spaces left at a line's end. A heading
+    (no indent) that wraps goes on two spaces in: its tail is not read as a heading of its own."""
 
     def __init__(self, text: Text, indent: int) -> None:
         self.text, self.indent = text, indent
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in self.text.wrap(console, max(options.max_width - self.indent, 1)):
-            line.rstrip()
-            yield Text.assemble(" " * self.indent, line)
+        hang = max(self.indent, 2)
+        first = self.text.wrap(console, max(options.max_width - self.indent, 1))[0]
+        rest = self.text[len(first.plain):]  # the text after the first line, as written
+        first.rstrip()
+        yield Text.assemble(" " * self.indent, first)
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]
+        if rest.plain:
+            for line in rest.wrap(console, max(options.max_width - hang, 1)):
+                line.rstrip()
+                yield Text.assemble(" " * hang, line)
 
 
 def _indented(line: RenderableType) -> RenderableType:
