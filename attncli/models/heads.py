@@ -155,10 +155,11 @@ def scored_rows(done: HeadsPass, threshold: float,
 def head_effects(model: Model, ids: list[int], passes: CachedPass) -> dict[tuple[int, int], float]:
     """`heads --effect`: each head mean-ablated alone (its output replaced by its mean over the
     positions), the rise of the text's mean loss, as `ablate --heads all` ranks them."""
-    from attncli.models.causal.metrics import token_losses
+    from attncli.models.causal.metrics import next_losses, token_losses
     from attncli.models.causal.passes import clean_pass, each_head, mean_of
 
     clean = clean_pass(model, ids, passes.trace(model.spec.n_layer - 1))
     before = token_losses(clean.logits, ids).mean()
-    return {(layer, head): float(token_losses(logits, ids).mean() - before)
-            for layer, head, logits in each_head(model, clean, mean_of(clean))}
+    predicting = list(range(len(ids) - 1))  # the rows the loss reads: the last predicts none
+    return {(layer, head): float(next_losses(logits, ids[1:]).mean() - before)
+            for layer, head, logits in each_head(model, clean, mean_of(clean), predicting)}
