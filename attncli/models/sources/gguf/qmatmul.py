@@ -64,6 +64,26 @@ def llama_cpp_numerics(on: bool = True) -> Iterator[None]:
         _LLAMA_CPP.reset(token)
 
 
+# Within dense_rows(n): a product of n or more rows takes torch's on the dequantized matrix.
+_DENSE: ContextVar[int | None] = ContextVar("dense_rows", default=None)
+DENSE_PIECE = 1 << 24  # float32 values of the matrix dequantized at once (64 MB)
+
+
+@contextmanager
+def dense_rows(at_least: int = 64) -> Iterator[None]:
+    """Within: a product of at least this many rows (the causal passes' batches of variants)
+    dequantizes the matrix a piece of DENSE_PIECE values at a time and multiplies with torch's
+    BLAS product, as ATTNCLI_QMATMUL=0 does: on hundreds of rows that is about twice as fast
+    as the kernels' matrix path (SmolLM2's Q4_1 matrices at 459 rows, one thread: 2.2-2.4x;
+    its Q8_0 unembedding: 2.0x), and the copy, one piece at a time, costs a tenth of it.
+    Fewer rows (a decode step, a short prompt) keep the kernels."""
+    token = _DENSE.set(at_least)
+    try:
+        yield
+    finally:
+        _DENSE.reset(token)
+
+
 def as_llama_cpp() -> bool:
     """Whether this run computes as llama.cpp does (llama_cpp_numerics)."""
     return _LLAMA_CPP.get()
@@ -104,6 +124,10 @@ class QuantizedMatrix:
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
         rows, llama_cpp = self.shape[0], as_llama_cpp()
         flat = x.detach().reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
+        dense = _DENSE.get()
+        if dense is not None and not llama_cpp and flat.shape[0] >= dense:
+            y = self._dense(flat).reshape(*x.shape[:-1], rows)  # (..., rows)
+            return y if bias is None else y + bias
         if llama_cpp and self.qtype in _ROUNDED:  # ggml's F16 and BF16 dot products
             flat = flat.to(_ROUNDED[self.qtype]).to(torch.float32)  # (T, cols)
         out = torch.empty(flat.shape[0], rows)  # (T, rows)
@@ -111,6 +135,17 @@ class QuantizedMatrix:
                        torch.get_num_threads(), llama_cpp)
         y = out.reshape(*x.shape[:-1], rows)  # (..., rows)
         return y if bias is None else y + bias
+
+    def _dense(self, flat: Tensor) -> Tensor:
+        """flat (T, cols) @ Wᵀ: (T, rows), W dequantized DENSE_PIECE values at a time."""
+        step = max(1, DENSE_PIECE // self.cols)  # matrix rows a piece
+        if step >= self.shape[0]:
+            return torch.nn.functional.linear(flat, self.dequantized())  # (T, rows)
+        out = torch.empty(flat.shape[0], self.shape[0])  # (T, rows)
+        for begin in range(0, self.shape[0], step):
+            piece = torch.from_numpy(dequantize(self.blocks[begin:begin + step], self.qtype))
+            out[:, begin:begin + step] = torch.nn.functional.linear(flat, piece)  # (T, c)
+        return out
 
     def dequantized(self) -> Tensor:
         """The float32 matrix (rows, cols), as the source's tensor() gives it."""
