@@ -14,6 +14,7 @@ weights (any scale bits: inf, NaN) give NaN where the reference is NaN, and its 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -221,9 +222,9 @@ def test_dense_rows_takes_torchs_product_from_that_many_rows_piece_by_piece(
     read: list[int] = []
     original = qmatmul.dequantize
 
-    def counted(blocks: np.ndarray, qtype: Q) -> np.ndarray:
+    def counted(blocks: np.ndarray, qtype: Q, **options: Any) -> np.ndarray:
         read.append(blocks.shape[0])
-        return original(blocks, qtype)
+        return original(blocks, qtype, **options)
 
     monkeypatch.setattr(qmatmul, "dequantize", counted)
     with qmatmul.dense_rows(10):
