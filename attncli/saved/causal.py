@@ -37,10 +37,11 @@ def _entry(value: Any, where: str, numbers: tuple[str, ...],
             **{k: string(need(entry, k, where), f"{where}.{k}") for k in texts}}
 
 
-def _head(value: Any, where: str) -> Doc:
+def _head(value: Any, where: str, count: int) -> Doc:
+    """A ranked head: its layer and head below count (the ranking lists each head once)."""
     entry = obj(value, where)
-    return {**entry, "layer": integer(need(entry, "layer", where), f"{where}.layer"),
-            "head": integer(need(entry, "head", where), f"{where}.head")}
+    return {**entry, "layer": integer(need(entry, "layer", where), f"{where}.layer", 0, count - 1),
+            "head": integer(need(entry, "head", where), f"{where}.head", 0, count - 1)}
 
 
 def ablation_from_dict(doc: Doc) -> Ablation:
@@ -67,14 +68,17 @@ def ablation_from_dict(doc: Doc) -> Ablation:
                     for k, e in enumerate(items(need(top, side, "top"), f"top.{side}"))]
              for side in ("before", "after")}
     answer = maybe(doc.get("answer"), lambda a, w: {
-        **_entry(a, w, ("before",), ("after",), ("text",)),
+        **_entry(a, w, ("before",), texts=("text",)),
+        "after": maybe(obj(a, w).get("after"), number, f"{w}.after"),
         "start": integer(need(obj(a, w), "start", w), f"{w}.start", 1, n - 1)}, "answer")
     ranking = maybe(doc.get("ranking"), lambda rows, w: [
         {**_entry(r, f"{w}[{k}]", ("effect", "kl", *SCORE_KEYS), ("loss_change",
                                                                    "answer_change")),
-         **_head(r, f"{w}[{k}]")} for k, r in enumerate(items(rows, w))], "ranking")
+         **_head(r, f"{w}[{k}]", len(rows))} for k, r in enumerate(items(rows, w))], "ranking")
     if not heads and ranking is None:
         raise AttnCliError("saved file: heads is \"all\" but there is no ranking")
+    if heads and (not losses or any(row.get("after") is None for row in losses)):
+        raise AttnCliError("saved file: losses must list each token's loss after the ablation")
     return Ablation(_model(doc), labels, ids, choice(need(doc, "how", "the file"), "how", HOWS),
                     heads, integer(need(doc, "at", "the file"), "at", 0, n - 1), losses, shown,
                     maybe(doc.get("kl"), number, "kl"), answer, ranking,

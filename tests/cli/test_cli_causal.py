@@ -287,3 +287,20 @@ def test_show_refuses_a_broken_ablate_json_in_one_line(cli, gpt2, tmp_path: Path
     path.write_text(json.dumps(doc))
     cli("show", str(path)).assert_usage_error(message)
 
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["losses"][0].pop("after"), "losses must list each token's loss after"),
+    (lambda d: d.update(losses=[]), "losses must list each token's loss after"),
+    (lambda d: d.update(heads="all"), "heads is \"all\" but there is no ranking"),
+])
+def test_show_refuses_an_ablate_json_its_tables_cannot_draw(cli, gpt2, tmp_path: Path,  # noqa: ANN001
+                                                           change: Any, message: str) -> None:
+    import json
+
+    folder, _ = gpt2
+    doc = cli("ablate", TEXT, "--model", str(folder), "--heads", "1.2", "--json").json()
+    change(doc)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(doc))
+    cli("show", str(path)).assert_usage_error(message)
