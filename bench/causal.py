@@ -6,9 +6,10 @@ within 30 s; attribution patching within 5× one look.
 
 Each command is the whole process a user runs (`attncli ... --json > /dev/null`), with the
 hidden-state cache off (ATTNCLI_NO_CACHE=1) so each repeat does all its work; wall and CPU time
-(the children's user + system) are medians of the repeats. One look, `attncli heads` on the same
-tokens, runs in the same rounds as the reference the ratios divide by: on a shared machine the
-seconds move with the load, the ratios much less.
+(the children's user + system) are medians of the repeats. One look, `attncli run` on the clean
+text (the model opened, the text run to its last layer), runs in the same rounds as the
+reference the ratios divide by: on a shared machine the seconds move with the load, the ratios
+much less. `heads --probe induction` on ablate's tokens is listed beside, as a second look.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def main() -> None:
     args = parser.parse_args()
     model = ["--model", args.model]
     commands = {
-        "one look (heads)": ["heads", "--probe", "induction", "--probe-length", str(REPEAT),
-                             *model],
+        "one look (run)": ["run", CLEAN, *model],
+        "heads --probe induction": ["heads", "--probe", "induction", "--probe-length",
+                                    str(REPEAT), *model],
         "ablate --heads all": ["ablate", "--repeat", str(REPEAT), "--heads", "all", *model],
         "patch (exact)": ["patch", CLEAN, CORRUPT, "--tokens", " Rome", " Paris", *model],
         "patch --attribution --no-exact": ["patch", CLEAN, CORRUPT, "--tokens", " Rome",
@@ -60,7 +62,7 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved rounds: a load change falls on all alike
         for name, command in commands.items():
             times[name].append(_timed(command))
-    look = statistics.median(w for w, _ in times["one look (heads)"])
+    look = statistics.median(w for w, _ in times["one look (run)"])
     rows = {}
     for name, found in times.items():
         wall = statistics.median(w for w, _ in found)

@@ -126,12 +126,13 @@ class Scanning(Group):
     ray_logs: RayLogsOpt = False
     part_size: PartSizeOpt = 64
     threshold: PassOpt = 0.4
+    effect: EffectOpt = False
 
     def settings(self, model: str, encoding: Encoding) -> ScanSettings:
         """What every worker needs to score a document the same way."""
         return ScanSettings(model=model, encoding=encoding.encoding,
                             allow_special=encoding.allow_special, max_tokens=self.max_tokens,
-                            too_long=self.too_long.value)
+                            too_long=self.too_long.value, effect=self.effect)
 
     def plan(self, corpus: Path, out: Path) -> ScanPlan:
         """Where the corpus is, where the output goes, and how the work is spread (--workers:

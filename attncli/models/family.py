@@ -225,6 +225,9 @@ class Editable(Protocol):
     # streams leaving the last block, (B, T, d_model).
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
                edit: Callable[[int, Tensor], Tensor]) -> Tensor: ...
+    # Logits (N, vocab) of final streams (N, d_model), as logits() computes them, with the whole
+    # unembedding read once and kept for the next call (the edited runs' many batches).
+    def held_logits(self, hidden: Tensor) -> Tensor: ...
 
 
 @runtime_checkable

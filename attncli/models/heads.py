@@ -3,6 +3,7 @@ head's scores and each layer's sink, kept one layer at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,7 @@ from attncli.core.display import Window
 from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
 from attncli.core.request import Measure
 from attncli.errors import AttnCliError
-from attncli.models.family import ManyTexts, Model
+from attncli.models.family import LayerTrace, ManyTexts, Model
 from attncli.models.hidden.passes import CachedPass
 from attncli.models.measures import HeadMeasures, head_measures
 from attncli.models.scores import (
@@ -152,13 +153,16 @@ def scored_rows(done: HeadsPass, threshold: float,
 
 
 @torch.no_grad()
-def head_effects(model: Model, ids: list[int], passes: CachedPass) -> dict[tuple[int, int], float]:
-    """`heads --effect`: each head mean-ablated alone (its output replaced by its mean over the
-    positions), the rise of the text's mean loss, as `ablate --heads all` ranks them."""
-    from attncli.models.causal.metrics import token_losses
+def head_effects(model: Model, ids: list[int],
+                 blocks: Iterable[LayerTrace]) -> dict[tuple[int, int], float]:
+    """`heads --effect` and `scan --effect`: each head mean-ablated alone (its output replaced
+    by its mean over the positions), the rise of the text's mean loss, as `ablate --heads all`
+    ranks them; blocks: the trace of ids through every layer."""
+    from attncli.models.causal.metrics import next_losses, token_losses
     from attncli.models.causal.passes import clean_pass, each_head, mean_of
 
-    clean = clean_pass(model, ids, passes.trace(model.spec.n_layer - 1))
+    clean = clean_pass(model, ids, blocks)
     before = token_losses(clean.logits, ids).mean()
-    return {(layer, head): float(token_losses(logits, ids).mean() - before)
-            for layer, head, logits in each_head(model, clean, mean_of(clean))}
+    predicting = list(range(len(ids) - 1))  # the rows the loss reads: the last predicts none
+    return {(layer, head): float(next_losses(logits, ids[1:]).mean() - before)
+            for layer, head, logits in each_head(model, clean, mean_of(clean), predicting)}

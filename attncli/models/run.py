@@ -269,7 +269,7 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
     measures = scored_rows(done, options.threshold, kinds)
     if options.effect:
         doing("ablating each head")
-        effects = head_effects(model, ids, cached_pass(req, model, ids))
+        effects = head_effects(model, ids, cached_pass(req, model, ids).trace(spec.n_layer - 1))
         for row in measures:
             row["effect"] = effects[(row["layer"], row["head"])]
     measures = sort_measures(measures, options.sort)

@@ -16,7 +16,8 @@ from attncli.render.jsonout import json_pieces
 
 BAND_WIDTH = 64  # the moving window's side: long.band holds each row's keys around it
 # One script, in this order.
-ASSETS = ("page.js", "page-long.js", "page-heads.js", "page-lessons.js", "page-generate.js")
+ASSETS = ("page.js", "page-long.js", "page-heads.js", "page-lessons.js", "page-generate.js",
+          "page-causal.js")
 # Only inline script and style, and nothing from the network, whatever a token's text holds.
 POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
           "img-src data:")

@@ -11,7 +11,9 @@ from typing import Any
 from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import HeadsResult, Result
 from attncli.errors import AttnCliError
+from attncli.records.causal import Ablation, Patching
 from attncli.records.generation import GenerationResult
+from attncli.saved.causal import ablation_from_dict, patching_from_dict
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
 from attncli.saved.parts import items, need, obj
@@ -23,8 +25,8 @@ Doc = dict[str, Any]
 
 @dataclass(frozen=True)
 class Saved:
-    """What a saved file holds: its kind (run, long, compare, weights, heads, scan or generate),
-    its records and the document they were read from."""
+    """What a saved file holds: its kind (run, long, compare, weights, heads, scan, generate,
+    ablate or patch), its records and the document they were read from."""
 
     kind: str
     results: list[Any]
@@ -62,7 +64,12 @@ KINDS = {
     "heads": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
     "scan": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
     "generate": Kind(GenerationResult, lambda doc: [generation_from_dict(doc)]),
+    "ablate": Kind(Ablation, lambda doc: [ablation_from_dict(doc)]),
+    "patch": Kind(Patching, lambda doc: [patching_from_dict(doc)]),
 }
+# ablate's and patch's documents hold "heads" and "model", as a heads document does: the keys
+# that tell one saved without its kind, looked for first.
+CAUSAL_KEYS = {"ablate": ("how", "losses", "ranking"), "patch": ("metric", "grid", "direction")}
 # The kinds show does not draw: the keys that tell one saved before kinds, its name, the command.
 UNDRAWN = {
     "cost": (("rows", "fit", "projection"), "a `cost` lesson's", "attncli cost"),
@@ -76,9 +83,6 @@ UNDRAWN = {
     "doctor": (("extensions", "torch"), "`doctor`'s", "attncli doctor"),
     "check": (("verdict", "cases"), "`check`'s", "attncli check FILE:CLASS"),
     "tokens": ((), "`tokens`'", "attncli tokens TEXT"),
-    "ablate": (("how", "losses", "ranking"), "`ablate`'s", "attncli ablate TEXT --model M"),
-    "patch": (("metric", "grid", "direction"), "`patch`'s",
-              "attncli patch CLEAN CORRUPT --model M"),
 }
 
 
@@ -87,8 +91,8 @@ def kind_of(doc: Doc) -> str:
     kind = doc.get("kind")
     if isinstance(kind, str) and (kind in KINDS or kind in UNDRAWN):
         return kind
-    for name in ("ablate", "patch"):  # they hold "heads" and "model", as a heads document does
-        if all(k in doc for k in UNDRAWN[name][0]):
+    for name, marks in CAUSAL_KEYS.items():
+        if all(k in doc for k in marks):
             return name
     if "variants" in doc:
         return "compare"

@@ -21,7 +21,10 @@ HEADS_ONLY = (("--head", "--query", "--show", "--rows", "--cols"),
 NOT_FOR = {"generate": (("--query", "--show", "--rows", "--cols"),
                         "`generate` JSON: choose the answer token with --at, and --layers, "
                         "--head, --combine"),
-           "heads": HEADS_ONLY, "scan": HEADS_ONLY}
+           "heads": HEADS_ONLY, "scan": HEADS_ONLY,
+           **{kind: (("--head", "--query", "--show", "--rows", "--cols"),
+                     f"`{kind}` JSON: it holds no attention weights")
+              for kind in ("ablate", "patch")}}
 
 
 def refuse_unused(kind: str, given: Collection[str], attended: bool) -> None:

@@ -22,15 +22,16 @@ SET_ASIDE = "set-aside"
 STATUSES = frozenset(("scored", "cut", "skipped"))
 
 
-def trusted_parts(out: Path, layers: int, heads: int) -> tuple[dict[str, int], list[str]]:
+def trusted_parts(out: Path, layers: int, heads: int,
+                  effect: bool = False) -> tuple[dict[str, int], list[str]]:
     """Each document of a trusted part, with its part's number; and for each part set aside,
-    its name and what was wrong with it."""
+    its name and what was wrong with it (effect: the heads files have the effect column)."""
     owner: dict[str, int] = {}
     set_aside: list[str] = []
     for number, path in sorted(parts(out / "documents").items()):
         ids, problem = _documents(path, owner)
         if problem is None:
-            problem = _heads(out / "heads" / part_name(number), ids, layers, heads)
+            problem = _heads(out / "heads" / part_name(number), ids, layers, heads, effect)
         if problem is not None:
             set_aside_part(out, number)
             set_aside.append(f"{part_name(number)}: {problem}")
@@ -93,14 +94,15 @@ def _documents(path: Path, owner: dict[str, int]
     return [(doc, s != "skipped") for doc, s in zip(ids, status, strict=True)], None
 
 
-def _heads(path: Path, ids: list[tuple[str, bool]], layers: int, heads: int) -> str | None:
+def _heads(path: Path, ids: list[tuple[str, bool]], layers: int, heads: int,
+           effect: bool) -> str | None:
     """Why the heads file at path does not hold exactly a row per layer × head of each scored
     document of ids (None when it does)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows, problem = _read(path, heads_schema())
+    rows, problem = _read(path, heads_schema(effect))
     if problem is not None:
         return f"its heads file {problem}"
     scored = [doc for doc, was_scored in ids if was_scored]

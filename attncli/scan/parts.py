@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from attncli.scan.worker import COLUMNS
+from attncli.scan.worker import columns
 
 PART = re.compile(r"part-(\d{5,})\.parquet")
 TABLES = ("heads", "documents")
@@ -25,13 +25,14 @@ def parts(folder: Path) -> dict[int, Path]:
             if (m := PART.fullmatch(name))}
 
 
-def heads_schema() -> Any:
-    """The heads table's columns (built on use: pyarrow is imported lazily)."""
+def heads_schema(effect: bool = False) -> Any:
+    """The heads table's columns, the effect column with effect (built on use: pyarrow is
+    imported lazily)."""
     import pyarrow as pa
 
     ints = {"layer", "head"}
-    return pa.schema([("document", pa.string())]
-                     + [(c, pa.int32() if c in ints else pa.float64()) for c in COLUMNS[1:]])
+    return pa.schema([("document", pa.string())] + [
+        (c, pa.int32() if c in ints else pa.float64()) for c in columns(effect)[1:]])
 
 
 def documents_schema() -> Any:

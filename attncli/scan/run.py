@@ -82,13 +82,19 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
 
         check_ray(plan.ray)
     model = open_checked(Request(text="", model=settings.model))  # refused before --out is made
+    if settings.effect:  # an encoder has no next-token loss to ablate: one line, before --out
+        from attncli.models.causal.passes import editable
+
+        editable(model)
     info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
     leave = _join(plan)
     try:
         identity = {"corpus": str(plan.corpus.resolve()), "kind": kind, "field": plan.field,
                     **asdict(settings)}
-        store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads)
+        if not settings.effect:  # a scan without effects is named as before --effect was
+            del identity["effect"]
+        store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads, settings.effect)
         _note_set_aside(store)
         done = store.done()
         doing("counting the corpus's documents")
@@ -102,7 +108,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         if leave is not None:
             leave()
     doing("summarising the scan")
-    summary = summarise(plan.out, plan.threshold, spec.n_layer, spec.num_heads)
+    summary = summarise(plan.out, plan.threshold, spec.n_layer, spec.num_heads, settings.effect)
     if grouped:  # the key/value head each query head reads, as `heads` gives it
         for row in summary["heads"]:
             row["kv_head"] = spec.kv_group(row["head"])

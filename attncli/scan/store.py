@@ -21,7 +21,7 @@ from typing import Any
 from attncli.errors import AttnCliError
 from attncli.scan.damage import set_aside, table_folders, trusted_parts
 from attncli.scan.parts import TABLES, documents_schema, heads_schema, part_name, parts
-from attncli.scan.worker import COLUMNS
+from attncli.scan.worker import columns
 
 SYSTEM_DIRS = ("/dev", "/proc", "/sys")  # the kernel's: no scan is written there
 
@@ -52,8 +52,9 @@ class ScanStore:
     """The output folder of one scan, opened for writing (and resuming): its trusted parts
     (each document with the number of its part), and the parts it set aside, with why."""
 
-    def __init__(self, out: Path, identity: dict[str, Any], layers: int, heads: int) -> None:
-        self.out = out
+    def __init__(self, out: Path, identity: dict[str, Any], layers: int, heads: int,
+                 effect: bool = False) -> None:
+        self.out, self.effect = out, effect  # effect: the heads table has the effect column
         check_out(out)
         try:
             self._open(identity)
@@ -61,7 +62,7 @@ class ScanStore:
             for table in TABLES:
                 (out / table).mkdir(exist_ok=True)
             self._clear_debris()
-            self.owner, damaged = trusted_parts(out, layers, heads)
+            self.owner, damaged = trusted_parts(out, layers, heads, effect)
         except OSError as err:
             raise AttnCliError(f"--out {out}: {err.strerror or err}"
                                f"{f' ({err.filename})' if err.filename else ''}") from None
@@ -123,7 +124,7 @@ class ScanStore:
             return
         name = part_name(self.next_part)
         heads = pa.table({column: [v for s in scored for v in s["rows"][column]]
-                          for column in COLUMNS}, schema=heads_schema())
+                          for column in columns(self.effect)}, schema=heads_schema(self.effect))
         docs = pa.table({"document": [s["document"] for s in scored],
                          "status": [s["status"] for s in scored],
                          "reason": [s["reason"] for s in scored],

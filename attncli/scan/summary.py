@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from attncli.scan.parts import parts
-from attncli.scan.worker import HEAD_COLUMNS, LAYER_COLUMNS
+from attncli.scan.worker import EFFECT, HEAD_COLUMNS, LAYER_COLUMNS
 
 SHARES = ("previous_token", "duplicate_token", "induction", "prev", "first", "self")
 SCORES = ("previous_token", "duplicate_token", "induction")
@@ -23,11 +23,13 @@ TOP = 10
 MAJORITY = 0.5  # a head is labelled by a score when more than this share of documents pass
 
 
-def summarise(out: Path, threshold: float, layers: int, heads: int) -> dict[str, Any]:
-    """The summary of the scan in out (see the module)."""
+def summarise(out: Path, threshold: float, layers: int, heads: int,
+              effect: bool = False) -> dict[str, Any]:
+    """The summary of the scan in out (see the module); effect: each head's mean effect too."""
     import pyarrow.parquet as pq
 
-    sums = {name: np.zeros((layers, heads)) for name in HEAD_COLUMNS}
+    means = (*HEAD_COLUMNS, EFFECT) if effect else HEAD_COLUMNS
+    sums = {name: np.zeros((layers, heads)) for name in means}
     above = {name: np.zeros((layers, heads)) for name in SHARES}
     sinks = {name: np.zeros(layers) for name in LAYER_COLUMNS}
     sink_counts = {name: np.zeros(layers) for name in LAYER_COLUMNS}
@@ -37,7 +39,7 @@ def summarise(out: Path, threshold: float, layers: int, heads: int) -> dict[str,
         layer = table.column("layer").to_numpy()
         head = table.column("head").to_numpy()
         np.add.at(counts, (layer, head), 1)
-        for name in HEAD_COLUMNS:
+        for name in means:
             values = table.column(name).to_numpy(zero_copy_only=False)
             np.add.at(sums[name], (layer, head), values)
             if name in SHARES:
@@ -53,8 +55,7 @@ def summarise(out: Path, threshold: float, layers: int, heads: int) -> dict[str,
     for layer in range(layers):
         for head in range(heads):
             row: dict[str, Any] = {"layer": layer, "head": head}
-            row |= {name: float(sums[name][layer, head] / seen[layer, head])
-                    for name in HEAD_COLUMNS}
+            row |= {name: float(sums[name][layer, head] / seen[layer, head]) for name in means}
             share = {name: float(above[name][layer, head] / seen[layer, head])
                      for name in SHARES}
             row["labels"] = [name for name in SCORES if share[name] > MAJORITY]

@@ -21,6 +21,7 @@ HEAD_COLUMNS = ("entropy", "prev", "first", "self", "distance",
                 "previous_token", "duplicate_token", "induction")
 LAYER_COLUMNS = ("first_share", "first_norm", "median_norm", "norm_ratio")  # the layer's sink
 COLUMNS = ("document", "layer", "head", *HEAD_COLUMNS, *LAYER_COLUMNS)
+EFFECT = "effect"  # scan --effect: each head's mean-ablation loss rise, as heads --effect
 MAX_TOKENS = 1 << 20  # --max-tokens at most: 64 MiB read of a document
 PACK_TOKENS = 512  # documents run together up to this many tokens (their weights kept at once)
 
@@ -41,6 +42,7 @@ class ScanSettings:
     allow_special: bool = False
     max_tokens: int = 512
     too_long: str = "cut"  # cut: keep the first max_tokens tokens; skip: leave the document out
+    effect: bool = False  # each head mean-ablated alone on each document: the effect column
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_tokens <= MAX_TOKENS:
@@ -48,11 +50,16 @@ class ScanSettings:
                                f"{self.max_tokens:,})")
 
 
+def columns(effect: bool) -> tuple[str, ...]:
+    """The heads table's columns: the effect column last where the scan computes it."""
+    return (*COLUMNS, EFFECT) if effect else COLUMNS
+
+
 def scored_document(doc_id: str, status: str, tokens: int, reason: str | None = None,
                     rows: dict[str, list[Any]] | None = None) -> dict[str, Any]:
     """One document's outcome: scored, cut (scored on its first tokens) or skipped (why)."""
     return {"document": doc_id, "status": status, "reason": reason, "tokens": tokens,
-            "rows": rows or {name: [] for name in COLUMNS}}
+            "rows": rows or {name: [] for name in columns(True)}}
 
 
 class Scorer:
@@ -127,7 +134,7 @@ class Scorer:
         if len(pack) > 1 and isinstance(self.model, ManyTexts):
             try:
                 done = texts_passes(self.model, [doc.ids for doc in pack], n_layer)
-                return [_rows(doc, one) for doc, one in zip(pack, done, strict=True)]
+                return [self._scored(doc, one) for doc, one in zip(pack, done, strict=True)]
             except AttnCliError:
                 pass  # one of them is refused: each on its own says which
         out = []
@@ -137,8 +144,18 @@ class Scorer:
             except AttnCliError as err:
                 out.append(scored_document(doc.id, "skipped", len(doc.ids), str(err)))
                 continue
-            out.append(_rows(doc, one))
+            out.append(self._scored(doc, one))
         return out
+
+    def _scored(self, doc: Ready, done: HeadsPass) -> dict[str, Any]:
+        """doc's rows from its pass, with each head's effect where the scan asks for it."""
+        if not self.settings.effect:
+            return _rows(doc, done)
+        from attncli.models.heads import head_effects
+
+        n_layer = self.model.spec.n_layer
+        return _rows(doc, done, head_effects(self.model, doc.ids,
+                                             self.model.trace(doc.ids, n_layer - 1)))
 
 
 @dataclass(frozen=True)
@@ -164,21 +181,25 @@ def packs(ready: list[Ready], budget: int) -> Iterator[list[Ready]]:
         yield pack
 
 
-def _rows(doc: Ready, done: HeadsPass) -> dict[str, Any]:
-    """doc's rows from its pass: a row per layer × head, its measures, scores and layer sink."""
+def _rows(doc: Ready, done: HeadsPass,
+          effects: dict[tuple[int, int], float] | None = None) -> dict[str, Any]:
+    """doc's rows from its pass: a row per layer × head, its measures, scores and layer sink
+    (and its effect, given effects)."""
     from attncli.models.heads import scored_rows
     from attncli.models.scores import SCORES
 
     rows = scored_rows(done, 1.0, SCORES)  # labels are the summary's
     sinks = {s["layer"]: s for s in done.sinks}
-    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    table: dict[str, list[Any]] = {name: [] for name in columns(effects is not None)}
     for row in rows:
-        columns["document"].append(doc.id)
+        table["document"].append(doc.id)
         for name in ("layer", "head", *HEAD_COLUMNS):
-            columns[name].append(row[name])
+            table[name].append(row[name])
         for name in LAYER_COLUMNS:
-            columns[name].append(sinks[row["layer"]][name])
-    return scored_document(doc.id, doc.status, len(doc.ids), rows=columns)
+            table[name].append(sinks[row["layer"]][name])
+        if effects is not None:
+            table[EFFECT].append(effects[(row["layer"], row["head"])])
+    return scored_document(doc.id, doc.status, len(doc.ids), rows=table)
 
 
 _SCORER: Scorer | None = None  # a pool process's own

@@ -243,19 +243,64 @@ def test_heads_effect_is_ablates_mean_ranking(cli, gpt2) -> None:  # noqa: ANN00
         _close(effect, loss[(row["layer"], row["head"])])
 
 
-def test_show_refuses_ablate_and_patch_json_by_name(cli, gpt2, tmp_path: Path) -> None:  # noqa: ANN001
-    """Their documents hold "heads" and "model" as a heads document does: show names what they
-    are (with or without their kind) and the command that draws them, never a heads error."""
+def test_show_draws_ablate_and_patch_json_as_the_commands_do(cli, gpt2,  # noqa: ANN001
+                                                              tmp_path: Path) -> None:
+    """show reads ablate's and patch's JSON back (with or without their kind: their documents
+    hold "heads" and "model" as a heads document does) and prints the commands' own tables,
+    through the same renderers; show --json gives the document back."""
     import json
 
     folder, _ = gpt2
-    docs = {"ablate": cli("ablate", TEXT, "--model", str(folder), "--heads", "1.2",
-                          "--json").json(),
-            "patch": cli("patch", TEXT, CORRUPT, "--model", str(folder), "--tokens", " mat",
-                         " hat", "--json").json()}
-    for kind, doc in docs.items():
-        assert doc["kind"] == kind
+    model = ("--model", str(folder))
+    runs = {"ablate": ("ablate", TEXT, *model, "--heads", "1.2", "--answer", " on"),
+            "ranking": ("ablate", TEXT, *model, "--how", "zero"),
+            "patch": ("patch", TEXT, CORRUPT, *model, "--tokens", " mat", " hat",
+                      "--attribution")}
+    for name, args in runs.items():
+        table, doc = cli(*args), cli(*args, "--json").json()
+        assert table.code == 0, table.err
         for written in (doc, {k: v for k, v in doc.items() if k != "kind"}):
-            path = tmp_path / f"{kind}.json"
+            path = tmp_path / f"{name}.json"
             path.write_text(json.dumps(written))
-            cli("show", str(path)).assert_usage_error(f"show cannot draw `{kind}`'s JSON")
+            shown = cli("show", str(path))
+            assert shown.code == 0, shown.err
+            assert shown.out == table.out
+            assert cli("show", str(path), "--json").json() == doc
+    cli("show", str(path), "--head", "1").assert_usage_error(
+        "--head does not apply to `patch` JSON")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d.pop("how"), "saved file: the file has no 'how'"),
+    (lambda d: d.update(at=10**6), "saved file: at is 1000000, outside"),
+    (lambda d: d["losses"][0].update(before="x"), "losses[0].before is \"x\", not a finite"),
+    (lambda d: d.update(heads=[[1]]), "heads[0] has 1 items, expected 2"),
+])
+def test_show_refuses_a_broken_ablate_json_in_one_line(cli, gpt2, tmp_path: Path,  # noqa: ANN001
+                                                       change: Any, message: str) -> None:
+    import json
+
+    folder, _ = gpt2
+    doc = cli("ablate", TEXT, "--model", str(folder), "--heads", "1.2", "--json").json()
+    change(doc)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(doc))
+    cli("show", str(path)).assert_usage_error(message)
+
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["losses"][0].pop("after"), "losses must list each token's loss after"),
+    (lambda d: d.update(losses=[]), "losses must list each token's loss after"),
+    (lambda d: d.update(heads="all"), "heads is \"all\" but there is no ranking"),
+])
+def test_show_refuses_an_ablate_json_its_tables_cannot_draw(cli, gpt2, tmp_path: Path,  # noqa: ANN001
+                                                           change: Any, message: str) -> None:
+    import json
+
+    folder, _ = gpt2
+    doc = cli("ablate", TEXT, "--model", str(folder), "--heads", "1.2", "--json").json()
+    change(doc)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(doc))
+    cli("show", str(path)).assert_usage_error(message)

@@ -148,3 +148,28 @@ def test_a_scan_summary_page_draws_its_grids_offline(browser, cli, tmp_path: Pat
     assert "2 documents scored" in browser.find_element(By.ID, "attncli-maps").text
     assert requests(browser) == [page.as_uri()]
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_patch_and_ablate_pages_draw_their_grids_offline(browser, cli, tmp_path: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    toy = ("--model", "samples/toy-gpt2")
+    page = open_page(browser, cli, tmp_path, "patch", "the cat sat on the mat",
+                     "the dog sat on the hat", *toy, "--tokens", " mat", " hat", "--attribution")
+    doc = cli("patch", "the cat sat on the mat", "the dog sat on the hat", *toy, "--tokens",
+              " mat", " hat", "--attribution", "--json").json()
+    grids = browser.find_elements(By.CSS_SELECTOR, "table.causal-grid")
+    assert len(grids) == 2  # the exact grid and the attribution estimate
+    cells = grids[0].find_elements(By.TAG_NAME, "td")
+    assert [c.text for c in cells] == [f"{v:+.3f}" for row in doc["grid"] for v in row]
+    assert requests(browser) == [page.as_uri()]
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    open_page(browser, cli, tmp_path, "ablate", "the cat sat on the mat", *toy)
+    ranking = cli("ablate", "the cat sat on the mat", *toy, "--json").json()["ranking"]
+    cells = browser.find_element(By.CSS_SELECTOR, "table.causal-grid").find_elements(
+        By.TAG_NAME, "td")
+    effect = {(r["layer"], r["head"]): r["effect"] for r in ranking}
+    heads = 1 + max(h for _, h in effect)
+    assert [c.text for c in cells] == [f"{effect[(k // heads, k % heads)]:+.3f}"
+                                       for k in range(len(effect))]
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

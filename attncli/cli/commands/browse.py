@@ -35,6 +35,9 @@ def browse(
     generation: Annotated[str | None, typer.Option(
         help="Browse a saved `attncli generate --json` file instead.", show_default=False,
         metavar="FILE")] = None,
+    patch: Annotated[str | None, typer.Option(
+        help="Browse a saved `attncli patch --json` file instead: its layer × head grid, one "
+        "cell a head.", show_default=False, metavar="FILE")] = None,
 ) -> None:
     """Explore every layer × head interactively, full-screen in the terminal: move through the
     heads, open one, pick a query token and see what it attends to.
@@ -58,6 +61,10 @@ def browse(
         from attncli.browse.generation import saved_generation
 
         shown = saved_generation(generation)
+    elif patch is not None:
+        from attncli.browse.causal import saved_patch
+
+        shown = saved_patch(patch)
     elif generate:
         model = needed_model(checkpoint.model, "browse --generate", " (the decoder that answers)")
         from attncli.browse.generation import generation_source

@@ -51,6 +51,11 @@ def show(
     given = [f"--{name}" for name in ("head", "query", "show", "rows", "cols")
              if getattr(look, name) is not None]
     refuse_unused(saved.kind, given, attended != Attended())
+    if saved.kind in ("ablate", "patch"):  # through the commands' own renderers
+        from attncli.render.reports.causal import RENDERERS
+
+        output.deliver_result(saved.results[0], RENDERERS[saved.kind])
+        return
     if saved.kind == "generate":
         from attncli.render.reports.generate import render_generation
 

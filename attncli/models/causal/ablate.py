@@ -15,7 +15,12 @@ from attncli.activity import counted, doing
 from attncli.core.request import Request
 from attncli.errors import AttnCliError
 from attncli.models.causal.inputs import Prepared, open_decoder, parse_heads, position, prepare
-from attncli.models.causal.metrics import answer_log_prob, kl_divergence, token_losses
+from attncli.models.causal.metrics import (
+    answer_log_prob,
+    kl_divergence,
+    next_losses,
+    token_losses,
+)
 from attncli.models.causal.passes import (
     CleanPass,
     Edit,
@@ -133,16 +138,24 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
     spec = model.spec
     scores, total = clean.scores, spec.n_layer * spec.num_heads
     base_answer = None if start is None else answer_log_prob(clean.logits, ids, start)
+    # Only the rows the effects read are unembedded: the losses from scored on, at, the answer.
+    kept = sorted({*range(scored - 1, len(ids) - 1), at,
+                   *(range(start - 1, len(ids) - 1) if start is not None else ())})
+    row_of = {p: i for i, p in enumerate(kept)}
+    losses, answer_rows = [row_of[p] for p in range(scored - 1, len(ids) - 1)], \
+        [] if start is None else [row_of[p] for p in range(start - 1, len(ids) - 1)]
     rows: list[dict[str, Any]] = []
-    for layer, head, logits in each_head(
-            model, clean, lambda layer, head: ablation_values(how, clean, resample, layer, head)):
-        loss_change = float(token_losses(logits, ids)[scored - 1:].mean() - before.mean())
+    for layer, head, logits in each_head(  # logits: (P, vocab) at kept
+            model, clean, lambda layer, head: ablation_values(how, clean, resample, layer, head),
+            kept):
+        loss_change = float(next_losses(logits[losses], ids[scored:]).mean() - before.mean())
         row: dict[str, Any] = {
             "layer": layer, "head": head, "loss_change": loss_change,
-            "kl": kl_divergence(clean.logits[at], logits[at]),
+            "kl": kl_divergence(clean.logits[at], logits[row_of[at]]),
             **{name: float(scores[layer][name][head]) for name in SCORES}}
         if start is not None and base_answer is not None:
-            row["answer_change"] = answer_log_prob(logits, ids, start) - base_answer
+            row["answer_change"] = float(-next_losses(logits[answer_rows], ids[start:]).sum()) \
+                - base_answer
         row["effect"] = -row["answer_change"] if start is not None else loss_change
         rows.append(row)
         counted("ablating heads", len(rows), total)

@@ -10,9 +10,13 @@ from torch import Tensor
 
 def token_losses(logits: Tensor, ids: list[int]) -> Tensor:
     """Cross-entropy of each next token, −log p(t_{i+1} | t_≤i): (T - 1,)."""
-    log_probs = torch.log_softmax(logits[:-1].double(), dim=-1)  # (T-1, vocab)
-    targets = torch.tensor(ids[1:])  # (T-1,)
-    return -log_probs.gather(-1, targets[:, None])[:, 0]  # (T-1,)
+    return next_losses(logits[:-1], ids[1:])
+
+
+def next_losses(logits: Tensor, targets: list[int]) -> Tensor:
+    """−log p(target) of each row of logits (P, vocab) and its target: (P,)."""
+    log_probs = torch.log_softmax(logits.double(), dim=-1)  # (P, vocab)
+    return -log_probs.gather(-1, torch.tensor(targets)[:, None])[:, 0]  # (P,)
 
 
 def kl_divergence(before: Tensor, after: Tensor) -> float:

@@ -16,6 +16,7 @@ from torch import Tensor
 from attncli.errors import AttnCliError
 from attncli.models.family import Editable, LayerTrace, Model
 from attncli.models.scores import SCORES, head_scores, stacked_patterns
+from attncli.models.sources.gguf.qmatmul import dense_rows
 
 Edit = Callable[[Tensor], Tensor]  # z (heads, T, hd) → the z the block uses
 BATCH_BYTES = 128 * 2**20  # the float32 logits of variants run together, at most
@@ -54,17 +55,19 @@ def clean_pass(model: Model, ids: list[int], blocks: Iterable[LayerTrace]) -> Cl
         final = block.output
         del block  # its (heads, T, T) weights go before the next block's are made
     assert final is not None and len(streams) == model.spec.n_layer
-    return CleanPass(ids, streams, z, model.logits(final).float(), scores)
+    return CleanPass(ids, streams, z, editable(model).held_logits(final).float(), scores)
 
 
-def edited_runs(model: Model, clean: CleanPass,
-                variants: list[dict[int, Edit]]) -> Iterator[Tensor]:
-    """Logits (T, vocab) of each variant of clean's text, each layer's z through its
-    edits[layer]: several variants run together as a batch (their logits within
-    BATCH_BYTES), each batch from the lowest layer it edits; the blocks below are not run
-    again."""
+def edited_runs(model: Model, clean: CleanPass, variants: list[dict[int, Edit]],
+                rows: list[int] | None = None) -> Iterator[Tensor]:
+    """Logits (P, vocab) at rows (P positions; None: all T) of each variant of clean's text,
+    each layer's z through its edits[layer]: several variants run together as a batch (their
+    logits within BATCH_BYTES), each batch from the lowest layer it edits; the blocks below
+    are not run again."""
     n, vocab = clean.logits.shape  # (T, vocab)
-    size = max(1, BATCH_BYTES // (4 * n * vocab))
+    kept = list(range(n)) if rows is None else rows
+    size = max(1, BATCH_BYTES // (4 * len(kept) * vocab))
+    decoder = editable(model)
     for begin in range(0, len(variants), size):
         batch = variants[begin:begin + size]
         first = min(min(edits) for edits in batch)
@@ -76,8 +79,11 @@ def edited_runs(model: Model, clean: CleanPass,
                                 for b, edits in enumerate(batch)])  # (B, heads, T, hd)
 
         stream = clean.streams[first].expand(len(batch), -1, -1)  # (B, T, d_model)
-        final = editable(model).edited(clean.ids, first, stream, edit)  # (B, T, d_model)
-        yield from model.logits(final.flatten(0, 1)).float().unflatten(0, (len(batch), n))
+        with dense_rows():  # B · T rows a product: torch's on the dequantized matrix, faster
+            final = decoder.edited(clean.ids, first, stream, edit)  # (B, T, d_model)
+            final = final if rows is None else final[:, rows]  # (B, P, d_model)
+            logits = decoder.held_logits(final.flatten(0, 1)).float()  # (B · P, vocab)
+        yield from logits.unflatten(0, (len(batch), len(kept)))  # (P, vocab) each
 
 
 def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Tensor:
@@ -85,15 +91,16 @@ def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Ten
     return next(edited_runs(model, clean, [edits]))
 
 
-def each_head(model: Model, clean: CleanPass,
-              values: Callable[[int, int], Tensor]) -> Iterator[tuple[int, int, Tensor]]:
+def each_head(model: Model, clean: CleanPass, values: Callable[[int, int], Tensor],
+              rows: list[int] | None = None) -> Iterator[tuple[int, int, Tensor]]:
     """Every head ablated alone, values(layer, head) (T, hd) in place of its output: layer,
-    head and the logits (T, vocab); a layer's heads run together, from that layer up."""
+    head and the logits (P, vocab) at rows (None: all T); a layer's heads run together, from
+    that layer up."""
     spec = model.spec
     for layer in range(spec.n_layer):
         variants = [{layer: replaced(head, values(layer, head))}
                     for head in range(spec.num_heads)]
-        for head, logits in enumerate(edited_runs(model, clean, variants)):
+        for head, logits in enumerate(edited_runs(model, clean, variants, rows)):
             yield layer, head, logits
 
 

@@ -22,24 +22,26 @@ from attncli.models.causal.passes import CleanPass, editable, edited_runs, repla
 from attncli.models.family import Model
 from attncli.records.causal import METRICS, Patching, PatchOptions
 
-Metric = Callable[[Tensor], Tensor]  # logits (T, vocab) → () the measured number
+Metric = Callable[[Tensor], Tensor]  # logits (P, vocab) at the metric's rows → () its number
 
 
 def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
-            at: int) -> tuple[Metric, list[dict[str, object]] | None]:
-    """The metric on a run's logits, and logit-diff's two tokens."""
+            at: int) -> tuple[Metric, list[int], list[dict[str, object]] | None]:
+    """The metric on a run's logits at the rows it reads (the positions whose next token it
+    scores: only those are unembedded), and logit-diff's two tokens."""
     if options.metric == "answer":
         start = clean.answer_start
         assert start is not None
+        targets = torch.tensor(clean.ids[start:])  # (A,)
 
-        def answer(logits: Tensor) -> Tensor:
-            log_probs = torch.log_softmax(logits[start - 1:-1].double(), dim=-1)  # (A, vocab)
-            return log_probs.gather(-1, torch.tensor(clean.ids[start:])[:, None]).sum()
+        def answer(logits: Tensor) -> Tensor:  # logits: (A, vocab) at start - 1 .. T - 2
+            log_probs = torch.log_softmax(logits.double(), dim=-1)  # (A, vocab)
+            return log_probs.gather(-1, targets[:, None]).sum()
 
-        return answer, None
+        return answer, list(range(start - 1, len(clean.ids) - 1)), None
     assert options.tokens is not None
     right, wrong = (one_token(req, model, req.text or "", t) for t in options.tokens)
-    return (lambda logits: logit_diff(logits.double(), at, right, wrong),
+    return (lambda logits: logit_diff(logits.double(), 0, right, wrong), [at],
             [clean.text_of(right), clean.text_of(wrong)])
 
 
@@ -83,11 +85,11 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     n = len(clean.ids)
     end = n - 1 if clean.answer_start is None else clean.answer_start - 1
     at = position(options.at, n, end)
-    metric, tokens = _metric(req, model, options, clean, at)
+    metric, rows, tokens = _metric(req, model, options, clean, at)
     doing("the clean and corrupted passes")
     runs = {"clean": clean_run(req, clean, clean.ids),
             "corrupt": clean_run(req, corrupt, corrupt.ids)}
-    base = {name: float(metric(run.logits)) for name, run in runs.items()}
+    base = {name: float(metric(run.logits[rows])) for name, run in runs.items()}
     target, source = ((runs["corrupt"], runs["clean"]) if options.denoise
                       else (runs["clean"], runs["corrupt"]))
     scale = base["clean"] - base["corrupt"]
@@ -96,11 +98,11 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     def normalised(value: float) -> float:  # 1: the clean metric restored (denoise)
         return (value - shift) / scale if scale != 0 else value - shift
 
-    raw, positions = (_exact(model, target, source, metric, options.per_position)
+    raw, positions = (_exact(model, target, source, metric, rows, options.per_position)
                       if options.exact else ([], None))
     attribution: dict[str, Any] | None = None
     if options.attribution:
-        estimate = attribution_grid(model, target, source, metric)  # (layers, heads)
+        estimate = attribution_grid(model, target, source, metric, rows)  # (layers, heads)
         attribution = {"grid": [[normalised(float(v) + shift) for v in row]
                                 for row in estimate.tolist()]}
         if raw:
@@ -115,7 +117,7 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
 
 
 @torch.no_grad()
-def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric,
+def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric, rows: list[int],
            per_position: bool) -> tuple[list[list[float]], list[list[list[float]]] | None]:
     """The metric with each head's output (and, per_position, at each position alone) taken
     from source into target: [layer][head] and [layer][head][position]."""
@@ -126,21 +128,23 @@ def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric,
     done = 0
     for layer in range(spec.n_layer):  # a layer's heads (and positions) run together
         heads = [{layer: replaced(h, source.z[layer][h])} for h in range(spec.num_heads)]
-        grid.append([float(metric(logits)) for logits in edited_runs(model, target, heads)])
+        grid.append([float(metric(logits)) for logits in edited_runs(model, target, heads,
+                                                                      rows)])
         done += spec.num_heads
         counted("patching heads", done, total)
         cells.append([])
         for head in range(spec.num_heads if per_position else 0):
             at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
             each = [{layer: replaced(head, source.z[layer][head], one)} for one in at]
-            cells[-1].append([float(metric(lg)) for lg in edited_runs(model, target, each)])
+            cells[-1].append([float(metric(lg))
+                              for lg in edited_runs(model, target, each, rows)])
             done += n
             counted("patching heads", done, total)
     return grid, cells if per_position else None
 
 
-def attribution_grid(model: Model, target: CleanPass, source: CleanPass,
-                     metric: Metric) -> Tensor:
+def attribution_grid(model: Model, target: CleanPass, source: CleanPass, metric: Metric,
+                     rows: list[int]) -> Tensor:
     """Attribution patching: the metric's change when head h of layer L takes source's output,
     estimated to first order, Σ (z_source − z_target) · ∂metric/∂z_target, one backward pass
     through target's run: (layers, heads)."""
@@ -152,16 +156,17 @@ def attribution_grid(model: Model, target: CleanPass, source: CleanPass,
         return z + grads[layer]
 
     with torch.enable_grad():
-        final = editable(model).edited(target.ids, 0, target.streams[0][None], watch)  # (1,T,d)
-        metric(model.logits(final[0]).float()).backward()
-    rows = []
+        decoder = editable(model)
+        final = decoder.edited(target.ids, 0, target.streams[0][None], watch)  # (1, T, d)
+        metric(decoder.held_logits(final[0, rows]).float()).backward()
+    layers = []
     for layer in range(model.spec.n_layer):
         grad = grads[layer].grad  # (1, heads, T, hd)
         assert grad is not None
         grad = grad[0]  # (heads, T, hd)
         delta = source.z[layer] - target.z[layer]  # (heads, T, hd)
-        rows.append((delta * grad).sum((-2, -1)))  # (heads,)
-    return torch.stack(rows).double()  # (layers, heads)
+        layers.append((delta * grad).sum((-2, -1)))  # (heads,)
+    return torch.stack(layers).double()  # (layers, heads)
 
 
 def spearman(a: Tensor, b: Tensor) -> float:

@@ -35,9 +35,11 @@ from attncli.models.gpt2.model import (
     gpt2_logits,
     gpt2_trace,
     gpt2_trace_texts,
+    weights_of,
 )
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
+from attncli.models.unembed import Table, held_unembedding
 
 TRAITS = FamilyTraits(title="GPT-2", variant="gpt2", supports_tiled=False, max_tokens=1024,
                       kv_heads=False, tokenizer_file=False, norm="LayerNorm'd",
@@ -52,6 +54,7 @@ class GPT2Model:
 
     def __init__(self, ckpt: Checkpoint) -> None:
         self.ckpt = ckpt
+        self._table: Table | None = None  # the unembedding held by held_logits
         self.spec = ModelSpec(architecture="gpt2", n_layer=ckpt.n_layer, num_heads=ckpt.n_head,
                               kv_heads=ckpt.n_head, head_dim=ckpt.head_dim, d_model=ckpt.n_embd,
                               windows=(None,) * ckpt.n_layer, positions=ckpt.n_positions)
@@ -118,6 +121,13 @@ class GPT2Model:
     def logits(self, hidden: Tensor) -> Tensor:
         """ln_f, then the tied unembedding: (T, vocab)."""
         return gpt2_logits(self.ckpt, hidden)
+
+    def held_logits(self, hidden: Tensor) -> Tensor:
+        """logits, the whole unembedding read at the first call and kept."""
+        if self._table is None:
+            self._table = held_unembedding(weights_of(self.ckpt), "wte.weight",
+                                           self.ckpt.vocab_size, self.ckpt.n_embd)
+        return gpt2_logits(self.ckpt, hidden, table=self._table)
 
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
         """GPT-2 never takes the tiled path (traits.supports_tiled is false)."""

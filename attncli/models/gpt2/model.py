@@ -243,12 +243,15 @@ def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tens
                 edit: Callable[[int, Tensor], Tensor]) -> Tensor:
     """Blocks first..n_layer-1 from stream (B, T, d), B variants of the text, each block's z
     (B, heads, T, hd) passed through edit before c_proj; the streams leaving the last block
-    (gradients where the caller asks). Attention runs variant by variant, the MLP on all."""
+    (gradients where the caller asks). Attention runs variant by variant (once for variants
+    entering as one stream, expanded: stride 0), the MLP on all."""
     weights, x = weights_of(ckpt), stream  # x: (B, T, d)
     for layer in range(first, ckpt.n_layer):
-        attn_input = layer_norm(weights, f"h.{layer}.ln_1", x, ckpt.layer_norm_epsilon)
+        shared = x.shape[0] > 1 and x.stride(0) == 0
+        attn_input = layer_norm(weights, f"h.{layer}.ln_1", x[:1] if shared else x,
+                                ckpt.layer_norm_epsilon)  # (b, T, d)
         module = load_attention(weights, ckpt, layer)
-        outputs = [module(one) for one in attn_input]  # each variant's (T, d)
+        outputs = [module(one) for one in attn_input] * (x.shape[0] if shared else 1)
         z = torch.stack([module.split_heads(out.heads_context)
                          for out in outputs])  # (B, heads, T, hd)
         edited = edit(layer, z)  # (B, heads, T, hd)

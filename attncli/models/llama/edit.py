@@ -5,32 +5,49 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from attncli.models.llama.block import attention_input, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import grouped_attention
+from attncli.models.llama.model import project, scale_scores, soft_cap, window_mask
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
+
+
+def heads_output(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
+                 rope: tuple[Tensor, Tensor] | None) -> Tensor:
+    """Block layer's heads' outputs z = softmax(q·kᵀ/√d_k) · v of x (B, T, d_model), before W_O:
+    (B, heads, T, hd); no stage kept (grouped_attention's numbers, without its copies)."""
+    heads = project(weights, spec, layer, x, rope)
+    kv, group = spec.kv_heads, spec.group_size
+    # GQA: a key/value head's group of query heads side by side, so none is copied per head.
+    queries = heads.queries_rope.unflatten(-3, (kv, group))  # (B, kv, group, T, hd)
+    keys = heads.keys_rope.unsqueeze(-3)  # (B, kv, 1, T, hd)
+    values = heads.values.unsqueeze(-3)  # (B, kv, 1, T, hd)
+    scaled = scale_scores(spec, queries @ keys.transpose(-2, -1))  # (B, kv, group, T, T)
+    capped = soft_cap(spec, scaled)
+    mask = window_mask(x.shape[-2], spec.layer_windows[layer])  # (T, T) the future, the window
+    attn_weights = torch.softmax((scaled if capped is None else capped).masked_fill(
+        mask, -torch.inf), dim=-1)  # (B, kv, group, T, T)
+    return (attn_weights @ values).flatten(-4, -3)  # (B, heads, T, hd)
 
 
 def llama_edited(weights: Named, spec: LlamaSpec, token_ids: list[int], first: int,
                  stream: Tensor, edit: Callable[[int, Tensor], Tensor]) -> Tensor:
     """Blocks first..n_layer-1 from stream (B, T, d_model), B variants of the text at once,
     each block's z (B, heads, T, hd) passed through edit before o_proj; the streams leaving
-    the last block. Gradients flow where the caller enables them (attribution patching)."""
+    the last block. Gradients flow where the caller enables them (attribution patching).
+    Variants that enter block first as one stream (expanded: stride 0) share its attention."""
     x = stream  # (B, T, d_model)
     ropes = LayerRopes(spec, len(token_ids))  # each layer's (T, rotary_dim) tables, or None
     for layer in range(first, spec.n_layer):
-        attn_input = attention_input(weights, spec, layer, x)  # (B, T, d_model)
-        attention = grouped_attention(weights, spec, layer, attn_input, ropes[layer])
-        assert attention.heads_context is not None
-        z = attention.heads_context.unflatten(-1, (spec.num_heads, spec.head_dim)) \
-            .transpose(-3, -2)  # (B, heads, T, hd)
-        edited = edit(layer, z)  # (B, heads, T, hd)
-        context = attention.context  # (B, T, d_model)
-        if edited is not z:  # o_proj again on the edited heads, side by side: (B, T, heads · hd)
-            context = linear(weights, f"layers.{layer}.self_attn.o_proj",
-                             edited.transpose(-3, -2).flatten(-2))  # (B, T, d_model)
+        shared = x.shape[0] > 1 and x.stride(0) == 0  # the same stream B times: attend once
+        attn_input = attention_input(weights, spec, layer, x[:1] if shared else x)  # (b, T, d)
+        z = heads_output(weights, spec, layer, attn_input, ropes[layer])  # (b, heads, T, hd)
+        edited = edit(layer, z.expand(x.shape[0], -1, -1, -1))  # (B, heads, T, hd)
+        # o_proj on the heads side by side: (B, T, heads · hd) → (B, T, d_model)
+        context = linear(weights, f"layers.{layer}.self_attn.o_proj",
+                         edited.transpose(-3, -2).flatten(-2))
         x = finish_block(weights, spec, layer, x, context)  # (B, T, d_model)
     return x

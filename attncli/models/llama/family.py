@@ -47,6 +47,7 @@ from attncli.models.llama.model import (
 from attncli.models.memory import held_bytes
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
+from attncli.models.unembed import Table, held_unembedding
 
 TRAITS = FamilyTraits(title="Llama-family", variant="llama", supports_tiled=True,
                       max_tokens=None, kv_heads=True, tokenizer_file=True, norm="RMSNorm'd")
@@ -59,6 +60,7 @@ class LlamaModel:
                  traits: FamilyTraits = TRAITS) -> None:
         s = ckpt.spec
         self.ckpt, self.source, self.traits = ckpt, source, traits
+        self._table: Table | None = None  # the unembedding held by held_logits
         self.spec = ModelSpec(architecture=s.architecture, n_layer=s.n_layer,
                               num_heads=s.num_heads, kv_heads=s.kv_heads, head_dim=s.head_dim,
                               d_model=s.d_model, windows=s.layer_windows,
@@ -121,6 +123,14 @@ class LlamaModel:
     def logits(self, hidden: Tensor) -> Tensor:
         """The final RMSNorm, then lm_head or the tied embedding: (T, vocab)."""
         return llama_logits(self.ckpt.weights, self.ckpt.spec, hidden)
+
+    def held_logits(self, hidden: Tensor) -> Tensor:
+        """logits, the whole unembedding read at the first call and kept."""
+        spec = self.ckpt.spec
+        if self._table is None:
+            self._table = held_unembedding(self.ckpt.weights, "embed_tokens.weight",
+                                           spec.vocab_size, spec.d_model, spec.head_name)
+        return llama_logits(self.ckpt.weights, spec, hidden, self._table)
 
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
         """Layer's input (T, d_model), earlier layers through fused attention, and the layer

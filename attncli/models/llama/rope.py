@@ -110,4 +110,6 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     rotary_dim = cos.shape[-1]
     turned, kept = x[..., :rotary_dim], x[..., rotary_dim:]  # partial rotary keeps the tail
     turned = turned * cos + rotate_half(turned) * sin  # (heads, T, rotary_dim)
+    if kept.shape[-1] == 0:  # the whole head turned: no copy to join an empty tail
+        return turned
     return torch.cat((turned, kept), dim=-1)  # (heads, T, head_dim)

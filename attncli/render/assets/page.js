@@ -101,6 +101,8 @@ function compareModel() {
 
 function buildModel() {
   if (doc.kind === "generate") return generateModel();
+  if (doc.kind === "patch") return patchModel();
+  if (doc.kind === "ablate") return ablateModel();
   if (doc.rows && doc.fit) return costModel();
   if (Array.isArray(doc.steps) && doc.block !== undefined) return flashModel();
   if (Array.isArray(doc.steps) && doc.totals) return kvcacheModel();

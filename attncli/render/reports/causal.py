@@ -5,6 +5,7 @@ without colour)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -187,3 +188,8 @@ def render_patching(out: Console, result: Patching, precision: int = 3) -> Rende
             parts.append(Text("Agreement with the exact grid: Spearman rank correlation "
                               f"{result.attribution['spearman']:.{precision}f}"))
     return Group(*parts)
+
+
+# show's, by the JSON's kind
+RENDERERS: dict[str, Callable[[Console, Any], RenderableType]] = {
+    "ablate": render_ablation, "patch": render_patching}

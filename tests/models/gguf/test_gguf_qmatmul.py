@@ -14,6 +14,7 @@ weights (any scale bits: inf, NaN) give NaN where the reference is NaN, and its 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -203,6 +204,38 @@ def test_quantized_matrix_linear_is_f_linear_on_the_dequantized_matrix() -> None
     assert got.shape == (2, 3, 12)
     magnitude = x.abs() @ dense.abs().T  # (2, 3, 12)
     assert torch.all((got - ref).abs() <= 1e-5 + BOUND * (magnitude + bias.abs()))
+
+
+def test_dense_rows_takes_torchs_product_from_that_many_rows_piece_by_piece(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within dense_rows(n): n rows or more are F.linear on the dequantized matrix (in pieces
+    of DENSE_PIECE values, each piece's columns F.linear's own), fewer take the kernels."""
+    rng = np.random.default_rng(7)
+    blocks = rng.integers(0, 256, (40, 2 * 144), dtype=np.uint8)
+    blocks.reshape(-1, 144)[:, 0:4] = [0x00, 0x20, 0x00, 0x1C]  # d, dmin
+    matrix = qmatmul.QuantizedMatrix(blocks, Q.Q4_K, 512)
+    dense = matrix.dequantized()  # (40, 512)
+    x = torch.randn(2, 5, 512, generator=torch.Generator().manual_seed(7))
+    bias = torch.randn(40, generator=torch.Generator().manual_seed(8))
+    ref = torch.nn.functional.linear(x, dense, bias)  # (2, 5, 40)
+    monkeypatch.setattr(qmatmul, "DENSE_PIECE", 512 * 16)  # pieces of 16 rows: 16, 16, 8
+    read: list[int] = []
+    original = qmatmul.dequantize
+
+    def counted(blocks: np.ndarray, qtype: Q, **options: Any) -> np.ndarray:
+        read.append(blocks.shape[0])
+        return original(blocks, qtype, **options)
+
+    monkeypatch.setattr(qmatmul, "dequantize", counted)
+    with qmatmul.dense_rows(10):
+        pieces = matrix.linear(x, bias)  # 10 rows
+        kernel = matrix.linear(x[0], bias)  # 5 rows: the kernels
+    assert read == [16, 16, 8]
+    assert_near(pieces, ref)
+    assert torch.equal(kernel, matrix.linear(x[0], bias))  # outside: the kernels too
+    assert_within_bound(kernel.numpy() - bias.numpy(), dense.numpy(), x[0].numpy())
+    with qmatmul.dense_rows(10), qmatmul.llama_cpp_numerics():  # llama.cpp's: the kernels
+        assert torch.equal(matrix.linear(x, bias), matrix.linear(x, bias))
 
 
 def test_a_matrix_that_is_not_whole_blocks_is_refused() -> None:

@@ -64,6 +64,43 @@ def llama_cpp_numerics(on: bool = True) -> Iterator[None]:
         _LLAMA_CPP.reset(token)
 
 
+DENSE_PIECE = 1 << 24  # float32 values of the matrix dequantized at once (64 MB)
+
+
+class _Dense:
+    """dense_rows' setting, and the float32 scratch each piece is dequantized into: one
+    buffer for the context's products, not a fresh allocation (and its page faults) each."""
+
+    def __init__(self, at_least: int) -> None:
+        self.at_least, self.scratch = at_least, np.empty(0, dtype=np.float32)
+
+    def piece(self, shape: tuple[int, ...]) -> np.ndarray:
+        """The scratch as an array of shape (grown where it is smaller)."""
+        size = int(np.prod(shape))
+        if self.scratch.size < size:
+            self.scratch = np.empty(size, dtype=np.float32)
+        return self.scratch[:size].reshape(shape)
+
+
+# Within dense_rows(n): a product of n or more rows takes torch's on the dequantized matrix.
+_DENSE: ContextVar[_Dense | None] = ContextVar("dense_rows", default=None)
+
+
+@contextmanager
+def dense_rows(at_least: int = 64) -> Iterator[None]:
+    """Within: a product of at least this many rows (the causal passes' batches of variants)
+    dequantizes the matrix a piece of DENSE_PIECE values at a time and multiplies with torch's
+    BLAS product, as ATTNCLI_QMATMUL=0 does: on hundreds of rows that is about twice as fast
+    as the kernels' matrix path (SmolLM2's Q4_1 matrices at 459 rows, one thread: 2.2-2.4x;
+    its Q8_0 unembedding: 2.0x), and the copy, one piece at a time, costs a tenth of it.
+    Fewer rows (a decode step, a short prompt) keep the kernels."""
+    token = _DENSE.set(_Dense(at_least))
+    try:
+        yield
+    finally:
+        _DENSE.reset(token)
+
+
 def as_llama_cpp() -> bool:
     """Whether this run computes as llama.cpp does (llama_cpp_numerics)."""
     return _LLAMA_CPP.get()
@@ -104,6 +141,10 @@ class QuantizedMatrix:
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
         rows, llama_cpp = self.shape[0], as_llama_cpp()
         flat = x.detach().reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
+        dense = _DENSE.get()
+        if dense is not None and not llama_cpp and flat.shape[0] >= dense.at_least:
+            y = self._dense(flat, dense).reshape(*x.shape[:-1], rows)  # (..., rows)
+            return y if bias is None else y + bias
         if llama_cpp and self.qtype in _ROUNDED:  # ggml's F16 and BF16 dot products
             flat = flat.to(_ROUNDED[self.qtype]).to(torch.float32)  # (T, cols)
         out = torch.empty(flat.shape[0], rows)  # (T, rows)
@@ -111,6 +152,16 @@ class QuantizedMatrix:
                        torch.get_num_threads(), llama_cpp)
         y = out.reshape(*x.shape[:-1], rows)  # (..., rows)
         return y if bias is None else y + bias
+
+    def _dense(self, flat: Tensor, dense: _Dense) -> Tensor:
+        """flat (T, cols) @ Wᵀ: (T, rows), W dequantized DENSE_PIECE values at a time into
+        dense's scratch."""
+        step = max(1, DENSE_PIECE // self.cols)  # matrix rows a piece
+        pieces = []
+        for begin in range(0, self.shape[0], step):
+            piece = dequantize(self.blocks[begin:begin + step], self.qtype, empty=dense.piece)
+            pieces.append(torch.nn.functional.linear(flat, torch.from_numpy(piece)))  # (T, c)
+        return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=-1)  # (T, rows)
 
     def dequantized(self) -> Tensor:
         """The float32 matrix (rows, cols), as the source's tensor() gives it."""

@@ -1,0 +1,53 @@
+"""`attncli show` of ablate's and patch's JSON with parts dropped, retyped, resized: exit 0, or
+exit 2 with one line (their readers check every part the renderers and the page read)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import SENTENCE
+from tests.redteam.test_redteam_properties import PROPERTY, check_outcome, run_cli
+from tests.redteam.test_show_hostile import ODD, _mutate, _paths
+
+TOY = ("--model", "samples/toy-gpt2")
+
+
+def _docs() -> list[dict]:
+    runs = [("ablate", SENTENCE, *TOY, "--heads", "1.0,0.2", "--answer", " now"),
+            ("ablate", SENTENCE, *TOY),
+            ("patch", "the cat sat on the mat", "the dog sat on the hat", *TOY, "--tokens",
+             " mat", " hat", "--attribution", "--per-position")]
+    docs = []
+    for args in runs:
+        code, out, err = run_cli(*args, "--json")
+        assert code == 0, err
+        docs.append(json.loads(out))
+    return docs
+
+
+DOCS = _docs()
+
+
+@PROPERTY
+@given(st.data())
+def test_mutated_ablate_and_patch_documents_exit_0_or_2_in_one_line(data: st.DataObject) -> None:
+    doc = data.draw(st.sampled_from(DOCS))
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(doc)))
+        how = data.draw(st.sampled_from(["drop", "set", "grow", "shrink"]))
+        doc = _mutate(doc, path, how, data.draw(ODD))
+    args = data.draw(st.sampled_from([(), ("--json",), ("--head", "1")]))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "m.json"
+        path.write_text(json.dumps(doc), encoding="ascii")
+        code, out, err = run_cli("show", str(path), *args)
+        check_outcome(code, out, err, "--json" in args)
+        if code == 0:
+            page = Path(folder) / "m.html"
+            code, out, err = run_cli("show", str(path), "--save", str(page))
+            check_outcome(code, out, err, False)
