@@ -536,12 +536,13 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
 }
 
 /* Q6_K's rows the same way: value 128h + 32j + l (j = 0..3) is lane 32·(j & 1) + l, so each
- * lane takes quarter j before quarter j + 2 of a half, as dot64 adds them. */
+ * lane takes quarter j before quarter j + 2 of a half, as dot64 adds them. Each quarter's 32
+ * six-bit values are put together a byte each (32 in one vector) and widened 8 at a time. */
 static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
                             int64_t r0, int64_t r1) {
     const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
-    const __m256i low4 = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3);
-    const __m256i off = _mm256_set1_epi32(32);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+    const __m256i off = _mm256_set1_epi8(32);
     for (int64_t r = r0; r < r1; r++) {
         __m256 a[8];
         for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
@@ -551,29 +552,32 @@ static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, floa
             const uint8_t *ql = b, *qh = b + 128;
             float d = LV(half)(b + 208), dl[16];
             for (int g = 0; g < 16; g++) dl[g] = d * (float)(int8_t)b[192 + g];
-            for (int h = 0; h < 2; h++)
-                for (int m = 0; m < 4; m++) {  /* l = 8m..8m+7 of each quarter */
-#define BYTES8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
-                    __m256i lo0 = BYTES8(ql + 64 * h + 8 * m), lo1 = BYTES8(ql + 64 * h + 32 + 8 * m);
-                    __m256i hb = BYTES8(qh + 32 * h + 8 * m);
-#undef BYTES8
-                    __m256i q[4] = {
-                        _mm256_or_si256(_mm256_and_si256(lo0, low4),
-                                        _mm256_slli_epi32(_mm256_and_si256(hb, two), 4)),
-                        _mm256_or_si256(_mm256_and_si256(lo1, low4),
-                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 2), two), 4)),
-                        _mm256_or_si256(_mm256_srli_epi32(lo0, 4),
-                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 4), two), 4)),
-                        _mm256_or_si256(_mm256_srli_epi32(lo1, 4),
-                                        _mm256_slli_epi32(_mm256_srli_epi32(hb, 6), 4))};
-                    const float *xh = xb + 128 * h + 8 * m;
-                    for (int j = 0; j < 4; j++) {
+            for (int h = 0; h < 2; h++) {
+                __m256i lo0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h));
+                __m256i lo1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h + 32));
+                __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * h));
+                /* Bytes shifted in 16-bit lanes, then masked: no bit crosses into its neighbour. */
+#define HIGH2(s) _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, s), three), 4)
+                __m256i q[4] = {
+                    _mm256_or_si256(_mm256_and_si256(lo0, low4), HIGH2(0)),
+                    _mm256_or_si256(_mm256_and_si256(lo1, low4), HIGH2(2)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo0, 4), low4), HIGH2(4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo1, 4), low4), HIGH2(6))};
+#undef HIGH2
+                for (int j = 0; j < 4; j++) {
+                    __m256i v = _mm256_sub_epi8(q[j], off); /* q − 32, as int8 */
+                    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+                    __m256i e[4] = {_mm256_cvtepi8_epi32(lo), _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)),
+                                    _mm256_cvtepi8_epi32(hi), _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))};
+                    const float *xj = xb + 128 * h + 32 * j;
+                    for (int m = 0; m < 4; m++) {  /* l = 8m..8m+7 */
                         __m256 wj = _mm256_mul_ps(_mm256_set1_ps(dl[8 * h + 2 * j + m / 2]),
-                                                  _mm256_cvtepi32_ps(_mm256_sub_epi32(q[j], off)));
+                                                  _mm256_cvtepi32_ps(e[m]));
                         int lane = 4 * (j & 1) + m;
-                        a[lane] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(xh + 32 * j), a[lane]);
+                        a[lane] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(xj + 8 * m), a[lane]);
                     }
                 }
+            }
         }
         y[r] = LV(tree8x8)(a);
     }
