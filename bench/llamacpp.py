@@ -61,16 +61,18 @@ loaded = time.perf_counter()
 tokens = ffi.new("llama_token[]", ids)
 assert lib.llama_decode(ctx, lib.llama_batch_get_one(tokens, len(ids))) == 0
 prompted = time.perf_counter()
-steps, chosen = [], []
+steps, cpu, chosen = [], [], []
 one = ffi.new("llama_token[1]")
 for _ in range(decode):
     logits = np.frombuffer(ffi.buffer(lib.llama_get_logits_ith(ctx, -1), vocab * 4), np.float32)
     one[0] = int(logits.argmax())
     chosen.append(one[0])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     assert lib.llama_decode(ctx, lib.llama_batch_get_one(one, 1)) == 0
     steps.append(time.perf_counter() - t0)
+    cpu.append(time.process_time() - c0)
 print(json.dumps({"load_s": loaded - start, "prompt_s": prompted - loaded, "steps_s": steps,
+                  "steps_cpu_s": cpu,
                   "ids": chosen,
                   "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """

@@ -5,7 +5,8 @@ folder). For each file, alternated attncli / llama.cpp, --repeats times, medians
   prompt   the prompt's tokens through every layer (attncli: the decoder's prefill, as generate
            fills its caches; llama.cpp: one llama_decode of the batch), tokens/s;
   decode   --new tokens after a 50-token prompt, greedy, one step at a time (attncli: generate's
-           step, every layer's attention kept; llama.cpp: llama_decode of one token), tokens/s;
+           step, every layer's attention kept; llama.cpp: llama_decode of one token), tokens/s,
+           of wall time and of the process's CPU time (decode_cpu);
   look     a fresh process: `attncli run --layer -1` and `attncli heads` on the prompt, against
            llama.cpp's whole process (start, load, the prompt);
   rss      each child's peak resident memory;
@@ -55,14 +56,16 @@ loaded = time.perf_counter()
 with torch.no_grad():
     decoder.prefill(ids)
     prompted = time.perf_counter()
-    steps, chosen, token = [], [], ids[-1]
+    steps, cpu, chosen, token = [], [], [], ids[-1]
     for s in range(decode):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         weights, logits = decoder.step_layers(token, len(ids) + s)  # every layer's attention
         token = int(logits.argmax())
         steps.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         chosen.append(token)
 print(json.dumps({"load_s": loaded - start, "prompt_s": prompted - loaded, "steps_s": steps,
+                  "steps_cpu_s": cpu,
                   "ids": chosen, "held": held,
                   "rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
@@ -169,6 +172,9 @@ def bench_file(label: str, path: Path, threads: int, repeats: int, new: int,
         ours.append(child([*attncli, str(new), ",".join(map(str, ids))], env)[0])
         theirs.append(child(*llamacpp.command(path, threads, ids, new))[0])
     row["decode"] = _pair(ours, theirs, lambda r: 1 / statistics.median(r["steps_s"]))
+    # Tokens per second of the process's CPU time (every thread's): what other guests and
+    # other work on the machine move far less than the wall clock.
+    row["decode_cpu"] = _pair(ours, theirs, lambda r: 1 / statistics.median(r["steps_cpu_s"]))
     row["rss_decode"] = _pair(ours, theirs, lambda r: r["rss_bytes"])
     row["held"] = ours[0]["held"]
     row["same_ids"] = sum(a == b for a, b in zip(ours[0]["ids"], theirs[0]["ids"], strict=True))

@@ -6,8 +6,6 @@ grouped-query attention (GQA) the group_size query heads of a group read the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
@@ -21,12 +19,47 @@ from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, held_unembedding
 
 
-@dataclass
 class _LayerCache:
-    """One layer's cache: keys (after RoPE) and values of every token so far."""
+    """One layer's cache: keys (after RoPE) and values of every token so far, written in place
+    into buffers of the decode's length (a step copies its own row, not the whole cache)."""
 
-    keys: Tensor  # (kv_heads, t, head_dim)
-    values: Tensor  # (kv_heads, t, head_dim)
+    def __init__(self, spec: LlamaSpec, capacity: int) -> None:
+        self.shape, self.capacity, self.length = (spec.kv_heads, spec.head_dim), capacity, 0
+        self._keys: Tensor | None = None  # (kv_heads, capacity, head_dim) once a row comes
+        self._values: Tensor | None = None
+
+    @property
+    def keys(self) -> Tensor:
+        """(kv_heads, t, head_dim): the keys so far, a view of the buffer."""
+        return self._view(self._keys)
+
+    @property
+    def values(self) -> Tensor:
+        """(kv_heads, t, head_dim): the values so far, a view of the buffer."""
+        return self._view(self._values)
+
+    def _view(self, buffer: Tensor | None) -> Tensor:
+        if buffer is None:
+            return torch.empty(self.shape[0], 0, self.shape[1])  # (kv_heads, 0, head_dim)
+        return buffer[:, :self.length]  # (kv_heads, t, head_dim)
+
+    def append(self, keys: Tensor, values: Tensor) -> None:
+        """Add n tokens' keys and values (kv_heads, n, head_dim) each after the ones held."""
+        end = self.length + keys.shape[1]
+        if self._keys is None or self._values is None or end > self._keys.shape[1]:
+            size = max(end, self.capacity)  # past the decode's length: a larger buffer
+            self._keys = self._grown(self._keys, keys, size)  # (kv_heads, size, head_dim)
+            self._values = self._grown(self._values, values, size)
+        self._keys[:, self.length:end] = keys
+        self._values[:, self.length:end] = values
+        self.length = end
+
+    def _grown(self, buffer: Tensor | None, like: Tensor, size: int) -> Tensor:
+        """A buffer of size tokens (like's dtype and device) holding buffer's tokens so far."""
+        grown = like.new_empty(self.shape[0], size, self.shape[1])  # (kv_heads, size, hd)
+        if buffer is not None:
+            grown[:, :self.length] = buffer[:, :self.length]
+        return grown
 
 
 def llama_shape(spec: LlamaSpec) -> Shape:
@@ -53,9 +86,8 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     # the cache already holds the rotated keys of 0..t-1.
     heads = project(weights, spec, layer, x, rope)  # queries (heads, 1, hd), keys (kv, 1, hd)
     queries = _as_cached(heads.queries_rope[:, 0])  # (heads, hd)
-    cache.keys = torch.cat([cache.keys, _as_cached(heads.keys_rope)], dim=1)  # (kv, t+1, hd)
-    cache.values = torch.cat([cache.values, _as_cached(heads.values)], dim=1)  # (kv, t+1, hd)
-    cache_len, window = cache.keys.shape[1], spec.layer_windows[layer]
+    cache.append(_as_cached(heads.keys_rope), _as_cached(heads.values))  # (kv, t+1, hd) each
+    cache_len, window = cache.length, spec.layer_windows[layer]
     # Sliding window: query t sees keys t - window + 1 .. t; older ones stay in the cache unread.
     start = 0 if window is None else max(0, cache_len - window)
     seen_keys = cache.keys[:, start:].unsqueeze(1)  # (kv, 1, n, hd)
@@ -70,8 +102,9 @@ def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: 
     attn_weights = torch.softmax(scaled if capped is None else capped,
                                  dim=-1).to(grouped.dtype)  # (kv, group, 1, n)
     heads_context = (_as_cached(attn_weights) @ seen_values).reshape(1, -1)  # (1, heads · hd)
-    shown = attn_weights.new_zeros(spec.num_heads, cache_len)  # (heads, t+1) 0 outside window
-    shown[:, start:] = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
+    shown = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
+    if start:  # (heads, t+1): 0 on the keys before the window
+        shown = torch.cat([shown.new_zeros(spec.num_heads, start), shown], dim=1)
     return shown, linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
 
 
@@ -124,7 +157,7 @@ class LlamaDecoder:
         self.weights, self.spec, self.layer = weights, spec, layer
         self.read, self.held = (weights.reading_once() if held else weights), held
         self._table: Table | None = None  # the whole unembedding, held at the first logits
-        self.caches = [_empty_cache(spec) for _ in range(spec.n_layer)]
+        self.caches = [_LayerCache(spec, num_tokens) for _ in range(spec.n_layer)]
         self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)
 
     def _rope(self, layer: int, t: int) -> tuple[Tensor, Tensor] | None:
@@ -181,7 +214,7 @@ class LlamaDecoder:
         cache_bytes = [0] * len(token_ids)  # every layer's cache after token t
         shown: list[tuple[Tensor, Tensor]] = []
         for i in range(self.spec.n_layer):
-            read, cache = self.weights.reading_once(), _empty_cache(self.spec)  # layer i only
+            read, cache = self.weights.reading_once(), _LayerCache(self.spec, len(rows))
             for t, x in enumerate(rows):
                 attn_weights, attn_out, rows[t] = self._through(read, i, cache, x, t)
                 cache_bytes[t] += cache.keys.nbytes + cache.values.nbytes
@@ -195,15 +228,14 @@ class LlamaDecoder:
         """Tokens 0..T-1 through every layer in one pass, each layer's cache filled with their
         keys and values, as T steps would fill it (no weights or logits kept: a generation's
         prompt). Only on an empty cache."""
-        assert all(c.keys.shape[1] == 0 for c in self.caches), "prefill starts a decode"
+        assert all(c.length == 0 for c in self.caches), "prefill starts a decode"
         read, spec, n = self.read, self.spec, len(token_ids)
         x = embed(read, spec, token_ids)  # (T, d_model)
         for i, cache in enumerate(self.caches):
             tables = self.ropes[i]
             rope = None if tables is None else (tables[0][:n], tables[1][:n])
             heads = project(read, spec, i, attention_input(read, spec, i, x), rope)
-            cache.keys = _as_cached(heads.keys_rope)  # (kv_heads, T, hd)
-            cache.values = _as_cached(heads.values)  # (kv_heads, T, hd)
+            cache.append(_as_cached(heads.keys_rope), _as_cached(heads.values))  # (kv, T, hd)
             context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
             attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
             x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)
@@ -211,8 +243,3 @@ class LlamaDecoder:
     def cache_bytes(self) -> int:
         """Bytes of every layer's keys and values so far (kv_heads per token, not heads)."""
         return sum(c.keys.nbytes + c.values.nbytes for c in self.caches)
-
-
-def _empty_cache(spec: LlamaSpec) -> _LayerCache:
-    empty = torch.empty(spec.kv_heads, 0, spec.head_dim)  # (kv_heads, 0, head_dim)
-    return _LayerCache(empty, empty)

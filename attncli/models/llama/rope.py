@@ -108,6 +108,8 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     depends on how far apart they are, not where they are.
     """
     rotary_dim = cos.shape[-1]
+    if rotary_dim == x.shape[-1]:  # the whole head turns: no tail to put back
+        return x * cos + rotate_half(x) * sin  # (heads, T, head_dim)
     turned, kept = x[..., :rotary_dim], x[..., rotary_dim:]  # partial rotary keeps the tail
     turned = turned * cos + rotate_half(turned) * sin  # (heads, T, rotary_dim)
     if kept.shape[-1] == 0:  # the whole head turned: no copy to join an empty tail

@@ -147,6 +147,20 @@ def test_the_product_with_any_scale_bits(qtype: Q, data: st.DataObject) -> None:
     assert_within_bound(product(blocks, qtype, cols, x), weights, x)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("level")
+@pytest.mark.parametrize("qtype", KERNELS, ids=lambda q: q.name)
+@PROPERTY
+@given(data=st.data())
+def test_one_token_at_a_time_with_any_scale_bits(qtype: Q, data: st.DataObject) -> None:
+    # Decode's matrix × vector kernels alone (one token a call; on AVX2 Q4_0, Q4_1, Q8_0, Q4_K
+    # and Q6_K make each weight in registers), over odd and even counts of blocks in a row.
+    blocks, cols, x = data.draw(cases(qtype, any_halves))
+    weights = dequantized(blocks, qtype)
+    for token in x:
+        assert_within_bound(product(blocks, qtype, cols, token[None]), weights, token[None])
+
+
 @pytest.mark.usefixtures("level")
 @pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q6_K, Q.Q8_0, Q.Q4_1, Q.F16], ids=lambda q: q.name)
 @pytest.mark.parametrize("tokens", [1, 2, 5, 130])

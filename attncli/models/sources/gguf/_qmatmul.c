@@ -139,6 +139,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #undef LV_MICRO
 #undef MATVEC_Q4_K
 #undef MATVEC_Q6_K
+#undef MATVEC_BLOCK32
 #ifdef X86_LEVELS
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
@@ -149,6 +150,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #undef LV_MICRO
 #undef MATVEC_Q4_K
 #undef MATVEC_Q6_K
+#undef MATVEC_BLOCK32
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
@@ -159,6 +161,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #undef LV_MICRO
 #undef MATVEC_Q4_K
 #undef MATVEC_Q6_K
+#undef MATVEC_BLOCK32
 #pragma GCC pop_options
 #endif
 

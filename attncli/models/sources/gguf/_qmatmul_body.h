@@ -5,7 +5,9 @@
  *
  * Weights are dequantized to float32 exactly as _dequant.c does (the gguf package's numerics,
  * bit for bit: the same products and sums, each rounded), a chunk of a row at a time, into a
- * buffer the size of the first-level cache, and multiplied with the activations from there.
+ * buffer the size of the first-level cache, and multiplied with the activations from there; the
+ * one-token kernels of the types a decode reads most (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, Q6_K;
+ * AVX-512: Q4_K) make the same weights in registers and add them into the same lanes.
  * Only the order of the dot product's sums differs from a float32 matmul:
  *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
  *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
@@ -16,11 +18,22 @@
  * threads, and any tiling, gives the same bits.
  */
 
+/* A half to float32: one instruction where the level has F16C (exact, as f16() is). */
+#if defined(__F16C__)
+static ALWAYS_INLINE float LV(half)(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+#else
+static ALWAYS_INLINE float LV(half)(const uint8_t *p) { return f16(p); }
+#endif
+
 /* One block type's blocks → float32, as _dequant.c writes them (n blocks). */
 static void LV(rows_f32)(const uint8_t *x, float *y, int64_t n) { memcpy(y, x, n * 4); }
 
 static void LV(rows_f16)(const uint8_t *x, float *y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = f16(x + 2 * i);
+    for (int64_t i = 0; i < n; i++) y[i] = LV(half)(x + 2 * i);
 }
 
 static void LV(rows_bf16)(const uint8_t *x, float *y, int64_t n) {
@@ -30,14 +43,14 @@ static void LV(rows_bf16)(const uint8_t *x, float *y, int64_t n) {
 
 static void LV(blocks_q8_0)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 34, y += 32) {
-        float d = f16(x);
+        float d = LV(half)(x);
         for (int l = 0; l < 32; l++) y[l] = (float)(int8_t)x[2 + l] * d;
     }
 }
 
 static void LV(blocks_q4_0)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
-        float d = f16(x);
+        float d = LV(half)(x);
         const uint8_t *q = x + 2;
         for (int l = 0; l < 16; l++) {
             y[l] = d * (float)((int)(q[l] & 0xF) - 8);
@@ -48,7 +61,7 @@ static void LV(blocks_q4_0)(const uint8_t *x, float *y, int64_t n) {
 
 static void LV(blocks_q4_1)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
-        float d = f16(x), m = f16(x + 2);
+        float d = LV(half)(x), m = LV(half)(x + 2);
         const uint8_t *q = x + 4;
         for (int l = 0; l < 16; l++) {
             y[l] = d * (float)(q[l] & 0xF) + m;
@@ -59,7 +72,7 @@ static void LV(blocks_q4_1)(const uint8_t *x, float *y, int64_t n) {
 
 static void LV(blocks_q5_0)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 22, y += 32) {
-        float d = f16(x);
+        float d = LV(half)(x);
         uint32_t qh = u32(x + 2);
         const uint8_t *q = x + 6;
         for (int l = 0; l < 16; l++) {
@@ -73,7 +86,7 @@ static void LV(blocks_q5_0)(const uint8_t *x, float *y, int64_t n) {
 
 static void LV(blocks_q5_1)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 24, y += 32) {
-        float d = f16(x), m = f16(x + 2);
+        float d = LV(half)(x), m = LV(half)(x + 2);
         uint32_t qh = u32(x + 4);
         const uint8_t *q = x + 8;
         for (int l = 0; l < 16; l++) {
@@ -89,7 +102,7 @@ static void LV(blocks_q5_1)(const uint8_t *x, float *y, int64_t n) {
 static void LV(blocks_q4_k)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 144, y += QK_K) {
         float dl[8], ml[8];
-        scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
+        scale_min_k(x + 4, LV(half)(x), LV(half)(x + 2), dl, ml);
         const uint8_t *qs = x + 16;
         for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++) {
@@ -103,7 +116,7 @@ static void LV(blocks_q4_k)(const uint8_t *x, float *y, int64_t n) {
 static void LV(blocks_q5_k)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 176, y += QK_K) {
         float dl[8], ml[8];
-        scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
+        scale_min_k(x + 4, LV(half)(x), LV(half)(x + 2), dl, ml);
         const uint8_t *qh = x + 16, *qs = x + 48;
         for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++) {
@@ -119,7 +132,7 @@ static void LV(blocks_q5_k)(const uint8_t *x, float *y, int64_t n) {
 static void LV(blocks_q6_k)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
         const uint8_t *ql = x, *qh = x + 128;
-        float d = f16(x + 208), dl[16];
+        float d = LV(half)(x + 208), dl[16];
         for (int s = 0; s < 16; s++) dl[s] = d * (float)(int8_t)x[192 + s];
         for (int h = 0; h < 2; h++)  /* each half: 128 values from ql[64h..], qh[32h..] */
             for (int l = 0; l < 32; l++) {
@@ -149,7 +162,7 @@ static void LV(fast_f16)(const uint8_t *x, float *y, int64_t n) {
     int64_t i = 0;  /* vcvtph2ps converts every half exactly, as f16() does */
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + 2 * i))));
-    for (; i < n; i++) y[i] = f16(x + 2 * i);
+    for (; i < n; i++) y[i] = LV(half)(x + 2 * i);
 }
 
 static void LV(fast_bf16)(const uint8_t *x, float *y, int64_t n) {
@@ -165,7 +178,7 @@ static void LV(fast_bf16)(const uint8_t *x, float *y, int64_t n) {
 static void LV(fast_q8_0)(const uint8_t *x, float *y, int64_t n) {
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t b = 0; b < n; b++, x += 34, y += 32) {
-        __m512 d = _mm512_set1_ps(f16(x));
+        __m512 d = _mm512_set1_ps(LV(half)(x));
         for (int h = 0; h < 2; h++)  /* q·d + 0 rounds as q·d: one product */
             LV(put16)(y + 16 * h, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(x + 2 + 16 * h))),
                       d, zero, 2);
@@ -189,7 +202,7 @@ static ALWAYS_INLINE void LV(nibbles32)(const uint8_t *q, float *y, float dlo, f
 static void LV(fast_q4_k)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 144, y += QK_K) {
         float dl[8], ml[8];
-        scale_min_k(x + 4, f16(x), f16(x + 2), dl, ml);
+        scale_min_k(x + 4, LV(half)(x), LV(half)(x + 2), dl, ml);
         for (int c = 0; c < 4; c++)
             LV(nibbles32)(x + 16 + 32 * c, y + 64 * c, dl[2 * c], ml[2 * c], dl[2 * c + 1],
                           ml[2 * c + 1], 1);
@@ -200,7 +213,7 @@ static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
     const __m512i eight = _mm512_set1_epi32(8);
     const __m512 zero = _mm512_setzero_ps();
     for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
-        __m512 d = _mm512_set1_ps(f16(x));
+        __m512 d = _mm512_set1_ps(LV(half)(x));
         __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 2)));
         __m512i lo = _mm512_and_si512(q, _mm512_set1_epi32(0xF)), hi = _mm512_srli_epi32(q, 4);
         LV(put16)(y, _mm512_sub_epi32(lo, eight), d, zero, 2);
@@ -210,7 +223,7 @@ static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
 
 static void LV(fast_q4_1)(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
-        __m512 d = _mm512_set1_ps(f16(x)), m = _mm512_set1_ps(f16(x + 2));
+        __m512 d = _mm512_set1_ps(LV(half)(x)), m = _mm512_set1_ps(LV(half)(x + 2));
         __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x + 4)));
         LV(put16)(y, _mm512_and_si512(q, _mm512_set1_epi32(0xF)), d, m, 0);
         LV(put16)(y + 16, _mm512_srli_epi32(q, 4), d, m, 0);
@@ -223,7 +236,7 @@ static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
     const __m512i off = _mm512_set1_epi32(32);
     for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
         const uint8_t *ql = x, *qh = x + 128;
-        float d = f16(x + 208), dl[16];
+        float d = LV(half)(x + 208), dl[16];
         for (int s = 0; s < 16; s++) dl[s] = d * (float)(int8_t)x[192 + s];
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l += 16) {
@@ -258,7 +271,7 @@ static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
     const __m256i off = _mm256_set1_epi32(32);
     for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
         const uint8_t *ql = x, *qh = x + 128;
-        float d = f16(x + 208), dl[16];
+        float d = LV(half)(x + 208), dl[16];
         for (int g = 0; g < 16; g++) dl[g] = d * (float)(int8_t)x[192 + g];
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l += 8) {
@@ -287,7 +300,7 @@ static void LV(fast_q6_k)(const uint8_t *x, float *y, int64_t n) {
 static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
     const __m256i low4 = _mm256_set1_epi32(0xF), eight = _mm256_set1_epi32(8);
     for (int64_t b = 0; b < n; b++, x += 18, y += 32) {
-        __m256 d = _mm256_set1_ps(f16(x));
+        __m256 d = _mm256_set1_ps(LV(half)(x));
         for (int h = 0; h < 2; h++) {
             __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 2 + 8 * h)));
             __m256i lo = _mm256_sub_epi32(_mm256_and_si256(v, low4), eight);
@@ -301,7 +314,7 @@ static void LV(fast_q4_0)(const uint8_t *x, float *y, int64_t n) {
 static void LV(fast_q4_1)(const uint8_t *x, float *y, int64_t n) {
     const __m256i low4 = _mm256_set1_epi32(0xF);
     for (int64_t b = 0; b < n; b++, x += 20, y += 32) {
-        __m256 d = _mm256_set1_ps(f16(x)), m = _mm256_set1_ps(f16(x + 2));
+        __m256 d = _mm256_set1_ps(LV(half)(x)), m = _mm256_set1_ps(LV(half)(x + 2));
         for (int h = 0; h < 2; h++) {
             __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x + 4 + 8 * h)));
             __m256 lo = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(v, low4)));
@@ -316,7 +329,7 @@ static void LV(fast_f16)(const uint8_t *x, float *y, int64_t n) {
     int64_t i = 0;  /* vcvtph2ps (F16C) converts every half exactly, as f16() does */
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 2 * i))));
-    for (; i < n; i++) y[i] = f16(x + 2 * i);
+    for (; i < n; i++) y[i] = LV(half)(x + 2 * i);
 }
 #define FAST_A(plain, fast) LV(fast)
 #else
@@ -384,7 +397,7 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
         const float *xb = x;
         for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
             float dl[8], ml[8];
-            scale_min_k(b + 4, f16(b), f16(b + 2), dl, ml);
+            scale_min_k(b + 4, LV(half)(b), LV(half)(b + 2), dl, ml);
             for (int c = 0; c < 4; c++) {
                 __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c));
                 __m256i lo = _mm256_and_si256(v, mask);
@@ -418,6 +431,78 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
 #endif
 
 #if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+/* dot64's 64 lanes held as 8 vectors (lanes 8m..8m+7 in a[m]) added in its fixed tree, lane i
+ * + lane i+32, then +16, ... down to +1: the same additions as the scalar tree, in vectors. */
+static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
+    for (int m = 0; m < 4; m++) a[m] = _mm256_add_ps(a[m], a[m + 4]);  /* span 32 */
+    a[0] = _mm256_add_ps(a[0], a[2]), a[1] = _mm256_add_ps(a[1], a[3]); /* span 16 */
+    __m256 s = _mm256_add_ps(a[0], a[1]);                                /* span 8 */
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)); /* 4 */
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));                              /* span 2 */
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));                          /* span 1 */
+    return _mm_cvtss_f32(h);
+}
+
+/* The 32-value types' rows without the buffer: block b's 8-value quarters go to lanes
+ * 32·(b & 1) + 8j, as dot64 adds a chunk's values k into lane k mod 64, one fused multiply-add
+ * each; the weights the AVX2 dequantizers' (fast_q4_0, fast_q4_1) and blocks_q8_0's products. */
+#define MATVEC_BLOCK32(NAME, BYTES, ...)                                                       \
+    static void LV(NAME)(const uint8_t *w, int64_t cols, const float *x, float *y, int64_t r0, \
+                         int64_t r1) {                                                         \
+        const int64_t blocks = cols / 32, row_bytes = blocks * (BYTES);                        \
+        const __m256i low4 = _mm256_set1_epi32(0xF);                                           \
+        (void)low4;                                                                             \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            __m256 a[8];                                                                        \
+            for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();                             \
+            const uint8_t *blk = w + r * row_bytes;                                             \
+            for (int64_t i = 0; i < blocks; i++, blk += (BYTES)) {                             \
+                __m256 q[4];                                                                    \
+                __VA_ARGS__                                                                     \
+                const float *xb = x + 32 * i;                                                   \
+                if (i & 1)                                                                      \
+                    for (int j = 0; j < 4; j++)                                                 \
+                        a[4 + j] = _mm256_fmadd_ps(q[j], _mm256_loadu_ps(xb + 8 * j), a[4 + j]); \
+                else                                                                            \
+                    for (int j = 0; j < 4; j++)                                                 \
+                        a[j] = _mm256_fmadd_ps(q[j], _mm256_loadu_ps(xb + 8 * j), a[j]);        \
+            }                                                                                   \
+            y[r] = LV(tree8x8)(a);                                                              \
+        }                                                                                       \
+    }
+
+#define NIBBLES8(h) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(blk + off + 8 * (h))))
+/* Q4_0: d·(q − 8); values 8h.. low nibbles of bytes 8h.., 16 + 8h.. their high nibbles. */
+MATVEC_BLOCK32(matvec_q4_0, 18, {
+    const __m256 d = _mm256_set1_ps(LV(half)(blk));
+    const __m256i eight = _mm256_set1_epi32(8);
+    const int off = 2;
+    for (int h = 0; h < 2; h++) {
+        __m256i v = NIBBLES8(h);
+        q[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), eight)));
+        q[2 + h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight)));
+    }
+})
+/* Q4_1: d·q + m. */
+MATVEC_BLOCK32(matvec_q4_1, 20, {
+    const __m256 d = _mm256_set1_ps(LV(half)(blk)), m = _mm256_set1_ps(LV(half)(blk + 2));
+    const int off = 4;
+    for (int h = 0; h < 2; h++) {
+        __m256i v = NIBBLES8(h);
+        q[h] = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(v, low4))), m);
+        q[2 + h] = _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4))), m);
+    }
+})
+#undef NIBBLES8
+/* Q8_0: q·d, 32 signed bytes. */
+MATVEC_BLOCK32(matvec_q8_0, 34, {
+    const __m256 d = _mm256_set1_ps(LV(half)(blk));
+    for (int j = 0; j < 4; j++)
+        q[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                 _mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * j)))), d);
+})
+#undef MATVEC_BLOCK32
+
 /* Q4_K's rows without the buffer on AVX2: each weight fl(fl(dl·q) − ml) made in registers, as
  * blocks_q4_k makes it, and added into dot64's 64 lanes (8 vectors of 8) in dot64's order. */
 static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
@@ -431,7 +516,7 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
         const float *xb = x;
         for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
             float dl[8], ml[8];
-            scale_min_k(b + 4, f16(b), f16(b + 2), dl, ml);
+            scale_min_k(b + 4, LV(half)(b), LV(half)(b + 2), dl, ml);
             for (int c = 0; c < 4; c++) {
                 const __m256 dlo = _mm256_set1_ps(dl[2 * c]), mlo = _mm256_set1_ps(ml[2 * c]);
                 const __m256 dhi = _mm256_set1_ps(dl[2 * c + 1]), mhi = _mm256_set1_ps(ml[2 * c + 1]);
@@ -448,21 +533,18 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
                 }
             }
         }
-        float acc[64] __attribute__((aligned(32)));
-        for (int m = 0; m < 8; m++) _mm256_store_ps(acc + 8 * m, a[m]);
-        for (int span = 32; span >= 1; span /= 2)
-            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
-        y[r] = acc[0];
+        y[r] = LV(tree8x8)(a);
     }
 }
 
 /* Q6_K's rows the same way: value 128h + 32j + l (j = 0..3) is lane 32·(j & 1) + l, so each
- * lane takes quarter j before quarter j + 2 of a half, as dot64 adds them. */
+ * lane takes quarter j before quarter j + 2 of a half, as dot64 adds them. Each quarter's 32
+ * six-bit values are put together a byte each (32 in one vector) and widened 8 at a time. */
 static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
                             int64_t r0, int64_t r1) {
     const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
-    const __m256i low4 = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3);
-    const __m256i off = _mm256_set1_epi32(32);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+    const __m256i off = _mm256_set1_epi8(32);
     for (int64_t r = r0; r < r1; r++) {
         __m256 a[8];
         for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
@@ -470,41 +552,41 @@ static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, floa
         const float *xb = x;
         for (int64_t i = 0; i < blocks; i++, b += 210, xb += QK_K) {
             const uint8_t *ql = b, *qh = b + 128;
-            float d = f16(b + 208), dl[16];
+            float d = LV(half)(b + 208), dl[16];
             for (int g = 0; g < 16; g++) dl[g] = d * (float)(int8_t)b[192 + g];
-            for (int h = 0; h < 2; h++)
-                for (int m = 0; m < 4; m++) {  /* l = 8m..8m+7 of each quarter */
-#define BYTES8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
-                    __m256i lo0 = BYTES8(ql + 64 * h + 8 * m), lo1 = BYTES8(ql + 64 * h + 32 + 8 * m);
-                    __m256i hb = BYTES8(qh + 32 * h + 8 * m);
-#undef BYTES8
-                    __m256i q[4] = {
-                        _mm256_or_si256(_mm256_and_si256(lo0, low4),
-                                        _mm256_slli_epi32(_mm256_and_si256(hb, two), 4)),
-                        _mm256_or_si256(_mm256_and_si256(lo1, low4),
-                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 2), two), 4)),
-                        _mm256_or_si256(_mm256_srli_epi32(lo0, 4),
-                                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 4), two), 4)),
-                        _mm256_or_si256(_mm256_srli_epi32(lo1, 4),
-                                        _mm256_slli_epi32(_mm256_srli_epi32(hb, 6), 4))};
-                    const float *xh = xb + 128 * h + 8 * m;
-                    for (int j = 0; j < 4; j++) {
+            for (int h = 0; h < 2; h++) {
+                __m256i lo0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h));
+                __m256i lo1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h + 32));
+                __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * h));
+                /* Bytes shifted in 16-bit lanes, then masked: no bit crosses into its neighbour. */
+#define HIGH2(s) _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, s), three), 4)
+                __m256i q[4] = {
+                    _mm256_or_si256(_mm256_and_si256(lo0, low4), HIGH2(0)),
+                    _mm256_or_si256(_mm256_and_si256(lo1, low4), HIGH2(2)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo0, 4), low4), HIGH2(4)),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo1, 4), low4), HIGH2(6))};
+#undef HIGH2
+                for (int j = 0; j < 4; j++) {
+                    __m256i v = _mm256_sub_epi8(q[j], off); /* q − 32, as int8 */
+                    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+                    __m256i e[4] = {_mm256_cvtepi8_epi32(lo), _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)),
+                                    _mm256_cvtepi8_epi32(hi), _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))};
+                    const float *xj = xb + 128 * h + 32 * j;
+                    for (int m = 0; m < 4; m++) {  /* l = 8m..8m+7 */
                         __m256 wj = _mm256_mul_ps(_mm256_set1_ps(dl[8 * h + 2 * j + m / 2]),
-                                                  _mm256_cvtepi32_ps(_mm256_sub_epi32(q[j], off)));
+                                                  _mm256_cvtepi32_ps(e[m]));
                         int lane = 4 * (j & 1) + m;
-                        a[lane] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(xh + 32 * j), a[lane]);
+                        a[lane] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(xj + 8 * m), a[lane]);
                     }
                 }
+            }
         }
-        float acc[64] __attribute__((aligned(32)));
-        for (int m = 0; m < 8; m++) _mm256_store_ps(acc + 8 * m, a[m]);
-        for (int span = 32; span >= 1; span /= 2)
-            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
-        y[r] = acc[0];
+        y[r] = LV(tree8x8)(a);
     }
 }
 #define MATVEC_Q4_K 1
 #define MATVEC_Q6_K 1
+#define MATVEC_BLOCK32 1
 #elif defined(__AVX512F__)
 #define MATVEC_Q4_K 1
 #endif
@@ -524,6 +606,13 @@ static void LV(matvec)(const kind *t, const uint8_t *w, int64_t cols, const floa
         return;
     }
 #endif
+#if defined(MATVEC_BLOCK32)
+    if (t->qtype == 2 || t->qtype == 3 || t->qtype == 8) {
+        (t->qtype == 2 ? LV(matvec_q4_0) : t->qtype == 3 ? LV(matvec_q4_1) : LV(matvec_q8_0))(
+            w, cols, x, y, r0, r1);
+        return;
+    }
+#endif
     float buf[CHUNK] __attribute__((aligned(64)));
     const block_fn dequant = LV(DEQUANT)[t->index];
     const int64_t row_bytes = cols / t->block * t->bytes;
@@ -535,9 +624,15 @@ static void LV(matvec)(const kind *t, const uint8_t *w, int64_t cols, const floa
             dequant(row + k / t->block * t->bytes, buf, n / t->block);
             LV(dot64)(buf, x + k, n, acc);
         }
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+        __m256 a[8];
+        for (int m = 0; m < 8; m++) a[m] = _mm256_load_ps(acc + 8 * m);
+        y[r] = LV(tree8x8)(a);
+#else
         for (int span = 32; span >= 1; span /= 2)
             for (int i = 0; i < span; i++) acc[i] += acc[i + span];
         y[r] = acc[0];
+#endif
     }
 }
 

@@ -140,7 +140,10 @@ class QuantizedMatrix:
                                                           and torch.is_grad_enabled()):
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
         rows, llama_cpp = self.shape[0], as_llama_cpp()
-        flat = x.detach().reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
+        flat = x.detach()  # a decode step's row is already (1, cols) float32: nothing to do
+        if flat.dim() != 2 or flat.shape[1] != self.cols or flat.dtype != torch.float32 \
+                or not flat.is_contiguous():
+            flat = flat.reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
         dense = _DENSE.get()
         if dense is not None and not llama_cpp and flat.shape[0] >= dense.at_least:
             y = self._dense(flat, dense).reshape(*x.shape[:-1], rows)  # (..., rows)
@@ -150,7 +153,7 @@ class QuantizedMatrix:
         out = torch.empty(flat.shape[0], rows)  # (T, rows)
         _native.matmul(int(self.qtype), self.blocks, self.cols, flat.numpy(), out.numpy(),
                        torch.get_num_threads(), llama_cpp)
-        y = out.reshape(*x.shape[:-1], rows)  # (..., rows)
+        y = out if x.dim() == 2 else out.reshape(*x.shape[:-1], rows)  # (..., rows)
         return y if bias is None else y + bias
 
     def _dense(self, flat: Tensor, dense: _Dense) -> Tensor:
