@@ -21,7 +21,7 @@ from attncli.core.result import TokenInfo
 from attncli.models.family import Model
 
 BATCH_BYTES = 64 * 2**20  # a batch's float32 attention weights, (B, heads, T, T), at most
-BATCH_ROWS = 2048  # a batch's rows through the blocks, B × (T - start), at most
+BATCH_ROWS = 640  # a batch's rows, B × T, at most: small batches start nearer their spans
 
 
 @runtime_checkable

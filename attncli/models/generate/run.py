@@ -69,8 +69,9 @@ def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
     built = build_prompt(model, model_path, prompt, system, raw, allow_special, asked.messages)
     sampling = with_seed(sampling)
     _check_keep(model, keep)
-    texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if
-                                           model.vocabulary() is not None else "gpt2", None))
+    source = model.vocabulary()  # None: tiktoken's GPT-2
+    texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if source is not None
+                                           else "gpt2", None), source)
     if asked.reported is not None and asked.answer is None:
         asked = replace(asked, answer=answer_of(asked.reported))
     if asked.answer is not None:
