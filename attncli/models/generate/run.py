@@ -118,7 +118,7 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
                   else t.text.encode("utf-8") for t in answer]
         result = replace(result, receipt=compare(
             asked.reported, pieces, [s.logprob for s in forced.steps],
-            [str(texts(s.top_ids[0])["text"]) for s in forced.steps]))
+            [_spelt(texts(s.top_ids[0])) for s in forced.steps]))
     return _with_views(model, built, result, replace(asked, norms=False))
 
 
@@ -162,6 +162,14 @@ def check_json_size(model: Model, prompt_len: int, max_new: int, keep: Keep) -> 
                       f"steps after a {prompt_len:,}-token prompt",
                       "keep fewer with --layers A:B and --head H, or write fewer tokens with "
                       "--max-new-tokens")
+
+
+def _spelt(record: dict[str, object]) -> str:
+    """A vocabulary record's text as a runtime writes it (its bytes, not attncli's label, which
+    shows a newline as \\n and a lone space as ␣)."""
+    data = record.get("bytes")
+    return bytes.fromhex(data).decode("utf-8", "replace") if isinstance(data, str) \
+        else str(record["text"])
 
 
 def _info(record: dict[str, object], index: int) -> TokenInfo:
