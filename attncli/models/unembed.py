@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
@@ -30,12 +31,13 @@ VOCAB_CHUNK = 16_384  # unembedding rows read at once: 256 MB of float32 at d_mo
 
 
 def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
-                head: str = LM_HEAD) -> Callable[[range], Tensor] | QuantizedMatrix:
-    """The (vocab, d_model) unembedding: the head (lm_head.weight; GPT-NeoX's
+                head: str = LM_HEAD) -> Callable[[range], Tensor]:
+    """Rows of the (vocab, d_model) unembedding: the head (lm_head.weight; GPT-NeoX's
     embed_out.weight) where the checkpoint has one, else the token embedding
-    (tie_word_embeddings); its shape checked before any is read. As the file holds it where
-    the quantized kernels take it (a GGUF on the CPU: a product on its blocks, not the whole
-    table dequantized on every call, SmolLM2's 2.3 s), else its rows, read as float32."""
+    (tie_word_embeddings); its shape checked before any is read. Where the file holds it in
+    blocks the kernels take (a GGUF on the CPU), the blocks are read once and each chunk of rows
+    dequantized from them: the same float32 rows, without reading the table row by row on
+    every call (SmolLM2's: 2.3 s a call, then 0.2 s)."""
     source = weights.source
     shapes = source.shapes()
     if head in shapes:
@@ -44,9 +46,17 @@ def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
                                f"{tuple(shapes[head])}, expected {(vocab, d_model)}")
         reader = None if weights.finite else getattr(source, "quantized", None)
         blocks = None if reader is None else reader(head)
-        return blocks if blocks is not None else lambda rows: source.rows(head, rows)
+        return _chunks(blocks) if blocks is not None else lambda rows: source.rows(head, rows)
     blocks = weights.quantized(embedding)
-    return blocks if blocks is not None else lambda rows: weights.rows(embedding, rows)
+    return _chunks(blocks) if blocks is not None else lambda rows: weights.rows(embedding, rows)
+
+
+def _chunks(matrix: QuantizedMatrix) -> Callable[[range], Tensor]:
+    """Rows of a matrix held as its blocks, dequantized as the source's tensor() does."""
+    from attncli.models.sources.gguf.dequant import dequantize
+
+    return lambda rows: torch.from_numpy(dequantize(matrix.blocks[rows.start:rows.stop],
+                                                    matrix.qtype))  # (len(rows), d_model)
 
 
 Table = Tensor | QuantizedMatrix  # a held unembedding: float32, or as the file holds it
@@ -58,13 +68,14 @@ def held_unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     checks it: a decoder that holds its weights holds this too. As the file holds it where the
     quantized kernels take it (a GGUF on the CPU), else as float32, read whole, not row by row
     (49,152 row reads of SmolLM2's table cost 0.2 s)."""
-    table = unembedding(weights, embedding, vocab, d_model, head)  # the shape checks
-    if isinstance(table, QuantizedMatrix):
-        return table
+    unembedding(weights, embedding, vocab, d_model, head)  # the shape checks
     source = weights.source
     if head in source.shapes():
-        return source.tensor(head).float()  # (vocab, d_model)
-    return weights[embedding].float()  # (vocab, d_model)
+        reader = None if weights.finite else getattr(source, "quantized", None)
+        blocks = None if reader is None else reader(head)
+        return blocks if blocks is not None else source.tensor(head).float()  # (vocab, d)
+    blocks = weights.quantized(embedding)
+    return blocks if blocks is not None else weights[embedding].float()  # (vocab, d_model)
 
 
 def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Table, vocab: int) -> Tensor:

@@ -15,7 +15,6 @@ from attncli.errors import AttnCliError
 from attncli.models.activations import activation
 from attncli.models.family import Known, LayerTrace
 from attncli.models.gpt2.config import Checkpoint
-from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, need, unembed, unembedding
 
@@ -196,9 +195,8 @@ def _finished(weights: Tensors, ckpt: Checkpoint, layer: int, x: Tensor,
 
 
 @torch.no_grad()
-def gpt2_unembedding(ckpt: Checkpoint,
-                     weights: Named) -> Callable[[range], Tensor] | QuantizedMatrix:
-    """The unembedding (wte, tied): its rows, or its quantized blocks; its shape checked."""
+def gpt2_unembedding(ckpt: Checkpoint, weights: Named) -> Callable[[range], Tensor]:
+    """Rows of the unembedding (wte, tied), its shape checked."""
     return unembedding(weights, "wte.weight", ckpt.vocab_size, ckpt.n_embd)
 
 

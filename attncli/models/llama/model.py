@@ -28,7 +28,6 @@ from attncli.models.llama.block import (
 )
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.rope import LayerRopes, apply_rope
-from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, need, unembed, unembedding
 
@@ -255,9 +254,8 @@ def llama_trace_texts(weights: Named, spec: LlamaSpec, texts: list[list[int]],
 
 
 @torch.no_grad()
-def llama_unembedding(weights: Named,
-                      spec: LlamaSpec) -> Callable[[range], Tensor] | QuantizedMatrix:
-    """lm_head (or the tied embedding): its rows, or its quantized blocks; shape checked."""
+def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Tensor]:
+    """Rows of lm_head (or the tied embedding), its shape checked."""
     return unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model,
                        spec.head_name)
 
