@@ -35,6 +35,7 @@ def receipt() -> ModuleType:
 
 
 @pytest.mark.slow
+@pytest.mark.runtime
 @pytest.mark.process  # llama.cpp runs in a child process
 def test_smollm2_receipts_against_llama_cpp_are_as_the_docs_state(receipt: ModuleType) -> None:
     if not receipt.SMOLLM2.exists():
