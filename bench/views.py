@@ -89,7 +89,7 @@ def measure(model: str, prompt: str, new: int, raw: bool) -> dict[str, dict[str,
     from attncli.records.generation import GenerateView
 
     result = generate_model(model, prompt, Sampling(max_new_tokens=new), raw=raw,
-                            asked=Asked(norms=True, occlusion=True))
+                            asked=Asked(norms=True, occlusion=True, occlude="token"))
     p, sinks = len(result.prompt), set(result.sinks)
     content = [j for j in range(p) if j not in sinks]
     out: dict[str, dict[str, float]] = {}

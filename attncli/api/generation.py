@@ -92,24 +92,34 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
              system: str | None = None, raw: bool = False, at: int | str | None = None,
              layers: tuple[int, int] | None = None, head: int | None = None,
              combine: str = "mean", exclude_sinks: bool = True,
-             view: str = "raw") -> Generation:
+             view: str = "raw", occlude: str = "word") -> Generation:
     """Let model answer prompt, or the conversation messages (OpenAI/Ollama chat), greedy
     unless sample; or, given answer, teacher-force it in one pass. Keeps what each answer token
     looked at (at: its index, or its text as --at takes it), shown by view (raw, value or
-    occlusion). Every argument is checked before the model runs: a wrong type is one
-    AttnCliError naming it."""
+    occlusion, masking each token, word or turn as occlude says). Every argument is checked
+    before the model runs: a wrong type is one AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import Asked, generate_model
     from attncli.models.generate.sampling import Sampling
-    from attncli.records.generation import COMBINES, VIEWS, GenerateView, answer_index, check_view
+    from attncli.records.generation import (
+        COMBINES,
+        OCCLUDE,
+        VIEWS,
+        GenerateView,
+        answer_index,
+        check_view,
+    )
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
     if view not in VIEWS:
         raise AttnCliError(f"attncli.generate(): view must be one of {', '.join(VIEWS)} "
                            f"(got {view!r})")
+    if occlude not in OCCLUDE:
+        raise AttnCliError(f"attncli.generate(): occlude must be one of {', '.join(OCCLUDE)} "
+                           f"(got {occlude!r})")
     if combine not in COMBINES:
         raise AttnCliError(f"attncli.generate(): combine must be one of {', '.join(COMBINES)} "
                            f"(got {combine!r})")
@@ -119,7 +129,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
     asked = Asked(chat, answer, norms=view == "value" or exclude_sinks,
-                  occlusion=view == "occlusion", view=view)
+                  occlusion=view == "occlusion", view=view, occlude=occlude)
     record = generate_model(model_path, prompt or "", sampling, system=system, raw=raw,
                             asked=asked)
     shown = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
@@ -134,7 +144,7 @@ ARGUMENTS: dict[str, Any] = {
     "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
     "top_k": int, "seed": int | None, "system": str | None, "raw": bool,
     "at": int | str | None, "head": int | None, "combine": str, "exclude_sinks": bool,
-    "view": str}
+    "view": str, "occlude": str}
 
 
 def _span(layers: Any) -> tuple[int, int] | None:

@@ -35,8 +35,10 @@ def generation_source(result: GenerationResult) -> Source:
     heads = matrices.shape[1]
     rows = [RowInfo(f"layer {first + k}", f"L{first + k}", heads) for k in range(len(matrices))]
     p, n = len(result.prompt), len(result.answer)
-    title = (f"{result.model.path} · answer of {n} tokens, chosen at queries {p - 1}–{p + n - 2} "
-             "(earlier queries: not computed)")
+    what = "a given answer, teacher-forced," if result.given_answer else "answer"
+    title = (f"{result.model.path} · {what} of {n} tokens, chosen at queries {p - 1}–{p + n - 2} "
+             f"(earlier queries: not computed) · made with the {result.view} view"
+             + "".join(f" · {why}" for why in _marks(result)))
 
     def compute(row: int, what: str) -> RowData:
         if what != WEIGHTS:
@@ -44,6 +46,23 @@ def generation_source(result: GenerationResult) -> Source:
         return ExactRow(matrices[row], [{} for _ in range(heads)])
 
     return Source(title, result.labels(), rows, compute, answer=p - 1 if n else None)
+
+
+def _marks(result: GenerationResult) -> list[str]:
+    """A conversation's turns (each role and its tokens) and the receipt's verdict."""
+    out = []
+    turns = [t for t in result.turns if t["end"] > t["start"]]
+    if turns:
+        out.append("turns: " + ", ".join(f"[{t['role']}] {t['start']}–{t['end'] - 1}"
+                                          for t in turns))
+    receipt = result.receipt
+    if receipt is not None:
+        largest = receipt["largest"]
+        out.append(f"receipt: largest difference {largest['difference']:+.4f} nat at "
+                   f"{largest['text']!r}, {len(receipt['flagged'])} flagged (over "
+                   f"{receipt['flag_above']} nat), {len(receipt['choices_differ'])} where the "
+                   "likeliest tokens differ")
+    return out
 
 
 def saved_generation(path: str) -> Source:

@@ -68,7 +68,10 @@ LayersOpt = Annotated[str | None, typer.Option(
 ViewKindOpt = Annotated[str, typer.Option(
     "--view", help="What ranks the prompt tokens: raw (attention weights), value (α·‖W_O v‖ "
     "per head, Kobayashi 2020) or occlusion (the answer token's log-prob drop with the token "
-    "masked: one pass per prompt token).", metavar="raw|value|occlusion")]
+    "masked: one pass per prompt word, or as --occlude says).", metavar="raw|value|occlusion")]
+OccludeOpt = Annotated[str, typer.Option(
+    "--occlude", help="With --view occlusion: what is masked together, each token, each word "
+    "(its tokens together) or each turn of --messages.", metavar="token|word|turn")]
 CombineOpt = Annotated[str, typer.Option(help="How layers and heads combine: mean or max.")]
 SinksOpt = Annotated[bool, typer.Option(
     "--exclude-sinks/--keep-sinks", help="Leave out the first token and the template's own "
@@ -96,7 +99,8 @@ class Answering(Group):
     explain_last: ExplainLastOpt = False
     logprobs: LogprobsOpt = None
 
-    def asked(self, view: str = "raw", exclude_sinks: bool = False) -> Asked:
+    def asked(self, view: str = "raw", exclude_sinks: bool = False,
+              occlude: str = "word") -> Asked:
         """The conversation and the given answer, read and checked, and what view (and the
         sinks found by what they are, with exclude_sinks) needs computed."""
         from attncli.models.generate.conversation import read_messages, split_last
@@ -125,7 +129,7 @@ class Answering(Group):
             reported = read_logprobs(self.logprobs)
         # The value norms serve the value view and the sinks found by what they are.
         return Asked(messages, answer, view == "value" or exclude_sinks, view == "occlusion",
-                     reported, view)
+                     reported, view, occlude)
 
     def sampling(self) -> Sampling:
         """The sampling record (checked there)."""
@@ -203,11 +207,15 @@ class Attended(Group):
     layers: LayersOpt = None
     combine: CombineOpt = "mean"
     exclude_sinks: SinksOpt = True
+    occlude: OccludeOpt = "word"
 
     def check(self) -> tuple[int, int] | None:
         """--layers and --combine checked before any work; --layers as (a, b) or None."""
-        from attncli.records.generation import COMBINES, VIEWS
+        from attncli.records.generation import COMBINES, OCCLUDE, VIEWS
 
+        if self.occlude not in OCCLUDE:
+            raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got "
+                               f"{self.occlude!r})")
         if self.combine not in COMBINES:
             raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
                                f"{self.combine!r})")

@@ -21,6 +21,7 @@ from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES, check_fits
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens
 from attncli.models.hidden.passes import cached_pass
+from attncli.models.sources.base import WeightSource
 
 CHUNK_ROWS = 256  # positions unembedded at once: (256, vocab) logits, 50 MB at SmolLM2's vocab
 # One candidate as Python data (a dict, its id, text, bytes, two floats) and its JSON text.
@@ -130,9 +131,11 @@ def with_predictions(result: Result, req: Request, model: Model, tokens: Tokens,
     return replace(result, predictions=predictions(model, tokens, plan, texts, req))
 
 
-def token_texts(model_path: str, tokens: Tokens) -> Callable[[int], dict[str, Any]]:
+def token_texts(model_path: str, tokens: Tokens,
+                source: WeightSource | None = None) -> Callable[[int], dict[str, Any]]:
     """How a vocabulary id is shown: {"id", "text", "bytes"?}, by the tokenizer that made the
-    input tokens (tiktoken's encoding, or the checkpoint's own)."""
+    input tokens (tiktoken's encoding, or the checkpoint's own: source's, where it is open
+    already, whose tokenizer is then not built again)."""
     from attncli.core.tokens import labels_for
 
     def record(token_id: int, data: bytes | None) -> dict[str, Any]:
@@ -153,11 +156,11 @@ def token_texts(model_path: str, tokens: Tokens) -> Callable[[int], dict[str, An
 
         return tiktoken_text
     from attncli.models.family import open_family
+    from attncli.models.hf_tokens import labeller as labeller_of
     from attncli.models.hf_tokens import source_tokenizer
-    from attncli.models.vocab_bytes import Labeller
 
-    tokenizer = source_tokenizer(open_family(model_path)[0])
-    labeller = Labeller(tokenizer)
+    tokenizer = source_tokenizer(open_family(model_path)[0] if source is None else source)
+    labeller = labeller_of(tokenizer)
 
     def own_text(token_id: int) -> dict[str, Any]:
         entry = tokenizer.id_to_token(token_id)

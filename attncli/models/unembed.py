@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
@@ -33,15 +34,29 @@ def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
                 head: str = LM_HEAD) -> Callable[[range], Tensor]:
     """Rows of the (vocab, d_model) unembedding: the head (lm_head.weight; GPT-NeoX's
     embed_out.weight) where the checkpoint has one, else the token embedding
-    (tie_word_embeddings); its shape checked before any is read."""
+    (tie_word_embeddings); its shape checked before any is read. Where the file holds it in
+    blocks the kernels take (a GGUF on the CPU), the blocks are read once and each chunk of rows
+    dequantized from them: the same float32 rows, without reading the table row by row on
+    every call (SmolLM2's: 2.3 s a call, then 0.2 s)."""
     source = weights.source
     shapes = source.shapes()
     if head in shapes:
         if tuple(shapes[head]) != (vocab, d_model):
             raise AttnCliError(f"tensor {head} in {where(source)} has shape "
                                f"{tuple(shapes[head])}, expected {(vocab, d_model)}")
-        return lambda rows: source.rows(head, rows)
-    return lambda rows: weights.rows(embedding, rows)
+        reader = None if weights.finite else getattr(source, "quantized", None)
+        blocks = None if reader is None else reader(head)
+        return _chunks(blocks) if blocks is not None else lambda rows: source.rows(head, rows)
+    blocks = weights.quantized(embedding)
+    return _chunks(blocks) if blocks is not None else lambda rows: weights.rows(embedding, rows)
+
+
+def _chunks(matrix: QuantizedMatrix) -> Callable[[range], Tensor]:
+    """Rows of a matrix held as its blocks, dequantized as the source's tensor() does."""
+    from attncli.models.sources.gguf.dequant import dequantize
+
+    return lambda rows: torch.from_numpy(dequantize(matrix.blocks[rows.start:rows.stop],
+                                                    matrix.qtype))  # (len(rows), d_model)
 
 
 Table = Tensor | QuantizedMatrix  # a held unembedding: float32, or as the file holds it

@@ -18,6 +18,7 @@ from attncli.core.result import ModelInfo, TokenInfo
 COMBINES = ("mean", "max")
 STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
 VIEWS = ("raw", "value", "occlusion")
+OCCLUDE = ("token", "word", "turn")  # what occlusion masks together
 # A found sink takes over twice the mean share of the prompt's own tokens while its value norm
 # is under 0.8 of their median (SmolLM2's ' the' in "What is the capital of France?": 2.9×
 # the share, 0.75 the norm; its content words: about 1× each).
@@ -59,6 +60,7 @@ class GenerationResult:
     turns: list[dict[str, Any]] = field(default_factory=list)  # {role, start, end} per message
     norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
     occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
+    occluded: dict[str, Any] | None = None  # {"by": token|word|turn, "spans": [[j, ...]]}
     receipt: dict[str, Any] | None = None  # a runtime's log-probs against attncli's
     view: str = "raw"  # the view it was made for: raw, value or occlusion
 
@@ -81,6 +83,7 @@ class GenerationResult:
                 "sinks": self.sinks, "turns": self.turns,
                 **({} if self.norms is None else {"value_norms": self.norms}),
                 **({} if self.occlusion is None else {"occlusion": self.occlusion}),
+                **({} if self.occluded is None else {"occlusion_spans": self.occluded}),
                 **({} if self.receipt is None else {"receipt": self.receipt}),
                 "steps": [{**step, "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}

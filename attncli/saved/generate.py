@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.records.generation import STOPPED, VIEWS, GenerationResult
+from attncli.records.generation import OCCLUDE, STOPPED, VIEWS, GenerationResult
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
@@ -156,6 +156,14 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
         out["occlusion"] = [[number(v, f"occlusion[{s}][{j}]")
                              for j, v in enumerate(items(row, f"occlusion[{s}]", p))]
                             for s, row in enumerate(rows)]
+    if doc.get("occlusion_spans") is not None:
+        spans = obj(doc["occlusion_spans"], "occlusion_spans")
+        out["occluded"] = {
+            "by": choice(need(spans, "by", "occlusion_spans"), "occlusion_spans.by", OCCLUDE),
+            "spans": [[integer(j, f"occlusion_spans.spans[{k}]", 0, p - 1)
+                       for j in items(span, f"occlusion_spans.spans[{k}]")]
+                      for k, span in enumerate(items(need(spans, "spans", "occlusion_spans"),
+                                                     "occlusion_spans.spans"))]}
     return out
 
 

@@ -105,3 +105,27 @@ def test_the_cli_needs_a_terminal_and_a_model(cli, answered: Any, tmp_path: Path
     assert len(shown) == 2 and shown[0].tokens == shown[1].tokens == result.labels()
     for row in range(3):
         np.testing.assert_array_equal(shown[0].get(row).weights, shown[1].get(row).weights)
+
+
+def test_a_given_answer_names_its_turns_view_and_receipt(tmp_path: Path) -> None:
+    from attncli.models.generate.receipt import read_logprobs
+    from attncli.models.generate.run import Asked
+
+    folder = tmp_path / "llama"
+    save_family(folder, "llama", seed=21)
+    (folder / "tokenizer_config.json").write_text(
+        '{"chat_template": "{% for m in messages %}{{ \'<|im_start|>\' + m[\'role\'] + \'\\\\n\' '
+        '+ m[\'content\'] + \'<|im_end|>\\\\n\' }}{% endfor %}{% if add_generation_prompt %}'
+        '{{ \'<|im_start|>assistant\\\\n\' }}{% endif %}", "eos_token": "<|im_end|>"}')
+    logprobs = tmp_path / "logprobs.json"
+    logprobs.write_text('{"logprobs": [{"token": "sat", "logprob": -2.5}, '
+                        '{"token": " on", "logprob": -9.0}]}')
+    result = generate_model(str(folder), "", asked=Asked(
+        messages=[{"role": "user", "content": "the cat"}], reported=read_logprobs(logprobs),
+        view="raw"))
+    title = generation_source(result).title
+    assert "a given answer, teacher-forced, of" in title and "made with the raw view" in title
+    turn = result.turns[0]
+    assert f"turns: [user] {turn['start']}–{turn['end'] - 1}" in title
+    assert result.receipt is not None
+    assert f"receipt: largest difference {result.receipt['largest']['difference']:+.4f}" in title

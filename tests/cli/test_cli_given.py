@@ -76,6 +76,32 @@ def test_value_and_occlusion_views_are_computed_kept_and_shown_again(
     assert ("value-weighted" if view == "value" else "occlusion:") in shown.out
 
 
+def test_occlusion_masks_each_turn_or_word_and_show_reads_the_spans_back(
+        cli, tiny: Path, tmp_path: Path, chat: Path) -> None:  # noqa: ANN001, F811
+    run = cli("generate", "--messages", str(chat), "--explain-last", "--model", str(tiny),
+              "--view", "occlusion", "--occlude", "turn", "--json")
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
+    sinks = set(doc["sinks"])
+    assert doc["occlusion_spans"] == {"by": "turn", "spans": [
+        [j for j in range(t["start"], t["end"]) if j not in sinks] for t in doc["turns"]]}
+    for row in doc["occlusion"]:  # one drop for every token of a turn
+        assert all(len({row[j] for j in span}) == 1 for span in doc["occlusion_spans"]["spans"])
+    saved = tmp_path / "turns.json"
+    saved.write_text(run.out)
+    shown = cli("show", str(saved), "--json")
+    assert shown.code == 0, shown.err
+    assert json.loads(shown.out)["occlusion_spans"] == doc["occlusion_spans"]
+    assert "token's turn (its tokens together)" in " ".join(cli("show", str(saved)).out.split())
+    words = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on", "--view",
+                "occlusion")  # by word unless told
+    assert words.code == 0, words.err
+    assert "token's word (its tokens together)" in " ".join(words.out.split())
+    bad = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat", "--view",
+              "occlusion", "--occlude", "sentence")
+    assert bad.code == 2 and "--occlude must be one of token, word, turn" in bad.err
+
+
 def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: ANN001, F811
                                                     chat: Path) -> None:
     doc = json.loads(cli("generate", "--messages", str(chat), "--explain-last", "--model",

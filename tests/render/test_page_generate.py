@@ -122,3 +122,46 @@ def test_the_pickers_and_hover_change_what_is_ranked(browser, cli, tiny: Path,  
     assert agrees(shown(browser), expected(doc, 1, layer=2, head=3, combine="max", sinks=True))
     assert "sinks kept" in browser.find_element(By.ID, "attncli-focus").text
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_a_given_answer_carries_its_turns_view_and_receipt(browser, cli, tiny: Path,  # noqa: ANN001
+                                                           tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "the cat"},
+                                {"role": "assistant", "content": "sat on the mat"}]))
+    given = ("--messages", str(chat), "--explain-last", "--model", str(tiny), "--view", "value")
+    doc = json.loads(cli("generate", *given, "--json").out)
+    # The runtime's file: attncli's own log-probs, the last token's moved by 2 nats (flagged).
+    moved = [step["logprob"] - (2.0 if k == len(doc["steps"]) - 1 else 0.0)
+             for k, step in enumerate(doc["steps"])]
+    logprobs = tmp_path / "logprobs.json"
+    logprobs.write_text(json.dumps({"logprobs": [
+        {"token": bytes.fromhex(t["bytes"]).decode(), "logprob": lp, "bytes":
+         list(bytes.fromhex(t["bytes"]))} for t, lp in zip(doc["answer"], moved, strict=True)]}))
+    open_page(browser, cli, tmp_path, "generate", *given, "--logprobs", str(logprobs))
+    assert Select(browser.find_element(By.ID, "attncli-view")).first_selected_option.text \
+        == "value"
+    assert "value-weighted" in browser.find_element(By.ID, "attncli-focus").text
+    norms = np.asarray(doc["value_norms"], dtype=np.float64)  # (L, H, P + A)
+    weights = np.asarray(doc["steps"][0]["weights"], dtype=np.float64)  # (L, H, P)
+    row = (weights * norms[..., :weights.shape[-1]]).reshape(-1, weights.shape[-1]).mean(axis=0)
+    row[doc["sinks"]] = 0.0
+    row = row / row.sum()
+    keys = [j for j in range(len(doc["prompt"])) if j not in doc["sinks"]]
+    assert agrees(shown(browser), sorted(((j, float(row[j])) for j in keys),
+                                         key=lambda kw: (-kw[1], kw[0])))
+    Select(browser.find_element(By.ID, "attncli-view")).select_by_value("raw")
+    assert agrees(shown(browser), expected(doc, 0))
+    marks = browser.find_elements(By.CSS_SELECTOR, "#attncli-conversation .turn")
+    assert [m.text.strip() for m in marks] == [f"[{t['role']}]" for t in doc["turns"]
+                                       if t["end"] > t["start"]]
+    receipt = browser.find_element(By.ID, "attncli-receipt").text
+    assert "largest difference" in receipt and "1 flagged" in receipt
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#attncli-receipt tr")) \
+        == 1 + len(doc["answer"])
+    assert "teacher-forced" in browser.title + browser.find_element(By.TAG_NAME, "body").text
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -51,7 +51,7 @@ def generate(source: Annotated[Source, Without("inputs")],
     output.check()
     layers = attended.check()
     answering.sampling()  # checked before the prompt is read
-    asked = answering.asked(attended.kind, attended.exclude_sinks)
+    asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude)
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""

@@ -18,7 +18,7 @@ def show(
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
     look: Look,
     output: Output,
-    attended: Annotated[Attended, Without("kind")],  # --view is Look's here
+    attended: Annotated[Attended, Without("kind", "occlude")],  # --view is Look's here
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 

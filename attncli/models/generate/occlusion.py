@@ -1,17 +1,54 @@
-"""Occlusion: what removing a prompt token does to the answer. Token j is masked as a padding
-token is: no query but its own may look at its key, in every layer and head. The drop in each
-answer token's log-probability (teacher-forced) is how much the answer needed token j.
+"""Occlusion: what removing a span of the prompt does to the answer. The span's tokens are
+masked as padding tokens are: no query but their own may look at their keys, in every layer and
+head. The drop in each answer token's log-probability (teacher-forced) is how much the answer
+needed that span: a token, a word (its tokens together) or a conversation's turn.
 
-Each masked pass is one trace over prompt + answer with that column hidden, one pass per
-prompt token outside the sinks, in one process.
+The masked passes run several spans at once, as one batch, and each batch only from the first
+position its spans hide: the rows before it are the clean pass's, in every layer, so they are
+taken from it (a family without that pass runs one whole pass per span).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
+
 import torch
+from torch import Tensor
 
 from attncli.activity import counted, doing
+from attncli.core.result import TokenInfo
 from attncli.models.family import Model
+
+BATCH_BYTES = 64 * 2**20  # a batch's float32 attention weights, (B, heads, T, T), at most
+BATCH_ROWS = 640  # a batch's rows, B × T, at most: small batches start nearer their spans
+
+
+@runtime_checkable
+class Maskable(Protocol):
+    """A model that runs several masked variants of a text from the first position they change."""
+
+    # B variants, keys hidden by visible (B, T, T), none before start; prefix[layer] (start,
+    # d_model) the clean stream entering each layer. The last block's streams (B, T - start, d).
+    def masked_from(self, token_ids: list[int], start: int, prefix: list[Tensor],
+                    visible: Tensor) -> Tensor: ...
+
+
+def masked(num_tokens: int, hidden: list[int]) -> torch.Tensor:
+    """(T, T) True where a query may look: every key but those hidden (each still sees
+    itself, so its own row is not empty; what it computes reaches no other token)."""
+    visible = torch.ones(num_tokens, num_tokens, dtype=torch.bool)  # (T, T)
+    visible[:, hidden] = False
+    visible[hidden, hidden] = True
+    return visible
+
+
+def _chosen(model: Model, hidden: Tensor, answer_ids: list[int]) -> Tensor:
+    """Each answer token's log-probability (A,) float64 from the streams (A, d_model) of the
+    tokens before it."""
+    logits = model.logits(hidden).float().double()  # (A, vocab)
+    chosen = torch.tensor(answer_ids)  # (A,)
+    return torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0]  # (A,)
 
 
 @torch.no_grad()
@@ -24,33 +61,102 @@ def answer_logprobs(model: Model, prompt_ids: list[int], answer_ids: list[int],
     for trace in model.trace(prompt_ids + answer_ids, model.spec.n_layer - 1, visible):
         hidden = trace.output
     assert hidden is not None, "a decoder has at least one layer"
-    logits = model.logits(hidden[p - 1:p + a - 1]).float().double()  # (A, vocab)
-    chosen = torch.tensor(answer_ids)  # (A,)
-    return torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None])[:, 0]  # (A,)
+    return _chosen(model, hidden[p - 1:p + a - 1], answer_ids)
 
 
-def masked(num_tokens: int, hidden: list[int]) -> torch.Tensor:
-    """(T, T) True where a query may look: every key but those hidden (each still sees
-    itself, so its own row is not empty; what it computes reaches no other token)."""
-    visible = torch.ones(num_tokens, num_tokens, dtype=torch.bool)  # (T, T)
-    visible[:, hidden] = False
-    visible[hidden, hidden] = True
-    return visible
-
-
+@torch.no_grad()
 def occlusion(model: Model, prompt_ids: list[int], answer_ids: list[int],
-              skip: list[int]) -> list[list[float]]:
-    """(A, P) the drop in answer token s's log-prob when prompt token j is masked; 0 for the
-    tokens in skip (the sinks: masking the first token breaks the model, not the reason)."""
+              spans: list[list[int]]) -> list[list[float]]:
+    """(A, P) the drop in answer token s's log-prob when the span holding prompt token j is
+    masked, for each of spans (prompt indices masked together); 0 for tokens in no span (the
+    sinks: masking the first token breaks the model, not the reason)."""
     p, a = len(prompt_ids), len(answer_ids)
-    doing(f"occlusion: {p:,} masked passes over {p + a:,} tokens")
-    base = answer_logprobs(model, prompt_ids, answer_ids)  # (A,)
+    ids = prompt_ids + answer_ids
+    doing(f"occlusion: {len(spans):,} masked passes over {p + a:,} tokens")
+    prefix, final = [], None
+    for trace in model.trace(ids, model.spec.n_layer - 1):
+        prefix.append(trace.residual)  # (T, d_model) the clean stream entering the layer
+        final = trace.output
+    assert final is not None, "a decoder has at least one layer"
+    base = _chosen(model, final[p - 1:p + a - 1], answer_ids)  # (A,)
     drops = torch.zeros(a, p, dtype=torch.float64)  # (A, P)
-    left_out = set(skip)
-    for j in range(p):
-        counted("masked passes", j + 1, p)
-        if j in left_out:
-            continue
-        drops[:, j] = base - answer_logprobs(model, prompt_ids, answer_ids,
-                                             masked(p + a, [j]))
+    done = 0
+    for batch, logprobs in _masked_runs(model, ids, p, answer_ids, spans, prefix):
+        for span, row in zip(batch, logprobs, strict=True):
+            drops[:, span] = (base - row)[:, None]  # (A, len(span))
+        done += len(batch)
+        counted("masked passes", done, len(spans))
     return drops.tolist()
+
+
+def _masked_runs(model: Model, ids: list[int], p: int, answer_ids: list[int],
+                 spans: list[list[int]],
+                 prefix: list[Tensor]) -> Iterator[tuple[list[list[int]], list[Tensor]]]:
+    """Each batch of spans and each one's answer log-probabilities (A,): spans taken in order
+    of their first token, a batch from the first position any of its spans hides."""
+    n, a = len(ids), len(answer_ids)
+    if not isinstance(model, Maskable):
+        for span in spans:
+            yield [span], [answer_logprobs(model, ids[:p], answer_ids, masked(n, span))]
+        return
+    heads = model.spec.num_heads
+    order = sorted((s for s in spans if s), key=min)
+    size = max(1, min(BATCH_BYTES // (4 * heads * n * n), BATCH_ROWS // n))
+    for begin in range(0, len(order), size):
+        batch = order[begin:begin + size]
+        start = min(batch[0])
+        visible = torch.stack([masked(n, span) for span in batch])  # (B, T, T)
+        final = model.masked_from(ids, start, prefix, visible)  # (B, T - start, d_model)
+        rows = slice(p - 1 - start, p - 1 - start + a)  # the queries that chose the answer
+        yield batch, [_chosen(model, streams[rows], answer_ids) for streams in final]
+
+
+def spans_of(kind: str, tokens: list[TokenInfo], skip: list[int],
+             turns: list[dict[str, Any]]) -> list[list[int]]:
+    """The prompt's spans occlusion masks together, none holding a token of skip: each token
+    (token), each word's tokens (word: a word starts at a space, punctuation or a CJK
+    character, and a token that starts inside a character stays with it), or each turn's
+    tokens (turn: a conversation's messages; a prompt without turns is one)."""
+    left_out, p = set(skip), len(tokens)
+    if kind == "token":
+        return [[j] for j in range(p) if j not in left_out]
+    if kind == "turn":
+        found = [[j for j in range(t["start"], t["end"]) if j not in left_out] for t in turns]
+        return [span for span in found if span] or (
+            [[j for j in range(p) if j not in left_out]] if p > len(left_out) else [])
+    words: list[list[int]] = []
+    previous: bytes | None = None
+    for j, token in enumerate(tokens):
+        data = _bytes(token)
+        if j in left_out:
+            previous = None
+            continue
+        if previous is None or _starts_word(previous, data):
+            words.append([])
+        words[-1].append(j)
+        previous = data
+    return words
+
+
+def _bytes(token: TokenInfo) -> bytes:
+    return bytes.fromhex(token.bytes_hex) if token.bytes_hex is not None \
+        else token.text.encode("utf-8")
+
+
+def _starts_word(before: bytes, data: bytes) -> bool:
+    """Whether a token of these bytes, after one of before's, starts a word."""
+    if not data or 0x80 <= data[0] < 0xC0:  # inside a character the last token began
+        return False
+    first = data.decode("utf-8", "replace")[0]
+    last = before.decode("utf-8", "replace")[-1:] or " "
+    return not (_wordy(first) and _wordy(last)) or _cjk(first) or _cjk(last)
+
+
+def _wordy(char: str) -> bool:
+    return char.isalnum() or char == "_"  # an identifier's parts are one word
+
+
+def _cjk(char: str) -> bool:
+    """A character of the scripts written without spaces (CJK, kana, Hangul syllables)."""
+    return "\u2e80" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af" or \
+        "\uf900" <= char <= "\ufaff"

@@ -13,7 +13,7 @@ from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
 from attncli.models.generate.engine import Step, decode
 from attncli.models.generate.given import check_answer, teacher_forced
-from attncli.models.generate.occlusion import occlusion
+from attncli.models.generate.occlusion import occlusion, spans_of
 from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
 from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
@@ -42,9 +42,10 @@ class Asked:
     messages: list[dict[str, Any]] | None = None  # a chat, rendered by the template
     answer: str | None = None  # teacher-forced in one pass, no generation
     norms: bool = False  # keep ‖W_O v‖ per head and key, for the value view
-    occlusion: bool = False  # one masked pass per prompt token, for the occlusion view
+    occlusion: bool = False  # one masked pass per prompt span, for the occlusion view
     reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
     view: str = "raw"  # the view asked for, recorded in the result (show draws it again)
+    occlude: str = "word"  # what occlusion masks together: token, word or turn
 
 
 NOTHING_MORE = Asked()
@@ -68,8 +69,9 @@ def generate_model(model_path: str, prompt: str, sampling: Sampling = GREEDY,
     built = build_prompt(model, model_path, prompt, system, raw, allow_special, asked.messages)
     sampling = with_seed(sampling)
     _check_keep(model, keep)
-    texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if
-                                           model.vocabulary() is not None else "gpt2", None))
+    source = model.vocabulary()  # None: tiktoken's GPT-2
+    texts = token_texts(model_path, Tokens(built.tokens, built.ids, None if source is not None
+                                           else "gpt2", None), source)
     if asked.reported is not None and asked.answer is None:
         asked = replace(asked, answer=answer_of(asked.reported))
     if asked.answer is not None:
@@ -116,14 +118,14 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
                   else t.text.encode("utf-8") for t in answer]
         result = replace(result, receipt=compare(
             asked.reported, pieces, [s.logprob for s in forced.steps],
-            [str(texts(s.top_ids[0])["text"]) for s in forced.steps]))
+            [_spelt(texts(s.top_ids[0])) for s in forced.steps]))
     return _with_views(model, built, result, replace(asked, norms=False))
 
 
 def _with_views(model: Model, built: Prompt, result: GenerationResult,
                 asked: Asked) -> GenerationResult:
-    """result with the value norms and the occlusion drops asked for (each one more pass, or
-    one per prompt token, over prompt + answer), and the view they serve."""
+    """result with the value norms and the occlusion drops asked for (one more pass, or one
+    masked pass per span of the prompt, batched), and the view they serve."""
     result = replace(result, view=asked.view)
     ids = [t.id for t in result.answer if t.id is not None]
     if not ids:
@@ -131,7 +133,9 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     if asked.norms:
         result = replace(result, norms=teacher_forced(model, built.ids, ids).norms)
     if asked.occlusion:
-        result = replace(result, occlusion=occlusion(model, built.ids, ids, built.sinks))
+        spans = spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
+        result = replace(result, occlusion=occlusion(model, built.ids, ids, spans),
+                         occluded={"by": asked.occlude, "spans": spans})
     return result
 
 
@@ -158,6 +162,14 @@ def check_json_size(model: Model, prompt_len: int, max_new: int, keep: Keep) -> 
                       f"steps after a {prompt_len:,}-token prompt",
                       "keep fewer with --layers A:B and --head H, or write fewer tokens with "
                       "--max-new-tokens")
+
+
+def _spelt(record: dict[str, object]) -> str:
+    """A vocabulary record's text as a runtime writes it (its bytes, not attncli's label, which
+    shows a newline as \\n and a lone space as ␣)."""
+    data = record.get("bytes")
+    return bytes.fromhex(data).decode("utf-8", "replace") if isinstance(data, str) \
+        else str(record["text"])
 
 
 def _info(record: dict[str, object], index: int) -> TokenInfo:

@@ -34,7 +34,7 @@ from attncli.models.llama.checkpoint import (
 )
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape
-from attncli.models.llama.edit import llama_edited
+from attncli.models.llama.edit import llama_edited, llama_masked
 from attncli.models.llama.fast import RotaryProjection, llama_layer_input, llama_layer_inputs
 from attncli.models.llama.model import (
     check_tokens,
@@ -106,6 +106,11 @@ class LlamaModel:
                edit: Callable[[int, Tensor], Tensor]) -> Tensor:
         """Blocks first.. from stream with each block's heads' outputs through edit."""
         return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit)
+
+    def masked_from(self, token_ids: list[int], start: int, prefix: list[Tensor],
+                    visible: Tensor) -> Tensor:
+        """Variants of the text with keys hidden by visible (B, T, T), run from start on."""
+        return llama_masked(self.ckpt.weights, self.ckpt.spec, token_ids, start, prefix, visible)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every query head's weights, (layers, heads, T, T)."""

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 KINDS = {"raw": "raw attention weights",
          "value": "value-weighted attention α·‖W_O v‖ per head (Kobayashi 2020), rows "
                   "renormalised",
-         "occlusion": "occlusion: the answer token's log-prob drop (nats) with the prompt token "
+         "occlusion": "occlusion: the answer token's log-prob drop (nats) with the prompt {} "
                       "masked in every layer and head"}
+MASKED = {"token": "token", "word": "token's word (its tokens together)",
+          "turn": "token's turn (its tokens together)"}
 
 
 def legend(result: GenerationResult, view: GenerateView) -> str:
@@ -36,7 +38,8 @@ def legend(result: GenerationResult, view: GenerateView) -> str:
                if found else ""))
     if view.kind == "occlusion":
         sinks = (f"sinks not shown ({left})" if view.exclude_sinks else "sinks shown")
-        return f"{KINDS[view.kind]}; the whole model; {sinks}"
+        by = "token" if result.occluded is None else str(result.occluded["by"])
+        return f"{KINDS[view.kind].format(MASKED[by])}; the whole model; {sinks}"
     a, b = view.layers or result.layers_kept or (0, result.model.layers)
     heads = "every head" if view.head is None else f"head {view.head}"
     sinks = (f"sinks left out ({left}) and the rest renormalised" if view.exclude_sinks

@@ -2,7 +2,7 @@
 weights are rows of transformers' full forward over prompt + answer and its log-probabilities
 that forward's log-softmax; a greedy answer given back equals generate's own steps; the value
 norms equal ‖W_O^h v_j^h‖ computed from transformers' value vectors and o_proj; occlusion
-equals transformers' forward with the token's key masked."""
+equals transformers' forward with the span's keys masked, batched or not."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import torch
 
 from attncli.errors import AttnCliError
 from attncli.models.family import open_model
+from attncli.models.generate import occlusion as occlusion_module
 from attncli.models.generate.engine import decode
 from attncli.models.generate.given import teacher_forced
 from attncli.models.generate.occlusion import masked, occlusion
@@ -106,11 +107,14 @@ def test_value_norms_equal_transformers_values_through_o_proj(
             assert_near(torch.from_numpy(forced.norms[layer, h]), ref)
 
 
-@pytest.mark.parametrize("name", ["llama", "gpt2"])
-def test_occlusion_equals_masking_the_key_in_transformers(models: dict[str, tuple[Path, Any]],
-                                                          name: str) -> None:
-    folder, hf = models[name]
-    drops = occlusion(open_model(str(folder)), PROMPT, ANSWER, skip=[0])
+@pytest.mark.parametrize("spans", [[[j] for j in range(1, len(PROMPT))],  # each token
+                                   [[1, 2], [5, 6], [3, 4]]])  # words: tokens masked together
+@pytest.mark.parametrize("name", ["llama", "qwen2", "gpt2"])
+def test_occlusion_equals_masking_the_span_in_transformers(models: dict[str, tuple[Path, Any]],
+                                                           name: str,
+                                                           spans: list[list[int]]) -> None:
+    folder, hf = models[name]  # llama, qwen2: the batched passes from the span; gpt2: one each
+    drops = occlusion(open_model(str(folder)), PROMPT, ANSWER, spans)
     p, a = len(PROMPT), len(ANSWER)
     causal = torch.ones(p + a, p + a, dtype=torch.bool).tril()  # (T, T)
     rows = slice(p - 1, p + a - 1)
@@ -121,12 +125,23 @@ def test_occlusion_equals_masking_the_key_in_transformers(models: dict[str, tupl
         return torch.log_softmax(logits, dim=-1).gather(1, chosen)[:, 0]  # (A,)
 
     base = logprobs(causal)
-    assert all(row[0] == 0.0 for row in drops)  # skipped: not masked
+    assert all(row[0] == 0.0 for row in drops)  # in no span: not masked
     assert max(abs(v) for row in drops for v in row) > 1e-3  # masking changed something
-    for j in range(1, p):
-        want = base - logprobs(causal & masked(p + a, [j]))
-        assert_near(torch.tensor([row[j] for row in drops], dtype=torch.float64), want,
-                    atol=2e-5)  # a difference of two log-probs: twice the bound
+    for span in spans:
+        want = base - logprobs(causal & masked(p + a, span))
+        for j in span:  # every token of the span holds the span's drop
+            assert_near(torch.tensor([row[j] for row in drops], dtype=torch.float64), want,
+                        atol=2e-5)  # a difference of two log-probs: twice the bound
+
+
+def test_occlusion_in_batches_of_one_equals_one_batch(models: dict[str, tuple[Path, Any]],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    model = open_model(str(models["llama"][0]))
+    spans = [[4, 5], [1], [2, 3], [6]]  # taken by first token: each batch from its own start
+    together = occlusion(model, PROMPT, ANSWER, spans)
+    monkeypatch.setattr(occlusion_module, "BATCH_ROWS", len(PROMPT) + len(ANSWER))  # 1 a batch
+    apart = occlusion(model, PROMPT, ANSWER, spans)
+    assert_near(torch.tensor(apart), torch.tensor(together), atol=2e-5)  # two log-probs apart
 
 
 def test_an_empty_answer_or_one_past_the_positions_is_one_line(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attncli.errors import AttnCliError
-from attncli.models.generate.receipt import answer_of, compare, read_logprobs
+from attncli.models.generate.receipt import Reported, answer_of, compare, read_logprobs
 from tests.cli.test_cli_generate import tiny  # noqa: F401 (the module's fixture)
 from tests.tolerance import assert_near
 
@@ -117,3 +117,15 @@ def test_the_cli_prints_the_receipt_and_the_json_holds_both(cli, tiny: Path,  # 
     other = cli("generate", "the cat", "--model", str(tiny), "--logprobs", path, "--answer",
                 "sat in")
     assert other.code == 2 and "they are not this answer's" in other.err
+
+
+def test_attncli_s_choice_is_compared_as_its_text_not_its_label() -> None:
+    from attncli.models.generate.run import _spelt
+
+    # A newline and a lone space are labelled '\\n' and '␣'; a runtime writes them as they are.
+    assert _spelt({"id": 198, "text": "\\n", "bytes": "0a"}) == "\n"
+    assert _spelt({"id": 220, "text": "␣", "bytes": "20"}) == " "
+    assert _spelt({"id": 7, "text": "<id 7>"}) == "<id 7>"  # no bytes: the label is all there is
+    runtime = [Reported("x", b"x", -0.5, "\n")]  # the runtime's likeliest there: a newline
+    ours = _spelt({"id": 198, "text": "\\n", "bytes": "0a"})
+    assert compare(runtime, [b"x"], [-0.5], [ours])["choices_differ"] == []
