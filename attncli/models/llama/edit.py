@@ -11,7 +11,13 @@ from torch import Tensor
 
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import project, scale_scores, soft_cap, window_mask
+from attncli.models.llama.model import (
+    grouped_attention,
+    project,
+    scale_scores,
+    soft_cap,
+    window_mask,
+)
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 
