@@ -145,8 +145,8 @@ def heads(text: str | None = None, *, model: str | os.PathLike[str],
           precision: int = 3) -> HeadsResult:
     """Every layer × head of a checkpoint, as `attncli heads` does: measures, TransformerLens's
     head scores (previous_token, duplicate_token, induction), sinks and thumbnails."""
-    from attncli.models.heads import HeadsOptions
     from attncli.models.run import run_heads
+    from attncli.records.heads import HeadsOptions
     from attncli.render.page import page_extra
 
     for name, value, hint in (("sort", sort, str), ("probe", probe, str | None),

@@ -9,92 +9,54 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, TextIO
-
-import typer
+from typing import TYPE_CHECKING, TextIO
 
 from attncli.activity import hush
 from attncli.cli.groups import Group
 from attncli.errors import AttnCliError
+from attncli.opt import of, opt
+from attncli.records.asking import GenerateView, Sampling
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
     from attncli.models.generate.run import Asked, Keep
-    from attncli.models.generate.sampling import Sampling
-    from attncli.records.generation import GenerateView, GenerationResult
-
-MaxNewOpt = Annotated[int, typer.Option(help="The most answer tokens written.")]
-SampleOpt = Annotated[bool, typer.Option("--sample", help="Sample the next token (else greedy).")]
-TempOpt = Annotated[float, typer.Option(help="With --sample: logits divided by this first.")]
-TopPOpt = Annotated[float, typer.Option(help="With --sample: keep the likeliest tokens whose "
-                                        "mass reaches this.")]
-GenTopKOpt = Annotated[int, typer.Option("--top-k", help="With --sample: keep this many "
-                                         "likeliest tokens (0: all).")]
-GenSeedOpt = Annotated[int | None, typer.Option(
-    "--seed", help="With --sample: the seed that reproduces the draw [default: a fresh one, "
-    "recorded in --json].", show_default=False)]
-SystemOpt = Annotated[str | None, typer.Option(help="A system message for the chat template.",
-                                               show_default=False)]
-RawOpt = Annotated[bool, typer.Option("--raw", help="Send the prompt without the chat template.")]
-ShowTemplateOpt = Annotated[bool, typer.Option("--show-template",
-                                               help="Print what the model is given, and stop.")]
-MessagesOpt = Annotated[str | None, typer.Option(
-    "--messages", help="A conversation instead of TEXT: OpenAI/Ollama chat JSON "
-    '([{"role": "user", "content": ...}], or an object with "messages"; - reads stdin), '
-    "rendered by the model's chat template.", show_default=False, metavar="FILE|-")]
-AnswerOpt = Annotated[str | None, typer.Option(
-    "--answer", help="Explain this answer instead of writing one: teacher-forced in one pass, "
-    "each token's probability, rank and the model's own choice.", show_default=False)]
-AnswerFileOpt = Annotated[str | None, typer.Option(
-    "--answer-file", help="--answer read from a file (- reads stdin).", show_default=False,
-    metavar="FILE|-")]
-LogprobsOpt = Annotated[str | None, typer.Option(
-    "--logprobs", help="A runtime's per-token log-probabilities for the answer (Ollama's, "
-    "llama.cpp server's or OpenAI-style JSON; - reads stdin), compared with attncli's: a "
-    "receipt that the model shown is the one that ran. Its text is the answer unless given.",
-    show_default=False, metavar="FILE|-")]
-ExplainLastOpt = Annotated[bool, typer.Option(
-    "--explain-last", help="With --messages: explain the last (assistant) turn, as --answer.")]
-StreamOpt = Annotated[bool | None, typer.Option(
-    "--stream/--no-stream", help="Write the answer to stderr token by token as it comes "
-    "[default: when stderr is a terminal].", show_default=False)]
-AtOpt = Annotated[str | None, typer.Option(
-    "--at", help="The answer token whose attention is drawn over the text: its index (0-based) "
-    "or its text (the first such token; its leading space optional).", show_default=False,
-    metavar="I|TEXT")]
-LayersOpt = Annotated[str | None, typer.Option(
-    "--layers", help="Layers A:B combined (half-open) [default: all].", show_default=False,
-    metavar="A:B")]
-ViewKindOpt = Annotated[str, typer.Option(
-    "--view", help="What ranks the prompt tokens: raw (attention weights), value (α·‖W_O v‖ "
-    "per head, Kobayashi 2020) or occlusion (the answer token's log-prob drop with the token "
-    "masked: one pass per prompt token).", metavar="raw|value|occlusion")]
-CombineOpt = Annotated[str, typer.Option(help="How layers and heads combine: mean or max.")]
-SinksOpt = Annotated[bool, typer.Option(
-    "--exclude-sinks/--keep-sinks", help="Leave out the first token and the template's own "
-    "tokens, and renormalise (--json keeps raw weights).")]
-
+    from attncli.records.generation import GenerationResult
 
 @dataclass(frozen=True)
 class Answering(Group):
     """How the model is prompted and chooses its answer."""
 
     panel = "Generation"
-    max_new_tokens: MaxNewOpt = 48
-    sample: SampleOpt = False
-    temperature: TempOpt = 1.0
-    top_p: TopPOpt = 1.0
-    top_k: GenTopKOpt = 0
-    seed: GenSeedOpt = None
-    system: SystemOpt = None
-    raw: RawOpt = False
-    show_template: ShowTemplateOpt = False
-    stream: StreamOpt = None
-    messages: MessagesOpt = None
-    answer_text: AnswerOpt = None
-    answer_file: AnswerFileOpt = None
-    explain_last: ExplainLastOpt = False
-    logprobs: LogprobsOpt = None
+    max_new_tokens: int = of(Sampling, "max_new_tokens")
+    sample: bool = of(Sampling, "sample")
+    temperature: float = of(Sampling, "temperature")
+    top_p: float = of(Sampling, "top_p")
+    top_k: int = of(Sampling, "top_k")
+    seed: int | None = of(Sampling, "seed")
+    system: str | None = opt(None, help="A system message for the chat template.",
+                             show_default=False)
+    raw: bool = opt(False, "--raw", help="Send the prompt without the chat template.")
+    show_template: bool = opt(False, "--show-template", help="Print what the model is given, "
+                              "and stop.")
+    stream: bool | None = opt(None, "--stream/--no-stream", help="Write the answer to stderr "
+                              "token by token as it comes [default: when stderr is a terminal].",
+                              show_default=False)
+    messages: str | None = opt(None, "--messages", help="A conversation instead of TEXT: "
+                               'OpenAI/Ollama chat JSON ([{"role": "user", "content": ...}], or '
+                               'an object with "messages"; - reads stdin), rendered by the '
+                               "model's chat template.", show_default=False, metavar="FILE|-")
+    answer_text: str | None = opt(None, "--answer", help="Explain this answer instead of writing "
+                                  "one: teacher-forced in one pass, each token's probability, "
+                                  "rank and the model's own choice.", show_default=False)
+    answer_file: str | None = opt(None, "--answer-file", help="--answer read from a file (- "
+                                  "reads stdin).", show_default=False, metavar="FILE|-")
+    explain_last: bool = opt(False, "--explain-last", help="With --messages: explain the last "
+                             "(assistant) turn, as --answer.")
+    logprobs: str | None = opt(None, "--logprobs", help="A runtime's per-token log-probabilities "
+                               "for the answer (Ollama's, llama.cpp server's or OpenAI-style JSON; "
+                               "- reads stdin), compared with attncli's: a receipt that the model "
+                               "shown is the one that ran. Its text is the answer unless given.",
+                               show_default=False, metavar="FILE|-")
 
     def asked(self, view: str = "raw", exclude_sinks: bool = False) -> Asked:
         """The conversation and the given answer, read and checked, and what view (and the
@@ -129,8 +91,6 @@ class Answering(Group):
 
     def sampling(self) -> Sampling:
         """The sampling record (checked there)."""
-        from attncli.models.generate.sampling import Sampling
-
         return Sampling(max_new_tokens=self.max_new_tokens, sample=self.sample,
                         temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
                         seed=self.seed)
@@ -198,11 +158,11 @@ class Attended(Group):
     """Which of the answer's attention is shown, and how layers and heads combine."""
 
     panel = "Attention view"
-    at: AtOpt = None
-    kind: ViewKindOpt = "raw"
-    layers: LayersOpt = None
-    combine: CombineOpt = "mean"
-    exclude_sinks: SinksOpt = True
+    at: str | None = of(GenerateView, "at")  # an index or a token's text, resolved by view
+    kind: str = of(GenerateView, "kind")
+    layers: str | None = of(GenerateView, "layers")  # A:B, parsed by span
+    combine: str = of(GenerateView, "combine")
+    exclude_sinks: bool = of(GenerateView, "exclude_sinks")
 
     def check(self) -> tuple[int, int] | None:
         """--layers and --combine checked before any work; --layers as (a, b) or None."""
@@ -231,7 +191,7 @@ class Attended(Group):
              kind: str | None = None) -> GenerateView:
         """The view of result (kind: --view's unless given): --at resolved against its answer,
         and checked."""
-        from attncli.records.generation import GenerateView, answer_index, check_view
+        from attncli.records.generation import answer_index, check_view
 
         view = GenerateView(at=answer_index(result, self.at), layers=self.span(), head=head,
                             combine=self.combine, exclude_sinks=self.exclude_sinks,

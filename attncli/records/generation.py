@@ -14,28 +14,16 @@ from typing import Any
 import numpy as np
 
 from attncli.core.result import ModelInfo, TokenInfo
+from attncli.records.asking import COMBINES, VIEWS, GenerateView
 
-COMBINES = ("mean", "max")
+__all__ = ["COMBINES", "VIEWS", "GenerateView", "GenerationResult"]
+
 STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
-VIEWS = ("raw", "value", "occlusion")
 # A found sink takes over twice the mean share of the prompt's own tokens while its value norm
 # is under 0.8 of their median (SmolLM2's ' the' in "What is the capital of France?": 2.9×
 # the share, 0.75 the norm; its content words: about 1× each).
 SINK_SHARE = 2.0
 SINK_NORM = 0.8
-
-
-@dataclass(frozen=True)
-class GenerateView:
-    """Which of a generation's weights a view shows, and how it combines them."""
-
-    at: int | None = None  # the answer token shown on its own (0-based); None: every one
-    layers: tuple[int, int] | None = None  # half-open [a, b); None: every layer
-    head: int | None = None  # one head; None: every head
-    combine: str = "mean"  # how the shown layers and heads make one row: mean or max
-    exclude_sinks: bool = True  # leave out the sink tokens and renormalise what is left
-    k: int = 3  # prompt tokens ranked per answer token
-    kind: str = "raw"  # raw weights, value-weighted (α·‖W_O v‖) or occlusion (log-prob drop)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from attncli.errors import AttnCliError
+from attncli.opt import opt
 
 if TYPE_CHECKING:
     from attncli.models.heads import HeadsPass
@@ -39,8 +40,12 @@ class ScanSettings:
     model: str
     encoding: str = "gpt2"
     allow_special: bool = False
-    max_tokens: int = 512
-    too_long: str = "cut"  # cut: keep the first max_tokens tokens; skip: leave the document out
+    max_tokens: int = opt(512, min=2, max=MAX_TOKENS, help="Tokens kept per document; at most 64 "
+                          "bytes a token are read, so a longer document is judged by its first "
+                          "bytes.")
+    # cut: keep the first max_tokens tokens; skip: leave the document out
+    too_long: str = opt("cut", help="A document over --max-tokens: cut (scored on its first "
+                        "tokens, counted as cut) or skip (counted as skipped).")
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_tokens <= MAX_TOKENS:

@@ -296,7 +296,7 @@ def test_scanning_builds_the_settings_and_plan() -> None:
 
 def test_scoring_checks_the_probe_and_layers_and_builds_heads_options() -> None:
     from attncli.cli.scoring import ProbeKind, Scoring
-    from attncli.models.heads import HeadsOptions
+    from attncli.records.heads import HeadsOptions
 
     probing = Scoring(probe=ProbeKind.previous, probe_length=7, probe_seed=2, threshold=0.3)
     with pytest.raises(AttnCliError, match="^--probe previous runs on its own random tokens"):

@@ -10,7 +10,7 @@ import typer
 from attncli.activity import hush
 from attncli.browse.terminal import check_terminal, run_in_terminal
 from attncli.cli.generating import Answering
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source
 from attncli.cli.output import Saver
 from attncli.cli.requests import request_of
@@ -21,11 +21,13 @@ from attncli.cli.streams import leave
 @command(needs_model=True)
 def browse(
     source: Source,
-    checkpoint: Annotated[Checkpoint, Without("predict")],
+    checkpoint: Annotated[Checkpoint, Fields("model", "layer")],
     encoding: Encoding,
     settings: Chapter3,
-    compute: Annotated[Compute, Without("device", "pool", "full", "measure")],
-    answering: Annotated[Answering, Without("top_k", "seed", "show_template", "stream")],
+    compute: Annotated[Compute, Fields("impl", "top_k")],
+    answering: Annotated[Answering, Fields("max_new_tokens", "sample", "temperature", "top_p",
+                                           "system", "raw", "messages", "answer_text",
+                                           "answer_file", "explain_last", "logprobs")],
     save_dir: Annotated[Path, typer.Option(
         help="Where `e` saves what is on screen (SVG, text or the HTML page).",
         file_okay=False)] = Path("."),

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.causal_options import Ablating, Patching
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Output, Source
 from attncli.cli.requests import request_of
 from attncli.cli.settings import needed_model
@@ -19,10 +19,10 @@ PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")
 @command(needs_model=True)
 def ablate(
     *,
-    source: Annotated[Source, Without("inputs")],
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    source: Annotated[Source, Fields("text", "file")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
     encoding: Encoding,
-    compute: Annotated[Compute, Without("impl", "top_k", "pool", "full", "measure")],
+    compute: Annotated[Compute, Fields("device")],
     ablating: Ablating,
     output: Output,
     precision: PrecisionOpt = 3,
@@ -68,9 +68,9 @@ def patch(
     *,
     clean: CleanArg,
     corrupt: CorruptArg,
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
     encoding: Encoding,
-    compute: Annotated[Compute, Without("impl", "top_k", "pool", "full", "measure")],
+    compute: Annotated[Compute, Fields("device")],
     patching: Patching,
     output: Output,
     precision: PrecisionOpt = 3,

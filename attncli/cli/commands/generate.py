@@ -5,20 +5,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from attncli.cli.generating import Answering, Attended
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
 from attncli.errors import AttnCliError
 
-LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
-
 
 @command(needs_model=True)
-def generate(source: Annotated[Source, Without("inputs")],
-             checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
-             encoding: Annotated[Encoding, Without("encoding")], answering: Answering,
-             attended: Attended, look: Annotated[Look, Without(*LOOK_UNUSED)],
+def generate(source: Annotated[Source, Fields("text", "file")],
+             checkpoint: Annotated[Checkpoint, Fields("model")],
+             encoding: Annotated[Encoding, Fields("allow_special")], answering: Answering,
+             attended: Attended, look: Annotated[Look, Fields("head")],
              output: Output) -> None:
     """Let the model answer, or explain an answer you give, and show what each answer token
     looked at.

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.requests import request_of
 from attncli.cli.scoring import Scoring
@@ -17,12 +17,11 @@ from attncli.cli.settings import needed_model
 @command(needs_model=True)
 def heads(
     *,
-    source: Annotated[Source, Without("inputs")],
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
-    encoding: Annotated[Encoding, Without("encoding")],
-    compute: Annotated[Compute, Without("device", "impl", "top_k", "pool", "full")],
-    look: Annotated[Look, Without("head", "precision", "show", "query", "view", "rows", "cols",
-                                  "lang")],
+    source: Annotated[Source, Fields("text", "file")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
+    encoding: Annotated[Encoding, Fields("allow_special")],
+    compute: Annotated[Compute, Fields("measure")],
+    look: Annotated[Look, Fields("scale")],
     output: Output,
     heads: Annotated[int | None, typer.Option(
         "--heads", help="Heads per layer, for a bare .safetensors file of a non-standard width.",

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.generating import Attended
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Look, Output
 
 
@@ -18,7 +18,8 @@ def show(
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
     look: Look,
     output: Output,
-    attended: Annotated[Attended, Without("kind")],  # --view is Look's here
+    # --view is Look's here
+    attended: Annotated[Attended, Fields("at", "layers", "combine", "exclude_sinks")],
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 
