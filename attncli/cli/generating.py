@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from attncli.activity import hush
 from attncli.cli.groups import Group
+from attncli.core.display import Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
 from attncli.records.asking import GenerateView, Sampling
@@ -164,36 +165,20 @@ class Attended(Group):
     combine: str = of(GenerateView, "combine")
     exclude_sinks: bool = of(GenerateView, "exclude_sinks")
 
-    def check(self) -> tuple[int, int] | None:
-        """--layers and --combine checked before any work; --layers as (a, b) or None."""
-        from attncli.records.generation import COMBINES, VIEWS
+    def check(self) -> Window | None:
+        """--view and --combine checked (by the view record) and --layers parsed, once, before
+        any work; --layers as a window of the model's layers, or None for every layer."""
+        GenerateView(combine=self.combine, kind=self.kind)
+        return None if self.layers is None else parse_window(self.layers, "--layers")
 
-        if self.combine not in COMBINES:
-            raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
-                               f"{self.combine!r})")
-        if self.kind not in VIEWS:
-            raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {self.kind!r})")
-        return self.span()
-
-    def span(self) -> tuple[int, int] | None:
-        """--layers as (a, b), or None for every layer."""
-        if self.layers is None:
-            return None
-        a, sep, b = self.layers.partition(":")
-        if not sep or not all(n.strip().isascii() and n.strip().isdigit() for n in (a, b)):
-            raise AttnCliError(f"--layers takes A:B, two whole numbers (got {self.layers!r})")
-        if int(a) >= int(b):
-            raise AttnCliError(f"--layers {self.layers} holds no layer: A:B is half-open, A below "
-                               "B (0:1 is layer 0)")
-        return int(a), int(b)
-
-    def view(self, result: GenerationResult, head: int | None,
+    def view(self, result: GenerationResult, head: int | None, layers: Window | None,
              kind: str | None = None) -> GenerateView:
-        """The view of result (kind: --view's unless given): --at resolved against its answer,
-        and checked."""
+        """The view of result (kind: --view's unless given): --at and --layers (as check
+        parsed it) resolved against it, and checked."""
         from attncli.records.generation import answer_index, check_view
 
-        view = GenerateView(at=answer_index(result, self.at), layers=self.span(), head=head,
+        span = None if layers is None else layers.resolve(result.model.layers, "layers")
+        view = GenerateView(at=answer_index(result, self.at), layers=span, head=head,
                             combine=self.combine, exclude_sinks=self.exclude_sinks,
                             kind=self.kind if kind is None else kind)
         check_view(result, view)

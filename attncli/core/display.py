@@ -27,18 +27,19 @@ class Window:
     start: int | None = None
     stop: int | None = None
 
-    def resolve(self, size: int) -> tuple[int, int]:
-        """The concrete [a, b) range in 0..size; an empty or out-of-range window is an error."""
+    def resolve(self, size: int, unit: str = "tokens") -> tuple[int, int]:
+        """The concrete [a, b) range in 0..size (of unit: tokens, layers); an empty or
+        out-of-range window is an error."""
         start = 0 if self.start is None else self.start
         stop = size if self.stop is None else self.stop
         for end in (start, stop):
             if not -size <= end <= size:
                 raise AttnCliError(f"{self.option} {self.text()} is out of range: this run has "
-                                   f"{size} tokens (indices 0 to {size - 1}, or -{size} to -1)")
+                                   f"{size} {unit} (indices 0 to {size - 1}, or -{size} to -1)")
         start, stop = start % size if start < 0 else start, stop % size if stop < 0 else stop
         if start >= stop:
             raise AttnCliError(f"{self.option} {self.text()} selects nothing "
-                               f"(it resolves to {start}:{stop} of {size} tokens)")
+                               f"(it resolves to {start}:{stop} of {size} {unit})")
         return start, stop
 
     def text(self) -> str:

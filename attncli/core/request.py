@@ -117,8 +117,10 @@ class Request:
     impl: Impl = opt(Impl.auto, help="naive: every N × N stage in memory; tiled: context, "
                      "log-sum-exp, entropy and top-k without the N × N matrix; auto: naive while "
                      "its stages fit 256 MiB.", panel=COMPUTE)
-    top_k: int | None = opt(None, "--top-k", min=0, help="Tiled path: the heaviest keys kept for "
-                            "each query [default: 5].", show_default=False, panel=COMPUTE)
+    # --top-keys was --top-k, which generate's sampling means
+    top_k: int | None = opt(None, "--top-keys", min=0, help="Tiled path: the heaviest keys kept "
+                            "for each query [default: 5].", show_default=False, panel=COMPUTE,
+                            alias="--top-k")
     pool: Pool | None = opt(None, help="Tiled path: a heatmap block shows the max or the mean of "
                             "its weights [default: max].", show_default=False, panel=COMPUTE)
     full: bool = opt(False, "--full", help="Tiled path: put the whole N × N weights in the JSON "
@@ -195,8 +197,8 @@ def _check(req: Request) -> None:
     if req.layer is not None and toy:
         raise AttnCliError("--layer applies with --model only (a checkpoint's layers)")
     if req.impl is Impl.naive:
-        for given, option in ((req.top_k is not None, "--top-k"), (req.pool is not None, "--pool"),
-                              (req.full, "--full")):
+        for given, option in ((req.top_k is not None, "--top-keys"),
+                              (req.pool is not None, "--pool"), (req.full, "--full")):
             if given:
                 raise AttnCliError(f"{option} applies to the tiled path, not with --impl naive")
     if not req.positions and req.inputs is not None:
@@ -205,7 +207,7 @@ def _check(req: Request) -> None:
         raise AttnCliError("--context-length applies to text input, not to --inputs vectors "
                            "(they carry no positional embedding)")
     if req.top_k is not None and req.top_k < 0:
-        raise AttnCliError(f"top-k must be 0 or more (got {req.top_k})")
+        raise AttnCliError(f"--top-keys must be 0 or more (got {req.top_k})")
     if req.predict is not None and toy:
         raise AttnCliError("--predict applies with --model only: a chapter-3 variant has no "
                            "vocabulary to predict")

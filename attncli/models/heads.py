@@ -35,12 +35,7 @@ def check_threshold(threshold: float) -> None:
 
 def layer_span(window: Window | None, n_layer: int) -> tuple[int, int]:
     """--layers a:b as [a, b) of the model's layers, refused when out of range or empty."""
-    if window is None:
-        return 0, n_layer
-    try:
-        return window.resolve(n_layer)
-    except AttnCliError as err:
-        raise AttnCliError(str(err).replace(f"{n_layer} tokens", f"{n_layer} layers")) from None
+    return (0, n_layer) if window is None else window.resolve(n_layer, "layers")
 
 
 @dataclass

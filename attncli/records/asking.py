@@ -30,8 +30,10 @@ class Sampling:
     top_p: float = opt(1.0, help="With --sample: keep the likeliest tokens whose mass reaches "
                        "this.")  # 1.0: no nucleus cut
     # None with sample: a fresh seed, recorded in the result
-    seed: int | None = opt(None, "--seed", help="With --sample: the seed that reproduces the draw "
-                           "[default: a fresh one, recorded in --json].", show_default=False)
+    # --sample-seed was --seed, which run's embeddings and weights mean
+    seed: int | None = opt(None, "--sample-seed", help="With --sample: the seed that reproduces "
+                           "the draw [default: a fresh one, recorded in --json].",
+                           show_default=False, alias="--seed")
 
     def __post_init__(self) -> None:
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
@@ -50,7 +52,7 @@ class Sampling:
             raise AttnCliError(f"--top-p must be above 0 and at most 1 (got {self.top_p!r})")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(
                 self.seed, int) or not 0 <= self.seed <= SEED_LIMIT):
-            raise AttnCliError(f"--seed must be a whole number from 0 to {SEED_LIMIT} (got "
+            raise AttnCliError(f"--sample-seed must be a whole number from 0 to {SEED_LIMIT} (got "
                                f"{self.seed!r})")
 
     def to_dict(self) -> dict[str, object]:
@@ -88,3 +90,10 @@ class GenerateView:
                     "value (α·‖W_O v‖ per head, Kobayashi 2020) or occlusion (the answer token's "
                     "log-prob drop with the token masked: one pass per prompt token).",
                     metavar="raw|value|occlusion")
+
+    def __post_init__(self) -> None:
+        if self.combine not in COMBINES:
+            raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
+                               f"{self.combine!r})")
+        if self.kind not in VIEWS:
+            raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {self.kind!r})")

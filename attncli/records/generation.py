@@ -198,11 +198,6 @@ def check_view(result: GenerationResult, view: GenerateView) -> None:
     """Refuse a view that names an answer token, layer or head the result does not hold."""
     from attncli.errors import AttnCliError
 
-    if view.combine not in COMBINES:
-        raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
-                           f"{view.combine!r})")
-    if view.kind not in VIEWS:
-        raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {view.kind!r})")
     if view.kind == "value" and result.norms is None or (
             view.kind == "occlusion" and result.occlusion is None):
         raise AttnCliError(f"the {view.kind} view needs what this result did not compute "

@@ -77,9 +77,24 @@ def test_text_view_and_show_template(cli, tiny: Path) -> None:  # noqa: ANN001
 
 def test_a_seed_reproduces_the_sampled_json(cli, tiny: Path) -> None:  # noqa: ANN001
     args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "6", "--sample",
-            "--temperature", "2", "--seed", "9", "--json")
+            "--temperature", "2", "--sample-seed", "9", "--json")
     first, second = json.loads(cli(*args).out), json.loads(cli(*args).out)
     assert first == second and first["config"]["sampling"]["seed"] == 9
+
+
+def test_the_old_spelling_of_sample_seed_is_taken_with_a_note(cli, tiny: Path) -> None:  # noqa: ANN001
+    """--seed was generate's sampling seed (run's --seed seeds the weights): still accepted,
+    hidden from --help, with one line on stderr; given with the new spelling it is refused."""
+    args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3", "--sample",
+            "--json")
+    new, old = cli(*args, "--sample-seed", "9"), cli(*args, "--seed", "9")
+    assert old.code == 0 and json.loads(old.out) == json.loads(new.out)
+    assert old.err == "attncli: --seed is now --sample-seed (the old spelling goes in the next " \
+        "release)\n"
+    both = cli(*args, "--seed", "9", "--sample-seed", "8")
+    assert both.code == 2 and both.err == "attncli: error: --seed is the old spelling of " \
+        "--sample-seed: give one\n"
+    assert "--seed" not in cli("generate", "--help").out
 
 
 @pytest.mark.parametrize("args", [
@@ -277,7 +292,7 @@ def test_an_empty_layer_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN0
 def test_a_sampled_generation_missing_its_seed_is_one_line(cli, tiny: Path,  # noqa: ANN001
                                                            tmp_path: Path) -> None:
     doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "2",
-                         "--sample", "--seed", "4", "--json").out)
+                         "--sample", "--sample-seed", "4", "--json").out)
     del doc["config"]["sampling"]["seed"]
     (tmp_path / "g.json").write_text(json.dumps(doc))
     run = cli("show", str(tmp_path / "g.json"))
@@ -291,7 +306,7 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
                             "--json").out)
     for temperature in ("1e-45", "5e-324"):
         run = cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3", "--json",
-                  "--sample", "--temperature", temperature, "--seed", "1")
+                  "--sample", "--temperature", temperature, "--sample-seed", "1")
         assert run.code == 0, run.err
         assert [t["id"] for t in json.loads(run.out)["answer"]] == \
             [t["id"] for t in greedy["answer"]]

@@ -35,7 +35,7 @@ def generate(source: Annotated[Source, Fields("text", "file")],
 
       attncli generate "What is the capital of France?" --model SmolLM2.gguf
 
-      attncli generate "Name a colour" --model M --sample --seed 1 --at 0 --layers 0:8
+      attncli generate "Name a colour" --model M --sample --sample-seed 1 --at 0 --layers 0:8
 
       attncli generate "Name a colour" --model M --at Blue --json --layers 20:30 --head 3
 
@@ -71,5 +71,5 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     with answering.streaming() as on_token:
         result = answering.answer(model, prompt, encoding.allow_special, keep,
                                   on_token, asked)
-    output.deliver_result(result, render_generation, attended.view(result, look.head))
+    output.deliver_result(result, render_generation, attended.view(result, look.head, layers))
 

@@ -57,7 +57,8 @@ def show(
 
         generation = saved.results[0]
         output.deliver_result(generation, render_generation,  # in the view it was made for
-                              attended.view(generation, look.head, generation.view))
+                              attended.view(generation, look.head, attended.check(),
+                                            generation.view))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":

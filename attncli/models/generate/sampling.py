@@ -48,7 +48,7 @@ def choose(logits: Tensor, sampling: Sampling, generator: torch.Generator) -> in
 
 
 def with_seed(sampling: Sampling) -> Sampling:
-    """sampling with its seed fixed: a fresh one when sampling without --seed, so the result
+    """sampling with its seed fixed: a fresh one when sampling without --sample-seed, so the result
     records the seed that reproduces it."""
     if sampling.sample and sampling.seed is None:
         return replace(sampling, seed=secrets.randbits(63))
