@@ -282,11 +282,21 @@ def test_show_template_with_json_is_the_text_its_tokens_and_origin(cli, tiny: Pa
                    "prompt": answer["prompt"]}
 
 
-def test_an_empty_layer_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN001
+def test_layers_reads_heads_grammar_and_an_empty_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN001
+    """--layers means what it means in `heads`: a:b half-open, either end open, negatives from
+    the end; parsed once, resolved against the model's layers where the weights are kept."""
     run = cli("generate", "the cat", "--model", str(tiny), "--layers", "2:2")
     assert run.code == 2 and run.out == ""
-    assert run.err == ("attncli: error: --layers 2:2 holds no layer: A:B is half-open, A below B "
-                       "(0:1 is layer 0)\n")
+    assert run.err.startswith("attncli: error: --layers 2:2 selects nothing (it resolves to 2:2 "
+                              "of ") and run.err.endswith(" layers)\n")
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "1",
+                         "--layers", "-1:", "--json").out)
+    n = doc["model"]["layers"]
+    assert doc["config"]["weights"]["layers"] == [n - 1, n]
+    wide = cli("generate", "the cat", "--model", str(tiny), "--layers", f"0:{n + 1}")
+    assert wide.code == 2 and wide.err == (f"attncli: error: --layers 0:{n + 1} is out of range: "
+                                           f"this run has {n} layers (indices 0 to {n - 1}, or "
+                                           f"-{n} to -1)\n")
 
 
 def test_a_sampled_generation_missing_its_seed_is_one_line(cli, tiny: Path,  # noqa: ANN001
