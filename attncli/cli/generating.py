@@ -1,7 +1,9 @@
-"""The options of a generation, declared once in two groups: how the model answers (Answering)
-and which of its attention a view shows (Attended). `generate` takes them, and so can any
-command that lets a model answer. Their defaults are those of the records they build
-(models/generate: Sampling, GenerateView), which tests/cli/test_cli_generate.py checks."""
+"""The options of a generation the CLI reads itself, in two groups: what the model is asked
+and how its answer is streamed (Answering: the conversation, the given answer, the receipt's
+files, read and checked here) and which of its attention a view shows (Attended: the fields of
+records/asking.py's GenerateView, as the command line gives them). How the next token is chosen
+is Sampling's own (records/asking.py), taken by the commands as it is. They declare; they never
+run the model."""
 
 from __future__ import annotations
 
@@ -16,24 +18,19 @@ from attncli.cli.groups import Group
 from attncli.core.display import Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
-from attncli.records.asking import GenerateView, Sampling
+from attncli.records.asking import GenerateView
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
-    from attncli.models.generate.run import Asked, Keep
+    from attncli.models.generate.run import Asked
     from attncli.records.generation import GenerationResult
+
 
 @dataclass(frozen=True)
 class Answering(Group):
     """How the model is prompted and chooses its answer."""
 
     panel = "Generation"
-    max_new_tokens: int = of(Sampling, "max_new_tokens")
-    sample: bool = of(Sampling, "sample")
-    temperature: float = of(Sampling, "temperature")
-    top_p: float = of(Sampling, "top_p")
-    top_k: int = of(Sampling, "top_k")
-    seed: int | None = of(Sampling, "seed")
     system: str | None = opt(None, help="A system message for the chat template.",
                              show_default=False)
     raw: bool = opt(False, "--raw", help="Send the prompt without the chat template.")
@@ -89,25 +86,6 @@ class Answering(Group):
         # The value norms serve the value view and the sinks found by what they are.
         return Asked(messages, answer, view == "value" or exclude_sinks, view == "occlusion",
                      reported, view)
-
-    def sampling(self) -> Sampling:
-        """The sampling record (checked there)."""
-        return Sampling(max_new_tokens=self.max_new_tokens, sample=self.sample,
-                        temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
-                        seed=self.seed)
-
-    def answer(self, model: str, prompt: str, allow_special: bool, keep: Keep | None = None,
-               on_token: Callable[[TokenInfo], None] | None = None,
-               asked: Asked | None = None) -> GenerationResult:
-        """model's answer to prompt, prompted and sampled as this group asks (keep: the weights
-        kept, by default all; on_token: takes each answer token as it comes; asked: the
-        conversation, given answer and views, by default this group's own)."""
-        from attncli.models.generate.run import ALL, generate_model
-
-        return generate_model(model, prompt, self.sampling(), system=self.system, raw=self.raw,
-                              keep=ALL if keep is None else keep, on_token=on_token,
-                              allow_special=allow_special,
-                              asked=self.asked() if asked is None else asked)
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:

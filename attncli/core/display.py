@@ -6,6 +6,7 @@ renderers (which draw them), so neither imports the other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -55,6 +56,8 @@ def parse_window(text: str, option: str) -> Window:
         if not part:
             return None
         try:
+            if not re.fullmatch(r"[+-]?[0-9]+", part):  # int() reads ０ and 1_0 as numbers
+                raise ValueError(part)
             return int(part)
         except ValueError:
             raise AttnCliError(f"{option} {text!r} is not a window: expected a:b with whole "

@@ -12,6 +12,7 @@ from attncli.opt import opt
 
 COMBINES = ("mean", "max")
 VIEWS = ("raw", "value", "occlusion")
+GENERATION = "Generation"  # the --help heading of Sampling's options
 DEFAULT_MAX_NEW = 48
 MAX_NEW_LIMIT = 100_000  # a bound on --max-new-tokens before any memory estimate
 SEED_LIMIT = 2**63 - 1  # torch.Generator takes a signed 64-bit seed
@@ -21,19 +22,22 @@ SEED_LIMIT = 2**63 - 1  # torch.Generator takes a signed 64-bit seed
 class Sampling:
     """Every setting that decides which token comes next, and how many may come."""
 
-    max_new_tokens: int = opt(DEFAULT_MAX_NEW, help="The most answer tokens written.")
+    max_new_tokens: int = opt(DEFAULT_MAX_NEW, help="The most answer tokens written.",
+                              panel=GENERATION)
     # False: greedy (the most likely token, the first on a tie)
-    sample: bool = opt(False, "--sample", help="Sample the next token (else greedy).")
-    temperature: float = opt(1.0, help="With --sample: logits divided by this first.")
-    top_k: int = opt(0, "--top-k", help="With --sample: keep this many likeliest tokens (0: "
-                     "all).")  # 0: every token stays a candidate
+    sample: bool = opt(False, "--sample", help="Sample the next token (else greedy).",
+                       panel=GENERATION)
+    temperature: float = opt(1.0, help="With --sample: logits divided by this first.",
+                             panel=GENERATION)
     top_p: float = opt(1.0, help="With --sample: keep the likeliest tokens whose mass reaches "
-                       "this.")  # 1.0: no nucleus cut
-    # None with sample: a fresh seed, recorded in the result
-    # --sample-seed was --seed, which run's embeddings and weights mean
+                       "this.", panel=GENERATION)  # 1.0: no nucleus cut
+    top_k: int = opt(0, "--top-k", help="With --sample: keep this many likeliest tokens (0: "
+                     "all).", panel=GENERATION)  # 0: every token stays a candidate
+    # None with sample: a fresh seed, recorded in the result. --sample-seed was --seed, which
+    # run's embeddings and weights mean.
     seed: int | None = opt(None, "--sample-seed", help="With --sample: the seed that reproduces "
                            "the draw [default: a fresh one, recorded in --json].",
-                           show_default=False, alias="--seed")
+                           show_default=False, alias="--seed", panel=GENERATION)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \

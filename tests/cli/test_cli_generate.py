@@ -116,16 +116,20 @@ def test_an_encoder_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
 
 
 def test_the_option_groups_defaults_are_the_records() -> None:
+    """generate takes Sampling as it is; Attended carries GenerateView's fields (default and
+    marker), parsing what the record receives."""
+    from dataclasses import fields
+
     from attncli.cli.generating import Answering, Attended
-    from attncli.models.generate.sampling import Sampling
+    from attncli.opt import marker
     from attncli.records.generation import GenerateView
 
-    answering, sampling = Answering(), Sampling()
-    for name in ("max_new_tokens", "sample", "temperature", "top_p", "top_k", "seed"):
-        assert getattr(answering, name) == getattr(sampling, name), name
+    assert not {"max_new_tokens", "sample", "top_k", "seed"} & {f.name for f in fields(Answering)}
     attended, view = Attended(), GenerateView()
     assert (attended.at, attended.layers, attended.combine, attended.exclude_sinks) == (
         view.at, view.layers, view.combine, view.exclude_sinks)
+    records = {f.name: f for f in fields(GenerateView)}
+    assert all(marker(f) == marker(records[f.name]) for f in fields(Attended))
 
 
 def test_a_missing_model_is_one_line(cli) -> None:  # noqa: ANN001

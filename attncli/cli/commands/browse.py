@@ -16,6 +16,7 @@ from attncli.cli.output import Saver
 from attncli.cli.requests import request_of
 from attncli.cli.settings import needed_model
 from attncli.cli.streams import leave
+from attncli.records.asking import Sampling
 
 
 @command(needs_model=True)
@@ -25,8 +26,8 @@ def browse(
     encoding: Encoding,
     settings: Chapter3,
     compute: Annotated[Compute, Fields("impl", "top_k")],
-    answering: Annotated[Answering, Fields("max_new_tokens", "sample", "temperature", "top_p",
-                                           "system", "raw", "messages", "answer_text",
+    sampling: Annotated[Sampling, Fields("max_new_tokens", "sample", "temperature", "top_p")],
+    answering: Annotated[Answering, Fields("system", "raw", "messages", "answer_text",
                                            "answer_file", "explain_last", "logprobs")],
     save_dir: Annotated[Path, typer.Option(
         help="Where `e` saves what is on screen (SVG, text or the HTML page).",
@@ -63,11 +64,13 @@ def browse(
     elif generate:
         model = needed_model(checkpoint.model, "browse --generate", " (the decoder that answers)")
         from attncli.browse.generation import generation_source
+        from attncli.models.generate.run import generate_model
 
         asked = answering.asked()  # --messages, or TEXT
         prompt = "" if asked.messages is not None else source.read()[0] or ""
-        shown = generation_source(answering.answer(model, prompt, encoding.allow_special,
-                                                   asked=asked))
+        result = generate_model(model, prompt, sampling, answering.system, answering.raw,
+                                allow_special=encoding.allow_special, asked=asked)
+        shown = generation_source(result)
     else:
         from attncli.browse.source import source_of
 

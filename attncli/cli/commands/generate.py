@@ -10,12 +10,14 @@ from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
 from attncli.errors import AttnCliError
+from attncli.records.asking import Sampling
 
 
 @command(needs_model=True)
 def generate(source: Annotated[Source, Fields("text", "file")],
              checkpoint: Annotated[Checkpoint, Fields("model")],
-             encoding: Annotated[Encoding, Fields("allow_special")], answering: Answering,
+             encoding: Annotated[Encoding, Fields("allow_special")], sampling: Sampling,
+             answering: Answering,
              attended: Attended, look: Annotated[Look, Fields("head")],
              output: Output) -> None:
     """Let the model answer, or explain an answer you give, and show what each answer token
@@ -48,14 +50,13 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
     layers = attended.check()
-    answering.sampling()  # checked before the prompt is read
     asked = answering.asked(attended.kind, attended.exclude_sinks)
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
-    from attncli.models.generate.run import Keep
+    from attncli.models.generate.run import Keep, generate_model
     from attncli.render.reports.generate import render_generation
 
     after_imports()
@@ -69,7 +70,7 @@ def generate(source: Annotated[Source, Fields("text", "file")],
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
-        result = answering.answer(model, prompt, encoding.allow_special, keep,
-                                  on_token, asked)
+        result = generate_model(model, prompt, sampling, answering.system, answering.raw, keep,
+                                on_token, encoding.allow_special, asked)
     output.deliver_result(result, render_generation, attended.view(result, look.head, layers))
 
