@@ -25,7 +25,7 @@ def models(output: Annotated[Output, Fields("as_json")]) -> None:
 
       attncli models --json | jq -r '.models[].model'
     """
-    from attncli.models.stores.catalog import cached_models
+    from attncli.catalog import cached_models
     from attncli.render.models import render_models
 
     doc = cached_models()
