@@ -14,11 +14,11 @@ from attncli.core.display import Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
 from attncli.records.heads import HeadsOptions
+from attncli.scan.plan import MAX_WORKERS, ScanPlan
 from attncli.scan.worker import ScanSettings, TooLong
 
 if TYPE_CHECKING:
     from attncli.cli.options import Encoding, Source
-    from attncli.scan.run import ScanPlan
 
 
 class ProbeKind(str, Enum):
@@ -62,22 +62,16 @@ class Scoring:
 class Scanning:
     """How `scan` reads its corpus, spreads the work and judges a head."""
 
-    field: str = opt("text", help="The text's field (.jsonl) or column (.parquet).")
+    field: str = of(ScanPlan, "field")
     max_tokens: int = of(ScanSettings, "max_tokens")
     too_long: TooLong = of(ScanSettings, "too_long", TooLong)
-    workers: int | None = opt(None, min=1, max=1024, help="Worker processes (or Ray actors), each "
-                              "holding the model [default: the usable cores].", show_default=False)
-    ray: str | None = opt(None, "--ray", envvar="RAY_ADDRESS", help="Run on the Ray cluster at "
-                          "ADDRESS (`local`: a throwaway one on this machine, whose servers listen "
-                          "on every interface as Ray's do); needs pip install 'attncli[cluster]'.",
-                          show_default=False, metavar="ADDRESS")
-    ray_logs: bool = opt(False, "--ray-logs", help="Show Ray's own log lines and notices, and its "
-                         "workers' output (by default only attncli's lines are shown).")
-    part_size: int = opt(64, min=1, help="Documents per Parquet part: a killed scan loses at most "
-                         "one part.")
-    threshold: float = opt(0.4, min=0.0, max=1.0, help="A head passes on a document when its score "
-                           "is at least this; the summary gives each head's share of documents "
-                           "passed, and labels a head when more than half pass.")
+    workers: int | None = opt(None, min=1, max=MAX_WORKERS, help="Worker processes (or Ray "
+                              "actors), each holding the model [default: the usable cores].",
+                              show_default=False)
+    ray: str | None = of(ScanPlan, "ray")
+    ray_logs: bool = of(ScanPlan, "ray_logs")
+    part_size: int = of(ScanPlan, "part_size")
+    threshold: float = of(ScanPlan, "threshold")
 
     def settings(self, model: str, encoding: Encoding) -> ScanSettings:
         """What every worker needs to score a document the same way."""
@@ -89,8 +83,7 @@ class Scanning:
         """Where the corpus is, where the output goes, and how the work is spread (--workers:
         by default the usable cores; an empty RAY_ADDRESS is no cluster)."""
         from attncli.scan.pool import usable_cores
-        from attncli.scan.run import ScanPlan
 
-        return ScanPlan(corpus, out, self.field, self.workers or min(usable_cores(), 1024),
+        return ScanPlan(corpus, out, self.field, self.workers or min(usable_cores(), MAX_WORKERS),
                         self.ray or None,
                         self.part_size, self.threshold, self.ray_logs)

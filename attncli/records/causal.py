@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attncli.opt import opt
+from attncli.opt import check_bounds, opt
 
 HOWS = ("zero", "mean", "resample")
 METRICS = ("logit-diff", "answer")
@@ -39,6 +39,9 @@ class AblateOptions:
                              help="Run on N seeded random tokens repeated twice (`heads --probe "
                              "induction`'s probe) instead of a text; --heads all ranks heads by "
                              "the loss on the second copy, where induction heads predict.")
+
+    def __post_init__(self) -> None:
+        check_bounds(self)  # the API's values as the command line's
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,42 @@ SINK_NORM = 0.8
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """One of a step's likeliest next tokens, and its probability."""
+
+    id: int
+    text: str
+    prob: float
+    bytes_hex: str | None = None  # the token's bytes, where its tokenizer has them
+
+    def to_dict(self) -> dict[str, Any]:
+        """The candidate as --json writes it: {id, text, bytes?, prob}."""
+        return {"id": self.id, "text": self.text,
+                **({} if self.bytes_hex is None else {"bytes": self.bytes_hex}), "prob": self.prob}
+
+
+@dataclass(frozen=True)
+class AnswerStep:
+    """The decode step (or the teacher-forced pass's row) that chose answer token index: its
+    query's position, the token, its probability and rank, and the likeliest tokens."""
+
+    index: int
+    position: int
+    id: int
+    prob: float
+    top: list[Candidate]
+    logprob: float | None = None  # None in a file saved before it was written
+    rank: int | None = None  # 1 + how many tokens were likelier (1: the greedy choice)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as --json writes it, its weights apart."""
+        said = {"logprob": self.logprob, "rank": self.rank}
+        return {"index": self.index, "position": self.position, "id": self.id, "prob": self.prob,
+                **{k: v for k, v in said.items() if v is not None},
+                "top": [c.to_dict() for c in self.top]}
+
+
+@dataclass(frozen=True)
 class GenerationResult:
     """A model's answer to a prompt, and what each answer token looked at."""
 
@@ -39,7 +75,7 @@ class GenerationResult:
     stop_ids: list[int]
     stopped: str  # eos, max_new_tokens or interrupted
     sinks: list[int]  # prompt indices --exclude-sinks leaves out: the first, the template's own
-    steps: list[dict[str, Any]]  # per answer token: {index, position, id, prob, top}
+    steps: list[AnswerStep]  # per answer token
     weights: list[Any] = field(default_factory=list)  # per step (layers, heads, P + s) float32
     layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
     head_kept: int | None = None  # the one head weights hold, when only one
@@ -70,7 +106,8 @@ class GenerationResult:
                 **({} if self.norms is None else {"value_norms": self.norms}),
                 **({} if self.occlusion is None else {"occlusion": self.occlusion}),
                 **({} if self.receipt is None else {"receipt": self.receipt}),
-                "steps": [{**step, "weights": self.weights[s] if s < len(self.weights) else None}
+                "steps": [{**step.to_dict(),
+                           "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}
 
     def labels(self) -> list[str]:

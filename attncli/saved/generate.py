@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.records.generation import STOPPED, VIEWS, GenerationResult
+from attncli.records.generation import STOPPED, VIEWS, AnswerStep, Candidate, GenerationResult
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
@@ -45,22 +45,6 @@ class Config(TypedDict):
     weights: Kept
 
 
-class Ranked(TypedDict):
-    id: int
-    text: str
-    prob: float
-
-
-class Step(TypedDict):
-    """One answer token's step (its weights apart)."""
-
-    index: int
-    position: int
-    id: int
-    prob: float
-    top: list[Ranked]
-
-
 def _template(value: Any, where: str) -> dict[str, Any]:
     """config.template: whether one was used and where it came from (kept whole)."""
     template = obj(value, where)
@@ -87,7 +71,8 @@ def _sampling(value: Any, where: str) -> dict[str, Any]:
 TOKEN_ID = Key(high=ID_BOUND)
 RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "template": Key(check=_template),
                            "stop_ids": TOKEN_ID, "stopped": Key(choices=STOPPED)},
-                  Step: {"id": TOKEN_ID}, Ranked: {"id": TOKEN_ID}}
+                  AnswerStep: {"id": TOKEN_ID},
+                  Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")}}
 
 
 def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
@@ -110,12 +95,11 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     records, weights = [], []
     for s, step in enumerate(steps):
         at = f"steps[{s}]"
-        read(Step, step, at, RECORDS)
+        records.append(read(AnswerStep, step, at, RECORDS))
         integer(step["index"], f"{at}.index", s, s)
         integer(step["position"], f"{at}.position", p - 1 + s, p - 1 + s)
         if need(step, "weights", at) is None:
             raise bad(f"{at}.weights", None, "the step's weights (layers × heads × keys)")
-        records.append({key: value for key, value in step.items() if key != "weights"})
         weights.append(_weights(stack(step["weights"], f"{at}.weights", b - a, heads, p + s), s))
     return GenerationResult(
         model=model, prompt=prompt, answer=answer,

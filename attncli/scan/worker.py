@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from attncli.core.request import Request
 from attncli.errors import AttnCliError
 from attncli.opt import opt
 
@@ -38,8 +39,8 @@ class ScanSettings:
     """What every worker needs to score a document the same way."""
 
     model: str
-    encoding: str = "gpt2"
-    allow_special: bool = False
+    encoding: str = Request.encoding
+    allow_special: bool = Request.allow_special
     max_tokens: int = opt(512, min=2, max=MAX_TOKENS, help="Tokens kept per document; at most 64 "
                           "bytes a token are read, so a longer document is judged by its first "
                           "bytes.")

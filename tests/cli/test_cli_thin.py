@@ -281,8 +281,8 @@ def test_check_scan_wants_pyarrow_then_a_model(monkeypatch: pytest.MonkeyPatch) 
 
 def test_scanning_builds_the_settings_and_plan() -> None:
     from attncli.cli.scoring import Scanning
+    from attncli.scan.plan import ScanPlan
     from attncli.scan.pool import usable_cores
-    from attncli.scan.run import ScanPlan
     from attncli.scan.worker import ScanSettings, TooLong
 
     assert ScanSettings.too_long == TooLong.cut.value

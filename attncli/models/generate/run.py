@@ -19,7 +19,7 @@ from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
 from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
-from attncli.records.generation import GenerationResult
+from attncli.records.generation import AnswerStep, Candidate, GenerationResult
 
 
 @dataclass(frozen=True)
@@ -173,15 +173,22 @@ def _info(record: dict[str, object], index: int) -> TokenInfo:
                      data if isinstance(data, str) else None)
 
 
+def _candidate(record: dict[str, object], prob: float) -> Candidate:
+    """A vocabulary record ({"id", "text", "bytes"?}) as a step's candidate."""
+    data = record.get("bytes")
+    return Candidate(int(record["id"]), str(record["text"]), prob,  # type: ignore[call-overload]
+                     data if isinstance(data, str) else None)
+
+
 def _result(model: Model, built: Prompt, sampling: Sampling, keep: Keep, steps: list[Step],
             answer: list[TokenInfo], stopped: str,
             texts: Callable[[int], dict[str, object]]) -> GenerationResult:
     a, b = _kept(model, keep)
     heads = slice(None) if keep.head is None else slice(keep.head, keep.head + 1)
-    records = [{"index": s, "position": step.position, "id": step.token_id, "prob": step.prob,
-                "logprob": step.logprob, "rank": step.rank,
-                "top": [{**texts(i), "prob": p}
-                        for i, p in zip(step.top_ids, step.top_probs, strict=True)]}
+    records = [AnswerStep(s, step.position, step.token_id, step.prob,
+                          [_candidate(texts(i), p)
+                           for i, p in zip(step.top_ids, step.top_probs, strict=True)],
+                          step.logprob, step.rank)
                for s, step in enumerate(steps)]
     template = {"used": built.templated, "origin": built.origin}
     return GenerationResult(
