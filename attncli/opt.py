@@ -32,14 +32,19 @@ class Opt:
     envvar: str | None = None
     argument: bool = False  # a positional argument (TEXT), not an option
     alias: str | None = None  # an old spelling, hidden, accepted with a note on stderr
+    parse: Callable[[str], Any] | None = None  # the typed text as the field holds it
+    choices: tuple[str, ...] = ()  # the values a str field takes
 
 
 def opt(default: Any, *flags: str, help: str = "", min: float | None = None,  # noqa: A002
         max: float | None = None, metavar: str | None = None,  # noqa: A002
         show_default: bool = True, panel: str | None = None, envvar: str | None = None,
-        argument: bool = False, alias: str | None = None) -> Any:
-    """A dataclass field with its default and the marker that offers it on the command line."""
-    marker = Opt(flags, help, min, max, metavar, show_default, panel, envvar, argument, alias)
+        argument: bool = False, alias: str | None = None,
+        parse: Callable[[str], Any] | None = None, choices: tuple[str, ...] = ()) -> Any:
+    """A dataclass field with its default and the marker that offers it on the command line
+    (parse: what turns the typed text into the field's value; choices: a str field's values)."""
+    marker = Opt(flags, help, min, max, metavar, show_default, panel, envvar, argument, alias,
+                 parse, choices)
     return dataclasses.field(default=default, metadata={KEY: marker})
 
 

@@ -18,6 +18,8 @@ import sys
 import typing
 from collections.abc import Callable
 from dataclasses import Field, fields, is_dataclass
+from enum import Enum
+from functools import cache
 from typing import Annotated, Any, ClassVar, TypeVar
 
 import typer
@@ -87,9 +89,25 @@ def typer_option(mark: Opt, panel: str, hidden: bool = False) -> Any:
     if mark.argument:
         return typer.Argument(help=mark.help, metavar=mark.metavar,
                               show_default=mark.show_default, rich_help_panel=panel)
-    return typer.Option(*mark.flags, help=mark.help or None, min=mark.min, max=mark.max,
-                        metavar=mark.metavar, show_default=mark.show_default, envvar=mark.envvar,
-                        rich_help_panel=panel, hidden=hidden)
+    option = typer.Option(*mark.flags, help=mark.help or None, min=mark.min, max=mark.max,
+                          metavar=mark.metavar, show_default=mark.show_default,
+                          envvar=mark.envvar, rich_help_panel=panel, hidden=hidden)
+    option.parser = mark.parse  # what reads the typed text, where the field holds another type
+    return option
+
+
+@cache
+def _choice(choices: tuple[str, ...]) -> type[Enum]:
+    """A str Enum of choices: Typer offers an Enum's values as the option's choices."""
+    return Enum("Choice", {value: value for value in choices}, type=str)  # type: ignore[return-value]
+
+
+def _typed(mark: Opt, hint: Any, default: Any) -> tuple[Any, Any]:
+    """The type Typer reads for a field and its default as that type (a choice as its Enum)."""
+    if not mark.choices:
+        return hint, default
+    kind = _choice(mark.choices)
+    return kind | None, None if default is None else kind(default)
 
 
 def _params(cls: type, taken: list[Field[Any]]) -> list[inspect.Parameter]:
@@ -100,9 +118,10 @@ def _params(cls: type, taken: list[Field[Any]]) -> list[inspect.Parameter]:
         mark = marker(f)
         assert mark is not None
         panel = mark.panel or str(getattr(cls, "panel", DEFAULT_PANEL))
+        hint, default = _typed(mark, hints[f.name], f.default)
         params.append(inspect.Parameter(
-            f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
-            annotation=Annotated[hints[f.name], typer_option(mark, panel)]))
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+            annotation=Annotated[hint, typer_option(mark, panel)]))
         if mark.alias is not None:
             old = Opt(flags=(mark.alias,), show_default=False)
             params.append(inspect.Parameter(
@@ -127,7 +146,8 @@ def _renamed(cls: type, taken: list[Field[Any]], parsed: dict[str, Any]) -> dict
             sys.stderr.write(f"attncli: {mark.alias if mark else ''} is now {new} (the old "
                              "spelling goes in the next release)\n")
             value = old
-        values[f.name] = value
+        values[f.name] = value.value if isinstance(value, Enum) and mark and mark.choices \
+            else value
     return values
 
 

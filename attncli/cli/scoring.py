@@ -1,16 +1,13 @@
-"""The options of scoring every head: what `heads` computes beyond the request (Scoring: the
-fields of records/heads.py's HeadsOptions, as the command line gives them) and how `scan` reads
-and spreads a corpus (Scanning, which builds scan/'s ScanSettings and ScanPlan). Their options
-stay under the commands' own heading, "Options"."""
+"""Scoring every head: the text `heads` scores (its options are records/heads.py's HeadsOptions,
+taken as they are) and how `scan` reads and spreads a corpus (Scanning, which builds scan/'s
+ScanSettings and ScanPlan). Their options stay under the commands' own heading, "Options"."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attncli.core.display import Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
 from attncli.records.heads import HeadsOptions
@@ -21,41 +18,13 @@ if TYPE_CHECKING:
     from attncli.cli.options import Encoding, Source
 
 
-class ProbeKind(str, Enum):
-    """What `heads --probe` looks for on its repeated random tokens."""
-
-    induction = "induction"
-    previous = "previous"
-    duplicate = "duplicate"
-
-
-@dataclass(frozen=True)
-class Scoring:
-    """`heads`' options beyond the request, as the command line gives them (HeadsOptions')."""
-
-    sort: str = of(HeadsOptions, "sort")
-    layers: str | None = of(HeadsOptions, "layers")  # parsed by read
-    probe: ProbeKind | None = of(HeadsOptions, "probe")
-    probe_length: int = of(HeadsOptions, "probe_length")
-    probe_seed: int = of(HeadsOptions, "probe_seed")
-    threshold: float = of(HeadsOptions, "threshold")
-    effect: bool = of(HeadsOptions, "effect")
-
-    def read(self, source: Source) -> tuple[str | None, Window | None]:
-        """The text scored (the probe's: empty, it makes its own tokens) and --layers, parsed,
-        each checked before any work."""
-        if self.probe is not None and (source.text is not None or source.file is not None):
-            raise AttnCliError(f"--probe {self.probe.value} runs on its own random tokens: give "
-                               "no TEXT or --file with it")
-        window = None if self.layers is None else parse_window(self.layers, "--layers")
-        return "" if self.probe is not None else source.read(settle=False)[0], window
-
-    def options(self, layers: Window | None) -> HeadsOptions:
-        """The HeadsOptions record, with --layers as read parsed it."""
-        return HeadsOptions(sort=self.sort, layers=layers,
-                            probe=None if self.probe is None else self.probe.value,
-                            probe_length=self.probe_length, probe_seed=self.probe_seed,
-                            threshold=self.threshold, effect=self.effect)
+def scored_text(options: HeadsOptions, source: Source) -> str | None:
+    """The text `heads` scores: the probe's (empty: it makes its own tokens) or the input,
+    refused in one line when both are given."""
+    if options.probe is not None and (source.text is not None or source.file is not None):
+        raise AttnCliError(f"--probe {options.probe} runs on its own random tokens: give no TEXT "
+                           "or --file with it")
+    return "" if options.probe is not None else source.read(settle=False)[0]
 
 
 @dataclass(frozen=True)

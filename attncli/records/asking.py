@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 
 from attncli.errors import AttnCliError
-from attncli.opt import opt
+from attncli.opt import check_bounds, opt
 
 COMBINES = ("mean", "max")
 VIEWS = ("raw", "value", "occlusion")
@@ -40,6 +40,7 @@ class Sampling:
                            show_default=False, alias="--seed", panel=GENERATION)
 
     def __post_init__(self) -> None:
+        check_bounds(self)  # a marker's bounds, as the command line's
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
                 or not 1 <= self.max_new_tokens <= MAX_NEW_LIMIT:
             raise AttnCliError(f"--max-new-tokens must be a whole number from 1 to "

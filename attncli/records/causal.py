@@ -29,7 +29,7 @@ class AblateOptions:
                      "counts from the end), or all: every head alone, ranked by its effect.")
     how: str = opt("mean", help="What replaces a head's output: its mean over the text's "
                    "positions, zero (off the distribution the model was trained on), or its "
-                   "output on the text shuffled (--seed).")  # zero | mean | resample
+                   "output on the text shuffled (--seed).", choices=HOWS)
     at: int | None = opt(None, help=AT_HELP, show_default=False)  # None: the last position
     answer: str | None = opt(None, help=ANSWER_HELP, show_default=False)
     top: int = opt(5, min=1, max=100, help="Next tokens listed.")  # before and after
@@ -52,7 +52,7 @@ class PatchOptions:
     metric: str | None = opt(None, help="logit-diff: logit(first --tokens) − logit(second) at "
                              "--at; answer: the --answer's log-probability after each text "
                              "[default: logit-diff with --tokens, else answer].",
-                             show_default=False)
+                             show_default=False, choices=METRICS)
     tokens: tuple[str, str] | None = opt(None, "--tokens", metavar="RIGHT WRONG", help="logit-"
                                          "diff's two next tokens, each one token after the text "
                                          "(' Paris' ' Rome').", show_default=False)

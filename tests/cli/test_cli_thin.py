@@ -295,21 +295,28 @@ def test_scanning_builds_the_settings_and_plan() -> None:
     assert Scanning(workers=3, ray="local").plan(Path("c"), Path("o")).workers == 3
 
 
-def test_scoring_checks_the_probe_and_layers_and_builds_heads_options() -> None:
-    from attncli.cli.scoring import ProbeKind, Scoring
+def test_heads_takes_its_options_record_and_checks_the_probe_against_the_text() -> None:
+    """HeadsOptions' fields are heads' options: --layers parsed by its marker, --probe one of
+    its choices; a probe and a text together are refused in one line."""
+    import attncli.cli.commands  # noqa: F401  (registers every command)
+    from attncli.cli.scoring import scored_text
     from attncli.records.heads import HeadsOptions
 
-    probing = Scoring(probe=ProbeKind.previous, probe_length=7, probe_seed=2, threshold=0.3)
+    probing = HeadsOptions(probe="previous", probe_length=7)
     with pytest.raises(AttnCliError, match="^--probe previous runs on its own random tokens"):
-        probing.read(Source(text="a b"))
-    assert probing.read(Source()) == ("", None)
-    assert probing.options(None) == HeadsOptions(probe="previous", probe_length=7,
-                                                 probe_seed=2, threshold=0.3)
-    text, layers = Scoring(layers="1:3", sort="prev").read(Source(text="a b"))
-    assert (text, layers) == ("a b", Window("--layers", 1, 3))
-    assert Scoring(sort="prev").options(layers) == HeadsOptions(sort="prev", layers=layers)
+        scored_text(probing, Source(text="a b"))
+    assert scored_text(probing, Source()) == ""
+    assert scored_text(HeadsOptions(), Source(text="a b")) == "a b"
+    command = typer.main.get_command(attncli.cli.app.app).commands["heads"]  # type: ignore[attr-defined]
+    ctx = typer.Context(command, info_name="heads")
+    layers = next(p for p in command.get_params(ctx) if p.name == "layers")
+    probe = next(p for p in command.get_params(ctx) if p.name == "probe")
+    assert layers.type.convert("1:3", layers, ctx) == Window("--layers", 1, 3)
+    assert list(probe.type.choices) == ["induction", "previous", "duplicate"]
     with pytest.raises(AttnCliError, match="--layers"):
-        Scoring(layers="x").read(Source(text="a b"))
+        layers.type.convert("x", layers, ctx)
+    with pytest.raises(AttnCliError, match="--probe-length must be from 1 to 4096"):
+        HeadsOptions(probe_length=0)
 
 
 # Generation: the template's JSON and the answer's call.
