@@ -27,7 +27,7 @@ from typer.core import TyperCommand
 
 from attncli.cli.app import app
 from attncli.errors import AttnCliError
-from attncli.opt import Opt, marker
+from attncli.opt import Opt, flag, marker
 
 Body = TypeVar("Body", bound=Callable[..., None])
 DEFAULT_PANEL = "Options"
@@ -130,24 +130,21 @@ def _params(cls: type, taken: list[Field[Any]]) -> list[inspect.Parameter]:
     return params
 
 
-def _renamed(cls: type, taken: list[Field[Any]], parsed: dict[str, Any]) -> dict[str, Any]:
-    """The taken fields' values, an old spelling's given value (with a note on stderr) for the
-    new one's."""
+def _values(taken: list[Field[Any]], parsed: dict[str, Any]) -> dict[str, Any]:
+    """The taken fields' values as the record holds them (a choice as its str); an old
+    spelling's value stands for the new one's, with a note on stderr."""
     values = {}
     for f in taken:
-        value = parsed.pop(f.name)
-        mark = marker(f)
-        old = parsed.pop(ALIAS + f.name) if mark is not None and mark.alias else None
+        value, mark = parsed.pop(f.name), marker(f)
+        assert mark is not None
+        old = parsed.pop(ALIAS + f.name) if mark.alias else None
         if old is not None:
-            new = mark.flags[0] if mark and mark.flags else f"--{f.name.replace('_', '-')}"
             if value != f.default:
-                raise AttnCliError(f"{mark.alias if mark else ''} is the old spelling of {new}: "
-                                   "give one")
-            sys.stderr.write(f"attncli: {mark.alias if mark else ''} is now {new} (the old "
-                             "spelling goes in the next release)\n")
+                raise AttnCliError(f"{mark.alias} is the old spelling of {flag(f)}: give one")
+            sys.stderr.write(f"attncli: {mark.alias} is now {flag(f)} (the old spelling goes in "
+                             "the next release)\n")
             value = old
-        values[f.name] = value.value if isinstance(value, Enum) and mark and mark.choices \
-            else value
+        values[f.name] = value.value if mark.choices and isinstance(value, Enum) else value
     return values
 
 
@@ -174,7 +171,7 @@ def expand(body: Body) -> Callable[..., None]:
 
         quiet = parsed.pop("quiet")
         with showing(quiet):
-            built = {name: cls(**_renamed(cls, taken, parsed))
+            built = {name: cls(**_values(taken, parsed))
                      for name, (cls, taken) in records.items()}
             body(**built, **parsed)
 

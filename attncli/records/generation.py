@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attncli.core.result import ModelInfo, TokenInfo
-from attncli.records.asking import COMBINES, VIEWS, GenerateView
+from attncli.records.asking import COMBINES, VIEWS, GenerateView, Sampling
 
 __all__ = ["COMBINES", "VIEWS", "GenerateView", "GenerationResult"]
 
@@ -71,7 +71,7 @@ class GenerationResult:
     answer: list[TokenInfo]  # indices continue the prompt's: answer token s is P + s
     given: str  # the text the model was given: the template's output, or the raw prompt
     template: dict[str, Any]  # {"used": bool, "origin", "system"?}
-    sampling: dict[str, Any]
+    sampling: Sampling  # how the tokens were chosen (a given answer's: greedy, unused)
     stop_ids: list[int]
     stopped: str  # eos, max_new_tokens or interrupted
     sinks: list[int]  # prompt indices --exclude-sinks leaves out: the first, the template's own
@@ -96,7 +96,7 @@ class GenerationResult:
         kept: dict[str, Any] = {"layers": list(self.layers_kept or (0, self.model.layers)),
                                 "head": self.head_kept}
         return {"kind": "generate", "model": self.model.to_dict(),
-                "config": {"sampling": self.sampling, "template": self.template,
+                "config": {"sampling": self.sampling_dict(), "template": self.template,
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
                            "weights": kept, "given": self.given_answer, "view": self.view},
                 "given": self.given,
@@ -109,6 +109,12 @@ class GenerationResult:
                 "steps": [{**step.to_dict(),
                            "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}
+
+    def sampling_dict(self) -> dict[str, Any]:
+        """config.sampling: the sampling record's, or the given answer's length."""
+        if self.given_answer:
+            return {"max_new_tokens": len(self.answer), "strategy": "given"}
+        return self.sampling.to_dict()
 
     def labels(self) -> list[str]:
         """Every token's label, prompt then answer."""

@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
+from attncli.records.asking import Sampling
 from attncli.records.generation import STOPPED, VIEWS, AnswerStep, Candidate, GenerationResult
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
@@ -38,7 +39,7 @@ class Kept(TypedDict):
 
 
 class Config(TypedDict):
-    sampling: dict[str, Any]
+    sampling: Sampling
     template: dict[str, Any]  # {"used": bool, "origin", "system"?}, kept as it is
     stop_ids: list[int]
     stopped: str
@@ -53,8 +54,9 @@ def _template(value: Any, where: str) -> dict[str, Any]:
     return template
 
 
-def _sampling(value: Any, where: str) -> dict[str, Any]:
-    """config.sampling, each setting as --json writes it (the knobs only when sampling)."""
+def _sampling(value: Any, where: str) -> Sampling:
+    """config.sampling, each setting as --json writes it (the knobs only when sampling), as
+    the record it was written from (a given answer's: greedy)."""
     sampling = obj(value, where)
 
     def field(name: str, check: Any, *bounds: Any) -> Any:
@@ -62,10 +64,16 @@ def _sampling(value: Any, where: str) -> dict[str, Any]:
 
     out = {"max_new_tokens": field("max_new_tokens", integer, 1),
            "strategy": field("strategy", choice, ("greedy", "sample", "given"))}
+    if out["strategy"] == "given":
+        return Sampling()
     if out["strategy"] == "sample":
         out |= {"temperature": field("temperature", number), "top_k": field("top_k", integer),
                 "top_p": field("top_p", number), "seed": field("seed", integer)}
-    return out
+    strategy = out.pop("strategy")
+    try:
+        return Sampling(**out, sample=strategy == "sample")
+    except AttnCliError as err:
+        raise AttnCliError(f"saved file: {where}: {err}") from None
 
 
 TOKEN_ID = Key(high=ID_BOUND)
@@ -109,7 +117,8 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
         steps=records, weights=weights,
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
-        given_answer=maybe(doc["config"].get("given"), flag, "config.given") or False,
+        given_answer=maybe(doc["config"].get("given"), flag, "config.given") or
+        doc["config"]["sampling"]["strategy"] == "given",
         view=maybe(doc["config"].get("view"), choice, "config.view", VIEWS) or "raw",
         turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
                                                         len(answer)))

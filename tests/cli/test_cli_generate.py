@@ -159,12 +159,13 @@ def test_at_names_the_first_answer_token_with_that_text(cli, tiny: Path) -> None
 def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> None:
     from attncli.core.result import ModelInfo, TokenInfo
     from attncli.errors import AttnCliError
+    from attncli.records.asking import Sampling
     from attncli.records.generation import GenerationResult, answer_index
 
     answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
     result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,
-                              given="", template={}, sampling={}, stop_ids=[], stopped="eos",
-                              sinks=[], steps=[])
+                              given="", template={}, sampling=Sampling(), stop_ids=[],
+                              stopped="eos", sinks=[], steps=[])
     assert [answer_index(result, at) for at in ("Paris", " Paris", ".", "2", None)] == [
         0, 0, 1, 2, None]
     with pytest.raises(AttnCliError, match="'Rome'"):

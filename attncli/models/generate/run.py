@@ -111,8 +111,7 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
     forced = teacher_forced(model, built.ids, ids)
     answer = [_info(texts(i), len(built.ids) + s) for s, i in enumerate(ids)]
     result = _result(model, built, GREEDY, keep, forced.steps, answer, "given", texts)
-    result = replace(result, given_answer=True, norms=forced.norms if asked.norms else None,
-                     sampling={"max_new_tokens": len(ids), "strategy": "given"})
+    result = replace(result, given_answer=True, norms=forced.norms if asked.norms else None)
     if asked.reported is not None:
         pieces = [bytes.fromhex(t.bytes_hex) if t.bytes_hex is not None
                   else t.text.encode("utf-8") for t in answer]
@@ -193,7 +192,7 @@ def _result(model: Model, built: Prompt, sampling: Sampling, keep: Keep, steps: 
     template = {"used": built.templated, "origin": built.origin}
     return GenerationResult(
         model=model.info(), prompt=built.tokens, answer=answer, given=built.given,
-        template=template, sampling=sampling.to_dict(), stop_ids=sorted(built.stop_ids),
+        template=template, sampling=sampling, stop_ids=sorted(built.stop_ids),
         stopped=stopped, sinks=built.sinks, steps=records,
         weights=[step.weights[a:b, heads] for step in steps],
         layers_kept=None if keep.layers is None else (a, b), head_kept=keep.head,

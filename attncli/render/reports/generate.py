@@ -52,8 +52,8 @@ def heading(result: GenerationResult) -> str:
     if result.given_answer:
         return (f"{result.model.path}: a given answer of {len(result.answer)} tokens, "
                 f"teacher-forced (one pass, no generation), {prompted}{turns}")
-    strategy = result.sampling.get("strategy", "greedy")
-    seed = f", seed {result.sampling['seed']}" if strategy == "sample" else ""
+    strategy = "sample" if result.sampling.sample else "greedy"
+    seed = f", seed {result.sampling.seed}" if result.sampling.sample else ""
     return (f"{result.model.path}: {len(result.answer)} tokens, "
             f"{strategy}{seed}, {prompted}{turns}; stopped: {result.stopped}")
 
