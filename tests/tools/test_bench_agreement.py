@@ -34,6 +34,7 @@ def agreement() -> ModuleType:
 
 
 @pytest.mark.slow
+@pytest.mark.runtime
 @pytest.mark.process  # llama.cpp runs in a child process
 def test_smollm2_answers_agree_with_llama_cpp_as_the_docs_state(agreement: ModuleType) -> None:
     if not agreement.SMOLLM2.exists():
