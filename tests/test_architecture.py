@@ -14,9 +14,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "attncli"
 # Lower ranks sit below higher ones; a module imports its own part or parts ranked lower.
 # records/ (the records renderers read that the parts above core return) sits between core and
 # the parts that draw or compute on it.
-RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "core": 1, "records": 1.5,
-         "long": 2, "render": 2, "models": 3, "scan": 4, "saved": 4, "lessons": 4, "browse": 5,
-         "checker": 5, "api": 6, "cli": 6}
+RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "opt": 0.5, "core": 1,
+         "records": 1.5, "long": 2, "render": 2, "models": 3, "scan": 4, "saved": 4, "lessons": 4,
+         "catalog": 4, "browse": 5, "checker": 5, "api": 6, "cli": 6}
 # render/ receives results: of core it reads only these torch-free records.
 RENDER_READS = {"attncli.core.result", "attncli.core.display", "attncli.core.variants",
                 "attncli.core.pieces"}

@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from attncli.api.notebook import Shown
+from attncli.records.causal import AblateOptions, PatchOptions
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -82,14 +83,15 @@ class PatchResult(_Causal):
         return f"<Patching {self.record.metric}, {self.record.direction}{lead}>"
 
 
-def ablate(text: str | None = None, *, model: str | os.PathLike[str], heads: str = "all",
-           how: str = "mean", at: int | None = None, answer: str | None = None, top: int = 5,
-           seed: int = 0, repeat: int | None = None) -> AblationResult:
+def ablate(text: str | None = None, *, model: str | os.PathLike[str],
+           heads: str = AblateOptions.heads, how: str = AblateOptions.how,
+           at: int | None = AblateOptions.at, answer: str | None = AblateOptions.answer,
+           top: int = AblateOptions.top, seed: int = AblateOptions.seed,
+           repeat: int | None = AblateOptions.repeat) -> AblationResult:
     """Run text with heads' outputs replaced (how: zero | mean | resample) and return what
     changed, as `attncli ablate` does."""
     from attncli.core.request import Request
     from attncli.models.causal.ablate import run_ablate
-    from attncli.records.causal import AblateOptions
 
     options = AblateOptions(heads=heads, how=how, at=at, answer=answer, top=top, seed=seed,
                             repeat=repeat)
@@ -97,13 +99,14 @@ def ablate(text: str | None = None, *, model: str | os.PathLike[str], heads: str
 
 
 def patch(clean: str, corrupt: str, *, model: str | os.PathLike[str],
-          tokens: tuple[str, str] | None = None, answer: str | None = None,
-          metric: str | None = None, denoise: bool = True, per_position: bool = False,
-          at: int | None = None, attribution: bool = False, exact: bool = True) -> PatchResult:
+          tokens: tuple[str, str] | None = PatchOptions.tokens,
+          answer: str | None = PatchOptions.answer, metric: str | None = PatchOptions.metric,
+          denoise: bool = PatchOptions.denoise, per_position: bool = PatchOptions.per_position,
+          at: int | None = PatchOptions.at, attribution: bool = PatchOptions.attribution,
+          exact: bool = PatchOptions.exact) -> PatchResult:
     """Patch every layer × head's output between clean and corrupt, as `attncli patch` does."""
     from attncli.core.request import Request
     from attncli.models.causal.patch import run_patch
-    from attncli.records.causal import PatchOptions
 
     options = PatchOptions(metric=metric, tokens=tokens, answer=answer, denoise=denoise,
                            per_position=per_position, at=at, attribution=attribution,

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 from attncli.api.args import typed
 from attncli.api.notebook import Shown
 from attncli.errors import AttnCliError
+from attncli.records.asking import GenerateView, Sampling
 
 if TYPE_CHECKING:
     import torch
     from rich.console import Console, RenderableType
 
-    from attncli.records.generation import GenerateView, GenerationResult
+    from attncli.records.generation import GenerationResult
 
 
 class Generation(Shown):
@@ -87,12 +88,15 @@ class Generation(Shown):
 
 def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = None, *,
              messages: list[dict[str, Any]] | None = None, answer: str | None = None,
-             max_new_tokens: int = 48, sample: bool = False, temperature: float = 1.0,
-             top_p: float = 1.0, top_k: int = 0, seed: int | None = None,
+             max_new_tokens: int = Sampling.max_new_tokens, sample: bool = Sampling.sample,
+             temperature: float = Sampling.temperature, top_p: float = Sampling.top_p,
+             top_k: int = Sampling.top_k, seed: int | None = Sampling.seed,
              system: str | None = None, raw: bool = False, at: int | str | None = None,
              layers: tuple[int, int] | None = None, head: int | None = None,
-             combine: str = "mean", exclude_sinks: bool = True,
-             view: str = "raw", occlude: str = "word") -> Generation:
+             combine: str = GenerateView.combine,
+             exclude_sinks: bool = GenerateView.exclude_sinks,
+             view: str = GenerateView.kind,
+             occlude: str = GenerateView.occlude) -> Generation:
     """Let model answer prompt, or the conversation messages (OpenAI/Ollama chat), greedy
     unless sample; or, given answer, teacher-force it in one pass. Keeps what each answer token
     looked at (at: its index, or its text as --at takes it), shown by view (raw, value or
@@ -102,15 +106,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
         typed("generate", name, locals()[name], hint)
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import Asked, generate_model
-    from attncli.models.generate.sampling import Sampling
-    from attncli.records.generation import (
-        COMBINES,
-        OCCLUDE,
-        VIEWS,
-        GenerateView,
-        answer_index,
-        check_view,
-    )
+    from attncli.records.generation import COMBINES, OCCLUDE, VIEWS, answer_index, check_view
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
@@ -133,7 +129,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     record = generate_model(model_path, prompt or "", sampling, system=system, raw=raw,
                             asked=asked)
     shown = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
-                         exclude_sinks=exclude_sinks, kind=view)
+                         exclude_sinks=exclude_sinks, kind=view, occlude=occlude)
     check_view(record, shown)
     return Generation(record, shown)
 

@@ -16,6 +16,7 @@ from attncli.core.display import Display, View, Window, display_of, parse_stages
 from attncli.core.request import Extract, Request
 from attncli.core.result import STAGES
 from attncli.errors import AttnCliError
+from attncli.records.heads import HeadsOptions
 
 
 def _window(value: str | Sequence[int] | None, name: str) -> Window | None:
@@ -138,14 +139,14 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
 
 
 def heads(text: str | None = None, *, model: str | os.PathLike[str],
-          file: str | os.PathLike[str] | None = None, sort: str = "layer",
-          layers: str | Sequence[int] | None = None, probe: str | None = None,
-          probe_length: int = 50, probe_seed: int = 0, threshold: float = 0.4,
-          measure: str = "weights", allow_special: bool = False, num_heads: int | None = None,
-          precision: int = 3) -> HeadsResult:
+          file: str | os.PathLike[str] | None = None, sort: str = HeadsOptions.sort,
+          layers: str | Sequence[int] | None = None, probe: str | None = HeadsOptions.probe,
+          probe_length: int = HeadsOptions.probe_length,
+          probe_seed: int = HeadsOptions.probe_seed, threshold: float = HeadsOptions.threshold,
+          measure: str = Request.measure.value, allow_special: bool = Request.allow_special,
+          num_heads: int | None = None, precision: int = 3) -> HeadsResult:
     """Every layer × head of a checkpoint, as `attncli heads` does: measures, TransformerLens's
     head scores (previous_token, duplicate_token, induction), sinks and thumbnails."""
-    from attncli.models.heads import HeadsOptions
     from attncli.models.run import run_heads
     from attncli.render.page import page_extra
 

@@ -21,10 +21,10 @@ from attncli.core.sizes import NAIVE_BUDGET, Impl, heads_bytes
 from attncli.core.variants import TRAITS, Variant
 from attncli.errors import AttnCliError
 from attncli.models.family import LayerInputs
-from attncli.models.heads import HeadsOptions
 from attncli.models.measures import head_measures
 from attncli.models.run import open_checked, run_heads, run_model
 from attncli.models.scores import head_scores, stacked_patterns
+from attncli.records.heads import HeadsOptions
 
 WEIGHTS = "weights"
 LAYER_CACHE = 4  # tiled layers whose queries and keys are kept (the rest keep their pictures)

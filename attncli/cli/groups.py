@@ -1,27 +1,33 @@
-"""Options declared once: a command names the option groups it takes, never their options.
+"""Options declared once, on the records they fill: a command names the records it takes.
 
-A group is a frozen dataclass whose fields are `Annotated[..., typer.Option(...)]` with their
-defaults (cli/options.py). `command()` expands each group parameter of a command's body into the
-group's fields, each under the group's help panel, gives Typer that expanded signature through
-`__signature__`, and calls the body with the groups built from what Typer parsed.
-`Annotated[Group, Without("name", ...)]` takes a group less the options a command has no use
-for; those fields keep their defaults. Every command also takes --quiet, and runs with its status
-line on stderr (cli/progress.py), which --quiet silences.
+A record is a frozen dataclass whose fields carry attncli/opt.py's marker (flags, help, bounds,
+heading) with their defaults. `command()` expands each record parameter of a command's body into
+the record's marked fields, each under its heading (the marker's, else the record's `panel`),
+gives Typer that expanded signature through `__signature__`, and calls the body with the records
+built from what Typer parsed, so a record checks its own values. `Annotated[Record,
+Fields("name", ...)]` takes only the fields named; the others keep their defaults. A marker's
+`alias` (an old spelling of a renamed flag) is accepted, hidden, with a one-line note on stderr.
+Every command also takes --quiet, and runs with its status line on stderr (cli/progress.py),
+which --quiet silences.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from collections.abc import Callable
-from copy import copy
-from dataclasses import fields, is_dataclass
+from dataclasses import Field, fields, is_dataclass
+from enum import Enum
+from functools import cache
 from typing import Annotated, Any, ClassVar, TypeVar
 
 import typer
 from typer.core import TyperCommand
 
 from attncli.cli.app import app
+from attncli.errors import AttnCliError
+from attncli.opt import Opt, flag, marker
 
 Body = TypeVar("Body", bound=Callable[..., None])
 DEFAULT_PANEL = "Options"
@@ -29,18 +35,20 @@ QuietOpt = Annotated[bool, typer.Option(
     "--quiet", "-q", help="Show no progress on stderr (shown only on a terminal, once a step has "
     "taken half a second: what it is doing, and a bar for each counted pass).",
     rich_help_panel="Output")]
+ALIAS = "_alias_"  # the prefix of a renamed flag's hidden old spelling
 
 
 class Group:
-    """A group of options shown under one heading of --help; subclasses are frozen dataclasses."""
+    """Options the CLI reads and records below do not (the input's source, the output's files):
+    shown under one heading of --help; subclasses are frozen dataclasses of marked fields."""
 
     panel: ClassVar[str] = DEFAULT_PANEL
-    # A field offered only with another (--open with --save): left out wherever that one is.
+    # A field offered only with another (--open with --save): a command names both or neither.
     needs: ClassVar[dict[str, str]] = {}
 
 
-class Without:
-    """In `Annotated[Group, Without(...)]`: the group's fields this command does not offer."""
+class Fields:
+    """In `Annotated[Record, Fields(...)]`: the record's fields this command offers."""
 
     def __init__(self, *names: str) -> None:
         self.names = names
@@ -54,49 +62,105 @@ def _split(hint: Any) -> tuple[Any, tuple[Any, ...]]:
     return hint, ()
 
 
-def _group_of(hint: Any) -> tuple[Any, tuple[str, ...]] | None:
-    """The group a parameter takes and the fields it leaves out, or None for a plain option."""
+def offered(cls: type) -> list[Field[Any]]:
+    """cls's fields that the command line offers (those with a marker), in their order."""
+    return [f for f in fields(cls) if marker(f) is not None]
+
+
+def _record_of(hint: Any) -> tuple[Any, list[Field[Any]]] | None:
+    """The record a parameter takes and the fields it offers, or None for a plain option."""
     base, extra = _split(hint)
-    if not (isinstance(base, type) and issubclass(base, Group) and is_dataclass(base)):
+    if not (isinstance(base, type) and is_dataclass(base) and offered(base)):
         return None
-    left_out = tuple(name for item in extra if isinstance(item, Without) for name in item.names)
-    left_out += tuple(name for name, other in base.needs.items() if other in left_out)
-    known = {f.name for f in fields(base)}
-    unknown = sorted(set(left_out) - known)
-    assert not unknown, f"{base.__name__} has no option {unknown}"
-    return base, left_out
+    named = [name for item in extra if isinstance(item, Fields) for name in item.names]
+    known = {f.name: f for f in offered(base)}
+    unknown = sorted(set(named) - set(known))
+    assert not unknown, f"{base.__name__} offers no option {unknown}"
+    taken = [f for f in offered(base) if f.name in named] if named else offered(base)
+    needs = getattr(base, "needs", {})
+    alone = [f.name for f in taken if f.name in needs and needs[f.name] not in named + (
+        [] if named else list(known))]
+    assert not alone, f"{base.__name__}: {alone} need {[needs[n] for n in alone]}"
+    return base, taken
 
 
-def _in_panel(hint: Any, panel: str) -> Any:
-    """The field's annotation with a copy of its typer.Option placed under panel."""
-    base, extra = _split(hint)
-    placed = []
-    for item in extra:
-        if hasattr(item, "rich_help_panel"):  # typer's OptionInfo or ArgumentInfo
-            item = copy(item)
-            item.rich_help_panel = panel
-        placed.append(item)
-    return typing.Annotated[(base, *placed)] if placed else hint
+def typer_option(mark: Opt, panel: str, hidden: bool = False) -> Any:
+    """Typer's Option (or Argument) for a marker, under panel."""
+    if mark.argument:
+        return typer.Argument(help=mark.help, metavar=mark.metavar,
+                              show_default=mark.show_default, rich_help_panel=panel)
+    option = typer.Option(*mark.flags, help=mark.help or None, min=mark.min, max=mark.max,
+                          metavar=mark.metavar, show_default=mark.show_default,
+                          envvar=mark.envvar, rich_help_panel=panel, hidden=hidden)
+    option.parser = mark.parse  # what reads the typed text, where the field holds another type
+    return option
+
+
+@cache
+def _choice(choices: tuple[str, ...]) -> type[Enum]:
+    """A str Enum of choices: Typer offers an Enum's values as the option's choices."""
+    return Enum("Choice", {value: value for value in choices}, type=str)  # type: ignore[return-value]
+
+
+def _typed(mark: Opt, hint: Any, default: Any) -> tuple[Any, Any]:
+    """The type Typer reads for a field and its default as that type (a choice as its Enum)."""
+    if not mark.choices:
+        return hint, default
+    kind = _choice(mark.choices)
+    return kind | None, None if default is None else kind(default)
+
+
+def _params(cls: type, taken: list[Field[Any]]) -> list[inspect.Parameter]:
+    """The keyword parameters Typer reads for the taken fields of cls (old spellings too)."""
+    hints = typing.get_type_hints(cls)
+    params = []
+    for f in taken:
+        mark = marker(f)
+        assert mark is not None
+        panel = mark.panel or str(getattr(cls, "panel", DEFAULT_PANEL))
+        hint, default = _typed(mark, hints[f.name], f.default)
+        params.append(inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+            annotation=Annotated[hint, typer_option(mark, panel)]))
+        if mark.alias is not None:
+            old = Opt(flags=(mark.alias,), show_default=False)
+            params.append(inspect.Parameter(
+                ALIAS + f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                annotation=Annotated[hints[f.name] | None, typer_option(old, panel, True)]))
+    return params
+
+
+def _values(taken: list[Field[Any]], parsed: dict[str, Any]) -> dict[str, Any]:
+    """The taken fields' values as the record holds them (a choice as its str); an old
+    spelling's value stands for the new one's, with a note on stderr."""
+    values = {}
+    for f in taken:
+        value, mark = parsed.pop(f.name), marker(f)
+        assert mark is not None
+        old = parsed.pop(ALIAS + f.name) if mark.alias else None
+        if old is not None:
+            if value != f.default:
+                raise AttnCliError(f"{mark.alias} is the old spelling of {flag(f)}: give one")
+            sys.stderr.write(f"attncli: {mark.alias} is now {flag(f)} (the old spelling goes in "
+                             "the next release)\n")
+            value = old
+        values[f.name] = value.value if mark.choices and isinstance(value, Enum) else value
+    return values
 
 
 def expand(body: Body) -> Callable[..., None]:
-    """body with each group parameter spread into its options, as Typer reads a signature."""
+    """body with each record parameter spread into its options, as Typer reads a signature."""
     hints = typing.get_type_hints(body, include_extras=True)
     params: list[inspect.Parameter] = []
-    groups: dict[str, tuple[Any, list[str]]] = {}
+    records: dict[str, tuple[Any, list[Field[Any]]]] = {}
     for param in inspect.signature(body).parameters.values():
-        group = _group_of(hints[param.name])
-        if group is None:
+        record = _record_of(hints[param.name])
+        if record is None:
             params.append(param.replace(annotation=hints[param.name],
                                         kind=inspect.Parameter.KEYWORD_ONLY))
             continue
-        cls, left_out = group
-        taken = [f for f in fields(cls) if f.name not in left_out]
-        field_hints = typing.get_type_hints(cls, include_extras=True)
-        groups[param.name] = (cls, [f.name for f in taken])
-        params += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
-                                     annotation=_in_panel(field_hints[f.name], cls.panel))
-                   for f in taken]
+        records[param.name] = record
+        params += _params(*record)
     params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False,
                                     annotation=QuietOpt))
     names = [p.name for p in params]
@@ -106,9 +170,9 @@ def expand(body: Body) -> Callable[..., None]:
         from attncli.cli.progress import showing
 
         quiet = parsed.pop("quiet")
-        built = {name: cls(**{n: parsed.pop(n) for n in taken})
-                 for name, (cls, taken) in groups.items()}
         with showing(quiet):
+            built = {name: cls(**_values(taken, parsed))
+                     for name, (cls, taken) in records.items()}
             body(**built, **parsed)
 
     call.__name__, call.__doc__ = body.__name__, body.__doc__

@@ -6,16 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-import typer
+from attncli.cli.groups import Fields, Group
+from attncli.cli.options import Chapter3, Look
+from attncli.core.display import Lang
+from attncli.opt import of, opt
 
-from attncli.cli.groups import Group, Without
-from attncli.cli.options import Chapter3, LangOpt, Look
-
-LessonPrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")]
-ShownHeadOpt = Annotated[int, typer.Option(
-    "--head", min=0, help="The head whose weights are shown (multihead, or --model).")]
 # The lessons' chapter-3 settings: no --context-length, no --dropout (they decode or compare).
-Settings = Annotated[Chapter3, Without("context_length", "dropout")]
+Settings = Annotated[Chapter3, Fields("variant", "seed", "emb_dim", "positions", "d_out", "heads",
+                                      "qkv_bias")]
 
 
 @dataclass(frozen=True)
@@ -23,9 +21,10 @@ class Shown(Group):
     """What a lesson shows of its result."""
 
     panel = "Display"
-    head: ShownHeadOpt = 0
-    precision: LessonPrecisionOpt = 3
-    lang: LangOpt = None
+    head: int = opt(0, "--head", min=0, help="The head whose weights are shown (multihead, or "
+                    "--model).")
+    precision: int = opt(3, min=0, max=8, help="Decimals shown.")
+    lang: Lang | None = of(Look, "lang")
 
     def language(self) -> str:
         """--lang, or the environment's language."""

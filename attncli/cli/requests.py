@@ -14,7 +14,8 @@ from attncli.errors import AttnCliError
 __all__ = ["display_of", "read_source", "request_of"]
 
 if TYPE_CHECKING:
-    from attncli.cli.groups import Group
+    from _typeshed import DataclassInstance
+
     from attncli.core.inputs import InputVectors
 
 REQUEST_FIELDS = {f.name for f in fields(Request)}
@@ -38,9 +39,9 @@ def read_source(text: str | None, file: str | None, inputs: str | None = None,
     return read_text(text, file), None
 
 
-def request_of(source: tuple[str | None, InputVectors | None], *groups: Group,
+def request_of(source: tuple[str | None, InputVectors | None], *groups: DataclassInstance,
                **given: Any) -> Request:
     """The run's Request: the input, each group's fields that are Request's, then given."""
-    settings = {f.name: getattr(group, f.name) for group in groups for f in fields(group)  # type: ignore[arg-type]
+    settings = {f.name: getattr(group, f.name) for group in groups for f in fields(group)
                 if f.name in REQUEST_FIELDS}
     return Request(text=source[0], inputs=source[1], **(settings | given))

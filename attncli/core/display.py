@@ -6,6 +6,7 @@ renderers (which draw them), so neither imports the other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -27,18 +28,19 @@ class Window:
     start: int | None = None
     stop: int | None = None
 
-    def resolve(self, size: int) -> tuple[int, int]:
-        """The concrete [a, b) range in 0..size; an empty or out-of-range window is an error."""
+    def resolve(self, size: int, unit: str = "tokens") -> tuple[int, int]:
+        """The concrete [a, b) range in 0..size (of unit: tokens, layers); an empty or
+        out-of-range window is an error."""
         start = 0 if self.start is None else self.start
         stop = size if self.stop is None else self.stop
         for end in (start, stop):
             if not -size <= end <= size:
                 raise AttnCliError(f"{self.option} {self.text()} is out of range: this run has "
-                                   f"{size} tokens (indices 0 to {size - 1}, or -{size} to -1)")
+                                   f"{size} {unit} (indices 0 to {size - 1}, or -{size} to -1)")
         start, stop = start % size if start < 0 else start, stop % size if stop < 0 else stop
         if start >= stop:
             raise AttnCliError(f"{self.option} {self.text()} selects nothing "
-                               f"(it resolves to {start}:{stop} of {size} tokens)")
+                               f"(it resolves to {start}:{stop} of {size} {unit})")
         return start, stop
 
     def text(self) -> str:
@@ -54,6 +56,8 @@ def parse_window(text: str, option: str) -> Window:
         if not part:
             return None
         try:
+            if not re.fullmatch(r"[+-]?[0-9]+", part):  # int() reads ０ and 1_0 as numbers
+                raise ValueError(part)
             return int(part)
         except ValueError:
             raise AttnCliError(f"{option} {text!r} is not a window: expected a:b with whole "

@@ -16,9 +16,26 @@ from attncli.core.inputs import InputVectors
 from attncli.core.sizes import Impl, check_seed
 from attncli.core.variants import TRAITS, Traits, Variant
 from attncli.errors import AttnCliError
+from attncli.opt import opt
 
 GPT2_ENCODINGS = ("gpt2", "r50k_base")
 DEFAULT_TOP_K = 5
+# A trained checkpoint instead of the chapter-3 toy variants; the families are models/family.py's
+# REGISTRY, named here without importing it (--help imports no model code; a test keeps them equal).
+MODEL_HELP = (
+    "A local checkpoint of a family attncli reads (config.json's model_type gpt2, llama, mistral, "
+    "qwen2, qwen3, gemma2, gemma3_text, gemma3, phi3, gpt_neox, olmo2, smollm3, bert or roberta): "
+    "a Hugging Face folder (config.json + model.safetensors or shards), a .safetensors or .gguf "
+    "file, or a name in a store here: the Hugging Face cache (gpt2, Qwen/Qwen2.5-0.5B), Ollama's "
+    "(llama3.2:1b), LM Studio's (lmstudio:NAME), attncli's (smollm2, after `attncli pull "
+    "smollm2`). Never downloads. Memory: a run reads one layer's weights as float32 at a time plus "
+    "about 0.4 GB, whatever the file's size or quantization (Llama 3.2 1B: 0.6 GB; 3.1 8B: 1.5 GB; "
+    "70B: 4 GB), and is refused in one line when less than twice that is available; generate "
+    "holds the whole model where it fits in half the memory available, else reads each layer "
+    "again at every step. heads, generate, scan and browse --generate take $ATTNCLI_MODEL, else "
+    "`attncli config set model NAME`, without it.")
+# The --help headings of its options.
+INPUT, MODEL, CHAPTER3, COMPUTE = "Input", "Model", "Chapter-3 settings", "Computation"
 
 
 class Device(str, Enum):
@@ -65,26 +82,63 @@ class Request:
 
     text: str | None = None
     inputs: InputVectors | None = None
-    variant: Variant | None = None  # None: causal, or a checkpoint's own attention with --model
-    encoding: str = "gpt2"
-    allow_special: bool = False
-    seed: int = 123
-    emb_dim: int = 8
-    context_length: int | None = None
-    d_out: int | None = None
-    heads: int | None = None
-    dropout: float = 0.0
-    qkv_bias: bool = False
-    device: Device = Device.cpu
-    model: str | None = None  # a checkpoint instead of a chapter-3 variant
-    layer: int | None = None  # with --model: the layer shown (default 0)
-    impl: Impl = Impl.auto
-    top_k: int | None = None  # tiled: the heaviest keys kept per query row (default 5)
-    pool: Pool | None = None  # tiled: how heatmap blocks pool their weights (default max)
-    full: bool = False  # tiled: the whole weights matrix in the result, not a window
-    positions: bool = True  # text: add the positional embedding to the token embedding
-    measure: Measure = Measure.weights  # what the matrix shows: weights, norm or rollout
-    predict: int | None = None  # --predict K: each position's top-K next tokens (--model)
+    # None: causal, or a checkpoint's own attention with --model
+    variant: Variant | None = opt(None, "--variant", "-v", help="Attention variant [default: "
+                                  "causal].", show_default=False, panel=CHAPTER3)
+    encoding: str = opt("gpt2", "--encoding", "-e", help="tiktoken encoding: gpt2 (bundled, "
+                        "alias r50k_base), cl100k_base, o200k_base, p50k_base (these need "
+                        "tiktoken's cached files).", panel=INPUT)
+    allow_special: bool = opt(False, "--allow-special", help="Encode special-token text in the "
+                              "input (<|endoftext|>, [SEP], [CLS], <|im_start|>) as the special "
+                              "token, with every tokenizer [default: off: such text is plain "
+                              "text, as tiktoken reads it; transformers' tokenizers read it as "
+                              "the special token].", panel=INPUT)
+    seed: int = opt(123, help="Seed for the embeddings and the attention weights.",
+                    panel=CHAPTER3)
+    emb_dim: int = opt(8, help="Embedding size (d_in) for text input.", panel=CHAPTER3)
+    context_length: int | None = opt(None, help="Rows of the positional embedding table "
+                                     "[default: the number of tokens].", show_default=False,
+                                     panel=CHAPTER3)
+    d_out: int | None = opt(None, help="Output size of W_query/W_key/W_value [default: d_in].",
+                            show_default=False, panel=CHAPTER3)
+    heads: int | None = opt(None, help="Number of heads for multihead [default: 2].",
+                            show_default=False, panel=CHAPTER3)
+    dropout: float = opt(0.0, help="Dropout on the attention weights (causal, multihead), "
+                         "applied as in training.", panel=CHAPTER3)
+    qkv_bias: bool = opt(False, "--qkv-bias", help="Give W_query/W_key/W_value a bias.",
+                         panel=CHAPTER3)
+    device: Device = opt(Device.cpu, help="Where to compute: cpu, cuda, mps (Apple silicon), or "
+                         "auto (cuda when there is one). With --model, each layer's weights move "
+                         "to the device as they are used, one layer at a time.", panel=COMPUTE)
+    model: str | None = opt(None, "--model", "-m", help=MODEL_HELP, show_default=False,
+                            metavar="PATH|NAME", panel=MODEL)
+    layer: int | None = opt(None, help="With --model: the layer to show, 0-based; negative "
+                            "counts from the end [default: 0].", show_default=False, panel=MODEL)
+    impl: Impl = opt(Impl.auto, help="naive: every N × N stage in memory; tiled: context, "
+                     "log-sum-exp, entropy and top-k without the N × N matrix; auto: naive while "
+                     "its stages fit 256 MiB.", panel=COMPUTE)
+    # --top-keys was --top-k, which generate's sampling means
+    top_k: int | None = opt(None, "--top-keys", min=0, help="Tiled path: the heaviest keys kept "
+                            "for each query [default: 5].", show_default=False, panel=COMPUTE,
+                            alias="--top-k")
+    pool: Pool | None = opt(None, help="Tiled path: a heatmap block shows the max or the mean of "
+                            "its weights [default: max].", show_default=False, panel=COMPUTE)
+    full: bool = opt(False, "--full", help="Tiled path: put the whole N × N weights in the JSON "
+                     "(refused when it would not fit in memory).", panel=COMPUTE)
+    positions: bool = opt(True, "--positions/--no-positions", help="Add the positional embedding "
+                          "to each token's embedding (text input); without it attention cannot "
+                          "tell word order apart.", panel=CHAPTER3)
+    measure: Measure = opt(Measure.weights, help="What the matrix shows: weights; norm: ‖α_ij · "
+                           "W_O v_j‖ per head, rows renormalised (Kobayashi et al. 2020); rollout: "
+                           "Ã_L ··· Ã_0 to the shown layer, each Ã = 0.5·I + 0.5·(heads' mean), "
+                           "rows renormalised (Abnar & Zuidema 2020; --model, and --rows on the "
+                           "tiled path).", panel=COMPUTE)
+    predict: int | None = opt(None, "--predict", help="With --model: each position's top K next "
+                              "tokens and their probabilities (the last block's output through "
+                              "the final norm and the unembedding). explain adds the shown "
+                              "layer's logit lens beside them; the tiled path predicts at the "
+                              "--rows window only.", show_default=False, metavar="K",
+                              panel=MODEL)
 
     def __post_init__(self) -> None:
         for name, kind in (("impl", Impl), ("device", Device), ("measure", Measure)):
@@ -143,8 +197,8 @@ def _check(req: Request) -> None:
     if req.layer is not None and toy:
         raise AttnCliError("--layer applies with --model only (a checkpoint's layers)")
     if req.impl is Impl.naive:
-        for given, option in ((req.top_k is not None, "--top-k"), (req.pool is not None, "--pool"),
-                              (req.full, "--full")):
+        for given, option in ((req.top_k is not None, "--top-keys"),
+                              (req.pool is not None, "--pool"), (req.full, "--full")):
             if given:
                 raise AttnCliError(f"{option} applies to the tiled path, not with --impl naive")
     if not req.positions and req.inputs is not None:
@@ -153,7 +207,7 @@ def _check(req: Request) -> None:
         raise AttnCliError("--context-length applies to text input, not to --inputs vectors "
                            "(they carry no positional embedding)")
     if req.top_k is not None and req.top_k < 0:
-        raise AttnCliError(f"top-k must be 0 or more (got {req.top_k})")
+        raise AttnCliError(f"--top-keys must be 0 or more (got {req.top_k})")
     if req.predict is not None and toy:
         raise AttnCliError("--predict applies with --model only: a chapter-3 variant has no "
                            "vocabulary to predict")

@@ -26,21 +26,6 @@ from attncli.models.scores import (
     stacked_patterns,
 )
 
-THRESHOLD = 0.4  # --threshold: a head scoring at least this is labelled
-
-
-@dataclass(frozen=True)
-class HeadsOptions:
-    """What `heads` computes beyond the request: its layers, its probe, its labels, its order."""
-
-    sort: str = "layer"
-    layers: Window | None = None  # --layers a:b, 0-based and half-open; None: every layer
-    probe: str | None = None  # induction, previous or duplicate: run on a repeated random probe
-    probe_length: int = 50
-    probe_seed: int = 0
-    threshold: float = THRESHOLD
-    effect: bool = False  # each head mean-ablated alone: the rise of the text's mean loss
-
 
 def check_threshold(threshold: float) -> None:
     """--threshold within 0..1 (a score is a share of attention)."""
@@ -51,12 +36,7 @@ def check_threshold(threshold: float) -> None:
 
 def layer_span(window: Window | None, n_layer: int) -> tuple[int, int]:
     """--layers a:b as [a, b) of the model's layers, refused when out of range or empty."""
-    if window is None:
-        return 0, n_layer
-    try:
-        return window.resolve(n_layer)
-    except AttnCliError as err:
-        raise AttnCliError(str(err).replace(f"{n_layer} tokens", f"{n_layer} layers")) from None
+    return (0, n_layer) if window is None else window.resolve(n_layer, "layers")
 
 
 @dataclass

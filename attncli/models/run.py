@@ -44,7 +44,6 @@ from attncli.models.family import (
     open_family,
 )
 from attncli.models.heads import (
-    HeadsOptions,
     check_threshold,
     head_effects,
     heads_pass,
@@ -57,6 +56,7 @@ from attncli.models.memory import on_device, on_request_device
 from attncli.models.predict import plan_predictions, with_predictions
 from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
 from attncli.models.scores import SCORES
+from attncli.records.heads import HeadsOptions
 from attncli.version import __version__
 
 if TYPE_CHECKING:

@@ -6,38 +6,71 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from attncli.opt import check_bounds, opt
+
 HOWS = ("zero", "mean", "resample")
 METRICS = ("logit-diff", "answer")
 HOW_TEXT = {"zero": "each head's output set to zero (off the distribution the model learnt)",
             "mean": "each head's output replaced by its mean over the text's positions",
             "resample": "each head's output taken from the text, its tokens shuffled (seeded)"}
+AT_HELP = ("The position whose next-token distribution is read, 0-based; negative counts from the "
+           "end [default: the text's last token].")
+ANSWER_HELP = ("A continuation of the text (' Paris'), scored teacher-forced: its log-probability "
+               "before and after.")
 
 
 @dataclass(frozen=True)
 class AblateOptions:
     """What `ablate` edits and reads, beyond the request's text and model."""
 
-    heads: str = "all"  # L.H[,L.H…] replaced together, or all: each head alone, ranked
-    how: str = "mean"  # zero | mean | resample
-    at: int | None = None  # the position whose next-token distribution is shown; None: last
-    answer: str | None = None  # a continuation scored teacher-forced
-    top: int = 5  # tokens listed before and after
-    seed: int = 0  # --how resample: the shuffle; --repeat: the random tokens
-    repeat: int | None = None  # run on this many seeded random tokens twice, not a text
+    # L.H[,L.H…] replaced together, or all: each head alone, ranked
+    heads: str = opt("all", "--heads", metavar="L.H[,L.H…]|all", help="The heads ablated "
+                     "together, as `heads` numbers them (layer.head, 0-based; a negative layer "
+                     "counts from the end), or all: every head alone, ranked by its effect.")
+    how: str = opt("mean", help="What replaces a head's output: its mean over the text's "
+                   "positions, zero (off the distribution the model was trained on), or its "
+                   "output on the text shuffled (--seed).", choices=HOWS)
+    at: int | None = opt(None, help=AT_HELP, show_default=False)  # None: the last position
+    answer: str | None = opt(None, help=ANSWER_HELP, show_default=False)
+    top: int = opt(5, min=1, max=100, help="Next tokens listed.")  # before and after
+    seed: int = opt(0, help="The seed of --how resample's shuffle and of --repeat's tokens.")
+    # run on this many seeded random tokens twice, not a text
+    repeat: int | None = opt(None, min=1, max=4096, metavar="N", show_default=False,
+                             help="Run on N seeded random tokens repeated twice (`heads --probe "
+                             "induction`'s probe) instead of a text; --heads all ranks heads by "
+                             "the loss on the second copy, where induction heads predict.")
+
+    def __post_init__(self) -> None:
+        check_bounds(self)  # the API's values as the command line's
 
 
 @dataclass(frozen=True)
 class PatchOptions:
     """What `patch` patches and measures, beyond the two texts and the model."""
 
-    metric: str | None = None  # logit-diff | answer; None: logit-diff with tokens, else answer
-    tokens: tuple[str, str] | None = None  # logit-diff's right and wrong next tokens
-    answer: str | None = None  # the answer scored (metric answer), after each text
-    denoise: bool = True  # clean heads into the corrupted run; False: corrupt into clean
-    per_position: bool = False  # a grid per position too: [layer][head][position]
-    at: int | None = None  # where logit-diff reads the next token; None: the last position
-    attribution: bool = False  # the gradient estimate beside (or, for big models, first)
-    exact: bool = True  # the exact grid; False: the attribution estimate alone
+    # logit-diff | answer; None: logit-diff with tokens, else answer
+    metric: str | None = opt(None, help="logit-diff: logit(first --tokens) − logit(second) at "
+                             "--at; answer: the --answer's log-probability after each text "
+                             "[default: logit-diff with --tokens, else answer].",
+                             show_default=False, choices=METRICS)
+    tokens: tuple[str, str] | None = opt(None, "--tokens", metavar="RIGHT WRONG", help="logit-"
+                                         "diff's two next tokens, each one token after the text "
+                                         "(' Paris' ' Rome').", show_default=False)
+    answer: str | None = opt(None, help=ANSWER_HELP, show_default=False)  # after each text
+    # clean heads into the corrupted run; False: corrupt into clean
+    denoise: bool = opt(True, "--denoise/--noise", help="--denoise: each head's clean output "
+                        "patched into the corrupted run (what restores the answer); --noise: the "
+                        "corrupted output into the clean run (what breaks it).")
+    per_position: bool = opt(False, "--per-position", help="Also patch each head at each "
+                             "position alone: [layer][head][position] (one pass per head and "
+                             "position).")
+    at: int | None = opt(None, help=AT_HELP, show_default=False)  # None: the last position
+    # the gradient estimate beside (or, for big models, first)
+    attribution: bool = opt(False, "--attribution", help="Attribution patching: the gradient "
+                            "estimate of every head's effect from two forward passes and one "
+                            "backward, beside the exact grid with their agreement.")
+    exact: bool = opt(True, "--exact/--no-exact", help="--no-exact with --attribution: the "
+                      "estimate alone (an 8B's 1,024 heads).")  # False: the estimate alone
 
 
 @dataclass(frozen=True)

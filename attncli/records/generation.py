@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from attncli.core.result import ModelInfo, TokenInfo
+from attncli.records.asking import COMBINES, OCCLUDE, VIEWS, GenerateView, Sampling
 
-COMBINES = ("mean", "max")
+__all__ = ["COMBINES", "OCCLUDE", "VIEWS", "GenerateView", "GenerationResult"]
+
 STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
-VIEWS = ("raw", "value", "occlusion")
-OCCLUDE = ("token", "word", "turn")  # what occlusion masks together
 # A found sink takes over twice the mean share of the prompt's own tokens while its value norm
 # is under 0.8 of their median (SmolLM2's ' the' in "What is the capital of France?": 2.9×
 # the share, 0.75 the norm; its content words: about 1× each).
@@ -27,16 +27,39 @@ SINK_NORM = 0.8
 
 
 @dataclass(frozen=True)
-class GenerateView:
-    """Which of a generation's weights a view shows, and how it combines them."""
+class Candidate:
+    """One of a step's likeliest next tokens, and its probability."""
 
-    at: int | None = None  # the answer token shown on its own (0-based); None: every one
-    layers: tuple[int, int] | None = None  # half-open [a, b); None: every layer
-    head: int | None = None  # one head; None: every head
-    combine: str = "mean"  # how the shown layers and heads make one row: mean or max
-    exclude_sinks: bool = True  # leave out the sink tokens and renormalise what is left
-    k: int = 3  # prompt tokens ranked per answer token
-    kind: str = "raw"  # raw weights, value-weighted (α·‖W_O v‖) or occlusion (log-prob drop)
+    id: int
+    text: str
+    prob: float
+    bytes_hex: str | None = None  # the token's bytes, where its tokenizer has them
+
+    def to_dict(self) -> dict[str, Any]:
+        """The candidate as --json writes it: {id, text, bytes?, prob}."""
+        return {"id": self.id, "text": self.text,
+                **({} if self.bytes_hex is None else {"bytes": self.bytes_hex}), "prob": self.prob}
+
+
+@dataclass(frozen=True)
+class AnswerStep:
+    """The decode step (or the teacher-forced pass's row) that chose answer token index: its
+    query's position, the token, its probability and rank, and the likeliest tokens."""
+
+    index: int
+    position: int
+    id: int
+    prob: float
+    top: list[Candidate]
+    logprob: float | None = None  # None in a file saved before it was written
+    rank: int | None = None  # 1 + how many tokens were likelier (1: the greedy choice)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as --json writes it, its weights apart."""
+        said = {"logprob": self.logprob, "rank": self.rank}
+        return {"index": self.index, "position": self.position, "id": self.id, "prob": self.prob,
+                **{k: v for k, v in said.items() if v is not None},
+                "top": [c.to_dict() for c in self.top]}
 
 
 @dataclass(frozen=True)
@@ -48,11 +71,11 @@ class GenerationResult:
     answer: list[TokenInfo]  # indices continue the prompt's: answer token s is P + s
     given: str  # the text the model was given: the template's output, or the raw prompt
     template: dict[str, Any]  # {"used": bool, "origin", "system"?}
-    sampling: dict[str, Any]
+    sampling: Sampling  # how the tokens were chosen (a given answer's: greedy, unused)
     stop_ids: list[int]
     stopped: str  # eos, max_new_tokens or interrupted
     sinks: list[int]  # prompt indices --exclude-sinks leaves out: the first, the template's own
-    steps: list[dict[str, Any]]  # per answer token: {index, position, id, prob, top}
+    steps: list[AnswerStep]  # per answer token
     weights: list[Any] = field(default_factory=list)  # per step (layers, heads, P + s) float32
     layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
     head_kept: int | None = None  # the one head weights hold, when only one
@@ -74,7 +97,7 @@ class GenerationResult:
         kept: dict[str, Any] = {"layers": list(self.layers_kept or (0, self.model.layers)),
                                 "head": self.head_kept}
         return {"kind": "generate", "model": self.model.to_dict(),
-                "config": {"sampling": self.sampling, "template": self.template,
+                "config": {"sampling": self.sampling_dict(), "template": self.template,
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
                            "weights": kept, "given": self.given_answer, "view": self.view},
                 "given": self.given,
@@ -85,8 +108,15 @@ class GenerationResult:
                 **({} if self.occlusion is None else {"occlusion": self.occlusion}),
                 **({} if self.occluded is None else {"occlusion_spans": self.occluded}),
                 **({} if self.receipt is None else {"receipt": self.receipt}),
-                "steps": [{**step, "weights": self.weights[s] if s < len(self.weights) else None}
+                "steps": [{**step.to_dict(),
+                           "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}
+
+    def sampling_dict(self) -> dict[str, Any]:
+        """config.sampling: the sampling record's, or the given answer's length."""
+        if self.given_answer:
+            return {"max_new_tokens": len(self.answer), "strategy": "given"}
+        return self.sampling.to_dict()
 
     def labels(self) -> list[str]:
         """Every token's label, prompt then answer."""
@@ -213,11 +243,6 @@ def check_view(result: GenerationResult, view: GenerateView) -> None:
     """Refuse a view that names an answer token, layer or head the result does not hold."""
     from attncli.errors import AttnCliError
 
-    if view.combine not in COMBINES:
-        raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
-                           f"{view.combine!r})")
-    if view.kind not in VIEWS:
-        raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {view.kind!r})")
     if view.kind == "value" and result.norms is None or (
             view.kind == "occlusion" and result.occlusion is None):
         raise AttnCliError(f"the {view.kind} view needs what this result did not compute "

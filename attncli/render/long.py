@@ -201,7 +201,7 @@ def render_top_k(console: Console, result: Result, head: int,
     which = _which(result, head)
     title = Text(f"Top {k} keys per query{which} (label(index) weight)", style="bold")
     if k == 0:
-        return Group(title, Text("--top-k 0: no keys kept", style="dim"))
+        return Group(title, Text("--top-keys 0: no keys kept", style="dim"))
     # (keys, label width, decimals), most first: fewer decimals, shorter labels, fewer keys.
     p = min(options.precision, 2)
     tries = [(k, 10, options.precision), (k, 10, p), (k, 6, p),

@@ -8,7 +8,15 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.records.generation import OCCLUDE, STOPPED, VIEWS, GenerationResult
+from attncli.records.asking import Sampling
+from attncli.records.generation import (
+    OCCLUDE,
+    STOPPED,
+    VIEWS,
+    AnswerStep,
+    Candidate,
+    GenerationResult,
+)
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
@@ -38,27 +46,11 @@ class Kept(TypedDict):
 
 
 class Config(TypedDict):
-    sampling: dict[str, Any]
+    sampling: Sampling
     template: dict[str, Any]  # {"used": bool, "origin", "system"?}, kept as it is
     stop_ids: list[int]
     stopped: str
     weights: Kept
-
-
-class Ranked(TypedDict):
-    id: int
-    text: str
-    prob: float
-
-
-class Step(TypedDict):
-    """One answer token's step (its weights apart)."""
-
-    index: int
-    position: int
-    id: int
-    prob: float
-    top: list[Ranked]
 
 
 def _template(value: Any, where: str) -> dict[str, Any]:
@@ -69,8 +61,9 @@ def _template(value: Any, where: str) -> dict[str, Any]:
     return template
 
 
-def _sampling(value: Any, where: str) -> dict[str, Any]:
-    """config.sampling, each setting as --json writes it (the knobs only when sampling)."""
+def _sampling(value: Any, where: str) -> Sampling:
+    """config.sampling, each setting as --json writes it (the knobs only when sampling), as
+    the record it was written from (a given answer's: greedy)."""
     sampling = obj(value, where)
 
     def field(name: str, check: Any, *bounds: Any) -> Any:
@@ -78,16 +71,23 @@ def _sampling(value: Any, where: str) -> dict[str, Any]:
 
     out = {"max_new_tokens": field("max_new_tokens", integer, 1),
            "strategy": field("strategy", choice, ("greedy", "sample", "given"))}
+    if out["strategy"] == "given":
+        return Sampling()
     if out["strategy"] == "sample":
         out |= {"temperature": field("temperature", number), "top_k": field("top_k", integer),
                 "top_p": field("top_p", number), "seed": field("seed", integer)}
-    return out
+    strategy = out.pop("strategy")
+    try:
+        return Sampling(**out, sample=strategy == "sample")
+    except AttnCliError as err:
+        raise AttnCliError(f"saved file: {where}: {err}") from None
 
 
 TOKEN_ID = Key(high=ID_BOUND)
 RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "template": Key(check=_template),
                            "stop_ids": TOKEN_ID, "stopped": Key(choices=STOPPED)},
-                  Step: {"id": TOKEN_ID}, Ranked: {"id": TOKEN_ID}}
+                  AnswerStep: {"id": TOKEN_ID},
+                  Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")}}
 
 
 def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
@@ -110,12 +110,11 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     records, weights = [], []
     for s, step in enumerate(steps):
         at = f"steps[{s}]"
-        read(Step, step, at, RECORDS)
+        records.append(read(AnswerStep, step, at, RECORDS))
         integer(step["index"], f"{at}.index", s, s)
         integer(step["position"], f"{at}.position", p - 1 + s, p - 1 + s)
         if need(step, "weights", at) is None:
             raise bad(f"{at}.weights", None, "the step's weights (layers × heads × keys)")
-        records.append({key: value for key, value in step.items() if key != "weights"})
         weights.append(_weights(stack(step["weights"], f"{at}.weights", b - a, heads, p + s), s))
     return GenerationResult(
         model=model, prompt=prompt, answer=answer,
@@ -125,7 +124,8 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
         steps=records, weights=weights,
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
-        given_answer=maybe(doc["config"].get("given"), flag, "config.given") or False,
+        given_answer=maybe(doc["config"].get("given"), flag, "config.given") or
+        doc["config"]["sampling"]["strategy"] == "given",
         view=maybe(doc["config"].get("view"), choice, "config.view", VIEWS) or "raw",
         turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
                                                         len(answer)))

@@ -72,6 +72,14 @@ def run_local(settings: ScanSettings, batches: Iterable[Batch], workers: int) ->
 def _let_go(pool: ProcessPoolExecutor) -> None:
     """The pool shut down now: its processes ended mid-batch (they hold nothing that is not
     written again), so nothing waits for the batches under way, and nothing is left behind."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    for process in pool_processes(pool):
         process.terminate()
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+def pool_processes(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
+    """The pool's live worker processes. The standard library names them only in a private
+    attribute before Python 3.14's terminate_workers(); tests/scan/test_pool.py fails on a
+    Python whose pool no longer keeps them there."""
+    processes = getattr(pool, "_processes", None)
+    return list(processes.values()) if isinstance(processes, dict) else []

@@ -4,17 +4,16 @@ batches, their results written in parts by this process (the driver), then the s
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from itertools import chain
-from pathlib import Path
 from typing import Any
 
 from attncli.activity import doing
 from attncli.errors import AttnCliError, escaped
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents, stored_name
+from attncli.scan.plan import ScanPlan
 from attncli.scan.pool import Batch, run_local
 from attncli.scan.stopping import Stopper
 from attncli.scan.store import ScanStore, check_out, write_atomic
@@ -25,30 +24,6 @@ from attncli.version import __version__
 BYTES_PER_TOKEN = 64  # a document is read up to max_tokens × this many bytes
 BATCH_DOCS = 64  # documents handed to a worker at a time (at most --part-size of them) ...
 BATCH_CHARS = 16_384  # ... or fewer, once their text passes this: a worker packs short ones
-MAX_WORKERS = 1024
-
-
-@dataclass(frozen=True)
-class ScanPlan:
-    """Where the corpus is, where the output goes, and how the work is spread."""
-
-    corpus: Path
-    out: Path
-    field: str = "text"
-    workers: int = 1
-    ray: str | None = None  # a Ray address, `local`, or None for the local pool
-    part_size: int = 64  # documents per Parquet part: a killed scan loses at most these
-    threshold: float = 0.4
-    ray_logs: bool = False  # Ray's own log lines shown (else only attncli's)
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.workers <= MAX_WORKERS:
-            raise AttnCliError(f"--workers must be from 1 to {MAX_WORKERS} (got {self.workers})")
-        if self.part_size < 1:
-            raise AttnCliError(f"--part-size must be 1 or more (got {self.part_size})")
-        if not (math.isfinite(self.threshold) and 0.0 <= self.threshold <= 1.0):
-            raise AttnCliError(f"--threshold must be from 0 to 1 (got {self.threshold:g}): a "
-                               "score is the share of a head's attention on its pattern")
 
 
 def check_scan(model: str | None) -> str:

@@ -12,7 +12,10 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from attncli.core.request import Request
 from attncli.errors import AttnCliError
+from attncli.opt import of, opt
+from attncli.records.heads import HeadsOptions
 
 if TYPE_CHECKING:
     from attncli.models.heads import HeadsPass
@@ -38,11 +41,16 @@ class ScanSettings:
     """What every worker needs to score a document the same way."""
 
     model: str
-    encoding: str = "gpt2"
-    allow_special: bool = False
-    max_tokens: int = 512
-    too_long: str = "cut"  # cut: keep the first max_tokens tokens; skip: leave the document out
-    effect: bool = False  # each head mean-ablated alone on each document: the effect column
+    encoding: str = Request.encoding
+    allow_special: bool = Request.allow_special
+    max_tokens: int = opt(512, min=2, max=MAX_TOKENS, help="Tokens kept per document; at most 64 "
+                          "bytes a token are read, so a longer document is judged by its first "
+                          "bytes.")
+    # cut: keep the first max_tokens tokens; skip: leave the document out
+    too_long: str = opt("cut", help="A document over --max-tokens: cut (scored on its first "
+                        "tokens, counted as cut) or skip (counted as skipped).")
+    # each head mean-ablated alone on each document: the effect column
+    effect: bool = of(HeadsOptions, "effect")
 
     def __post_init__(self) -> None:
         if not 2 <= self.max_tokens <= MAX_TOKENS:

@@ -36,7 +36,8 @@ def test_head_json_on_explain_filters_every_per_head_stage(cli: Cli) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["run", SENTENCE, "--layer", "1"], "--layer applies with --model only"),
     (["explain", SENTENCE, "--layer", "0"], "--layer applies with --model only"),
-    (["run", SENTENCE, "--impl", "naive", "--top-k", "3"], "--top-k applies to the tiled path"),
+    (["run", SENTENCE, "--impl", "naive", "--top-keys", "3"],
+     "--top-keys applies to the tiled path"),
     (["run", SENTENCE, "--impl", "naive", "--pool", "mean"], "--pool applies to the tiled path"),
     (["run", SENTENCE, "--impl", "naive", "--full", "--json"],
      "--full applies to the tiled path"),

@@ -77,9 +77,24 @@ def test_text_view_and_show_template(cli, tiny: Path) -> None:  # noqa: ANN001
 
 def test_a_seed_reproduces_the_sampled_json(cli, tiny: Path) -> None:  # noqa: ANN001
     args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "6", "--sample",
-            "--temperature", "2", "--seed", "9", "--json")
+            "--temperature", "2", "--sample-seed", "9", "--json")
     first, second = json.loads(cli(*args).out), json.loads(cli(*args).out)
     assert first == second and first["config"]["sampling"]["seed"] == 9
+
+
+def test_the_old_spelling_of_sample_seed_is_taken_with_a_note(cli, tiny: Path) -> None:  # noqa: ANN001
+    """--seed was generate's sampling seed (run's --seed seeds the weights): still accepted,
+    hidden from --help, with one line on stderr; given with the new spelling it is refused."""
+    args = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3", "--sample",
+            "--json")
+    new, old = cli(*args, "--sample-seed", "9"), cli(*args, "--seed", "9")
+    assert old.code == 0 and json.loads(old.out) == json.loads(new.out)
+    assert old.err == "attncli: --seed is now --sample-seed (the old spelling goes in the next " \
+        "release)\n"
+    both = cli(*args, "--seed", "9", "--sample-seed", "8")
+    assert both.code == 2 and both.err == "attncli: error: --seed is the old spelling of " \
+        "--sample-seed: give one\n"
+    assert "--seed" not in cli("generate", "--help").out
 
 
 @pytest.mark.parametrize("args", [
@@ -101,16 +116,20 @@ def test_an_encoder_is_refused(cli, tmp_path: Path) -> None:  # noqa: ANN001
 
 
 def test_the_option_groups_defaults_are_the_records() -> None:
+    """generate takes Sampling as it is; Attended carries GenerateView's fields (default and
+    marker), parsing what the record receives."""
+    from dataclasses import fields
+
     from attncli.cli.generating import Answering, Attended
-    from attncli.models.generate.sampling import Sampling
+    from attncli.opt import marker
     from attncli.records.generation import GenerateView
 
-    answering, sampling = Answering(), Sampling()
-    for name in ("max_new_tokens", "sample", "temperature", "top_p", "top_k", "seed"):
-        assert getattr(answering, name) == getattr(sampling, name), name
+    assert not {"max_new_tokens", "sample", "top_k", "seed"} & {f.name for f in fields(Answering)}
     attended, view = Attended(), GenerateView()
     assert (attended.at, attended.layers, attended.combine, attended.exclude_sinks) == (
         view.at, view.layers, view.combine, view.exclude_sinks)
+    records = {f.name: f for f in fields(GenerateView)}
+    assert all(marker(f) == marker(records[f.name]) for f in fields(Attended))
 
 
 def test_a_missing_model_is_one_line(cli) -> None:  # noqa: ANN001
@@ -140,12 +159,13 @@ def test_at_names_the_first_answer_token_with_that_text(cli, tiny: Path) -> None
 def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> None:
     from attncli.core.result import ModelInfo, TokenInfo
     from attncli.errors import AttnCliError
+    from attncli.records.asking import Sampling
     from attncli.records.generation import GenerationResult, answer_index
 
     answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
     result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,
-                              given="", template={}, sampling={}, stop_ids=[], stopped="eos",
-                              sinks=[], steps=[])
+                              given="", template={}, sampling=Sampling(), stop_ids=[],
+                              stopped="eos", sinks=[], steps=[])
     assert [answer_index(result, at) for at in ("Paris", " Paris", ".", "2", None)] == [
         0, 0, 1, 2, None]
     with pytest.raises(AttnCliError, match="'Rome'"):
@@ -267,17 +287,27 @@ def test_show_template_with_json_is_the_text_its_tokens_and_origin(cli, tiny: Pa
                    "prompt": answer["prompt"]}
 
 
-def test_an_empty_layer_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN001
+def test_layers_reads_heads_grammar_and_an_empty_span_is_one_line(cli, tiny: Path) -> None:  # noqa: ANN001
+    """--layers means what it means in `heads`: a:b half-open, either end open, negatives from
+    the end; parsed once, resolved against the model's layers where the weights are kept."""
     run = cli("generate", "the cat", "--model", str(tiny), "--layers", "2:2")
     assert run.code == 2 and run.out == ""
-    assert run.err == ("attncli: error: --layers 2:2 holds no layer: A:B is half-open, A below B "
-                       "(0:1 is layer 0)\n")
+    assert run.err.startswith("attncli: error: --layers 2:2 selects nothing (it resolves to 2:2 "
+                              "of ") and run.err.endswith(" layers)\n")
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "1",
+                         "--layers", "-1:", "--json").out)
+    n = doc["model"]["layers"]
+    assert doc["config"]["weights"]["layers"] == [n - 1, n]
+    wide = cli("generate", "the cat", "--model", str(tiny), "--layers", f"0:{n + 1}")
+    assert wide.code == 2 and wide.err == (f"attncli: error: --layers 0:{n + 1} is out of range: "
+                                           f"this run has {n} layers (indices 0 to {n - 1}, or "
+                                           f"-{n} to -1)\n")
 
 
 def test_a_sampled_generation_missing_its_seed_is_one_line(cli, tiny: Path,  # noqa: ANN001
                                                            tmp_path: Path) -> None:
     doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "2",
-                         "--sample", "--seed", "4", "--json").out)
+                         "--sample", "--sample-seed", "4", "--json").out)
     del doc["config"]["sampling"]["seed"]
     (tmp_path / "g.json").write_text(json.dumps(doc))
     run = cli("show", str(tmp_path / "g.json"))
@@ -291,7 +321,7 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
                             "--json").out)
     for temperature in ("1e-45", "5e-324"):
         run = cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3", "--json",
-                  "--sample", "--temperature", temperature, "--seed", "1")
+                  "--sample", "--temperature", temperature, "--sample-seed", "1")
         assert run.code == 0, run.err
         assert [t["id"] for t in json.loads(run.out)["answer"]] == \
             [t["id"] for t in greedy["answer"]]

@@ -1,11 +1,10 @@
-"""Options declared once (cli/groups.py, cli/options.py): groups expand into a command's options
-under their panels, commands list groups instead of restating options, and one Request is built
-from them."""
+"""Options declared once, on the records they fill (attncli/opt.py, cli/groups.py): records
+expand into a command's options under their panels, commands name the records (or fields) they
+take instead of restating options, and one Request is built from them."""
 
 from __future__ import annotations
 
 import inspect
-import typing
 from dataclasses import dataclass, fields
 from typing import Annotated, Any
 
@@ -14,7 +13,7 @@ import typer
 
 import attncli.cli.commands  # noqa: F401  (registers every command)
 from attncli.cli.app import app
-from attncli.cli.groups import PanelledCommand, Without, expand
+from attncli.cli.groups import Fields, PanelledCommand, expand
 from attncli.cli.options import (
     Chapter3,
     Checkpoint,
@@ -27,6 +26,7 @@ from attncli.cli.options import (
     request_of,
 )
 from attncli.core.request import Request, Route
+from attncli.opt import marker, of, opt
 
 GROUPS = [Source, Encoding, Checkpoint, Chapter3, Compute, Look, Output]
 
@@ -34,8 +34,8 @@ GROUPS = [Source, Encoding, Checkpoint, Chapter3, Compute, Look, Output]
 @dataclass(frozen=True)
 class Pair(Group):
     panel = "Pair"
-    first: Annotated[int, typer.Option(help="The first.")] = 1
-    second: Annotated[str, typer.Option(help="The second.")] = "b"
+    first: int = opt(1, help="The first.")
+    second: str = opt("b", help="The second.")
 
 
 def _commands() -> dict[str, Any]:
@@ -63,10 +63,10 @@ def test_expand_spreads_groups_into_keyword_options_and_calls_with_them_built() 
     assert seen == {"pair": Pair(first=3, second="x"), "own": 9}
 
 
-def test_without_leaves_options_out_and_their_defaults_stand() -> None:
+def test_fields_names_the_options_taken_and_the_others_defaults_stand() -> None:
     seen: list[Pair] = []
 
-    def body(pair: Annotated[Pair, Without("second")]) -> None:
+    def body(pair: Annotated[Pair, Fields("first")]) -> None:
         seen.append(pair)
 
     call = expand(body)
@@ -81,9 +81,9 @@ def test_a_group_field_goes_under_its_panel_and_the_shared_option_is_left_alone(
 
     param = inspect.signature(expand(body)).parameters["first"]
     info = param.annotation.__metadata__[0]
-    assert info.rich_help_panel == "Pair"
-    declared = typing.get_type_hints(Pair, include_extras=True)["first"].__metadata__[0]
-    assert declared.rich_help_panel is None  # the declaration itself is not changed by its use
+    assert info.rich_help_panel == "Pair" and info.help == "The first."
+    declared = marker(fields(Pair)[0])
+    assert declared is not None and declared.panel is None  # the record's panel stands in
 
 
 def test_the_body_runs_with_the_status_line_listening_and_quiet_silences_it(
@@ -119,23 +119,28 @@ def test_every_command_takes_quiet(name: str) -> None:
 
 def test_a_field_that_needs_another_is_left_out_with_it() -> None:
     """--open opens what --save wrote: a command without --save has no --open either."""
-    def body(output: Annotated[Output, Without("save", "save_json")]) -> None:
+    def body(output: Annotated[Output, Fields("as_json")]) -> None:
         pass
 
     def whole(output: Output) -> None:
         pass
 
+    def alone(output: Annotated[Output, Fields("as_json", "open_page")]) -> None:
+        pass
+
     assert Output.needs == {"open_page": "save"}
     assert list(inspect.signature(expand(body)).parameters) == ["as_json", "quiet"]
     assert "open_page" in inspect.signature(expand(whole)).parameters
+    with pytest.raises(AssertionError):
+        expand(alone)
 
 
 @pytest.mark.parametrize("wrong", [
     "def body(pair: Pair, first: int = 1) -> None: pass",  # an option declared twice
-    "def body(pair: Annotated[Pair, Without('third')]) -> None: pass",  # no such option
+    "def body(pair: Annotated[Pair, Fields('third')]) -> None: pass",  # no such option
 ])
 def test_mistakes_in_a_command_declaration_fail_at_import(wrong: str) -> None:
-    space: dict[str, Any] = {"Pair": Pair, "Annotated": Annotated, "Without": Without}
+    space: dict[str, Any] = {"Pair": Pair, "Annotated": Annotated, "Fields": Fields}
     exec(wrong, space)  # noqa: S102  (a fixed declaration, to see expand refuse it)
     with pytest.raises(AssertionError):
         expand(space["body"])
@@ -162,15 +167,19 @@ def test_every_command_prints_its_help_with_options_under_headings(name: str) ->
 def test_no_command_restates_an_option_of_a_group() -> None:
     """An option named as a group's field is that group's, in every command that offers it,
     unless the command gives it another meaning (its own help)."""
-    by_name = {f.name: group for group in GROUPS for f in fields(group)}
+    by_name = {f.name: (group, f) for group in GROUPS for f in fields(group)}
     for name, command in _commands().items():
         ctx = typer.Context(command, info_name=name)
         for param in command.get_params(ctx):
-            group = by_name.get(param.name or "")
-            if group is None or _panel_of(command, param.name or "") == group.panel:
+            if param.name not in by_name:
                 continue
-            declared = typing.get_type_hints(group, include_extras=True)[param.name or ""]
-            assert param.help != declared.__metadata__[0].help, (name, param.name)
+            group, field = by_name[param.name]
+            declared = marker(field)
+            assert declared is not None
+            panel = declared.panel or getattr(group, "panel", "Options")
+            if _panel_of(command, param.name) == panel:
+                continue
+            assert param.help != declared.help, (name, param.name)
 
 
 def test_request_of_takes_each_groups_request_fields_and_the_given_ones_last() -> None:
@@ -187,6 +196,23 @@ def test_group_defaults_are_the_requests() -> None:
     for group in (Encoding, Checkpoint, Chapter3, Compute):
         for f in fields(group):
             assert f.default == getattr(request, f.name), (group.__name__, f.name)
+            assert marker(f) == marker({g.name: g for g in fields(Request)}[f.name])
+
+
+def test_of_carries_a_records_default_and_marker_once() -> None:
+    """A record that carries another's field (a CLI group that parses what the record takes)
+    gets its default, converted where asked, and its marker, changed where asked."""
+
+    @dataclass(frozen=True)
+    class Carried:
+        first: int = of(Pair, "first")
+        second: str = of(Pair, "second", str.upper, help="Changed.")
+
+    first, second = fields(Carried)
+    assert (first.default, second.default) == (1, "B")
+    assert marker(first) == marker(fields(Pair)[0])
+    declared = marker(second)
+    assert declared is not None and declared.help == "Changed."
 
 
 def test_models_help_names_every_family_the_registry_reads() -> None:
@@ -194,12 +220,11 @@ def test_models_help_names_every_family_the_registry_reads() -> None:
     (it cannot import the registry: --help imports no model code), for every command that takes
     it; docs/reference/*.md is that help, generated."""
     import re
-    import typing
 
-    from attncli.cli.options import ModelOpt
+    from attncli.core.request import MODEL_HELP
     from attncli.models.family import REGISTRY
 
-    help_text = typing.get_args(ModelOpt)[1].help
+    help_text = MODEL_HELP
     named = re.search(r"model_type ([^)]*)\)", help_text)
     assert named is not None
     assert sorted(re.split(r", | or ", named.group(1))) == sorted(REGISTRY)

@@ -30,6 +30,18 @@ def square_matrices(value: Any, n: int) -> list[str]:
     return found
 
 
+def test_top_keys_old_spelling_is_taken_with_a_note(cli) -> None:  # noqa: ANN001
+    """--top-k was the tiled path's keys kept (generate's --top-k samples): accepted, hidden,
+    with one line on stderr."""
+    new = cli("run", "one two three", "--impl", "tiled", "--top-keys", "2", "--json")
+    old = cli("run", "one two three", "--impl", "tiled", "--top-k", "2", "--json")
+    assert new.code == old.code == 0 and old.json() == new.json()
+    assert new.json()["config"]["top_k"] == 2
+    assert (new.err, old.err) == ("", "attncli: --top-k is now --top-keys (the old spelling "
+                                  "goes in the next release)\n")
+    assert "--top-k " not in cli("run", "--help").out
+
+
 def test_tiled_json_holds_no_n_by_n_matrix(cli) -> None:  # noqa: ANN001
     res = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--heads", "2", "--json")
     assert res.code == 0 and res.err == ""
@@ -68,7 +80,7 @@ def test_full_equals_the_naive_weights(cli) -> None:  # noqa: ANN001
 
 BAD = [
     (("run", "x", "--impl", "flash"), "'flash' is not one of"),
-    (("run", "x", "--top-k", "-1"), "--top-k"),
+    (("run", "x", "--top-keys", "-1"), "--top-keys"),
     (("run", "x", "--pool", "nope"), "'nope' is not one of"),
     (("run", "x", "--full"), "--full puts the whole weights matrix in the JSON: use it with "
      "--json or --save-json"),

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+import attncli.cli
 from attncli.cli.options import Chapter3, Encoding, Output, Source
 from attncli.core.display import Window
 from attncli.core.request import Extract, Request
@@ -280,8 +281,8 @@ def test_check_scan_wants_pyarrow_then_a_model(monkeypatch: pytest.MonkeyPatch) 
 
 def test_scanning_builds_the_settings_and_plan() -> None:
     from attncli.cli.scoring import Scanning
+    from attncli.scan.plan import ScanPlan
     from attncli.scan.pool import usable_cores
-    from attncli.scan.run import ScanPlan
     from attncli.scan.worker import ScanSettings, TooLong
 
     assert ScanSettings.too_long == TooLong.cut.value
@@ -294,21 +295,28 @@ def test_scanning_builds_the_settings_and_plan() -> None:
     assert Scanning(workers=3, ray="local").plan(Path("c"), Path("o")).workers == 3
 
 
-def test_scoring_checks_the_probe_and_layers_and_builds_heads_options() -> None:
-    from attncli.cli.scoring import ProbeKind, Scoring
-    from attncli.models.heads import HeadsOptions
+def test_heads_takes_its_options_record_and_checks_the_probe_against_the_text() -> None:
+    """HeadsOptions' fields are heads' options: --layers parsed by its marker, --probe one of
+    its choices; a probe and a text together are refused in one line."""
+    import attncli.cli.commands  # noqa: F401  (registers every command)
+    from attncli.cli.scoring import scored_text
+    from attncli.records.heads import HeadsOptions
 
-    probing = Scoring(probe=ProbeKind.previous, probe_length=7, probe_seed=2, threshold=0.3)
+    probing = HeadsOptions(probe="previous", probe_length=7)
     with pytest.raises(AttnCliError, match="^--probe previous runs on its own random tokens"):
-        probing.read(Source(text="a b"))
-    assert probing.read(Source()) == ("", None)
-    assert probing.options(None) == HeadsOptions(probe="previous", probe_length=7,
-                                                 probe_seed=2, threshold=0.3)
-    text, layers = Scoring(layers="1:3", sort="prev").read(Source(text="a b"))
-    assert (text, layers) == ("a b", Window("--layers", 1, 3))
-    assert Scoring(sort="prev").options(layers) == HeadsOptions(sort="prev", layers=layers)
+        scored_text(probing, Source(text="a b"))
+    assert scored_text(probing, Source()) == ""
+    assert scored_text(HeadsOptions(), Source(text="a b")) == "a b"
+    command = typer.main.get_command(attncli.cli.app.app).commands["heads"]  # type: ignore[attr-defined]
+    ctx = typer.Context(command, info_name="heads")
+    layers = next(p for p in command.get_params(ctx) if p.name == "layers")
+    probe = next(p for p in command.get_params(ctx) if p.name == "probe")
+    assert layers.type.convert("1:3", layers, ctx) == Window("--layers", 1, 3)
+    assert list(probe.type.choices) == ["induction", "previous", "duplicate"]
     with pytest.raises(AttnCliError, match="--layers"):
-        Scoring(layers="x").read(Source(text="a b"))
+        layers.type.convert("x", layers, ctx)
+    with pytest.raises(AttnCliError, match="--probe-length must be from 1 to 4096"):
+        HeadsOptions(probe_length=0)
 
 
 # Generation: the template's JSON and the answer's call.
@@ -323,30 +331,24 @@ def test_prompt_to_dict_is_show_templates_json() -> None:
                                 "prompt": [{"index": 0, "id": 5, "text": "Hi", "bytes": "4869"}]}
 
 
-def test_answer_hands_the_groups_settings_to_generate_model(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    from attncli.cli.generating import Answering
-    from attncli.models.generate.run import ALL, Asked, Keep
-    from attncli.models.generate.sampling import Sampling
+def test_cli_groups_declare_and_never_run_a_model() -> None:
+    """The option groups (cli/*.py beside commands/) read and check what is given; the doors
+    that run a model are called from the commands alone."""
+    import ast
 
-    calls: list[tuple[Any, ...]] = []
-
-    def generate_model(*args: Any, **kwargs: Any) -> str:
-        calls.append((args, kwargs))
-        return "answer"
-
-    monkeypatch.setattr("attncli.models.generate.run.generate_model", generate_model)
-    answering = Answering(max_new_tokens=3, system="be brief")
-    assert answering.answer("m", "Hi", True) == "answer"
-    keep = Keep((0, 1), 2)
-    asked = Asked(answer="Hello", norms=True)
-    answering.answer("m", "Hi", False, keep, print, asked)
-    sampling = Sampling(max_new_tokens=3)
-    assert calls == [
-        (("m", "Hi", sampling), {"system": "be brief", "raw": False, "keep": ALL,
-                                 "on_token": None, "allow_special": True, "asked": Asked()}),
-        (("m", "Hi", sampling), {"system": "be brief", "raw": False, "keep": keep,
-                                 "on_token": print, "allow_special": False, "asked": asked})]
+    doors = {"generate_model", "run_request", "run_heads", "open_model", "permute_lesson",
+             "kvcache_lesson", "streaming_model", "flash_lesson"}
+    folder = Path(attncli.cli.__file__).parent
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = node.id if isinstance(node, ast.Name) else \
+                node.attr if isinstance(node, ast.Attribute) else None
+            if name in doors:
+                found.append(f"{path.name}: {name}")
+    assert found == []
+    commands = (folder / "commands" / "generate.py").read_text(encoding="utf-8")
+    assert "generate_model(" in commands  # the check is not vacuous
 
 
 # What the commands share: Output, Chapter3, request_of.

@@ -35,7 +35,8 @@ def test_windows_resolve_like_slices(text: str, size: int, expected: tuple[int, 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("a:b", "is not a window"), ("1:2:3", "is not a window"), ("1.5:", "is not a window"),
-    ("", "is empty"), ("  ", "is empty"),
+    ("", "is empty"), ("  ", "is empty"), ("０:2", "is not a window"), ("1_0:", "is not a window"),
+    ("²:3", "is not a window"), ("0:--3", "is not a window"),
 ])
 def test_bad_window_syntax(text: str, message: str) -> None:
     with pytest.raises(AttnCliError, match=message):
@@ -50,6 +51,12 @@ def test_bad_window_syntax(text: str, message: str) -> None:
 def test_empty_or_out_of_range_windows(text: str, message: str) -> None:
     with pytest.raises(AttnCliError, match=message):
         parse_window(text, "--rows").resolve(6)
+
+
+def test_a_window_of_layers_names_layers() -> None:
+    with pytest.raises(AttnCliError, match=r"--layers 0:9 is out of range: this run has 4 layers"):
+        parse_window("0:9", "--layers").resolve(4, "layers")
+    assert parse_window("-1:", "--layers").resolve(4, "layers") == (3, 4)
 
 
 def test_window_text_is_normalised() -> None:

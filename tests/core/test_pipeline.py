@@ -103,7 +103,7 @@ def test_dropout_is_visible() -> None:
     ({"device": "tpu"}, "unknown device"),
     ({"seed": 2**64}, r"--seed 18446744073709551616 is out of range"),
     ({"layer": 2}, "--layer applies with --model only"),
-    ({"impl": "naive", "top_k": 3}, "--top-k applies to the tiled path"),
+    ({"impl": "naive", "top_k": 3}, "--top-keys applies to the tiled path"),
     ({"impl": "naive", "pool": "mean"}, "--pool applies to the tiled path"),
     ({"impl": "naive", "full": True}, "--full applies to the tiled path"),
 ])

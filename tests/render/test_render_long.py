@@ -77,7 +77,7 @@ def test_colour_shows_blocks_in_colour() -> None:
 def test_no_top_keys_says_so() -> None:
     result = long_run(top_k=0)
     out = rendered(lambda c: render_long(c, result, Display()), width=80)
-    assert "--top-k 0: no keys kept" in out and "top-0" in out
+    assert "--top-keys 0: no keys kept" in out and "top-0" in out
 
 
 def _top_table(result: Result, head: int, rows: range, ranks: int, limit: int,

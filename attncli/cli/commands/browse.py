@@ -10,22 +10,25 @@ import typer
 from attncli.activity import hush
 from attncli.browse.terminal import check_terminal, run_in_terminal
 from attncli.cli.generating import Answering
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source
 from attncli.cli.output import Saver
 from attncli.cli.requests import request_of
 from attncli.cli.settings import needed_model
 from attncli.cli.streams import leave
+from attncli.records.asking import Sampling
 
 
 @command(needs_model=True)
 def browse(
     source: Source,
-    checkpoint: Annotated[Checkpoint, Without("predict")],
+    checkpoint: Annotated[Checkpoint, Fields("model", "layer")],
     encoding: Encoding,
     settings: Chapter3,
-    compute: Annotated[Compute, Without("device", "pool", "full", "measure")],
-    answering: Annotated[Answering, Without("top_k", "seed", "show_template", "stream")],
+    compute: Annotated[Compute, Fields("impl", "top_k")],
+    sampling: Annotated[Sampling, Fields("max_new_tokens", "sample", "temperature", "top_p")],
+    answering: Annotated[Answering, Fields("system", "raw", "messages", "answer_text",
+                                           "answer_file", "explain_last", "logprobs")],
     save_dir: Annotated[Path, typer.Option(
         help="Where `e` saves what is on screen (SVG, text or the HTML page).",
         file_okay=False)] = Path("."),
@@ -68,11 +71,13 @@ def browse(
     elif generate:
         model = needed_model(checkpoint.model, "browse --generate", " (the decoder that answers)")
         from attncli.browse.generation import generation_source
+        from attncli.models.generate.run import generate_model
 
         asked = answering.asked()  # --messages, or TEXT
         prompt = "" if asked.messages is not None else source.read()[0] or ""
-        shown = generation_source(answering.answer(model, prompt, encoding.allow_special,
-                                                   asked=asked))
+        result = generate_model(model, prompt, sampling, answering.system, answering.raw,
+                                allow_special=encoding.allow_special, asked=asked)
+        shown = generation_source(result)
     else:
         from attncli.browse.source import source_of
 

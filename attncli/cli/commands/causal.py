@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.causal_options import Ablating, Patching
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Output, Source
 from attncli.cli.requests import request_of
 from attncli.cli.settings import needed_model
+from attncli.records.causal import AblateOptions, PatchOptions
 
 PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")]
 
@@ -19,11 +19,11 @@ PrecisionOpt = Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")
 @command(needs_model=True)
 def ablate(
     *,
-    source: Annotated[Source, Without("inputs")],
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    source: Annotated[Source, Fields("text", "file")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
     encoding: Encoding,
-    compute: Annotated[Compute, Without("impl", "top_k", "pool", "full", "measure")],
-    ablating: Ablating,
+    compute: Annotated[Compute, Fields("device")],
+    ablating: AblateOptions,
     output: Output,
     precision: PrecisionOpt = 3,
 ) -> None:
@@ -53,7 +53,7 @@ def ablate(
     from attncli.render.reports.causal import render_ablation
 
     after_imports()
-    output.deliver_result(run_ablate(request, ablating.options()), render_ablation, precision)
+    output.deliver_result(run_ablate(request, ablating), render_ablation, precision)
 
 
 CleanArg = Annotated[str, typer.Argument(
@@ -68,10 +68,10 @@ def patch(
     *,
     clean: CleanArg,
     corrupt: CorruptArg,
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
     encoding: Encoding,
-    compute: Annotated[Compute, Without("impl", "top_k", "pool", "full", "measure")],
-    patching: Patching,
+    compute: Annotated[Compute, Fields("device")],
+    patching: PatchOptions,
     output: Output,
     precision: PrecisionOpt = 3,
 ) -> None:
@@ -100,5 +100,5 @@ def patch(
     from attncli.render.reports.causal import render_patching
 
     after_imports()
-    output.deliver_result(run_patch(request, corrupt, patching.options()), render_patching,
+    output.deliver_result(run_patch(request, corrupt, patching), render_patching,
                           precision)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Look, Output
 from attncli.cli.output import console, emit, emit_json
 
@@ -16,9 +16,8 @@ def check(
     target: Annotated[str, typer.Argument(
         help="Your class: FILE.py:Class, or FILE.py when it holds one nn.Module class.",
         metavar="FILE.py:Class", show_default=False)],
-    output: Annotated[Output, Without("save", "save_json")],
-    look: Annotated[Look, Without("head", "precision", "show", "query", "view", "rows", "cols",
-                                  "scale")],
+    output: Annotated[Output, Fields("as_json")],
+    look: Annotated[Look, Fields("lang")],
     kind: Annotated[str | None, typer.Option(
         help="Which of the book's classes it is, when its constructor does not say: self_v1, "
         "self_v2, causal, multihead or wrapper (MultiHeadAttentionWrapper).",

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Chapter3, Compute, Encoding, Look, Output, Source, Variant
 from attncli.cli.requests import request_of
 from attncli.core.display import parse_names
@@ -16,9 +16,10 @@ from attncli.core.display import parse_names
 def compare(
     source: Source,
     encoding: Encoding,
-    settings: Annotated[Chapter3, Without("variant")],
-    compute: Annotated[Compute, Without("top_k", "pool", "full", "measure")],
-    look: Annotated[Look, Without("head", "show", "query", "lang")],
+    settings: Annotated[Chapter3, Fields("seed", "emb_dim", "positions", "context_length",
+                                          "d_out", "heads", "dropout", "qkv_bias")],
+    compute: Annotated[Compute, Fields("device", "impl")],
+    look: Annotated[Look, Fields("precision", "view", "rows", "cols", "scale")],
     output: Output,
     variants: Annotated[str, typer.Option(
         help="The variants to compare, comma-separated.")] = "simple,qkv,causal,multihead",

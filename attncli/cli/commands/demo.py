@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Look, Output
 from attncli.cli.output import Page, deliver_pages
 from attncli.errors import AttnCliError
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 @command()
 def demo(
-    look: Annotated[Look, Without("head", "show", "query", "rows", "cols", "scale")],
-    output: Annotated[Output, Without("as_json", "save_json")],
+    look: Annotated[Look, Fields("precision", "view", "lang")],
+    output: Annotated[Output, Fields("save", "open_page")],
     no_pause: Annotated[bool, typer.Option(
         "--no-pause", help="Do not wait for Enter between steps (it never waits when stdin or "
         "stdout is not a terminal).")] = False,

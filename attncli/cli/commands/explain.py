@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.requests import request_of
 
 
 @command()
 def explain(source: Source, checkpoint: Checkpoint, encoding: Encoding, settings: Chapter3,
-            compute: Annotated[Compute, Without("top_k", "pool", "full", "measure")],
+            compute: Annotated[Compute, Fields("device", "impl")],
             look: Look, output: Output) -> None:
     """Walk through one variant's computation, stage by stage, each explained in a line.
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Annotated
 
 from attncli.cli.generating import Answering, Attended
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
 from attncli.errors import AttnCliError
-
-LOOK_UNUSED = ("precision", "show", "query", "view", "rows", "cols", "scale", "lang")
+from attncli.records.asking import Sampling
 
 
 @command(needs_model=True)
-def generate(source: Annotated[Source, Without("inputs")],
-             checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
-             encoding: Annotated[Encoding, Without("encoding")], answering: Answering,
-             attended: Attended, look: Annotated[Look, Without(*LOOK_UNUSED)],
+def generate(source: Annotated[Source, Fields("text", "file")],
+             checkpoint: Annotated[Checkpoint, Fields("model")],
+             encoding: Annotated[Encoding, Fields("allow_special")], sampling: Sampling,
+             answering: Answering,
+             attended: Attended, look: Annotated[Look, Fields("head")],
              output: Output) -> None:
     """Let the model answer, or explain an answer you give, and show what each answer token
     looked at.
@@ -37,7 +37,7 @@ def generate(source: Annotated[Source, Without("inputs")],
 
       attncli generate "What is the capital of France?" --model SmolLM2.gguf
 
-      attncli generate "Name a colour" --model M --sample --seed 1 --at 0 --layers 0:8
+      attncli generate "Name a colour" --model M --sample --sample-seed 1 --at 0 --layers 0:8
 
       attncli generate "Name a colour" --model M --at Blue --json --layers 20:30 --head 3
 
@@ -50,14 +50,13 @@ def generate(source: Annotated[Source, Without("inputs")],
     model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
     layers = attended.check()
-    answering.sampling()  # checked before the prompt is read
     asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude)
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
-    from attncli.models.generate.run import Keep
+    from attncli.models.generate.run import Keep, generate_model
     from attncli.render.reports.generate import render_generation
 
     after_imports()
@@ -71,7 +70,7 @@ def generate(source: Annotated[Source, Without("inputs")],
         return
     keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
-        result = answering.answer(model, prompt, encoding.allow_special, keep,
-                                  on_token, asked)
-    output.deliver_result(result, render_generation, attended.view(result, look.head))
+        result = generate_model(model, prompt, sampling, answering.system, answering.raw, keep,
+                                on_token, encoding.allow_special, asked)
+    output.deliver_result(result, render_generation, attended.view(result, look.head, layers))
 

@@ -7,27 +7,27 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.requests import request_of
-from attncli.cli.scoring import Scoring
+from attncli.cli.scoring import scored_text
 from attncli.cli.settings import needed_model
+from attncli.records.heads import HeadsOptions
 
 
 @command(needs_model=True)
 def heads(
     *,
-    source: Annotated[Source, Without("inputs")],
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
-    encoding: Annotated[Encoding, Without("encoding")],
-    compute: Annotated[Compute, Without("device", "impl", "top_k", "pool", "full")],
-    look: Annotated[Look, Without("head", "precision", "show", "query", "view", "rows", "cols",
-                                  "lang")],
+    source: Annotated[Source, Fields("text", "file")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
+    encoding: Annotated[Encoding, Fields("allow_special")],
+    compute: Annotated[Compute, Fields("measure")],
+    look: Annotated[Look, Fields("scale")],
     output: Output,
     heads: Annotated[int | None, typer.Option(
         "--heads", help="Heads per layer, for a bare .safetensors file of a non-standard width.",
         show_default=False)] = None,
-    scoring: Scoring,
+    scoring: HeadsOptions,
     precision: Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")] = 3,
 ) -> None:
     """Every layer × head of a GPT-2 or Llama-family checkpoint at a glance: measures, head
@@ -53,7 +53,7 @@ def heads(
 
     checkpoint = replace(checkpoint, model=needed_model(checkpoint.model, "heads"))
     output.check()
-    text, layers = scoring.read(source)
+    text = scored_text(scoring, source)
     request = request_of((text, None), checkpoint, encoding, compute, heads=heads)
     # The input is checked: now the computation (torch) is imported.
     from attncli.models.run import run_heads
@@ -61,7 +61,7 @@ def heads(
     from attncli.render.page import page_extra
 
     after_imports()
-    result = run_heads(request, scoring.options(layers))
+    result = run_heads(request, scoring)
     output.deliver(result.to_dict(),
                    lambda out: render_heads(out, result, precision, look.scale.value),
                    page_extra(result))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.lesson_options import Settings, Shown
 from attncli.cli.options import Chapter3, Checkpoint, Encoding, Output, Source, Variant
 from attncli.cli.requests import request_of
@@ -22,9 +22,9 @@ def permute(
     text_a: Annotated[str, typer.Argument(metavar="TEXT_A", help="The first text.")],
     text_b: Annotated[str, typer.Argument(metavar="TEXT_B", help="The same tokens reordered.")],
     encoding: Encoding,
-    settings: Annotated[Settings, Without("variant", "positions")],
-    checkpoint: Annotated[Checkpoint, Without("predict")],
-    shown: Annotated[Shown, Without("head")],
+    settings: Annotated[Chapter3, Fields("seed", "emb_dim", "d_out", "heads", "qkv_bias")],
+    checkpoint: Annotated[Checkpoint, Fields("model", "layer")],
+    shown: Annotated[Shown, Fields("precision", "lang")],
     output: Output,
     variant: Annotated[Variant, typer.Option(
         "--variant", "-v", help="Attention variant (qkv has no mask).")] = Variant.qkv,
@@ -58,7 +58,7 @@ def permute(
 
 
 @command()
-def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Without("predict")],
+def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Fields("model", "layer")],
             encoding: Encoding, settings: Settings, shown: Shown, output: Output,
             keep: KeepOpt = None) -> None:
     """Decode token by token with a key/value cache, each step checked against the full pass.
@@ -129,9 +129,8 @@ def flash(
 
 @command()
 def cost(
-    settings: Annotated[Chapter3, Without("variant", "emb_dim", "positions", "context_length",
-                                          "d_out", "heads", "dropout", "qkv_bias")],
-    shown: Annotated[Shown, Without("head", "precision")],
+    settings: Annotated[Chapter3, Fields("seed")],
+    shown: Annotated[Shown, Fields("lang")],
     output: Output,
     max_tokens: Annotated[int, typer.Option(help="The largest N; N doubles from 128.")] = 4096,
     heads: Annotated[int, typer.Option(help="Attention heads.")] = 1,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Output
 
 
 @command()
-def models(output: Annotated[Output, Without("save", "save_json")]) -> None:
+def models(output: Annotated[Output, Fields("as_json")]) -> None:
     """List the models --model can read: the HF cache, Ollama's, LM Studio's and attncli's own.
 
     Each from its headers alone (no weights read): name, source, format and quantization,
@@ -25,7 +25,7 @@ def models(output: Annotated[Output, Without("save", "save_json")]) -> None:
 
       attncli models --json | jq -r '.models[].model'
     """
-    from attncli.models.stores.catalog import cached_models
+    from attncli.catalog import cached_models
     from attncli.render.models import render_models
 
     doc = cached_models()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.requests import request_of
 from attncli.errors import AttnCliError
@@ -12,7 +12,9 @@ from attncli.errors import AttnCliError
 
 @command()
 def run(source: Source, checkpoint: Checkpoint, encoding: Encoding, settings: Chapter3,
-        compute: Compute, look: Annotated[Look, Without("lang")], output: Output) -> None:
+        compute: Compute, look: Annotated[Look, Fields("head", "precision", "show", "query",
+                                                       "view", "rows", "cols", "scale")],
+        output: Output) -> None:
     """Run one attention variant and show its weights and context vectors.
 
     Long inputs take the tiled path (--impl auto): per head a summary, a heatmap pooled into

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Output
 from attncli.cli.scoring import Scanning
 from attncli.cli.settings import needed_model
@@ -24,7 +24,7 @@ def scan(
         help="A folder (each regular file one document; FIFOs, sockets and devices are skipped "
         "unopened), a .txt (one document a line), a .jsonl (the text in --field) or a .parquet "
         "(the --field column).", metavar="CORPUS", show_default=False)],
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
     encoding: Encoding,
     output: Output,
     out: Annotated[Path, typer.Option(

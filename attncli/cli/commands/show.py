@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.generating import Attended
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Look, Output
 
 
@@ -18,7 +18,8 @@ def show(
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
     look: Look,
     output: Output,
-    attended: Annotated[Attended, Without("kind", "occlude")],  # --view is Look's here
+    # --view is Look's here
+    attended: Annotated[Attended, Fields("at", "layers", "combine", "exclude_sinks")],
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 
@@ -61,7 +62,8 @@ def show(
 
         generation = saved.results[0]
         output.deliver_result(generation, render_generation,  # in the view it was made for
-                              attended.view(generation, look.head, generation.view))
+                              attended.view(generation, look.head, attended.check(),
+                                            generation.view))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Output, Source
 from attncli.cli.output import emit_json, emit_streamed
 
 
 @command()
 def tokens(
-    source: Annotated[Source, Without("inputs")],
+    source: Annotated[Source, Fields("text", "file")],
     encoding: Encoding,
-    output: Annotated[Output, Without("save", "save_json")],
-    checkpoint: Annotated[Checkpoint, Without("layer", "predict")],
+    output: Annotated[Output, Fields("as_json")],
+    checkpoint: Annotated[Checkpoint, Fields("model")],
 ) -> None:
     """Show how the text splits into tokens: index, id, label and exact bytes.
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attncli.activity import counted, doing
+from attncli.core.display import Window
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
@@ -18,14 +19,15 @@ from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
 from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
-from attncli.records.generation import GenerationResult
+from attncli.records.generation import AnswerStep, Candidate, GenerationResult
 
 
 @dataclass(frozen=True)
 class Keep:
-    """Which weights the result keeps: layers [a, b) and one head, or all of them."""
+    """Which weights the result keeps: --layers (a window of the model's layers) and one head,
+    or all of them."""
 
-    layers: tuple[int, int] | None = None
+    layers: Window | None = None
     head: int | None = None
     json: bool = False  # the weights go into a JSON: its size is checked against its budget
 
@@ -111,8 +113,7 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
     forced = teacher_forced(model, built.ids, ids)
     answer = [_info(texts(i), len(built.ids) + s) for s, i in enumerate(ids)]
     result = _result(model, built, GREEDY, keep, forced.steps, answer, "given", texts)
-    result = replace(result, given_answer=True, norms=forced.norms if asked.norms else None,
-                     sampling={"max_new_tokens": len(ids), "strategy": "given"})
+    result = replace(result, given_answer=True, norms=forced.norms if asked.norms else None)
     if asked.reported is not None:
         pieces = [bytes.fromhex(t.bytes_hex) if t.bytes_hex is not None
                   else t.text.encode("utf-8") for t in answer]
@@ -139,11 +140,15 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     return result
 
 
+def _kept(model: Model, keep: Keep) -> tuple[int, int]:
+    """The layers [a, b) keep holds of model's."""
+    n = model.spec.n_layer
+    return (0, n) if keep.layers is None else keep.layers.resolve(n, "layers")
+
+
 def _check_keep(model: Model, keep: Keep) -> None:
-    n, heads = model.spec.n_layer, model.spec.num_heads
-    if keep.layers is not None and not 0 <= keep.layers[0] < keep.layers[1] <= n:
-        raise AttnCliError(f"--layers {keep.layers[0]}:{keep.layers[1]} is outside the model's "
-                           f"{n} layers (0:{n})")
+    heads = model.spec.num_heads
+    _kept(model, keep)
     if keep.head is not None and not 0 <= keep.head < heads:
         raise AttnCliError(f"--head {keep.head} is outside the model's {heads} heads "
                            f"(0 to {heads - 1})")
@@ -154,7 +159,7 @@ def check_json_size(model: Model, prompt_len: int, max_new: int, keep: Keep) -> 
     layers × heads × (prompt_len + s) weights."""
     from attncli.core.sizes import check_json_budget
 
-    a, b = keep.layers or (0, model.spec.n_layer)
+    a, b = _kept(model, keep)
     heads = model.spec.num_heads if keep.head is None else 1
     keys = max_new * prompt_len + max_new * (max_new - 1) // 2  # Σ over steps of P + s
     check_json_budget((b - a) * heads * keys,
@@ -179,21 +184,28 @@ def _info(record: dict[str, object], index: int) -> TokenInfo:
                      data if isinstance(data, str) else None)
 
 
+def _candidate(record: dict[str, object], prob: float) -> Candidate:
+    """A vocabulary record ({"id", "text", "bytes"?}) as a step's candidate."""
+    data = record.get("bytes")
+    return Candidate(int(record["id"]), str(record["text"]), prob,  # type: ignore[call-overload]
+                     data if isinstance(data, str) else None)
+
+
 def _result(model: Model, built: Prompt, sampling: Sampling, keep: Keep, steps: list[Step],
             answer: list[TokenInfo], stopped: str,
             texts: Callable[[int], dict[str, object]]) -> GenerationResult:
-    a, b = keep.layers or (0, model.spec.n_layer)
+    a, b = _kept(model, keep)
     heads = slice(None) if keep.head is None else slice(keep.head, keep.head + 1)
-    records = [{"index": s, "position": step.position, "id": step.token_id, "prob": step.prob,
-                "logprob": step.logprob, "rank": step.rank,
-                "top": [{**texts(i), "prob": p}
-                        for i, p in zip(step.top_ids, step.top_probs, strict=True)]}
+    records = [AnswerStep(s, step.position, step.token_id, step.prob,
+                          [_candidate(texts(i), p)
+                           for i, p in zip(step.top_ids, step.top_probs, strict=True)],
+                          step.logprob, step.rank)
                for s, step in enumerate(steps)]
     template = {"used": built.templated, "origin": built.origin}
     return GenerationResult(
         model=model.info(), prompt=built.tokens, answer=answer, given=built.given,
-        template=template, sampling=sampling.to_dict(), stop_ids=sorted(built.stop_ids),
+        template=template, sampling=sampling, stop_ids=sorted(built.stop_ids),
         stopped=stopped, sinks=built.sinks, steps=records,
         weights=[step.weights[a:b, heads] for step in steps],
-        layers_kept=keep.layers, head_kept=keep.head,
+        layers_kept=None if keep.layers is None else (a, b), head_kept=keep.head,
         turns=[t.to_dict() for t in built.turns])

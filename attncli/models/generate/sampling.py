@@ -5,57 +5,14 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 from torch import Tensor
 
-from attncli.errors import AttnCliError
+from attncli.records.asking import Sampling
 
-DEFAULT_MAX_NEW = 48
-MAX_NEW_LIMIT = 100_000  # a bound on --max-new-tokens before any memory estimate
-SEED_LIMIT = 2**63 - 1  # torch.Generator takes a signed 64-bit seed
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Every setting that decides which token comes next, and how many may come."""
-
-    max_new_tokens: int = DEFAULT_MAX_NEW
-    sample: bool = False  # False: greedy (the most likely token, the first on a tie)
-    temperature: float = 1.0
-    top_k: int = 0  # 0: every token stays a candidate
-    top_p: float = 1.0  # 1.0: no nucleus cut
-    seed: int | None = None  # None with sample: a fresh seed, recorded in the result
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
-                or not 1 <= self.max_new_tokens <= MAX_NEW_LIMIT:
-            raise AttnCliError(f"--max-new-tokens must be a whole number from 1 to "
-                               f"{MAX_NEW_LIMIT:,} (got {self.max_new_tokens!r})")
-        if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)
-                and self.temperature > 0):
-            raise AttnCliError(f"--temperature must be a finite number above 0 (got "
-                               f"{self.temperature!r}); greedy decoding is the default without "
-                               "--sample")
-        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
-            raise AttnCliError(f"--top-k must be a whole number, 0 or more (got {self.top_k!r}; "
-                               "0 keeps every token)")
-        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
-            raise AttnCliError(f"--top-p must be above 0 and at most 1 (got {self.top_p!r})")
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(
-                self.seed, int) or not 0 <= self.seed <= SEED_LIMIT):
-            raise AttnCliError(f"--seed must be a whole number from 0 to {SEED_LIMIT} (got "
-                               f"{self.seed!r})")
-
-    def to_dict(self) -> dict[str, object]:
-        """The settings as the JSON records them (sampling knobs only when sampling)."""
-        out: dict[str, object] = {"max_new_tokens": self.max_new_tokens,
-                                  "strategy": "sample" if self.sample else "greedy"}
-        if self.sample:
-            out |= {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
-                    "seed": self.seed}
-        return out
+__all__ = ["Sampling", "choose", "generator_for", "warped", "with_seed"]
 
 
 def warped(logits: Tensor, sampling: Sampling) -> Tensor:
@@ -91,7 +48,7 @@ def choose(logits: Tensor, sampling: Sampling, generator: torch.Generator) -> in
 
 
 def with_seed(sampling: Sampling) -> Sampling:
-    """sampling with its seed fixed: a fresh one when sampling without --seed, so the result
+    """sampling with its seed fixed: a fresh one when sampling without --sample-seed, so the result
     records the seed that reproduces it."""
     if sampling.sample and sampling.seed is None:
         return replace(sampling, seed=secrets.randbits(63))

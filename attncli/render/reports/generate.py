@@ -55,8 +55,8 @@ def heading(result: GenerationResult) -> str:
     if result.given_answer:
         return (f"{result.model.path}: a given answer of {len(result.answer)} tokens, "
                 f"teacher-forced (one pass, no generation), {prompted}{turns}")
-    strategy = result.sampling.get("strategy", "greedy")
-    seed = f", seed {result.sampling['seed']}" if strategy == "sample" else ""
+    strategy = "sample" if result.sampling.sample else "greedy"
+    seed = f", seed {result.sampling.seed}" if result.sampling.sample else ""
     return (f"{result.model.path}: {len(result.answer)} tokens, "
             f"{strategy}{seed}, {prompted}{turns}; stopped: {result.stopped}")
 
@@ -64,10 +64,10 @@ def heading(result: GenerationResult) -> str:
 def _choice(result: GenerationResult, step: int) -> str:
     """The token's probability and rank, and the model's own choice where it is not it."""
     record = result.steps[step]
-    prob, rank = record.get("prob"), record.get("rank")
-    text = "" if prob is None else f"{prob:.3f}" if prob >= 1e-3 else f"{prob:.1e}"
-    if rank is not None and rank != 1 and record.get("top"):
-        text += f" #{rank}, model: {record['top'][0]['text']!r}"
+    prob, rank = record.prob, record.rank
+    text = f"{prob:.3f}" if prob >= 1e-3 else f"{prob:.1e}"
+    if rank is not None and rank != 1 and record.top:
+        text += f" #{rank}, model: {record.top[0].text!r}"
     return text
 
 

@@ -48,7 +48,7 @@ def test_the_greedy_answer_given_back_equals_generates_steps() -> None:
     n = len(given.answer)
     assert [t.id for t in given.answer] == [t.id for t in made.answer][:n]
     for s in range(n):
-        assert given.steps[s]["rank"] == 1
+        assert given.steps[s].rank == 1
         assert_near(torch.from_numpy(given.weights[s]), torch.from_numpy(made.weights[s]))
         # the bound this test has always used: 1e-5 flat
-        assert_near(given.steps[s]["logprob"], made.steps[s]["logprob"], rtol=0)
+        assert_near(given.steps[s].logprob, made.steps[s].logprob, rtol=0)

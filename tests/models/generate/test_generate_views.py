@@ -9,7 +9,8 @@ import pytest
 
 from attncli.core.result import ModelInfo, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.records.generation import GenerateView, GenerationResult, check_view
+from attncli.records.asking import Sampling
+from attncli.records.generation import AnswerStep, GenerateView, GenerationResult, check_view
 from tests.tolerance import assert_near
 
 P, A, L, H = 6, 2, 2, 3
@@ -21,8 +22,8 @@ def _result(weights: list[np.ndarray], norms: np.ndarray | None = None,
     answer = [TokenInfo(P + s, 10 + s, f"a{s}", None) for s in range(A)]
     return GenerationResult(
         model=ModelInfo("m", L, H, 8), prompt=prompt, answer=answer, given="", template={
-            "used": False}, sampling={}, stop_ids=[], stopped="given", sinks=[0],
-        steps=[{"index": s, "prob": 0.5, "rank": 1, "top": []} for s in range(A)],
+            "used": False}, sampling=Sampling(), stop_ids=[], stopped="given", sinks=[0],
+        steps=[AnswerStep(s, P - 1 + s, 10 + s, 0.5, [], rank=1) for s in range(A)],
         weights=weights, norms=norms, occlusion=occlusion)
 
 

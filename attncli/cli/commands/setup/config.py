@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Output
 from attncli.cli.output import emit_json
 from attncli.cli.settings import (
@@ -42,7 +42,7 @@ def config(
                                               show_default=False)] = None,
     value: Annotated[str | None, typer.Argument(help="Its value (set).",
                                                 show_default=False)] = None,
-    output: Annotated[Output, Without("save", "save_json")],
+    output: Annotated[Output, Fields("as_json")],
 ) -> None:
     """Read and write attncli's settings: a TOML file in the XDG config folder.
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Output
 from attncli.errors import AttnCliError
 
 
 @command()
-def doctor(output: Annotated[Output, Without("save", "save_json")]) -> None:
+def doctor(output: Annotated[Output, Fields("as_json")]) -> None:
     """Say what this install has: which C extensions are built and in use (and what their
     absence costs), torch's build and the devices it sees, and where attncli's folders are.
 

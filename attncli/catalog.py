@@ -1,7 +1,7 @@
 """`attncli models`: the models in the Hugging Face cache, Ollama's store, LM Studio's folder and
 attncli's own cache, each from its headers alone (no tensor read, each distinct GGUF file's header
 parsed once), and those attncli cannot read, each with the reason (read defensively: nothing there
-stops the list)."""
+stops the list). It walks the stores' folders above models/, which finds a model by its name."""
 
 from __future__ import annotations
 

@@ -1,0 +1,112 @@
+"""What a generation is asked, with its options: how the next token is chosen (Sampling) and
+which of the answer's attention a view shows (GenerateView). Plain data, no torch, no numpy:
+the command line reads them for --help."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from attncli.errors import AttnCliError
+from attncli.opt import check_bounds, opt
+
+COMBINES = ("mean", "max")
+VIEWS = ("raw", "value", "occlusion")
+OCCLUDE = ("token", "word", "turn")  # what occlusion masks together
+GENERATION = "Generation"  # the --help heading of Sampling's options
+DEFAULT_MAX_NEW = 48
+MAX_NEW_LIMIT = 100_000  # a bound on --max-new-tokens before any memory estimate
+SEED_LIMIT = 2**63 - 1  # torch.Generator takes a signed 64-bit seed
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Every setting that decides which token comes next, and how many may come."""
+
+    max_new_tokens: int = opt(DEFAULT_MAX_NEW, help="The most answer tokens written.",
+                              panel=GENERATION)
+    # False: greedy (the most likely token, the first on a tie)
+    sample: bool = opt(False, "--sample", help="Sample the next token (else greedy).",
+                       panel=GENERATION)
+    temperature: float = opt(1.0, help="With --sample: logits divided by this first.",
+                             panel=GENERATION)
+    top_p: float = opt(1.0, help="With --sample: keep the likeliest tokens whose mass reaches "
+                       "this.", panel=GENERATION)  # 1.0: no nucleus cut
+    top_k: int = opt(0, "--top-k", help="With --sample: keep this many likeliest tokens (0: "
+                     "all).", panel=GENERATION)  # 0: every token stays a candidate
+    # None with sample: a fresh seed, recorded in the result. --sample-seed was --seed, which
+    # run's embeddings and weights mean.
+    seed: int | None = opt(None, "--sample-seed", help="With --sample: the seed that reproduces "
+                           "the draw [default: a fresh one, recorded in --json].",
+                           show_default=False, alias="--seed", panel=GENERATION)
+
+    def __post_init__(self) -> None:
+        check_bounds(self)  # a marker's bounds, as the command line's
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
+                or not 1 <= self.max_new_tokens <= MAX_NEW_LIMIT:
+            raise AttnCliError(f"--max-new-tokens must be a whole number from 1 to "
+                               f"{MAX_NEW_LIMIT:,} (got {self.max_new_tokens!r})")
+        if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)
+                and self.temperature > 0):
+            raise AttnCliError(f"--temperature must be a finite number above 0 (got "
+                               f"{self.temperature!r}); greedy decoding is the default without "
+                               "--sample")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise AttnCliError(f"--top-k must be a whole number, 0 or more (got {self.top_k!r}; "
+                               "0 keeps every token)")
+        if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
+            raise AttnCliError(f"--top-p must be above 0 and at most 1 (got {self.top_p!r})")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(
+                self.seed, int) or not 0 <= self.seed <= SEED_LIMIT):
+            raise AttnCliError(f"--sample-seed must be a whole number from 0 to {SEED_LIMIT} (got "
+                               f"{self.seed!r})")
+
+    def to_dict(self) -> dict[str, object]:
+        """The settings as the JSON records them (sampling knobs only when sampling)."""
+        out: dict[str, object] = {"max_new_tokens": self.max_new_tokens,
+                                  "strategy": "sample" if self.sample else "greedy"}
+        if self.sample:
+            out |= {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
+                    "seed": self.seed}
+        return out
+
+
+
+@dataclass(frozen=True)
+class GenerateView:
+    """Which of a generation's weights a view shows, and how it combines them."""
+
+    # the answer token shown on its own (0-based); None: every one
+    at: int | None = opt(None, "--at", help="The answer token whose attention is drawn over the "
+                         "text: its index (0-based) or its text (the first such token; its "
+                         "leading space optional).", show_default=False, metavar="I|TEXT")
+    # half-open [a, b); None: every layer
+    layers: tuple[int, int] | None = opt(None, "--layers", help="Layers A:B combined (half-open) "
+                                         "[default: all].", show_default=False, metavar="A:B")
+    head: int | None = None  # one head; None: every head
+    # how the shown layers and heads make one row: mean or max
+    combine: str = opt("mean", help="How layers and heads combine: mean or max.")
+    # leave out the sink tokens and renormalise what is left
+    exclude_sinks: bool = opt(True, "--exclude-sinks/--keep-sinks", help="Leave out the first "
+                              "token and the template's own tokens, and renormalise (--json keeps "
+                              "raw weights).")
+    k: int = 3  # prompt tokens ranked per answer token
+    # raw weights, value-weighted (α·‖W_O v‖) or occlusion (log-prob drop)
+    kind: str = opt("raw", "--view", help="What ranks the prompt tokens: raw (attention weights), "
+                    "value (α·‖W_O v‖ per head, Kobayashi 2020) or occlusion (the answer token's "
+                    "log-prob drop with the token masked: one pass per prompt word, or as "
+                    "--occlude says).", metavar="raw|value|occlusion")
+    # what occlusion masks together: each token, each word (its tokens together) or each turn
+    occlude: str = opt("word", "--occlude", help="With --view occlusion: what is masked "
+                       "together, each token, each word (its tokens together) or each turn of "
+                       "--messages.", metavar="token|word|turn")
+
+    def __post_init__(self) -> None:
+        if self.combine not in COMBINES:
+            raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
+                               f"{self.combine!r})")
+        if self.kind not in VIEWS:
+            raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {self.kind!r})")
+        if self.occlude not in OCCLUDE:
+            raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got "
+                               f"{self.occlude!r})")
