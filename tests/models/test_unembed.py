@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import gguf
+import numpy as np
 import pytest
 import torch
 
 from attncli.errors import AttnCliError
 from attncli.models import unembed as unembed_module
-from attncli.models.sources.gguf import open_gguf, qmatmul
+from attncli.models.sources.gguf import dequant, open_gguf, qmatmul
 from attncli.models.sources.named import Named
 from attncli.models.unembed import held_unembedding, unembed, unembedding
 from tests.gguf_fixtures import D, write_model
@@ -19,10 +20,14 @@ from tests.tolerance import assert_near
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 64, 100_000])
+@pytest.mark.parametrize("qtype", [gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.F32])
 def test_chunked_logits_equal_one_product_with_the_whole_table(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int,
+        qtype: gguf.GGMLQuantizationType) -> None:
+    """A chunk of rows at a time, never the whole table: from the file's blocks, each chunk
+    dequantized from them (Q8_0), or row reads (F32, which the kernels do not hold as blocks)."""
     path = tmp_path / "m.gguf"
-    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    write_model(path, "llama", qtype)
     source = open_gguf(path)
     whole = source.tensor("lm_head.weight")  # (vocab, d) the unembedding
     vocab = whole.shape[0]
@@ -34,6 +39,13 @@ def test_chunked_logits_equal_one_product_with_the_whole_table(
     monkeypatch.setattr(source, "tensor", tensor)
     rows = source.rows
     monkeypatch.setattr(source, "rows", lambda name, idx: read.append(len(idx)) or rows(name, idx))
+    original = dequant.dequantize
+
+    def counted(blocks: np.ndarray, *args: object, **options: object) -> np.ndarray:
+        read.append(blocks.shape[0])
+        return original(blocks, *args, **options)
+
+    monkeypatch.setattr(dequant, "dequantize", counted)
     monkeypatch.setattr(unembed_module, "VOCAB_CHUNK", chunk)
     hidden = torch.randn(5, D, generator=torch.Generator().manual_seed(0))  # (T, d)
     lm_head = unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
