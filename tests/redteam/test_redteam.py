@@ -139,15 +139,10 @@ CASES = [
     ("streams", 'attncli tokens "x" <&-', 0, None, ()),
     ("streams", "attncli demo --no-pause <&-", 0, None, ()),
     ("streams", f"attncli heads 'hello world' --model {TOY} <&-", 0, None, ()),
-    ("streams", "attncli run x >&-", 1, "attncli: error: write error: Bad file descriptor", ()),
-    ("streams", "attncli run x --json >/dev/full", 1, "write error: No space left on device", ()),
-    ("streams", "attncli tokens x >/dev/full", 1, "write error: No space left on device", ()),
-    ("streams", "attncli tokens x >&-", 1, "attncli: error: write error: Bad file descriptor", ()),
-    ("streams", "attncli --version >&-", 1, "write error: Bad file descriptor", ()),
+    # A stdout closed (>&-) or full (>/dev/full) under run, tokens, --version and --save-json
+    # /dev/stdout: tests/cli/test_cli_streams.py, every command in both modes, each stderr whole
+    # and no file left behind. Here, `models` with this machine's own model cache:
     ("streams", "attncli models >&-", 1, "write error: Bad file descriptor", ()),
-    ("streams", "attncli run x --save-json /dev/stdout >/dev/full", 1,
-     "attncli: error: write error: No space left on device", ()),
-    ("streams", "attncli run x --save-json /dev/stdout >&-", 1, "write error: Bad file", ()),
     ("streams", "PYTHONIOENCODING=latin-1 attncli tokens '猫 €'", 0, None, ()),
     ("streams", "PYTHONIOENCODING=ascii attncli run '猫 €' --variant simple", 0, None, ()),
     ("streams", "attncli run x --heads 0 2>&-", 2, None, ()),
