@@ -70,11 +70,18 @@ def _run(cwd: Path, args: tuple[str, ...], mode: str) -> subprocess.CompletedPro
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[Any, ...], Any]:
-    """Every command in every mode, two at a time (each mostly loads torch)."""
+def streams_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The working directory of every case: a weights file for `show`, an empty model cache."""
     cwd = tmp_path_factory.mktemp("streams")
     (cwd / "weights.json").write_text(json.dumps([[0.5, 0.5], [0.1, 0.9]]))
     (cwd / "hub").mkdir()
+    return cwd
+
+
+@pytest.fixture(scope="module")
+def outcomes(streams_dir: Path) -> dict[tuple[Any, ...], Any]:
+    """Every command in every mode, two at a time (each mostly loads torch)."""
+    cwd = streams_dir
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {(args, mode): pool.submit(_run, cwd, args, mode)
                    for args in COMMANDS for mode in MODES}
@@ -90,6 +97,13 @@ def test_a_failing_stdout(outcomes: dict[tuple[Any, ...], Any], args: tuple[str,
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == code, err
     assert err == ("" if line is None else f"attncli: error: {line}\n"), err
+
+
+def test_no_case_leaves_a_file(outcomes: dict[tuple[Any, ...], Any], streams_dir: Path) -> None:
+    """Nothing half-written: after every command in every mode, the directory is as it was."""
+    assert len(outcomes) == len(COMMANDS) * len(MODES)
+    assert sorted(os.listdir(streams_dir)) == ["hub", "weights.json"]
+    assert os.listdir(streams_dir / "hub") == []
 
 
 def test_a_reader_that_stops_after_one_byte(tmp_path: Path) -> None:
