@@ -85,7 +85,9 @@ test-matrix: $(STAMP)
 # processes, whose waits a third worker fills (a fresh clone's make test: 9 min 11 s, against
 # 9 min 49 s with two; each worker's torch would otherwise start a thread per core). Each file
 # runs on one worker (--dist loadfile): split across workers, a file's module-scoped fixture is
-# built once per worker, and test_cli_streams.py's 60 processes (150 s) ran twice.
+# built once per worker, and test_cli_streams.py's 60 processes (150 s) ran twice. The longest
+# files go first (tests/conftest.py's LONGEST_FIRST, kept in that order by
+# --no-loadscope-reorder), so no file of minutes starts last.
 # What the tests need beyond the venv (apt's packages, the real model) is fetched while the venv
 # is built, and mypy checks the code while the suite runs: each waits on the network or a core.
 TEST_WORKERS ?= 3
@@ -101,7 +103,7 @@ test:
 	@$(PY) -m compileall -q attncli
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile \
-		-m "not runtime"; \
+		--no-loadscope-reorder -m "not runtime"; \
 	tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]
 

@@ -89,9 +89,37 @@ def _spawning(path: Path) -> frozenset[str]:
     return frozenset(found)
 
 
+# The files that take longest (a durations run of the whole suite, minutes each on 2 cores),
+# longest first: make test hands them to its workers first (--dist loadfile with
+# --no-loadscope-reorder, which would otherwise order files by their number of tests and leave a
+# one-test file of minutes, such as a fresh venv's install, to the end, alone on one worker).
+LONGEST_FIRST = (
+    "tests/e2e/test_install_sdist.py", "tests/e2e/test_install_wheel.py",
+    "tests/scan/test_scan.py", "tests/cli/test_cli_streams.py",
+    "tests/redteam/test_gguf_hostile.py", "tests/e2e/test_readme.py",
+    "tests/redteam/test_redteam.py", "tests/models/generate/test_generate_real.py",
+    "tests/models/test_decoder_families.py", "tests/models/gguf/test_gguf_qmatmul_asan.py",
+    "tests/browse/test_browse.py", "tests/cli/test_signals.py", "tests/models/test_memory.py",
+    "tests/models/gguf/test_gguf_counts_properties.py", "tests/models/test_hidden_cache.py",
+)
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """items reordered in place: LONGEST_FIRST's files first, in its order; the rest as
+    collected."""
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        return rank.get(item.nodeid.split("::", 1)[0], len(rank))
+
+    items.sort(key=key)  # stable: each file's tests stay in their order
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `process` every test that starts a process, itself or through a fixture or helper:
-    `make check` (-m "not process") runs the rest, in-process, in seconds."""
+    `make check` (-m "not process") runs the rest, in-process, in seconds; and hand the longest
+    files out first."""
+    _longest_first(items)
     for item in items:
         function = getattr(item, "function", None)
         if function is None:
