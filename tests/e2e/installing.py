@@ -1,11 +1,14 @@
-"""A user's first hour, in fresh venvs: the sdist, and the wheel built from it, each installed by
-pip (torch's CPU wheel from the machine's wheel folder, standing in for PyTorch's CPU index; the
-rest from PyPI), then `attncli pull smollm2 samples` and the README's five examples, each printing
-what the README shows. SmolLM2 comes from attncli's cache (no test downloads a model): the test
-skips, saying why, where the model, the torch wheel or the network is missing."""
+"""A user's first hour, in fresh venvs (tests/e2e/test_install_sdist.py and test_install_wheel.py,
+two files so that the two installs, minutes each, run on two workers at once): the sdist installed
+by pip, and the wheel built from it installed by uv (by pip where uv is missing), torch's CPU wheel
+from the machine's wheel folder (standing in for PyTorch's CPU index) and the rest from PyPI; then
+`attncli pull smollm2 samples` and the README's five examples, each printing what the README
+shows. SmolLM2 comes from attncli's cache (no test downloads a model): the test skips, saying why,
+where the model, the torch wheel or the network is missing."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -23,7 +26,6 @@ from attncli.models.stores.pull import PULLABLE
 from tests.conftest import ROOT
 from tests.readme_blocks import README, Example, differences, document_blocks, examples, stages
 
-pytestmark = pytest.mark.slow
 WHEELS = Path(os.environ.get("WHEELS", "/opt/wheels"))
 CPU_TORCH = sorted(WHEELS.glob("torch-*+cpu-*.whl"))
 BUILD = ("import sys; from setuptools import build_meta as b; "
@@ -52,12 +54,16 @@ def _smollm2() -> Path | None:
     return fetched_root() if in_place(model, fetched_root()) else None
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The sdist built from this tree, its files unpacked, and the wheel built from them."""
-    out = tmp_path_factory.mktemp("dist")
-    name = subprocess.run([sys.executable, "-c", BUILD, "build_sdist", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900, check=True)
+def build(out: Path) -> dict[str, Path]:
+    """The sdist built from this tree into out, its files unpacked, and the wheel built from
+    them."""
+    out.mkdir(parents=True, exist_ok=True)
+    # One sdist build at a time in this tree (both install tests build one, on two workers):
+    # setuptools writes its egg-info folder in the tree, and two builds at once corrupt it.
+    with (ROOT / "setup.py").open("rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        name = subprocess.run([sys.executable, "-c", BUILD, "build_sdist", str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=900, check=True)
     sdist = out / name.stdout.strip().splitlines()[-1]
     with tarfile.open(sdist) as archive:
         archive.extractall(out, filter="data")
@@ -68,7 +74,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "wheel": out / made.stdout.strip().splitlines()[-1]}
 
 
-def test_the_sdist_holds_what_the_readme_and_docs_use(built: dict[str, Path]) -> None:
+def check_the_sdist_holds_what_the_readme_and_docs_use(built: dict[str, Path]) -> None:
     with tarfile.open(built["sdist"]) as archive:
         names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
     assert [f for f in README_FILES if f not in names] == []
@@ -113,9 +119,16 @@ def _from_answer(example: Example, printed: str) -> tuple[Example, str]:
     return replace(example, shown=shown), "\n".join(lines[start:])
 
 
-@pytest.mark.parametrize("artifact", ["sdist", "wheel"])
-def test_a_fresh_venv_runs_the_readme_examples(built: dict[str, Path], artifact: str,
-                                               tmp_path: Path) -> None:
+def _uv() -> str | None:
+    """The uv beside this venv's Python (the Makefile installs it), or on PATH, or None."""
+    beside = Path(sys.executable).with_name("uv")
+    return str(beside) if beside.exists() else shutil.which("uv")
+
+
+def check_a_fresh_venv_runs_the_readme_examples(built: dict[str, Path], artifact: str,
+                                                tmp_path: Path, installer: str) -> None:
+    """artifact ("sdist" or "wheel") installed by installer ("pip" or "uv") into a fresh venv,
+    then the README's examples run from a user's folder."""
     if not CPU_TORCH:
         pytest.skip(f"no CPU torch wheel in {WHEELS} (it stands in for PyTorch's CPU index)")
     reason = _pypi()
@@ -127,10 +140,12 @@ def test_a_fresh_venv_runs_the_readme_examples(built: dict[str, Path], artifact:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     torch = CPU_TORCH[-1].name.split("-")[1]  # 2.13.0+cpu
+    uv = _uv() if installer == "uv" else None
+    command = ([uv, "pip", "install", "-q", "--python", str(env_dir / "bin" / "python")]
+               if uv is not None else [str(env_dir / "bin" / "pip"), "install", "-q"])
     installed = subprocess.run(
-        [str(env_dir / "bin" / "pip"), "install", "-q", "--find-links", str(WHEELS),
-         str(built[artifact]), f"torch=={torch}"], capture_output=True, text=True, timeout=3600,
-        check=False)
+        [*command, "--find-links", str(WHEELS), str(built[artifact]), f"torch=={torch}"],
+        capture_output=True, text=True, timeout=3600, check=False)
     assert installed.returncode == 0, installed.stderr[-3000:]
     home = tmp_path / "user"
     home.mkdir()
