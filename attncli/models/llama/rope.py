@@ -120,18 +120,19 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 class RopeRow:
     """Position t's RoPE, (1, rotary_dim) each. Where the whole head turns, sin is stored with
     the sign of the half it multiplies, (-sin₁, sin₂): x·cos + rotate_half(x)·sin is then
-    x·cos + (x₂, x₁)·(-sin₁, sin₂), the swapped halves one roll and the sum one addcmul."""
+    x·cos + (x₂, x₁)·(-sin₁, sin₂), the swapped halves one roll. The same products and sum as
+    apply_rope, bit for bit (an addcmul would round once less: under llama.cpp's numerics that
+    ulp moves float16 keys and 8-bit activations, and the answer with them)."""
 
     cos: Tensor
     sin: Tensor  # signed where whole, else as the tables hold it
     whole: bool
 
     def turn(self, x: Tensor) -> Tensor:
-        """apply_rope(x, cos, sin) on x (heads, 1, head_dim), in 3 torch calls, not 7."""
+        """apply_rope(x, cos, sin) on x (heads, 1, head_dim), in 4 torch calls, not 7."""
         if not self.whole:  # partial rotary: the tail is put back
             return apply_rope(x, self.cos, self.sin)
-        return torch.addcmul(x * self.cos, x.roll(x.shape[-1] // 2, -1),
-                             self.sin)  # (heads, 1, head_dim)
+        return x * self.cos + x.roll(x.shape[-1] // 2, -1) * self.sin  # (heads, 1, head_dim)
 
 
 class StepRopes:
