@@ -77,3 +77,33 @@ def test_rotation_keeps_length_and_depends_on_distance_only() -> None:
     assert_near(turned.norm(dim=-1), v[0].norm(dim=-1))
     dots = turned @ turned.T  # (T, T)
     assert_near(dots[3, 1], dots[9, 7])  # both two positions apart
+
+
+@pytest.mark.parametrize("rotary_dim", [64, 32])  # the whole head, and a partial rotary
+def test_a_decode_steps_row_turns_as_transformers_rotary_formula(rotary_dim: int) -> None:
+    """StepRopes' one-row RoPE (a roll and the signed sin) against transformers'
+    apply_rotary_pos_emb on the same tables, position by position; the tail past rotary_dim
+    kept as it was."""
+    from dataclasses import replace
+
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    from attncli.models.llama.rope import LayerRopes, StepRopes
+
+    spec = replace(llama_spec(Path("."), {**BASE, "hidden_size": 256, "num_key_value_heads": 2}),
+                   rotary_dim=rotary_dim)  # as a partial-rotary family's config sets it
+    assert (spec.head_dim, spec.rotary_dim) == (64, rotary_dim)
+    ropes = LayerRopes(spec, 12)
+    steps = StepRopes(ropes, spec.head_dim)
+    cos, sin = ropes[0]  # (T, rotary_dim) each
+    torch.manual_seed(0)
+    for t in (0, 5, 11):
+        q, k = torch.randn(1, 4, 1, 64) * 10, torch.randn(1, 2, 1, 64) * 10  # (1, h, 1, hd)
+        row = steps.row(0, t)
+        assert row is not None and row.whole is (rotary_dim == 64)
+        ref_q, ref_k = apply_rotary_pos_emb(q[..., :rotary_dim], k[..., :rotary_dim],
+                                            cos[t:t + 1][None], sin[t:t + 1][None])
+        assert_near(row.turn(q[0]), torch.cat((ref_q, q[..., rotary_dim:]), dim=-1)[0])
+        assert_near(row.turn(k[0]), torch.cat((ref_k, k[..., rotary_dim:]), dim=-1)[0])
+        # and apply_rope's own bits: under llama.cpp's numerics an ulp moves the answer
+        assert torch.equal(row.turn(q[0]), apply_rope(q[0], cos[t:t + 1], sin[t:t + 1]))

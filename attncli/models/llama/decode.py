@@ -13,7 +13,7 @@ from attncli.models.decoding import PREFILL_QUERIES, DecodedToken, Shape
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
-from attncli.models.llama.rope import LayerRopes
+from attncli.models.llama.rope import LayerRopes, RopeRow, StepRopes
 from attncli.models.sources.gguf.qmatmul import as_llama_cpp
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, held_unembedding
@@ -42,6 +42,10 @@ class _LayerCache:
         if buffer is None:
             return torch.empty(self.shape[0], 0, self.shape[1])  # (kv_heads, 0, head_dim)
         return buffer[:, :self.length]  # (kv_heads, t, head_dim)
+
+    def seen(self, start: int) -> tuple[Tensor, Tensor]:
+        """(kv_heads, t - start, head_dim) each: the keys and values from start on, views."""
+        return self.keys[:, start:], self.values[:, start:]
 
     def append(self, keys: Tensor, values: Tensor) -> None:
         """Add n tokens' keys and values (kv_heads, n, head_dim) each after the ones held."""
@@ -72,42 +76,45 @@ def llama_shape(spec: LlamaSpec) -> Shape:
                  kv_width=kv_width, head_weights=spec.vocab_size * d)
 
 
-def _as_cached(t: Tensor) -> Tensor:
-    """t as the cache's arithmetic holds it: float16 under llama.cpp's numerics (its KV cache,
-    and the queries and weights its float16 products round), else unchanged."""
-    return t.to(torch.float16).to(t.dtype) if as_llama_cpp() else t
+def _as_cached(t: Tensor, cached: bool) -> Tensor:
+    """t as the cache's arithmetic holds it: float16 under llama.cpp's numerics (cached: its
+    KV cache, and the queries and weights its float16 products round), else unchanged."""
+    return t.to(torch.float16).to(t.dtype) if cached else t
 
 
 def _attend(weights: Named, spec: LlamaSpec, layer: int, cache: _LayerCache, x: Tensor,
-            rope: tuple[Tensor, Tensor] | None) -> tuple[Tensor, Tensor]:
+            rope: RopeRow | None) -> tuple[Tensor, Tensor]:
     """Token t (1, d_model) against layer's cache: weights (heads, t+1), output (1, d_model)."""
-    name, head_dim, kv_heads = f"layers.{layer}.self_attn", spec.head_dim, spec.kv_heads
+    kv_heads, cached = spec.kv_heads, as_llama_cpp()
     # Only token t is projected (q/k norms and RoPE at position t, as the full pass does):
     # the cache already holds the rotated keys of 0..t-1.
-    heads = project(weights, spec, layer, x, rope)  # queries (heads, 1, hd), keys (kv, 1, hd)
-    queries = _as_cached(heads.queries_rope[:, 0])  # (heads, hd)
-    cache.append(_as_cached(heads.keys_rope), _as_cached(heads.values))  # (kv, t+1, hd) each
+    heads = project(weights, spec, layer, x, None)  # queries (heads, 1, hd), keys (kv, 1, hd)
+    queries, keys = heads.queries_rope, heads.keys_rope  # (heads, 1, hd), (kv, 1, hd)
+    if rope is not None:
+        queries, keys = rope.turn(queries), rope.turn(keys)
+    # GQA: the group_size query heads of a group read one cached head, which is never copied.
+    grouped = _as_cached(queries, cached).reshape(kv_heads, spec.group_size,
+                                                  spec.head_dim)  # (kv, group, hd)
+    cache.append(_as_cached(keys, cached), _as_cached(heads.values, cached))  # (kv, t+1, hd)
     cache_len, window = cache.length, spec.layer_windows[layer]
     # Sliding window: query t sees keys t - window + 1 .. t; older ones stay in the cache unread.
     start = 0 if window is None else max(0, cache_len - window)
-    seen_keys = cache.keys[:, start:].unsqueeze(1)  # (kv, 1, n, hd)
-    seen_values = cache.values[:, start:].unsqueeze(1)  # (kv, 1, n, hd)
-    # GQA: the group_size query heads of a group read one cached head, which is never copied.
-    grouped = queries.view(kv_heads, spec.group_size, 1, head_dim)  # (kv, group, 1, hd)
+    seen_keys, seen_values = cache.seen(start)  # (kv, n, hd) each, views of the buffers
     # Scores and softmax in float64, rounded once to the model dtype: the step's weights differ
     # from the full pass only by that pass's own rounding, not by two roundings added up.
-    attn_scores = grouped.double() @ seen_keys.double().transpose(-2, -1)  # (kv, group, 1, n)
-    scaled = scale_scores(spec, attn_scores)  # (kv, group, 1, n)
+    attn_scores = torch.bmm(grouped.double(),
+                            seen_keys.double().transpose(1, 2))  # (kv, group, n)
+    scaled = scale_scores(spec, attn_scores)  # (kv, group, n)
     capped = soft_cap(spec, scaled)  # Gemma 2: cap · tanh(scaled / cap), else None
     attn_weights = torch.softmax(scaled if capped is None else capped,
-                                 dim=-1).to(grouped.dtype)  # (kv, group, 1, n)
-    heads_context = (_as_cached(attn_weights) @ seen_values).reshape(1, -1)  # (1, heads · hd)
-    shown = attn_weights.reshape(spec.num_heads, -1)  # (heads, n)
+                                 dim=-1).to(grouped.dtype)  # (kv, group, n)
+    heads_context = torch.bmm(_as_cached(attn_weights, cached),
+                              seen_values).view(1, -1)  # (1, heads · hd)
+    shown = attn_weights.view(spec.num_heads, -1)  # (heads, n)
     if start:  # (heads, t+1): 0 on the keys before the window
         shown = torch.cat([shown.new_zeros(spec.num_heads, start), shown], dim=1)
-    return shown, linear(weights, f"{name}.o_proj", heads_context)  # (heads, t+1), (1, d)
-
-
+    return shown, linear(weights, f"layers.{layer}.self_attn.o_proj",
+                         heads_context)  # (heads, t+1), (1, d)
 
 
 def window_rows(start: int, end: int, num_tokens: int, window: int | None) -> Tensor:
@@ -125,7 +132,8 @@ def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
     """Every prompt query (heads, T, hd) over the cache's T keys, causal and windowed as the
     step reads them, in float64 as the step's scores are: the context (T, heads · hd)."""
     num_tokens, window = queries.shape[1], spec.layer_windows[layer]
-    grouped = _as_cached(queries).view(spec.kv_heads, spec.group_size, num_tokens,
+    cached = as_llama_cpp()
+    grouped = _as_cached(queries, cached).view(spec.kv_heads, spec.group_size, num_tokens,
                                        spec.head_dim)  # (kv, group, T, hd)
     keys = cache.keys.unsqueeze(1).double()  # (kv, 1, T, hd)
     values = cache.values.unsqueeze(1)  # (kv, 1, T, hd)
@@ -140,7 +148,7 @@ def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
         mask = window_rows(start, end, num_tokens, window)  # (C, T)
         masked = (scaled if capped is None else capped).masked_fill(mask, -torch.inf)
         attn_weights = torch.softmax(masked, dim=-1).to(grouped.dtype)  # (kv, g, C, T)
-        context = _as_cached(attn_weights) @ values  # (kv, g, C, hd)
+        context = _as_cached(attn_weights, cached) @ values  # (kv, g, C, hd)
         parts.append(context.reshape(spec.num_heads, end - start, spec.head_dim))
     return torch.cat(parts, dim=1).transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · hd)
 
@@ -159,11 +167,7 @@ class LlamaDecoder:
         self._table: Table | None = None  # the whole unembedding, held at the first logits
         self.caches = [_LayerCache(spec, num_tokens) for _ in range(spec.n_layer)]
         self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)
-
-    def _rope(self, layer: int, t: int) -> tuple[Tensor, Tensor] | None:
-        """Layer's RoPE tables at position t, (1, rotary_dim) each, or None (NoPE)."""
-        tables = self.ropes[layer]
-        return None if tables is None else (tables[0][t:t + 1], tables[1][t:t + 1])
+        self.step_ropes = StepRopes(self.ropes, spec.head_dim)  # a step's row of them
 
     def _through(self, read: Named, layer: int, cache: _LayerCache, x: Tensor,
                  t: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -171,7 +175,7 @@ class LlamaDecoder:
         attention output (1, d_model) and the stream leaving the block (1, d_model)."""
         attn_input = attention_input(read, self.spec, layer, x)  # (1, d_model)
         attn_weights, attn_out = _attend(read, self.spec, layer, cache, attn_input,
-                                         self._rope(layer, t))
+                                         self.step_ropes.row(layer, t))
         return attn_weights, attn_out, finish_block(read, self.spec, layer, x, attn_out)
 
     @torch.no_grad()
@@ -235,7 +239,9 @@ class LlamaDecoder:
             tables = self.ropes[i]
             rope = None if tables is None else (tables[0][:n], tables[1][:n])
             heads = project(read, spec, i, attention_input(read, spec, i, x), rope)
-            cache.append(_as_cached(heads.keys_rope), _as_cached(heads.values))  # (kv, T, hd)
+            cached = as_llama_cpp()
+            cache.append(_as_cached(heads.keys_rope, cached),
+                         _as_cached(heads.values, cached))  # (kv, T, hd)
             context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
             attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
             x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)

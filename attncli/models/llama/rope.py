@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -115,3 +116,52 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     if kept.shape[-1] == 0:  # the whole head turned: no copy to join an empty tail
         return turned
     return torch.cat((turned, kept), dim=-1)  # (heads, T, head_dim)
+
+
+@dataclass(frozen=True)
+class RopeRow:
+    """Position t's RoPE, (1, rotary_dim) each. Where the whole head turns, sin is stored with
+    the sign of the half it multiplies, (-sin₁, sin₂): x·cos + rotate_half(x)·sin is then
+    x·cos + (x₂, x₁)·(-sin₁, sin₂), the swapped halves one roll. The same products and sum as
+    apply_rope, bit for bit (an addcmul would round once less: under llama.cpp's numerics that
+    ulp moves float16 keys and 8-bit activations, and the answer with them)."""
+
+    cos: Tensor
+    sin: Tensor  # signed where whole, else as the tables hold it
+    whole: bool
+
+    def turn(self, x: Tensor) -> Tensor:
+        """apply_rope(x, cos, sin) on x (heads, 1, head_dim), in 4 torch calls, not 7."""
+        if not self.whole:  # partial rotary: the tail is put back
+            return apply_rope(x, self.cos, self.sin)
+        return x * self.cos + x.roll(x.shape[-1] // 2, -1) * self.sin  # (heads, 1, head_dim)
+
+
+class StepRopes:
+    """A decode step's RoPE rows: each layer's tables looked up once (LayerRopes searches the
+    layers before it on every lookup), sin signed once where the whole head turns."""
+
+    def __init__(self, ropes: LayerRopes, head_dim: int) -> None:
+        self.ropes, self.head_dim = ropes, head_dim
+        self._tables: dict[int, tuple[Tensor, Tensor, bool] | None] = {}
+
+    def row(self, layer: int, t: int) -> RopeRow | None:
+        """Layer's RoPE at position t, or None (NoPE)."""
+        if layer not in self._tables:
+            self._tables[layer] = self._signed(layer)
+        tables = self._tables[layer]
+        if tables is None:
+            return None
+        cos, sin, whole = tables
+        return RopeRow(cos[t:t + 1], sin[t:t + 1], whole)  # (1, rotary_dim) each
+
+    def _signed(self, layer: int) -> tuple[Tensor, Tensor, bool] | None:
+        """Layer's (T, rotary_dim) cos and sin; sin as (-sin₁, sin₂) if the whole head turns."""
+        tables = self.ropes[layer]
+        if tables is None:
+            return None
+        cos, sin = tables
+        if cos.shape[-1] != self.head_dim:
+            return cos, sin, False
+        half = sin.shape[-1] // 2
+        return cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1), True  # (T, rotary)

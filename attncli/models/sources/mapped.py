@@ -67,12 +67,16 @@ class Mapped(Named):
         super().__init__(source, prefix, finite, keep)
         self.table = table
         self._fused: tuple[str, Tensor] | None = None
+        self._plain: dict[str, Piece] = {}  # names the table does not hold, made once each
 
     def reading_once(self) -> Mapped:
         return Mapped(self.source, self.prefix, self.table, self.finite, keep=True)
 
     def _piece(self, name: str) -> Piece:
-        return self.table.get(name) or Piece(self.prefix + name)
+        piece = self.table.get(name) or self._plain.get(name)
+        if piece is None:  # a decode step asks for the same few hundred names each token
+            piece = self._plain[name] = Piece(self.prefix + name)
+        return piece
 
     def stored_name(self, name: str) -> str:
         return self._piece(name).name
