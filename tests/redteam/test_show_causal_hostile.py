@@ -51,3 +51,20 @@ def test_mutated_ablate_and_patch_documents_exit_0_or_2_in_one_line(data: st.Dat
             page = Path(folder) / "m.html"
             code, out, err = run_cli("show", str(path), "--save", str(page))
             check_outcome(code, out, err, False)
+
+
+def test_a_lone_surrogate_in_a_part_no_renderer_reads_is_escaped_not_a_traceback() -> None:
+    """A JSON escape such as \\ud800 (a lone surrogate, which no output encoding holds) in a
+    part the reader does not check, such as a top token's id: shown, and --json writes it
+    escaped, as a checked string is."""
+    doc = json.loads(json.dumps(DOCS[0]))
+    doc["top"]["before"][0]["id"] = ["\ud800"]
+    doc["model"]["note"] = "\ud800"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "m.json"
+        path.write_text(json.dumps(doc), encoding="ascii")
+        for args in ((), ("--json",)):
+            code, out, err = run_cli("show", str(path), *args)
+            check_outcome(code, out, err, "--json" in args)
+            assert code == 0, err
+        assert "\\ud800" in json.loads(out)["model"]["note"]

@@ -36,8 +36,8 @@ def test_a_given_answer_equals_transformers_full_forward() -> None:
         ref = torch.stack([a[0, :, p - 1 + s, :p + s] for a in out.attentions])  # (30, 9, P+s)
         assert_near(torch.from_numpy(result.weights[s]), ref)
         # the bound this test has always used: 1e-5 flat
-        assert_near(step["logprob"], float(logprobs[p - 1 + s, step["id"]]), rtol=0)
-    assert any(step["rank"] > 1 for step in result.steps)  # Milan is not the model's choice
+        assert_near(step.logprob, float(logprobs[p - 1 + s, step.id]), rtol=0)
+    assert any((step.rank or 0) > 1 for step in result.steps)  # Milan is not the model's choice
 
 
 def test_the_greedy_answer_given_back_equals_generates_steps() -> None:
