@@ -12,25 +12,19 @@ such tie), never more.
 from __future__ import annotations
 
 import re
-import sys
 from types import ModuleType
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.tools.benches import bench_module
 
-BENCH = ROOT / "bench"
 STATED = re.compile(r"agree on all (\d+) tokens in (\d+) of (\d+) prompts")
 
 
 @pytest.fixture(scope="module")
 def agreement() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import agreement as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return bench_module("agreement")
 
 
 @pytest.mark.slow

@@ -4,25 +4,17 @@ are checked)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT
-
-BENCH = ROOT / "bench"
+from tests.tools.benches import bench_module
 
 
 @pytest.fixture(scope="module")
 def families() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import families as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return bench_module("families")
 
 
 def test_params_are_transformers_count(families: ModuleType, tmp_path: Path) -> None:

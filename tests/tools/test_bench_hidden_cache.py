@@ -4,25 +4,17 @@ dequantization measure reads every tensor back equal (no timings are checked).""
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT
-
-BENCH = ROOT / "bench"
+from tests.tools.benches import bench_module
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import hidden_cache as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return bench_module("hidden_cache")
 
 
 def test_the_synthetic_model_runs_with_finite_weights(bench: ModuleType, tmp_path: Path,

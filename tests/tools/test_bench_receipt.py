@@ -12,26 +12,20 @@ measurement), never a flagged token or an answer cut differently. One thread, as
 from __future__ import annotations
 
 import re
-import sys
 from types import ModuleType
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.tools.benches import bench_module
 
-BENCH = ROOT / "bench"
 STATED = re.compile(r"over the (\d+)\s+tokens: attncli cut all (\d+) answers.*?median of ([\d.]+)"
                     r" nats.*?a largest of ([\d.]+) nats", re.S)
 
 
 @pytest.fixture(scope="module")
 def receipt() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import receipt as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return bench_module("receipt")
 
 
 @pytest.mark.slow
