@@ -42,6 +42,8 @@ class Globals:
 def _watched(space: str, name: str, value: object) -> bool:
     if isinstance(value, ModuleType | type):  # submodules torch imports lazily, torch.Storage
         return False  # that set_default_dtype swaps: not patches of theirs
+    if name == "__slotnames__":  # copyreg's cache, set on a class at its first copy or pickle
+        return False  # (a deepcopy of a module's tensors, theirs or attncli's): not a patch
     return space == "torch.Tensor" or (not name.startswith("_") and callable(value))
 
 
