@@ -12,25 +12,15 @@ from hypothesis import strategies as st
 
 from tests.conftest import SENTENCE
 from tests.redteam.test_redteam_properties import PROPERTY, check_outcome, run_cli
-from tests.redteam.test_show_hostile import ODD, _mutate, _paths
+from tests.redteam.test_show_hostile import ODD, _mutate, _paths, json_docs
 
 TOY = ("--model", "samples/toy-gpt2")
 
 
-def _docs() -> list[dict]:
-    runs = [("ablate", SENTENCE, *TOY, "--heads", "1.0,0.2", "--answer", " now"),
-            ("ablate", SENTENCE, *TOY),
-            ("patch", "the cat sat on the mat", "the dog sat on the hat", *TOY, "--tokens",
-             " mat", " hat", "--attribution", "--per-position")]
-    docs = []
-    for args in runs:
-        code, out, err = run_cli(*args, "--json")
-        assert code == 0, err
-        docs.append(json.loads(out))
-    return docs
-
-
-DOCS = _docs()
+DOCS = json_docs([("ablate", SENTENCE, *TOY, "--heads", "1.0,0.2", "--answer", " now"),
+                  ("ablate", SENTENCE, *TOY),
+                  ("patch", "the cat sat on the mat", "the dog sat on the hat", *TOY,
+                   "--tokens", " mat", " hat", "--attribution", "--per-position")])
 
 
 @PROPERTY

@@ -47,14 +47,8 @@ def test_labels_escaped_in_json_page_svg_and_text(tmp_path: Path) -> None:
         assert b"ud800lone" in saved
 
 
-def _real_docs() -> list[Any]:
-    """Real attncli JSON documents, made once, to mutate."""
-    runs = [("run", SENTENCE, "--variant", "multihead", "--query", "2", "--show",
-             "scores,weights"),
-            ("run", SENTENCE, "--impl", "tiled", "--rows", "1:4"),
-            ("compare", SENTENCE, "--variants", "causal,qkv"),
-            ("heads", SENTENCE, "--model", "samples/toy-gpt2"),
-            ("explain", SENTENCE, "--model", "samples/toy-gpt2")]
+def json_docs(runs: list[tuple[str, ...]]) -> list[Any]:
+    """The --json documents of attncli runs (each must succeed), to mutate."""
     docs = []
     for args in runs:
         code, out, err = run_cli(*args, "--json")
@@ -63,7 +57,12 @@ def _real_docs() -> list[Any]:
     return docs
 
 
-DOCS = _real_docs()
+DOCS = json_docs([("run", SENTENCE, "--variant", "multihead", "--query", "2", "--show",
+                   "scores,weights"),
+                  ("run", SENTENCE, "--impl", "tiled", "--rows", "1:4"),
+                  ("compare", SENTENCE, "--variants", "causal,qkv"),
+                  ("heads", SENTENCE, "--model", "samples/toy-gpt2"),
+                  ("explain", SENTENCE, "--model", "samples/toy-gpt2")])
 ODD = st.one_of(st.none(), st.booleans(), st.just(""), st.just("\x1b[2J"), st.just([]),
                 st.just({}), st.just([[[]]]), st.just(-1), st.just(2**62), st.just(-2**62),
                 st.just(1e308), st.just(-1e308), st.just(0.5), st.just([0] * 7),

@@ -17,7 +17,7 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import ROOT
-from tests.tools.benches import bench_module
+from tests.tools.benches import bench_module, skip_without_llama_cpp
 
 STATED = re.compile(r"agree on all (\d+) tokens in (\d+) of (\d+) prompts")
 
@@ -31,10 +31,7 @@ def agreement() -> ModuleType:
 @pytest.mark.runtime
 @pytest.mark.process  # llama.cpp runs in a child process
 def test_smollm2_answers_agree_with_llama_cpp_as_the_docs_state(agreement: ModuleType) -> None:
-    if not agreement.SMOLLM2.exists():
-        pytest.skip("SmolLM2 is not fetched (scripts/fetch_model.py)")
-    if agreement.llamacpp.install() is None or agreement.llamacpp.shim() is None:
-        pytest.skip("llama-cpp-cffi 0.4.42 could not be installed, or its shim not compiled")
+    skip_without_llama_cpp(agreement)
     stated = STATED.search((ROOT / "docs" / "performance.md").read_text())
     assert stated is not None, "docs/performance.md states the agreement"
     new, whole, prompts = (int(g) for g in stated.groups())

@@ -17,7 +17,7 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import ROOT
-from tests.tools.benches import bench_module
+from tests.tools.benches import bench_module, skip_without_llama_cpp
 
 STATED = re.compile(r"over the (\d+)\s+tokens: attncli cut all (\d+) answers.*?median of ([\d.]+)"
                     r" nats.*?a largest of ([\d.]+) nats", re.S)
@@ -32,10 +32,7 @@ def receipt() -> ModuleType:
 @pytest.mark.runtime
 @pytest.mark.process  # llama.cpp runs in a child process
 def test_smollm2_receipts_against_llama_cpp_are_as_the_docs_state(receipt: ModuleType) -> None:
-    if not receipt.SMOLLM2.exists():
-        pytest.skip("SmolLM2 is not fetched (scripts/fetch_model.py)")
-    if receipt.llamacpp.install() is None or receipt.llamacpp.shim() is None:
-        pytest.skip("llama-cpp-cffi 0.4.42 could not be installed, or its shim not compiled")
+    skip_without_llama_cpp(receipt)
     stated = STATED.search((ROOT / "docs" / "why.md").read_text())
     assert stated is not None, "docs/why.md states the receipt's figures"
     tokens, answers, median, largest = stated.groups()
