@@ -16,6 +16,7 @@ from attncli.saved.parts import (
     need,
     number,
     obj,
+    printable,
     string,
 )
 
@@ -23,27 +24,17 @@ Doc = dict[str, Any]
 SCORE_KEYS = ("previous_token", "duplicate_token", "induction")
 
 
-def _plain(value: Any) -> Any:
-    """A part no renderer reads, kept as the file has it but printable: every string in it (keys
-    too) with its control characters and lone surrogates escaped, as a checked string's are (a
-    lone surrogate from a JSON escape cannot be written out again)."""
-    if isinstance(value, dict):
-        return {string(str(k), "key"): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return string(value, "") if isinstance(value, str) else value
-
-
 def _model(doc: Doc) -> Doc:
     model = obj(need(doc, "model", "the file"), "model")
-    return {**_plain(model), "path": string(need(model, "path", "model"), "model.path")}
+    return {**printable(model), "path": string(need(model, "path", "model"), "model.path")}
 
 
 def _entry(value: Any, where: str, numbers: tuple[str, ...],
            optional: tuple[str, ...] = (), texts: tuple[str, ...] = ()) -> Doc:
     """An object whose numbers (and optional ones, null allowed) and texts are checked."""
     entry = obj(value, where)
-    return {**_plain(entry), **{k: number(need(entry, k, where), f"{where}.{k}") for k in numbers},
+    return {**printable(entry),
+            **{k: number(need(entry, k, where), f"{where}.{k}") for k in numbers},
             **{k: maybe(entry.get(k), number, f"{where}.{k}") for k in optional if k in entry},
             **{k: string(need(entry, k, where), f"{where}.{k}") for k in texts}}
 
@@ -51,7 +42,7 @@ def _entry(value: Any, where: str, numbers: tuple[str, ...],
 def _head(value: Any, where: str, count: int) -> Doc:
     """A ranked head: its layer and head below count (the ranking lists each head once)."""
     entry = obj(value, where)
-    return {**_plain(entry),
+    return {**printable(entry),
             "layer": integer(need(entry, "layer", where), f"{where}.layer", 0, count - 1),
             "head": integer(need(entry, "head", where), f"{where}.head", 0, count - 1)}
 
@@ -115,7 +106,7 @@ def patching_from_dict(doc: Doc) -> Patching:
     if attribution is not None:
         found = matrix(need(attribution, "grid", "attribution"), "attribution.grid", None,
                        heads)
-        attribution = {**_plain(attribution), "grid": found, **(
+        attribution = {**printable(attribution), "grid": found, **(
             {"spearman": number(attribution["spearman"], "attribution.spearman")}
             if "spearman" in attribution else {})}
     if not grid and attribution is None:
@@ -123,7 +114,7 @@ def patching_from_dict(doc: Doc) -> Patching:
     tokens = maybe(doc.get("tokens"), lambda v, w: [
         _entry(t, f"{w}[{k}]", (), texts=("text",)) for k, t in enumerate(items(v, w, 2))],
         "tokens")
-    base = _plain(obj(need(doc, "baseline", "the file"), "baseline"))
+    base = printable(obj(need(doc, "baseline", "the file"), "baseline"))
     metric = choice(need(doc, "metric", "the file"), "metric", METRICS)
     if metric == "logit-diff" and tokens is None:
         raise AttnCliError("saved file: metric logit-diff needs its two tokens")

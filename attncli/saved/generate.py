@@ -29,6 +29,7 @@ from attncli.saved.parts import (
     need,
     number,
     obj,
+    printable,
     stack,
     string,
 )
@@ -143,6 +144,37 @@ def _turns(data: Any, p: int) -> list[dict[str, Any]]:
     return out
 
 
+def _receipt(value: Any) -> dict[str, Any]:
+    """The receipt (models/generate/receipt.py), each part its renderers read checked."""
+    receipt = obj(value, "receipt")
+    rows = []
+    for k, row in enumerate(items(need(receipt, "rows", "receipt"), "receipt.rows")):
+        where = f"receipt.rows[{k}]"
+        row = obj(row, where)
+        rows.append({**printable(row), "text": string(need(row, "text", where), f"{where}.text"),
+                     **{key: number(need(row, key, where), f"{where}.{key}")
+                        for key in ("attncli", "runtime", "difference")},
+                     **{key: string(row[key], f"{where}.{key}")
+                        for key in ("attncli_choice", "runtime_choice") if key in row}})
+    largest = obj(need(receipt, "largest", "receipt"), "receipt.largest")
+    out = {**printable(receipt), "rows": rows,
+            "compared": choice(need(receipt, "compared", "receipt"), "receipt.compared",
+                               ("tokens", "text")),
+            "flag_above": number(need(receipt, "flag_above", "receipt"), "receipt.flag_above"),
+            "largest": {"text": string(need(largest, "text", "receipt.largest"),
+                                       "receipt.largest.text"),
+                        "difference": number(need(largest, "difference", "receipt.largest"),
+                                             "receipt.largest.difference")},
+            **{key: [integer(k, f"receipt.{key}[{i}]", 0, len(rows) - 1)
+                     for i, k in enumerate(items(need(receipt, key, "receipt"),
+                                                 f"receipt.{key}"))]
+               for key in ("flagged", "choices_differ")}}
+    if any("runtime_choice" not in rows[k] for k in out["choices_differ"]):
+        raise AttnCliError("saved file: receipt.choices_differ names a row without the two "
+                           "choices")
+    return out
+
+
 def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:
     """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
     out: dict[str, Any] = {}
@@ -150,7 +182,7 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
         out["norms"] = np.asarray(stack(doc["value_norms"], "value_norms", layers, heads, p + a),
                                   dtype=np.float32)
     if doc.get("receipt") is not None:
-        out["receipt"] = obj(doc["receipt"], "receipt")
+        out["receipt"] = _receipt(doc["receipt"])
     if doc.get("occlusion") is not None:
         rows = items(doc["occlusion"], "occlusion", a)
         out["occlusion"] = [[number(v, f"occlusion[{s}][{j}]")

@@ -72,6 +72,17 @@ def string(value: Any, where: str) -> str:
     return visible(value)
 
 
+def printable(value: Any) -> Any:
+    """A part no renderer reads, kept as the file has it but printable: every string in it (keys
+    too) with its control characters and lone surrogates escaped, as a checked string's are (a
+    lone surrogate from a JSON escape cannot be written out again)."""
+    if isinstance(value, dict):
+        return {string(str(k), "key"): printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return string(value, "") if isinstance(value, str) else value
+
+
 def choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
     """One of choices."""
     if value not in choices:

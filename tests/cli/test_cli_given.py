@@ -135,3 +135,40 @@ def test_bad_input_is_one_line_exit_2(cli, tiny: Path, chat: Path, tmp_path: Pat
     run = cli("generate", *[names.get(a, a) for a in args], "--model", str(tiny))
     assert run.code == 2, run.out
     assert says in run.err and len(run.err.strip().splitlines()) == 1 and run.out == ""
+
+
+def test_show_draws_a_saved_receipt_and_refuses_a_broken_one_in_one_line(
+        cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """A generation saved with its receipt is drawn by show as generate drew it; a receipt whose
+    parts its renderer reads are missing or out of range is one line; a part no renderer reads
+    that holds a lone surrogate is shown, escaped."""
+    import json
+
+    given = ("generate", "Your journey", "--model", "samples/toy-gpt2", "--raw", "--answer",
+             " starts with")
+    doc = cli(*given, "--json").json()
+    moved = [step["logprob"] - (2.0 if k == 0 else 0.0) for k, step in enumerate(doc["steps"])]
+    logprobs = tmp_path / "logprobs.json"
+    logprobs.write_text(json.dumps({"logprobs": [
+        {"token": bytes.fromhex(t["bytes"]).decode(), "logprob": lp}
+        for t, lp in zip(doc["answer"], moved, strict=True)]}))
+    table = cli(*given, "--logprobs", str(logprobs))
+    saved = cli(*given, "--logprobs", str(logprobs), "--json").json()
+    assert saved["receipt"]["flagged"] == [0]
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(saved))
+    shown = cli("show", str(path))
+    assert shown.code == 0 and shown.out == table.out, shown.err
+    for change, message in [
+            (lambda r: r.pop("rows"), "receipt has no 'rows'"),
+            (lambda r: r.update(flagged=[99]), "receipt.flagged[0] is 99, outside"),
+            (lambda r: r["largest"].update(difference="x"), "receipt.largest.difference"),
+            (lambda r: r.update(compared="bytes"), "receipt.compared")]:
+        broken = json.loads(json.dumps(saved))
+        change(broken["receipt"])
+        path.write_text(json.dumps(broken))
+        cli("show", str(path)).assert_usage_error(message)
+    odd = json.loads(json.dumps(saved))
+    odd["receipt"]["note"] = "\ud800"
+    path.write_text(json.dumps(odd))
+    assert "\\ud800" in cli("show", str(path), "--json").json()["receipt"]["note"]
