@@ -145,8 +145,11 @@ CHILD = textwrap.dedent("""
         outcomes["rendered"] += 1
 
     check()
-    print(json.dumps({**outcomes,
-                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10}))
+    # The child's own peak: VmHWM, not ru_maxrss, which Linux carries over exec from the forked
+    # copy of its parent (a pytest worker that had loaded models: 1.8 GB before any render).
+    status = open("/proc/self/status", encoding="ascii").read()
+    peak_kb = int(status.split("VmHWM:")[1].split()[0])
+    print(json.dumps({**outcomes, "peak_mb": peak_kb >> 10}))
 """)
 
 
