@@ -129,7 +129,7 @@ def chapter3_source(base: Request, variants: list[Variant], shared: Shared) -> S
             width = req.d_out or int(preps[0].x.shape[1])
             if width % req.num_heads:
                 left_out.append(f"{v.value} left out: its {req.num_heads} heads do not divide "
-                                f"d_out={width} (see --heads, --d-out)")
+                                f"d_out={width} (see --num-heads, --d-out)")
                 continue
         preps.append(prepare(req))  # tokens, embeddings, seeded modules, the path
         requests.append(req)

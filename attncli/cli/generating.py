@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from attncli.activity import hush
 from attncli.cli.groups import Group
-from attncli.core.display import Window, parse_window
+from attncli.core.display import View, Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
-from attncli.records.asking import GenerateView
+from attncli.records.asking import VIEWS, GenerateView
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
@@ -164,3 +164,30 @@ class Attended(Group):
                             kind=self.kind if kind is None else kind)
         check_view(result, view)
         return view
+
+
+@dataclass(frozen=True)
+class Redrawn(Group):
+    """show's --view: the view a saved generation is drawn in. Its values and --draw's are apart,
+    so table, heatmap and auto stay the old spelling of --draw, as on the other commands."""
+
+    panel = "Attention view"
+    kind: str | None = of(GenerateView, "kind", lambda _: None, show_default=False,
+                          metavar="raw|value|occlusion", help="A saved generation's view: raw, "
+                          "value or occlusion (the last two when it was made with them) "
+                          "[default: the one it was made with]. table, heatmap or auto: --draw's "
+                          "old spelling.")
+
+    def split(self, draw: View) -> tuple[View, str | None]:
+        """--draw (or its old spelling, with a note on stderr) and the generation's view."""
+        if self.kind is None or self.kind in VIEWS:
+            return draw, self.kind
+        if self.kind not in {v.value for v in View}:
+            raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (a saved generation's "
+                               f"view) or, as --draw, {', '.join(v.value for v in View)} (got "
+                               f"{self.kind!r})")
+        if draw != View.auto:
+            raise AttnCliError("--view is the old spelling of --draw: give one")
+        sys.stderr.write("attncli: --view is now --draw (the old spelling goes in the next "
+                         "release)\n")
+        return View(self.kind), None

@@ -6,7 +6,8 @@ the record's marked fields, each under its heading (the marker's, else the recor
 gives Typer that expanded signature through `__signature__`, and calls the body with the records
 built from what Typer parsed, so a record checks its own values. `Annotated[Record,
 Fields("name", ...)]` takes only the fields named; the others keep their defaults. A marker's
-`alias` (an old spelling of a renamed flag) is accepted, hidden, with a one-line note on stderr.
+`alias` (an old spelling of a renamed flag) is accepted, hidden, with a one-line note on stderr,
+unless another option of the command owns that flag (show's --view): the command resolves it.
 Every command also takes --quiet, and runs with its status line on stderr (cli/progress.py),
 which --quiet silences.
 """
@@ -110,8 +111,9 @@ def _typed(mark: Opt, hint: Any, default: Any) -> tuple[Any, Any]:
     return kind | None, None if default is None else kind(default)
 
 
-def _params(cls: type, taken: list[Field[Any]]) -> list[inspect.Parameter]:
-    """The keyword parameters Typer reads for the taken fields of cls (old spellings too)."""
+def _params(cls: type, taken: list[Field[Any]], owned: set[str]) -> list[inspect.Parameter]:
+    """The keyword parameters Typer reads for the taken fields of cls (old spellings too, but
+    for one that is an owned flag: another option's of the command)."""
     hints = typing.get_type_hints(cls)
     params = []
     for f in taken:
@@ -122,7 +124,7 @@ def _params(cls: type, taken: list[Field[Any]]) -> list[inspect.Parameter]:
         params.append(inspect.Parameter(
             f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
             annotation=Annotated[hint, typer_option(mark, panel)]))
-        if mark.alias is not None:
+        if mark.alias is not None and mark.alias not in owned:
             old = Opt(flags=(mark.alias,), show_default=False)
             params.append(inspect.Parameter(
                 ALIAS + f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -137,7 +139,7 @@ def _values(taken: list[Field[Any]], parsed: dict[str, Any]) -> dict[str, Any]:
     for f in taken:
         value, mark = parsed.pop(f.name), marker(f)
         assert mark is not None
-        old = parsed.pop(ALIAS + f.name) if mark.alias else None
+        old = parsed.pop(ALIAS + f.name, None)
         if old is not None:
             if value != f.default:
                 raise AttnCliError(f"{mark.alias} is the old spelling of {flag(f)}: give one")
@@ -151,16 +153,18 @@ def _values(taken: list[Field[Any]], parsed: dict[str, Any]) -> dict[str, Any]:
 def expand(body: Body) -> Callable[..., None]:
     """body with each record parameter spread into its options, as Typer reads a signature."""
     hints = typing.get_type_hints(body, include_extras=True)
+    signature = inspect.signature(body).parameters.values()
+    records = {param.name: record for param in signature
+               if (record := _record_of(hints[param.name])) is not None}
+    owned = {name for _, taken in records.values() for f in taken
+             for name in (flag(f), *(marker(f) or Opt()).flags)}
     params: list[inspect.Parameter] = []
-    records: dict[str, tuple[Any, list[Field[Any]]]] = {}
-    for param in inspect.signature(body).parameters.values():
-        record = _record_of(hints[param.name])
-        if record is None:
+    for param in signature:
+        if param.name in records:
+            params += _params(*records[param.name], owned)
+        else:
             params.append(param.replace(annotation=hints[param.name],
                                         kind=inspect.Parameter.KEYWORD_ONLY))
-            continue
-        records[param.name] = record
-        params += _params(*record)
     params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False,
                                     annotation=QuietOpt))
     names = [p.name for p in params]

@@ -17,6 +17,16 @@ Settings = Annotated[Chapter3, Fields("variant", "seed", "emb_dim", "positions",
 
 
 @dataclass(frozen=True)
+class Sizes(Group):
+    """The sizes `cost` measures."""
+
+    max_tokens: int = opt(4096, help="The largest N; N doubles from 128.")
+    # --num-heads was --heads, which ablate's L.H list means
+    heads: int = opt(1, "--num-heads", help="Attention heads.", alias="--heads")
+    emb_dim: int = opt(64, help="d_out, split across the heads.")
+
+
+@dataclass(frozen=True)
 class Shown(Group):
     """What a lesson shows of its result."""
 

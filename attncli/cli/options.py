@@ -92,7 +92,7 @@ class Chapter3:
     qkv_bias: bool = of(Request, "qkv_bias")
 
     def shared(self) -> Shared:
-        """--d-out, --heads and --dropout, for each of several variants that has them."""
+        """--d-out, --num-heads and --dropout, for each of several variants that has them."""
         from attncli.core.compare import Shared
 
         return Shared(d_out=self.d_out, heads=self.heads, dropout=self.dropout)
@@ -125,8 +125,9 @@ class Look(Group):
     query: str | None = opt(None, help="One query's view: the keys it attends to, ranked by "
                             "weight. An index, or a token's text when unique (its leading space "
                             "optional).", show_default=False, metavar="I")
-    view: View = opt(View.auto, help="table: numbers; heatmap: coloured blocks (shades without "
-                     "colour); auto: numbers when they fit the terminal.")
+    # --draw was --view, which generate's ranking of the prompt tokens means
+    draw: View = opt(View.auto, "--draw", help="table: numbers; heatmap: coloured blocks (shades "
+                     "without colour); auto: numbers when they fit the terminal.", alias="--view")
     rows: str | None = opt(None, help="Show only these token rows: a:b, half-open and 0-based "
                            "like a Python slice (10:20, 5:, :3, -4:). Naive path: JSON stays "
                            "whole and gains \"window\"; tiled path: its weights are those of the "
@@ -157,7 +158,7 @@ class Look(Group):
     def display(self, result: Result, windows: tuple[Window | None, Window | None],
                 stages: tuple[str, ...] | None = None, lang: str = "en") -> Display:
         """The display record of result."""
-        return display_of(result, self.precision, self.view, *windows, stages, lang, self.scale)
+        return display_of(result, self.precision, self.draw, *windows, stages, lang, self.scale)
 
 
 @dataclass(frozen=True)

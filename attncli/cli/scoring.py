@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attncli.core.request import Request
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
 from attncli.records.heads import HeadsOptions
@@ -25,6 +26,14 @@ def scored_text(options: HeadsOptions, source: Source) -> str | None:
         raise AttnCliError(f"--probe {options.probe} runs on its own random tokens: give no TEXT "
                            "or --file with it")
     return "" if options.probe is not None else source.read(settle=False)[0]
+
+
+@dataclass(frozen=True)
+class Width:
+    """Request's heads, as `heads` offers it: a bare .safetensors file's heads per layer."""
+
+    heads: int | None = of(Request, "heads", help="Heads per layer, for a bare .safetensors file "
+                           "of a non-standard width.", panel=None)
 
 
 @dataclass(frozen=True)

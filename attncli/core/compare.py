@@ -21,7 +21,7 @@ class Shared:
 
 
 def variant_request(base: Request, variant: Variant, shared: Shared) -> Request:
-    """base for one variant: --heads, --dropout and --d-out only where the variant has them."""
+    """base for one variant: --num-heads, --dropout and --d-out only where the variant has them."""
     traits = TRAITS[Variant(variant)]
     return replace(base, variant=Variant(variant),
                    heads=shared.heads if traits.multihead else None,

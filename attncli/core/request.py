@@ -101,8 +101,9 @@ class Request:
                                      panel=CHAPTER3)
     d_out: int | None = opt(None, help="Output size of W_query/W_key/W_value [default: d_in].",
                             show_default=False, panel=CHAPTER3)
-    heads: int | None = opt(None, help="Number of heads for multihead [default: 2].",
-                            show_default=False, panel=CHAPTER3)
+    # --num-heads was --heads, which ablate's L.H list means
+    heads: int | None = opt(None, "--num-heads", help="Number of heads for multihead [default: "
+                            "2].", show_default=False, panel=CHAPTER3, alias="--heads")
     dropout: float = opt(0.0, help="Dropout on the attention weights (causal, multihead), "
                          "applied as in training.", panel=CHAPTER3)
     qkv_bias: bool = opt(False, "--qkv-bias", help="Give W_query/W_key/W_value a bias.",
@@ -166,7 +167,7 @@ class Request:
 
     @property
     def num_heads(self) -> int:
-        """Heads of a chapter-3 variant: --heads, or the variant's default."""
+        """Heads of a chapter-3 variant: --num-heads, or the variant's default."""
         return self.heads or self.traits.default_heads
 
     @property
@@ -229,7 +230,7 @@ def _check_variant(req: Request) -> None:
     check_dims(emb_dim=req.emb_dim, d_out=req.d_out, heads=req.heads,
                context_length=req.context_length)
     if req.heads is not None and req.heads != 1 and not traits.multihead:
-        raise AttnCliError(f"--heads applies to --variant multihead only (got variant "
+        raise AttnCliError(f"--num-heads applies to --variant multihead only (got variant "
                            f"{req.kind.value!r}, heads={req.heads})")
     if req.dropout > 0 and not traits.dropout:
         raise AttnCliError(f"--dropout applies to causal and multihead only (got variant "

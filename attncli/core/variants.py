@@ -25,7 +25,7 @@ class Traits:
 
     title: str  # how a header names it
     causal: bool = False  # query i sees keys 0..i only
-    multihead: bool = False  # --heads splits d_out into heads, then out_proj combines them
+    multihead: bool = False  # --num-heads splits d_out into heads, then out_proj combines them
     dropout: bool = False  # --dropout applies to its weights
     projections: bool = True  # W_query/W_key/W_value: --d-out and --qkv-bias apply
     scaled: bool = True  # scores are divided by √d_k

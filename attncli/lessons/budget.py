@@ -178,6 +178,6 @@ def check_cost(max_tokens: int, sizes: list[int], heads: int, emb_dim: int, bloc
         raise AttnCliError(f"--max-tokens {max_tokens} with --emb-dim {emb_dim} needs {over}; "
                            f"use --max-tokens {most} or less")
     tiles = 6 * heads * block * block > 8 * sizes[0] * emb_dim
-    option = f"--heads {heads} ({heads:,} × {block} × {block} tiles)" if tiles else (
+    option = f"--num-heads {heads} ({heads:,} × {block} × {block} tiles)" if tiles else (
         f"--emb-dim {emb_dim}")
     raise AttnCliError(f"{option} needs {over}; use a smaller {option.split()[0]}")

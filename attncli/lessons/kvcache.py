@@ -156,7 +156,7 @@ def open_decoder(req: Request, what: str) -> Model:
             "token attends to every other, so each new token would change the keys and values "
             "of the tokens before it in every layer after the first: there is no key/value "
             "cache to reuse token by token")
-    return family.load(source, req.model, req.heads)  # --heads overrides an inferred count
+    return family.load(source, req.model, req.heads)  # --num-heads overrides an inferred count
 
 
 def kvcache_model(req: Request) -> KVCacheResult:

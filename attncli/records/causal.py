@@ -13,6 +13,7 @@ METRICS = ("logit-diff", "answer")
 HOW_TEXT = {"zero": "each head's output set to zero (off the distribution the model learnt)",
             "mean": "each head's output replaced by its mean over the text's positions",
             "resample": "each head's output taken from the text, its tokens shuffled (seeded)"}
+# --position was --at, which generate's and show's answer token means
 AT_HELP = ("The position whose next-token distribution is read, 0-based; negative counts from the "
            "end [default: the text's last token].")
 ANSWER_HELP = ("A continuation of the text (' Paris'), scored teacher-forced: its log-probability "
@@ -30,7 +31,8 @@ class AblateOptions:
     how: str = opt("mean", help="What replaces a head's output: its mean over the text's "
                    "positions, zero (off the distribution the model was trained on), or its "
                    "output on the text shuffled (--seed).", choices=HOWS)
-    at: int | None = opt(None, help=AT_HELP, show_default=False)  # None: the last position
+    at: int | None = opt(None, "--position", help=AT_HELP, show_default=False,
+                         alias="--at")  # None: the last position
     answer: str | None = opt(None, help=ANSWER_HELP, show_default=False)
     top: int = opt(5, min=1, max=100, help="Next tokens listed.")  # before and after
     seed: int = opt(0, help="The seed of --how resample's shuffle and of --repeat's tokens.")
@@ -50,7 +52,7 @@ class PatchOptions:
 
     # logit-diff | answer; None: logit-diff with tokens, else answer
     metric: str | None = opt(None, help="logit-diff: logit(first --tokens) − logit(second) at "
-                             "--at; answer: the --answer's log-probability after each text "
+                             "--position; answer: the --answer's log-probability after each text "
                              "[default: logit-diff with --tokens, else answer].",
                              show_default=False, choices=METRICS)
     tokens: tuple[str, str] | None = opt(None, "--tokens", metavar="RIGHT WRONG", help="logit-"
@@ -64,7 +66,8 @@ class PatchOptions:
     per_position: bool = opt(False, "--per-position", help="Also patch each head at each "
                              "position alone: [layer][head][position] (one pass per head and "
                              "position).")
-    at: int | None = opt(None, help=AT_HELP, show_default=False)  # None: the last position
+    at: int | None = opt(None, "--position", help=AT_HELP, show_default=False,
+                         alias="--at")  # None: the last position
     # the gradient estimate beside (or, for big models, first)
     attribution: bool = opt(False, "--attribution", help="Attribution patching: the gradient "
                             "estimate of every head's effect from two forward passes and one "

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 TRY_IT = ('attncli explain "Your journey starts with one step" --variant multihead',
           'attncli run "Your journey starts with one step" --query journey',
-          'attncli compare "Your journey starts with one step" --view heatmap')
+          'attncli compare "Your journey starts with one step" --draw heatmap')
 
 
 def render_title(lang: str) -> RenderableType:

@@ -29,10 +29,11 @@ NOT_FOR = {"generate": (("--query", "--show", "--rows", "--cols"),
 
 def refuse_unused(kind: str, given: Collection[str], attended: bool) -> None:
     """Refuse the first of the options given that a file of kind has nothing for; attended: a
-    generation's view options (--at, --layers, --combine, --keep-sinks) were given."""
+    generation's view options (--at, --layers, --combine, --keep-sinks, --view raw|value|
+    occlusion) were given."""
     if attended and kind != "generate":
-        raise AttnCliError("--at, --layers, --combine and --keep-sinks apply to `generate` "
-                           "JSON only")
+        raise AttnCliError("--at, --layers, --combine, --keep-sinks and --view raw|value|occlusion "
+                           "apply to `generate` JSON only")
     names, why = NOT_FOR.get(kind, ((), ""))
     unused = [name for name in names if name in given]
     if unused:

@@ -38,7 +38,7 @@ RUNS: list[tuple[dict[str, Any], tuple[str, ...]]] = [
      (SENTENCE, "--variant", "causal", "--dropout", "0.5")),
     ({"text": SENTENCE, "variant": "multihead", "heads": 2, "show": "scores,weights",
       "query": "journey"},
-     (SENTENCE, "--variant", "multihead", "--heads", "2", "--show", "scores,weights",
+     (SENTENCE, "--variant", "multihead", "--num-heads", "2", "--show", "scores,weights",
       "--query", "journey")),
     ({"inputs": str(JOURNEY), "variant": "simple"}, ("--inputs", str(JOURNEY), "--variant",
                                                        "simple")),
@@ -58,7 +58,7 @@ def test_run_to_dict_is_the_clis_json(kwargs: dict[str, Any], args: tuple[str, .
 
 def test_weights_and_context_are_the_jsons_numbers_as_tensors(cli) -> None:  # noqa: ANN001
     result = attncli.run(SENTENCE, variant="multihead", heads=2)
-    doc = _json(cli, "run", SENTENCE, "--variant", "multihead", "--heads", "2")
+    doc = _json(cli, "run", SENTENCE, "--variant", "multihead", "--num-heads", "2")
     assert isinstance(result.weights, torch.Tensor) and result.weights.shape == (2, 6, 6)
     assert result.weights.dtype == torch.float32
     assert torch.equal(result.weights, torch.tensor(doc["weights"]))

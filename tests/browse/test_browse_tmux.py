@@ -84,7 +84,7 @@ def test_keys_move_the_head_and_q_restores_the_terminal(session: str) -> None:
 
 
 def test_heads_without_a_variant_give_multihead_its_heads() -> None:
-    with browsing(SENTENCE, "--heads", "3", "--d-out", "6") as name:
+    with browsing(SENTENCE, "--num-heads", "3", "--d-out", "6") as name:
         pane = _wait(name, lambda p: "chapter-3 attention on 6 tokens" in p, "the overview")
         assert "h2" in pane.splitlines()[1]  # multihead's third head has a column
         _tmux("send-keys", "-t", name, "q")

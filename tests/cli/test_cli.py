@@ -13,7 +13,7 @@ from tests.conftest import JOURNEY, SENTENCE, attncli_process
 
 
 def test_run_json_shape(cli) -> None:  # noqa: ANN001
-    res = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--json")
+    res = cli("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--json")
     assert res.code == 0 and res.err == ""
     doc = res.json()
     assert doc["variant"] == "multihead"
@@ -77,11 +77,11 @@ BAD = [
     (("run", "   "), "empty"),
     (("run", "x", "--variant", "nope"), "nope"),
     (("run", "x", "--encoding", "nope"), "unknown encoding 'nope'"),
-    (("run", "x", "--variant", "multihead", "--heads", "3"), "heads must divide d_out"),
+    (("run", "x", "--variant", "multihead", "--num-heads", "3"), "heads must divide d_out"),
     (("run", "x", "--dropout", "1.5"), "dropout must be in [0, 1)"),
     (("run", "x", "--emb-dim", "0"), "emb-dim must be a positive integer (got 0)"),
     (("run", "x", "--d-out", "-1"), "d-out must be a positive integer"),
-    (("run", "x", "--variant", "multihead", "--heads", "0"), "heads must be a positive"),
+    (("run", "x", "--variant", "multihead", "--num-heads", "0"), "heads must be a positive"),
     (("run", "--file", "/nonexistent/file.txt"), "does not exist"),
     (("run", "--inputs", "/nonexistent.json"), "does not exist"),
     (("run", "a b c d", "--context-length", "2"), "more than --context-length 2"),

@@ -53,7 +53,7 @@ def _kl(before: torch.Tensor, after: torch.Tensor) -> float:
 def test_ablate_heads_equals_transformer_lens(cli, gpt2, llama, family: str) -> None:  # noqa: ANN001
     folder, bridge = gpt2 if family == "gpt2" else llama
     doc = cli("ablate", TEXT, "--model", str(folder), "--heads", "1.2,0.1", "--answer", " mat",
-              "--at", "-3", "--json").json()
+              "--position", "-3", "--json").json()
     ids = [t["id"] for t in doc["tokens"]]
     clean = hooked_logits(bridge, ids, [])
     _, cache = bridge.run_with_cache(torch.tensor([ids]))
@@ -192,7 +192,8 @@ BAD = [
     (("ablate", TEXT, "--heads", "0.4"), "head 4 is out of range: each layer has 4 heads"),
     (("ablate", TEXT, "--heads", "-3.0"), "layer -3 is out of range"),
     (("ablate", TEXT, "--heads", "1,2"), "--heads '1' is not LAYER.HEAD"),
-    (("ablate", TEXT, "--heads", "1.0", "--at", "12"), "--at 12 is outside the 12 tokens"),
+    (("ablate", TEXT, "--heads", "1.0", "--position", "12"), "--position 12 is outside the 12 "
+     "tokens"),
     (("ablate", TEXT, "--answer", ""), "--answer is empty"),
     (("ablate", "the", "--heads", "0.0"), "causal checks need at least 2 tokens (got 1)"),
     (("patch", TEXT, CORRUPT, "--tokens", " mat", " hatstand"),

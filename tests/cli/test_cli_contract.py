@@ -13,7 +13,7 @@ Cli = Callable[..., CliRun]
 
 @pytest.mark.parametrize("extra", [[], ["--impl", "tiled"]])
 def test_head_json_holds_that_head_alone(cli: Cli, extra: list[str]) -> None:
-    args = ("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--json", *extra)
+    args = ("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--json", *extra)
     both = cli(*args).json()
     one = cli(*args, "--head", "1", "--query", "2").json()
     assert one["config"]["head"] == 1 and "head" not in both["config"]
@@ -26,7 +26,7 @@ def test_head_json_holds_that_head_alone(cli: Cli, extra: list[str]) -> None:
 
 
 def test_head_json_on_explain_filters_every_per_head_stage(cli: Cli) -> None:
-    args = ("explain", SENTENCE, "--variant", "multihead", "--heads", "2", "--json")
+    args = ("explain", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--json")
     both, one = cli(*args).json(), cli(*args, "--head", "0").json()
     for name in ("queries", "keys", "values", "scores", "scaled", "masked", "softmax"):
         assert one["stages"][name] == [both["stages"][name][0]], name

@@ -60,7 +60,7 @@ CASES = [
     ("qkv", ["--inputs", str(JOURNEY), "--d-out", "2", "--seed", "789"], 2, 1, 789, 0.0),
     ("causal", [SENTENCE, "--d-out", "4"], 4, 1, 123, 0.0),
     ("causal", [SENTENCE, "--dropout", "0.5", "--seed", "3"], 8, 1, 3, 0.5),
-    ("multihead", [SENTENCE, "--heads", "4"], 8, 4, 123, 0.0),
+    ("multihead", [SENTENCE, "--num-heads", "4"], 8, 4, 123, 0.0),
     ("multihead", ["--inputs", str(JOURNEY), "--d-out", "2"], 2, 2, 123, 0.0),
     ("multihead", [SENTENCE, "--dropout", "0.3"], 8, 2, 123, 0.3),
 ]
@@ -146,7 +146,7 @@ def test_query_view_and_json(cli) -> None:  # noqa: ANN001
 
 def test_heatmap_view_and_windows(cli) -> None:  # noqa: ANN001
     words = " ".join(f"w{i}" for i in range(40))
-    res = cli("run", words, "--view", "heatmap", "--rows", "10:14", "--cols", "5:25")
+    res = cli("run", words, "--draw", "heatmap", "--rows", "10:14", "--cols", "5:25")
     assert res.code == 0
     lines = res.out.splitlines()
     heat = lines[lines.index(next(line for line in lines if line.startswith("Attention"))) + 1:]

@@ -85,7 +85,7 @@ def test_keys_past_the_window_are_masked_as_future_keys_are(cli, models) -> None
         assert not nulls.any(), stage
         assert torch.equal(weights[0][expected], torch.zeros(int(expected.sum()))), stage
         assert (weights[0][~expected] > 0).all(), stage
-    table = cli("run", TEXT, "--model", folder, "--head", "3", "--view", "table",
+    table = cli("run", TEXT, "--model", folder, "--head", "3", "--draw", "table",
                 "--precision", "2", "--rows", "6:7", "--cols", "0:7").out
     row = next(line for line in table.splitlines() if line.startswith("6 "))
     cells = row.split()[-7:]  # keys 0..6 of query 6, which sees keys 2..6
@@ -133,7 +133,7 @@ def test_allow_special_means_what_it_means_for_gpt2(cli, models) -> None:
 
 def test_options_that_cannot_apply_are_refused(cli, models) -> None:
     folder = str(models["llama"][0])
-    cli("run", TEXT, "--model", folder, "--heads", "2").assert_usage_error(
+    cli("run", TEXT, "--model", folder, "--num-heads", "2").assert_usage_error(
         "heads=2 disagrees with num_attention_heads=4 in config.json")
     cli("run", TEXT, "--model", folder, "--encoding", "cl100k_base").assert_usage_error(
         "not --encoding cl100k_base")

@@ -43,7 +43,8 @@ def test_top_keys_old_spelling_is_taken_with_a_note(cli) -> None:  # noqa: ANN00
 
 
 def test_tiled_json_holds_no_n_by_n_matrix(cli) -> None:  # noqa: ANN001
-    res = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--heads", "2", "--json")
+    res = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--num-heads", "2",
+              "--json")
     assert res.code == 0 and res.err == ""
     doc = res.json()
     n = len(doc["tokens"])
@@ -61,7 +62,7 @@ def test_tiled_json_holds_no_n_by_n_matrix(cli) -> None:  # noqa: ANN001
     assert set(doc["summary"][1]) == {"head", "entropy", "first", "prev", "self",
                                       "top_k_mass", "distance"}
     # The same run asked for the whole matrix has it.
-    full = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--heads", "2",
+    full = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--num-heads", "2",
                "--json", "--full").json()
     assert square_matrices(full, n) == ["$.weights[0]", "$.weights[1]"]
 
@@ -106,7 +107,7 @@ def test_bad_input_one_line_exit_2(cli, args: tuple[str, ...], message: str) -> 
 
 def test_explain_refuses_what_auto_would_tile(cli) -> None:  # noqa: ANN001
     words = " ".join(["word"] * 530)
-    res = cli("explain", words, "--variant", "multihead", "--heads", "12", "--d-out", "12")
+    res = cli("explain", words, "--variant", "multihead", "--num-heads", "12", "--d-out", "12")
     assert res.code == 2
     assert res.err == (
         "attncli: error: 530 tokens × 12 head(s) need about 283 MB as full N × N matrices, more "
@@ -116,7 +117,7 @@ def test_explain_refuses_what_auto_would_tile(cli) -> None:  # noqa: ANN001
 
 def test_terminal_view_fits_80_columns_without_colour(cli, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("COLUMNS", "80")
-    res = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--heads", "2",
+    res = cli("run", TEXT, "--impl", "tiled", "--variant", "multihead", "--num-heads", "2",
               "--head", "1", "--rows", "100:104", "--cols", "98:104", "--query", "150")
     assert res.code == 0 and res.err == ""
     lines = res.out.splitlines()

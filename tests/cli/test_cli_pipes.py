@@ -62,7 +62,7 @@ def test_tokens_of_cjk_with_no_space_stop_at_a_closed_pipe(tmp_path: Path) -> No
 def test_a_long_runs_top_k_listing_stops_at_a_closed_pipe(tmp_path: Path) -> None:
     text = tmp_path / "long.txt"
     text.write_text(" hello world" * 1500, encoding="utf-8")  # 3,000 tokens: the tiled path
-    args = ["run", "--file", str(text), "--variant", "multihead", "--heads", "4",
+    args = ["run", "--file", str(text), "--variant", "multihead", "--num-heads", "4",
             "--rows", "0:3000", "--cols", "0:4"]
     lines, code, err = _first_lines(args, 1, 3072, until=b"Top 5 keys per query")
     assert (code, err) == (0, b"")

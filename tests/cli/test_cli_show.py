@@ -10,7 +10,7 @@ from tests.conftest import JOURNEY, SENTENCE, attncli_process
 
 RUNS = [
     ("run", SENTENCE, "--variant", "causal"),
-    ("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--query", "journey"),
+    ("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--query", "journey"),
     ("run", "--inputs", str(JOURNEY), "--variant", "simple", "--rows", "1:4", "--cols", "0:3"),
     ("run", SENTENCE, "--show", "scores,softmax,context"),
     ("compare", SENTENCE),
@@ -42,7 +42,7 @@ def test_bare_weights_and_tokens_weights(cli, tmp_path: Path) -> None:  # noqa: 
     pair = tmp_path / "pair.json"
     pair.write_text('{"tokens": ["cat", "sat"], "weights": [[[1, 0], [0.5, 0.5]], '
                     '[[0.9, 0.1], [0.2, 0.8]]]}')
-    res = cli("show", str(pair), "--head", "1", "--view", "heatmap")
+    res = cli("show", str(pair), "--head", "1", "--draw", "heatmap")
     assert res.code == 0 and "head 1 of 2" in res.out and "cat" in res.out
     assert cli("show", str(pair), "--json").json()["weights"][1][1] == [0.2, 0.8]
 

@@ -15,7 +15,7 @@ from tests.conftest import JOURNEY, SENTENCE
 TOY = "samples/toy-gpt2"
 NAIVE = [
     ("run", SENTENCE),
-    ("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--query", "journey"),
+    ("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--query", "journey"),
     ("run", SENTENCE, "--show", "scores,softmax,context"),
     ("run", SENTENCE, "--show", "scaled"),
     ("run", SENTENCE, "--variant", "multihead", "--show", "heads_context", "--head", "1"),
@@ -30,7 +30,7 @@ TILED = [
     ("run", SENTENCE, "--impl", "tiled"),
     ("run", SENTENCE, "--impl", "tiled", "--query", "3"),
     ("run", SENTENCE, "--impl", "tiled", "--rows", "1:4", "--cols", "0:3"),
-    ("run", SENTENCE, "--impl", "tiled", "--variant", "multihead", "--heads", "2"),
+    ("run", SENTENCE, "--impl", "tiled", "--variant", "multihead", "--num-heads", "2"),
 ]
 EXPLAIN = [
     ("explain", SENTENCE),
@@ -103,7 +103,7 @@ def test_explain_json_shows_every_stage(cli, tmp_path: Path, args: tuple[str, ..
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     path, doc = _saved(cli, tmp_path, args)
     monkeypatch.setenv("COLUMNS", "300")  # every dimension in a table, at 4 decimals
-    shown = cli("show", str(path), "--view", "table", "--cols", "0:3")
+    shown = cli("show", str(path), "--draw", "table", "--cols", "0:3")
     assert shown.code == 0, shown.err
     for name, data in doc["stages"].items():
         if data is not None and name != "inputs":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -40,8 +41,9 @@ def _run(text: str = SENTENCE, **extract: Any) -> Any:
 # show: what a saved file's kind refuses, its view, its JSON.
 
 @pytest.mark.parametrize(("kind", "given", "attended", "message"), [
-    ("run", [], True, "--at, --layers, --combine and --keep-sinks apply to `generate` JSON only"),
-    ("heads", [], True, "--at, --layers, --combine and --keep-sinks apply to `generate` JSON"),
+    ("run", [], True, "--at, --layers, --combine, --keep-sinks and --view raw|value|occlusion "
+     "apply to `generate` JSON only"),
+    ("heads", [], True, "--at, --layers, --combine, --keep-sinks and --view"),
     ("heads", ["--cols", "--head"], False, "--head does not apply to `heads` JSON: it holds each "
      "head's measures, not its weights"),
     ("scan", ["--rows"], False, "--rows does not apply to `heads` JSON"),
@@ -50,7 +52,7 @@ def _run(text: str = SENTENCE, **extract: Any) -> Any:
 ])
 def test_refuse_unused_names_the_first_option_a_kind_has_no_use_for(
         kind: str, given: list[str], attended: bool, message: str) -> None:
-    with pytest.raises(AttnCliError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(AttnCliError, match="^" + re.escape(message)):
         refuse_unused(kind, given, attended)
 
 

@@ -61,11 +61,11 @@ HUGE = "1" + "0" * 400
     (("cost", "--emb-dim", HUGE), [f"--emb-dim {HUGE}", "about 10^404 multiply-adds"]),
     (("cost", "--emb-dim", "2000000", "--max-tokens", "128"),
      ["--emb-dim 2000000 needs 8.2 GB at 128 tokens, more than half the"]),
-    (("cost", "--heads", "65536", "--emb-dim", "65536"),
-     ["--heads 65536 (65,536 × 128 × 128 tiles) needs", "GB at 128 tokens"]),
+    (("cost", "--num-heads", "65536", "--emb-dim", "65536"),
+     ["--num-heads 65536 (65,536 × 128 × 128 tiles) needs", "GB at 128 tokens"]),
     (("kvcache", LONG), ["kvcache on the text (3,001 tokens × 1 head(s)) lists 4,504,501 "
                          "attention weights", "at most 2,895 tokens"]),
-    (("kvcache", "a b " * 750, "--variant", "multihead", "--heads", "4"),
+    (("kvcache", "a b " * 750, "--variant", "multihead", "--num-heads", "4"),
      ["kvcache on the text (1,501 tokens × 4 head(s))", "at most 1,447 tokens"]),
     (("flash", LONG, "--block", "1"),
      ["flash on the text (3,001 tokens × 1 head(s)) is checked against a naive pass of "
@@ -75,7 +75,7 @@ HUGE = "1" + "0" * 400
     (("kvcache", "x", "--emb-dim", "100000000"), ["--emb-dim 100000000 needs"]),
     (("permute", "猫鱼", "鱼猫", "--emb-dim", "20000", "--d-out", "20000"),
      ["--d-out 20000 needs permute's float64 weights and stages (9.6 GB)"]),
-    (("permute", "猫鱼", "鱼猫", "--variant", "multihead", "--heads", "100000", "--d-out",
+    (("permute", "猫鱼", "鱼猫", "--variant", "multihead", "--num-heads", "100000", "--d-out",
       "100000"), ["permute on two texts of 6 tokens × 100000 head(s) lists 14,400,000"]),
 ])
 def test_sizes_past_the_budget_exit_2_naming_them(refused: Callable[..., str],

@@ -79,4 +79,4 @@ def test_cli_json_keys_and_table(cli) -> None:  # noqa: ANN001
     res = cli("cost", "--max-tokens", "256")
     assert res.code == 0 and "naive bytes" in res.out and "Growth exponents" in res.out
     cli("cost", "--max-tokens", "100").assert_usage_error("--max-tokens must be at least 128")
-    cli("cost", "--heads", "3", "--emb-dim", "64").assert_usage_error("heads must divide")
+    cli("cost", "--num-heads", "3", "--emb-dim", "64").assert_usage_error("heads must divide")

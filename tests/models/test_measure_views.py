@@ -83,7 +83,7 @@ def test_norm_simple_qkv_causal(cli) -> None:  # noqa: ANN001
 
 def test_norm_multihead_through_out_proj(cli) -> None:  # noqa: ANN001
     """multihead: each head's values through its own columns of the book's out_proj."""
-    doc = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--show",
+    doc = cli("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--show",
               "inputs,values,weights", "--json").json()
     torch.manual_seed(doc["config"]["seed"])
     book = BookMultiHead(8, 8, 2)
@@ -93,16 +93,16 @@ def test_norm_multihead_through_out_proj(cli) -> None:  # noqa: ANN001
     assert_near(values, as_array(doc["stages"]["values"]))
     raw, shown = norm_reference(as_array(doc["stages"]["weights"]), values,
                                 book.out_proj.weight.detach().numpy())
-    measured = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--measure",
+    measured = cli("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--measure",
                    "norm", "--json").json()
     assert_near(as_array(measured["norm"]), raw)
     assert_near(as_array(measured["weights"]), shown)
     # The default stays the weights, with no measure in its config.
-    plain = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--json").json()
+    plain = cli("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--json").json()
     assert "measure" not in plain["config"] and "norm" not in plain
     assert_near(as_array(plain["weights"]), as_array(doc["stages"]["weights"]))
     # The tiled path's window: the same numbers, rows renormalised over every key.
-    tiled = cli("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--measure", "norm",
+    tiled = cli("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--measure", "norm",
                 "--impl", "tiled", "--rows", "2:5", "--cols", "0:4", "--json").json()
     window = as_array([[[np.nan if v is None else v for v in row] for row in head]
                        for head in tiled["weights"]])

@@ -122,7 +122,7 @@ def test_any_safetensors_header(header: dict[str, Any], data: bytes, config: Any
         Path(folder, "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + data)
         if config is not None:
             Path(folder, "config.json").write_text(json.dumps(config))
-        check_outcome(*run_cli("run", "!#", "--model", folder, "--heads", "2", "--json"),
+        check_outcome(*run_cli("run", "!#", "--model", folder, "--num-heads", "2", "--json"),
                       as_json=True)
 
 

@@ -28,7 +28,7 @@ def test_labels_reach_no_terminal_raw(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         for raw in (b"\x1b", b"\x07", b"\xc2\x9b", b"\xed\xa0\x80"):
             assert raw not in proc.stdout
-    out = shell("attncli show h.json --view table", tmp_path).stdout.decode()
+    out = shell("attncli show h.json --draw table", tmp_path).stdout.decode()
     assert "\\x1b[31mred" in out and "\\x07bel\\x9b2J" in out and "\\ud800lone" in out
     assert "[bold]x[/bold]" in out  # markup shown as text
 
@@ -110,7 +110,7 @@ def test_mutated_documents_exit_0_or_2_in_one_line(data: st.DataObject) -> None:
         path = data.draw(st.sampled_from(places))
         how = data.draw(st.sampled_from(["drop", "set", "grow", "shrink"]))
         doc = _mutate(doc, path, how, data.draw(ODD))
-    args = data.draw(st.sampled_from([(), ("--json",), ("--view", "heatmap"), ("--head", "1"),
+    args = data.draw(st.sampled_from([(), ("--json",), ("--draw", "heatmap"), ("--head", "1"),
                                       ("--query", "1"), ("--show", "scores")]))
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "m.json"

@@ -14,7 +14,7 @@ from tests.conftest import JOURNEY, ROOT, SENTENCE
 TOY = str(ROOT / "samples" / "toy-gpt2")
 COMMANDS = [
     ("run", "--inputs", str(JOURNEY), "--variant", "simple"),
-    ("run", SENTENCE, "--variant", "multihead", "--heads", "2", "--query", "journey"),
+    ("run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--query", "journey"),
     ("explain", SENTENCE, "--variant", "causal"),
     ("compare", SENTENCE),
     ("heads", "The cat sat on the mat because it was tired", "--model", TOY),

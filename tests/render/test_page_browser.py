@@ -98,8 +98,8 @@ def test_switching_heads_changes_the_focus(browser, cli, tmp_path: Path) -> None
     from selenium.webdriver.support.ui import Select
 
     page = open_page(browser, cli, tmp_path, "run", SENTENCE, "--variant", "multihead",
-                     "--heads", "2")
-    doc = json.loads(cli("run", SENTENCE, "--variant", "multihead", "--heads", "2",
+                     "--num-heads", "2")
+    doc = json.loads(cli("run", SENTENCE, "--variant", "multihead", "--num-heads", "2",
                          "--json").out)
     browser.find_element(By.CSS_SELECTOR, '[data-token-index="2"]').click()
     head0 = focus_lines(browser)

@@ -29,8 +29,9 @@ LONG_TEXT = ("Attention lets each token read from the tokens before it, weighted
 # (command line, CSS selector of what must be drawn, how many at least)
 PAGES = [
     (("run", SENTENCE), "figure.heat rect", 36),
-    (("run", SENTENCE, "--variant", "multihead", "--heads", "2"), "figure.heat", 2),
-    (("explain", SENTENCE, "--variant", "multihead", "--heads", "2"), "#attncli-stage option", 8),
+    (("run", SENTENCE, "--variant", "multihead", "--num-heads", "2"), "figure.heat", 2),
+    (("explain", SENTENCE, "--variant", "multihead", "--num-heads", "2"), "#attncli-stage option",
+     8),
     (("compare", SENTENCE), "#attncli-variant option", 4),
     (("heads", "The cat sat on the mat", "--model", TOY), "figure.thumb", 12),
     (("run", SENTENCE, "--model", TOY, "--layer", "1"), "figure.heat", 4),
@@ -40,7 +41,7 @@ PAGES = [
     (("permute", "the cat sat on the mat", "the mat sat on the cat"), "#attncli-permute option",
      4),
     (("kvcache", SENTENCE), "figure.heat rect", 36),
-    (("kvcache", SENTENCE, "--variant", "multihead", "--heads", "2"), "figure.heat", 2),
+    (("kvcache", SENTENCE, "--variant", "multihead", "--num-heads", "2"), "figure.heat", 2),
     (("run", LONG_TEXT, "--impl", "tiled"), "figure.pooled rect", 100),
 ]
 

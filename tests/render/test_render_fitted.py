@@ -50,7 +50,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> str:
     from attncli.cli.main import execute
 
     path = tmp_path_factory.mktemp("narrow-show") / "run.json"
-    assert execute(["run", SENTENCE, "--variant", "multihead", "--heads", "2", "--save-json",
+    assert execute(["run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--save-json",
                     str(path), "--json"]) == 0
     return str(path)
 
@@ -63,11 +63,11 @@ def _long(tmp_path: Path) -> str:
 
 COMMANDS = {
     "run causal": ["run", SENTENCE, "--variant", "causal"],
-    "run multihead": ["run", SENTENCE, "--variant", "multihead", "--heads", "2", "--emb-dim",
+    "run multihead": ["run", SENTENCE, "--variant", "multihead", "--num-heads", "2", "--emb-dim",
                       "16", "--show", "scores,weights,context"],
     "run query": ["run", SENTENCE, "--query", "journey"],
     "run tiled": ["run", "--file", "LONG", "--impl", "tiled", "--variant", "multihead",
-                  "--heads", "2"],
+                  "--num-heads", "2"],
     "run model": ["run", "The cat sat on the mat", "--model", TOY, "--predict", "3"],
     "explain": ["explain", SENTENCE],
     "explain model": ["explain", "The cat sat on the mat", "--model", TOY, "--predict", "3"],

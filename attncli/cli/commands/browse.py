@@ -57,7 +57,7 @@ def browse(
 
       attncli browse --file samples/induction.txt --model samples/toy-gpt2
 
-      attncli browse --file book.txt --variant multihead --heads 4
+      attncli browse --file book.txt --variant multihead --num-heads 4
     """
     check_terminal()
     if generation is not None:
@@ -81,7 +81,7 @@ def browse(
     else:
         from attncli.browse.source import source_of
 
-        # Every variant at once (no --variant, no --model) takes --heads as multihead's alone.
+        # Every variant at once (no --variant, no --model) takes --num-heads as multihead's alone.
         every = settings.variant is None and checkpoint.model is None
         request = request_of(source.read(), checkpoint, encoding, settings, compute,
                              **({"heads": None} if every else {}))

@@ -19,14 +19,15 @@ def compare(
     settings: Annotated[Chapter3, Fields("seed", "emb_dim", "positions", "context_length",
                                           "d_out", "heads", "dropout", "qkv_bias")],
     compute: Annotated[Compute, Fields("device", "impl")],
-    look: Annotated[Look, Fields("precision", "view", "rows", "cols", "scale")],
+    look: Annotated[Look, Fields("precision", "draw", "rows", "cols", "scale")],
     output: Output,
     variants: Annotated[str, typer.Option(
         help="The variants to compare, comma-separated.")] = "simple,qkv,causal,multihead",
 ) -> None:
     """Compare the attention weights of several variants on the same tokens and embeddings.
 
-    --heads applies to multihead, --dropout to causal and multihead, --d-out to all but simple.
+    --num-heads applies to multihead, --dropout to causal and multihead, --d-out to all but
+    simple.
 
     Examples:
 
@@ -34,7 +35,7 @@ def compare(
 
       attncli compare --inputs samples/journey.json --variants simple,qkv
 
-      attncli compare "..." --view heatmap --json | jq '.variants[].variant'
+      attncli compare "..." --draw heatmap --json | jq '.variants[].variant'
     """
     from attncli.core.compare import run_compare
     from attncli.render.compare import render_compare

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @command()
 def demo(
-    look: Annotated[Look, Fields("precision", "view", "lang")],
+    look: Annotated[Look, Fields("precision", "draw", "lang")],
     output: Annotated[Output, Fields("save", "open_page")],
     no_pause: Annotated[bool, typer.Option(
         "--no-pause", help="Do not wait for Enter between steps (it never waits when stdin or "
@@ -50,7 +50,7 @@ def demo(
     from attncli.render.demo import render_outro, render_page, render_title
 
     output.check()
-    options = Display(precision=look.precision, view=look.view, lang=look.language())
+    options = Display(precision=look.precision, view=look.draw, lang=look.language())
     steps = tour()
     total = len(steps) + len(CHAPTERS)
     book: list[Page] = [partial(render_page, step=step, number=k, total=total, options=options)

@@ -10,7 +10,7 @@ import typer
 from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Compute, Encoding, Look, Output, Source
 from attncli.cli.requests import request_of
-from attncli.cli.scoring import scored_text
+from attncli.cli.scoring import Width, scored_text
 from attncli.cli.settings import needed_model
 from attncli.records.heads import HeadsOptions
 
@@ -24,9 +24,7 @@ def heads(
     compute: Annotated[Compute, Fields("measure")],
     look: Annotated[Look, Fields("scale")],
     output: Output,
-    heads: Annotated[int | None, typer.Option(
-        "--heads", help="Heads per layer, for a bare .safetensors file of a non-standard width.",
-        show_default=False)] = None,
+    width: Width,
     scoring: HeadsOptions,
     precision: Annotated[int, typer.Option(min=0, max=8, help="Decimals shown.")] = 3,
 ) -> None:
@@ -54,7 +52,7 @@ def heads(
     checkpoint = replace(checkpoint, model=needed_model(checkpoint.model, "heads"))
     output.check()
     text = scored_text(scoring, source)
-    request = request_of((text, None), checkpoint, encoding, compute, heads=heads)
+    request = request_of((text, None), checkpoint, encoding, compute, heads=width.heads)
     # The input is checked: now the computation (torch) is imported.
     from attncli.models.run import run_heads
     from attncli.render.heads import render_heads

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attncli.cli.groups import Fields, command
-from attncli.cli.lesson_options import Settings, Shown
+from attncli.cli.lesson_options import Settings, Shown, Sizes
 from attncli.cli.options import Chapter3, Checkpoint, Encoding, Output, Source, Variant
 from attncli.cli.requests import request_of
 
@@ -71,7 +71,7 @@ def kvcache(source: Source, checkpoint: Annotated[Checkpoint, Fields("model", "l
 
       attncli kvcache "Your journey starts with one step"
 
-      attncli kvcache "..." --variant multihead --heads 2 --json | jq .totals
+      attncli kvcache "..." --variant multihead --num-heads 2 --json | jq .totals
 
       attncli kvcache "The cat sat on the mat" --model samples/toy-gpt2 --layer -1
 
@@ -132,9 +132,7 @@ def cost(
     settings: Annotated[Chapter3, Fields("seed")],
     shown: Annotated[Shown, Fields("lang")],
     output: Output,
-    max_tokens: Annotated[int, typer.Option(help="The largest N; N doubles from 128.")] = 4096,
-    heads: Annotated[int, typer.Option(help="Attention heads.")] = 1,
-    emb_dim: Annotated[int, typer.Option(help="d_out, split across the heads.")] = 64,
+    sizes: Sizes,
 ) -> None:
     """Measure the O(n²) cost: time and peak bytes of the naive and the tiled path as N doubles.
 
@@ -149,7 +147,7 @@ def cost(
 
       attncli cost
 
-      attncli cost --max-tokens 16384 --heads 4 --emb-dim 256
+      attncli cost --max-tokens 16384 --num-heads 4 --emb-dim 256
 
       attncli cost --json | jq .fit
     """
@@ -157,5 +155,5 @@ def cost(
     from attncli.render.lessons.cost import render_cost
 
     output.check()
-    output.deliver_result(run_cost(max_tokens, heads, emb_dim, settings.seed), render_cost,
-                          shown.language())
+    result = run_cost(sizes.max_tokens, sizes.heads, sizes.emb_dim, settings.seed)
+    output.deliver_result(result, render_cost, shown.language())

@@ -13,7 +13,7 @@ from attncli.errors import AttnCliError
 @command()
 def run(source: Source, checkpoint: Checkpoint, encoding: Encoding, settings: Chapter3,
         compute: Compute, look: Annotated[Look, Fields("head", "precision", "show", "query",
-                                                       "view", "rows", "cols", "scale")],
+                                                       "draw", "rows", "cols", "scale")],
         output: Output) -> None:
     """Run one attention variant and show its weights and context vectors.
 
@@ -29,7 +29,7 @@ def run(source: Source, checkpoint: Checkpoint, encoding: Encoding, settings: Ch
 
       attncli run "Your journey starts with one step" --variant causal
 
-      attncli run "..." --variant multihead --heads 2 --json | jq '.weights[1]'
+      attncli run "..." --variant multihead --num-heads 2 --json | jq '.weights[1]'
 
       echo "猫吃鱼" | attncli run - --variant qkv
 
@@ -37,9 +37,9 @@ def run(source: Source, checkpoint: Checkpoint, encoding: Encoding, settings: Ch
 
       attncli run "..." --show scores,weights,context --save run.svg
 
-      attncli run --file long.txt --view heatmap --rows 0:40 --cols 0:40
+      attncli run --file long.txt --draw heatmap --rows 0:40 --cols 0:40
 
-      attncli run --file book.txt --variant multihead --heads 4 --head 3 --rows 500:520
+      attncli run --file book.txt --variant multihead --num-heads 4 --head 3 --rows 500:520
     """
     from attncli.cli.streams import after_imports
     from attncli.core.request import Extract

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 
-from attncli.cli.generating import Attended
+from attncli.cli.generating import Attended, Redrawn
 from attncli.cli.groups import Fields, command
 from attncli.cli.options import Look, Output
 
@@ -18,18 +19,20 @@ def show(
         '{"tokens": [...], "weights": ...}; \'-\' reads standard input.', metavar="FILE")],
     look: Look,
     output: Output,
-    # --view is Look's here
     attended: Annotated[Attended, Fields("at", "layers", "combine", "exclude_sinks")],
+    redrawn: Redrawn,  # --view: a generation's view; table|heatmap|auto: --draw's old spelling
 ) -> None:
     """Show saved weights in every view: attncli's --json output, or weights from another tool.
 
-    The query, windows and stages the saved run showed are used unless you give others.
+    The query, windows and stages the saved run showed are used unless you give others. A
+    saved generation is drawn in the view it was made with unless --view names another it
+    holds (raw always; value and occlusion when it was made with them).
 
     Examples:
 
       attncli run "Your journey starts with one step" --json > run.json; attncli show run.json
 
-      attncli show weights.json --view heatmap --save page.html
+      attncli show weights.json --draw heatmap --save page.html
 
       python -c 'print([[0.5, 0.5], [0.1, 0.9]])' | attncli show - --query 1
 
@@ -46,12 +49,14 @@ def show(
         with_stages,
     )
 
+    draw, kind = redrawn.split(look.draw)
+    look = replace(look, draw=draw)
     windows, stages = look.windows(), look.stages()
     output.check()
     saved = load_saved(file)
     given = [f"--{name}" for name in ("head", "query", "show", "rows", "cols")
              if getattr(look, name) is not None]
-    refuse_unused(saved.kind, given, attended != Attended())
+    refuse_unused(saved.kind, given, attended != Attended() or kind is not None)
     if saved.kind in ("ablate", "patch"):  # through the commands' own renderers
         from attncli.render.reports.causal import RENDERERS
 
@@ -61,9 +66,9 @@ def show(
         from attncli.render.reports.generate import render_generation
 
         generation = saved.results[0]
-        output.deliver_result(generation, render_generation,  # in the view it was made for
+        output.deliver_result(generation, render_generation,  # as made, unless --view says
                               attended.view(generation, look.head, attended.check(),
-                                            generation.view))
+                                            kind or generation.view))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":

@@ -76,11 +76,11 @@ def prepare(req: Request, model: Model, answer: str | None, repeat: int | None =
 
 
 def position(at: int | None, count: int, default: int) -> int:
-    """--at as a 0-based position among count tokens (negative counts from the end)."""
+    """--position as a 0-based position among count tokens (negative counts from the end)."""
     if at is None:
         return default
     if not -count <= at < count:
-        raise AttnCliError(f"--at {at} is outside the {count} tokens (0..{count - 1}, or "
+        raise AttnCliError(f"--position {at} is outside the {count} tokens (0..{count - 1}, or "
                            f"-{count}..-1 from the end)")
     return at % count
 

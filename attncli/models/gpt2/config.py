@@ -184,7 +184,7 @@ def _num_heads(config: dict[str, Any], heads: int | None, n_embd: int) -> int:
     if heads is None:
         standard = ", ".join(f"{w}→{h}" for w, h in STANDARD_HEADS.items())
         raise AttnCliError(f"cannot tell the number of heads of a {n_embd}-wide model without "
-                           f"config.json; give it with --heads (standard widths: {standard})")
+                           f"config.json; give it with --num-heads (standard widths: {standard})")
     if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1 or n_embd % heads:
         raise AttnCliError(f"heads must be a positive divisor of the model width (got "
                            f"n_embd={n_embd}, heads={heads})")

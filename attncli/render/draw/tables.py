@@ -161,7 +161,7 @@ def render_matrix(console: Console, title: str, rows: Axis, cols: Axis,
         parts.append(Text(
             f"showing columns {cols.indices[0]}–{cols.indices[n_cols - 1]} of "
             f"{len(cols.labels)} ({len(cols.labels) - n_cols} cut to fit {width} columns; "
-            "widen the terminal, use --view heatmap, --cols a:b, or --json for every number)",
+            "widen the terminal, use --draw heatmap, --cols a:b, or --json for every number)",
             style="italic"))
     masked = any(v is None for row in matrix for v in row[:n_cols])
     key = legend(vmin, vmax, p, ramp=depth is not None, masked=masked, depth=depth or TRUECOLOR,
