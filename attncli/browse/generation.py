@@ -51,16 +51,15 @@ def generation_source(result: GenerationResult) -> Source:
 def _marks(result: GenerationResult) -> list[str]:
     """A conversation's turns (each role and its tokens) and the receipt's verdict."""
     out = []
-    turns = [t for t in result.turns if t["end"] > t["start"]]
+    turns = [t for t in result.turns if t.end > t.start]
     if turns:
-        out.append("turns: " + ", ".join(f"[{t['role']}] {t['start']}–{t['end'] - 1}"
-                                          for t in turns))
+        out.append("turns: " + ", ".join(f"[{t.role}] {t.start}–{t.end - 1}" for t in turns))
     receipt = result.receipt
     if receipt is not None:
-        largest = receipt["largest"]
-        out.append(f"receipt: largest difference {largest['difference']:+.4f} nat at "
-                   f"{largest['text']!r}, {len(receipt['flagged'])} flagged (over "
-                   f"{receipt['flag_above']} nat), {len(receipt['choices_differ'])} where the "
+        largest = receipt.largest
+        out.append(f"receipt: largest difference {largest.difference:+.4f} nat at "
+                   f"{largest.text!r}, {len(receipt.flagged)} flagged (over "
+                   f"{receipt.flag_above} nat), {len(receipt.choices_differ)} where the "
                    "likeliest tokens differ")
     return out
 

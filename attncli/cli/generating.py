@@ -18,7 +18,7 @@ from attncli.cli.groups import Group
 from attncli.core.display import View, Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
-from attncli.records.asking import VIEWS, GenerateView
+from attncli.records.asking import VIEWS, GenerateView, check_choices
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
@@ -145,11 +145,12 @@ class Attended(Group):
     exclude_sinks: bool = of(GenerateView, "exclude_sinks")
     occlude: str = of(GenerateView, "occlude")
 
+    def __post_init__(self) -> None:
+        check_choices(self.combine, self.kind, self.occlude)  # as the view record checks them
+
     def check(self) -> Window | None:
-        """--view, --combine and --occlude checked (by the view record) and --layers parsed,
-        once, before any work; --layers as a window of the model's layers, or None for every
-        layer."""
-        GenerateView(combine=self.combine, kind=self.kind, occlude=self.occlude)
+        """--layers parsed, once, before any work: a window of the model's layers, or None for
+        every layer."""
         return None if self.layers is None else parse_window(self.layers, "--layers")
 
     def view(self, result: GenerationResult, head: int | None, layers: Window | None,

@@ -102,11 +102,14 @@ class GenerateView:
                        "--messages.", metavar="token|word|turn")
 
     def __post_init__(self) -> None:
-        if self.combine not in COMBINES:
-            raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got "
-                               f"{self.combine!r})")
-        if self.kind not in VIEWS:
-            raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {self.kind!r})")
-        if self.occlude not in OCCLUDE:
-            raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got "
-                               f"{self.occlude!r})")
+        check_choices(self.combine, self.kind, self.occlude)
+
+
+def check_choices(combine: str, kind: str, occlude: str) -> None:
+    """Refuse a --combine, --view or --occlude that is none of its choices, in one line."""
+    if combine not in COMBINES:
+        raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got {combine!r})")
+    if kind not in VIEWS:
+        raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {kind!r})")
+    if occlude not in OCCLUDE:
+        raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got {occlude!r})")

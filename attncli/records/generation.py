@@ -15,6 +15,7 @@ import numpy as np
 
 from attncli.core.result import ModelInfo, TokenInfo
 from attncli.records.asking import COMBINES, OCCLUDE, VIEWS, GenerateView, Sampling
+from attncli.records.given import Occluded, Receipt, Template, Turn
 
 __all__ = ["COMBINES", "OCCLUDE", "VIEWS", "GenerateView", "GenerationResult"]
 
@@ -70,7 +71,7 @@ class GenerationResult:
     prompt: list[TokenInfo]
     answer: list[TokenInfo]  # indices continue the prompt's: answer token s is P + s
     given: str  # the text the model was given: the template's output, or the raw prompt
-    template: dict[str, Any]  # {"used": bool, "origin", "system"?}
+    template: Template  # the chat template the prompt went through, or none
     sampling: Sampling  # how the tokens were chosen (a given answer's: greedy, unused)
     stop_ids: list[int]
     stopped: str  # eos, max_new_tokens or interrupted
@@ -80,11 +81,11 @@ class GenerationResult:
     layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
     head_kept: int | None = None  # the one head weights hold, when only one
     given_answer: bool = False  # the answer was given and teacher-forced, not generated
-    turns: list[dict[str, Any]] = field(default_factory=list)  # {role, start, end} per message
+    turns: list[Turn] = field(default_factory=list)  # each message's tokens
     norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
     occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
-    occluded: dict[str, Any] | None = None  # {"by": token|word|turn, "spans": [[j, ...]]}
-    receipt: dict[str, Any] | None = None  # a runtime's log-probs against attncli's
+    occluded: Occluded | None = None  # what occlusion masked together
+    receipt: Receipt | None = None  # a runtime's log-probs against attncli's
     view: str = "raw"  # the view it was made for: raw, value or occlusion
 
     @property
@@ -97,17 +98,17 @@ class GenerationResult:
         kept: dict[str, Any] = {"layers": list(self.layers_kept or (0, self.model.layers)),
                                 "head": self.head_kept}
         return {"kind": "generate", "model": self.model.to_dict(),
-                "config": {"sampling": self.sampling_dict(), "template": self.template,
+                "config": {"sampling": self.sampling_dict(), "template": self.template.to_dict(),
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
                            "weights": kept, "given": self.given_answer, "view": self.view},
                 "given": self.given,
                 "prompt": [t.to_dict() for t in self.prompt],
                 "answer": [t.to_dict() for t in self.answer],
-                "sinks": self.sinks, "turns": self.turns,
+                "sinks": self.sinks, "turns": [t.to_dict() for t in self.turns],
                 **({} if self.norms is None else {"value_norms": self.norms}),
                 **({} if self.occlusion is None else {"occlusion": self.occlusion}),
-                **({} if self.occluded is None else {"occlusion_spans": self.occluded}),
-                **({} if self.receipt is None else {"receipt": self.receipt}),
+                **({} if self.occluded is None else {"occlusion_spans": self.occluded.to_dict()}),
+                **({} if self.receipt is None else {"receipt": self.receipt.to_dict()}),
                 "steps": [{**step.to_dict(),
                            "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}

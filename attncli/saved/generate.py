@@ -17,6 +17,7 @@ from attncli.records.generation import (
     Candidate,
     GenerationResult,
 )
+from attncli.records.given import Occluded, Receipt, Template, Turn
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
@@ -29,12 +30,10 @@ from attncli.saved.parts import (
     need,
     number,
     obj,
-    printable,
     stack,
-    string,
 )
 from attncli.saved.run import tokens_from
-from attncli.saved.walk import Key, Table, read
+from attncli.saved.walk import Key, Table, read, value
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
 
@@ -48,18 +47,10 @@ class Kept(TypedDict):
 
 class Config(TypedDict):
     sampling: Sampling
-    template: dict[str, Any]  # {"used": bool, "origin", "system"?}, kept as it is
+    template: Template
     stop_ids: list[int]
     stopped: str
     weights: Kept
-
-
-def _template(value: Any, where: str) -> dict[str, Any]:
-    """config.template: whether one was used and where it came from (kept whole)."""
-    template = obj(value, where)
-    flag(need(template, "used", where), f"{where}.used")
-    string(need(template, "origin", where), f"{where}.origin")
-    return template
 
 
 def _sampling(value: Any, where: str) -> Sampling:
@@ -85,10 +76,11 @@ def _sampling(value: Any, where: str) -> Sampling:
 
 
 TOKEN_ID = Key(high=ID_BOUND)
-RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "template": Key(check=_template),
-                           "stop_ids": TOKEN_ID, "stopped": Key(choices=STOPPED)},
+RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "stop_ids": TOKEN_ID,
+                           "stopped": Key(choices=STOPPED)},
                   AnswerStep: {"id": TOKEN_ID},
-                  Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")}}
+                  Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
+                  Receipt: {"compared": Key(choices=("tokens", "text"))}}
 
 
 def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
@@ -132,47 +124,27 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
                                                         len(answer)))
 
 
-def _turns(data: Any, p: int) -> list[dict[str, Any]]:
+def _turns(data: Any, p: int) -> list[Turn]:
     """Each message's tokens [start, end) among the prompt's."""
-    out = []
-    for k, turn in enumerate(items(data, "turns")):
-        where = f"turns[{k}]"
-        turn = obj(turn, where)
-        start = integer(need(turn, "start", where), f"{where}.start", 0, p)
-        out.append({"role": string(need(turn, "role", where), f"{where}.role"), "start": start,
-                    "end": integer(need(turn, "end", where), f"{where}.end", start, p)})
-    return out
+    turns: list[Turn] = value(list[Turn], data, "turns", Key(), RECORDS)
+    for k, turn in enumerate(turns):
+        integer(turn.start, f"turns[{k}].start", 0, p)
+        integer(turn.end, f"turns[{k}].end", turn.start, p)
+    return turns
 
 
-def _receipt(value: Any) -> dict[str, Any]:
-    """The receipt (models/generate/receipt.py), each part its renderers read checked."""
-    receipt = obj(value, "receipt")
-    rows = []
-    for k, row in enumerate(items(need(receipt, "rows", "receipt"), "receipt.rows")):
-        where = f"receipt.rows[{k}]"
-        row = obj(row, where)
-        rows.append({**printable(row), "text": string(need(row, "text", where), f"{where}.text"),
-                     **{key: number(need(row, key, where), f"{where}.{key}")
-                        for key in ("attncli", "runtime", "difference")},
-                     **{key: string(row[key], f"{where}.{key}")
-                        for key in ("attncli_choice", "runtime_choice") if key in row}})
-    largest = obj(need(receipt, "largest", "receipt"), "receipt.largest")
-    out = {**printable(receipt), "rows": rows,
-            "compared": choice(need(receipt, "compared", "receipt"), "receipt.compared",
-                               ("tokens", "text")),
-            "flag_above": number(need(receipt, "flag_above", "receipt"), "receipt.flag_above"),
-            "largest": {"text": string(need(largest, "text", "receipt.largest"),
-                                       "receipt.largest.text"),
-                        "difference": number(need(largest, "difference", "receipt.largest"),
-                                             "receipt.largest.difference")},
-            **{key: [integer(k, f"receipt.{key}[{i}]", 0, len(rows) - 1)
-                     for i, k in enumerate(items(need(receipt, key, "receipt"),
-                                                 f"receipt.{key}"))]
-               for key in ("flagged", "choices_differ")}}
-    if any("runtime_choice" not in rows[k] for k in out["choices_differ"]):
+def _receipt(data: Any) -> Receipt:
+    """The receipt (models/generate/receipt.py): its rows named by flagged and choices_differ
+    must be there, and hold the two choices where they differ."""
+    receipt = read(Receipt, data, "receipt", RECORDS)
+    for key in ("flagged", "choices_differ"):
+        for i, k in enumerate(getattr(receipt, key)):
+            integer(k, f"receipt.{key}[{i}]", 0, len(receipt.rows) - 1)
+    if any(receipt.rows[k].runtime_choice is None or receipt.rows[k].attncli_choice is None
+           for k in receipt.choices_differ):
         raise AttnCliError("saved file: receipt.choices_differ names a row without the two "
                            "choices")
-    return out
+    return receipt
 
 
 def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:
@@ -189,13 +161,8 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
                              for j, v in enumerate(items(row, f"occlusion[{s}]", p))]
                             for s, row in enumerate(rows)]
     if doc.get("occlusion_spans") is not None:
-        spans = obj(doc["occlusion_spans"], "occlusion_spans")
-        out["occluded"] = {
-            "by": choice(need(spans, "by", "occlusion_spans"), "occlusion_spans.by", OCCLUDE),
-            "spans": [[integer(j, f"occlusion_spans.spans[{k}]", 0, p - 1)
-                       for j in items(span, f"occlusion_spans.spans[{k}]")]
-                      for k, span in enumerate(items(need(spans, "spans", "occlusion_spans"),
-                                                     "occlusion_spans.spans"))]}
+        out["occluded"] = read(Occluded, doc["occlusion_spans"], "occlusion_spans",
+                               {Occluded: {"by": Key(choices=OCCLUDE), "spans": Key(high=p - 1)}})
     return out
 
 

@@ -126,6 +126,6 @@ def test_a_given_answer_names_its_turns_view_and_receipt(tmp_path: Path) -> None
     title = generation_source(result).title
     assert "a given answer, teacher-forced, of" in title and "made with the raw view" in title
     turn = result.turns[0]
-    assert f"turns: [user] {turn['start']}–{turn['end'] - 1}" in title
+    assert f"turns: [user] {turn.start}–{turn.end - 1}" in title
     assert result.receipt is not None
-    assert f"receipt: largest difference {result.receipt['largest']['difference']:+.4f}" in title
+    assert f"receipt: largest difference {result.receipt.largest.difference:+.4f}" in title

@@ -161,11 +161,12 @@ def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> N
     from attncli.errors import AttnCliError
     from attncli.records.asking import Sampling
     from attncli.records.generation import GenerationResult, answer_index
+    from attncli.records.given import Template
 
     answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
     result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,
-                              given="", template={}, sampling=Sampling(), stop_ids=[],
-                              stopped="eos", sinks=[], steps=[])
+                              given="", template=Template(False, ""), sampling=Sampling(),
+                              stop_ids=[], stopped="eos", sinks=[], steps=[])
     assert [answer_index(result, at) for at in ("Paris", " Paris", ".", "2", None)] == [
         0, 0, 1, 2, None]
     with pytest.raises(AttnCliError, match="'Rome'"):

@@ -325,9 +325,10 @@ def test_heads_takes_its_options_record_and_checks_the_probe_against_the_text() 
 
 def test_prompt_to_dict_is_show_templates_json() -> None:
     from attncli.models.generate.prompt import Prompt
+    from attncli.records.given import Template
 
     tokens = [TokenInfo(0, 5, "Hi", "4869")]
-    prompt = Prompt(tokens, [5], "Hi", True, "tokenizer_config.json", frozenset(), [0])
+    prompt = Prompt(tokens, [5], "Hi", Template(True, "tokenizer_config.json"), frozenset(), [0])
     assert prompt.to_dict() == {"kind": "template", "given": "Hi",
                                 "template": {"used": True, "origin": "tokenizer_config.json"},
                                 "prompt": [{"index": 0, "id": 5, "text": "Hi", "bytes": "4869"}]}

@@ -10,7 +10,6 @@ content may also be OpenAI's list of {"type": "text", "text": ...} parts. Tool t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from attncli.core.inputs import _read_path, is_stdin, parse_json
@@ -18,19 +17,6 @@ from attncli.errors import AttnCliError
 
 ROLES = ("system", "user", "assistant")
 TOOL_ROLE = "tool"
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One message's place among the prompt's tokens: tokens [start, end) hold its content."""
-
-    role: str
-    start: int
-    end: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON of one turn."""
-        return {"role": self.role, "start": self.start, "end": self.end}
 
 
 def read_messages(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

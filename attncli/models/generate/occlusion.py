@@ -11,7 +11,7 @@ taken from it (a family without that pass runs one whole pass per span).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -19,6 +19,7 @@ from torch import Tensor
 from attncli.activity import counted, doing
 from attncli.core.result import TokenInfo
 from attncli.models.family import Model
+from attncli.records.given import Turn
 
 BATCH_BYTES = 64 * 2**20  # a batch's float32 attention weights, (B, heads, T, T), at most
 BATCH_ROWS = 640  # a batch's rows, B × T, at most: small batches start nearer their spans
@@ -112,7 +113,7 @@ def _masked_runs(model: Model, ids: list[int], p: int, answer_ids: list[int],
 
 
 def spans_of(kind: str, tokens: list[TokenInfo], skip: list[int],
-             turns: list[dict[str, Any]]) -> list[list[int]]:
+             turns: list[Turn]) -> list[list[int]]:
     """The prompt's spans occlusion masks together, none holding a token of skip: each token
     (token), each word's tokens (word: a word starts at a space, punctuation or a CJK
     character, and a token that starts inside a character stays with it), or each turn's
@@ -121,7 +122,7 @@ def spans_of(kind: str, tokens: list[TokenInfo], skip: list[int],
     if kind == "token":
         return [[j] for j in range(p) if j not in left_out]
     if kind == "turn":
-        found = [[j for j in range(t["start"], t["end"]) if j not in left_out] for t in turns]
+        found = [[j for j in range(t.start, t.end) if j not in left_out] for t in turns]
         return [span for span in found if span] or (
             [[j for j in range(p) if j not in left_out]] if p > len(left_out) else [])
     words: list[list[int]] = []

@@ -11,11 +11,12 @@ from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.family import Model, open_family
 from attncli.models.generate.chat import ChatSetup, chat_setup, messages_of, turn_end_text
-from attncli.models.generate.conversation import Turn, check_tools, content_spans
+from attncli.models.generate.conversation import check_tools, content_spans
 from attncli.models.generate.engine import positions
 from attncli.models.generate.template import render_template
 from attncli.models.hf_tokens import hf_tokenize, source_tokenizer
 from attncli.models.sources.base import WeightSource
+from attncli.records.given import Template, Turn
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,7 @@ class Prompt:
     tokens: list[TokenInfo]
     ids: list[int]
     given: str  # the text tokenised: the template's output, or the prompt itself
-    templated: bool
-    origin: str  # where the template came from ("" without one)
+    template: Template  # the chat template it went through, or none
     stop_ids: frozenset[int]
     sinks: list[int]  # the first token and every token of the template's own text
     turns: tuple[Turn, ...] = ()  # each message's content tokens, where they can be found
@@ -35,7 +35,7 @@ class Prompt:
         """`generate --show-template --json`: the text given, its tokens and the template's
         origin."""
         return {"kind": "template", "given": self.given,
-                "template": {"used": self.templated, "origin": self.origin},
+                "template": self.template.to_dict(),
                 "prompt": [t.to_dict() for t in self.tokens]}
 
 
@@ -56,7 +56,7 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
         check_text_fits(prompt, model, source)
         tokens = model.tokens(Request(text=prompt, model=model_path,
                                       allow_special=allow_special))
-        return Prompt(tokens.tokens, tokens.ids, prompt, False, "",
+        return Prompt(tokens.tokens, tokens.ids, prompt, Template(False, ""),
                       setup.stop_ids | _eos_of(model, source, setup), [0])
     chat = messages_of(prompt, system) if messages is None else messages
     check_tools(chat, setup.template)
@@ -67,7 +67,7 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
     infos = [TokenInfo.of(p) for p in pieces]
     ids = [p.id for p in pieces if p.id is not None]
     sinks, turns = _sinks_and_turns(infos, given, chat)
-    return Prompt(infos, ids, given, True, setup.origin,
+    return Prompt(infos, ids, given, Template(True, setup.origin),
                   setup.stop_ids | _eos_of(model, source, setup) | _turn_end(source, setup),
                   sinks, turns)
 

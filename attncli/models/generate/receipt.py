@@ -20,6 +20,7 @@ from typing import Any
 
 from attncli.core.inputs import _read_path, is_stdin, parse_json
 from attncli.errors import AttnCliError
+from attncli.records.given import Largest, Receipt, ReceiptRow
 
 FLAGGED = 1.0  # nats: a token whose log-probabilities differ by more is flagged
 
@@ -104,7 +105,7 @@ def answer_of(reported: list[Reported]) -> str:
 
 
 def compare(reported: list[Reported], pieces: list[bytes], logprobs: list[float],
-            choices: list[str]) -> dict[str, Any]:
+            choices: list[str]) -> Receipt:
     """The receipt: attncli's answer tokens (their bytes, logprobs, its own choices) against
     the runtime's, token by token where they cut the text alike, else over common spans."""
     ours, theirs = b"".join(pieces), b"".join(r.data for r in reported)
@@ -119,18 +120,16 @@ def compare(reported: list[Reported], pieces: list[bytes], logprobs: list[float]
     for (a0, a1), (b0, b1) in _spans([len(p) for p in pieces], [len(r.data) for r in reported]):
         mine = sum(logprobs[a0:a1])
         runtime = sum(r.logprob for r in reported[b0:b1])
-        row: dict[str, Any] = {"text": b"".join(pieces[a0:a1]).decode("utf-8", "replace"),
-                               "attncli": mine, "runtime": runtime,
-                               "difference": mine - runtime}
-        if same and reported[b0].choice is not None:
-            row |= {"attncli_choice": choices[a0], "runtime_choice": reported[b0].choice}
-        rows.append(row)
-    worst = max(rows, key=lambda r: abs(r["difference"]))
-    return {"compared": "tokens" if same else "text", "rows": rows, "flag_above": FLAGGED,
-            "largest": {"text": worst["text"], "difference": worst["difference"]},
-            "flagged": [k for k, r in enumerate(rows) if abs(r["difference"]) > FLAGGED],
-            "choices_differ": [k for k, r in enumerate(rows) if "runtime_choice" in r
-                               and r["runtime_choice"] != r["attncli_choice"]]}
+        chosen = same and reported[b0].choice is not None
+        rows.append(ReceiptRow(b"".join(pieces[a0:a1]).decode("utf-8", "replace"), mine,
+                               runtime, mine - runtime, choices[a0] if chosen else None,
+                               reported[b0].choice if chosen else None))
+    worst = max(rows, key=lambda r: abs(r.difference))
+    return Receipt("tokens" if same else "text", rows, FLAGGED,
+                   Largest(worst.text, worst.difference),
+                   [k for k, r in enumerate(rows) if abs(r.difference) > FLAGGED],
+                   [k for k, r in enumerate(rows) if r.runtime_choice is not None
+                    and r.runtime_choice != r.attncli_choice])
 
 
 def _spans(ours: list[int], theirs: list[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:

@@ -20,6 +20,7 @@ from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
 from attncli.records.generation import AnswerStep, Candidate, GenerationResult
+from attncli.records.given import Occluded
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     if asked.occlusion:
         spans = spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
         result = replace(result, occlusion=occlusion(model, built.ids, ids, spans),
-                         occluded={"by": asked.occlude, "spans": spans})
+                         occluded=Occluded(asked.occlude, spans))
     return result
 
 
@@ -201,11 +202,10 @@ def _result(model: Model, built: Prompt, sampling: Sampling, keep: Keep, steps: 
                            for i, p in zip(step.top_ids, step.top_probs, strict=True)],
                           step.logprob, step.rank)
                for s, step in enumerate(steps)]
-    template = {"used": built.templated, "origin": built.origin}
     return GenerationResult(
         model=model.info(), prompt=built.tokens, answer=answer, given=built.given,
-        template=template, sampling=sampling, stop_ids=sorted(built.stop_ids),
+        template=built.template, sampling=sampling, stop_ids=sorted(built.stop_ids),
         stopped=stopped, sinks=built.sinks, steps=records,
         weights=[step.weights[a:b, heads] for step in steps],
         layers_kept=None if keep.layers is None else (a, b), head_kept=keep.head,
-        turns=[t.to_dict() for t in built.turns])
+        turns=list(built.turns))

@@ -3,7 +3,7 @@ summary of every answer token's most-attended prompt tokens. Takes the result, n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
@@ -17,6 +17,7 @@ from attncli.render.draw.palette import depth_of
 
 if TYPE_CHECKING:
     from attncli.records.generation import GenerateView, GenerationResult
+    from attncli.records.given import Receipt
 
 
 KINDS = {"raw": "raw attention weights",
@@ -38,7 +39,7 @@ def legend(result: GenerationResult, view: GenerateView) -> str:
                if found else ""))
     if view.kind == "occlusion":
         sinks = (f"sinks not shown ({left})" if view.exclude_sinks else "sinks shown")
-        by = "token" if result.occluded is None else str(result.occluded["by"])
+        by = "token" if result.occluded is None else result.occluded.by
         return f"{KINDS[view.kind].format(MASKED[by])}; the whole model; {sinks}"
     a, b = view.layers or result.layers_kept or (0, result.model.layers)
     heads = "every head" if view.head is None else f"head {view.head}"
@@ -49,7 +50,7 @@ def legend(result: GenerationResult, view: GenerateView) -> str:
 
 def heading(result: GenerationResult) -> str:
     """Which model answered, how it was prompted and why it stopped."""
-    prompted = (f"chat template ({result.template['origin']})" if result.template["used"]
+    prompted = (f"chat template ({result.template.origin})" if result.template.used
                 else "the prompt raw (no chat template)")
     turns = f", {len(result.turns)} turns" if len(result.turns) > 1 else ""
     if result.given_answer:
@@ -118,7 +119,7 @@ def render_conversation(out: Console, result: GenerationResult, view: GenerateVi
     top = float(row[:len(result.prompt)].max()) if len(result.prompt) else 0.0
     depth, colour = depth_of(out), has_colour(out)
     text = Text()
-    starts = {turn["start"]: turn["role"] for turn in result.turns if turn["end"] > turn["start"]}
+    starts = {turn.start: turn.role for turn in result.turns if turn.end > turn.start}
     for token in result.prompt:
         if token.index in starts:
             text.append(f"[{starts[token.index]}] ", style="dim")
@@ -160,24 +161,23 @@ def render_generation(out: Console, result: GenerationResult,
     return Group(*parts)
 
 
-def render_receipt(receipt: dict[str, Any]) -> Text:
+def render_receipt(receipt: Receipt) -> Text:
     """The runtime's log-probabilities against attncli's: the largest difference, the tokens
     past the bound, and where the two would have chosen differently."""
-    rows, largest = receipt["rows"], receipt["largest"]
-    how = ("token by token" if receipt["compared"] == "tokens" else
+    rows, largest = receipt.rows, receipt.largest
+    how = ("token by token" if receipt.compared == "tokens" else
            f"by text over {len(rows)} spans (the tokenizations differ)")
     text = Text(f"receipt: the runtime's log-probabilities against attncli's, {how}: largest "
-                f"difference {largest['difference']:+.4f} nats at {largest['text']!r}")
-    flagged = receipt["flagged"]
+                f"difference {largest.difference:+.4f} nats at {largest.text!r}")
+    flagged = receipt.flagged
     if flagged:
-        shown = ", ".join(f"{rows[k]['text']!r} ({rows[k]['difference']:+.2f})"
-                          for k in flagged[:5])
-        text.append(f"\nFLAGGED: {len(flagged)} differ by more than {receipt['flag_above']} "
+        shown = ", ".join(f"{rows[k].text!r} ({rows[k].difference:+.2f})" for k in flagged[:5])
+        text.append(f"\nFLAGGED: {len(flagged)} differ by more than {receipt.flag_above} "
                     f"nat: {shown}; the runtime ran another model, or the file was altered",
                     style="bold")
     else:
-        text.append(f"; none differs by more than {receipt['flag_above']} nat")
-    for k in receipt["choices_differ"][:5]:
-        text.append(f"\nat {rows[k]['text']!r} the runtime's likeliest token was "
-                    f"{rows[k]['runtime_choice']!r}, attncli's {rows[k]['attncli_choice']!r}")
+        text.append(f"; none differs by more than {receipt.flag_above} nat")
+    for k in receipt.choices_differ[:5]:
+        text.append(f"\nat {rows[k].text!r} the runtime's likeliest token was "
+                    f"{rows[k].runtime_choice!r}, attncli's {rows[k].attncli_choice!r}")
     return text

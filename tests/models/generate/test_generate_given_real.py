@@ -26,7 +26,7 @@ def test_a_given_answer_equals_transformers_full_forward() -> None:
     result = generate_model(str(path), "", asked=Asked(messages=CHAT,
                                                         answer="The capital of Italy is Milan."))
     assert result.given_answer and result.stopped == "given"
-    assert [t["role"] for t in result.turns] == ["system", "user", "assistant", "user"]
+    assert [t.role for t in result.turns] == ["system", "user", "assistant", "user"]
     ids = [t.id for t in result.prompt + result.answer]
     p = len(result.prompt)
     with torch.no_grad():

@@ -38,7 +38,7 @@ def test_greedy_answer_and_weights_equal_transformers_generate(real: tuple[Path,
     path, hf = real
     result = generate_model(str(path), prompt, Sampling(max_new_tokens=N), raw=raw)
     ids = [t.id for t in result.prompt]
-    assert result.template["used"] is (not raw)
+    assert result.template.used is (not raw)
     out = hf.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=N,
                       output_attentions=True, return_dict_in_generate=True,
                       eos_token_id=result.stop_ids, pad_token_id=result.stop_ids[0])

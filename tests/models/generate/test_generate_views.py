@@ -11,6 +11,7 @@ from attncli.core.result import ModelInfo, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.records.asking import Sampling
 from attncli.records.generation import AnswerStep, GenerateView, GenerationResult, check_view
+from attncli.records.given import Template
 from tests.tolerance import assert_near
 
 P, A, L, H = 6, 2, 2, 3
@@ -21,8 +22,8 @@ def _result(weights: list[np.ndarray], norms: np.ndarray | None = None,
     prompt = [TokenInfo(i, i, f"t{i}", None) for i in range(P)]
     answer = [TokenInfo(P + s, 10 + s, f"a{s}", None) for s in range(A)]
     return GenerationResult(
-        model=ModelInfo("m", L, H, 8), prompt=prompt, answer=answer, given="", template={
-            "used": False}, sampling=Sampling(), stop_ids=[], stopped="given", sinks=[0],
+        model=ModelInfo("m", L, H, 8), prompt=prompt, answer=answer, given="",
+        template=Template(False, ""), sampling=Sampling(), stop_ids=[], stopped="given", sinks=[0],
         steps=[AnswerStep(s, P - 1 + s, 10 + s, 0.5, [], rank=1) for s in range(A)],
         weights=weights, norms=norms, occlusion=occlusion)
 

@@ -7,6 +7,7 @@ import pytest
 
 from attncli.core.result import TokenInfo
 from attncli.models.generate.occlusion import spans_of
+from attncli.records.given import Turn
 
 
 def _tokens(*pieces: bytes) -> list[TokenInfo]:
@@ -35,8 +36,7 @@ def test_tokens_and_words(kind: str, tokens: list[TokenInfo], skip: list[int],
 
 
 def test_turns_leave_out_the_template_and_a_prompt_without_turns_is_one() -> None:
-    turns = [{"role": "user", "start": 1, "end": 4}, {"role": "assistant", "start": 5, "end": 9},
-             {"role": "user", "start": 9, "end": 9}]  # an empty turn: no span
+    turns = [Turn("user", 1, 4), Turn("assistant", 5, 9), Turn("user", 9, 9)]  # the last: empty
     assert spans_of("turn", SENTENCE, [0, 3], turns) == [[1, 2], [5, 6, 7, 8]]
     assert spans_of("turn", SENTENCE, [0], []) == [[1, 2, 3, 4, 5, 6, 7, 8]]
     assert spans_of("turn", SENTENCE[:1], [0], []) == []

@@ -54,10 +54,10 @@ def test_the_same_tokens_compare_token_by_token_and_name_other_choices(tmp_path:
     mine = [lp + 0.001 for lp in LOGPROBS]
     ours = [c if k != 3 else " is" for k, c in enumerate(CHOICES)]
     receipt = compare(reported, PIECES, mine, ours)
-    assert receipt["compared"] == "tokens" and receipt["flagged"] == []
+    assert receipt.compared == "tokens" and receipt.flagged == []
     # float64 sums of a few terms: relative 1e-6, as pytest.approx checked it before
-    assert_near(receipt["largest"]["difference"], 0.001, atol=0, rtol=1e-6)
-    assert receipt["choices_differ"] == [3]
+    assert_near(receipt.largest.difference, 0.001, atol=0, rtol=1e-6)
+    assert receipt.choices_differ == [3]
 
 
 def test_other_tokenizations_compare_by_text_over_common_spans(tmp_path: Path) -> None:
@@ -66,10 +66,10 @@ def test_other_tokenizations_compare_by_text_over_common_spans(tmp_path: Path) -
     reported = read_logprobs(_write(tmp_path, {"logprobs": [
         {"token": p.decode(), "logprob": lp} for p, lp in zip(merged, theirs, strict=True)]}))
     receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
-    assert receipt["compared"] == "text"
-    assert [r["text"] for r in receipt["rows"]] == ["The", " capital", " is", " Paris"]
+    assert receipt.compared == "text"
+    assert [r.text for r in receipt.rows] == ["The", " capital", " is", " Paris"]
     # float64 sums of a few terms: equal to rounding (pytest.approx's 1e-12 at zero)
-    assert_near([r["difference"] for r in receipt["rows"]], [0.0] * 4, atol=1e-12, rtol=0)
+    assert_near([r.difference for r in receipt.rows], [0.0] * 4, atol=1e-12, rtol=0)
 
 
 def test_a_hand_altered_log_probability_is_flagged(tmp_path: Path) -> None:
@@ -77,9 +77,9 @@ def test_a_hand_altered_log_probability_is_flagged(tmp_path: Path) -> None:
     altered[4] = -0.1  # " Paris" made to look likely
     reported = read_logprobs(_write(tmp_path, {"logprobs": _ollama(PIECES, altered)}))
     receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
-    assert receipt["flagged"] == [4] and receipt["largest"]["text"] == " Paris"
+    assert receipt.flagged == [4] and receipt.largest.text == " Paris"
     # float64 sums of a few terms: relative 1e-6, as pytest.approx checked it before
-    assert_near(receipt["largest"]["difference"], -1.9, atol=0, rtol=1e-6)
+    assert_near(receipt.largest.difference, -1.9, atol=0, rtol=1e-6)
 
 
 @pytest.mark.parametrize(("doc", "says"), [
@@ -128,4 +128,4 @@ def test_attncli_s_choice_is_compared_as_its_text_not_its_label() -> None:
     assert _spelt({"id": 7, "text": "<id 7>"}) == "<id 7>"  # no bytes: the label is all there is
     runtime = [Reported("x", b"x", -0.5, "\n")]  # the runtime's likeliest there: a newline
     ours = _spelt({"id": 198, "text": "\\n", "bytes": "0a"})
-    assert compare(runtime, [b"x"], [-0.5], [ours])["choices_differ"] == []
+    assert compare(runtime, [b"x"], [-0.5], [ours]).choices_differ == []
