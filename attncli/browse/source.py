@@ -17,10 +17,11 @@ from attncli.core.compare import Shared, variant_request
 from attncli.core.pipeline import Prepared, naive, prepare
 from attncli.core.request import Extract, Measure, Request, Route
 from attncli.core.result import Result
-from attncli.core.sizes import NAIVE_BUDGET, Impl, heads_bytes
+from attncli.core.sizes import NAIVE_BUDGET, Impl
 from attncli.core.variants import TRAITS, Variant
 from attncli.errors import AttnCliError
 from attncli.models.family import LayerInputs
+from attncli.models.heads import heads_bytes
 from attncli.models.measures import head_measures
 from attncli.models.run import open_checked, run_heads, run_model
 from attncli.models.scores import head_scores, stacked_patterns

@@ -17,7 +17,7 @@ from attncli.errors import AttnCliError
 if TYPE_CHECKING:
     from attncli.core.result import Result
 
-CANDIDATES_SHOWN = 8
+CANDIDATES_SHOWN = 8  # the tokens a --query that matches several lists
 
 
 @dataclass(frozen=True)
@@ -125,18 +125,6 @@ def check_stages(stages: Sequence[str], available: Sequence[str], variant: str) 
                                f"it has {', '.join(available)}")
 
 
-
-
-def measure_legend(measure: str | None, layer: int | None) -> str | None:
-    """One line saying what run --measure norm or rollout shows instead of the weights (None:
-    the weights themselves); layer: the layer a rollout reaches."""
-    if measure == "norm":
-        return ("norm: ‖α_ij·W_O v_j‖ per head, rows renormalised (Kobayashi 2020); raw in "
-                "\"norm\"")
-    if measure == "rollout":
-        return (f"rollout: Ã_{layer}···Ã_0, Ã = 0.5·I + 0.5·mean_h(A), rows renormalised; "
-                "heads averaged")
-    return None
 
 
 class View(str, Enum):

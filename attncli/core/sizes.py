@@ -13,7 +13,7 @@ import resource
 import stat
 from enum import Enum
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from attncli.errors import AttnCliError
 
@@ -158,27 +158,6 @@ def finite(value: int | float) -> bool:
 
 
 LAYER_BOUND = 1000  # layers; GPT-2 XL has 48
-CONFIG_INTS = ("n_layer", "n_head", "n_embd", "n_inner", "n_positions", "vocab_size")
-
-
-def check_checkpoint_claims(config: dict[str, Any], blocks: set[int], file: Path) -> None:
-    """config.json's sizes have JSON integer types, and no more layers are claimed than held."""
-    for key in CONFIG_INTS:
-        value = config.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}..."
-            raise AttnCliError(f"config.json: {key} must be a positive integer (got {shown})")
-    held = len(blocks)
-    claimed = config.get("n_layer")
-    # A few missing blocks are listed by name later; an absurd claim is refused before that.
-    if claimed is not None and claimed > max(held, LAYER_BOUND):
-        raise AttnCliError(f"config.json claims n_layer={claimed:,}, but {file} holds tensors "
-                           f"for {held:,} block(s)")
-    if claimed is None and blocks and max(blocks) >= max(held, LAYER_BOUND):
-        raise AttnCliError(f"{file} names a tensor for layer {max(blocks):,}, but holds tensors "
-                           f"for {held:,} block(s); layers must be numbered 0..{held - 1}")
-
-
 class Impl(str, Enum):
     """How attention is computed: every N × N stage, tiles without them, or auto."""
 
@@ -203,20 +182,6 @@ def naive_bytes(num_tokens: int, num_heads: int) -> int:
     return NAIVE_CELL_BYTES * num_heads * num_tokens * num_tokens
 
 
-# `heads` keeps every layer's (heads, N, N) weights: the per-layer list, its stack and the
-# measures' temporaries held about 6.6 such float32 copies at the peak (SmolLM2 on 700 and 1,000
-# tokens: 3.9 GB and 5.8 GB), beside one layer's NAIVE_STAGES while it runs.
-HEADS_COPIES = 7
-
-
-def heads_bytes(num_layers: int, num_heads: int, num_tokens: int, views: int = 0) -> int:
-    """What `heads` holds at its peak: every shown layer's weights, several times, views more
-    copies of them (--measure norm keeps its own matrices beside the weights), and one layer's
-    stages."""
-    copies = (HEADS_COPIES + views) * num_layers + NAIVE_STAGES
-    return 4 * num_heads * num_tokens * num_tokens * copies
-
-
 def choose_impl(impl: Impl, num_tokens: int, num_heads: int,
                 budget_bytes: int = NAIVE_BUDGET) -> Impl:
     """Resolve --impl: auto picks naive while naive_bytes fits the budget, tiled beyond it."""
@@ -224,22 +189,6 @@ def choose_impl(impl: Impl, num_tokens: int, num_heads: int,
     if impl is not Impl.auto:
         return impl
     return Impl.naive if naive_bytes(num_tokens, num_heads) <= budget_bytes else Impl.tiled
-
-
-# `generate --json`: a float32 weight as JSON text ("0.012345678, ", "1.2345678e-05, ") is at
-# most 16 bytes, and the whole JSON is held to a budget, past which it is refused before the run.
-JSON_WEIGHT_TEXT = 16
-GENERATE_JSON_BUDGET = 256 * 10**6
-
-
-def check_json_budget(cells: int, what: str, hint: str, budget: int | None = None) -> None:
-    """Refuse a JSON of cells weights whose text would pass budget bytes (default:
-    GENERATE_JSON_BUDGET)."""
-    budget = GENERATE_JSON_BUDGET if budget is None else budget
-    need = cells * JSON_WEIGHT_TEXT
-    if need > budget:
-        raise AttnCliError(f"{what} would put up to {cells:,} weights (about {size_text(need)}) "
-                           f"in the JSON, past its {size_text(budget)} budget; {hint}")
 
 
 def check_memory(cells: int, what: str, hint: str) -> None:

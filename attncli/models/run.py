@@ -28,7 +28,6 @@ from attncli.core.sizes import (
     Impl,
     check_fits,
     choose_impl,
-    heads_bytes,
     naive_bytes,
     size_text,
 )
@@ -46,6 +45,7 @@ from attncli.models.family import (
 from attncli.models.heads import (
     check_threshold,
     head_effects,
+    heads_bytes,
     heads_pass,
     layer_span,
     scored_rows,

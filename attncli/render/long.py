@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from attncli.core.display import Display, measure_legend
+from attncli.core.display import Display
 from attncli.core.result import LongStats, Result
 from attncli.render.draw.colors import cell_style
 from attncli.render.draw.fitted import fitted_listings
@@ -22,7 +22,7 @@ from attncli.render.draw.scales import LogRange, log_range, weight_top
 from attncli.render.draw.streamed import Later
 from attncli.render.draw.tables import Axis, shorten
 from attncli.render.draw.views import render_view
-from attncli.render.model import describe_model
+from attncli.render.model import describe_model, measure_legend
 from attncli.render.query import plain, render_query
 from attncli.render.stages import head_title
 

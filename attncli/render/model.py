@@ -36,3 +36,15 @@ def describe_model(result: Result) -> Text:
         f" · {settings} · {c.num_tokens} tokens\n",
         (f"{m.lead}: each weight is how much a query token reads from a key "
          f"token of layer {m.layer}'s input, the {m.norm} residual stream{m.reads}.", "dim"))
+
+
+def measure_legend(measure: str | None, layer: int | None) -> str | None:
+    """One line saying what run --measure norm or rollout shows instead of the weights (None:
+    the weights themselves); layer: the layer a rollout reaches."""
+    if measure == "norm":
+        return ("norm: ‖α_ij·W_O v_j‖ per head, rows renormalised (Kobayashi 2020); raw in "
+                "\"norm\"")
+    if measure == "rollout":
+        return (f"rollout: Ã_{layer}···Ã_0, Ã = 0.5·I + 0.5·mean_h(A), rows renormalised; "
+                "heads averaged")
+    return None

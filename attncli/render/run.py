@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from attncli.core.display import Display, measure_legend
+from attncli.core.display import Display
 from attncli.core.result import Result
 from attncli.render.draw.scales import signed_top, weight_top
 from attncli.render.draw.tables import Axis
 from attncli.render.draw.views import render_view
-from attncli.render.model import describe_model, kv_note
+from attncli.render.model import describe_model, kv_note, measure_legend
 from attncli.render.predictions import and_predictions
 from attncli.render.query import render_query
 from attncli.render.stages import head_title, render_stage, shown_weights, token_axis

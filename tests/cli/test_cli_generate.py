@@ -183,8 +183,8 @@ def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less
     p, n = len(doc["prompt"]), 6
     cells = 3 * 4 * sum(p + s for s in range(n))  # layers × heads × keys, over every step
     one_head = 1 * 1 * sum(p + s for s in range(n))  # --layers 0:1 --head 2
-    budget = (cells - 1) * sizes.JSON_WEIGHT_TEXT
-    monkeypatch.setattr(sizes, "GENERATE_JSON_BUDGET", budget)
+    budget = (cells - 1) * run.JSON_WEIGHT_TEXT
+    monkeypatch.setattr(run, "GENERATE_JSON_BUDGET", budget)
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("decoding started")
@@ -202,7 +202,7 @@ def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less
             saved = cli(*args, option, str(tiny.parent / name))
             assert saved.code == 2 and "budget" in saved.err
             assert not (tiny.parent / name).exists()
-    assert one_head * sizes.JSON_WEIGHT_TEXT <= budget
+    assert one_head * run.JSON_WEIGHT_TEXT <= budget
     fewer = json.loads(cli(*args, "--json", "--layers", "0:1", "--head", "2").out)
     assert [s["weights"] for s in fewer["steps"]] == [
         [[row[2]] for row in step["weights"][0:1]] for step in doc["steps"]]
@@ -216,7 +216,7 @@ def test_the_json_weight_text_bound_holds(cli, tiny: Path) -> None:  # noqa: ANN
     doc = json.loads(run.out)
     weights = [step.pop("weights") for step in doc["steps"]]
     cells = sum(len(row) for step in weights for layer in step for row in layer)
-    from attncli.core.sizes import JSON_WEIGHT_TEXT
+    from attncli.models.generate.run import JSON_WEIGHT_TEXT
 
     assert len(json.dumps(weights)) <= cells * JSON_WEIGHT_TEXT
 

@@ -80,16 +80,18 @@ def test_reads_are_bounded(tmp_path: Path) -> None:
 
 
 def test_checkpoint_claims() -> None:
+    from attncli.models.gpt2.config import check_checkpoint_claims
+
     blocks, file = {0, 1}, Path("m.safetensors")
-    sizes.check_checkpoint_claims({"n_layer": 2}, blocks, file)
-    sizes.check_checkpoint_claims({"n_layer": 3}, blocks, file)  # listed by name later
+    check_checkpoint_claims({"n_layer": 2}, blocks, file)
+    check_checkpoint_claims({"n_layer": 3}, blocks, file)  # listed by name later
     with pytest.raises(AttnCliError, match="claims n_layer=10,000,000, but m.safetensors holds "
                                            "tensors for 2 block"):
-        sizes.check_checkpoint_claims({"n_layer": 10**7}, blocks, file)
+        check_checkpoint_claims({"n_layer": 10**7}, blocks, file)
     with pytest.raises(AttnCliError, match="names a tensor for layer 100,000,000"):
-        sizes.check_checkpoint_claims({}, {0, 10**8}, file)
+        check_checkpoint_claims({}, {0, 10**8}, file)
     with pytest.raises(AttnCliError, match=r"n_head must be a positive integer \(got '4'\)"):
-        sizes.check_checkpoint_claims({"n_head": "4"}, blocks, file)
+        check_checkpoint_claims({"n_head": "4"}, blocks, file)
 
 
 def test_finite_is_float32s_range() -> None:
@@ -103,9 +105,11 @@ def test_console_width_is_clamped(width: int, clamped: int) -> None:
 
 
 def test_heads_counts_every_layers_weights(memory: None) -> None:
+    from attncli.models.heads import heads_bytes
+
     # 30 layers × 9 heads of 8,192 × 8,192 float32 weights, held about seven times, and one
     # layer's five stages: SmolLM2's heads on its whole context.
-    assert sizes.heads_bytes(30, 9, 8192) == 4 * 9 * 8192**2 * (7 * 30 + 5)
+    assert heads_bytes(30, 9, 8192) == 4 * 9 * 8192**2 * (7 * 30 + 5)
     with pytest.raises(AttnCliError, match=r"\(519\.4 GB\), more than half the 36\.0 GB"):
-        sizes.check_fits(sizes.heads_bytes(30, 9, 8192), "heads")
-    sizes.check_fits(sizes.heads_bytes(30, 9, 1000), "heads")  # 7.7 GB: measured 5.8 GB peak
+        sizes.check_fits(heads_bytes(30, 9, 8192), "heads")
+    sizes.check_fits(heads_bytes(30, 9, 1000), "heads")  # 7.7 GB: measured 5.8 GB peak

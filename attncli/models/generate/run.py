@@ -155,19 +155,28 @@ def _check_keep(model: Model, keep: Keep) -> None:
                            f"(0 to {heads - 1})")
 
 
+# `generate --json`: a float32 weight as JSON text ("0.012345678, ", "1.2345678e-05, ") is at
+# most 16 bytes, and the whole JSON is held to a budget, past which it is refused before the run.
+JSON_WEIGHT_TEXT = 16
+GENERATE_JSON_BUDGET = 256 * 10**6
+
+
 def check_json_size(model: Model, prompt_len: int, max_new: int, keep: Keep) -> None:
-    """Refuse, before any decoding, a JSON whose weights would pass its budget: step s keeps
-    layers × heads × (prompt_len + s) weights."""
-    from attncli.core.sizes import check_json_budget
+    """Refuse, before any decoding, a JSON whose weights' text would pass its budget: step s
+    keeps layers × heads × (prompt_len + s) weights."""
+    from attncli.core.sizes import size_text
 
     a, b = _kept(model, keep)
     heads = model.spec.num_heads if keep.head is None else 1
     keys = max_new * prompt_len + max_new * (max_new - 1) // 2  # Σ over steps of P + s
-    check_json_budget((b - a) * heads * keys,
-                      f"{b - a} layers × {heads} head{'s' if heads > 1 else ''} over {max_new:,} "
-                      f"steps after a {prompt_len:,}-token prompt",
-                      "keep fewer with --layers A:B and --head H, or write fewer tokens with "
-                      "--max-new-tokens")
+    cells = (b - a) * heads * keys
+    if cells * JSON_WEIGHT_TEXT > GENERATE_JSON_BUDGET:
+        raise AttnCliError(f"{b - a} layers × {heads} head{'s' if heads > 1 else ''} over "
+                           f"{max_new:,} steps after a {prompt_len:,}-token prompt would put up "
+                           f"to {cells:,} weights (about {size_text(cells * JSON_WEIGHT_TEXT)}) "
+                           f"in the JSON, past its {size_text(GENERATE_JSON_BUDGET)} budget; "
+                           "keep fewer with --layers A:B and --head H, or write fewer tokens "
+                           "with --max-new-tokens")
 
 
 def _spelt(record: dict[str, object]) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from attncli.core.sizes import CONFIG_INTS, check_checkpoint_claims
+from attncli.core.sizes import LAYER_BOUND
 from attncli.errors import AttnCliError
 from attncli.models.activations import activation
 from attncli.models.checks.values import (
@@ -196,3 +196,24 @@ def _check_tensors(ckpt: Checkpoint, shapes: dict[str, tuple[int, ...]],
     """Every needed tensor is present, float, and shaped as the config says."""
     check_tensors(ckpt.expected_shapes(), shapes.__getitem__, dtypes.__getitem__,
                   shapes.__contains__, ckpt.prefix, ckpt.path, f"{ckpt.n_layer}-layer GPT-2")
+
+
+CONFIG_INTS = ("n_layer", "n_head", "n_embd", "n_inner", "n_positions", "vocab_size")
+
+
+def check_checkpoint_claims(config: dict[str, Any], blocks: set[int], file: Path) -> None:
+    """config.json's sizes have JSON integer types, and no more layers are claimed than held."""
+    for key in CONFIG_INTS:
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}..."
+            raise AttnCliError(f"config.json: {key} must be a positive integer (got {shown})")
+    held = len(blocks)
+    claimed = config.get("n_layer")
+    # A few missing blocks are listed by name later; an absurd claim is refused before that.
+    if claimed is not None and claimed > max(held, LAYER_BOUND):
+        raise AttnCliError(f"config.json claims n_layer={claimed:,}, but {file} holds tensors "
+                           f"for {held:,} block(s)")
+    if claimed is None and blocks and max(blocks) >= max(held, LAYER_BOUND):
+        raise AttnCliError(f"{file} names a tensor for layer {max(blocks):,}, but holds tensors "
+                           f"for {held:,} block(s); layers must be numbered 0..{held - 1}")
