@@ -97,7 +97,7 @@ def test_dropout_is_visible() -> None:
     ({"emb_dim": 0}, "emb-dim must be a positive integer"),
     ({"d_out": -2}, "d-out must be a positive integer"),
     ({"variant": "multihead", "heads": 3}, "heads must divide d_out"),
-    ({"variant": "causal", "heads": 2}, "--heads applies to --variant multihead"),
+    ({"variant": "causal", "heads": 2}, "--num-heads applies to --variant multihead"),
     ({"text": "x y z", "context_length": 2}, "3 tokens, more than --context-length 2"),
     ({"variant": "simple", "dropout": 0.1}, "--dropout applies to causal"),
     ({"device": "tpu"}, "unknown device"),

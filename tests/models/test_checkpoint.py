@@ -56,7 +56,7 @@ def test_bare_file_of_an_odd_width_takes_heads_from_the_caller(tmp_path: Path) -
     assert resolve_checkpoint(str(file), heads=4).n_head == 4
     assert _error(file) == (
         "cannot tell the number of heads of a 8-wide model without config.json; give it with "
-        "--heads (standard widths: 768→12, 1024→16, 1280→20, 1600→25)")
+        "--num-heads (standard widths: 768→12, 1024→16, 1280→20, 1600→25)")
     for bad in (3, 0):
         assert _error(file, heads=bad) == (
             f"heads must be a positive divisor of the model width (got n_embd=8, heads={bad})")
