@@ -180,6 +180,8 @@ def test_parts_stay_small(folder: str) -> None:
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["tokens", "one two"],
                                   ["run", "--help"]])
 def test_these_never_import_torch(args: list[str]) -> None:
+    """A fresh interpreter's --help, --version, tokens and run --help load neither torch nor the
+    pipeline, and exit 0."""
     code = ("import sys; from attncli.cli.main import execute; execute(sys.argv[1:]); "
             "print('torch' in sys.modules, 'attncli.core.pipeline' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
