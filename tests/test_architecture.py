@@ -6,6 +6,7 @@ import ast
 import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,13 @@ def _part(module: str) -> str:
 
 
 def _modules() -> dict[str, Path]:
+    return dict(_package_modules())
+
+
+@cache
+def _package_modules() -> dict[str, Path]:
+    """The package's modules by dotted name, found once (every file's imports are checked
+    against them)."""
     found = {}
     for path in PACKAGE.rglob("*.py"):
         rel = path.relative_to(PACKAGE.parent).with_suffix("")
@@ -39,7 +47,18 @@ def _modules() -> dict[str, Path]:
 def _imports(path: Path, runtime_only: bool) -> set[str]:
     """attncli modules imported by path (at any depth, in functions too); with runtime_only,
     leaving out `if TYPE_CHECKING:` blocks."""
-    return _imports_in(ast.parse(path.read_text(encoding="utf-8")), runtime_only)
+    return set(_imports_once(path, runtime_only))
+
+
+@cache
+def _imports_once(path: Path, runtime_only: bool) -> frozenset[str]:
+    return frozenset(_imports_in(_tree(path), runtime_only))
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    """path's syntax tree, parsed once for every check that walks it (read, never changed)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _imports_in(tree: ast.AST, runtime_only: bool) -> set[str]:
@@ -56,7 +75,7 @@ def _imports_in(tree: ast.AST, runtime_only: bool) -> set[str]:
             names |= {f"{node.module}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names if a.name.startswith("attncli")}
-    modules = _modules()
+    modules = _package_modules()
     return {n for n in names if n in modules}
 
 
@@ -81,7 +100,7 @@ def test_arrows_point_down() -> None:
 
 def _imports_torch(path: Path) -> bool:
     """Whether path imports torch anywhere (in functions and `if TYPE_CHECKING:` too)."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module or ""] if isinstance(node, ast.ImportFrom) else []
         if any(name.split(".")[0] == "torch" for name in names):
@@ -161,6 +180,8 @@ def test_parts_stay_small(folder: str) -> None:
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["tokens", "one two"],
                                   ["run", "--help"]])
 def test_these_never_import_torch(args: list[str]) -> None:
+    """A fresh interpreter's --help, --version, tokens and run --help load neither torch nor the
+    pipeline, and exit 0."""
     code = ("import sys; from attncli.cli.main import execute; execute(sys.argv[1:]); "
             "print('torch' in sys.modules, 'attncli.core.pipeline' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
@@ -184,7 +205,7 @@ def test_only_the_registry_asks_which_family() -> None:
     for module, path in _modules().items():
         if module == "attncli.models.family":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             sides = [node.left, *node.comparators] if isinstance(node, ast.Compare) else \
                 [node.value] if isinstance(node, ast.MatchValue) else []
             if any(_named_architectures(side, names) for side in sides):

@@ -179,18 +179,6 @@ def test_subprocess_streamed_tokens_table_ends_with_its_count(tmp_path: Path) ->
     assert lines[-1] == "160000 tokens (gpt2)" and len(lines) == 160000 + 4
 
 
-def test_subprocess_help_does_not_import_torch() -> None:
-    code = ("import sys; sys.argv = ['attncli'] + sys.argv[1:]; "
-            "from attncli.cli.main import execute; "
-            "execute(); print('torch' in sys.modules)")
-    import subprocess
-
-    for args in (["--help"], ["--version"], ["tokens", SENTENCE], ["run", "--help"]):
-        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                              text=True, timeout=600, check=False)
-        assert proc.stdout.strip().splitlines()[-1] == "False", (args, proc.stdout)
-
-
 def test_cycle_collector_is_off_while_loading_and_back_once_input_is_read() -> None:
     # A fresh interpreter: the console script's function, before its submodule shadows the name.
     script = """if True:

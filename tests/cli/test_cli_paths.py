@@ -3,23 +3,34 @@ for --file, --inputs and `show FILE` alike, as --help and the README promise."""
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
+from typing import Any
 
 import pytest
 
-from tests.redteam.test_redteam import ATTNCLI, TOY, limit_memory
+from tests.redteam.test_redteam import TOY, memory_headroom
 
-TIMEOUT_S = 600  # a hang guard only
+Run = Callable[..., CompletedProcess[bytes]]
 
 
-def _run(cwd: Path, *args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-    return subprocess.run([str(ATTNCLI), *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, timeout=TIMEOUT_S, preexec_fn=limit_memory,
-                          check=False)
+@pytest.fixture
+def _run(cli: Any, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """attncli in-process in a folder, its standard input holding the bytes given, under a
+    memory limit: which path is stdin is decided inside attncli (a real process's pipe into
+    stdin: tests/cli/test_cli.py and the red team's `tokens - </dev/zero`)."""
+    def run(cwd: Path, *args: str, stdin: bytes) -> CompletedProcess[bytes]:
+        monkeypatch.chdir(cwd)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        with memory_headroom():
+            got = cli(*args)
+        return CompletedProcess(list(args), got.code, got.out.encode(), got.err.encode())
+
+    return run
 
 
 def _texts(doc: dict) -> list[str]:
@@ -27,7 +38,7 @@ def _texts(doc: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("dash", ["./-", "-"])
-def test_file_dash(tmp_path: Path, dash: str) -> None:
+def test_file_dash(_run: Run, tmp_path: Path, dash: str) -> None:
     (tmp_path / "-").write_text("from the file\n")
     for args in (["tokens", "--file", dash, "--json"], ["run", "--file", dash, "--json"],
                  ["kvcache", "--file", dash, "--json"]):
@@ -41,7 +52,7 @@ def test_file_dash(tmp_path: Path, dash: str) -> None:
                                    else ["p", "iped", " in"]), args
 
 
-def test_heads_file_dash(tmp_path: Path) -> None:
+def test_heads_file_dash(_run: Run, tmp_path: Path) -> None:
     (tmp_path / "-").write_text("The cat sat on the mat\n")
     proc = _run(tmp_path, "heads", "--file", "./-", "--model", str(TOY), "--json",
                 stdin=b"a b\n")
@@ -50,7 +61,7 @@ def test_heads_file_dash(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("dash", ["./-", "-"])
-def test_inputs_dash(tmp_path: Path, dash: str) -> None:
+def test_inputs_dash(_run: Run, tmp_path: Path, dash: str) -> None:
     (tmp_path / "-").write_text(json.dumps({"tokens": ["f1", "f2"], "vectors": [[1, 2], [3, 4]]}))
     piped = json.dumps({"tokens": ["s1"], "vectors": [[5, 6]]}).encode()
     proc = _run(tmp_path, "run", "--inputs", dash, "--variant", "simple", "--json", stdin=piped)
@@ -59,7 +70,7 @@ def test_inputs_dash(tmp_path: Path, dash: str) -> None:
 
 
 @pytest.mark.parametrize("dash", ["./-", "-", "sub/../-"])
-def test_show_dash(tmp_path: Path, dash: str) -> None:
+def test_show_dash(_run: Run, tmp_path: Path, dash: str) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "-").write_text(json.dumps([[0.25, 0.75], [0.5, 0.5]]))
     piped = json.dumps([[1.0]]).encode()
@@ -69,7 +80,7 @@ def test_show_dash(tmp_path: Path, dash: str) -> None:
     assert weights == ([[[1.0]]] if dash == "-" else [[[0.25, 0.75], [0.5, 0.5]]])
 
 
-def test_a_missing_dash_file_is_named_as_typed(tmp_path: Path) -> None:
+def test_a_missing_dash_file_is_named_as_typed(_run: Run, tmp_path: Path) -> None:
     proc = _run(tmp_path, "tokens", "--file", "./-", stdin=b"piped\n")
     assert (proc.returncode, proc.stderr) == (2, b"attncli: error: --file './-' does not exist\n")
     proc = _run(tmp_path, "run", "--inputs", "./-", stdin=b"[[1]]")

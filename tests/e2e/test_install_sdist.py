@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return build(tmp_path_factory.mktemp("dist"))
+    return build(tmp_path_factory.mktemp("dist"), wheel=False)
 
 
 def test_the_sdist_holds_what_the_readme_and_docs_use(built: dict[str, Path]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shlex
 import shutil
 import subprocess
@@ -133,10 +134,13 @@ def _book(folder: Path) -> Path:
 def _tiny_mistral(folder: Path) -> Path:
     """The tiny random Mistral the README's prose builds with scripts/tiny_llama.py."""
     path = folder / "tiny-mistral"
-    proc = subprocess.run([sys.executable, "scripts/tiny_llama.py", str(path), "--family",
-                           "mistral"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
+    argv = sys.argv
+    sys.argv = ["scripts/tiny_llama.py", str(path), "--family", "mistral"]
+    try:  # the script itself, in this process: torch and transformers are loaded here already
+        runpy.run_path(str(ROOT / "scripts" / "tiny_llama.py"), run_name="__main__")
+    finally:
+        sys.argv = argv
+    assert (path / "config.json").is_file()
     return path
 
 
@@ -189,21 +193,20 @@ class Runner:
     def __call__(self, command: str, width: int) -> CliRun:
         command = self._provided(command)
         pipeline = stages(command)
-        tools = {argv[0] for argv in pipeline or [] if argv}
         env = {**os.environ, "NO_COLOR": "1", "COLUMNS": str(width),
                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-        if pipeline is not None and pipeline[0][:1] == ["attncli"] and (
-                len(pipeline) == 1 or not all(shutil.which(t, path=env["PATH"]) for t in tools)):
-            return self._in_process(pipeline, width)
+        if pipeline is not None and pipeline[0][:1] == ["attncli"]:
+            return self._in_process(pipeline, width, env)
         proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=env,
                               capture_output=True, timeout=600, check=False)
         return CliRun(proc.returncode, proc.stdout.decode("utf-8", "replace"),
                       proc.stderr.decode("utf-8", "replace"))
 
-    def _in_process(self, pipeline: list[list[str]], width: int) -> CliRun:
+    def _in_process(self, pipeline: list[list[str]], width: int, env: dict[str, str]) -> CliRun:
         """attncli through the in-process harness (the same output as the installed command,
-        as test_the_harness_prints_what_the_installed_attncli_prints checks), then any jq after
-        it in Python when jq is missing."""
+        as test_the_harness_prints_what_the_installed_attncli_prints checks), then each stage
+        after it as a process reading the one before (jq itself; in Python where jq is
+        missing), the exit code as bash's pipefail gives it."""
         from attncli.cli.main import execute
 
         self.monkeypatch.setenv("COLUMNS", str(width))
@@ -211,11 +214,18 @@ class Runner:
         self.capsys.readouterr()
         code = execute(pipeline[0][1:])
         captured = self.capsys.readouterr()
-        out = captured.out
+        out, err = captured.out, captured.err
         for argv in pipeline[1:]:
-            assert argv[0] == "jq", f"no Python equivalent of {argv[0]} for this machine"
-            out = jq_equivalent(argv[1:], out)
-        return CliRun(code, out, captured.err)
+            if shutil.which(argv[0], path=env["PATH"]) is None:
+                assert argv[0] == "jq", f"no Python equivalent of {argv[0]} for this machine"
+                out = jq_equivalent(argv[1:], out)
+                continue
+            stage = subprocess.run(argv, input=out.encode("utf-8"), cwd=ROOT, env=env,
+                                   capture_output=True, timeout=600, check=False)
+            out = stage.stdout.decode("utf-8", "replace")
+            err += stage.stderr.decode("utf-8", "replace")
+            code = stage.returncode or code  # pipefail: the last stage that failed
+        return CliRun(code, out, err)
 
 
 @pytest.fixture(scope="module")

@@ -160,3 +160,15 @@ def test_an_infinite_scale_is_one_line_with_or_without_the_c_code(tmp_path: Path
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == ("attncli: error: tensor h.0.attn.c_attn.weight of the checkpoint holds "
                            "NaN or infinite values\n"), proc.stderr
+
+
+def test_the_header_checks_load_no_torch(tmp_path: Path) -> None:
+    """Opening a GGUF file (its header, counts and offsets checked) imports no torch: the children
+    above each start in a third of a second, and `attncli models` describes a GGUF without it."""
+    path = tmp_path / "cut.gguf"
+    path.write_bytes(HOSTILE["offset"][0])
+    code = CHILD.replace("except AttnCliError as err:", "except AttnCliError as err:\n"
+                         "    assert 'torch' not in sys.modules, 'torch was imported'")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert (proc.returncode, proc.stderr) == (2, ""), proc.stderr

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
 from tests.family_fixtures import save_decoder
-from tests.redteam.test_redteam_configs import assert_one_line, run_process
+from tests.redteam.test_redteam import memory_headroom
 
 FUSED = {"phi3": "self_attn.qkv_proj.weight", "gpt_neox": "attention.query_key_value.weight"}
 
@@ -40,13 +41,17 @@ def _resized(source: Path, target: Path, suffix: str, extra: int) -> Path:
 
 @pytest.mark.parametrize("extra", [-1, 1, -8])
 @pytest.mark.parametrize("name", sorted(FUSED))
-def test_fused_rows_wrong_are_refused(decoders: dict[str, Path], tmp_path: Path, name: str,
-                                      extra: int) -> None:
+def test_fused_rows_wrong_are_refused(cli: Any, decoders: dict[str, Path], tmp_path: Path,
+                                      name: str, extra: int) -> None:
+    """In-process under a memory limit, as test_redteam.py runs a case decided inside attncli
+    (its real-process runs of hostile folders: test_redteam_configs.py)."""
     folder = _resized(decoders[name], tmp_path / "m", FUSED[name], extra)
     rows = load_file(str(decoders[name] / "model.safetensors"))
     stored = next(k for k in rows if k.endswith(FUSED[name]) and ".1." in k)
-    proc = run_process("run", "The cat sat", "--model", str(folder), "--layer", "-1")
-    assert_one_line(proc, stored, f"{rows[stored].shape[0] + extra:,} rows")
+    with memory_headroom():
+        res = cli("run", "The cat sat", "--model", str(folder), "--layer", "-1")
+    res.assert_usage_error(stored)
+    res.assert_usage_error(f"{rows[stored].shape[0] + extra:,} rows")
 
 
 def test_an_absurd_layer_claim_is_refused_before_any_per_layer_list(tmp_path: Path) -> None:

@@ -36,13 +36,14 @@ from attncli.models.sources.gguf.names import (
     stored_layout,
     unpermute,
 )
-from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, computes
 from attncli.models.sources.gguf.recipe import RECIPES
 from attncli.models.sources.gguf.tokenizer import tokenizer_json as build_tokenizer_json
 from attncli.models.sources.identity import Opened, changed, identity_of
 
 if TYPE_CHECKING:
     from torch import Tensor
+
+    from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 
 
 @cache
@@ -128,6 +129,8 @@ class GgufSource:
     def quantized(self, name: str) -> QuantizedMatrix | None:
         """A matrix as the file holds it (rows reordered to HF's order as bytes), for the
         quantized matmul; None where the kernels do not take its type or layout."""
+        from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, computes  # torch: lazy
+
         info, undo = self._info(name), self._undo(name)
         if len(info.shape) != 2 or undo not in ("", "q", "k", "qkv_heads") or \
                 not computes(info.qtype):
