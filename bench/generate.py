@@ -35,12 +35,13 @@ MODEL = Path("~/.cache/attncli/models/SmolLM2-135M-Instruct.Q4_1.gguf").expandus
 PROMPT = "What is the capital of France? Answer in two sentences."
 
 
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
+def median_seconds(run: Callable[[], object], repeats: int,
+                   clock: Callable[[], float] = time.perf_counter) -> float:
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         run()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 

@@ -10,7 +10,8 @@ In one process, the model loaded once, each the median of --repeats:
               (what `run --model --layer -1` walks through), no logits.
   occlusion:  models/generate/occlusion.occlusion over a 40-token prompt and 40-token answer,
               each token but the first its own span (39 masked passes, batched), beside one
-              look: the same trace as run, over those 80 tokens.
+              look: the same trace as run, over those 80 tokens; in wall and in CPU seconds
+              (the process's, every thread's: on a loaded machine the CPU time holds better).
 With --commands, the commands themselves instead, as a user runs them, each the median of
 --repeats in turn: `attncli generate PROMPT --raw --answer ANSWER` against `attncli run PROMPT
 ANSWER --layer -1` (the same tokens through every layer), their start, the model's opening and
@@ -70,12 +71,16 @@ def main() -> None:
                 trace.weights.sum()
 
         spans = [[j] for j in range(1, len(prompt))]
+        look()  # every layer's weights read once, so that neither side pays for the first read
         one = median_seconds(look, args.repeats)
-        start = time.perf_counter()
+        one_cpu = median_seconds(look, args.repeats, clock=time.process_time)
+        start, start_cpu = time.perf_counter(), time.process_time()
         occlusion(model, prompt, short, spans)
         report["occlusion_40x40_s"] = time.perf_counter() - start
-        report["one_look_80_s"] = one
+        report["occlusion_40x40_cpu_s"] = time.process_time() - start_cpu
+        report["one_look_80_s"], report["one_look_80_cpu_s"] = one, one_cpu
         report["occlusion_per_look"] = report["occlusion_40x40_s"] / one
+        report["occlusion_per_look_cpu"] = report["occlusion_40x40_cpu_s"] / one_cpu
     print(json.dumps(report, indent=2))
 
 

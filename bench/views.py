@@ -19,8 +19,9 @@ import json
 import re
 import statistics
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,49 @@ def is_function(text: str) -> bool:
     return not word or bool(PUNCTUATION.match(word)) or word in FUNCTION_WORDS
 
 
-def measure(model: str, prompt: str, new: int, raw: bool) -> dict[str, dict[str, float]]:
+_HF: dict[str, Any] = {}
+
+
+def _gradient_rows(model: str, ids: list[int], p: int,
+                   left_out: list[int]) -> dict[str, Callable[[int], np.ndarray]]:
+    """Two first-order estimates of occlusion, per answer token s, from transformers' forward
+    over the same GGUF (dequantized) and one backward of log p(answer token s):
+    attn_grad: Σ over layers, heads and queries i ≠ j of α_ij (g_ij - Σ_k α_ik g_ik), g = ∂ log p
+    / ∂α: the derivative of the drop when key j's weight is scaled down and the rest
+    renormalised (masking it is the far end); grad_input: -(∂ log p / ∂e_j) · e_j, the
+    embedding's gradient times itself (zeroing it, to first order)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if model not in _HF:
+        path = Path(model)
+        _HF[model] = AutoModelForCausalLM.from_pretrained(
+            str(path.parent), gguf_file=path.name, attn_implementation="eager",
+            dtype=torch.float32).eval()
+    hf = _HF[model]
+    embeds = hf.get_input_embeddings()(torch.tensor([ids])).detach().requires_grad_(True)
+    out = hf(inputs_embeds=embeds, output_attentions=True)
+    logprobs = torch.log_softmax(out.logits[0].double(), dim=-1)  # (T, vocab)
+    n = len(ids)
+    attn_grad, grad_input = [], []
+    for s in range(n - p):
+        target = logprobs[p - 1 + s, ids[p + s]]
+        grads = torch.autograd.grad(target, [embeds, *out.attentions], retain_graph=True)
+        grad_input.append((-(grads[0][0] * embeds[0]).sum(-1))[:p].detach().numpy())
+        score = torch.zeros(n, dtype=torch.float64)
+        for alpha, g in zip(out.attentions, grads[1:], strict=True):  # (1, H, T, T) each
+            a, g = alpha[0].detach().double(), g[0].double()  # (H, T, T)
+            centred = a * (g - (a * g).sum(-1, keepdim=True))  # (H, T, T)
+            centred = centred * (1 - torch.eye(n, dtype=torch.float64))  # query j keeps j
+            score += centred.sum(dim=(0, 1))  # (T,)
+        attn_grad.append(score[:p].detach().numpy())
+    for row in (*attn_grad, *grad_input):
+        row[left_out] = 0.0
+    return {"attn_grad": lambda s: attn_grad[s], "grad_input": lambda s: grad_input[s]}
+
+
+def measure(model: str, prompt: str, new: int, raw: bool,
+            gradients: bool = False) -> dict[str, dict[str, float]]:
     """Each view's mean Spearman with occlusion and its function-word share, on one prompt."""
     from attncli.models.generate.run import Asked, generate_model
     from attncli.models.generate.sampling import Sampling
@@ -90,17 +133,34 @@ def measure(model: str, prompt: str, new: int, raw: bool) -> dict[str, dict[str,
 
     result = generate_model(model, prompt, Sampling(max_new_tokens=new), raw=raw,
                             asked=Asked(norms=True, occlusion=True, occlude="token"))
+    # The same greedy answer again, occluded a word at a time (its tokens masked together).
+    by_word = generate_model(model, prompt, Sampling(max_new_tokens=new), raw=raw,
+                             asked=Asked(occlusion=True, occlude="word"))
+    assert [t.id for t in by_word.answer] == [t.id for t in result.answer], "greedy twice"
     p, sinks = len(result.prompt), set(result.sinks)
     content = [j for j in range(p) if j not in sinks]
     out: dict[str, dict[str, float]] = {}
+    layers = result.model.layers
+    late = (layers // 2, layers)
     views = {"raw": GenerateView(kind="raw"), "value": GenerateView(kind="value"),
-             "raw_with_sinks": GenerateView(kind="raw", exclude_sinks=False)}
+             "raw_with_sinks": GenerateView(kind="raw", exclude_sinks=False),
+             "raw_late": GenerateView(kind="raw", layers=late),
+             "value_late": GenerateView(kind="value", layers=late),
+             "value_max": GenerateView(kind="value", combine="max")}
     drops = [np.asarray(result.row(s, GenerateView(kind="occlusion")))[content]
              for s in range(len(result.answer))]
-    for name, view in {**views, "occlusion": GenerateView(kind="occlusion")}.items():
+    rows: dict[str, Callable[[int], np.ndarray]] = {
+        name: (lambda s, v=view: np.asarray(result.row(s, v))[:p]) for name, view in views.items()}
+    occluded = GenerateView(kind="occlusion")
+    rows["occlusion_word"] = lambda s: np.asarray(by_word.row(s, occluded))[:p]
+    if gradients:
+        ids = [t.id for t in result.prompt] + [t.id for t in result.answer]
+        rows.update(_gradient_rows(model, ids, p, sorted(set(result.left_out()))))
+    rows["occlusion"] = lambda s: np.asarray(result.row(s, occluded))[:p]
+    for name, row_of in rows.items():
         rhos, function = [], []
         for s in range(len(result.answer)):
-            row = np.asarray(result.row(s, view))[:p]
+            row = row_of(s)
             if name != "occlusion":
                 rho = spearman(row[content], drops[s])
                 if rho is not None:
@@ -126,18 +186,21 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--raw", action="store_true",
                         help="the prompt without the chat template (a pass of 14 tokens, not 50)")
+    parser.add_argument("--gradients", action="store_true",
+                        help="also attention x gradient and gradient x input (transformers)")
     args = parser.parse_args()
     rows: dict[str, list[dict[str, dict[str, float]]]] = {}
     # Kinds taken in turn, so that a run stopped early has measured each of them.
     turns = [(kind, prompts[i]) for i in range(max(map(len, PROMPTS.values())))
              for kind, prompts in PROMPTS.items() if i < len(prompts)]
     for kind, prompt in turns:
-        rows.setdefault(kind, []).append(measure(args.model, prompt, args.new, args.raw))
+        rows.setdefault(kind, []).append(measure(args.model, prompt, args.new, args.raw,
+                                                 args.gradients))
         print(json.dumps({"kind": kind, "prompt": prompt, "views": rows[kind][-1]},
                          ensure_ascii=False), file=sys.stderr, flush=True)
     every = [r for kind in rows.values() for r in kind]
     summary: dict[str, dict[str, object]] = {}
-    for view in ("raw", "raw_with_sinks", "value", "occlusion"):
+    for view in every[0]:
         numbers: dict[str, object] = {"function_top": statistics.fmean(
             r[view]["function_top"] for r in every)}
         if view != "occlusion":  # occlusion against itself: nothing to measure

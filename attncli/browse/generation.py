@@ -11,6 +11,7 @@ from attncli.browse.patterns import ExactRow, RowData
 from attncli.browse.source import WEIGHTS, RowInfo, Source
 from attncli.errors import AttnCliError
 from attncli.records.generation import GenerationResult
+from attncli.records.given import ReceiptRow
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.kinds import read_saved
 
@@ -36,16 +37,18 @@ def generation_source(result: GenerationResult) -> Source:
     rows = [RowInfo(f"layer {first + k}", f"L{first + k}", heads) for k in range(len(matrices))]
     p, n = len(result.prompt), len(result.answer)
     what = "a given answer, teacher-forced," if result.given_answer else "answer"
+    marks = _marks(result)
     title = (f"{result.model.path} · {what} of {n} tokens, chosen at queries {p - 1}–{p + n - 2} "
              f"(earlier queries: not computed) · made with the {result.view} view"
-             + "".join(f" · {why}" for why in _marks(result)))
+             + "".join(f" · {why}" for why in marks))
 
     def compute(row: int, what: str) -> RowData:
         if what != WEIGHTS:
             raise AttnCliError(f"a generation holds its steps' weights only, not {what}")
         return ExactRow(matrices[row], [{} for _ in range(heads)])
 
-    return Source(title, result.labels(), rows, compute, answer=p - 1 if n else None)
+    return Source(title, result.labels(), rows, compute, answer=p - 1 if n else None,
+                  notes=marks + _receipt_rows(result))
 
 
 def _marks(result: GenerationResult) -> list[str]:
@@ -62,6 +65,32 @@ def _marks(result: GenerationResult) -> list[str]:
                    f"{receipt.flag_above} nat), {len(receipt.choices_differ)} where the "
                    "likeliest tokens differ")
     return out
+
+
+def _receipt_rows(result: GenerationResult, most: int = 5) -> list[str]:
+    """The receipt's rows worth a look, as `generate` prints them under its view: the largest
+    difference, the flagged tokens and those where the likeliest tokens differ (the first
+    most of each, then how many more)."""
+    receipt = result.receipt
+    if receipt is None:
+        return []
+    rows = receipt.rows
+    largest = max(range(len(rows)), key=lambda k: abs(rows[k].difference))
+    out = [f"  largest: {_row(rows[largest])}"]
+    for name, picked in (("flagged", receipt.flagged),
+                         ("likeliest differ", receipt.choices_differ)):
+        out += [f"  {name}: {_row(rows[k])}" for k in picked[:most]]
+        if len(picked) > most:
+            out.append(f"  {name}: {len(picked) - most} more (--json holds every row)")
+    return out
+
+
+def _row(row: ReceiptRow) -> str:
+    """One receipt row: the text, both log-probabilities, their difference, both choices."""
+    choices = (f", attncli chose {row.attncli_choice!r}, the runtime {row.runtime_choice!r}"
+               if row.attncli_choice is not None and row.runtime_choice is not None else "")
+    return (f"{row.text!r} attncli {row.attncli:.4f}, runtime {row.runtime:.4f} "
+            f"({row.difference:+.4f} nat){choices}")
 
 
 def saved_generation(path: str) -> Source:

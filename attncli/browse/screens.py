@@ -74,6 +74,8 @@ class Overview(Shows):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.source.title, style="bold"), id="title")
+        if self.source.notes:
+            yield Static(Text("\n".join(self.source.notes)), id="notes")
         yield GridLines(self.source, self.state, id="grid")
         yield StatusLine(self.status, id="status")
         yield Footer()

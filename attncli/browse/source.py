@@ -56,6 +56,7 @@ class Source:
     pages: Callable[[int], Result | Any] | None = None  # the HTML page's result of a row
     start: int = 0  # the row selected first (--layer)
     answer: int | None = None  # a generation: the query of answer token 0's step (P - 1)
+    notes: list[str] = field(default_factory=list)  # lines under the title (turns, a receipt)
     _done: dict[tuple[int, str], RowData] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 

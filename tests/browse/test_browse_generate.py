@@ -129,3 +129,32 @@ def test_a_given_answer_names_its_turns_view_and_receipt(tmp_path: Path) -> None
     assert f"turns: [user] {turn.start}–{turn.end - 1}" in title
     assert result.receipt is not None
     assert f"receipt: largest difference {result.receipt.largest.difference:+.4f}" in title
+
+
+def test_the_overview_shows_the_turns_and_the_receipts_rows(tmp_path: Path) -> None:
+    from attncli.models.generate.receipt import read_logprobs
+    from attncli.models.generate.run import Asked
+
+    folder = tmp_path / "llama"
+    save_family(folder, "llama", seed=21)
+    logprobs = tmp_path / "logprobs.json"  # ' on' altered by hand: flagged
+    logprobs.write_text('{"logprobs": [{"token": "sat", "logprob": -2.5}, '
+                        '{"token": " on", "logprob": -40.0}]}')
+    result = generate_model(str(folder), "the cat", raw=True,
+                            asked=Asked(reported=read_logprobs(logprobs), view="raw"))
+    assert result.receipt is not None
+    on = next(r for r in result.receipt.rows if r.text == " on")
+    source = generation_source(result)
+    flagged = (f"  flagged: ' on' attncli {on.attncli:.4f}, runtime -40.0000 "
+               f"({on.difference:+.4f} nat)")
+    assert flagged in source.notes
+    assert source.notes[0].startswith("receipt: largest difference")
+    assert any(line.startswith("  largest: ' on'") for line in source.notes)
+
+    shown: list[str] = []
+
+    async def read(app: BrowseApp, pilot: Any) -> None:
+        shown.append(screen_text(app))
+
+    drive(source, read, size=(160, 30))
+    assert flagged.strip() in shown[0]  # on the screen, not only in the title line

@@ -12,7 +12,7 @@ from torch import Tensor
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import (
-    grouped_attention,
+    Heads,
     project,
     scale_scores,
     soft_cap,
@@ -61,21 +61,64 @@ def llama_edited(weights: Named, spec: LlamaSpec, token_ids: list[int], first: i
 
 
 @torch.no_grad()
-def llama_masked(weights: Named, spec: LlamaSpec, token_ids: list[int], start: int,
-                 prefix: list[Tensor], visible: Tensor) -> Tensor:
-    """B variants of the text at once, each with keys hidden by visible (B, T, T), True where a
-    query may look, none of which hides a key from a query before start: so rows before start
-    are the clean pass's, prefix[layer] (start, d_model) the stream entering each layer, and
-    only rows start.. are run again (their attention reads the clean rows' keys and values).
-    The streams leaving the last block at rows start..: (B, T - start, d_model)."""
-    batch = visible.shape[0]
-    x = embed(weights, spec, token_ids[start:]).expand(batch, -1, -1)  # (B, S, d_model)
-    ropes = LayerRopes(spec, len(token_ids))  # each layer's (T, rotary_dim) tables, or None
-    shown = visible[:, None]  # (B, 1, T, T): every head hides the same keys
+def llama_masked(weights: Named, spec: LlamaSpec, token_ids: list[int], prefix: list[Tensor],
+                 hidden: list[list[int]], rows: list[int]) -> Tensor:
+    """B variants of the text at once, variant b with the keys of hidden[b] hidden from every
+    query but their own. A mask hides nothing from a query before its first hidden key, so
+    variant b runs only rows start_b = min(hidden[b]).. (prefix[layer] (T, d_model) is the clean
+    stream entering each layer; its keys and values stand for the rows before start_b). The
+    variants' rows go through each linear as one flat (R, d_model) product, R = Σ T - start_b;
+    attention is each variant's own, no stage kept. The streams leaving the last block at
+    positions rows (each at or after every start): (B, len(rows), d_model)."""
+    n = len(token_ids)
+    starts = [min(span) for span in hidden]
+    positions = torch.cat([torch.arange(start, n) for start in starts])  # (R,)
+    x = embed(weights, spec, token_ids)[positions]  # (R, d_model)
+    ropes = LayerRopes(spec, n)  # each layer's (T, rotary_dim) tables, or None
     for layer in range(spec.n_layer):
-        whole = torch.cat([prefix[layer][:start].expand(batch, -1, -1), x], dim=1)  # (B, T, d)
-        attention = grouped_attention(weights, spec, layer,
-                                      attention_input(weights, spec, layer, whole),
-                                      ropes[layer], shown)  # context: (B, T, d_model)
-        x = finish_block(weights, spec, layer, x, attention.context[:, start:])  # (B, S, d)
-    return x
+        rope = ropes[layer]
+        clean = project(weights, spec, layer,
+                        attention_input(weights, spec, layer, prefix[layer]), rope)
+        own = project(weights, spec, layer, attention_input(weights, spec, layer, x),
+                      None if rope is None else (rope[0][positions], rope[1][positions]))
+        mask = window_mask(n, spec.layer_windows[layer])  # (T, T) the future, the window
+        z = torch.cat([_variant_heads(spec, clean, own, mask, start, span, offset)
+                       for start, span, offset in zip(starts, hidden, _offsets(starts, n),
+                                                      strict=True)])  # (R, heads · hd)
+        context = linear(weights, f"layers.{layer}.self_attn.o_proj", z)  # (R, d_model)
+        x = finish_block(weights, spec, layer, x, context)  # (R, d_model)
+    at = torch.tensor([[offset + row - start for row in rows]
+                       for start, offset in zip(starts, _offsets(starts, n), strict=True)])
+    return x[at]  # (B, len(rows), d_model)
+
+
+def _offsets(starts: list[int], n: int) -> list[int]:
+    """Where each variant's rows begin in the flat rows."""
+    out, total = [], 0
+    for start in starts:
+        out.append(total)
+        total += n - start
+    return out
+
+
+def _variant_heads(spec: LlamaSpec, clean: Heads, own: Heads, mask: Tensor, start: int,
+                   span: list[int], offset: int) -> Tensor:
+    """One variant's heads' outputs z at its rows start.. (S, heads · hd): its queries over the
+    clean keys and values before start and its own from start, span's keys hidden from every
+    query but their own (as a padding token's are)."""
+    n = mask.shape[0]
+    own_rows = slice(offset, offset + n - start)  # the variant's rows in the flat rows
+    kv, group = spec.kv_heads, spec.group_size
+    queries = own.queries_rope[:, own_rows].unflatten(0, (kv, group))  # (kv, group, S, hd)
+    keys = torch.cat([clean.keys_rope[:, :start], own.keys_rope[:, own_rows]], dim=1)  # (kv, T, hd)
+    values = torch.cat([clean.values[:, :start], own.values[:, own_rows]], dim=1)  # (kv, T, hd)
+    scaled = scale_scores(spec, queries @ keys[:, None].transpose(-2, -1))  # (kv, group, S, T)
+    capped = soft_cap(spec, scaled)
+    hides = mask[start:].clone()  # (S, T)
+    hides[:, span] = True
+    own_span = torch.tensor(span)
+    hides[own_span - start, own_span] = False  # each hidden token still sees itself
+    attn_weights = torch.softmax((scaled if capped is None else capped).masked_fill(
+        hides, -torch.inf), dim=-1)  # (kv, group, S, T)
+    context_vec = attn_weights @ values[:, None]  # (kv, group, S, hd)
+    return context_vec.flatten(0, 1).transpose(0, 1).flatten(1)  # (S, heads · hd)

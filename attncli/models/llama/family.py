@@ -107,10 +107,11 @@ class LlamaModel:
         """Blocks first.. from stream with each block's heads' outputs through edit."""
         return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit)
 
-    def masked_from(self, token_ids: list[int], start: int, prefix: list[Tensor],
-                    visible: Tensor) -> Tensor:
-        """Variants of the text with keys hidden by visible (B, T, T), run from start on."""
-        return llama_masked(self.ckpt.weights, self.ckpt.spec, token_ids, start, prefix, visible)
+    def masked_from(self, token_ids: list[int], prefix: list[Tensor], hidden: list[list[int]],
+                    rows: list[int]) -> Tensor:
+        """Variants of the text, each with hidden[b]'s keys hidden, each run from its first:
+        the last block's streams at rows, (B, len(rows), d_model)."""
+        return llama_masked(self.ckpt.weights, self.ckpt.spec, token_ids, prefix, hidden, rows)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every query head's weights, (layers, heads, T, T)."""

@@ -70,7 +70,7 @@ def check_tokens(spec: LlamaSpec, token_ids: list[int]) -> None:
 
 
 @dataclass
-class _Heads:
+class Heads:
     """One layer's queries, keys and values split into heads, with the stages between."""
 
     queries: Tensor  # (heads, T, hd) as projected
@@ -88,7 +88,7 @@ def _split(t: Tensor, heads: int, head_dim: int) -> Tensor:
 
 
 def project(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
-             rope: tuple[Tensor, Tensor] | None) -> _Heads:
+             rope: tuple[Tensor, Tensor] | None) -> Heads:
     """Block layer's q, k, v of x (T, d_model), their q/k norms, and RoPE where it has one."""
     name, hd = f"layers.{layer}.self_attn", spec.head_dim
     queries, keys, values = linears(
@@ -108,7 +108,7 @@ def project(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
     k = keys if keys_norm is None else keys_norm  # (kv, T, hd)
     if rope is not None:
         q, k = apply_rope(q, *rope), apply_rope(k, *rope)  # turned by each position's angle
-    return _Heads(queries, keys, values, queries_norm, keys_norm, q, k)
+    return Heads(queries, keys, values, queries_norm, keys_norm, q, k)
 
 
 def scale_scores(spec: LlamaSpec, attn_scores: Tensor) -> Tensor:

@@ -139,7 +139,7 @@ def test_occlusion_in_batches_of_one_equals_one_batch(models: dict[str, tuple[Pa
     model = open_model(str(models["llama"][0]))
     spans = [[4, 5], [1], [2, 3], [6]]  # taken by first token: each batch from its own start
     together = occlusion(model, PROMPT, ANSWER, spans)
-    monkeypatch.setattr(occlusion_module, "BATCH_ROWS", len(PROMPT) + len(ANSWER))  # 1 a batch
+    monkeypatch.setattr(occlusion_module, "BATCH_ROWS", 1)  # one span a batch
     apart = occlusion(model, PROMPT, ANSWER, spans)
     assert_near(torch.tensor(apart), torch.tensor(together), atol=2e-5)  # two log-probs apart
 

@@ -52,3 +52,33 @@ def test_the_greedy_answer_given_back_equals_generates_steps() -> None:
         assert_near(torch.from_numpy(given.weights[s]), torch.from_numpy(made.weights[s]))
         # the bound this test has always used: 1e-5 flat
         assert_near(given.steps[s].logprob, made.steps[s].logprob, rtol=0)
+
+
+def test_occlusion_by_word_equals_masking_the_word_in_transformers() -> None:
+    """The batched masked passes on the real file (dense products on its Q4_1/Q8_0 matrices):
+    each word's drop equals transformers' forward with the word's keys masked."""
+    from attncli.models.generate.occlusion import masked
+
+    path = smollm2()
+    result = generate_model(str(path), "", asked=Asked(
+        messages=CHAT, answer="The capital of Italy is Milan.", occlusion=True, occlude="word"))
+    assert result.occlusion is not None and result.occluded is not None
+    ids = [t.id for t in result.prompt + result.answer]
+    p, a, n = len(result.prompt), len(result.answer), len(ids)
+    hf = _transformers(path)
+    causal = torch.ones(n, n, dtype=torch.bool).tril()  # (T, T)
+    chosen = torch.tensor(ids[p:])[:, None]  # (A, 1)
+
+    def logprobs(mask: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids]),
+                        attention_mask=torch.where(mask, 0.0, -torch.inf)[None, None]).logits
+        return torch.log_softmax(logits[0, p - 1:p + a - 1].double(), dim=-1).gather(
+            1, chosen)[:, 0]  # (A,)
+
+    base = logprobs(causal)
+    drops = torch.tensor(result.occlusion, dtype=torch.float64)  # (A, P)
+    spans = result.occluded.spans
+    for span in spans[::3]:  # every third word: a third of the masked forwards
+        want = base - logprobs(causal & masked(n, span))  # (A,)
+        assert_near(drops[:, span[0]], want, atol=2e-5)  # a difference of two log-probs
