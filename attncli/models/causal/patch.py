@@ -18,17 +18,20 @@ from attncli.errors import AttnCliError, escaped
 from attncli.models.causal.ablate import clean_run
 from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
 from attncli.models.causal.metrics import logit_diff
-from attncli.models.causal.passes import CleanPass, editable, edited_runs, replaced
+from attncli.models.causal.passes import CleanPass, editable, edited_reads, replaced
+from attncli.models.causal.readout import Read, Readout
 from attncli.models.family import Model
 from attncli.records.causal import METRICS, Patching, PatchOptions
 
 Metric = Callable[[Tensor], Tensor]  # logits (P, vocab) at the metric's rows → () its number
+ReadMetric = Callable[[Read], Tensor]  # the same from a Read of those rows
 
 
 def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
-            at: int) -> tuple[Metric, list[int], list[dict[str, object]] | None]:
+            at: int) -> tuple[Metric, Readout, ReadMetric, list[dict[str, object]] | None]:
     """The metric on a run's logits at the rows it reads (the positions whose next token it
-    scores: only those are unembedded), and logit-diff's two tokens."""
+    scores: only those are unembedded), the same on a Read of those rows, and logit-diff's
+    two tokens."""
     if options.metric == "answer":
         start = clean.answer_start
         assert start is not None
@@ -38,10 +41,13 @@ def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
             log_probs = torch.log_softmax(logits.double(), dim=-1)  # (A, vocab)
             return log_probs.gather(-1, targets[:, None]).sum()
 
-        return answer, list(range(start - 1, len(clean.ids) - 1)), None
+        readout = Readout(list(range(start - 1, len(clean.ids) - 1)), targets[:, None])
+        return answer, readout, lambda found: found.log_probs().sum(), None
     assert options.tokens is not None
     right, wrong = (one_token(req, model, req.text or "", t) for t in options.tokens)
-    return (lambda logits: logit_diff(logits.double(), 0, right, wrong), [at],
+    return (lambda logits: logit_diff(logits.double(), 0, right, wrong),
+            Readout([at], torch.tensor([[right, wrong]])),  # tokens: (1, 2)
+            lambda found: found.picked[0, 0] - found.picked[0, 1],
             [clean.text_of(right), clean.text_of(wrong)])
 
 
@@ -85,7 +91,8 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     n = len(clean.ids)
     end = n - 1 if clean.answer_start is None else clean.answer_start - 1
     at = position(options.at, n, end)
-    metric, rows, tokens = _metric(req, model, options, clean, at)
+    metric, readout, read_metric, tokens = _metric(req, model, options, clean, at)
+    rows = readout.rows
     doing("the clean and corrupted passes")
     runs = {"clean": clean_run(req, clean, clean.ids),
             "corrupt": clean_run(req, corrupt, corrupt.ids)}
@@ -98,7 +105,7 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     def normalised(value: float) -> float:  # 1: the clean metric restored (denoise)
         return (value - shift) / scale if scale != 0 else value - shift
 
-    raw, positions = (_exact(model, target, source, metric, rows, options.per_position)
+    raw, positions = (_exact(model, target, source, readout, read_metric, options.per_position)
                       if options.exact else ([], None))
     attribution: dict[str, Any] | None = None
     if options.attribution:
@@ -117,29 +124,29 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
 
 
 @torch.no_grad()
-def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric, rows: list[int],
-           per_position: bool) -> tuple[list[list[float]], list[list[list[float]]] | None]:
+def _exact(model: Model, target: CleanPass, source: CleanPass, readout: Readout,
+           metric: ReadMetric, per_position: bool
+           ) -> tuple[list[list[float]], list[list[list[float]]] | None]:
     """The metric with each head's output (and, per_position, at each position alone) taken
     from source into target: [layer][head] and [layer][head][position]."""
     spec, n = model.spec, len(target.ids)
-    grid: list[list[float]] = []
-    cells: list[list[list[float]]] = []
-    total = spec.n_layer * spec.num_heads * (1 + (n if per_position else 0))
-    done = 0
-    for layer in range(spec.n_layer):  # a layer's heads (and positions) run together
-        heads = [{layer: replaced(h, source.z[layer][h])} for h in range(spec.num_heads)]
-        grid.append([float(metric(logits)) for logits in edited_runs(model, target, heads,
-                                                                      rows)])
-        done += spec.num_heads
-        counted("patching heads", done, total)
-        cells.append([])
-        for head in range(spec.num_heads if per_position else 0):
-            at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
-            each = [{layer: replaced(head, source.z[layer][head], one)} for one in at]
-            cells[-1].append([float(metric(lg))
-                              for lg in edited_runs(model, target, each, rows)])
-            done += n
-            counted("patching heads", done, total)
+    at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
+    places: list[tuple[int, int, int | None]] = []  # layer, head, position (None: all)
+    for layer in range(spec.n_layer):  # in order of layer: a wave runs several layers' heads
+        places += [(layer, head, None) for head in range(spec.num_heads)]
+        places += [(layer, head, p) for head in range(spec.num_heads if per_position else 0)
+                   for p in range(n)]
+    variants = [{layer: replaced(head, source.z[layer][head], None if p is None else at[p])}
+                for layer, head, p in places]
+    grid = [[0.0] * spec.num_heads for _ in range(spec.n_layer)]
+    cells = [[[0.0] * n for _ in range(spec.num_heads)] for _ in range(spec.n_layer)]
+    for done, ((layer, head, p), found) in enumerate(
+            zip(places, edited_reads(model, target, variants, readout), strict=True), 1):
+        if p is None:
+            grid[layer][head] = float(metric(found))
+        else:
+            cells[layer][head][p] = float(metric(found))
+        counted("patching heads", done, len(places))
     return grid, cells if per_position else None
 
 

@@ -16,7 +16,7 @@ from attncli.models.activations import activation
 from attncli.models.family import Known, LayerTrace
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.sources.named import Named
-from attncli.models.unembed import Table, need, unembed, unembedding
+from attncli.models.unembed import Head, Table, need, unembed, unembedding
 
 
 class Tensors(Protocol):
@@ -212,6 +212,13 @@ def gpt2_logits(ckpt: Checkpoint, hidden: Tensor, weights: Named | None = None,
     return unembed(normed, lm_head, ckpt.vocab_size)  # (T, vocab)
 
 
+def gpt2_head(ckpt: Checkpoint, table: Table) -> Head:
+    """gpt2_logits in parts (ln_f, the held table), for reading logits a tile at a time."""
+    weights, d, eps = weights_of(ckpt), ckpt.n_embd, ckpt.layer_norm_epsilon
+    need(weights, {"ln_f.weight": (d,), "ln_f.bias": (d,)}, "predictions")
+    return Head(lambda hidden: layer_norm(weights, "ln_f", hidden, eps), table)
+
+
 def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: int,
             visible: Tensor | None, whole: bool,
             known: Known | None = None) -> Iterator[tuple[_Step, Tensor | None]]:
@@ -240,13 +247,16 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
 
 
 def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tensor,
-                edit: Callable[[int, Tensor], Tensor]) -> Tensor:
-    """Blocks first..n_layer-1 from stream (B, T, d), B variants of the text, each block's z
-    (B, heads, T, hd) passed through edit before c_proj; the streams leaving the last block
-    (gradients where the caller asks). Attention runs variant by variant (once for variants
-    entering as one stream, expanded: stride 0), the MLP on all."""
+                edit: Callable[[int, Tensor], Tensor],
+                enter: Callable[[int, Tensor], Tensor] | None = None) -> Tensor:
+    """Blocks first..n_layer-1 from stream (B, T, d), B variants of the text (enter(layer, x):
+    x with the variants joining at block layer added), each block's z (B, heads, T, hd)
+    passed through edit before c_proj; the streams leaving the last block (gradients where
+    the caller asks). Attention runs variant by variant (once for variants entering as one
+    stream, expanded: stride 0), the MLP on all."""
     weights, x = weights_of(ckpt), stream  # x: (B, T, d)
     for layer in range(first, ckpt.n_layer):
+        x = x if enter is None else enter(layer, x)  # (B, T, d)
         shared = x.shape[0] > 1 and x.stride(0) == 0
         attn_input = layer_norm(weights, f"h.{layer}.ln_1", x[:1] if shared else x,
                                 ckpt.layer_norm_epsilon)  # (b, T, d)
