@@ -218,14 +218,14 @@ class Resumable(Protocol):
 
 @runtime_checkable
 class Editable(Protocol):
-    """A model whose pass can run with its heads' outputs edited (ablation, patching); its
-    held_logits(hidden (N, d_model)) are logits()'s (N, vocab), the unembedding held once."""
+    """Heads' outputs edited (ablation, patching): edited() runs blocks first.. from B variants'
+    streams (B, S, d) of the last S positions (prefix: per layer the clean (T, d) of the rest),
+    enter(layer, x) adding those joining at layer, edit(layer, z) mapping heads' outputs
+    (B, heads, S, hd) before W_O; held_logits(N, d) are logits()' (N, vocab), the table held."""
 
-    # Blocks first.. from B variants' streams (B, T, d_model), enter(layer, x) adding those joining
-    # at layer; edit(layer, z) maps heads' outputs (B, heads, T, hd) before W_O. Final streams.
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
-               edit: Callable[[int, Tensor], Tensor],
-               enter: Callable[[int, Tensor], Tensor] | None = None) -> Tensor: ...
+               edit: Callable[[int, Tensor], Tensor], enter: Callable[[int, Tensor], Tensor]
+               | None = None, prefix: list[Tensor] | None = None) -> Tensor: ...
     def head(self) -> Head: ...  # the final norm and held unembedding, read a tile at a time
     def held_logits(self, hidden: Tensor) -> Tensor: ...
 

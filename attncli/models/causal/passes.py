@@ -60,39 +60,44 @@ def clean_pass(model: Model, ids: list[int], blocks: Iterable[LayerTrace]) -> Cl
 
 
 def edited_reads(model: Model, clean: CleanPass, variants: list[dict[int, Edit]],
-                 readout: Readout) -> Iterator[Read]:
+                 readout: Readout, start: int = 0) -> Iterator[Read]:
     """Each variant of clean's text (each layer's z through its edits[layer]) read at
     readout's rows, in order. Variants, in order of the lowest layer each edits, run together
     in waves (their activations within WAVE_BYTES): a wave starts at its lowest layer from the
     clean stream there, and each variant joins it at its own lowest layer, so no variant runs
-    a block below the layers it edits, and each block's matrices are read once a wave."""
+    a block below the layers it edits, and each block's matrices are read once a wave. With
+    start, the edits change positions start.. only (each takes z (heads, T - start, hd)): the
+    earlier positions are clean's at every layer, attended to and not run again."""
     firsts = [min(edits) for edits in variants]
     assert firsts == sorted(firsts), "variants come in order of their lowest edited layer"
+    assert all(row >= start for row in readout.rows), "rows before start are clean's"
     n, spec = len(clean.ids), model.spec
-    per_variant = 4 * n * (24 * spec.d_model + 3 * spec.num_heads * n)  # activation bytes
+    per_variant = 4 * (n - start) * (24 * spec.d_model + 3 * spec.num_heads * n)  # bytes
     size = max(1, WAVE_BYTES // per_variant)
     decoder = editable(model)
-    head = decoder.head()
+    head, rows = decoder.head(), [row - start for row in readout.rows]
     for begin in range(0, len(variants), size):
         wave, layers = variants[begin:begin + size], firsts[begin:begin + size]
 
         def enter(layer: int, x: Tensor, layers: list[int] = layers) -> Tensor:
             joining = layers.count(layer) if layer > layers[0] else 0
             if not joining:
-                return x  # (B, T, d_model)
-            return torch.cat([x, clean.streams[layer].expand(joining, -1, -1)])  # (B', T, d)
+                return x  # (B, S, d_model)
+            tail = clean.streams[layer][start:]  # (S, d_model)
+            return torch.cat([x, tail.expand(joining, -1, -1)])  # (B', S, d_model)
 
         def edit(layer: int, z: Tensor, wave: list[dict[int, Edit]] = wave) -> Tensor:
             if not any(layer in edits for edits in wave[:z.shape[0]]):
-                return z  # (B, heads, T, hd) as the block made it
+                return z  # (B, heads, S, hd) as the block made it
             return torch.stack([edits[layer](z[b]) if layer in edits else z[b]
-                                for b, edits in enumerate(wave[:z.shape[0]])])  # (B, heads, T, hd)
+                                for b, edits in enumerate(wave[:z.shape[0]])])  # (B, heads, S, hd)
 
-        stream = clean.streams[layers[0]].expand(layers.count(layers[0]), -1, -1)  # (B, T, d)
-        with dense_rows():  # B · T rows a product: torch's on the dequantized matrix, faster
-            final = decoder.edited(clean.ids, layers[0], stream, edit, enter)  # (B, T, d_model)
+        stream = clean.streams[layers[0]][start:].expand(layers.count(layers[0]), -1, -1)
+        with dense_rows():  # B · S rows a product: torch's on the dequantized matrix, faster
+            final = decoder.edited(clean.ids, layers[0], stream, edit, enter,
+                                   clean.streams if start else None)  # (B, S, d_model)
             tokens = readout.tokens.repeat(len(wave), 1)  # (B · P, K)
-            whole = read(head, final[:, readout.rows].flatten(0, 1), tokens, readout.reference)
+            whole = read(head, final[:, rows].flatten(0, 1), tokens, readout.reference)
         yield from split(whole, len(wave))
 
 

@@ -105,7 +105,8 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     def normalised(value: float) -> float:  # 1: the clean metric restored (denoise)
         return (value - shift) / scale if scale != 0 else value - shift
 
-    raw, positions = (_exact(model, target, source, readout, read_metric, options.per_position)
+    raw, positions = (_exact(model, target, source, readout, read_metric, options.per_position,
+                             float(metric(target.logits[rows])))
                       if options.exact else ([], None))
     attribution: dict[str, Any] | None = None
     if options.attribution:
@@ -125,28 +126,36 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
 
 @torch.no_grad()
 def _exact(model: Model, target: CleanPass, source: CleanPass, readout: Readout,
-           metric: ReadMetric, per_position: bool
+           metric: ReadMetric, per_position: bool, unchanged: float
            ) -> tuple[list[list[float]], list[list[list[float]]] | None]:
     """The metric with each head's output (and, per_position, at each position alone) taken
-    from source into target: [layer][head] and [layer][head][position]."""
+    from source into target: [layer][head] and [layer][head][position]. A patch at position p
+    leaves the positions before p as they were, so it runs from p (or the first row the
+    metric reads) on, target's earlier streams attended to; one after every row the metric
+    reads changes nothing: unchanged, the target's own metric."""
     spec, n = model.spec, len(target.ids)
-    at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
-    places: list[tuple[int, int, int | None]] = []  # layer, head, position (None: all)
-    for layer in range(spec.n_layer):  # in order of layer: a wave runs several layers' heads
-        places += [(layer, head, None) for head in range(spec.num_heads)]
-        places += [(layer, head, p) for head in range(spec.num_heads if per_position else 0)
-                   for p in range(n)]
-    variants = [{layer: replaced(head, source.z[layer][head], None if p is None else at[p])}
-                for layer, head, p in places]
+    heads = [(layer, head) for layer in range(spec.n_layer) for head in range(spec.num_heads)]
+    places: list[tuple[int, int, int | None]] = [(layer, head, None) for layer, head in heads]
+    groups = [(0, places, [{layer: replaced(head, source.z[layer][head])}
+                           for layer, head in heads])]
+    cells = [[[unchanged] * n for _ in range(spec.num_heads)] for _ in range(spec.n_layer)]
+    for at in range(max(readout.rows) + 1 if per_position else 0):  # later: unchanged
+        start = min(at, *readout.rows)  # the run's first position: the patched one or a row
+        one = torch.arange(n - start) == at - start  # (T - start,) the patched position
+        groups.append((start, [(layer, head, at) for layer, head in heads],
+                       [{layer: replaced(head, source.z[layer][head][start:], one)}
+                        for layer, head in heads]))
     grid = [[0.0] * spec.num_heads for _ in range(spec.n_layer)]
-    cells = [[[0.0] * n for _ in range(spec.num_heads)] for _ in range(spec.n_layer)]
-    for done, ((layer, head, p), found) in enumerate(
-            zip(places, edited_reads(model, target, variants, readout), strict=True), 1):
-        if p is None:
-            grid[layer][head] = float(metric(found))
-        else:
-            cells[layer][head][p] = float(metric(found))
-        counted("patching heads", done, len(places))
+    total, done = sum(len(group[1]) for group in groups), 0
+    for start, where, variants in groups:
+        for (layer, head, p), found in zip(
+                where, edited_reads(model, target, variants, readout, start), strict=True):
+            if p is None:
+                grid[layer][head] = float(metric(found))
+            else:
+                cells[layer][head][p] = float(metric(found))
+            done += 1
+            counted("patching heads", done, total)
     return grid, cells if per_position else None
 
 

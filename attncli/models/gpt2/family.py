@@ -103,10 +103,11 @@ class GPT2Model:
 
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
                edit: Callable[[int, Tensor], Tensor],
-               enter: Callable[[int, Tensor], Tensor] | None = None) -> Tensor:
-        """Blocks first.. from stream (variants joining through enter) with each block's
-        heads' outputs through edit."""
-        return gpt2_edited(self.ckpt, token_ids, first, stream, edit, enter)
+               enter: Callable[[int, Tensor], Tensor] | None = None,
+               prefix: list[Tensor] | None = None) -> Tensor:
+        """Blocks first.. from stream (variants joining through enter; the last positions,
+        the earlier ones prefix's) with each block's heads' outputs through edit."""
+        return gpt2_edited(self.ckpt, token_ids, first, stream, edit, enter, prefix)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""

@@ -104,11 +104,12 @@ class LlamaModel:
 
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
                edit: Callable[[int, Tensor], Tensor],
-               enter: Callable[[int, Tensor], Tensor] | None = None) -> Tensor:
-        """Blocks first.. from stream (variants joining through enter) with each block's
-        heads' outputs through edit."""
+               enter: Callable[[int, Tensor], Tensor] | None = None,
+               prefix: list[Tensor] | None = None) -> Tensor:
+        """Blocks first.. from stream (variants joining through enter; the last positions,
+        the earlier ones prefix's) with each block's heads' outputs through edit."""
         return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit,
-                            enter)
+                            enter, prefix)
 
     def masked_from(self, token_ids: list[int], start: int, prefix: list[Tensor],
                     visible: Tensor) -> Tensor:
