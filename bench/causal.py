@@ -68,7 +68,7 @@ def main() -> None:
     }
     if args.attribution_only:  # texts of the same length in a byte-level vocabulary too
         other, tokens = CLEAN.replace("Paris", "Milan"), [" t", "s"]
-        commands = {"one look (run)": commands["one look (run)"],
+        commands = {"one look (run)": ["run", CLEAN, "--layer", "-1", *model],  # every layer
                     "patch --attribution --no-exact": [
                         "patch", CLEAN, other, "--tokens", *tokens, "--attribution",
                         "--no-exact", *model]}
