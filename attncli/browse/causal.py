@@ -17,13 +17,14 @@ from attncli.saved.kinds import kind_of, read_saved
 def patch_source(result: Patching) -> Source:
     """What browse shows of a patch: each layer a row of heads, each head one cell."""
     exact = bool(result.grid)
-    grid = np.asarray(result.grid if exact else (result.attribution or {})["grid"],
-                      dtype=np.float32)  # (layers, heads)
+    values = np.asarray(result.grid if exact else (result.attribution or {})["grid"],
+                        dtype=np.float64)  # (layers, heads) as the JSON holds them
+    grid = values.astype(np.float32)  # (layers, heads)
     heads = grid.shape[1]
     rows = [RowInfo(f"layer {k}", f"L{k}", heads) for k in range(len(grid))]
     what = "patched metric" if exact else "attribution estimate"
     title = (f"{result.model['path']} · patch --{result.direction}: each head's {what}, "
-             "normalised (1: the clean metric restored)")
+             f"normalised (1: the clean metric restored) · top heads: {top_heads(values)}")
 
     def compute(row: int, view: str) -> RowData:
         if view != WEIGHTS:
@@ -31,6 +32,14 @@ def patch_source(result: Patching) -> Source:
         return ExactRow(grid[row][:, None, None], [{} for _ in range(heads)])  # (heads, 1, 1)
 
     return Source(title, [what], rows, compute)
+
+
+def top_heads(grid: np.ndarray, count: int = 5) -> str:
+    """The count heads of grid (layers, heads) farthest from zero, largest first, as patch's
+    table lists them: "L16.0 +0.820 · L18.6 -0.310"."""
+    order = np.argsort(-np.abs(np.nan_to_num(grid)), axis=None, kind="stable")[:count]
+    return " · ".join(f"L{k // grid.shape[1]}.{k % grid.shape[1]} {grid.flat[k]:+.3f}"
+                      for k in order.tolist())
 
 
 def saved_patch(path: str) -> Source:

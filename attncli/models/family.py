@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from attncli.core.result import ModelInfo, TokenInfo
     from attncli.models.decoding import DecodeStep, Shape
     from attncli.models.sources.base import WeightSource
+    from attncli.models.unembed import Head
 
 # model_type → (module, attribute) of its Family, imported on first use.
 REGISTRY: dict[str, tuple[str, str]] = {
@@ -217,16 +218,15 @@ class Resumable(Protocol):
 
 @runtime_checkable
 class Editable(Protocol):
-    """A model whose pass can run with its heads' outputs edited (ablation, patching)."""
+    """Heads' outputs edited (ablation, patching): edited() runs blocks first.. from B variants'
+    streams (B, S, d) of the last S positions (prefix: per layer the clean (T, d) of the rest),
+    enter(layer, x) adding those joining at layer, edit(layer, z) mapping heads' outputs
+    (B, heads, S, hd) before W_O; held_logits(N, d) are logits()' (N, vocab), the table held."""
 
-    # Blocks first..n_layer-1 from streams (B, T, d_model) entering block first, B variants of
-    # the text; edit(layer, z) is handed each block's heads' outputs z (B, heads, T, head_dim)
-    # before W_O and returns the ones to use (z itself where it edits nothing). Returns the
-    # streams leaving the last block, (B, T, d_model).
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
-               edit: Callable[[int, Tensor], Tensor]) -> Tensor: ...
-    # Logits (N, vocab) of final streams (N, d_model), as logits() computes them, with the whole
-    # unembedding read once and kept for the next call (the edited runs' many batches).
+               edit: Callable[[int, Tensor], Tensor], enter: Callable[[int, Tensor], Tensor]
+               | None = None, prefix: list[Tensor] | None = None) -> Tensor: ...
+    def head(self) -> Head: ...  # the final norm and held unembedding, read a tile at a time
     def held_logits(self, hidden: Tensor) -> Tensor: ...
 
 

@@ -139,14 +139,16 @@ def head_effects(model: Model, ids: list[int],
     """`heads --effect` and `scan --effect`: each head mean-ablated alone (its output replaced
     by its mean over the positions), the rise of the text's mean loss, as `ablate --heads all`
     ranks them; blocks: the trace of ids through every layer."""
-    from attncli.models.causal.metrics import next_losses, token_losses
+    from attncli.models.causal.metrics import token_losses
     from attncli.models.causal.passes import clean_pass, each_head, mean_of
+    from attncli.models.causal.readout import Readout
 
     clean = clean_pass(model, ids, blocks)
     before = token_losses(clean.logits, ids).mean()
-    predicting = list(range(len(ids) - 1))  # the rows the loss reads: the last predicts none
-    return {(layer, head): float(next_losses(logits, ids[1:]).mean() - before)
-            for layer, head, logits in each_head(model, clean, mean_of(clean), predicting)}
+    # The rows the loss reads (the last predicts none), each for its next token: (T - 1, 1).
+    readout = Readout(list(range(len(ids) - 1)), torch.tensor(ids[1:])[:, None])
+    return {(layer, head): float(-found.log_probs().mean() - before)
+            for layer, head, found in each_head(model, clean, mean_of(clean), readout)}
 
 
 # `heads` keeps every layer's (heads, N, N) weights: the per-layer list, its stack and the

@@ -4,6 +4,7 @@ unembedding, checked before they are read (a headless checkpoint has neither).""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -92,3 +93,30 @@ def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Table, vocab: int)
         table = rows(range(start, stop)).to(hidden.device)  # (c, d_model)
         logits[:, start:stop] = hidden @ table.T  # (T, c)
     return logits
+
+
+@dataclass(frozen=True)
+class Head:
+    """A decoder's way from its final streams to logits in parts, for reading the logits a
+    tile at a time: its final norm, its held unembedding and the soft cap some put on them."""
+
+    norm: Callable[[Tensor], Tensor]  # final streams (N, d_model) → normed (N, d_model)
+    table: Table  # (vocab, d_model), held_unembedding's
+    softcap: float | None = None  # Gemma 2's final_logit_softcapping
+
+    @property
+    def vocab(self) -> int:
+        return int(self.table.shape[0])
+
+    def rows(self, start: int, stop: int) -> Tensor:
+        """Unembedding rows start..stop-1 as float32 (stop - start, d_model)."""
+        if isinstance(self.table, QuantizedMatrix):
+            return QuantizedMatrix(self.table.blocks[start:stop], self.table.qtype,
+                                   self.table.cols).dequantized()
+        return self.table[start:stop]
+
+    def capped(self, logits: Tensor) -> Tensor:
+        """logits soft-capped as the family does (Gemma 2: tanh(x / c) · c), else as they are."""
+        if self.softcap is None:
+            return logits
+        return torch.tanh(logits / self.softcap) * self.softcap

@@ -38,6 +38,10 @@ def test_the_overview_is_the_grid_and_a_head_shows_its_value(cli: Any, tmp_path:
     drive(source, script)
     assert "layer 1 · head 2" in shown[-1]
     assert f"{doc['grid'][1][2]:.4f}" in shown[-1]
+    cells = sorted(((abs(v), -(k * len(row) + h), k, h, v) for k, row in enumerate(doc["grid"])
+                    for h, v in enumerate(row)), reverse=True)[:5]  # the JSON's own top five
+    assert source.title.endswith("top heads: " + " · ".join(
+        f"L{k}.{h} {v:+.3f}" for _, _, k, h, v in cells))
 
 
 def test_another_kind_is_refused(cli: Any, tmp_path: Path) -> None:

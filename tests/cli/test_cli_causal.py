@@ -169,6 +169,27 @@ def test_patch_answer_metric_equals_transformer_lens(cli, llama) -> None:  # noq
 
 
 @pytest.mark.slow
+def test_patch_per_position_with_an_answer_equals_transformer_lens(cli, llama) -> None:  # noqa: ANN001
+    """The answer's rows span positions: a patch between them runs from the first row read,
+    one after the last row read is the target's own metric (no run), every cell as TL's."""
+    folder, bridge = llama
+    doc = cli("patch", TEXT, HAT, "--model", str(folder), "--answer", " mat", "--per-position",
+              "--json").json()
+    full, bad = ([t["id"] for t in cli("tokens", text + " mat", "--model", str(folder),
+                                       "--json").json()["tokens"]] for text in (TEXT, HAT))
+    start = len(cli("tokens", TEXT, "--model", str(folder), "--json").json()["tokens"])
+    assert len(full) - start >= 2  # the answer's rows: more than one position
+
+    def metric(logits: torch.Tensor) -> torch.Tensor:
+        log_probs = torch.log_softmax(logits[0, start - 1:-1].double(), -1)
+        return log_probs.gather(-1, torch.tensor(full[start:])[:, None]).sum()
+
+    ref = _tl_grid(bridge, bad, full, metric, per_position=True)  # (layer, pos, head) denoise
+    clean, corrupt = (float(metric(hooked_logits(bridge, ids, [])[None])) for ids in (full, bad))
+    _close(doc["positions"], (ref.transpose(0, 2, 1) - corrupt) / (clean - corrupt))
+
+
+@pytest.mark.slow
 def test_patch_per_position_equals_transformer_lens(cli, gpt2) -> None:  # noqa: ANN001
     folder, bridge = gpt2
     clean, corrupt = "the cat sat on the", "the dog sat on the"

@@ -15,12 +15,7 @@ from attncli.activity import counted, doing
 from attncli.core.request import Request
 from attncli.errors import AttnCliError
 from attncli.models.causal.inputs import Prepared, open_decoder, parse_heads, position, prepare
-from attncli.models.causal.metrics import (
-    answer_log_prob,
-    kl_divergence,
-    next_losses,
-    token_losses,
-)
+from attncli.models.causal.metrics import answer_log_prob, kl_divergence, token_losses
 from attncli.models.causal.passes import (
     CleanPass,
     Edit,
@@ -29,6 +24,7 @@ from attncli.models.causal.passes import (
     edited_logits,
     replaced,
 )
+from attncli.models.causal.readout import Readout
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.scores import SCORES
 from attncli.records.causal import HOWS, AblateOptions, Ablation
@@ -138,24 +134,28 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
     spec = model.spec
     scores, total = clean.scores, spec.n_layer * spec.num_heads
     base_answer = None if start is None else answer_log_prob(clean.logits, ids, start)
-    # Only the rows the effects read are unembedded: the losses from scored on, at, the answer.
+    # Only the rows the effects read are unembedded: the losses from scored on, at, the answer;
+    # each row read for its next token's log-probability, at for its distribution too.
     kept = sorted({*range(scored - 1, len(ids) - 1), at,
                    *(range(start - 1, len(ids) - 1) if start is not None else ())})
     row_of = {p: i for i, p in enumerate(kept)}
     losses, answer_rows = [row_of[p] for p in range(scored - 1, len(ids) - 1)], \
         [] if start is None else [row_of[p] for p in range(start - 1, len(ids) - 1)]
+    reference = torch.log_softmax(clean.logits[at].double(), dim=-1)  # (vocab,)
+    readout = Readout(kept, torch.tensor([[ids[p + 1] if p + 1 < len(ids) else 0]
+                                          for p in kept]), reference.exp())  # tokens: (P, 1)
     rows: list[dict[str, Any]] = []
-    for layer, head, logits in each_head(  # logits: (P, vocab) at kept
+    for layer, head, found in each_head(
             model, clean, lambda layer, head: ablation_values(how, clean, resample, layer, head),
-            kept):
-        loss_change = float(next_losses(logits[losses], ids[scored:]).mean() - before.mean())
+            readout):
+        log_probs = found.log_probs()  # (P,) of each row's next token
+        loss_change = float(-log_probs[losses].mean() - before.mean())
         row: dict[str, Any] = {
             "layer": layer, "head": head, "loss_change": loss_change,
-            "kl": kl_divergence(clean.logits[at], logits[row_of[at]]),
+            "kl": found.kl_from(row_of[at], reference),
             **{name: float(scores[layer][name][head]) for name in SCORES}}
         if start is not None and base_answer is not None:
-            row["answer_change"] = float(-next_losses(logits[answer_rows], ids[start:]).sum()) \
-                - base_answer
+            row["answer_change"] = float(log_probs[answer_rows].sum()) - base_answer
         row["effect"] = -row["answer_change"] if start is not None else loss_change
         rows.append(row)
         counted("ablating heads", len(rows), total)

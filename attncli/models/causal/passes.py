@@ -14,12 +14,13 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.models.causal.readout import Read, Readout, read, split
 from attncli.models.family import Editable, LayerTrace, Model
 from attncli.models.scores import SCORES, head_scores, stacked_patterns
 from attncli.models.sources.gguf.qmatmul import dense_rows
 
 Edit = Callable[[Tensor], Tensor]  # z (heads, T, hd) → the z the block uses
-BATCH_BYTES = 128 * 2**20  # the float32 logits of variants run together, at most
+WAVE_BYTES = 256 * 2**20  # the activations of the variants run together, about
 
 
 @dataclass
@@ -58,50 +59,66 @@ def clean_pass(model: Model, ids: list[int], blocks: Iterable[LayerTrace]) -> Cl
     return CleanPass(ids, streams, z, editable(model).held_logits(final).float(), scores)
 
 
-def edited_runs(model: Model, clean: CleanPass, variants: list[dict[int, Edit]],
-                rows: list[int] | None = None) -> Iterator[Tensor]:
-    """Logits (P, vocab) at rows (P positions; None: all T) of each variant of clean's text,
-    each layer's z through its edits[layer]: several variants run together as a batch (their
-    logits within BATCH_BYTES), each batch from the lowest layer it edits; the blocks below
-    are not run again."""
-    n, vocab = clean.logits.shape  # (T, vocab)
-    kept = list(range(n)) if rows is None else rows
-    size = max(1, BATCH_BYTES // (4 * len(kept) * vocab))
+def edited_reads(model: Model, clean: CleanPass, variants: list[dict[int, Edit]],
+                 readout: Readout, start: int = 0) -> Iterator[Read]:
+    """Each variant of clean's text (each layer's z through its edits[layer]) read at
+    readout's rows, in order. Variants, in order of the lowest layer each edits, run together
+    in waves (their activations within WAVE_BYTES): a wave starts at its lowest layer from the
+    clean stream there, and each variant joins it at its own lowest layer, so no variant runs
+    a block below the layers it edits, and each block's matrices are read once a wave. With
+    start, the edits change positions start.. only (each takes z (heads, T - start, hd)): the
+    earlier positions are clean's at every layer, attended to and not run again."""
+    firsts = [min(edits) for edits in variants]
+    assert firsts == sorted(firsts), "variants come in order of their lowest edited layer"
+    assert all(row >= start for row in readout.rows), "rows before start are clean's"
+    n, spec = len(clean.ids), model.spec
+    per_variant = 4 * (n - start) * (24 * spec.d_model + 3 * spec.num_heads * n)  # bytes
+    size = max(1, WAVE_BYTES // per_variant)
     decoder = editable(model)
+    head, rows = decoder.head(), [row - start for row in readout.rows]
     for begin in range(0, len(variants), size):
-        batch = variants[begin:begin + size]
-        first = min(min(edits) for edits in batch)
+        wave, layers = variants[begin:begin + size], firsts[begin:begin + size]
 
-        def edit(layer: int, z: Tensor, batch: list[dict[int, Edit]] = batch) -> Tensor:
-            if not any(layer in edits for edits in batch):
-                return z  # (B, heads, T, hd) as the block made it
+        def enter(layer: int, x: Tensor, layers: list[int] = layers) -> Tensor:
+            joining = layers.count(layer) if layer > layers[0] else 0
+            if not joining:
+                return x  # (B, S, d_model)
+            tail = clean.streams[layer][start:]  # (S, d_model)
+            return torch.cat([x, tail.expand(joining, -1, -1)])  # (B', S, d_model)
+
+        def edit(layer: int, z: Tensor, wave: list[dict[int, Edit]] = wave) -> Tensor:
+            if not any(layer in edits for edits in wave[:z.shape[0]]):
+                return z  # (B, heads, S, hd) as the block made it
             return torch.stack([edits[layer](z[b]) if layer in edits else z[b]
-                                for b, edits in enumerate(batch)])  # (B, heads, T, hd)
+                                for b, edits in enumerate(wave[:z.shape[0]])])  # (B, heads, S, hd)
 
-        stream = clean.streams[first].expand(len(batch), -1, -1)  # (B, T, d_model)
-        with dense_rows():  # B · T rows a product: torch's on the dequantized matrix, faster
-            final = decoder.edited(clean.ids, first, stream, edit)  # (B, T, d_model)
-            final = final if rows is None else final[:, rows]  # (B, P, d_model)
-            logits = decoder.held_logits(final.flatten(0, 1)).float()  # (B · P, vocab)
-        yield from logits.unflatten(0, (len(batch), len(kept)))  # (P, vocab) each
+        stream = clean.streams[layers[0]][start:].expand(layers.count(layers[0]), -1, -1)
+        with dense_rows():  # B · S rows a product: torch's on the dequantized matrix, faster
+            final = decoder.edited(clean.ids, layers[0], stream, edit, enter,
+                                   clean.streams if start else None)  # (B, S, d_model)
+            tokens = readout.tokens.repeat(len(wave), 1)  # (B · P, K)
+            whole = read(head, final[:, rows].flatten(0, 1), tokens, readout.reference)
+        yield from split(whole, len(wave))
 
 
 def edited_logits(model: Model, clean: CleanPass, edits: dict[int, Edit]) -> Tensor:
     """Logits (T, vocab) of clean's text with each layer's z through edits[layer]."""
-    return next(edited_runs(model, clean, [edits]))
+    decoder, first = editable(model), min(edits)
+    final = decoder.edited(clean.ids, first, clean.streams[first][None],
+                           lambda layer, z: edits[layer](z[0])[None] if layer in edits else z)
+    return decoder.held_logits(final[0]).float()  # (T, vocab)
 
 
 def each_head(model: Model, clean: CleanPass, values: Callable[[int, int], Tensor],
-              rows: list[int] | None = None) -> Iterator[tuple[int, int, Tensor]]:
+              readout: Readout) -> Iterator[tuple[int, int, Read]]:
     """Every head ablated alone, values(layer, head) (T, hd) in place of its output: layer,
-    head and the logits (P, vocab) at rows (None: all T); a layer's heads run together, from
-    that layer up."""
+    head and its pass read at readout's rows."""
     spec = model.spec
-    for layer in range(spec.n_layer):
-        variants = [{layer: replaced(head, values(layer, head))}
-                    for head in range(spec.num_heads)]
-        for head, logits in enumerate(edited_runs(model, clean, variants, rows)):
-            yield layer, head, logits
+    heads = [(layer, head) for layer in range(spec.n_layer) for head in range(spec.num_heads)]
+    variants = [{layer: replaced(head, values(layer, head))} for layer, head in heads]
+    for (layer, head), found in zip(heads, edited_reads(model, clean, variants, readout),
+                                    strict=True):
+        yield layer, head, found
 
 
 def mean_of(clean: CleanPass) -> Callable[[int, int], Tensor]:

@@ -18,17 +18,20 @@ from attncli.errors import AttnCliError, escaped
 from attncli.models.causal.ablate import clean_run
 from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
 from attncli.models.causal.metrics import logit_diff
-from attncli.models.causal.passes import CleanPass, editable, edited_runs, replaced
+from attncli.models.causal.passes import CleanPass, editable, edited_reads, replaced
+from attncli.models.causal.readout import Read, Readout
 from attncli.models.family import Model
 from attncli.records.causal import METRICS, Patching, PatchOptions
 
 Metric = Callable[[Tensor], Tensor]  # logits (P, vocab) at the metric's rows → () its number
+ReadMetric = Callable[[Read], Tensor]  # the same from a Read of those rows
 
 
 def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
-            at: int) -> tuple[Metric, list[int], list[dict[str, object]] | None]:
+            at: int) -> tuple[Metric, Readout, ReadMetric, list[dict[str, object]] | None]:
     """The metric on a run's logits at the rows it reads (the positions whose next token it
-    scores: only those are unembedded), and logit-diff's two tokens."""
+    scores: only those are unembedded), the same on a Read of those rows, and logit-diff's
+    two tokens."""
     if options.metric == "answer":
         start = clean.answer_start
         assert start is not None
@@ -38,10 +41,13 @@ def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
             log_probs = torch.log_softmax(logits.double(), dim=-1)  # (A, vocab)
             return log_probs.gather(-1, targets[:, None]).sum()
 
-        return answer, list(range(start - 1, len(clean.ids) - 1)), None
+        readout = Readout(list(range(start - 1, len(clean.ids) - 1)), targets[:, None])
+        return answer, readout, lambda found: found.log_probs().sum(), None
     assert options.tokens is not None
     right, wrong = (one_token(req, model, req.text or "", t) for t in options.tokens)
-    return (lambda logits: logit_diff(logits.double(), 0, right, wrong), [at],
+    return (lambda logits: logit_diff(logits.double(), 0, right, wrong),
+            Readout([at], torch.tensor([[right, wrong]])),  # tokens: (1, 2)
+            lambda found: found.picked[0, 0] - found.picked[0, 1],
             [clean.text_of(right), clean.text_of(wrong)])
 
 
@@ -85,7 +91,8 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     n = len(clean.ids)
     end = n - 1 if clean.answer_start is None else clean.answer_start - 1
     at = position(options.at, n, end)
-    metric, rows, tokens = _metric(req, model, options, clean, at)
+    metric, readout, read_metric, tokens = _metric(req, model, options, clean, at)
+    rows = readout.rows
     doing("the clean and corrupted passes")
     runs = {"clean": clean_run(req, clean, clean.ids),
             "corrupt": clean_run(req, corrupt, corrupt.ids)}
@@ -98,7 +105,8 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     def normalised(value: float) -> float:  # 1: the clean metric restored (denoise)
         return (value - shift) / scale if scale != 0 else value - shift
 
-    raw, positions = (_exact(model, target, source, metric, rows, options.per_position)
+    raw, positions = (_exact(model, target, source, readout, read_metric, options.per_position,
+                             float(metric(target.logits[rows])))
                       if options.exact else ([], None))
     attribution: dict[str, Any] | None = None
     if options.attribution:
@@ -117,28 +125,36 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
 
 
 @torch.no_grad()
-def _exact(model: Model, target: CleanPass, source: CleanPass, metric: Metric, rows: list[int],
-           per_position: bool) -> tuple[list[list[float]], list[list[list[float]]] | None]:
+def _exact(model: Model, target: CleanPass, source: CleanPass, readout: Readout,
+           metric: ReadMetric, per_position: bool, unchanged: float
+           ) -> tuple[list[list[float]], list[list[list[float]]] | None]:
     """The metric with each head's output (and, per_position, at each position alone) taken
-    from source into target: [layer][head] and [layer][head][position]."""
+    from source into target: [layer][head] and [layer][head][position]. A patch at position p
+    leaves the positions before p as they were, so it runs from p (or the first row the
+    metric reads) on, target's earlier streams attended to; one after every row the metric
+    reads changes nothing: unchanged, the target's own metric."""
     spec, n = model.spec, len(target.ids)
-    grid: list[list[float]] = []
-    cells: list[list[list[float]]] = []
-    total = spec.n_layer * spec.num_heads * (1 + (n if per_position else 0))
-    done = 0
-    for layer in range(spec.n_layer):  # a layer's heads (and positions) run together
-        heads = [{layer: replaced(h, source.z[layer][h])} for h in range(spec.num_heads)]
-        grid.append([float(metric(logits)) for logits in edited_runs(model, target, heads,
-                                                                      rows)])
-        done += spec.num_heads
-        counted("patching heads", done, total)
-        cells.append([])
-        for head in range(spec.num_heads if per_position else 0):
-            at = [torch.arange(n) == p for p in range(n)]  # (T,) each: one position
-            each = [{layer: replaced(head, source.z[layer][head], one)} for one in at]
-            cells[-1].append([float(metric(lg))
-                              for lg in edited_runs(model, target, each, rows)])
-            done += n
+    heads = [(layer, head) for layer in range(spec.n_layer) for head in range(spec.num_heads)]
+    places: list[tuple[int, int, int | None]] = [(layer, head, None) for layer, head in heads]
+    groups = [(0, places, [{layer: replaced(head, source.z[layer][head])}
+                           for layer, head in heads])]
+    cells = [[[unchanged] * n for _ in range(spec.num_heads)] for _ in range(spec.n_layer)]
+    for at in range(max(readout.rows) + 1 if per_position else 0):  # later: unchanged
+        start = min(at, *readout.rows)  # the run's first position: the patched one or a row
+        one = torch.arange(n - start) == at - start  # (T - start,) the patched position
+        groups.append((start, [(layer, head, at) for layer, head in heads],
+                       [{layer: replaced(head, source.z[layer][head][start:], one)}
+                        for layer, head in heads]))
+    grid = [[0.0] * spec.num_heads for _ in range(spec.n_layer)]
+    total, done = sum(len(group[1]) for group in groups), 0
+    for start, where, variants in groups:
+        for (layer, head, p), found in zip(
+                where, edited_reads(model, target, variants, readout, start), strict=True):
+            if p is None:
+                grid[layer][head] = float(metric(found))
+            else:
+                cells[layer][head][p] = float(metric(found))
+            done += 1
             counted("patching heads", done, total)
     return grid, cells if per_position else None
 

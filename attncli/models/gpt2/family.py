@@ -32,6 +32,7 @@ from attncli.models.gpt2.model import (
     gpt2_all_layers,
     gpt2_attention,
     gpt2_edited,
+    gpt2_head,
     gpt2_logits,
     gpt2_trace,
     gpt2_trace_texts,
@@ -39,7 +40,7 @@ from attncli.models.gpt2.model import (
 )
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
-from attncli.models.unembed import Table, held_unembedding
+from attncli.models.unembed import Head, Table, held_unembedding
 
 TRAITS = FamilyTraits(title="GPT-2", variant="gpt2", supports_tiled=False, max_tokens=1024,
                       kv_heads=False, tokenizer_file=False, norm="LayerNorm'd",
@@ -101,9 +102,12 @@ class GPT2Model:
         return gpt2_trace(self.ckpt, token_ids, last_layer, None, known)
 
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
-               edit: Callable[[int, Tensor], Tensor]) -> Tensor:
-        """Blocks first.. from stream with each block's heads' outputs through edit."""
-        return gpt2_edited(self.ckpt, token_ids, first, stream, edit)
+               edit: Callable[[int, Tensor], Tensor],
+               enter: Callable[[int, Tensor], Tensor] | None = None,
+               prefix: list[Tensor] | None = None) -> Tensor:
+        """Blocks first.. from stream (variants joining through enter; the last positions,
+        the earlier ones prefix's) with each block's heads' outputs through edit."""
+        return gpt2_edited(self.ckpt, token_ids, first, stream, edit, enter, prefix)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""
@@ -122,12 +126,20 @@ class GPT2Model:
         """ln_f, then the tied unembedding: (T, vocab)."""
         return gpt2_logits(self.ckpt, hidden)
 
+    def head(self) -> Head:
+        """The final norm and the held unembedding, for reading logits a tile at a time."""
+        return gpt2_head(self.ckpt, self._held())
+
     def held_logits(self, hidden: Tensor) -> Tensor:
         """logits, the whole unembedding read at the first call and kept."""
+        return gpt2_logits(self.ckpt, hidden, table=self._held())
+
+    def _held(self) -> Table:
+        """The whole unembedding, read at the first call and kept."""
         if self._table is None:
             self._table = held_unembedding(weights_of(self.ckpt), "wte.weight",
                                            self.ckpt.vocab_size, self.ckpt.n_embd)
-        return gpt2_logits(self.ckpt, hidden, table=self._table)
+        return self._table
 
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
         """GPT-2 never takes the tiled path (traits.supports_tiled is false)."""

@@ -16,7 +16,7 @@ from attncli.models.activations import activation
 from attncli.models.family import Known, LayerTrace
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.sources.named import Named
-from attncli.models.unembed import Table, need, unembed, unembedding
+from attncli.models.unembed import Head, Table, need, unembed, unembedding
 
 
 class Tensors(Protocol):
@@ -212,6 +212,13 @@ def gpt2_logits(ckpt: Checkpoint, hidden: Tensor, weights: Named | None = None,
     return unembed(normed, lm_head, ckpt.vocab_size)  # (T, vocab)
 
 
+def gpt2_head(ckpt: Checkpoint, table: Table) -> Head:
+    """gpt2_logits in parts (ln_f, the held table), for reading logits a tile at a time."""
+    weights, d, eps = weights_of(ckpt), ckpt.n_embd, ckpt.layer_norm_epsilon
+    need(weights, {"ln_f.weight": (d,), "ln_f.bias": (d,)}, "predictions")
+    return Head(lambda hidden: layer_norm(weights, "ln_f", hidden, eps), table)
+
+
 def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: int,
             visible: Tensor | None, whole: bool,
             known: Known | None = None) -> Iterator[tuple[_Step, Tensor | None]]:
@@ -240,22 +247,33 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
 
 
 def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tensor,
-                edit: Callable[[int, Tensor], Tensor]) -> Tensor:
-    """Blocks first..n_layer-1 from stream (B, T, d), B variants of the text, each block's z
-    (B, heads, T, hd) passed through edit before c_proj; the streams leaving the last block
-    (gradients where the caller asks). Attention runs variant by variant (once for variants
-    entering as one stream, expanded: stride 0), the MLP on all."""
-    weights, x = weights_of(ckpt), stream  # x: (B, T, d)
+                edit: Callable[[int, Tensor], Tensor],
+                enter: Callable[[int, Tensor], Tensor] | None = None,
+                prefix: list[Tensor] | None = None) -> Tensor:
+    """Blocks first..n_layer-1 from stream (B, S, d), B variants of the text's last S
+    positions (enter(layer, x): x with the variants joining at block layer added; where
+    S < T, prefix[layer] (T, d) the clean stream whose earlier positions they attend to),
+    each block's z (B, heads, S, hd) passed through edit before c_proj; the streams leaving
+    the last block (gradients where the caller asks). Attention runs variant by variant (once
+    for variants entering as one stream, expanded: stride 0), the MLP on all."""
+    weights, x = weights_of(ckpt), stream  # x: (B, S, d)
+    start = len(token_ids) - x.shape[1]
     for layer in range(first, ckpt.n_layer):
+        x = x if enter is None else enter(layer, x)  # (B, S, d)
         shared = x.shape[0] > 1 and x.stride(0) == 0
-        attn_input = layer_norm(weights, f"h.{layer}.ln_1", x[:1] if shared else x,
+        whole = x[:1] if shared else x  # (b, S, d)
+        if start:
+            assert prefix is not None
+            whole = torch.cat([prefix[layer][:start].expand(whole.shape[0], -1, -1), whole],
+                              dim=1)  # (b, T, d)
+        attn_input = layer_norm(weights, f"h.{layer}.ln_1", whole,
                                 ckpt.layer_norm_epsilon)  # (b, T, d)
         module = load_attention(weights, ckpt, layer)
         outputs = [module(one) for one in attn_input] * (x.shape[0] if shared else 1)
-        z = torch.stack([module.split_heads(out.heads_context)
-                         for out in outputs])  # (B, heads, T, hd)
-        edited = edit(layer, z)  # (B, heads, T, hd)
-        context = torch.stack([out.context for out in outputs] if edited is z
-                              else [module.combine(e) for e in edited])  # (B, T, d)
-        x = _finished(weights, ckpt, layer, x, context)  # (B, T, d)
+        z = torch.stack([module.split_heads(out.heads_context)[:, start:]
+                         for out in outputs])  # (B, heads, S, hd)
+        edited = edit(layer, z)  # (B, heads, S, hd)
+        context = torch.stack([out.context[start:] for out in outputs] if edited is z
+                              else [module.combine(e) for e in edited])  # (B, S, d)
+        x = _finished(weights, ckpt, layer, x, context)  # (B, S, d)
     return x

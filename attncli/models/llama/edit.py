@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from attncli.models.llama.block import attention_input, embed, finish_block, linear
+from attncli.models.llama.block import attention_input, block_norm, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import (
     Heads,
@@ -20,6 +20,7 @@ from attncli.models.llama.model import (
 )
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
+from attncli.models.unembed import Head, Table, need
 
 
 def heads_output(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
@@ -41,23 +42,43 @@ def heads_output(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
 
 
 def llama_edited(weights: Named, spec: LlamaSpec, token_ids: list[int], first: int,
-                 stream: Tensor, edit: Callable[[int, Tensor], Tensor]) -> Tensor:
-    """Blocks first..n_layer-1 from stream (B, T, d_model), B variants of the text at once,
-    each block's z (B, heads, T, hd) passed through edit before o_proj; the streams leaving
-    the last block. Gradients flow where the caller enables them (attribution patching).
-    Variants that enter block first as one stream (expanded: stride 0) share its attention."""
-    x = stream  # (B, T, d_model)
+                 stream: Tensor, edit: Callable[[int, Tensor], Tensor],
+                 enter: Callable[[int, Tensor], Tensor] | None = None,
+                 prefix: list[Tensor] | None = None) -> Tensor:
+    """Blocks first..n_layer-1 from stream (B, S, d_model), B variants of the text's last S
+    positions at once (enter(layer, x): x with the variants joining at block layer added),
+    each block's z (B, heads, S, hd) passed through edit before o_proj; the streams leaving
+    the last block. Where S < T the earlier positions are the clean pass's, prefix[layer]
+    (T, d_model) the stream entering each block: their keys and values are attended to and
+    nothing else of them is run. Gradients flow where the caller enables them (attribution
+    patching). Variants that enter a block as one stream (stride 0) share its attention."""
+    x = stream  # (B, S, d_model)
+    start = len(token_ids) - x.shape[1]  # the positions before it: the clean pass's
     ropes = LayerRopes(spec, len(token_ids))  # each layer's (T, rotary_dim) tables, or None
     for layer in range(first, spec.n_layer):
+        x = x if enter is None else enter(layer, x)  # (B, S, d_model)
         shared = x.shape[0] > 1 and x.stride(0) == 0  # the same stream B times: attend once
-        attn_input = attention_input(weights, spec, layer, x[:1] if shared else x)  # (b, T, d)
+        whole = x[:1] if shared else x  # (b, S, d_model)
+        if start:
+            assert prefix is not None
+            whole = torch.cat([prefix[layer][:start].expand(whole.shape[0], -1, -1), whole],
+                              dim=1)  # (b, T, d_model)
+        attn_input = attention_input(weights, spec, layer, whole)  # (b, T, d)
         z = heads_output(weights, spec, layer, attn_input, ropes[layer])  # (b, heads, T, hd)
-        edited = edit(layer, z.expand(x.shape[0], -1, -1, -1))  # (B, heads, T, hd)
-        # o_proj on the heads side by side: (B, T, heads · hd) → (B, T, d_model)
+        edited = edit(layer, z[:, :, start:].expand(x.shape[0], -1, -1, -1))  # (B, h, S, hd)
+        # o_proj on the heads side by side: (B, S, heads · hd) → (B, S, d_model)
         context = linear(weights, f"layers.{layer}.self_attn.o_proj",
                          edited.transpose(-3, -2).flatten(-2))
-        x = finish_block(weights, spec, layer, x, context)  # (B, T, d_model)
+        x = finish_block(weights, spec, layer, x, context)  # (B, S, d_model)
     return x
+
+
+def llama_head(weights: Named, spec: LlamaSpec, table: Table) -> Head:
+    """llama_logits in parts (the final norm, the held table, the soft cap), for reading
+    logits a tile at a time."""
+    need(weights, {"norm.weight": (spec.d_model,)}, "predictions")
+    return Head(lambda hidden: block_norm(weights, spec, "norm", hidden), table,
+                spec.final_softcap)
 
 
 @torch.no_grad()

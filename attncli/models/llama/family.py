@@ -34,7 +34,7 @@ from attncli.models.llama.checkpoint import (
 )
 from attncli.models.llama.config import LlamaArch, llama_spec
 from attncli.models.llama.decode import LlamaDecoder, llama_shape
-from attncli.models.llama.edit import llama_edited, llama_masked
+from attncli.models.llama.edit import llama_edited, llama_head, llama_masked
 from attncli.models.llama.fast import RotaryProjection, llama_layer_input, llama_layer_inputs
 from attncli.models.llama.model import (
     check_tokens,
@@ -47,7 +47,7 @@ from attncli.models.llama.model import (
 from attncli.models.memory import held_bytes
 from attncli.models.own_tokens import source_tokens
 from attncli.models.sources.base import WeightSource
-from attncli.models.unembed import Table, held_unembedding
+from attncli.models.unembed import Head, Table, held_unembedding
 
 TRAITS = FamilyTraits(title="Llama-family", variant="llama", supports_tiled=True,
                       max_tokens=None, kv_heads=True, tokenizer_file=True, norm="RMSNorm'd")
@@ -103,9 +103,13 @@ class LlamaModel:
         return llama_trace(self.ckpt.weights, self.ckpt.spec, token_ids, last_layer, None, known)
 
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
-               edit: Callable[[int, Tensor], Tensor]) -> Tensor:
-        """Blocks first.. from stream with each block's heads' outputs through edit."""
-        return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit)
+               edit: Callable[[int, Tensor], Tensor],
+               enter: Callable[[int, Tensor], Tensor] | None = None,
+               prefix: list[Tensor] | None = None) -> Tensor:
+        """Blocks first.. from stream (variants joining through enter; the last positions,
+        the earlier ones prefix's) with each block's heads' outputs through edit."""
+        return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit,
+                            enter, prefix)
 
     def masked_from(self, token_ids: list[int], prefix: list[Tensor], hidden: list[list[int]],
                     rows: list[int]) -> Tensor:
@@ -130,13 +134,21 @@ class LlamaModel:
         """The final RMSNorm, then lm_head or the tied embedding: (T, vocab)."""
         return llama_logits(self.ckpt.weights, self.ckpt.spec, hidden)
 
+    def head(self) -> Head:
+        """The final norm and the held unembedding, for reading logits a tile at a time."""
+        return llama_head(self.ckpt.weights, self.ckpt.spec, self._held())
+
     def held_logits(self, hidden: Tensor) -> Tensor:
         """logits, the whole unembedding read at the first call and kept."""
+        return llama_logits(self.ckpt.weights, self.ckpt.spec, hidden, self._held())
+
+    def _held(self) -> Table:
+        """The whole unembedding, read at the first call and kept."""
         spec = self.ckpt.spec
         if self._table is None:
             self._table = held_unembedding(self.ckpt.weights, "embed_tokens.weight",
                                            spec.vocab_size, spec.d_model, spec.head_name)
-        return llama_logits(self.ckpt.weights, spec, hidden, self._table)
+        return self._table
 
     def layer_input(self, token_ids: list[int], layer: int) -> tuple[Tensor, Attention]:
         """Layer's input (T, d_model), earlier layers through fused attention, and the layer

@@ -25,10 +25,11 @@ the commands: its answers agree with llama.cpp's no more often than float32's do
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import torch
@@ -118,13 +119,15 @@ _ROUNDED = {GGMLQuantizationType.F16: torch.float16, GGMLQuantizationType.BF16: 
 class QuantizedMatrix:
     """A (rows, cols) matrix as rows of quantized blocks, multiplied without a float32 copy."""
 
-    def __init__(self, blocks: np.ndarray, qtype: GGMLQuantizationType, cols: int) -> None:
+    def __init__(self, blocks: np.ndarray, qtype: GGMLQuantizationType, cols: int,
+                 reload: Callable[[], QuantizedMatrix | None] | None = None) -> None:
         block, size = GGML_QUANT_SIZES[qtype]
         if blocks.ndim != 2 or blocks.dtype != np.uint8 or cols % block or \
                 blocks.shape[1] != cols // block * size:
             raise ValueError(f"{blocks.shape} bytes are not rows of {cols} {qtype.name} values")
         self.blocks, self.qtype, self.cols = np.ascontiguousarray(blocks), qtype, cols
         self.shape = (blocks.shape[0], cols)
+        self.reload = reload  # the same matrix read again from its file; None: keep this one
 
     @property
     def nbytes(self) -> int:
@@ -134,10 +137,10 @@ class QuantizedMatrix:
     def linear(self, x: Tensor, bias: Tensor | None = None) -> Tensor:
         """x (..., cols) @ Wᵀ (+ bias): (..., rows), as F.linear on the dequantized matrix
         computes it up to the order of its sums; on the CPU threads torch would use."""
-        # Off the CPU, or where a gradient must flow back through x (attribution patching):
-        # torch's product on the dequantized matrix, which autograd differentiates.
-        if x.device.type != "cpu" or _native is None or (x.requires_grad
-                                                          and torch.is_grad_enabled()):
+        if x.requires_grad and torch.is_grad_enabled():  # attribution patching's backward
+            y = _ThroughBlocks.apply(x, self)  # (..., rows)
+            return y if bias is None else y + bias
+        if x.device.type != "cpu" or _native is None:  # torch's product, dequantized
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
         rows, llama_cpp = self.shape[0], as_llama_cpp()
         flat = x.detach()  # a decode step's row is already (1, cols) float32: nothing to do
@@ -169,3 +172,30 @@ class QuantizedMatrix:
     def dequantized(self) -> Tensor:
         """The float32 matrix (rows, cols), as the source's tensor() gives it."""
         return torch.from_numpy(dequantize(self.blocks, self.qtype))
+
+
+class _ThroughBlocks(torch.autograd.Function):
+    """x @ Wᵀ whose gradient flows back to x without a float32 copy of W kept for it: the
+    forward on the blocks (or dequantized, off the CPU), the backward ∂x = ∂y · W with W
+    dequantized DENSE_PIECE values at a time, read again from its file where it came from one,
+    so a backward pass through an 8B holds one matrix at a time, not 32 GB of float32."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, matrix: QuantizedMatrix) -> Tensor:
+        ctx.matrix = matrix.reload or matrix  # the blocks themselves dropped where re-readable
+        with torch.no_grad():
+            return matrix.linear(x)  # (..., rows)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        held = ctx.matrix
+        matrix = held if isinstance(held, QuantizedMatrix) else held()
+        assert matrix is not None
+        flat = grad.reshape(-1, matrix.shape[0])  # (N, rows)
+        out = flat.new_zeros(flat.shape[0], matrix.cols)  # (N, cols)
+        step = max(1, DENSE_PIECE // matrix.cols)  # matrix rows a piece
+        for begin in range(0, matrix.shape[0], step):
+            piece = torch.from_numpy(dequantize(matrix.blocks[begin:begin + step],
+                                                matrix.qtype)).to(grad.device)  # (r, cols)
+            out += flat[:, begin:begin + step] @ piece  # (N, cols)
+        return out.reshape(*grad.shape[:-1], matrix.cols), None

@@ -138,7 +138,7 @@ class GgufSource:
         check_fits(info.nbytes, f"{self.path}: {info.name} as the file holds it")
         blocks = self._blocks(info)  # (rows, row_bytes)
         return QuantizedMatrix(self._reordered(blocks, undo) if undo else blocks, info.qtype,
-                               info.shape[1])
+                               info.shape[1], lambda: self.quantized(name))
 
     def _reordered(self, rows: np.ndarray, undo: str) -> np.ndarray:
         """rows (along the first axis) in HF's order: Q/K's rotary halves un-interleaved, or
