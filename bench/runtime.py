@@ -49,6 +49,10 @@ torch.set_num_threads(threads)
 start = time.perf_counter()
 from attncli.models.family import open_model
 from attncli.models.generate.engine import holds
+from contextlib import ExitStack
+from attncli.models.sources.gguf.qmatmul import llama_cpp_numerics
+numerics = ExitStack()  # the whole child computes in the numerics asked for
+numerics.enter_context(llama_cpp_numerics(sys.argv[5] == "llama.cpp"))
 model = open_model(path)
 held = holds(model)
 decoder = model.decoder(0, len(ids) + decode + 1, held=held)
@@ -152,24 +156,28 @@ def copy_bandwidth() -> float:
 
 
 def bench_file(label: str, path: Path, threads: int, repeats: int, new: int,
-               prompts: list[int], looks: bool, bandwidth: float) -> dict:
-    """One file's row: medians of attncli and llama.cpp alternated."""
+               prompts: list[int], looks: bool, bandwidth: float,
+               numerics: str = "float32") -> dict:
+    """One file's row: medians of attncli (computing in numerics: float32, or llama.cpp's
+    8-bit activations and float16 caches) and llama.cpp alternated."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "ATTNCLI_NO_CACHE": "1",
            "NO_COLOR": "1"}
     attncli = [sys.executable, "-c", ATTNCLI_CHILD, str(path), str(threads)]
-    row: dict = {"file": label, "bytes": path.stat().st_size, "threads": threads}
+    tail = [numerics]
+    row: dict = {"file": label, "bytes": path.stat().st_size, "threads": threads,
+                 "numerics": numerics}
     for count in prompts:
         ids = token_ids(path, count)
         ours, theirs = [], []
         for _ in range(repeats):
-            ours.append(child([*attncli, "0", ",".join(map(str, ids))], env)[0])
+            ours.append(child([*attncli, "0", ",".join(map(str, ids)), *tail], env)[0])
             theirs.append(child(*llamacpp.command(path, threads, ids, 0))[0])
         row[f"prompt_{count}"] = _pair(ours, theirs, lambda r, n=count: n / r["prompt_s"])
         row[f"rss_prompt_{count}"] = _pair(ours, theirs, lambda r: r["rss_bytes"])
     ids = token_ids(path, 50)
     ours, theirs = [], []
     for _ in range(repeats):
-        ours.append(child([*attncli, str(new), ",".join(map(str, ids))], env)[0])
+        ours.append(child([*attncli, str(new), ",".join(map(str, ids)), *tail], env)[0])
         theirs.append(child(*llamacpp.command(path, threads, ids, new))[0])
     row["decode"] = _pair(ours, theirs, lambda r: 1 / statistics.median(r["steps_s"]))
     # Tokens per second of the process's CPU time (every thread's): what other guests and
@@ -220,6 +228,9 @@ def main() -> None:
     parser.add_argument("--no-looks", action="store_true")
     parser.add_argument("--styles", default="Q4_K_M,Q8_0", help="the synthetic files' types")
     parser.add_argument("--cache", type=Path, default=llamacpp.CACHE / "shapes")
+    parser.add_argument("--numerics", default="float32", choices=("float32", "llama.cpp"),
+                        help="attncli's: float32 activations, or llama.cpp's (8-bit "
+                             "activations, float16 caches; llama_cpp_numerics)")
     args = parser.parse_args()
     if llamacpp.install() is None or llamacpp.shim() is None:
         print("llama.cpp is not available: nothing to compare with", file=sys.stderr)
@@ -234,7 +245,7 @@ def main() -> None:
         for label, path in files([size], args.cache, tuple(args.styles.split(","))):
             print(f"{label}: {path}", file=sys.stderr)
             rows.append(bench_file(label, path, args.threads, args.repeats, args.new, prompts,
-                                   not args.no_looks, bandwidth))
+                                   not args.no_looks, bandwidth, args.numerics))
         print(json.dumps(rows[-1]), file=sys.stderr)
     out = ROOT / "bench" / "results" / "runtime.json"
     out.parent.mkdir(exist_ok=True)

@@ -6,7 +6,9 @@ reproduce bit for bit) and the product summed in float64. The kernels sum the sa
 products in another order (_qmatmul_body.h: 64 lanes for one token, 16 lanes per 1,024-value
 chunk for several, then a fixed tree): a float32 sum of n terms in a tree of depth k is within
 k·2⁻²⁴·Σ|w·x| of the exact sum, and k ≤ cols/64 + 6 or 64 + 4 + cols/1,024 (cols ≤ 1,280 here:
-at most 4.2·10⁻⁶·Σ|w·x|). So each output is held to 1e-5·Σ|w·x| (+1e-30 for underflow), not to
+at most 4.2·10⁻⁶·Σ|w·x|; AVX2's one-token Q4_K regroups each group's products as
+dl·Σ(q − c)·x + r·Σx, terms within 3× |w·x| in a sum of depth at most 2·cols/256 + 12: under
+3.7·10⁻⁶·Σ|w·x|). So each output is held to 1e-5·Σ|w·x| (+1e-30 for underflow), not to
 1e-5·|ref|: where the products cancel, |ref| is far smaller than the sums' rounding. Non-finite
 weights (any scale bits: inf, NaN) give NaN where the reference is NaN, and its infinities.
 """
@@ -201,6 +203,35 @@ def test_rows_split_across_threads_give_the_same_bits(qtype: Q, tokens: int,
     split = product(blocks, qtype, cols, x, threads=threads)
     assert np.array_equal(alone.view(np.uint32), split.view(np.uint32))
     assert_within_bound(split, dequantized(blocks, qtype), x)
+
+
+@pytest.mark.usefixtures("level")
+@pytest.mark.parametrize("d, dmin", [(1.0, 1.0), (1.0, 1.0009765625), (-1.0, -1.0009765625),
+                                     (0.5, -0.25), (0.0, 3.0)])
+@pytest.mark.parametrize("nibbles", ["ones", "near"])
+def test_q4_k_where_the_scale_and_the_min_cancel(d: float, dmin: float, nibbles: str) -> None:
+    # Every group's dl·q and ml nearly cancel (sc = m = 63, q about 1): weights of 0 or a few
+    # hundredths beside products of 63. A kernel that took dl·Σq·x − ml·Σx would round at the
+    # size of the 63s, thousands of times the bound; the factored AVX2 one takes dl·Σ(q − c)·x
+    # + r·Σx with c = round(ml/dl), so its sums' rounding stays at the weights' size.
+    rng = np.random.default_rng(abs(int(1000 * d + 10 * dmin)))
+    rows, cols = 6, 1024
+    blocks = np.zeros((rows * cols // 256, 144), dtype=np.uint8)
+    blocks[:, 0:2] = np.array([d], np.float16).view(np.uint8)
+    blocks[:, 2:4] = np.array([dmin], np.float16).view(np.uint8)
+    blocks[:, 4:16] = 0xFF  # every six-bit scale and min 63
+    if nibbles == "ones":
+        blocks[:, 16:] = 0x11
+    else:  # 0, 1 or 2 in each nibble
+        blocks[:, 16:] = rng.integers(0, 3, (len(blocks), 128)) * 17
+    blocks = blocks.reshape(rows, -1)
+    weights = dequantized(blocks, Q.Q4_K)
+    x = (rng.standard_normal((3, cols)) * [[1.0], [1e-3], [1e4]]).astype(np.float32)
+    for token in x:
+        out = product(blocks, Q.Q4_K, cols, token[None])
+        assert_within_bound(out, weights, token[None])
+        if nibbles == "ones" and d == dmin:  # every weight exactly 0
+            assert np.all(out == 0)
 
 
 def test_quantized_matrix_linear_is_f_linear_on_the_dequantized_matrix() -> None:

@@ -14,6 +14,9 @@
  *           are added in a fixed tree (lane i + lane i+32, then +16, ...).
  *   matmat: per chunk of KC values, 16 lanes k ≡ i (mod 16) the same way, added in a tree;
  *           the row's chunk sums added in order onto 0.
+ *   Q4_K's one-token kernel on AVX2 (matvec_q4_k_blocks) alone factors each group of 32:
+ *           dl·Σ(q − c)·x + r·Σx, the same weights' products regrouped (its comment says how,
+ *           and why the sums' rounding stays within 3× the per-weight order's bound).
  * Each output depends on its row, its token and the level only: any split of the rows across
  * threads, and any tiling, gives the same bits.
  */
@@ -503,10 +506,116 @@ MATVEC_BLOCK32(matvec_q8_0, 34, {
 })
 #undef MATVEC_BLOCK32
 
-/* Q4_K's rows without the buffer on AVX2: each weight fl(fl(dl·q) − ml) made in registers, as
- * blocks_q4_k makes it, and added into dot64's 64 lanes (8 vectors of 8) in dot64's order. */
-static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                            int64_t r0, int64_t r1) {
+/* The 8 lanes of s added: (lane i + lane i+4), then +2, then +1. */
+static ALWAYS_INLINE float LV(tree8)(__m256 s) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+
+/* Σx over each group of 32 values of x (cols of them), the sum a factored kernel multiplies by
+ * a group's offset, made once per call and shared by every row: lane i of 8 sums the values
+ * 8m + i in order (m = 0..3), then tree8. */
+static void LV(group_sums)(const float *x, int64_t cols, float *sums) {
+    for (int64_t g = 0; g < cols / 32; g++, x += 32) {
+        __m256 s = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
+        s = _mm256_add_ps(_mm256_add_ps(s, _mm256_loadu_ps(x + 16)), _mm256_loadu_ps(x + 24));
+        sums[g] = LV(tree8)(s);
+    }
+}
+
+/* One Q4_K block's factors (see matvec_q4_k_blocks): its groups' dl, c and r, 8 lanes each;
+ * finite is 0 where d or dmin is inf or NaN. */
+typedef struct { __m256 dl, r; __m256i c; int finite; } LV(q4k_factors);
+
+static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
+    LV(q4k_factors) f;
+    const float d = LV(half)(b), dmin = LV(half)(b + 2);
+    f.finite = isfinite(d) && isfinite(dmin);
+    /* scale_min_k's eight six-bit scales and mins, four bytes a word */
+    const uint32_t u0 = u32(b + 4), u1 = u32(b + 8), u2 = u32(b + 12);
+    const uint64_t s = (u0 & 0x3F3F3F3Fu) |
+                       (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+    const uint64_t m = (u1 & 0x3F3F3F3Fu) |
+                       (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+    const __m256 zero = _mm256_setzero_ps();
+    f.dl = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(
+                             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)s))));
+    const __m256 ml = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(
+                                        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)m))));
+    /* max(NaN, 0) is 0 (dl = ml = 0); any c serves where dl = 0, r being −ml then */
+    __m256 c = _mm256_round_ps(_mm256_div_ps(ml, f.dl), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    c = _mm256_min_ps(_mm256_max_ps(c, zero), _mm256_set1_ps(15.0f));
+    f.r = _mm256_sub_ps(_mm256_mul_ps(f.dl, c), ml);
+    f.c = _mm256_cvtps_epi32(c);
+    return f;
+}
+
+/* Q4_K's rows on AVX2, factored by group. A group's weights are fl(dl·q − ml): dl = d·sc and
+ * ml = dmin·m are exact in float32 (11 + 6 bits), and so is dl·q (+ 4 bits), so each weight
+ * is one rounding of dl·q − ml = dl·(q − c) + r, where c = round(ml/dl) clamped to 0..15 and
+ * r = fl(dl·c − ml). So the group's share of the product is dl·Σ(q − c)·x + r·Σx: the first
+ * sum on small integers (q − c exact in float32), the second made once per call (group_sums).
+ * Either |r| ≤ |dl|/2 or r and every dl·(q − c) share a sign, so |dl·(q − c)| + |r| ≤ 3|w|:
+ * the sums' rounding stays within 3× what the same sums of the weights themselves would make,
+ * where d·q and m cancel as anywhere else (Σq·x − m·Σx would not: its sums' rounding is of
+ * Σ(|dl·q| + |ml|)·|x|, unbounded beside Σ|w·x|). Lanes: value
+ * 64j + 8m + l (and 64j + 32 + 8m + l) of a block, l = 0..7, in lane l of S (its group's
+ * Σ(q − c)·x, m in order), then dl·S into A[j] block after block, r·Σx into R lane g (a
+ * block's group g), and (A0 + A1) + (A2 + A3) + R added in tree8's order: a sum of depth at
+ * most 2·cols/256 + 12 over terms within 3× the weights' |w·x|. A block whose d or
+ * dmin is not finite (every weight of it inf or NaN) is dequantized and added weight by
+ * weight, so the result is inf or NaN as the reference's is. */
+static void LV(matvec_q4_k_blocks)(const uint8_t *w, int64_t cols, const float *x,
+                                   const float *sums, float *y, int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
+    const __m256i low4 = _mm256_set1_epi32(0xF);
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t r = r0; r < r1; r++) {
+        __m256 A[4] = {zero, zero, zero, zero}, R = zero;
+        float special = 0.0f;
+        const uint8_t *b = w + r * row_bytes;
+        const float *xb = x;
+        LV(q4k_factors) next = LV(q4k_factor)(b);
+        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
+            const LV(q4k_factors) f = next;  /* the next block's made a block ahead */
+            if (i + 1 < blocks) next = LV(q4k_factor)(b + 144);
+            if (!f.finite) {
+                float buf[QK_K];
+                LV(blocks_q4_k)(b, buf, 1);
+                for (int k = 0; k < QK_K; k++) special += buf[k] * xb[k];
+                continue;
+            }
+            R = _mm256_fmadd_ps(f.r, _mm256_loadu_ps(sums + 8 * i), R);
+            for (int j = 0; j < 4; j++) {
+                const __m256i clo = _mm256_permutevar8x32_epi32(f.c, _mm256_set1_epi32(2 * j));
+                const __m256i chi = _mm256_permutevar8x32_epi32(f.c, _mm256_set1_epi32(2 * j + 1));
+                const uint8_t *q = b + 16 + 32 * j;
+                const float *xc = xb + 64 * j;
+                __m256 slo = zero, shi = zero;
+                for (int k = 0; k < 4; k++) {  /* bytes 8k..8k+7: values 8k.. and 32 + 8k.. */
+                    __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * k)));
+                    __m256 lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), clo));
+                    __m256 hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), chi));
+                    slo = _mm256_fmadd_ps(lo, _mm256_loadu_ps(xc + 8 * k), slo);
+                    shi = _mm256_fmadd_ps(hi, _mm256_loadu_ps(xc + 32 + 8 * k), shi);
+                }
+                A[j] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f.dl, _mm256_set1_epi32(2 * j)),
+                                       slo, A[j]);
+                A[j] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f.dl, _mm256_set1_epi32(2 * j + 1)),
+                                       shi, A[j]);
+            }
+        }
+        __m256 sum = _mm256_add_ps(_mm256_add_ps(A[0], A[1]), _mm256_add_ps(A[2], A[3]));
+        y[r] = LV(tree8)(_mm256_add_ps(sum, R)) + special;
+    }
+}
+
+/* Weight by weight: each weight fl(fl(dl·q) − ml) made in registers, as blocks_q4_k makes it,
+ * and added into dot64's 64 lanes (8 vectors of 8) in dot64's order; where group_sums' buffer
+ * cannot be had. */
+static void LV(matvec_q4_k_weights)(const uint8_t *w, int64_t cols, const float *x, float *y,
+                                    int64_t r0, int64_t r1) {
     const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
     const __m256i low4 = _mm256_set1_epi32(0xF);
     for (int64_t r = r0; r < r1; r++) {
@@ -535,6 +644,18 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
         }
         y[r] = LV(tree8x8)(a);
     }
+}
+
+static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
+                            int64_t r0, int64_t r1) {
+    float *sums = malloc((size_t)(cols / 32) * sizeof(float));
+    if (!sums) {
+        LV(matvec_q4_k_weights)(w, cols, x, y, r0, r1);
+        return;
+    }
+    LV(group_sums)(x, cols, sums);
+    LV(matvec_q4_k_blocks)(w, cols, x, sums, y, r0, r1);
+    free(sums);
 }
 
 /* Q6_K's rows the same way: value 128h + 32j + l (j = 0..3) is lane 32·(j & 1) + l, so each

@@ -63,6 +63,16 @@ static ALWAYS_INLINE int32_t LV(idot)(const int8_t *a, const int8_t *b, int n) {
     return s;
 }
 
+#if defined(__AVX2__)
+/* The 8 int32 lanes' sum (exact: the products' sums fit int32). */
+static ALWAYS_INLINE int32_t LV(hsum_i32)(__m256i v) {
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    h = _mm_add_epi32(h, _mm_unpackhi_epi64(h, h));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
+    return _mm_cvtsi128_si32(h);
+}
+#endif
+
 /* One row of blocks of each type against one token's Q8 blocks (n weight blocks). */
 static float LV(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
@@ -167,14 +177,92 @@ static ALWAYS_INLINE float LV(dot_k45)(const uint8_t *w, const uint8_t *x, int64
     return sum;
 }
 
+#if defined(__AVX2__)
+/* Q4_K against Q8_K in AVX2, as ggml-cpu's AVX2 dot does it: 32 nibbles by 32 int8 a
+ * vpmaddubsw (pairs of products, |sum| <= 2·15·128: no saturation), each group's scale by a
+ * vpmaddwd; the same exact int32 isum and imin as dot_k45's, and the same float32 sums after. */
+static float LV(dot_q4_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    for (int64_t b = 0; b < n; b++, w += 144, x += Q8K_BYTES) {
+        int32_t s[8], m[8], imin = 0;
+        LV(scales_k)(w + 4, s, m);
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int16_t sums[16];
+        memcpy(sums, x + 4 + QK_K, sizeof sums);
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            const __m256i lo = _mm256_and_si256(v, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j)));
+            const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q8 + 64 * j + 32)));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16((int16_t)s[2 * j])));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16((int16_t)s[2 * j + 1])));
+        }
+        for (int g = 0; g < 8; g++) imin += m[g] * (sums[2 * g] + sums[2 * g + 1]);
+        const int32_t isum = LV(hsum_i32)(acc);
+        float dx;
+        memcpy(&dx, x, 4);
+        sum += (f16(w) * dx) * (float)isum;
+        sum -= (f16(w + 2) * dx) * (float)imin;
+    }
+    return sum;
+}
+#else
 static float LV(dot_q4_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
     return LV(dot_k45)(w, x, n, 0);
 }
+#endif
 
 static float LV(dot_q5_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
     return LV(dot_k45)(w, x, n, 1);
 }
 
+#if defined(__AVX2__)
+/* Q6_K against Q8_K in AVX2: each quarter's 32 six-bit values (0..63, before − 32) by 32 int8
+ * a vpmaddubsw (|pair| <= 2·63·128), its two groups' scales by a vpmaddwd, and Σ(q6 − 32)·q8 as
+ * Σq6·q8 − 32·Σq8 with the Q8_K block's sums of 16: the same exact int32 isum as the scalar
+ * dot's, and the same float32 sum after. */
+static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    float sum = 0.0f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < n; b++, w += 210, x += Q8K_BYTES) {
+        const uint8_t *ql = w, *qh = w + 128;
+        const int8_t *q8 = (const int8_t *)(x + 4);
+        int16_t sums[16];
+        memcpy(sums, x + 4 + QK_K, sizeof sums);
+        int32_t offset = 0;
+        for (int g = 0; g < 16; g++) offset += (int32_t)(int8_t)w[192 + g] * sums[g];
+        __m256i acc = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i lo0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h));
+            const __m256i lo1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h + 32));
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * h));
+#define HIGH2(s) _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, s), three), 4)
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(lo0, low4), HIGH2(0)),
+                _mm256_or_si256(_mm256_and_si256(lo1, low4), HIGH2(2)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo0, 4), low4), HIGH2(4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo1, 4), low4), HIGH2(6))};
+#undef HIGH2
+            for (int j = 0; j < 4; j++) {  /* values 128h + 32j + l: groups 8h + 2j and + 1 */
+                const int g = 8 * h + 2 * j;
+                const __m256i scales = _mm256_setr_m128i(_mm_set1_epi16((int8_t)w[192 + g]),
+                                                         _mm_set1_epi16((int8_t)w[193 + g]));
+                const __m256i p = _mm256_maddubs_epi16(
+                    q[j], _mm256_loadu_si256((const __m256i *)(q8 + 128 * h + 32 * j)));
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scales));
+            }
+        }
+        const int32_t isum = LV(hsum_i32)(acc) - 32 * offset;
+        float dx;
+        memcpy(&dx, x, 4);
+        sum += (f16(w + 208) * dx) * (float)isum;
+    }
+    return sum;
+}
+#else
 /* Q6_K against Q8_K: Σ_g scale_g·Σ (q6 − 32)·q8 over 16 groups of 16. */
 static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
@@ -200,6 +288,8 @@ static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
     }
     return sum;
 }
+
+#endif
 
 /* By the kernels' index (KIND): the dot, and the activation type (A_FLOAT: none, the float
  * kernels take float activations rounded as ggml rounds them, in qmatmul.py). */
