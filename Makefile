@@ -50,7 +50,7 @@ demo: $(STAMP)
 	@$(PY) -m compileall -q attncli
 	$(VENV)/bin/attncli demo --no-pause
 	$(VENV)/bin/attncli tokens "$(SENTENCE)"
-	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --heads 2
+	$(VENV)/bin/attncli run "$(SENTENCE)" --variant multihead --num-heads 2
 	$(VENV)/bin/attncli heads --file samples/toy-gpt2/probe.txt --allow-special --model samples/toy-gpt2 --sort prev
 	@# attncli in Python, as a notebook's cells; then check on a class with a planted bug (exit 1).
 	$(PY) samples/notebook.py
