@@ -104,6 +104,14 @@ LONGEST_FIRST = (
 )
 
 
+def check_slow() -> frozenset[str]:
+    """tests/check_slow.txt's functions (file::name, without parameters), which make check's
+    lane leaves to make test."""
+    lines = (ROOT / "tests" / "check_slow.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(line.split("#", 1)[0].strip() for line in lines
+                     if line.split("#", 1)[0].strip())
+
+
 def _longest_first(items: list[pytest.Item]) -> None:
     """items reordered in place: LONGEST_FIRST's files first, in its order; the rest as
     collected."""
@@ -120,7 +128,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     `make check` (-m "not process") runs the rest, in-process, in seconds; and hand the longest
     files out first."""
     _longest_first(items)
+    slow = check_slow()
     for item in items:
+        if item.nodeid.split("[", 1)[0] in slow:
+            item.add_marker(pytest.mark.slow)
         function = getattr(item, "function", None)
         if function is None:
             continue
