@@ -110,8 +110,8 @@ test:
 # The fast lane, to run between edits: lint, types and the quick in-process tests of every part
 # of the package (each folder of tests/ keeps its own). Left to make test: the tests that start
 # processes (attncli, tmux, a browser, a kernel, scan's pool: marked `process` by tests/conftest.py
-# or by hand) and the in-process tests of a second or more (the real models, property tests,
-# exhaustive sweeps: marked `slow`). One worker per core, each torch on one thread; each file on
+# or by hand) and the costlier in-process tests (the real models, property tests, exhaustive
+# sweeps: marked `slow` by hand, or listed in tests/check_slow.txt, measured). One worker per core, each torch on one thread; each file on
 # one worker, so a module's fixtures are built once; mypy checks while the tests run. attncli's
 # bytecode is compiled, and pytest keeps the test modules it rewrites, which
 # PYTHONDONTWRITEBYTECODE (set on this machine) would have each worker redo at its start (3 s).
