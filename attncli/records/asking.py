@@ -14,10 +14,12 @@ COMBINES = ("mean", "max")
 VIEWS = ("raw", "value", "occlusion")  # the views a result is made with and drawn in
 AUTO = "auto"  # --view's default: occlusion where its passes are few, else value (run.py)
 # The default view (AUTO) is occlusion where its masked passes cost at most this many
-# looks (one look: one pass over the whole text), else value. Occlusion by word agrees with
-# occlusion by token at 0.899 Spearman, value at 0.166 and raw at 0.144 (docs/why.md), so it is
-# the view worth waiting for; 16 looks is a few seconds on SmolLM2 and covers a question of a
-# few sentences with its answer, while a long document would take hundreds.
+# looks (one look: one pass over the whole text, prompt and answer), else value. Occlusion by
+# word agrees with occlusion by token at 0.899 Spearman, value at 0.166 and raw at 0.144
+# (docs/why.md), so it is the view worth waiting for. The estimate runs above the batched cost
+# (bench/given.py: 39 spans over 80 tokens, estimated 29 looks, took 17 looks' time), so 16
+# keeps the default under about 10 looks' time, seconds on SmolLM2; the README's question takes
+# 2.8, a page of text over 100.
 AUTO_LOOKS = 16
 OCCLUDE = ("token", "word", "turn")  # what occlusion masks together
 GENERATION = "Generation"  # the --help heading of Sampling's options
