@@ -127,7 +127,8 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
     asked = Asked(chat, answer, norms=view in ("value", AUTO) or exclude_sinks,
-                  occlusion=view == "occlusion", view=view, occlude=occlude)
+                  occlusion=view == "occlusion", view=view, occlude=occlude,
+                  attention=layers is not None or head is not None or combine != "mean")
     record = generate_model(model_path, prompt or "", sampling, system=system, raw=raw,
                             asked=asked)
     shown = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,

@@ -57,9 +57,10 @@ class Answering(Group):
                                show_default=False, metavar="FILE|-")
 
     def asked(self, view: str = AUTO, exclude_sinks: bool = False,
-              occlude: str = "word") -> Asked:
+              occlude: str = "word", attention: bool = False) -> Asked:
         """The conversation and the given answer, read and checked, and what view (and the
-        sinks found by what they are, with exclude_sinks) needs computed."""
+        sinks found by what they are, with exclude_sinks) needs computed; attention: layers,
+        heads or their combining were asked for."""
         from attncli.models.generate.conversation import read_messages, split_last
         from attncli.models.generate.run import Asked
 
@@ -87,7 +88,7 @@ class Answering(Group):
         # The value norms serve the value view (which auto may choose) and the sinks found by
         # what they are.
         return Asked(messages, answer, view in ("value", AUTO) or exclude_sinks,
-                     view == "occlusion", reported, view, occlude)
+                     view == "occlusion", reported, view, occlude, attention)
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:
@@ -148,6 +149,10 @@ class Attended(Group):
 
     def __post_init__(self) -> None:
         check_choices(self.combine, self.kind, self.occlude)  # as the view record checks them
+
+    def narrows(self, head: int | None) -> bool:
+        """Whether --layers, --head or --combine chose among attention's layers and heads."""
+        return self.layers is not None or head is not None or self.combine != "mean"
 
     def check(self) -> Window | None:
         """--layers parsed, once, before any work: a window of the model's layers, or None for

@@ -123,6 +123,10 @@ class GenerationResult:
         """What the default view chose, and why, where it is other than occlusion: one line."""
         if self.auto_looks is None or self.view == "occlusion":
             return None
+        if self.auto_looks <= AUTO_LOOKS:  # cheap, so chosen for --layers, --head or --combine
+            return (f"--layers, --head and --combine choose among attention's layers and heads: "
+                    f"showing {self.view}; ask --view occlusion for the whole model's "
+                    f"({self.auto_looks:.1f} looks)")
         return (f"the occlusion view would take {self.auto_looks:.1f} looks (over "
                 f"{AUTO_LOOKS}): showing {self.view}; ask --view occlusion for it")
 

@@ -92,6 +92,15 @@ def test_the_default_view_is_occlusion_where_it_is_cheap_and_else_value_saying_s
     assert "view_chosen" not in json.loads(asked.out)["config"]
     api = attncli.generate("the cat", model=str(tiny), answer="sat on")
     assert api.record.view == api.view.kind == "occlusion" and api.record.auto_looks is not None
+    # --layers chooses among attention's layers, which occlusion has none of: value, said so
+    layered = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on", "--layers",
+                  "0:1")
+    assert "value-weighted attention" in layered.out and "layers 0:1" in layered.out
+    assert layered.err.startswith("attncli: --layers, --head and --combine choose among "
+                                  "attention's layers and heads: showing value; ask --view "
+                                  "occlusion for the whole model's (")
+    assert attncli.generate("the cat", model=str(tiny), answer="sat on", head=1).view.kind \
+        == "value"
 
 
 @pytest.mark.parametrize("view", ["value", "occlusion"])

@@ -52,7 +52,8 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
     layers = attended.check()
-    asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude)
+    asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude,
+                            attention=attended.narrows(look.head))
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""

@@ -52,6 +52,9 @@ class Asked:
     # recorded in the result (show draws it again)
     view: str = "raw"
     occlude: str = "word"  # what occlusion masks together: token, word or turn
+    # --layers, --head or --combine given: auto shows value, since they choose among
+    # attention's layers and heads, which occlusion (the whole model) has none of
+    attention: bool = False
 
 
 NOTHING_MORE = Asked()
@@ -132,12 +135,13 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     """result with the value norms and the occlusion drops asked for (one more pass, or one
     masked pass per span of the prompt, batched), and the view they serve. The default view
     (auto) is decided here, once the text is known: occlusion where its passes take at most
-    AUTO_LOOKS looks, else value."""
+    AUTO_LOOKS looks and no layer or head was asked for, else value."""
     ids = [t.id for t in result.answer if t.id is not None]
     if asked.view == AUTO:
         spans = spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
         cost = looks(spans, len(built.ids) + len(ids))
-        chosen = "raw" if not ids else "occlusion" if cost <= AUTO_LOOKS else "value"
+        chosen = "raw" if not ids else "value" if asked.attention or cost > AUTO_LOOKS \
+            else "occlusion"
         asked = replace(asked, view=chosen, occlusion=chosen == "occlusion",
                         norms=asked.norms or (chosen == "value" and result.norms is None))
         result = replace(result, auto_looks=cost)

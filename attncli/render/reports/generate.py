@@ -59,6 +59,9 @@ def _chosen(result: GenerationResult, view: GenerateView) -> str:
     if view.kind == "occlusion":
         return (f"; the default view (--view auto): its masked passes took "
                 f"{result.auto_looks:.1f} looks, at most {AUTO_LOOKS}")
+    if result.auto_looks <= AUTO_LOOKS:
+        return ("; the default view (--view auto) for --layers, --head or --combine; --view "
+                "occlusion for the whole model's")
     return (f"; the default view (--view auto): occlusion would take {result.auto_looks:.1f} "
             f"looks, over {AUTO_LOOKS}; --view occlusion for it")
 
