@@ -100,7 +100,9 @@ def commands(model: str, repeats: int) -> dict[str, float]:
     import tempfile
 
     attncli = str(Path(sys.executable).with_name("attncli"))
-    lines = {"given": [attncli, "generate", PROMPT, "--raw", "--answer", ANSWER, "--model", model],
+    # --view raw: the one pass alone (the default view adds occlusion's or value's passes)
+    lines = {"given": [attncli, "generate", PROMPT, "--raw", "--answer", ANSWER, "--view", "raw",
+                       "--model", model],
              "run": [attncli, "run", PROMPT + ANSWER, "--layer", "-1", "--model", model]}
     times: dict[str, list[float]] = {name: [] for name in lines}
     for _ in range(repeats):

@@ -100,19 +100,21 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     """Let model answer prompt, or the conversation messages (OpenAI/Ollama chat), greedy
     unless sample; or, given answer, teacher-force it in one pass. Keeps what each answer token
     looked at (at: its index, or its text as --at takes it), shown by view (raw, value or
-    occlusion, masking each token, word or turn as occlude says). Every argument is checked
+    occlusion, masking each token, word or turn as occlude says; auto: occlusion where its
+    passes are few, else value). Every argument is checked
     before the model runs: a wrong type is one AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import Asked, generate_model
+    from attncli.records.asking import AUTO
     from attncli.records.generation import COMBINES, OCCLUDE, VIEWS, answer_index, check_view
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
-    if view not in VIEWS:
-        raise AttnCliError(f"attncli.generate(): view must be one of {', '.join(VIEWS)} "
-                           f"(got {view!r})")
+    if view not in (AUTO, *VIEWS):
+        raise AttnCliError(f"attncli.generate(): view must be one of "
+                           f"{', '.join((AUTO, *VIEWS))} (got {view!r})")
     if occlude not in OCCLUDE:
         raise AttnCliError(f"attncli.generate(): occlude must be one of {', '.join(OCCLUDE)} "
                            f"(got {occlude!r})")
@@ -124,12 +126,13 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     chat = None if messages is None else parse_messages(messages, "messages")
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
-    asked = Asked(chat, answer, norms=view == "value" or exclude_sinks,
-                  occlusion=view == "occlusion", view=view, occlude=occlude)
+    asked = Asked(chat, answer, norms=view in ("value", AUTO) or exclude_sinks,
+                  occlusion=view == "occlusion", view=view, occlude=occlude,
+                  attention=layers is not None or head is not None or combine != "mean")
     record = generate_model(model_path, prompt or "", sampling, system=system, raw=raw,
                             asked=asked)
     shown = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
-                         exclude_sinks=exclude_sinks, kind=view, occlude=occlude)
+                         exclude_sinks=exclude_sinks, kind=record.view, occlude=occlude)
     check_view(record, shown)
     return Generation(record, shown)
 

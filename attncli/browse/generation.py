@@ -40,6 +40,7 @@ def generation_source(result: GenerationResult) -> Source:
     marks = _marks(result)
     title = (f"{result.model.path} · {what} of {n} tokens, chosen at queries {p - 1}–{p + n - 2} "
              f"(earlier queries: not computed) · made with the {result.view} view"
+             + ("" if result.auto_looks is None else " (the default, --view auto)")
              + "".join(f" · {why}" for why in marks))
 
     def compute(row: int, what: str) -> RowData:

@@ -18,7 +18,7 @@ from attncli.cli.groups import Group
 from attncli.core.display import View, Window, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
-from attncli.records.asking import VIEWS, GenerateView, check_choices
+from attncli.records.asking import AUTO, VIEWS, GenerateView, check_choices
 
 if TYPE_CHECKING:
     from attncli.core.result import TokenInfo
@@ -56,10 +56,11 @@ class Answering(Group):
                                "shown is the one that ran. Its text is the answer unless given.",
                                show_default=False, metavar="FILE|-")
 
-    def asked(self, view: str = "raw", exclude_sinks: bool = False,
-              occlude: str = "word") -> Asked:
+    def asked(self, view: str = AUTO, exclude_sinks: bool = False,
+              occlude: str = "word", attention: bool = False) -> Asked:
         """The conversation and the given answer, read and checked, and what view (and the
-        sinks found by what they are, with exclude_sinks) needs computed."""
+        sinks found by what they are, with exclude_sinks) needs computed; attention: layers,
+        heads or their combining were asked for."""
         from attncli.models.generate.conversation import read_messages, split_last
         from attncli.models.generate.run import Asked
 
@@ -84,9 +85,10 @@ class Answering(Group):
             from attncli.models.generate.receipt import read_logprobs
 
             reported = read_logprobs(self.logprobs)
-        # The value norms serve the value view and the sinks found by what they are.
-        return Asked(messages, answer, view == "value" or exclude_sinks, view == "occlusion",
-                     reported, view, occlude)
+        # The value norms serve the value view (which auto may choose) and the sinks found by
+        # what they are.
+        return Asked(messages, answer, view in ("value", AUTO) or exclude_sinks,
+                     view == "occlusion", reported, view, occlude, attention)
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:
@@ -148,6 +150,10 @@ class Attended(Group):
     def __post_init__(self) -> None:
         check_choices(self.combine, self.kind, self.occlude)  # as the view record checks them
 
+    def narrows(self, head: int | None) -> bool:
+        """Whether --layers, --head or --combine chose among attention's layers and heads."""
+        return self.layers is not None or head is not None or self.combine != "mean"
+
     def check(self) -> Window | None:
         """--layers parsed, once, before any work: a window of the model's layers, or None for
         every layer."""
@@ -155,14 +161,15 @@ class Attended(Group):
 
     def view(self, result: GenerationResult, head: int | None, layers: Window | None,
              kind: str | None = None) -> GenerateView:
-        """The view of result (kind: --view's unless given): --at and --layers (as check
-        parsed it) resolved against it, and checked."""
+        """The view of result (kind: --view's unless given; auto: the one result was made
+        with): --at and --layers (as check parsed it) resolved against it, and checked."""
         from attncli.records.generation import answer_index, check_view
 
         span = None if layers is None else layers.resolve(result.model.layers, "layers")
+        wanted = self.kind if kind is None else kind
         view = GenerateView(at=answer_index(result, self.at), layers=span, head=head,
                             combine=self.combine, exclude_sinks=self.exclude_sinks,
-                            kind=self.kind if kind is None else kind)
+                            kind=result.view if wanted == AUTO else wanted)
         check_view(result, view)
         return view
 

@@ -11,7 +11,16 @@ from attncli.errors import AttnCliError
 from attncli.opt import check_bounds, opt
 
 COMBINES = ("mean", "max")
-VIEWS = ("raw", "value", "occlusion")
+VIEWS = ("raw", "value", "occlusion")  # the views a result is made with and drawn in
+AUTO = "auto"  # --view's default: occlusion where its passes are few, else value (run.py)
+# The default view (AUTO) is occlusion where its masked passes cost at most this many
+# looks (one look: one pass over the whole text, prompt and answer), else value. Occlusion by
+# word agrees with occlusion by token at 0.899 Spearman, value at 0.166 and raw at 0.144
+# (docs/why.md), so it is the view worth waiting for. The estimate runs above the batched cost
+# (bench/given.py: 39 spans over 80 tokens, estimated 29 looks, took 17 looks' time), so 16
+# keeps the default under about 10 looks' time, seconds on SmolLM2; the README's question takes
+# 2.8, a page of text over 100.
+AUTO_LOOKS = 16
 OCCLUDE = ("token", "word", "turn")  # what occlusion masks together
 GENERATION = "Generation"  # the --help heading of Sampling's options
 DEFAULT_MAX_NEW = 48
@@ -92,12 +101,14 @@ class GenerateView:
                               "raw weights).")
     k: int = 3  # prompt tokens ranked per answer token
     # raw weights, value-weighted (α·‖W_O v‖) or occlusion (log-prob drop)
-    kind: str = opt("raw", "--view", help="What ranks the prompt tokens: raw (attention weights), "
-                    "value (α·‖W_O v‖ per head, Kobayashi 2020) or occlusion (the answer token's "
-                    "log-prob drop with the token masked: one pass per prompt word, or as "
-                    "--occlude says).", metavar="raw|value|occlusion")
+    kind: str = opt(AUTO, "--view", help="What ranks the prompt tokens: raw (attention "
+                    "weights), value (α·‖W_O v‖ per head, Kobayashi 2020), occlusion (the answer "
+                    "token's log-prob drop with the token masked: one pass per prompt word, or as "
+                    "--occlude says) or auto (occlusion where its passes take at most "
+                    f"{AUTO_LOOKS} looks, else value; the legend says which).",
+                    metavar="auto|raw|value|occlusion")
     # what occlusion masks together: each token, each word (its tokens together) or each turn
-    occlude: str = opt("word", "--occlude", help="With --view occlusion: what is masked "
+    occlude: str = opt("word", "--occlude", help="With the occlusion view: what is masked "
                        "together, each token, each word (its tokens together) or each turn of "
                        "--messages.", metavar="token|word|turn")
 
@@ -109,7 +120,7 @@ def check_choices(combine: str, kind: str, occlude: str) -> None:
     """Refuse a --combine, --view or --occlude that is none of its choices, in one line."""
     if combine not in COMBINES:
         raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got {combine!r})")
-    if kind not in VIEWS:
-        raise AttnCliError(f"--view must be one of {', '.join(VIEWS)} (got {kind!r})")
+    if kind not in (AUTO, *VIEWS):
+        raise AttnCliError(f"--view must be one of {', '.join((AUTO, *VIEWS))} (got {kind!r})")
     if occlude not in OCCLUDE:
         raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got {occlude!r})")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attncli.core.result import ModelInfo, TokenInfo
-from attncli.records.asking import COMBINES, OCCLUDE, VIEWS, GenerateView, Sampling
+from attncli.records.asking import AUTO_LOOKS, COMBINES, OCCLUDE, VIEWS, GenerateView, Sampling
 from attncli.records.given import Occluded, Receipt, Template, Turn
 
 __all__ = ["COMBINES", "OCCLUDE", "VIEWS", "GenerateView", "GenerationResult"]
@@ -87,6 +87,9 @@ class GenerationResult:
     occluded: Occluded | None = None  # what occlusion masked together
     receipt: Receipt | None = None  # a runtime's log-probs against attncli's
     view: str = "raw"  # the view it was made for: raw, value or occlusion
+    # the default view's measure: occlusion's cost in looks (passes over the whole text), when
+    # --view auto chose the view by it (occlusion at most AUTO_LOOKS, else value); else None
+    auto_looks: float | None = None
 
     @property
     def answer_text(self) -> str:
@@ -100,7 +103,10 @@ class GenerationResult:
         return {"kind": "generate", "model": self.model.to_dict(),
                 "config": {"sampling": self.sampling_dict(), "template": self.template.to_dict(),
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
-                           "weights": kept, "given": self.given_answer, "view": self.view},
+                           "weights": kept, "given": self.given_answer, "view": self.view,
+                           **({} if self.auto_looks is None else
+                              {"view_chosen": {"by": "auto", "occlusion_looks": self.auto_looks,
+                                               "most_looks": AUTO_LOOKS}})},
                 "given": self.given,
                 "prompt": [t.to_dict() for t in self.prompt],
                 "answer": [t.to_dict() for t in self.answer],
@@ -112,6 +118,17 @@ class GenerationResult:
                 "steps": [{**step.to_dict(),
                            "weights": self.weights[s] if s < len(self.weights) else None}
                           for s, step in enumerate(self.steps)]}
+
+    def auto_note(self) -> str | None:
+        """What the default view chose, and why, where it is other than occlusion: one line."""
+        if self.auto_looks is None or self.view == "occlusion":
+            return None
+        if self.auto_looks <= AUTO_LOOKS:  # cheap, so chosen for --layers, --head or --combine
+            return (f"--layers, --head and --combine choose among attention's layers and heads: "
+                    f"showing {self.view}; ask --view occlusion for the whole model's "
+                    f"({self.auto_looks:.1f} looks)")
+        return (f"the occlusion view would take {self.auto_looks:.1f} looks (over "
+                f"{AUTO_LOOKS}): showing {self.view}; ask --view occlusion for it")
 
     def sampling_dict(self) -> dict[str, Any]:
         """config.sampling: the sampling record's, or the given answer's length."""

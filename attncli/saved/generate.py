@@ -120,6 +120,7 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         given_answer=maybe(doc["config"].get("given"), flag, "config.given") or
         doc["config"]["sampling"]["strategy"] == "given",
         view=maybe(doc["config"].get("view"), choice, "config.view", VIEWS) or "raw",
+        auto_looks=_auto_looks(doc["config"].get("view_chosen")),
         turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
                                                         len(answer)))
 
@@ -145,6 +146,19 @@ def _receipt(data: Any) -> Receipt:
         raise AttnCliError("saved file: receipt.choices_differ names a row without the two "
                            "choices")
     return receipt
+
+
+def _auto_looks(chosen: Any) -> float | None:
+    """config.view_chosen's occlusion cost in looks, where the default view chose the view."""
+    if chosen is None:
+        return None
+    if not isinstance(chosen, dict):
+        raise bad("config.view_chosen", chosen, "an object with occlusion_looks")
+    looks = number(need(chosen, "occlusion_looks", "config.view_chosen"),
+                   "config.view_chosen.occlusion_looks")
+    if not looks >= 0:
+        raise bad("config.view_chosen.occlusion_looks", looks, "a cost, 0 or more")
+    return looks
 
 
 def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:

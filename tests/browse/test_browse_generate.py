@@ -103,6 +103,7 @@ def test_the_cli_needs_a_terminal_and_a_model(cli, answered: Any, tmp_path: Path
     again = cli("browse", "--generation", str(saved))
     assert again.code == 0, again.err
     assert len(shown) == 2 and shown[0].tokens == shown[1].tokens == result.labels()
+    assert "made with the occlusion view (the default, --view auto)" in shown[0].title
     for row in range(3):
         np.testing.assert_array_equal(shown[0].get(row).weights, shown[1].get(row).weights)
 

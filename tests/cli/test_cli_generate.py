@@ -341,7 +341,7 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
     ({"max_new_tokens": 0}, "--max-new-tokens must be a whole number from 1"),
     ({"answer": 5}, "answer must be a string or None (got int 5)"),
     ({"messages": "hi"}, "messages must be a list or None"),
-    ({"view": "attention"}, "view must be one of raw, value, occlusion")])
+    ({"view": "attention"}, "view must be one of auto, raw, value, occlusion")])
 def test_api_arguments_are_checked_before_the_model_runs(
         tiny: Path, monkeypatch: pytest.MonkeyPatch, kwargs: dict[str, Any], says: str) -> None:
     from attncli.models.generate import run

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import attncli
+from attncli.records.asking import AUTO_LOOKS
 from tests.cli.test_cli_generate import tiny  # noqa: F401 (the module's fixture)
 from tests.conftest import attncli_process
 
@@ -52,8 +53,54 @@ def test_the_view_marks_turns_probabilities_and_other_choices(cli, tiny: Path) -
               "--at", "0")
     assert run.code == 0, run.err
     assert "a given answer of" in run.out and "teacher-forced" in run.out
-    assert "[user] " in run.out and "raw attention weights" in run.out
+    assert "[user] " in run.out and "occlusion: " in run.out  # the default view, a short prompt
     assert ", model: " in run.out  # a random model would not have written this answer
+
+
+def test_the_default_view_is_occlusion_where_it_is_cheap_and_else_value_saying_so(
+        cli, tiny: Path, tmp_path: Path) -> None:  # noqa: ANN001, F811
+    short = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on", "--json")
+    assert short.code == 0 and short.err == "", short.err
+    doc = json.loads(short.out)
+    t = len(doc["prompt"]) + len(doc["answer"])
+    spans = doc["occlusion_spans"]["spans"]  # each word, its variant run from its first token
+    assert doc["config"]["view"] == "occlusion" and len(doc["occlusion"]) == len(doc["answer"])
+    assert doc["config"]["view_chosen"] == {
+        "by": "auto", "most_looks": AUTO_LOOKS,
+        "occlusion_looks": pytest.approx(sum(t - min(s) for s in spans) / t, rel=1e-12)}
+    saved = tmp_path / "auto.json"
+    saved.write_text(short.out)
+    shown = " ".join(cli("show", str(saved)).out.split())
+    assert "occlusion: " in shown and "the default view (--view auto): its masked passes took" \
+        in shown
+    long_prompt = " ".join(f"word{i}" for i in range(30))
+    run = cli("generate", long_prompt, "--model", str(tiny), "--answer", "sat on", "--json")
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
+    looks = doc["config"]["view_chosen"]["occlusion_looks"]
+    assert doc["config"]["view"] == "value" and looks > AUTO_LOOKS
+    assert "value_norms" in doc and "occlusion" not in doc
+    assert run.err == (f"attncli: the occlusion view would take {looks:.1f} looks (over "
+                       f"{AUTO_LOOKS}): showing value; ask --view occlusion for it\n")
+    text = " ".join(cli("generate", long_prompt, "--model", str(tiny), "--answer", "sat on").out
+                    .split())
+    assert text.startswith(str(tiny)) and "value-weighted attention" in text
+    assert f"occlusion would take {looks:.1f} looks, over {AUTO_LOOKS}; --view occlusion" in text
+    asked = cli("generate", long_prompt, "--model", str(tiny), "--answer", "sat on", "--view",
+                "raw", "--json")  # an explicit view as asked, with no cost and no note
+    assert asked.err == "" and json.loads(asked.out)["config"]["view"] == "raw"
+    assert "view_chosen" not in json.loads(asked.out)["config"]
+    api = attncli.generate("the cat", model=str(tiny), answer="sat on")
+    assert api.record.view == api.view.kind == "occlusion" and api.record.auto_looks is not None
+    # --layers chooses among attention's layers, which occlusion has none of: value, said so
+    layered = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on", "--layers",
+                  "0:1")
+    assert "value-weighted attention" in layered.out and "layers 0:1" in layered.out
+    assert layered.err.startswith("attncli: --layers, --head and --combine choose among "
+                                  "attention's layers and heads: showing value; ask --view "
+                                  "occlusion for the whole model's (")
+    assert attncli.generate("the cat", model=str(tiny), answer="sat on", head=1).view.kind \
+        == "value"
 
 
 @pytest.mark.parametrize("view", ["value", "occlusion"])
@@ -125,7 +172,7 @@ def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: A
     (["--messages", "CHAT"], "ends with the assistant's turn"),
     (["--messages", "CHAT", "--explain-last", "--system", "x"], "holds the system turn"),
     (["--messages", "CHAT", "--explain-last", "--raw"], "--raw sends text without it"),
-    (["the cat", "--view", "flow"], "--view must be one of raw, value, occlusion"),
+    (["the cat", "--view", "flow"], "--view must be one of auto, raw, value, occlusion"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, tiny: Path, chat: Path, tmp_path: Path,  # noqa: ANN001, F811
                                       args: list[str], says: str) -> None:

@@ -29,7 +29,7 @@ __all__ = ["browser"]  # the fixture, shared with test_page_browser
 TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + "
             "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}"
             "{{ '<|im_start|>assistant\\n' }}{% endif %}")
-ARGS = ("--max-new-tokens", "5")
+ARGS = ("--max-new-tokens", "5", "--view", "raw")  # the raw weights expected() ranks
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +99,18 @@ def test_clicking_an_answer_token_ranks_the_prompt_as_the_json(browser, cli, tin
     assert text.endswith("".join(t["text"] for t in doc["answer"]))
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     assert requests(browser) == [page.as_uri()]
+
+
+def test_the_default_view_ranks_the_json_occlusion_drops(browser, cli, tiny: Path,  # noqa: ANN001
+                                                         tmp_path: Path) -> None:
+    command = ("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "5")
+    open_page(browser, cli, tmp_path, *command)
+    doc = json.loads(cli(*command, "--json").out)
+    assert doc["config"]["view"] == "occlusion"  # a short prompt: occlusion is cheap
+    left_out = set(doc["sinks"])
+    row = doc["occlusion"][0]
+    assert agrees(shown(browser), sorted(((j, row[j]) for j in range(len(doc["prompt"]))
+                                          if j not in left_out), key=lambda kw: (-kw[1], kw[0])))
 
 
 def test_the_pickers_and_hover_change_what_is_ranked(browser, cli, tiny: Path,  # noqa: ANN001

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 from attncli.cli.generating import Answering, Attended
@@ -27,7 +28,8 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     --explain-last (the conversation's last assistant turn) give the answer: it is
     teacher-forced in one pass, and each token shows its probability, its rank and the
     model's own choice where that differs. --view ranks the prompt tokens by raw weights, by
-    value-weighted attention, or by occlusion (what masking the token costs the answer).
+    value-weighted attention, or by occlusion (what masking the token costs the answer); by
+    default (auto) by occlusion where its passes are few, else by value, and says which.
 
     On a terminal the answer is written to stderr token by token as it comes (--stream,
     --no-stream). Ctrl-C stops the model and shows what it wrote so far (stopped:
@@ -50,7 +52,8 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
     layers = attended.check()
-    asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude)
+    asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude,
+                            attention=attended.narrows(look.head))
     if asked.messages is not None and source.text is not None:
         raise AttnCliError("give TEXT or --messages, not both")
     prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""
@@ -72,5 +75,8 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     with answering.streaming() as on_token:
         result = generate_model(model, prompt, sampling, answering.system, answering.raw, keep,
                                 on_token, encoding.allow_special, asked)
+    note = result.auto_note()
+    if note is not None:
+        sys.stderr.write(f"attncli: {note}\n")
     output.deliver_result(result, render_generation, attended.view(result, look.head, layers))
 

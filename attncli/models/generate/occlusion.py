@@ -141,6 +141,12 @@ def _masked_batch(model: Maskable, ids: list[int], batch: list[list[int]], rows:
     return _chosen(model.held_logits, final, answer_ids)  # (B, A)
 
 
+def looks(spans: list[list[int]], num_tokens: int) -> float:
+    """What occlusion's masked passes over spans cost, in passes over all num_tokens tokens:
+    each span's variant runs from its first position, (T - first) / T of one look."""
+    return sum(num_tokens - min(span) for span in spans if span) / max(num_tokens, 1)
+
+
 def spans_of(kind: str, tokens: list[TokenInfo], skip: list[int],
              turns: list[Turn]) -> list[list[int]]:
     """The prompt's spans occlusion masks together, none holding a token of skip: each token

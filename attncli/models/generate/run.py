@@ -14,11 +14,12 @@ from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens, open_model
 from attncli.models.generate.engine import Step, decode
 from attncli.models.generate.given import check_answer, teacher_forced
-from attncli.models.generate.occlusion import occlusion, spans_of
+from attncli.models.generate.occlusion import looks, occlusion, spans_of
 from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
 from attncli.models.generate.receipt import Reported, answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
+from attncli.records.asking import AUTO, AUTO_LOOKS
 from attncli.records.generation import AnswerStep, Candidate, GenerationResult
 from attncli.records.given import Occluded
 
@@ -47,8 +48,13 @@ class Asked:
     norms: bool = False  # keep ‖W_O v‖ per head and key, for the value view
     occlusion: bool = False  # one masked pass per prompt span, for the occlusion view
     reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
-    view: str = "raw"  # the view asked for, recorded in the result (show draws it again)
+    # the view asked for: raw, value, occlusion or auto (decided in _with_views), the one made
+    # recorded in the result (show draws it again)
+    view: str = "raw"
     occlude: str = "word"  # what occlusion masks together: token, word or turn
+    # --layers, --head or --combine given: auto shows value, since they choose among
+    # attention's layers and heads, which occlusion (the whole model) has none of
+    attention: bool = False
 
 
 NOTHING_MORE = Asked()
@@ -127,9 +133,19 @@ def _given(model: Model, model_path: str, built: Prompt, asked: Asked, keep: Kee
 def _with_views(model: Model, built: Prompt, result: GenerationResult,
                 asked: Asked) -> GenerationResult:
     """result with the value norms and the occlusion drops asked for (one more pass, or one
-    masked pass per span of the prompt, batched), and the view they serve."""
-    result = replace(result, view=asked.view)
+    masked pass per span of the prompt, batched), and the view they serve. The default view
+    (auto) is decided here, once the text is known: occlusion where its passes take at most
+    AUTO_LOOKS looks and no layer or head was asked for, else value."""
     ids = [t.id for t in result.answer if t.id is not None]
+    if asked.view == AUTO:
+        spans = spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
+        cost = looks(spans, len(built.ids) + len(ids))
+        chosen = "raw" if not ids else "value" if asked.attention or cost > AUTO_LOOKS \
+            else "occlusion"
+        asked = replace(asked, view=chosen, occlusion=chosen == "occlusion",
+                        norms=asked.norms or (chosen == "value" and result.norms is None))
+        result = replace(result, auto_looks=cost)
+    result = replace(result, view=asked.view)
     if not ids:
         return result
     if asked.norms:

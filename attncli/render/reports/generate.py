@@ -40,12 +40,30 @@ def legend(result: GenerationResult, view: GenerateView) -> str:
     if view.kind == "occlusion":
         sinks = (f"sinks not shown ({left})" if view.exclude_sinks else "sinks shown")
         by = "token" if result.occluded is None else result.occluded.by
-        return f"{KINDS[view.kind].format(MASKED[by])}; the whole model; {sinks}"
+        return (f"{KINDS[view.kind].format(MASKED[by])}; the whole model; {sinks}"
+                f"{_chosen(result, view)}")
     a, b = view.layers or result.layers_kept or (0, result.model.layers)
     heads = "every head" if view.head is None else f"head {view.head}"
     sinks = (f"sinks left out ({left}) and the rest renormalised" if view.exclude_sinks
              else "sinks kept")
-    return f"{KINDS[view.kind]}; layers {a}:{b}, {heads}, combined by {view.combine}; {sinks}"
+    return (f"{KINDS[view.kind]}; layers {a}:{b}, {heads}, combined by {view.combine}; {sinks}"
+            f"{_chosen(result, view)}")
+
+
+def _chosen(result: GenerationResult, view: GenerateView) -> str:
+    """Where the default view chose the view shown: what it chose by."""
+    from attncli.records.asking import AUTO_LOOKS
+
+    if result.auto_looks is None or view.kind != result.view:
+        return ""
+    if view.kind == "occlusion":
+        return (f"; the default view (--view auto): its masked passes took "
+                f"{result.auto_looks:.1f} looks, at most {AUTO_LOOKS}")
+    if result.auto_looks <= AUTO_LOOKS:
+        return ("; the default view (--view auto) for --layers, --head or --combine; --view "
+                "occlusion for the whole model's")
+    return (f"; the default view (--view auto): occlusion would take {result.auto_looks:.1f} "
+            f"looks, over {AUTO_LOOKS}; --view occlusion for it")
 
 
 def heading(result: GenerationResult) -> str:
