@@ -16,7 +16,6 @@ weights (any scale bits: inf, NaN) give NaN where the reference is NaN, and its 
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
 import pytest
@@ -252,7 +251,7 @@ def test_quantized_matrix_linear_is_f_linear_on_the_dequantized_matrix() -> None
 
 
 def test_dense_rows_takes_torchs_product_from_that_many_rows_piece_by_piece(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        dequantized_pieces: list[int]) -> None:
     """Within dense_rows(n): n rows or more are F.linear on the dequantized matrix (in pieces
     of DENSE_PIECE values, each piece's columns F.linear's own), fewer take the kernels."""
     rng = np.random.default_rng(7)
@@ -263,15 +262,8 @@ def test_dense_rows_takes_torchs_product_from_that_many_rows_piece_by_piece(
     x = torch.randn(2, 5, 512, generator=torch.Generator().manual_seed(7))
     bias = torch.randn(40, generator=torch.Generator().manual_seed(8))
     ref = torch.nn.functional.linear(x, dense, bias)  # (2, 5, 40)
-    monkeypatch.setattr(qmatmul, "DENSE_PIECE", 512 * 16)  # pieces of 16 rows: 16, 16, 8
-    read: list[int] = []
-    original = qmatmul.dequantize
-
-    def counted(blocks: np.ndarray, qtype: Q, **options: Any) -> np.ndarray:
-        read.append(blocks.shape[0])
-        return original(blocks, qtype, **options)
-
-    monkeypatch.setattr(qmatmul, "dequantize", counted)
+    read = dequantized_pieces  # pieces of 16 rows: 16, 16, 8
+    read.clear()  # the reference's own dequantization above
     with qmatmul.dense_rows(10):
         pieces = matrix.linear(x, bias)  # 10 rows
         kernel = matrix.linear(x[0], bias)  # 5 rows: the kernels

@@ -4,10 +4,7 @@ matrix at a time from blocks read again where the matrix can be, holding no floa
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-import pytest
 import torch
 from gguf import GGMLQuantizationType as Q
 
@@ -21,7 +18,7 @@ def _matrix(rows: int, seed: int) -> np.ndarray:
     return blocks
 
 
-def test_the_gradient_to_x_is_f_linears_piece_by_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gradient_to_x_is_f_linears_piece_by_piece(dequantized_pieces: list[int]) -> None:
     blocks = _matrix(40, 3)
     reads: list[int] = []
 
@@ -34,15 +31,8 @@ def test_the_gradient_to_x_is_f_linears_piece_by_piece(monkeypatch: pytest.Monke
     x = torch.randn(2, 5, 512, generator=torch.Generator().manual_seed(3), requires_grad=True)
     weights = torch.randn(2, 5, 40, generator=torch.Generator().manual_seed(4))  # (2, 5, 40)
     bias = torch.randn(40, generator=torch.Generator().manual_seed(5))
-    monkeypatch.setattr(qmatmul, "DENSE_PIECE", 512 * 16)  # pieces of 16 rows: 16, 16, 8
-    pieces: list[int] = []
-    original = qmatmul.dequantize
-
-    def counted(blocks: np.ndarray, qtype: Q, **options: Any) -> np.ndarray:
-        pieces.append(blocks.shape[0])
-        return original(blocks, qtype, **options)
-
-    monkeypatch.setattr(qmatmul, "dequantize", counted)
+    pieces = dequantized_pieces  # pieces of 16 rows: 16, 16, 8
+    pieces.clear()  # the reference's own dequantization above
     (matrix.linear(x, bias) * weights).sum().backward()
     got, x.grad = x.grad, None
     assert pieces == [16, 16, 8] and reads == [1]  # read again once, dequantized by pieces
