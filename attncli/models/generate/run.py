@@ -137,8 +137,9 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     (auto) is decided here, once the text is known: occlusion where its passes take at most
     AUTO_LOOKS looks and no layer or head was asked for, else value."""
     ids = [t.id for t in result.answer if t.id is not None]
+    spans = (spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
+             if asked.view == AUTO or asked.occlusion else [])
     if asked.view == AUTO:
-        spans = spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
         cost = looks(spans, len(built.ids) + len(ids))
         chosen = "raw" if not ids else "value" if asked.attention or cost > AUTO_LOOKS \
             else "occlusion"
@@ -151,7 +152,6 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     if asked.norms:
         result = replace(result, norms=teacher_forced(model, built.ids, ids).norms)
     if asked.occlusion:
-        spans = spans_of(asked.occlude, built.tokens, built.sinks, result.turns)
         result = replace(result, occlusion=occlusion(model, built.ids, ids, spans),
                          occluded=Occluded(asked.occlude, spans))
     return result
