@@ -23,10 +23,9 @@ from attncli.saved.parts import (
     bad,
     check_cells,
     choice,
-    flag,
     integer,
     items,
-    maybe,
+    matrix,
     need,
     number,
     obj,
@@ -45,12 +44,22 @@ class Kept(TypedDict):
     head: int | None
 
 
-class Config(TypedDict):
+class Chosen(TypedDict):
+    occlusion_looks: float  # the occlusion's cost, in looks
+
+
+class _Config(TypedDict):
     sampling: Sampling
     template: Template
     stop_ids: list[int]
     stopped: str
     weights: Kept
+
+
+class Config(_Config, total=False):
+    given: bool  # a given answer's (absent: one the model chose)
+    view: str  # the view made (absent: raw)
+    view_chosen: Chosen | None  # why the default view chose the view made
 
 
 def _sampling(value: Any, where: str) -> Sampling:
@@ -77,7 +86,7 @@ def _sampling(value: Any, where: str) -> Sampling:
 
 TOKEN_ID = Key(high=ID_BOUND)
 RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "stop_ids": TOKEN_ID,
-                           "stopped": Key(choices=STOPPED)},
+                           "stopped": Key(choices=STOPPED), "view": Key(choices=VIEWS)},
                   AnswerStep: {"id": TOKEN_ID},
                   Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
                   Receipt: {"compared": Key(choices=("tokens", "text"))}}
@@ -98,6 +107,10 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     if (head := config["weights"]["head"]) is not None:
         integer(head, "config.weights.head", 0, model.heads - 1)
     heads = model.heads if head is None else 1
+    chosen = config.get("view_chosen")
+    looks = None if chosen is None else chosen["occlusion_looks"]
+    if looks is not None and looks < 0:
+        raise bad("config.view_chosen.occlusion_looks", looks, "a cost, 0 or more")
     steps = items(need(doc, "steps", "the file"), "steps", len(answer))
     check_cells((b - a) * heads * sum(p + s for s in range(len(steps))), "the saved generation")
     records, weights = [], []
@@ -117,10 +130,8 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
         steps=records, weights=weights,
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
-        given_answer=maybe(doc["config"].get("given"), flag, "config.given") or
-        doc["config"]["sampling"]["strategy"] == "given",
-        view=maybe(doc["config"].get("view"), choice, "config.view", VIEWS) or "raw",
-        auto_looks=_auto_looks(doc["config"].get("view_chosen")),
+        given_answer=config.get("given") or doc["config"]["sampling"]["strategy"] == "given",
+        view=config.get("view", "raw"), auto_looks=looks,
         turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
                                                         len(answer)))
 
@@ -148,19 +159,6 @@ def _receipt(data: Any) -> Receipt:
     return receipt
 
 
-def _auto_looks(chosen: Any) -> float | None:
-    """config.view_chosen's occlusion cost in looks, where the default view chose the view."""
-    if chosen is None:
-        return None
-    if not isinstance(chosen, dict):
-        raise bad("config.view_chosen", chosen, "an object with occlusion_looks")
-    looks = number(need(chosen, "occlusion_looks", "config.view_chosen"),
-                   "config.view_chosen.occlusion_looks")
-    if not looks >= 0:
-        raise bad("config.view_chosen.occlusion_looks", looks, "a cost, 0 or more")
-    return looks
-
-
 def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:
     """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
     out: dict[str, Any] = {}
@@ -170,10 +168,7 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
     if doc.get("receipt") is not None:
         out["receipt"] = _receipt(doc["receipt"])
     if doc.get("occlusion") is not None:
-        rows = items(doc["occlusion"], "occlusion", a)
-        out["occlusion"] = [[number(v, f"occlusion[{s}][{j}]")
-                             for j, v in enumerate(items(row, f"occlusion[{s}]", p))]
-                            for s, row in enumerate(rows)]
+        out["occlusion"] = matrix(doc["occlusion"], "occlusion", a, p)
     if doc.get("occlusion_spans") is not None:
         out["occluded"] = read(Occluded, doc["occlusion_spans"], "occlusion_spans",
                                {Occluded: {"by": Key(choices=OCCLUDE), "spans": Key(high=p - 1)}})

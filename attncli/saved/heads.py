@@ -169,13 +169,13 @@ def _measures(data: Any, span: list[int], heads: int, kv_heads: int | None,
         if pair in seen:
             raise AttnCliError(f"saved file: {at} repeats layer {pair[0]} head {pair[1]}")
         seen.add(pair)
-        kept = {"layer": pair[0], "head": pair[1], **{m: record[m] for m in MEASURES},
-                **{key: need(record, key, at) for key in wanted}}
-        if len(set(kept.get("labels", []))) != len(kept.get("labels", [])):
+        for key in wanted:
+            need(record, key, at)
+        if len(set(record.get("labels", []))) != len(record.get("labels", [])):
             raise AttnCliError(f"saved file: {at}.labels repeats a score")
         if kv_heads is not None:
-            integer(kept["kv_head"], f"{at}.kv_head", 0, kv_heads - 1)
-        out.append(kept)
+            integer(record["kv_head"], f"{at}.kv_head", 0, kv_heads - 1)
+        out.append(record)
     return out
 
 

@@ -113,6 +113,19 @@ def items(value: Any, where: str, length: int | None = None) -> list[Any]:
     return value
 
 
+def shaped(value: list[Any], where: str, *sizes: int | None) -> Any:
+    """Nested lists (read by the walker) of sizes[0] items, each of sizes[1:]; a None size: as
+    many as the first item holds, which must not be empty."""
+    items(value, where, sizes[0])
+    if len(sizes) > 1 and value:
+        inner = sizes[1] if sizes[1] is not None else len(items(value[0], f"{where}[0]"))
+        if inner == 0:
+            raise AttnCliError(f"saved file: {where}[0] is empty")
+        for i, part in enumerate(value):
+            shaped(part, f"{where}[{i}]", inner, *sizes[2:])
+    return value
+
+
 def row(value: Any, where: str, length: int | None, nulls: bool) -> list[float | None]:
     """A list of finite numbers (null too where nulls), of length items when given."""
     out: list[float | None] = []

@@ -1,6 +1,7 @@
 """One reader for what a saved document holds: it walks a record's annotations (a dataclass, or a
 TypedDict for the objects kept as dicts) and reads each field from its JSON key, checked for its
-type (and its bounds or choices), naming the path in the document where a part fails."""
+type (and its bounds or choices), naming the path in the document where a part fails. A
+TypedDict keeps the keys it does not declare, printable, as the file has them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,17 @@ from dataclasses import MISSING, dataclass
 from functools import cache
 from typing import Any, TypeVar
 
-from attncli.saved.parts import bad, choice, flag, integer, need, number, obj, string
+from attncli.saved.parts import (
+    choice,
+    flag,
+    integer,
+    items,
+    need,
+    number,
+    obj,
+    printable,
+    string,
+)
 
 T = TypeVar("T")
 
@@ -34,6 +45,12 @@ class Key:
 
 Keys = dict[str, Key]
 Table = dict[Any, Keys]  # each record's keys that are not simply its fields' names and types
+
+
+@cache
+def keys_of(record: Any) -> frozenset[str]:
+    """The JSON keys a record declares (left out when absent: not kept as the file's extras)."""
+    return frozenset(name for name, *_ in _fields(record))
 
 
 @cache
@@ -68,10 +85,12 @@ def value(hint: Any, data: Any, at: str, key: Key, table: Table) -> Any:
         return key.check(data, at)
     origin = typing.get_origin(hint)
     if origin is list:
-        if not isinstance(data, list):
-            raise bad(at, data, "a list")
         (item,) = typing.get_args(hint)
-        return [value(item, v, f"{at}[{i}]", key, table) for i, v in enumerate(data)]
+        return [value(item, v, f"{at}[{i}]", key, table) for i, v in enumerate(items(data, at))]
+    if origin is tuple:
+        args = typing.get_args(hint)
+        pairs = zip(args, items(data, at, len(args)), strict=True)
+        return tuple(value(item, v, f"{at}[{i}]", key, table) for i, (item, v) in enumerate(pairs))
     if origin is dict:
         _, item = typing.get_args(hint)
         return {string(k, at): value(item, v, f"{at}[{k!r}]", key, table)
@@ -88,7 +107,7 @@ def value(hint: Any, data: Any, at: str, key: Key, table: Table) -> Any:
         return string(data, at)
     if dataclasses.is_dataclass(hint) or typing.is_typeddict(hint):
         return read(hint, data, at, table)
-    return data  # Any: kept as it is
+    return printable(data)  # Any: kept as the file has it
 
 
 def read(record: type[T], data: Any, at: str, table: Table) -> T:
@@ -115,6 +134,8 @@ def read(record: type[T], data: Any, at: str, table: Table) -> T:
             where = f"{at}.{json}" if at else json
             found[name] = value(hint, need(doc, json, at or "the file"), where, key, table)
     if typed:  # in the document's order, as the command that wrote it wrote it
-        order = {name: k for k, name in enumerate(doc)}
-        return typing.cast(T, dict(sorted(found.items(), key=lambda kv: order[kv[0]])))
+        declared = keys_of(typing.cast(Any, record))
+        return typing.cast(T, {string(k, at or "the file"): found[k] if k in found
+                               else printable(v) for k, v in doc.items()
+                               if k in found or k not in declared})
     return record(**found)
