@@ -48,8 +48,9 @@ def receipts(model: Path, count: int, new: int, threads: int) -> list[dict]:
 
     from attncli.models.family import Tokens, open_model
     from attncli.models.generate.receipt import read_logprobs
-    from attncli.models.generate.run import Asked, generate_model
+    from attncli.models.generate.run import generate_model
     from attncli.models.predict import token_texts
+    from attncli.records.asking import GenerationRequest
 
     torch.set_num_threads(threads)
     prompts = prompt_ids(model, count)
@@ -61,8 +62,9 @@ def receipts(model: Path, count: int, new: int, threads: int) -> list[dict]:
         for k, (text, (ids, logprobs)) in enumerate(zip(PROMPTS, answers, strict=False)):
             pieces = [bytes.fromhex(str(texts(i)["bytes"])) for i in ids]
             path = logprobs_file(Path(folder), str(k), pieces, logprobs)
-            result = generate_model(str(model), text, raw=True, allow_special=True,
-                                    asked=Asked(reported=read_logprobs(path)))
+            result = generate_model(GenerationRequest(
+                str(model), text, reported=read_logprobs(path), raw=True, allow_special=True,
+                view="raw", exclude_sinks=False))
             assert result.receipt is not None, "--logprobs makes a receipt"
             out.append(result.receipt)
     return out

@@ -127,15 +127,19 @@ def _gradient_rows(model: str, ids: list[int], p: int,
 def measure(model: str, prompt: str, new: int, raw: bool,
             gradients: bool = False) -> dict[str, dict[str, float]]:
     """Each view's mean Spearman with occlusion and its function-word share, on one prompt."""
-    from attncli.models.generate.run import Asked, generate_model
+    from attncli.models.generate.run import generate_model
     from attncli.models.generate.sampling import Sampling
+    from attncli.records.asking import GenerationRequest
     from attncli.records.generation import GenerateView
 
-    result = generate_model(model, prompt, Sampling(max_new_tokens=new), raw=raw,
-                            asked=Asked(norms=True, occlusion=True, occlude="token"))
+    sampling = Sampling(max_new_tokens=new)
+    result = generate_model(GenerationRequest(model, prompt, sampling=sampling, raw=raw,
+                                              view="raw", exclude_sinks=False,
+                                              also=("value", "occlusion"), occlude="token"))
     # The same greedy answer again, occluded a word at a time (its tokens masked together).
-    by_word = generate_model(model, prompt, Sampling(max_new_tokens=new), raw=raw,
-                             asked=Asked(occlusion=True, occlude="word"))
+    by_word = generate_model(GenerationRequest(model, prompt, sampling=sampling, raw=raw,
+                                               view="raw", exclude_sinks=False,
+                                               also=("occlusion",)))
     assert [t.id for t in by_word.answer] == [t.id for t in result.answer], "greedy twice"
     p, sinks = len(result.prompt), set(result.sinks)
     content = [j for j in range(p) if j not in sinks]

@@ -105,36 +105,24 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     before the model runs: a wrong type is one AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
+    from attncli.core.display import Window
     from attncli.models.generate.conversation import parse_messages
-    from attncli.models.generate.run import Asked, generate_model
-    from attncli.records.asking import AUTO
-    from attncli.records.generation import COMBINES, OCCLUDE, VIEWS, answer_index, check_view
+    from attncli.models.generate.run import generate_model
+    from attncli.records.asking import GenerationRequest
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
-    if view not in (AUTO, *VIEWS):
-        raise AttnCliError(f"attncli.generate(): view must be one of "
-                           f"{', '.join((AUTO, *VIEWS))} (got {view!r})")
-    if occlude not in OCCLUDE:
-        raise AttnCliError(f"attncli.generate(): occlude must be one of {', '.join(OCCLUDE)} "
-                           f"(got {occlude!r})")
-    if combine not in COMBINES:
-        raise AttnCliError(f"attncli.generate(): combine must be one of {', '.join(COMBINES)} "
-                           f"(got {combine!r})")
-    model_path = str(typed("generate", "model", model, str))
     span = _span(layers)
-    chat = None if messages is None else parse_messages(messages, "messages")
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
-    asked = Asked(chat, answer, norms=view in ("value", AUTO) or exclude_sinks,
-                  occlusion=view == "occlusion", view=view, occlude=occlude,
-                  attention=layers is not None or head is not None or combine != "mean")
-    record = generate_model(model_path, prompt or "", sampling, system=system, raw=raw,
-                            asked=asked)
-    shown = GenerateView(at=answer_index(record, at), layers=span, head=head, combine=combine,
-                         exclude_sinks=exclude_sinks, kind=record.view, occlude=occlude)
-    check_view(record, shown)
-    return Generation(record, shown)
+    request = GenerationRequest(
+        str(typed("generate", "model", model, str)), prompt or "",
+        None if messages is None else parse_messages(messages, "messages"), answer,
+        system=system, raw=raw, sampling=sampling, view=view, occlude=occlude,
+        exclude_sinks=exclude_sinks, combine=combine, head=head, at=at, keep_all=True,
+        layers=None if span is None else Window("layers", *span))
+    record = generate_model(request)
+    return Generation(record, request.shown(record))
 
 
 # generate()'s arguments (model and layers apart) and the types each must have.

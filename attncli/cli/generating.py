@@ -2,8 +2,8 @@
 and how its answer is streamed (Answering: the conversation, the given answer, the receipt's
 files, read and checked here) and which of its attention a view shows (Attended: the fields of
 records/asking.py's GenerateView, as the command line gives them). How the next token is chosen
-is Sampling's own (records/asking.py), taken by the commands as it is. They declare; they never
-run the model."""
+is Sampling's own (records/asking.py), taken by the commands as it is. Answering.request builds
+the one GenerationRequest from them all; they declare, and never run the model."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from attncli.activity import hush
 from attncli.cli.groups import Group
-from attncli.core.display import View, Window, parse_window
+from attncli.core.display import View, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
-from attncli.records.asking import AUTO, VIEWS, GenerateView, check_choices
+from attncli.records.asking import VIEWS, GenerateView, GenerationRequest, Sampling, check_choices
 
 if TYPE_CHECKING:
+    from attncli.cli.options import Source
     from attncli.core.result import TokenInfo
-    from attncli.models.generate.run import Asked
     from attncli.records.generation import GenerationResult
 
 
@@ -56,13 +56,12 @@ class Answering(Group):
                                "shown is the one that ran. Its text is the answer unless given.",
                                show_default=False, metavar="FILE|-")
 
-    def asked(self, view: str = AUTO, exclude_sinks: bool = False,
-              occlude: str = "word", attention: bool = False) -> Asked:
-        """The conversation and the given answer, read and checked, and what view (and the
-        sinks found by what they are, with exclude_sinks) needs computed; attention: layers,
-        heads or their combining were asked for."""
+    def request(self, model: str, source: Source, sampling: Sampling, attended: Attended,
+                head: int | None, allow_special: bool = False,
+                json: bool = False) -> GenerationRequest:
+        """The one request: the conversation (or TEXT, read after it), the given answer and the
+        runtime's log-probs read and checked, with the sampling and the view asked for."""
         from attncli.models.generate.conversation import read_messages, split_last
-        from attncli.models.generate.run import Asked
 
         given = [name for name, value in (("--answer", self.answer_text),
                                           ("--answer-file", self.answer_file),
@@ -85,10 +84,12 @@ class Answering(Group):
             from attncli.models.generate.receipt import read_logprobs
 
             reported = read_logprobs(self.logprobs)
-        # The value norms serve the value view (which auto may choose) and the sinks found by
-        # what they are.
-        return Asked(messages, answer, view in ("value", AUTO) or exclude_sinks,
-                     view == "occlusion", reported, view, occlude, attention)
+        if messages is not None and source.text is not None:
+            raise AttnCliError("give TEXT or --messages, not both")
+        prompt = "" if messages is not None else source.read(settle=False)[0] or ""
+        return GenerationRequest(model, prompt, messages, answer, reported, self.system,
+                                 self.raw, allow_special, sampling, json=json,
+                                 **attended.asking(head))
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:
@@ -150,28 +151,15 @@ class Attended(Group):
     def __post_init__(self) -> None:
         check_choices(self.combine, self.kind, self.occlude)  # as the view record checks them
 
-    def narrows(self, head: int | None) -> bool:
-        """Whether --layers, --head or --combine chose among attention's layers and heads."""
-        return self.layers is not None or head is not None or self.combine != "mean"
+    def asking(self, head: int | None) -> dict[str, Any]:
+        """The request's view fields, --layers parsed once, before any work."""
+        return {"view": self.kind, "occlude": self.occlude, "exclude_sinks": self.exclude_sinks,
+                "combine": self.combine, "head": head, "at": self.at,
+                "layers": None if self.layers is None else parse_window(self.layers, "--layers")}
 
-    def check(self) -> Window | None:
-        """--layers parsed, once, before any work: a window of the model's layers, or None for
-        every layer."""
-        return None if self.layers is None else parse_window(self.layers, "--layers")
-
-    def view(self, result: GenerationResult, head: int | None, layers: Window | None,
-             kind: str | None = None) -> GenerateView:
-        """The view of result (kind: --view's unless given; auto: the one result was made
-        with): --at and --layers (as check parsed it) resolved against it, and checked."""
-        from attncli.records.generation import answer_index, check_view
-
-        span = None if layers is None else layers.resolve(result.model.layers, "layers")
-        wanted = self.kind if kind is None else kind
-        view = GenerateView(at=answer_index(result, self.at), layers=span, head=head,
-                            combine=self.combine, exclude_sinks=self.exclude_sinks,
-                            kind=result.view if wanted == AUTO else wanted)
-        check_view(result, view)
-        return view
+    def view(self, result: GenerationResult, head: int | None, kind: str) -> GenerateView:
+        """A saved generation's view in kind, as the request that made it would show it."""
+        return GenerationRequest(result.model.path, **self.asking(head)).shown(result, kind)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,21 @@
-"""What a generation is asked, with its options: how the next token is chosen (Sampling) and
-which of the answer's attention a view shows (GenerateView). Plain data, no torch, no numpy:
-the command line reads them for --help."""
+"""What a generation is asked, with its options: how the next token is chosen (Sampling),
+which of the answer's attention a view shows (GenerateView), and the whole request the model's
+door takes (GenerationRequest), built once by the command line and by the Python API alike.
+Plain data, no torch, no numpy: the command line reads them for --help."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from attncli.errors import AttnCliError
 from attncli.opt import check_bounds, opt
+
+if TYPE_CHECKING:
+    from attncli.core.display import Window
+    from attncli.records.generation import GenerationResult
+    from attncli.records.given import Reported
 
 COMBINES = ("mean", "max")
 VIEWS = ("raw", "value", "occlusion")  # the views a result is made with and drawn in
@@ -124,3 +131,63 @@ def check_choices(combine: str, kind: str, occlude: str) -> None:
         raise AttnCliError(f"--view must be one of {', '.join((AUTO, *VIEWS))} (got {kind!r})")
     if occlude not in OCCLUDE:
         raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got {occlude!r})")
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One generation, each part parsed once: the checkpoint, the prompt (or a conversation),
+    an answer to explain instead of writing one, the sampling, and what the result keeps and
+    which view shows it."""
+
+    model: str
+    prompt: str = ""
+    messages: list[dict[str, Any]] | None = None  # a chat, rendered by the template
+    answer: str | None = None  # teacher-forced in one pass, no generation
+    reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
+    system: str | None = None
+    raw: bool = False  # no chat template
+    allow_special: bool = False
+    sampling: Sampling = field(default_factory=Sampling)
+    # The view: raw, value, occlusion or auto (decided once the text is known, the one made
+    # recorded in the result), and GenerateView's other choices as given.
+    view: str = GenerateView.kind
+    occlude: str = GenerateView.occlude
+    exclude_sinks: bool = GenerateView.exclude_sinks
+    combine: str = GenerateView.combine
+    layers: Window | None = None  # --layers, resolved against the model's
+    head: int | None = None
+    at: int | str | None = None  # the answer token shown: its index, or its text
+    keep_all: bool = False  # keep every layer's and head's weights, not only those shown
+    json: bool = False  # the weights go into a JSON: its size is checked against its budget
+    also: tuple[str, ...] = ()  # views made beside the one shown (bench/views.py compares)
+
+    def __post_init__(self) -> None:
+        check_choices(self.combine, self.view, self.occlude)
+        for name in self.also:
+            check_choices(self.combine, name, self.occlude)
+
+    @property
+    def norms(self) -> bool:
+        """Whether the value norms are made: for the value view (which auto may choose), and
+        for the sinks found by what they are."""
+        return self.view in ("value", AUTO) or self.exclude_sinks or "value" in self.also
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether --layers, --head or --combine chose among attention's layers and heads: auto
+        then shows value, since occlusion covers the whole model."""
+        return self.layers is not None or self.head is not None or self.combine != "mean"
+
+    def shown(self, result: GenerationResult, kind: str | None = None) -> GenerateView:
+        """The view of result (kind: the request's unless given; auto: the one result was made
+        with), --at and --layers resolved against it, and checked."""
+        from attncli.records.generation import answer_index, check_view
+
+        span = None if self.layers is None else self.layers.resolve(result.model.layers,
+                                                                    "layers")
+        wanted = self.view if kind is None else kind
+        view = GenerateView(at=answer_index(result, self.at), layers=span, head=self.head,
+                            combine=self.combine, exclude_sinks=self.exclude_sinks,
+                            kind=result.view if wanted == AUTO else wanted, occlude=self.occlude)
+        check_view(result, view)
+        return view

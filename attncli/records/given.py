@@ -92,3 +92,13 @@ class Receipt:
                 "flag_above": self.flag_above,
                 "largest": {"text": self.largest.text, "difference": self.largest.difference},
                 "flagged": self.flagged, "choices_differ": self.choices_differ}
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One token as the runtime reported it."""
+
+    text: str
+    data: bytes  # the token's bytes (Ollama's "bytes", else its text in UTF-8)
+    logprob: float
+    choice: str | None  # its likeliest token there, where it reported its top candidates

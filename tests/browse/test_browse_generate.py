@@ -14,6 +14,7 @@ from attncli.browse.app import BrowseApp
 from attncli.browse.generation import generation_matrices, generation_source
 from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
+from attncli.records.asking import GenerationRequest
 from attncli.render.jsonout import json_pieces
 from tests.browse.test_browse import drive, ranked, screen_text, settle
 from tests.llama_fixtures import save_family
@@ -26,7 +27,9 @@ PROMPT = "the cat sat on the mat and the dog ran after it because it was there"
 def answered(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("browse-generate") / "llama"
     save_family(folder, "llama", seed=21)
-    return folder, generate_model(str(folder), PROMPT, Sampling(max_new_tokens=4), raw=True)
+    return folder, generate_model(GenerationRequest(
+        str(folder), PROMPT, sampling=Sampling(max_new_tokens=4), raw=True,
+        view="raw", exclude_sinks=False))
 
 
 def test_each_steps_query_row_holds_its_own_weights_and_the_rest_is_empty(answered: Any) -> None:
@@ -110,8 +113,6 @@ def test_the_cli_needs_a_terminal_and_a_model(cli, answered: Any, tmp_path: Path
 
 def test_a_given_answer_names_its_turns_view_and_receipt(tmp_path: Path) -> None:
     from attncli.models.generate.receipt import read_logprobs
-    from attncli.models.generate.run import Asked
-
     folder = tmp_path / "llama"
     save_family(folder, "llama", seed=21)
     (folder / "tokenizer_config.json").write_text(
@@ -121,9 +122,9 @@ def test_a_given_answer_names_its_turns_view_and_receipt(tmp_path: Path) -> None
     logprobs = tmp_path / "logprobs.json"
     logprobs.write_text('{"logprobs": [{"token": "sat", "logprob": -2.5}, '
                         '{"token": " on", "logprob": -9.0}]}')
-    result = generate_model(str(folder), "", asked=Asked(
-        messages=[{"role": "user", "content": "the cat"}], reported=read_logprobs(logprobs),
-        view="raw"))
+    result = generate_model(GenerationRequest(
+        str(folder), messages=[{"role": "user", "content": "the cat"}],
+        reported=read_logprobs(logprobs), view="raw", exclude_sinks=False))
     title = generation_source(result).title
     assert "a given answer, teacher-forced, of" in title and "made with the raw view" in title
     turn = result.turns[0]
@@ -134,15 +135,14 @@ def test_a_given_answer_names_its_turns_view_and_receipt(tmp_path: Path) -> None
 
 def test_the_overview_shows_the_turns_and_the_receipts_rows(tmp_path: Path) -> None:
     from attncli.models.generate.receipt import read_logprobs
-    from attncli.models.generate.run import Asked
-
     folder = tmp_path / "llama"
     save_family(folder, "llama", seed=21)
     logprobs = tmp_path / "logprobs.json"  # ' on' altered by hand: flagged
     logprobs.write_text('{"logprobs": [{"token": "sat", "logprob": -2.5}, '
                         '{"token": " on", "logprob": -40.0}]}')
-    result = generate_model(str(folder), "the cat", raw=True,
-                            asked=Asked(reported=read_logprobs(logprobs), view="raw"))
+    result = generate_model(GenerationRequest(str(folder), "the cat", raw=True,
+                                              view="raw", exclude_sinks=False,
+                                              reported=read_logprobs(logprobs)))
     assert result.receipt is not None
     on = next(r for r in result.receipt.rows if r.text == " on")
     source = generation_source(result)

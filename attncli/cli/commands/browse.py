@@ -9,7 +9,7 @@ import typer
 
 from attncli.activity import hush
 from attncli.browse.terminal import check_terminal, run_in_terminal
-from attncli.cli.generating import Answering
+from attncli.cli.generating import Answering, Attended
 from attncli.cli.groups import Fields, command
 from attncli.cli.options import Chapter3, Checkpoint, Compute, Encoding, Source
 from attncli.cli.output import Saver
@@ -71,12 +71,14 @@ def browse(
     elif generate:
         model = needed_model(checkpoint.model, "browse --generate", " (the decoder that answers)")
         from attncli.browse.generation import generation_source
+        from attncli.cli.streams import after_imports
         from attncli.models.generate.run import generate_model
 
-        asked = answering.asked()  # --messages, or TEXT
-        prompt = "" if asked.messages is not None else source.read()[0] or ""
-        result = generate_model(model, prompt, sampling, answering.system, answering.raw,
-                                allow_special=encoding.allow_special, asked=asked)
+        # --messages, or TEXT; the view's defaults (browse draws every view it is given)
+        asked = answering.request(model, source, sampling, Attended(), None,
+                                  encoding.allow_special)
+        after_imports()
+        result = generate_model(asked)
         shown = generation_source(result)
     else:
         from attncli.browse.source import source_of

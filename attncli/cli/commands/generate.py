@@ -10,7 +10,6 @@ from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
-from attncli.errors import AttnCliError
 from attncli.records.asking import Sampling
 
 
@@ -51,32 +50,25 @@ def generate(source: Annotated[Source, Fields("text", "file")],
 
     model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
-    layers = attended.check()
-    asked = answering.asked(attended.kind, attended.exclude_sinks, attended.occlude,
-                            attention=attended.narrows(look.head))
-    if asked.messages is not None and source.text is not None:
-        raise AttnCliError("give TEXT or --messages, not both")
-    prompt = "" if asked.messages is not None else source.read(settle=False)[0] or ""
+    request = answering.request(model, source, sampling, attended, look.head,
+                                encoding.allow_special, json=output.writes_json())
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
-    from attncli.models.generate.run import Keep, generate_model
+    from attncli.models.generate.run import generate_model
     from attncli.render.reports.generate import render_generation
 
     after_imports()
     if answering.show_template:
-        built = build_prompt(open_model(model), model, prompt, answering.system,
-                             answering.raw, encoding.allow_special, asked.messages)
+        built = build_prompt(open_model(model), model, request.prompt, request.system,
+                             request.raw, request.allow_special, request.messages)
         if output.as_json:
             emit_json(built.to_dict())
         else:
             emit_text(built.given)  # escaped on a terminal, exact through a pipe
         return
-    keep = Keep(layers, look.head, json=output.writes_json())
     with answering.streaming() as on_token:
-        result = generate_model(model, prompt, sampling, answering.system, answering.raw, keep,
-                                on_token, encoding.allow_special, asked)
+        result = generate_model(request, on_token)
     note = result.auto_note()
     if note is not None:
         sys.stderr.write(f"attncli: {note}\n")
-    output.deliver_result(result, render_generation, attended.view(result, look.head, layers))
-
+    output.deliver_result(result, render_generation, request.shown(result))

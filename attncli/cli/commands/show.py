@@ -67,8 +67,7 @@ def show(
 
         generation = saved.results[0]
         output.deliver_result(generation, render_generation,  # as made, unless --view says
-                              attended.view(generation, look.head, attended.check(),
-                                            kind or generation.view))
+                              attended.view(generation, look.head, kind or generation.view))
         return
     results, display, scan = saved.results, None, None
     if saved.kind == "scan":

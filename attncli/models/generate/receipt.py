@@ -15,24 +15,13 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from attncli.core.inputs import _read_path, is_stdin, parse_json
 from attncli.errors import AttnCliError
-from attncli.records.given import Largest, Receipt, ReceiptRow
+from attncli.records.given import Largest, Receipt, ReceiptRow, Reported
 
 FLAGGED = 1.0  # nats: a token whose log-probabilities differ by more is flagged
-
-
-@dataclass(frozen=True)
-class Reported:
-    """One token as the runtime reported it."""
-
-    text: str
-    data: bytes  # the token's bytes (Ollama's "bytes", else its text in UTF-8)
-    logprob: float
-    choice: str | None  # its likeliest token there, where it reported its top candidates
 
 
 def read_logprobs(path: str | os.PathLike[str]) -> list[Reported]:

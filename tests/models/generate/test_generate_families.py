@@ -16,6 +16,7 @@ from attncli.models.family import open_model
 from attncli.models.generate.engine import decode
 from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
+from attncli.records.asking import GenerationRequest
 from tests.encoder_fixtures import save_encoder
 from tests.family_fixtures import FAMILY_CASES, save_decoder
 from tests.gpt2_fixtures import save_hf_gpt2
@@ -106,7 +107,9 @@ def test_ctrl_c_keeps_what_was_written(models: dict[str, tuple[Path, Any]],
         if len(seen) == 3:
             raise KeyboardInterrupt
 
-    result = generate_model(str(folder), "the cat", Sampling(max_new_tokens=10), raw=True,
+    result = generate_model(GenerationRequest(str(folder), "the cat", raw=True,
+                                              sampling=Sampling(max_new_tokens=10),
+                                              view="raw", exclude_sinks=False),
                             on_token=interrupt_at_third)
     assert result.stopped == "interrupted"
     assert [t.text for t in result.answer] == seen and len(result.weights) == 3
@@ -117,14 +120,18 @@ def test_ctrl_c_keeps_what_was_written(models: dict[str, tuple[Path, Any]],
     monkeypatch.setattr("attncli.models.generate.run.decode",
                         lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
-        generate_model(str(folder), "the cat", Sampling(max_new_tokens=10), raw=True,
+        generate_model(GenerationRequest(str(folder), "the cat", raw=True,
+                                         sampling=Sampling(max_new_tokens=10),
+                                         view="raw", exclude_sinks=False),
                        on_token=interrupt_at_once)
 
 
 def test_an_encoder_is_refused_in_one_line(tmp_path: Path) -> None:
     save_encoder(tmp_path / "bert", "bert", seed=3)
     with pytest.raises(AttnCliError, match="decoder") as caught:
-        generate_model(str(tmp_path / "bert"), "the cat", Sampling(max_new_tokens=2), raw=True)
+        generate_model(GenerationRequest(str(tmp_path / "bert"), "the cat", raw=True,
+                                         sampling=Sampling(max_new_tokens=2),
+                                         view="raw", exclude_sinks=False))
     assert "\n" not in str(caught.value)
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attncli.models.generate.run import Asked, generate_model
+from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
+from attncli.records.asking import GenerationRequest
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import _transformers
 from tests.tolerance import assert_near
@@ -23,8 +24,9 @@ CHAT = [{"role": "system", "content": "Answer in one sentence."},
 
 def test_a_given_answer_equals_transformers_full_forward() -> None:
     path = smollm2()
-    result = generate_model(str(path), "", asked=Asked(messages=CHAT,
-                                                        answer="The capital of Italy is Milan."))
+    result = generate_model(GenerationRequest(str(path), messages=CHAT,
+                                              answer="The capital of Italy is Milan.",
+                                              view="raw", exclude_sinks=False))
     assert result.given_answer and result.stopped == "given"
     assert [t.role for t in result.turns] == ["system", "user", "assistant", "user"]
     ids = [t.id for t in result.prompt + result.answer]
@@ -42,9 +44,11 @@ def test_a_given_answer_equals_transformers_full_forward() -> None:
 
 def test_the_greedy_answer_given_back_equals_generates_steps() -> None:
     path = str(smollm2())
-    made = generate_model(path, "Name a fruit.", Sampling(max_new_tokens=6))
+    made = generate_model(GenerationRequest(path, "Name a fruit.", view="raw", exclude_sinks=False,
+                                            sampling=Sampling(max_new_tokens=6)))
     text = "".join(t.text for t in made.answer if t.id not in made.stop_ids)
-    given = generate_model(path, "Name a fruit.", asked=Asked(answer=text))
+    given = generate_model(GenerationRequest(path, "Name a fruit.", answer=text, view="raw",
+                                             exclude_sinks=False))
     n = len(given.answer)
     assert [t.id for t in given.answer] == [t.id for t in made.answer][:n]
     for s in range(n):
@@ -60,8 +64,9 @@ def test_occlusion_by_word_equals_masking_the_word_in_transformers() -> None:
     from attncli.models.generate.occlusion import masked
 
     path = smollm2()
-    result = generate_model(str(path), "", asked=Asked(
-        messages=CHAT, answer="The capital of Italy is Milan.", occlusion=True, occlude="word"))
+    result = generate_model(GenerationRequest(
+        str(path), messages=CHAT, answer="The capital of Italy is Milan.", view="raw",
+        exclude_sinks=False, also=("occlusion",), occlude="word"))
     assert result.occlusion is not None and result.occluded is not None
     ids = [t.id for t in result.prompt + result.answer]
     p, a, n = len(result.prompt), len(result.answer), len(ids)

@@ -13,6 +13,7 @@ import torch
 from attncli.models.family import open_model
 from attncli.models.generate.run import generate_model
 from attncli.models.generate.sampling import Sampling
+from attncli.records.asking import GenerationRequest
 from attncli.records.generation import GenerateView
 from tests.gguf_fixtures import smollm2
 from tests.models.gguf.test_gguf_cli import _transformers
@@ -36,7 +37,9 @@ def real() -> tuple[Path, Any]:
 def test_greedy_answer_and_weights_equal_transformers_generate(real: tuple[Path, Any],
                                                                prompt: str, raw: bool) -> None:
     path, hf = real
-    result = generate_model(str(path), prompt, Sampling(max_new_tokens=N), raw=raw)
+    result = generate_model(GenerationRequest(str(path), prompt, raw=raw, view="raw",
+                                              exclude_sinks=False,
+                                              sampling=Sampling(max_new_tokens=N)))
     ids = [t.id for t in result.prompt]
     assert result.template.used is (not raw)
     out = hf.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=N,
@@ -63,8 +66,9 @@ def test_the_chat_template_makes_the_prompt_transformers_tokenizer_makes(
                 {"role": "user", "content": "Name a fruit."}]
     want = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
     want = want["input_ids"] if isinstance(want, dict) or hasattr(want, "keys") else want
-    result = generate_model(str(path), "Name a fruit.", Sampling(max_new_tokens=1),
-                            system="Be brief.")
+    result = generate_model(GenerationRequest(str(path), "Name a fruit.", system="Be brief.",
+                                              sampling=Sampling(max_new_tokens=1),
+                                              view="raw", exclude_sinks=False))
     assert [t.id for t in result.prompt] == list(want)
     assert result.given == tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                                          tokenize=False)
@@ -72,7 +76,9 @@ def test_the_chat_template_makes_the_prompt_transformers_tokenizer_makes(
 
 def test_steps_are_rows_of_the_teacher_forced_pass_and_views_add_up() -> None:
     path = smollm2()
-    result = generate_model(str(path), "What is 2 + 2?", Sampling(max_new_tokens=6))
+    result = generate_model(GenerationRequest(str(path), "What is 2 + 2?", view="raw",
+                                              exclude_sinks=False,
+                                              sampling=Sampling(max_new_tokens=6)))
     ids = [t.id for t in result.prompt + result.answer]
     every = open_model(str(path)).all_layers(ids)  # (30, 9, T, T)
     p = len(result.prompt)
