@@ -54,7 +54,7 @@ class Generation(Shown):
         from dataclasses import replace
 
         from attncli.api.args import typed
-        from attncli.records.generation import check_view
+        from attncli.records.shown import check_view
 
         check_view(self.record, replace(self.view, at=typed("Generation.ranked", "at", at, int)))
         return [(self.record.prompt[i].text, w) for i, w in self.record.ranked(at, self.view)]
@@ -109,6 +109,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import generate_model
     from attncli.records.asking import GenerationRequest
+    from attncli.records.shown import shown_view
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
@@ -122,7 +123,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
         exclude_sinks=exclude_sinks, combine=combine, head=head, at=at, keep_all=True,
         layers=None if span is None else Window("layers", *span))
     record = generate_model(request)
-    return Generation(record, request.shown(record))
+    return Generation(record, shown_view(record, request))
 
 
 # generate()'s arguments (model and layers apart) and the types each must have.

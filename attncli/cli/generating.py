@@ -159,7 +159,9 @@ class Attended(Group):
 
     def view(self, result: GenerationResult, head: int | None, kind: str) -> GenerateView:
         """A saved generation's view in kind, as the request that made it would show it."""
-        return GenerationRequest(result.model.path, **self.asking(head)).shown(result, kind)
+        from attncli.records.shown import shown_view
+
+        return shown_view(result, GenerationRequest(result.model.path, **self.asking(head)), kind)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from attncli.opt import check_bounds, opt
 
 if TYPE_CHECKING:
     from attncli.core.display import Window
-    from attncli.records.generation import GenerationResult
     from attncli.records.given import Reported
 
 COMBINES = ("mean", "max")
@@ -177,17 +176,3 @@ class GenerationRequest:
         """Whether --layers, --head or --combine chose among attention's layers and heads: auto
         then shows value, since occlusion covers the whole model."""
         return self.layers is not None or self.head is not None or self.combine != "mean"
-
-    def shown(self, result: GenerationResult, kind: str | None = None) -> GenerateView:
-        """The view of result (kind: the request's unless given; auto: the one result was made
-        with), --at and --layers resolved against it, and checked."""
-        from attncli.records.generation import answer_index, check_view
-
-        span = None if self.layers is None else self.layers.resolve(result.model.layers,
-                                                                    "layers")
-        wanted = self.view if kind is None else kind
-        view = GenerateView(at=answer_index(result, self.at), layers=span, head=self.head,
-                            combine=self.combine, exclude_sinks=self.exclude_sinks,
-                            kind=result.view if wanted == AUTO else wanted, occlude=self.occlude)
-        check_view(result, view)
-        return view

@@ -160,8 +160,9 @@ def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> N
     from attncli.core.result import ModelInfo, TokenInfo
     from attncli.errors import AttnCliError
     from attncli.records.asking import Sampling
-    from attncli.records.generation import GenerationResult, answer_index
+    from attncli.records.generation import GenerationResult
     from attncli.records.given import Template
+    from attncli.records.shown import answer_index
 
     answer = [TokenInfo(3 + s, s, text) for s, text in enumerate([" Paris", ".", " Paris"])]
     result = GenerationResult(model=ModelInfo.__new__(ModelInfo), prompt=[], answer=answer,

@@ -55,6 +55,7 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     from attncli.models.family import open_model
     from attncli.models.generate.prompt import build_prompt
     from attncli.models.generate.run import generate_model
+    from attncli.records.shown import shown_view
     from attncli.render.reports.generate import render_generation
 
     after_imports()
@@ -71,4 +72,4 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     note = result.auto_note()
     if note is not None:
         sys.stderr.write(f"attncli: {note}\n")
-    output.deliver_result(result, render_generation, request.shown(result))
+    output.deliver_result(result, render_generation, shown_view(result, request))

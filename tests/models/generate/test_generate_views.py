@@ -10,8 +10,9 @@ import pytest
 from attncli.core.result import ModelInfo, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.records.asking import Sampling
-from attncli.records.generation import AnswerStep, GenerateView, GenerationResult, check_view
+from attncli.records.generation import AnswerStep, GenerateView, GenerationResult
 from attncli.records.given import Template
+from attncli.records.shown import check_view
 from tests.tolerance import assert_near
 
 P, A, L, H = 6, 2, 2, 3
