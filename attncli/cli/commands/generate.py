@@ -10,6 +10,7 @@ from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
+from attncli.cli.streams import settle_interrupt
 from attncli.records.asking import Sampling
 
 
@@ -69,6 +70,8 @@ def generate(source: Annotated[Source, Fields("text", "file")],
         return
     with answering.streaming() as on_token:
         result = generate_model(request, on_token)
+    if result.stopped == "interrupted":
+        settle_interrupt()
     note = result.auto_note()
     if note is not None:
         sys.stderr.write(f"attncli: {note}\n")
