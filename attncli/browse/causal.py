@@ -17,7 +17,8 @@ from attncli.saved.kinds import kind_of, read_saved
 def patch_source(result: Patching) -> Source:
     """What browse shows of a patch: each layer a row of heads, each head one cell."""
     exact = bool(result.grid)
-    values = np.asarray(result.grid if exact else (result.attribution or {})["grid"],
+    estimate = None if result.attribution is None else result.attribution["grid"]
+    values = np.asarray(result.grid if exact or estimate is None else estimate,
                         dtype=np.float64)  # (layers, heads) as the JSON holds them
     grid = values.astype(np.float32)  # (layers, heads)
     heads = grid.shape[1]

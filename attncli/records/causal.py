@@ -4,7 +4,7 @@ the API and `--json` read, each with one to_dict()."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from attncli.opt import check_bounds, opt
 
@@ -76,6 +76,69 @@ class PatchOptions:
                       "estimate alone (an 8B's 1,024 heads).")  # False: the estimate alone
 
 
+# The parts ablate and patch keep as dicts, declared as their JSON holds them: the models build
+# them, the renderers read them, and saved/causal.py reads them back by walking these.
+class Shown(TypedDict):
+    """A top next token (and its id, kept as the file has it)."""
+
+    text: str
+    prob: float
+
+
+class Top(TypedDict):
+    before: list[Shown]
+    after: list[Shown]
+
+
+class _Loss(TypedDict):
+    index: int
+    token: str
+    before: float
+
+
+class Loss(_Loss, total=False):
+    after: float | None  # None until the ablation ran
+
+
+class _Answer(TypedDict):
+    text: str
+    start: int
+    before: float
+
+
+class Answer(_Answer, total=False):
+    after: float | None
+
+
+class _Ranked(TypedDict):
+    layer: int
+    head: int
+    effect: float
+    kl: float
+    previous_token: float
+    duplicate_token: float
+    induction: float
+
+
+class Ranked(_Ranked, total=False):
+    loss_change: float | None
+    answer_change: float | None
+
+
+class Pair(TypedDict):
+    """One of logit-diff's tokens (and its id)."""
+
+    text: str
+
+
+class _Attribution(TypedDict):
+    grid: list[list[float]]
+
+
+class Attribution(_Attribution, total=False):
+    spearman: float
+
+
 @dataclass(frozen=True)
 class Ablation:
     """`attncli ablate`: the text run with heads' outputs replaced, and what changed."""
@@ -86,11 +149,11 @@ class Ablation:
     how: str  # zero, mean or resample
     heads: list[tuple[int, int]]  # (layer, head) replaced together; [] with --heads all
     at: int  # the position whose next-token distribution is shown
-    losses: list[dict[str, Any]]  # per predicted token: index, token, before, after (or None)
-    top: dict[str, list[dict[str, Any]]]  # "before", "after": id, text, prob at position at
+    losses: list[Loss]  # per predicted token
+    top: Top  # the likeliest next tokens at position at, before and after
     kl: float | None  # KL(before ‖ after) at position at, nats
-    answer: dict[str, Any] | None  # text, start, before, after: its log-probability
-    ranking: list[dict[str, Any]] | None = None  # --heads all: every head, largest effect first
+    answer: Answer | None  # its log-probability before and after
+    ranking: list[Ranked] | None = None  # --heads all: every head, largest effect first
     scored: int = 1  # the first token whose loss the effect averages (--repeat: the second copy)
 
     @property
@@ -118,13 +181,13 @@ class Patching:
     corrupt: list[str]
     metric: str  # logit-diff or answer
     direction: str  # denoise: clean into corrupt; noise: corrupt into clean
-    tokens: list[dict[str, Any]] | None  # logit-diff's two tokens: id, text
+    tokens: list[Pair] | None  # logit-diff's two tokens
     at: int
     baseline: dict[str, float]  # the metric on the clean and on the corrupted run
     grid: list[list[float]]  # [layer][head]: the metric with that head patched, normalised
     raw: list[list[float]]  # [layer][head]: the metric itself
     positions: list[list[list[float]]] | None = None  # [layer][head][position], normalised
-    attribution: dict[str, Any] | None = None  # the gradient estimate and its agreement
+    attribution: Attribution | None = None  # the gradient estimate and its agreement
 
     def top(self, count: int = 10) -> list[dict[str, Any]]:
         """The heads whose patch moves the metric most, largest |effect| first."""

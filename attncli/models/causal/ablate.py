@@ -6,7 +6,7 @@ head (one at a time), a ranking by effect beside each head's pattern scores."""
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -27,7 +27,7 @@ from attncli.models.causal.passes import (
 from attncli.models.causal.readout import Readout
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.scores import SCORES
-from attncli.records.causal import HOWS, AblateOptions, Ablation
+from attncli.records.causal import HOWS, AblateOptions, Ablation, Answer, Loss, Ranked, Shown, Top
 
 
 def ablation_values(how: str, clean: CleanPass, resample: CleanPass | None, layer: int,
@@ -57,11 +57,11 @@ def clean_run(req: Request, prepared: Prepared, ids: list[int]) -> CleanPass:
     return clean_pass(model, ids, cached_pass(req, model, ids).trace(model.spec.n_layer - 1))
 
 
-def _top(logits: Tensor, count: int, text_of: Any) -> list[dict[str, Any]]:
+def _top(logits: Tensor, count: int, text_of: Any) -> list[Shown]:
     probs = torch.softmax(logits.double(), dim=-1)  # (vocab,)
     top = probs.topk(min(count, probs.shape[0]))
-    return [{**text_of(i), "prob": p} for i, p in zip(top.indices.tolist(), top.values.tolist(),
-                                                      strict=True)]
+    return [cast(Shown, {**text_of(i), "prob": p})  # text_of: id, text (and bytes)
+            for i, p in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
 
 
 @torch.no_grad()
@@ -83,13 +83,13 @@ def run_ablate(req: Request, options: AblateOptions | None = None) -> Ablation:
         if options.how == "resample" else None
     before = token_losses(clean.logits, ids)  # (T-1,)
     start = prepared.answer_start
-    answer = None if start is None else {
-        "text": options.answer, "start": start,
+    answer: Answer | None = None if start is None else {
+        "text": options.answer or "", "start": start,
         "before": answer_log_prob(clean.logits, ids, start), "after": None}
-    top = {"before": _top(clean.logits[at], options.top, prepared.text_of), "after": []}
+    top: Top = {"before": _top(clean.logits[at], options.top, prepared.text_of), "after": []}
     labels = prepared.labels()
-    losses = [{"index": i + 1, "token": labels[i + 1], "before": float(b), "after": None}
-              for i, b in enumerate(before.tolist())]
+    losses: list[Loss] = [{"index": i + 1, "token": labels[i + 1], "before": float(b),
+                           "after": None} for i, b in enumerate(before.tolist())]
     info = model.info().to_dict()
     if heads is None:
         ranking = _ranking(prepared, clean, resample, options.how, at, before[scored - 1:],
@@ -126,7 +126,7 @@ def _together(values: dict[int, Tensor]) -> Edit:
 
 
 def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, how: str,
-             at: int, before: Tensor, start: int | None, scored: int) -> list[dict[str, Any]]:
+             at: int, before: Tensor, start: int | None, scored: int) -> list[Ranked]:
     """Every head ablated alone: its effect on the loss (of the tokens from scored on), at
     position at and on the answer, beside its pattern scores; largest effect first (the
     answer's drop where there is one, else the rise of the mean loss)."""
@@ -144,19 +144,22 @@ def _ranking(prepared: Prepared, clean: CleanPass, resample: CleanPass | None, h
     reference = torch.log_softmax(clean.logits[at].double(), dim=-1)  # (vocab,)
     readout = Readout(kept, torch.tensor([[ids[p + 1] if p + 1 < len(ids) else 0]
                                           for p in kept]), reference.exp())  # tokens: (P, 1)
-    rows: list[dict[str, Any]] = []
+    rows: list[Ranked] = []
     for layer, head, found in each_head(
             model, clean, lambda layer, head: ablation_values(how, clean, resample, layer, head),
             readout):
         log_probs = found.log_probs()  # (P,) of each row's next token
         loss_change = float(-log_probs[losses].mean() - before.mean())
-        row: dict[str, Any] = {
+        answer_change = None if start is None or base_answer is None else \
+            float(log_probs[answer_rows].sum()) - base_answer
+        score = {name: float(scores[layer][name][head]) for name in SCORES}
+        row: Ranked = {
             "layer": layer, "head": head, "loss_change": loss_change,
-            "kl": found.kl_from(row_of[at], reference),
-            **{name: float(scores[layer][name][head]) for name in SCORES}}
-        if start is not None and base_answer is not None:
-            row["answer_change"] = float(log_probs[answer_rows].sum()) - base_answer
-        row["effect"] = -row["answer_change"] if start is not None else loss_change
+            "kl": found.kl_from(row_of[at], reference), "previous_token": score["previous_token"],
+            "duplicate_token": score["duplicate_token"], "induction": score["induction"],
+            "effect": loss_change if answer_change is None else -answer_change}
+        if answer_change is not None:
+            row["answer_change"] = answer_change
         rows.append(row)
         counted("ablating heads", len(rows), total)
     return sorted(rows, key=lambda r: -r["effect"])

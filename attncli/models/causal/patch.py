@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -21,14 +20,14 @@ from attncli.models.causal.metrics import logit_diff
 from attncli.models.causal.passes import CleanPass, editable, edited_reads, replaced
 from attncli.models.causal.readout import Read, Readout
 from attncli.models.family import Model
-from attncli.records.causal import METRICS, Patching, PatchOptions
+from attncli.records.causal import METRICS, Attribution, Pair, Patching, PatchOptions
 
 Metric = Callable[[Tensor], Tensor]  # logits (P, vocab) at the metric's rows → () its number
 ReadMetric = Callable[[Read], Tensor]  # the same from a Read of those rows
 
 
 def _metric(req: Request, model: Model, options: PatchOptions, clean: Prepared,
-            at: int) -> tuple[Metric, Readout, ReadMetric, list[dict[str, object]] | None]:
+            at: int) -> tuple[Metric, Readout, ReadMetric, list[Pair] | None]:
     """The metric on a run's logits at the rows it reads (the positions whose next token it
     scores: only those are unembedded), the same on a Read of those rows, and logit-diff's
     two tokens."""
@@ -108,7 +107,7 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     raw, positions = (_exact(model, target, source, readout, read_metric, options.per_position,
                              float(metric(target.logits[rows])))
                       if options.exact else ([], None))
-    attribution: dict[str, Any] | None = None
+    attribution: Attribution | None = None
     if options.attribution:
         estimate = attribution_grid(model, target, source, metric, rows)  # (layers, heads)
         attribution = {"grid": [[normalised(float(v) + shift) for v in row]

@@ -18,7 +18,7 @@ from attncli.render.draw.palette import depth_of
 from attncli.render.draw.tables import shorten
 
 if TYPE_CHECKING:
-    from attncli.records.causal import Ablation, Patching
+    from attncli.records.causal import Ablation, Loss, Patching
 
 RANKED = 30  # heads listed by `ablate --heads all`; --json lists every one
 LABEL = 16  # characters of a token label
@@ -65,7 +65,7 @@ def _losses(out: Console, result: Ablation, precision: int) -> Table:
     for name, side in (("#", "right"), ("token", "left"), ("before", "right"),
                        ("after", "right"), ("change", "right")):
         table.add_column(name, justify=side)  # type: ignore[arg-type]
-    changes = [r["after"] - r["before"] for r in result.losses]
+    changes = [_after(r) - r["before"] for r in result.losses]
     top = max((abs(c) for c in changes), default=0.0) or 1.0
     depth = depth_of(out)
     for row, change in zip(result.losses, changes, strict=True):
@@ -73,12 +73,19 @@ def _losses(out: Console, result: Ablation, precision: int) -> Table:
         if depth is not None:
             cell.stylize(cell_style(change, -top, top, depth, diverging=True))
         table.add_row(str(row["index"]), _token(row["token"]), f"{row['before']:.{precision}f}",
-                      f"{row['after']:.{precision}f}", cell)
+                      f"{_after(row):.{precision}f}", cell)
     mean_before = sum(r["before"] for r in result.losses) / len(result.losses)
-    mean_after = sum(r["after"] for r in result.losses) / len(result.losses)
+    mean_after = sum(_after(r) for r in result.losses) / len(result.losses)
     table.add_row("", "mean", f"{mean_before:.{precision}f}", f"{mean_after:.{precision}f}",
                   _signed(mean_after - mean_before, precision))
     return table
+
+
+def _after(row: Loss) -> float:
+    """A token's loss after the ablation: in every row of a table of heads ablated together."""
+    after = row.get("after")
+    assert after is not None, "the losses after the ablation"
+    return after
 
 
 def _answer(result: Ablation, precision: int) -> Text | None:
