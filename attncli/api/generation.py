@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from attncli.api.args import typed
 from attncli.api.notebook import Shown
 from attncli.errors import AttnCliError
-from attncli.records.asking import GenerateView, Sampling
+from attncli.records.asking import GenerateView, GenerationRequest, Sampling
 
 if TYPE_CHECKING:
     import torch
@@ -91,7 +91,8 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
              max_new_tokens: int = Sampling.max_new_tokens, sample: bool = Sampling.sample,
              temperature: float = Sampling.temperature, top_p: float = Sampling.top_p,
              top_k: int = Sampling.top_k, seed: int | None = Sampling.seed,
-             system: str | None = None, raw: bool = False, at: int | str | None = None,
+             system: str | None = GenerationRequest.system, raw: bool = GenerationRequest.raw,
+             at: int | str | None = None,
              layers: tuple[int, int] | None = None, head: int | None = None,
              combine: str = GenerateView.combine,
              exclude_sinks: bool = GenerateView.exclude_sinks,
@@ -108,7 +109,6 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     from attncli.core.display import Window
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import generate_model
-    from attncli.records.asking import GenerationRequest
     from attncli.records.shown import shown_view
 
     if (prompt is None) == (messages is None):

@@ -31,9 +31,8 @@ class Answering(Group):
     """How the model is prompted and chooses its answer."""
 
     panel = "Generation"
-    system: str | None = opt(None, help="A system message for the chat template.",
-                             show_default=False)
-    raw: bool = opt(False, "--raw", help="Send the prompt without the chat template.")
+    system: str | None = of(GenerationRequest, "system")
+    raw: bool = of(GenerationRequest, "raw")
     show_template: bool = opt(False, "--show-template", help="Print what the model is given, "
                               "and stop.")
     stream: bool | None = opt(None, "--stream/--no-stream", help="Write the answer to stderr "

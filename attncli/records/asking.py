@@ -143,8 +143,9 @@ class GenerationRequest:
     messages: list[dict[str, Any]] | None = None  # a chat, rendered by the template
     answer: str | None = None  # teacher-forced in one pass, no generation
     reported: list[Reported] | None = None  # a runtime's log-probs: the receipt (and answer)
-    system: str | None = None
-    raw: bool = False  # no chat template
+    system: str | None = opt(None, help="A system message for the chat template.",
+                             show_default=False)
+    raw: bool = opt(False, "--raw", help="Send the prompt without the chat template.")
     allow_special: bool = False
     sampling: Sampling = field(default_factory=Sampling)
     # The view: raw, value, occlusion or auto (decided once the text is known, the one made
