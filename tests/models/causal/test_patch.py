@@ -7,6 +7,7 @@ log-probability, every logit's gradient)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +91,56 @@ def test_attribution_equals_transformer_lens(pair: tuple[Model, Any], name: str,
     assert got.shape == (model.spec.n_layer, model.spec.num_heads)
     assert_near(got, ref)
     assert ref.abs().max() > 1e-3  # the heads' outputs move the metric
+
+
+def _hf_attribution(model: Any, target: list[int], source: list[int], metric: Any,
+                    rows: list[int], heads: int) -> torch.Tensor:
+    """transformers' estimate: the gradient at each o_proj's input (the heads' outputs side by
+    side) on target's run, times source − target there."""
+    found: dict[str, list[torch.Tensor]] = {"z": [], "delta": []}
+
+    def keep(module: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor]:  # noqa: ARG001
+        found["z"].append(args[0].detach().clone())  # (1, T, heads · hd)
+        return (args[0],)
+
+    def watch(module: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor]:  # noqa: ARG001
+        delta = torch.zeros_like(args[0], requires_grad=True)
+        found["delta"].append(delta)
+        return (args[0] + delta,)
+
+    layers = model.model.layers
+    for hook, ids in ((keep, source), (keep, target), (watch, target)):
+        handles = [layer.self_attn.o_proj.register_forward_pre_hook(hook) for layer in layers]
+        logits = model(torch.tensor([ids])).logits[0]  # (T, vocab)
+        for handle in handles:
+            handle.remove()
+    metric(logits[rows].float()).backward()
+    count = len(layers)
+    grid = []
+    for layer in range(count):
+        delta = found["z"][layer] - found["z"][count + layer]  # (1, T, heads · hd)
+        grad = found["delta"][layer].grad  # (1, T, heads · hd)
+        assert grad is not None
+        grid.append((delta * grad)[0].unflatten(-1, (heads, -1)).sum((0, 2)))  # (heads,)
+    return torch.stack(grid).double()  # (layers, heads)
+
+
+@pytest.mark.parametrize("name", ["logit-diff", "answer"])
+def test_attribution_through_a_quantized_gguf_equals_transformers(
+        tmp_path: Path, name: str) -> None:
+    """Through Q4_K blocks (the 8B's type): the backward dequantizes each matrix again; the
+    reference is transformers' model of the same file (its dequantized weights)."""
+    from gguf import GGMLQuantizationType
+
+    from tests.gguf_fixtures import write_k_llama
+    from tests.models.gguf.test_gguf_cli import _transformers
+
+    path = tmp_path / "k-llama.gguf"
+    write_k_llama(path, GGMLQuantizationType.Q4_K, seed=4)
+    model, reference = open_model(str(path)), _transformers(path)
+    target, source = _clean(model, CLEAN), _clean(model, CORRUPT)
+    metric, rows = _metric(name), ROWS[name]
+    got = attribution_grid(model, target, source, metric, rows)
+    ref = _hf_attribution(reference, CLEAN, CORRUPT, metric, rows, model.spec.num_heads)
+    assert_near(got, ref)
+    assert ref.abs().max() > 1e-4
