@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import torch
 
+from attncli.models.causal.attribution import attribution_grid
 from attncli.models.causal.passes import CleanPass, clean_pass
-from attncli.models.causal.patch import attribution_grid
 from attncli.models.family import Model, open_model
 from tests.models.causal.tl import gpt2_pair, llama_pair
 from tests.tolerance import assert_near
