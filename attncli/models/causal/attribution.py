@@ -19,7 +19,8 @@ from torch import Tensor
 from attncli.activity import counted, doing
 from attncli.models.causal.passes import CleanPass, editable
 from attncli.models.causal.readout import VOCAB_TILE
-from attncli.models.family import Model
+from attncli.models.family import Editable, Model
+from attncli.models.sources.gguf.qmatmul import reused_pieces
 from attncli.models.unembed import Head, unembed
 
 Metric = Callable[[Tensor], Tensor]  # logits (P, vocab) at the metric's rows → () its number
@@ -33,25 +34,34 @@ def attribution_grid(model: Model, target: CleanPass, source: CleanPass, metric:
     decoder, layers = editable(model), model.spec.n_layer
     grad: Tensor | None = None  # ∂metric/∂ the stream leaving the block above: (1, T, d)
     estimates = []
-    for layer in reversed(range(layers)):
-        stream = target.streams[layer][None].detach().requires_grad_(layer > 0)  # (1, T, d)
-        watch = torch.zeros_like(target.z[layer][None], requires_grad=True)  # (1, h, T, hd)
-
-        def watched(_: int, z: Tensor, watch: Tensor = watch) -> Tensor:
-            return z + watch  # (1, heads, T, hd): the zero whose gradient is ∂metric/∂z
-
-        with torch.enable_grad():
-            out = decoder.edited(target.ids, layer, stream, watched, last=layer)  # (1, T, d)
-            if grad is None:  # the last block: the metric's gradient through the head
-                grad = torch.zeros_like(out)  # (1, T, d_model)
-                grad[0, rows] = head_gradient(decoder.head(), out[0, rows], metric)
-            out.backward(grad)
-        grad = stream.grad  # (1, T, d_model); None below block 0
-        assert watch.grad is not None
-        delta = source.z[layer] - target.z[layer]  # (heads, T, hd)
-        estimates.append((delta * watch.grad[0]).sum((-2, -1)))  # (heads,)
-        counted("attribution patching, block by block", layers - layer, layers)
+    with reused_pieces():  # each matrix's pieces dequantized into one scratch
+        for layer in reversed(range(layers)):
+            grad, to_z = _block_backward(decoder, target, layer, grad, metric, rows)
+            delta = source.z[layer] - target.z[layer]  # (heads, T, hd)
+            estimates.append((delta * to_z).sum((-2, -1)))  # (heads,)
+            counted("attribution patching, block by block", layers - layer, layers)
     return torch.stack(estimates[::-1]).double()  # (layers, heads)
+
+
+def _block_backward(decoder: Editable, target: CleanPass, layer: int, grad: Tensor | None,
+                    metric: Metric, rows: list[int]) -> tuple[Tensor | None, Tensor]:
+    """Block layer run again from target's stream entering it, and back: ∂metric/∂ that stream
+    (1, T, d_model) (None at block 0) and ∂metric/∂z (heads, T, hd), from grad, ∂metric/∂ the
+    stream leaving it (None: the top block, whose gradient comes through the head)."""
+    stream = target.streams[layer][None].detach().requires_grad_(layer > 0)  # (1, T, d)
+    watch = torch.zeros_like(target.z[layer][None], requires_grad=True)  # (1, h, T, hd)
+
+    def watched(_: int, z: Tensor) -> Tensor:
+        return z + watch  # (1, heads, T, hd): the zero whose gradient is ∂metric/∂z
+
+    with torch.enable_grad():
+        out = decoder.edited(target.ids, layer, stream, watched, last=layer)  # (1, T, d)
+        if grad is None:
+            grad = torch.zeros_like(out)  # (1, T, d_model)
+            grad[0, rows] = head_gradient(decoder.head(), out[0, rows], metric)
+        out.backward(grad)
+    assert watch.grad is not None
+    return stream.grad, watch.grad[0]
 
 
 def head_gradient(head: Head, final: Tensor, metric: Metric) -> Tensor:
