@@ -57,7 +57,7 @@ def test_another_kind_is_refused(cli: Any, tmp_path: Path) -> None:
 def test_a_per_position_file_opens_a_heads_cells_by_position(cli: Any, tmp_path: Path) -> None:
     """Enter on a head of a --per-position file: its layer's heads × positions; the arrows
     move the head and the position, [ ] the layer, and the selected cell's number is the
-    JSON's own, named with its token (clean / corrupted where they differ)."""
+    JSON's own, named with its token (clean / corrupted where they differ); Esc goes back."""
     doc = cli("patch", "the cat sat on the mat", "the dog sat on the hat", "--model", TOY,
               "--tokens", " mat", " hat", "--per-position", "--json").json()
     path = tmp_path / "patch.json"
@@ -82,6 +82,7 @@ def test_a_per_position_file_opens_a_heads_cells_by_position(cli: Any, tmp_path:
     drive(source, script)
     clean, corrupt = doc["clean"], doc["corrupt"]
     assert clean[1] != corrupt[1] and clean[2] == corrupt[2]
+    assert source.cells.labels[1:3] == [f"{clean[1]} / {corrupt[1]}", clean[2]]
     assert (f"layer 0 · head 0 · position 0 {clean[0]!r}: "
             f"{doc['positions'][0][0][0]:.4f}") in shown[0]
     assert "L0.3" in shown[0] and "each head patched at one position" in shown[0]
@@ -90,13 +91,3 @@ def test_a_per_position_file_opens_a_heads_cells_by_position(cli: Any, tmp_path:
             f"{doc['positions'][1][1][2]:.4f}") in shown[1]
     assert "layer 1 · head 1 · weights" in shown[2] and "open head" in shown[2]  # back
 
-
-def test_the_cells_name_a_changed_token_by_both_texts(cli: Any, tmp_path: Path) -> None:
-    doc = cli("patch", "the cat sat on the mat", "the dog sat on the hat", "--model", TOY,
-              "--tokens", " mat", " hat", "--per-position", "--json").json()
-    path = tmp_path / "patch.json"
-    path.write_text(json.dumps(doc))
-    cells = saved_patch(str(path)).cells
-    assert cells is not None
-    assert cells.labels[1] == f"{doc['clean'][1]} / {doc['corrupt'][1]}"
-    assert cells.labels[2] == doc["clean"][2]
