@@ -69,6 +69,14 @@ def saved_patch(path: str) -> Source:
 LABEL = 8  # the heads' labels, in columns
 
 
+def _ruler(position: int, selected: int, width: int) -> str:
+    """A column's label: ▼ over the selected position, its number every fifth where it fits."""
+    if position == selected:
+        return "▼"
+    shown = str(position)
+    return shown if position % 5 == 0 and len(shown) <= width else ""
+
+
 class PositionsScreen(Shows):
     """A --per-position patch's cells of one layer: its heads × the positions patched one at a
     time, on one scale centred on zero for every layer; the selected cell's number below."""
@@ -106,7 +114,7 @@ class PositionsScreen(Shows):
         title.no_wrap, title.overflow = True, "ellipsis"
         shown = values[sel.row][rows.start:rows.stop, cols.start:cols.stop]  # (h', T')
         picture = heatmap(shown, [f"L{sel.row}.{h}" for h in rows],
-                          ["▼" if p == sel.position else str(p) for p in cols],
+                          [_ruler(p, sel.position, cell_w) for p in cols],
                           sel.head - rows.start, self.state.depth,
                           cell_w, LABEL, (-reach, reach, True))
         return Group(title, picture, legend(-reach, reach, True, self.state.depth,
