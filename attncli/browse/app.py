@@ -16,6 +16,7 @@ from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.reactive import reactive
 
+from attncli.browse.causal import PositionsScreen
 from attncli.browse.head import CompareScreen, HeadScreen
 from attncli.browse.messages import Computed, Failed, MarkHead, OpenHead, Selected, Wanted
 from attncli.browse.screens import Overview, Shows
@@ -107,8 +108,9 @@ class BrowseApp(App[int]):
         self.open_head()
 
     def open_head(self) -> None:
-        """The head view of the selected head."""
-        self.push_screen(HeadScreen(self.source, self.state))
+        """The head view of the selected head (a patch's: its layer's cells per position)."""
+        opened = HeadScreen if self.source.cells is None else PositionsScreen
+        self.push_screen(opened(self.source, self.state))
 
     def on_mark_head(self, _: MarkHead) -> None:
         chosen = (self.sel.row, self.sel.head)

@@ -62,6 +62,14 @@ class RowData(Protocol):
     def row(self, head: int, index: int) -> np.ndarray: ...  # (N,) NaN where masked
 
 
+@dataclass(frozen=True, eq=False)
+class Cells:
+    """Numbers per position of each row's heads (a patch with --per-position)."""
+
+    values: np.ndarray  # (rows, heads, P)
+    labels: list[str]  # the P positions' tokens
+
+
 @dataclass(eq=False)  # one row's arrays: compared by identity
 class ExactRow:
     """Every weight of the row's heads: (heads, N, N) float32, NaN where masked."""

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attncli.browse.patterns import ExactRow, RowData, TiledRow, matrices, tiled_row
+from attncli.browse.patterns import Cells, ExactRow, RowData, TiledRow, matrices, tiled_row
 from attncli.core.compare import Shared, variant_request
 from attncli.core.pipeline import Prepared, naive, prepare
 from attncli.core.request import Extract, Measure, Request, Route
@@ -57,6 +57,7 @@ class Source:
     start: int = 0  # the row selected first (--layer)
     answer: int | None = None  # a generation: the query of answer token 0's step (P - 1)
     notes: list[str] = field(default_factory=list)  # lines under the title (turns, a receipt)
+    cells: Cells | None = None  # per position: what Enter opens instead of the head view
     _done: dict[tuple[int, str], RowData] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 

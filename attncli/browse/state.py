@@ -26,6 +26,7 @@ class Selection:
     stage: str = WEIGHTS  # a chapter-3 stage in the head view
     overlay: str = "first"  # the score written under each thumbnail
     exact: bool | None = None  # the head view: exact window (True), pooled (False), auto (None)
+    position: int = 0  # a patch's per-position cells: the position selected
 
     @property
     def what(self) -> str:

@@ -31,6 +31,8 @@ HELP = """[b]attncli browse[/b]: the keys
 [b]Head view[/b]  ←/→ (↑/↓) the query token · PgUp/PgDn by ten · Home/End · click a token
            z exact window / pooled blocks · s the stage (scores, masked, softmax…)
            v the view · [ ] the previous / next head · / finds a token · Esc back
+[b]Patch cells[/b] (a --per-position file: Enter on a head) ←/→ the position · ↑/↓ the head
+           [ ] the previous / next layer · Home/End · Esc back
 [b]Anywhere[/b]   e saves what is on screen (SVG, text or the HTML page) · ? these keys
            q quits · Ctrl-C stops (exit 130)
 

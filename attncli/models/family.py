@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from attncli.models.decoding import DecodeStep, Shape
     from attncli.models.sources.base import WeightSource
     from attncli.models.unembed import Head
+    LayerMap = Callable[[int, Tensor], Tensor]  # (layer, a tensor of its pass) → the one used
 
 # model_type → (module, attribute) of its Family, imported on first use.
 REGISTRY: dict[str, tuple[str, str]] = {
@@ -218,14 +219,13 @@ class Resumable(Protocol):
 
 @runtime_checkable
 class Editable(Protocol):
-    """Heads' outputs edited (ablation, patching): edited() runs blocks first.. from B variants'
+    """Heads' outputs edited: edited() runs blocks first..last (None: the top) from B variants'
     streams (B, S, d) of the last S positions (prefix: per layer the clean (T, d) of the rest),
-    enter(layer, x) adding those joining at layer, edit(layer, z) mapping heads' outputs
-    (B, heads, S, hd) before W_O; held_logits(N, d) are logits()' (N, vocab), the table held."""
+    enter adding variants at a layer, edit mapping z (B, heads, S, hd) before W_O; logits held."""
 
-    def edited(self, token_ids: list[int], first: int, stream: Tensor,
-               edit: Callable[[int, Tensor], Tensor], enter: Callable[[int, Tensor], Tensor]
-               | None = None, prefix: list[Tensor] | None = None) -> Tensor: ...
+    def edited(self, token_ids: list[int], first: int, stream: Tensor, edit: LayerMap,
+               enter: LayerMap | None = None, prefix: list[Tensor] | None = None,
+               last: int | None = None) -> Tensor: ...
     def head(self) -> Head: ...  # the final norm and held unembedding, read a tile at a time
     def held_logits(self, hidden: Tensor) -> Tensor: ...
 

@@ -40,7 +40,8 @@ def browse(
         metavar="FILE")] = None,
     patch: Annotated[str | None, typer.Option(
         help="Browse a saved `attncli patch --json` file instead: its layer × head grid, one "
-        "cell a head.", show_default=False, metavar="FILE")] = None,
+        "cell a head (a --per-position file: Enter opens a layer's heads × positions).",
+        show_default=False, metavar="FILE")] = None,
 ) -> None:
     """Explore every layer × head interactively, full-screen in the terminal: move through the
     heads, open one, pick a query token and see what it attends to.

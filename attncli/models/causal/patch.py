@@ -15,14 +15,14 @@ from attncli.activity import counted, doing
 from attncli.core.request import Request
 from attncli.errors import AttnCliError, escaped
 from attncli.models.causal.ablate import clean_run
+from attncli.models.causal.attribution import Metric, attribution_grid, spearman
 from attncli.models.causal.inputs import Prepared, one_token, open_decoder, position, prepare
 from attncli.models.causal.metrics import logit_diff
-from attncli.models.causal.passes import CleanPass, editable, edited_reads, replaced
+from attncli.models.causal.passes import CleanPass, edited_reads, replaced
 from attncli.models.causal.readout import Read, Readout
 from attncli.models.family import Model
 from attncli.records.causal import METRICS, Attribution, Pair, Patching, PatchOptions
 
-Metric = Callable[[Tensor], Tensor]  # logits (P, vocab) at the metric's rows → () its number
 ReadMetric = Callable[[Read], Tensor]  # the same from a Read of those rows
 
 
@@ -156,36 +156,3 @@ def _exact(model: Model, target: CleanPass, source: CleanPass, readout: Readout,
             done += 1
             counted("patching heads", done, total)
     return grid, cells if per_position else None
-
-
-def attribution_grid(model: Model, target: CleanPass, source: CleanPass, metric: Metric,
-                     rows: list[int]) -> Tensor:
-    """Attribution patching: the metric's change when head h of layer L takes source's output,
-    estimated to first order, Σ (z_source − z_target) · ∂metric/∂z_target, one backward pass
-    through target's run: (layers, heads)."""
-    doing("attribution patching (one forward and one backward pass)")
-    grads: dict[int, Tensor] = {}
-
-    def watch(layer: int, z: Tensor) -> Tensor:
-        grads[layer] = torch.zeros_like(z, requires_grad=True)  # (1, heads, T, hd) ∂/∂z here
-        return z + grads[layer]
-
-    with torch.enable_grad():
-        decoder = editable(model)
-        final = decoder.edited(target.ids, 0, target.streams[0][None], watch)  # (1, T, d)
-        metric(decoder.held_logits(final[0, rows]).float()).backward()
-    layers = []
-    for layer in range(model.spec.n_layer):
-        grad = grads[layer].grad  # (1, heads, T, hd)
-        assert grad is not None
-        grad = grad[0]  # (heads, T, hd)
-        delta = source.z[layer] - target.z[layer]  # (heads, T, hd)
-        layers.append((delta * grad).sum((-2, -1)))  # (heads,)
-    return torch.stack(layers).double()  # (layers, heads)
-
-
-def spearman(a: Tensor, b: Tensor) -> float:
-    """Spearman's rank correlation of two (N,) vectors (ties broken by order)."""
-    ranks = [v.argsort().argsort().double() for v in (a, b)]  # (N,) each
-    x, y = (r - r.mean() for r in ranks)
-    return float((x * y).sum() / (x.norm() * y.norm()))

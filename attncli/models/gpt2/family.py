@@ -104,10 +104,11 @@ class GPT2Model:
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
                edit: Callable[[int, Tensor], Tensor],
                enter: Callable[[int, Tensor], Tensor] | None = None,
-               prefix: list[Tensor] | None = None) -> Tensor:
-        """Blocks first.. from stream (variants joining through enter; the last positions,
-        the earlier ones prefix's) with each block's heads' outputs through edit."""
-        return gpt2_edited(self.ckpt, token_ids, first, stream, edit, enter, prefix)
+               prefix: list[Tensor] | None = None, last: int | None = None) -> Tensor:
+        """Blocks first..last (None: every block from first) from stream (variants joining
+        through enter; the last positions, the earlier ones prefix's) with each block's heads'
+        outputs through edit."""
+        return gpt2_edited(self.ckpt, token_ids, first, stream, edit, enter, prefix, last)
 
     def all_layers(self, token_ids: list[int]) -> Tensor:
         """Every head's weights, (layers, heads, T, T)."""

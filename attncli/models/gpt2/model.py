@@ -249,8 +249,8 @@ def _blocks(weights: Named, ckpt: Checkpoint, token_ids: list[int], last_layer: 
 def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tensor,
                 edit: Callable[[int, Tensor], Tensor],
                 enter: Callable[[int, Tensor], Tensor] | None = None,
-                prefix: list[Tensor] | None = None) -> Tensor:
-    """Blocks first..n_layer-1 from stream (B, S, d), B variants of the text's last S
+                prefix: list[Tensor] | None = None, last: int | None = None) -> Tensor:
+    """Blocks first..last (None: n_layer-1) from stream (B, S, d), B variants of the text's last S
     positions (enter(layer, x): x with the variants joining at block layer added; where
     S < T, prefix[layer] (T, d) the clean stream whose earlier positions they attend to),
     each block's z (B, heads, S, hd) passed through edit before c_proj; the streams leaving
@@ -258,7 +258,7 @@ def gpt2_edited(ckpt: Checkpoint, token_ids: list[int], first: int, stream: Tens
     for variants entering as one stream, expanded: stride 0), the MLP on all."""
     weights, x = weights_of(ckpt), stream  # x: (B, S, d)
     start = len(token_ids) - x.shape[1]
-    for layer in range(first, ckpt.n_layer):
+    for layer in range(first, ckpt.n_layer if last is None else last + 1):
         x = x if enter is None else enter(layer, x)  # (B, S, d)
         shared = x.shape[0] > 1 and x.stride(0) == 0
         whole = x[:1] if shared else x  # (b, S, d)

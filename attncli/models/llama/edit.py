@@ -44,18 +44,19 @@ def heads_output(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
 def llama_edited(weights: Named, spec: LlamaSpec, token_ids: list[int], first: int,
                  stream: Tensor, edit: Callable[[int, Tensor], Tensor],
                  enter: Callable[[int, Tensor], Tensor] | None = None,
-                 prefix: list[Tensor] | None = None) -> Tensor:
-    """Blocks first..n_layer-1 from stream (B, S, d_model), B variants of the text's last S
-    positions at once (enter(layer, x): x with the variants joining at block layer added),
-    each block's z (B, heads, S, hd) passed through edit before o_proj; the streams leaving
-    the last block. Where S < T the earlier positions are the clean pass's, prefix[layer]
-    (T, d_model) the stream entering each block: their keys and values are attended to and
-    nothing else of them is run. Gradients flow where the caller enables them (attribution
-    patching). Variants that enter a block as one stream (stride 0) share its attention."""
+                 prefix: list[Tensor] | None = None, last: int | None = None) -> Tensor:
+    """Blocks first..last (None: n_layer-1) from stream (B, S, d_model), B variants of the
+    text's last S positions at once (enter(layer, x): x with the variants joining at block
+    layer added), each block's z (B, heads, S, hd) passed through edit before o_proj; the
+    streams leaving the last block run. Where S < T the earlier positions are the clean
+    pass's, prefix[layer] (T, d_model) the stream entering each block: their keys and values
+    are attended to and nothing else of them is run. Gradients flow where the caller enables
+    them (attribution patching). Variants that enter a block as one stream (stride 0) share
+    its attention."""
     x = stream  # (B, S, d_model)
     start = len(token_ids) - x.shape[1]  # the positions before it: the clean pass's
     ropes = LayerRopes(spec, len(token_ids))  # each layer's (T, rotary_dim) tables, or None
-    for layer in range(first, spec.n_layer):
+    for layer in range(first, spec.n_layer if last is None else last + 1):
         x = x if enter is None else enter(layer, x)  # (B, S, d_model)
         shared = x.shape[0] > 1 and x.stride(0) == 0  # the same stream B times: attend once
         whole = x[:1] if shared else x  # (b, S, d_model)

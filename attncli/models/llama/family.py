@@ -105,11 +105,12 @@ class LlamaModel:
     def edited(self, token_ids: list[int], first: int, stream: Tensor,
                edit: Callable[[int, Tensor], Tensor],
                enter: Callable[[int, Tensor], Tensor] | None = None,
-               prefix: list[Tensor] | None = None) -> Tensor:
-        """Blocks first.. from stream (variants joining through enter; the last positions,
-        the earlier ones prefix's) with each block's heads' outputs through edit."""
+               prefix: list[Tensor] | None = None, last: int | None = None) -> Tensor:
+        """Blocks first..last (None: every block from first) from stream (variants joining
+        through enter; the last positions, the earlier ones prefix's) with each block's heads'
+        outputs through edit."""
         return llama_edited(self.ckpt.weights, self.ckpt.spec, token_ids, first, stream, edit,
-                            enter, prefix)
+                            enter, prefix, last)
 
     def masked_from(self, token_ids: list[int], prefix: list[Tensor], hidden: list[list[int]],
                     rows: list[int]) -> Tensor:
