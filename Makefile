@@ -100,9 +100,12 @@ test:
 	@# attncli's own bytecode, which PYTHONDONTWRITEBYTECODE (set on this machine) would leave
 	@# unwritten: each of the suite's hundreds of attncli processes would compile its modules
 	@# again (0.6 s of CPU each). Python checks each file's date, so an edit is never missed.
+	@# pytest may keep the test modules it rewrites: tests/rewrite_once.py rewrites them once
+	@# before the workers start, which would otherwise each rewrite all of them (5 s of CPU each).
 	@$(PY) -m compileall -q attncli
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile \
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q \
+		-n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder -m "not runtime"; \
 	tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]

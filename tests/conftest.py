@@ -123,6 +123,14 @@ def _longest_first(items: list[pytest.Item]) -> None:
     items.sort(key=key)  # stable: each file's tests stay in their order
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config) -> None:
+    """Before xdist starts its workers: the test modules rewritten once, for all of them."""
+    from tests.rewrite_once import rewrite_test_modules
+
+    rewrite_test_modules(config)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `process` every test that starts a process, itself or through a fixture or helper:
     `make check` (-m "not process") runs the rest, in-process, in seconds; and hand the longest
