@@ -11,8 +11,10 @@ REAL_TEXT := samples/induction.txt
 
 # The CPU build of torch first: a bare torch requirement in a fresh venv pulls a multi-GB CUDA
 # build. uv installs the same packages as pip in a fraction of the time, taking torch's CPU wheel
-# from the machine's wheel folder; pip does it all where uv cannot. Bytecode is compiled at
-# install, as pip does: under PYTHONDONTWRITEBYTECODE every process would compile torch again.
+# from the machine's wheel folder; pip does it all where uv cannot. Bytecode is written at
+# install for what attncli and the tests import (scripts/compile_runtime.py imports it once):
+# under PYTHONDONTWRITEBYTECODE every process would compile torch again. uv's --compile-bytecode
+# compiled all ~20,000 modules of the venv instead (about 60 s of CPU against 19 s).
 WHEELS ?= /opt/wheels
 CPU_TORCH := $(firstword $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl))
 
@@ -27,8 +29,8 @@ $(STAMP): pyproject.toml setup.py $(LOCK) attncli/long/_fused.c \
 		attncli/models/sources/gguf/_qmatmul_body.h attncli/models/sources/gguf/_qmatmul_q8.h
 	$(PYTHON) -m venv $(VENV)
 	@if [ -n "$(CPU_TORCH)" ] && $(PY) -m pip install -q uv && $(VENV)/bin/uv pip install -q \
-		--python $(PY) --compile-bytecode --find-links $(WHEELS) $(CONSTRAINTS) \
-		'torch==2.13.0+cpu' -e '.[test]'; then :; else \
+		--python $(PY) --find-links $(WHEELS) $(CONSTRAINTS) 'torch==2.13.0+cpu' -e '.[test]'; \
+		then PYTHONDONTWRITEBYTECODE= $(PY) scripts/compile_runtime.py; else \
 		echo "installing with pip" >&2 && $(PY) -m pip install -q --upgrade pip && \
 		$(PY) -m pip install -q $(CONSTRAINTS) torch==2.13.0 && \
 		$(PY) -m pip install -q $(CONSTRAINTS) -e '.[test]'; fi
@@ -100,9 +102,12 @@ test:
 	@# attncli's own bytecode, which PYTHONDONTWRITEBYTECODE (set on this machine) would leave
 	@# unwritten: each of the suite's hundreds of attncli processes would compile its modules
 	@# again (0.6 s of CPU each). Python checks each file's date, so an edit is never missed.
+	@# pytest may keep the test modules it rewrites: tests/rewrite_once.py rewrites them once
+	@# before the workers start, which would otherwise each rewrite all of them (5 s of CPU each).
 	@$(PY) -m compileall -q attncli
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile \
+	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q \
+		-n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder -m "not runtime"; \
 	tests=$$?; \
 	wait $$mypy; typed=$$?; cat $(VENV)/mypy.log; [ $$tests -eq 0 ] && [ $$typed -eq 0 ]

@@ -26,10 +26,10 @@ SPAWNING_MODULES = {"subprocess", "multiprocessing", "pexpect", "selenium", "jup
 OS_SPAWNS = ("os.system", "os.popen", "os.fork", "os.exec", "os.spawn", "os.posix_spawn")
 
 
-def _aliases(tree: ast.AST) -> dict[str, str]:
+def _aliases(nodes: list[ast.AST]) -> dict[str, str]:
     """Each name the module's imports bind (at any depth) → what it is, dotted."""
     out = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             out |= {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
                     for a in node.names}
@@ -38,18 +38,46 @@ def _aliases(tree: ast.AST) -> dict[str, str]:
     return out
 
 
-def _called(node: ast.AST, aliases: dict[str, str]) -> set[str]:
-    """The dotted names node calls (`subprocess.run`, `shell`), imported names resolved."""
-    out = set()
-    for call in ast.walk(node):
-        if not isinstance(call, ast.Call):
-            continue
-        parts, func = [], call.func
-        while isinstance(func, ast.Attribute):
-            parts.append(func.attr)
-            func = func.value
-        if isinstance(func, ast.Name):
-            out.add(".".join([aliases.get(func.id, func.id), *reversed(parts)]))
+def _call_name(call: ast.Call, aliases: dict[str, str]) -> str | None:
+    """The dotted name a call calls (`subprocess.run`, `shell`), imported names resolved."""
+    parts, func = [], call.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    return ".".join([aliases.get(func.id, func.id), *reversed(parts)]) \
+        if isinstance(func, ast.Name) else None
+
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _summaries(nodes: list[ast.AST], aliases: dict[str, str]) -> dict[int, tuple[set[str],
+                                                                               set[str]]]:
+    """For each definition (by id): the dotted names it calls and the names it uses, at any
+    depth; each nested definition is read once and added to those around it."""
+    out: dict[int, tuple[set[str], set[str]]] = {}
+
+    def summarise(definition: ast.AST) -> tuple[set[str], set[str]]:
+        calls, names = set(), set()
+        stack = list(ast.iter_child_nodes(definition))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, DEFINITIONS):
+                inner = out.get(id(node)) or summarise(node)
+                calls |= inner[0]
+                names |= inner[1]
+                continue
+            if isinstance(node, ast.Call) and (name := _call_name(node, aliases)) is not None:
+                calls.add(name)
+            elif isinstance(node, ast.Name):
+                names.add(node.id)
+            stack.extend(ast.iter_child_nodes(node))
+        out[id(definition)] = (calls, names)
+        return calls, names
+
+    for node in nodes:
+        if isinstance(node, DEFINITIONS) and id(node) not in out:
+            summarise(node)
     return out
 
 
@@ -63,20 +91,21 @@ def _spawning(path: Path) -> frozenset[str]:
     """Names of path's functions and classes (tests, helpers, fixtures) that start a process:
     that call one that does (subprocess, a browser, a kernel), or call or request (as a fixture)
     another of the module's, of tests.conftest's or of a test module's that does."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    aliases = _aliases(tree)
+    nodes = list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))  # walked once
+    aliases = _aliases(nodes)
     calls: dict[str, set[str]] = {}  # what each calls, resolved
     uses: dict[str, set[str]] = {}  # the names each uses: helpers called or handed on, fixtures
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            calls[node.name] = _called(node, aliases)
-            uses[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    summaries = _summaries(nodes, aliases)
+    for node in nodes:
+        if isinstance(node, DEFINITIONS):
+            calls[node.name], uses[node.name] = set(summaries[id(node)][0]), \
+                set(summaries[id(node)][1])
             if not isinstance(node, ast.ClassDef):
                 uses[node.name] |= {a.arg for a in node.args.args}  # fixtures it requests
     found = {name for name, called in calls.items() if any(map(_spawns, called))}
     if path.name != "conftest.py":
         found |= set(_spawning(Path(__file__)))
-    for node in ast.walk(tree):  # helpers imported from another test module
+    for node in nodes:  # helpers imported from another test module
         module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
         if module.startswith("tests.") and module.rsplit(".", 1)[-1].startswith("test_"):
             other = ROOT.joinpath(*module.split(".")).with_suffix(".py")
@@ -121,6 +150,14 @@ def _longest_first(items: list[pytest.Item]) -> None:
         return rank.get(item.nodeid.split("::", 1)[0], len(rank))
 
     items.sort(key=key)  # stable: each file's tests stay in their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config) -> None:
+    """Before xdist starts its workers: the test modules rewritten once, for all of them."""
+    from tests.rewrite_once import rewrite_test_modules
+
+    rewrite_test_modules(config)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

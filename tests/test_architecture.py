@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -188,6 +189,22 @@ def test_these_never_import_torch(args: list[str]) -> None:
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_refusals_before_a_model_is_read_never_import_torch() -> None:
+    """Bad input refused before anything is computed (an empty text, a choice not offered, a
+    name pull cannot fetch, a JSON show cannot draw): exit 2 each, and one fresh interpreter
+    that refused them all has loaded neither torch nor the pipeline."""
+    cases = [["run", ""], ["run", "x", "--variant", "bogus"], ["pull", "nosuchthing"],
+             ["show", "samples/journey.json"]]
+    code = ("import json, sys; from attncli.cli.main import execute; "
+            "codes = [execute(args) for args in json.loads(sys.argv[1])]; "
+            "print(codes, 'torch' in sys.modules, 'attncli.core.pipeline' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=600, check=False, cwd=PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[2, 2, 2, 2] False False", proc.stderr
+    assert proc.stderr.count("attncli: error: ") == len(cases), proc.stderr
 
 
 def _named_architectures(node: ast.AST, names: set[str]) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,16 +19,19 @@ from tests.redteam.test_show_hostile import ODD, _mutate, _paths, json_docs
 TOY = ("--model", "samples/toy-gpt2")
 
 
-DOCS = json_docs([("ablate", SENTENCE, *TOY, "--heads", "1.0,0.2", "--answer", " now"),
-                  ("ablate", SENTENCE, *TOY),
-                  ("patch", "the cat sat on the mat", "the dog sat on the hat", *TOY,
-                   "--tokens", " mat", " hat", "--attribution", "--per-position")])
+@cache
+def docs() -> list[Any]:
+    """ablate's and patch's documents, made on first use (not by every collecting worker)."""
+    return json_docs([("ablate", SENTENCE, *TOY, "--heads", "1.0,0.2", "--answer", " now"),
+                      ("ablate", SENTENCE, *TOY),
+                      ("patch", "the cat sat on the mat", "the dog sat on the hat", *TOY,
+                       "--tokens", " mat", " hat", "--attribution", "--per-position")])
 
 
 @PROPERTY
 @given(st.data())
 def test_mutated_ablate_and_patch_documents_exit_0_or_2_in_one_line(data: st.DataObject) -> None:
-    doc = data.draw(st.sampled_from(DOCS))
+    doc = data.draw(st.sampled_from(docs()))
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(_paths(doc)))
         how = data.draw(st.sampled_from(["drop", "set", "grow", "shrink"]))
@@ -47,7 +52,7 @@ def test_a_lone_surrogate_in_a_part_no_renderer_reads_is_escaped_not_a_traceback
     """A JSON escape such as \\ud800 (a lone surrogate, which no output encoding holds) in a
     part the reader does not check, such as a top token's id: shown, and --json writes it
     escaped, as a checked string is."""
-    doc = json.loads(json.dumps(DOCS[0]))
+    doc = json.loads(json.dumps(docs()[0]))
     doc["top"]["before"][0]["id"] = ["\ud800"]
     doc["model"]["note"] = "\ud800"
     with tempfile.TemporaryDirectory() as folder:

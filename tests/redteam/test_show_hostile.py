@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,18 @@ def json_docs(runs: list[tuple[str, ...]]) -> list[Any]:
     return docs
 
 
-DOCS = json_docs([("run", SENTENCE, "--variant", "multihead", "--query", "2", "--show",
-                   "scores,weights"),
-                  ("run", SENTENCE, "--impl", "tiled", "--rows", "1:4"),
-                  ("compare", SENTENCE, "--variants", "causal,qkv"),
-                  ("heads", SENTENCE, "--model", "samples/toy-gpt2"),
-                  ("explain", SENTENCE, "--model", "samples/toy-gpt2")])
+@cache
+def docs() -> list[Any]:
+    """The real documents to mutate, made on first use: at import they would be made by every
+    worker that collects this module, whether or not it runs these tests."""
+    return json_docs([("run", SENTENCE, "--variant", "multihead", "--query", "2", "--show",
+                       "scores,weights"),
+                      ("run", SENTENCE, "--impl", "tiled", "--rows", "1:4"),
+                      ("compare", SENTENCE, "--variants", "causal,qkv"),
+                      ("heads", SENTENCE, "--model", "samples/toy-gpt2"),
+                      ("explain", SENTENCE, "--model", "samples/toy-gpt2")])
+
+
 ODD = st.one_of(st.none(), st.booleans(), st.just(""), st.just("\x1b[2J"), st.just([]),
                 st.just({}), st.just([[[]]]), st.just(-1), st.just(2**62), st.just(-2**62),
                 st.just(1e308), st.just(-1e308), st.just(0.5), st.just([0] * 7),
@@ -104,7 +111,7 @@ def _mutate(doc: Any, path: tuple[Any, ...], how: str, value: Any) -> Any:
 @PROPERTY
 @given(st.data())
 def test_mutated_documents_exit_0_or_2_in_one_line(data: st.DataObject) -> None:
-    doc = data.draw(st.sampled_from(DOCS))
+    doc = data.draw(st.sampled_from(docs()))
     for _ in range(data.draw(st.integers(1, 3))):
         places = _paths(doc)
         path = data.draw(st.sampled_from(places))
@@ -131,7 +138,7 @@ def test_mutated_documents_exit_0_or_2_in_one_line(data: st.DataObject) -> None:
     {"summary": [{"head": 0}] * 100000},
 ], ids=["tokens", "heads", "window", "negative", "summary"])
 def test_huge_claims_are_refused_before_work(tmp_path: Path, claim: dict[str, Any]) -> None:
-    doc = json.loads(json.dumps(DOCS[1]))  # the tiled run
+    doc = json.loads(json.dumps(docs()[1]))  # the tiled run
     for key, value in claim.items():
         doc[key] = {**doc[key], **value} if isinstance(value, dict) else value
     (tmp_path / "big.json").write_text(json.dumps(doc), encoding="ascii")

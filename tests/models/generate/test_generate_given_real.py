@@ -4,6 +4,8 @@ the greedy answer given back equals generate's own steps (skipped where the file
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -22,7 +24,14 @@ CHAT = [{"role": "system", "content": "Answer in one sentence."},
         {"role": "user", "content": "And of Italy?"}]
 
 
-def test_a_given_answer_equals_transformers_full_forward() -> None:
+@pytest.fixture(scope="module")
+def hf() -> Any:
+    """transformers' model of the file, loaded once for the module's two comparisons with it
+    (each loaded its own: 6 s of CPU)."""
+    return _transformers(smollm2())
+
+
+def test_a_given_answer_equals_transformers_full_forward(hf: Any) -> None:
     path = smollm2()
     result = generate_model(GenerationRequest(str(path), messages=CHAT,
                                               answer="The capital of Italy is Milan.",
@@ -32,7 +41,7 @@ def test_a_given_answer_equals_transformers_full_forward() -> None:
     ids = [t.id for t in result.prompt + result.answer]
     p = len(result.prompt)
     with torch.no_grad():
-        out = _transformers(path)(torch.tensor([ids]), output_attentions=True)
+        out = hf(torch.tensor([ids]), output_attentions=True)
     logprobs = torch.log_softmax(out.logits[0].double(), dim=-1)  # (T, vocab)
     for s, step in enumerate(result.steps):
         ref = torch.stack([a[0, :, p - 1 + s, :p + s] for a in out.attentions])  # (30, 9, P+s)
@@ -58,7 +67,7 @@ def test_the_greedy_answer_given_back_equals_generates_steps() -> None:
         assert_near(given.steps[s].logprob, made.steps[s].logprob, rtol=0)
 
 
-def test_occlusion_by_word_equals_masking_the_word_in_transformers() -> None:
+def test_occlusion_by_word_equals_masking_the_word_in_transformers(hf: Any) -> None:
     """The batched masked passes on the real file (dense products on its Q4_1/Q8_0 matrices):
     each word's drop equals transformers' forward with the word's keys masked."""
     from attncli.models.generate.occlusion import masked
@@ -70,7 +79,6 @@ def test_occlusion_by_word_equals_masking_the_word_in_transformers() -> None:
     assert result.occlusion is not None and result.occluded is not None
     ids = [t.id for t in result.prompt + result.answer]
     p, a, n = len(result.prompt), len(result.answer), len(ids)
-    hf = _transformers(path)
     causal = torch.ones(n, n, dtype=torch.bool).tril()  # (T, T)
     chosen = torch.tensor(ids[p:])[:, None]  # (A, 1)
 

@@ -16,7 +16,7 @@ from attncli.models.generate.sampling import Sampling
 from attncli.records.asking import GenerationRequest
 from attncli.records.generation import GenerateView
 from tests.gguf_fixtures import smollm2
-from tests.models.gguf.test_gguf_cli import _transformers
+from tests.models.gguf.test_gguf_cli import _transformers, gguf_parsed_once
 from tests.tolerance import assert_near
 
 # The real SmolLM2 against transformers' own generate: slow (make check leaves it to make test).
@@ -28,15 +28,22 @@ CASES = [("What is the capital of France?", False), ("Write one word: a colour."
 
 
 @pytest.fixture(scope="module")
-def real() -> tuple[Path, Any]:
+def real() -> tuple[Path, Any, Any]:
+    """The file, transformers' model of it and transformers' tokenizer of it, the GGUF parsed
+    once for both (each from_pretrained parsed it again: 5 s of CPU)."""
+    from transformers import AutoTokenizer
+
     path = smollm2()
-    return path, _transformers(path)
+    with gguf_parsed_once():
+        model = _transformers(path)
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    return path, model, tokenizer
 
 
 @pytest.mark.parametrize(("prompt", "raw"), CASES)
-def test_greedy_answer_and_weights_equal_transformers_generate(real: tuple[Path, Any],
+def test_greedy_answer_and_weights_equal_transformers_generate(real: tuple[Path, Any, Any],
                                                                prompt: str, raw: bool) -> None:
-    path, hf = real
+    path, hf, _ = real
     result = generate_model(GenerationRequest(str(path), prompt, raw=raw, view="raw",
                                               exclude_sinks=False,
                                               sampling=Sampling(max_new_tokens=N)))
@@ -54,14 +61,8 @@ def test_greedy_answer_and_weights_equal_transformers_generate(real: tuple[Path,
 
 
 def test_the_chat_template_makes_the_prompt_transformers_tokenizer_makes(
-        real: tuple[Path, Any]) -> None:
-    from transformers import AutoTokenizer
-
-    from tests.models.gguf.test_gguf_cli import gguf_parsed_once
-
-    path, _ = real
-    with gguf_parsed_once():
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        real: tuple[Path, Any, Any]) -> None:
+    path, _, tokenizer = real
     messages = [{"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "Name a fruit."}]
     want = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
