@@ -66,7 +66,7 @@ def receipts(model: Path, count: int, new: int, threads: int) -> list[dict]:
                 str(model), text, reported=read_logprobs(path), raw=True, allow_special=True,
                 view="raw", exclude_sinks=False))
             assert result.receipt is not None, "--logprobs makes a receipt"
-            out.append(result.receipt)
+            out.append(result.receipt.to_dict())  # the JSON receipt --json writes
     return out
 
 
