@@ -78,7 +78,7 @@ static float LV(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
     for (int64_t b = 0; b < n; b++, w += 34, x += 34)
         sum += (float)LV(idot)((const int8_t *)(w + 2), (const int8_t *)(x + 2), 32) *
-               (f16(w) * f16(x));
+               (LV(half)(w) * LV(half)(x));
     return sum;
 }
 
@@ -90,7 +90,7 @@ static float LV(dot_q4_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
             v[l] = (int8_t)((w[2 + l] & 0xF) - 8);
             v[l + 16] = (int8_t)((w[2 + l] >> 4) - 8);
         }
-        sum += (float)LV(idot)(v, (const int8_t *)(x + 2), 32) * f16(w) * f16(x);
+        sum += (float)LV(idot)(v, (const int8_t *)(x + 2), 32) * LV(half)(w) * LV(half)(x);
     }
     return sum;
 }
@@ -104,7 +104,7 @@ static float LV(dot_q4_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
             v[l + 16] = (int8_t)(w[4 + l] >> 4);
         }
         float isum = (float)LV(idot)(v, (const int8_t *)(x + 4), 32);
-        sum += (f16(w) * f16(x)) * isum + f16(w + 2) * f16(x + 2);
+        sum += (LV(half)(w) * LV(half)(x)) * isum + LV(half)(w + 2) * LV(half)(x + 2);
     }
     return sum;
 }
@@ -122,7 +122,7 @@ static float LV(dot_q5_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     int8_t v[32];
     for (int64_t b = 0; b < n; b++, w += 22, x += 34) {
         LV(fives)(w + 2, w + 6, v, 16);
-        sum += (f16(w) * f16(x)) * (float)LV(idot)(v, (const int8_t *)(x + 2), 32);
+        sum += (LV(half)(w) * LV(half)(x)) * (float)LV(idot)(v, (const int8_t *)(x + 2), 32);
     }
     return sum;
 }
@@ -133,7 +133,7 @@ static float LV(dot_q5_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
     for (int64_t b = 0; b < n; b++, w += 24, x += 36) {
         LV(fives)(w + 4, w + 8, v, 0);
         float isum = (float)LV(idot)(v, (const int8_t *)(x + 4), 32);
-        sum += (f16(w) * f16(x)) * isum + f16(w + 2) * f16(x + 2);
+        sum += (LV(half)(w) * LV(half)(x)) * isum + LV(half)(w + 2) * LV(half)(x + 2);
     }
     return sum;
 }
@@ -171,8 +171,8 @@ static ALWAYS_INLINE float LV(dot_k45)(const uint8_t *w, const uint8_t *x, int64
         }
         float dx;
         memcpy(&dx, x, 4);
-        sum += (f16(w) * dx) * (float)isum;
-        sum -= (f16(w + 2) * dx) * (float)imin;
+        sum += (LV(half)(w) * dx) * (float)isum;
+        sum -= (LV(half)(w + 2) * dx) * (float)imin;
     }
     return sum;
 }
@@ -204,8 +204,8 @@ static float LV(dot_q4_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
         const int32_t isum = LV(hsum_i32)(acc);
         float dx;
         memcpy(&dx, x, 4);
-        sum += (f16(w) * dx) * (float)isum;
-        sum -= (f16(w + 2) * dx) * (float)imin;
+        sum += (LV(half)(w) * dx) * (float)isum;
+        sum -= (LV(half)(w + 2) * dx) * (float)imin;
     }
     return sum;
 }
@@ -258,7 +258,7 @@ static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
         const int32_t isum = LV(hsum_i32)(acc) - 32 * offset;
         float dx;
         memcpy(&dx, x, 4);
-        sum += (f16(w + 208) * dx) * (float)isum;
+        sum += (LV(half)(w + 208) * dx) * (float)isum;
     }
     return sum;
 }
@@ -284,7 +284,7 @@ static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
             isum += (int32_t)(int8_t)w[192 + g] * LV(idot)(v + 16 * g, q8 + 16 * g, 16);
         float dx;
         memcpy(&dx, x, 4);
-        sum += (f16(w + 208) * dx) * (float)isum;
+        sum += (LV(half)(w + 208) * dx) * (float)isum;
     }
     return sum;
 }
