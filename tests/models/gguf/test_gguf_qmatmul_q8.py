@@ -194,16 +194,17 @@ def _finite_scales(blocks: np.ndarray, qtype: Q, cols: int) -> np.ndarray:
     return flat.reshape(blocks.shape[0], cols // block * size)
 
 
-@pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q5_K, Q.Q6_K], ids=lambda q: q.name)
+@pytest.mark.parametrize("qtype", list(ACTIVATION), ids=lambda q: q.name)
 @PROPERTY
 @given(data=st.data())
 def test_every_vector_level_gives_the_baselines_bits(qtype: Q, data: st.DataObject) -> None:
-    """The K-types' integer dot products at each level (AVX2's vpmaddubsw, the scales and mins
-    widened in registers) take the same exact integer sums and the same float32 steps as the
-    portable code, so their outputs are its bits, any scale bits (a NaN is any NaN)."""
+    """The integer dot products at each level (AVX2's vpmaddubsw and vpmaddwd, the scales and
+    mins widened in registers) take the same exact integer sums and the same float32 steps as
+    the portable code, so their outputs are its bits, any scale bits (a NaN is any NaN)."""
     native = qmatmul._native
     assert native is not None
-    cols = 256 * data.draw(st.integers(1, 4))
+    block = GGML_QUANT_SIZES[qtype][0]
+    cols = block * data.draw(st.integers(1, 4 if block == 256 else 24))
     rows, tokens = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 3))
     blocks = weights_of(data.draw, qtype, rows, cols, data.draw(st.sampled_from(
         [sane_halves, any_halves])))

@@ -73,37 +73,67 @@ static ALWAYS_INLINE int32_t LV(hsum_i32)(__m256i v) {
 }
 #endif
 
+/* Σ w·x over one block's 32 int8 pairs, and Σ (q − 8·minus8)·x over 32 nibbles (16 bytes: low
+ * nibbles values 0..15, high 16..31) against 32 int8: exact int32, whatever the level. */
+#if defined(__AVX2__)
+static ALWAYS_INLINE int32_t LV(isum_i8)(const uint8_t *w, const uint8_t *x) {
+    /* widened to int16 and vpmaddwd: exact for every byte, −128 included */
+    const __m256i a = _mm256_loadu_si256((const __m256i *)w), b = _mm256_loadu_si256((const __m256i *)x);
+    const __m256i lo = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(a)),
+                                         _mm256_cvtepi8_epi16(_mm256_castsi256_si128(b)));
+    const __m256i hi = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(a, 1)),
+                                         _mm256_cvtepi8_epi16(_mm256_extracti128_si256(b, 1)));
+    return LV(hsum_i32)(_mm256_add_epi32(lo, hi));
+}
+
+static ALWAYS_INLINE int32_t LV(isum_q4)(const uint8_t *q, const uint8_t *x, int minus8) {
+    /* 32 nibbles by 32 int8 a vpmaddubsw (|pair| <= 2·15·128), pairs added by a vpmaddwd;
+     * Σ(q − 8)·x as Σq·x − 8·Σx, Σx the same way with ones */
+    const __m128i b = _mm_loadu_si128((const __m128i *)q), low4 = _mm_set1_epi8(0xF);
+    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low4),
+                                       _mm_and_si128(b, low4));
+    const __m256i y = _mm256_loadu_si256((const __m256i *)x), ones = _mm256_set1_epi16(1);
+    __m256i acc = _mm256_madd_epi16(_mm256_maddubs_epi16(v, y), ones);
+    if (minus8)
+        acc = _mm256_sub_epi32(acc, _mm256_slli_epi32(_mm256_madd_epi16(
+                  _mm256_maddubs_epi16(_mm256_set1_epi8(1), y), ones), 3));
+    return LV(hsum_i32)(acc);
+}
+#else
+static ALWAYS_INLINE int32_t LV(isum_i8)(const uint8_t *w, const uint8_t *x) {
+    return LV(idot)((const int8_t *)w, (const int8_t *)x, 32);
+}
+
+static ALWAYS_INLINE int32_t LV(isum_q4)(const uint8_t *q, const uint8_t *x, int minus8) {
+    const int offset = minus8 ? 8 : 0;
+    int8_t v[32];
+    for (int l = 0; l < 16; l++) {
+        v[l] = (int8_t)((q[l] & 0xF) - offset);
+        v[l + 16] = (int8_t)((q[l] >> 4) - offset);
+    }
+    return LV(idot)(v, (const int8_t *)x, 32);
+}
+#endif
+
 /* One row of blocks of each type against one token's Q8 blocks (n weight blocks). */
 static float LV(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
     for (int64_t b = 0; b < n; b++, w += 34, x += 34)
-        sum += (float)LV(idot)((const int8_t *)(w + 2), (const int8_t *)(x + 2), 32) *
-               (LV(half)(w) * LV(half)(x));
+        sum += (float)LV(isum_i8)(w + 2, x + 2) * (LV(half)(w) * LV(half)(x));
     return sum;
 }
 
 static float LV(dot_q4_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
-    int8_t v[32];
-    for (int64_t b = 0; b < n; b++, w += 18, x += 34) {
-        for (int l = 0; l < 16; l++) {
-            v[l] = (int8_t)((w[2 + l] & 0xF) - 8);
-            v[l + 16] = (int8_t)((w[2 + l] >> 4) - 8);
-        }
-        sum += (float)LV(idot)(v, (const int8_t *)(x + 2), 32) * LV(half)(w) * LV(half)(x);
-    }
+    for (int64_t b = 0; b < n; b++, w += 18, x += 34)
+        sum += (float)LV(isum_q4)(w + 2, x + 2, 1) * LV(half)(w) * LV(half)(x);
     return sum;
 }
 
 static float LV(dot_q4_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
-    int8_t v[32];
     for (int64_t b = 0; b < n; b++, w += 20, x += 36) {
-        for (int l = 0; l < 16; l++) {
-            v[l] = (int8_t)(w[4 + l] & 0xF);
-            v[l + 16] = (int8_t)(w[4 + l] >> 4);
-        }
-        float isum = (float)LV(idot)(v, (const int8_t *)(x + 4), 32);
+        float isum = (float)LV(isum_q4)(w + 4, x + 4, 0);
         sum += (LV(half)(w) * LV(half)(x)) * isum + LV(half)(w + 2) * LV(half)(x + 2);
     }
     return sum;
