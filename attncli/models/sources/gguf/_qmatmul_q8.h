@@ -73,71 +73,121 @@ static ALWAYS_INLINE int32_t LV(hsum_i32)(__m256i v) {
 }
 #endif
 
-/* Σ w·x over one block's 32 int8 pairs, and Σ (q − 8·minus8)·x over 32 nibbles (16 bytes: low
- * nibbles values 0..15, high 16..31) against 32 int8: exact int32, whatever the level. */
-#if defined(__AVX2__)
-static ALWAYS_INLINE int32_t LV(isum_i8)(const uint8_t *w, const uint8_t *x) {
-    /* widened to int16 and vpmaddwd: exact for every byte, −128 included */
-    const __m256i a = _mm256_loadu_si256((const __m256i *)w), b = _mm256_loadu_si256((const __m256i *)x);
-    const __m256i lo = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(a)),
-                                         _mm256_cvtepi8_epi16(_mm256_castsi256_si128(b)));
-    const __m256i hi = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(a, 1)),
-                                         _mm256_cvtepi8_epi16(_mm256_extracti128_si256(b, 1)));
-    return LV(hsum_i32)(_mm256_add_epi32(lo, hi));
-}
+/* Σ w·x over one block's 32 int8 pairs (Q8_0), and Σ (q − 8·minus8)·x over 32 nibbles (16
+ * bytes: low nibbles values 0..15, high 16..31; Q4_0 and Q4_1) against 32 int8: exact int32,
+ * whatever the level. Where there is AVX2, four blocks' sums are taken at once, their lanes
+ * added by three vphaddd (each sum exact; the float32 steps after, block by block, unchanged). */
+#ifndef SUM_KINDS
+#define SUM_KINDS
+enum { SUM_I8 = 0, SUM_Q4 = 1, SUM_Q4_MINUS8 = 2 };
+#endif
 
-static ALWAYS_INLINE int32_t LV(isum_q4)(const uint8_t *q, const uint8_t *x, int minus8) {
+#if defined(__AVX2__)
+static ALWAYS_INLINE __m256i LV(isum_lanes)(int kind, const uint8_t *w, const uint8_t *x) {
+    const __m256i y = _mm256_loadu_si256((const __m256i *)x);
+    if (kind == SUM_I8) {  /* widened to int16 and vpmaddwd: exact for every byte, −128 too */
+        const __m256i a = _mm256_loadu_si256((const __m256i *)w);
+        return _mm256_add_epi32(
+            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(a)),
+                              _mm256_cvtepi8_epi16(_mm256_castsi256_si128(y))),
+            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(a, 1)),
+                              _mm256_cvtepi8_epi16(_mm256_extracti128_si256(y, 1))));
+    }
     /* 32 nibbles by 32 int8 a vpmaddubsw (|pair| <= 2·15·128), pairs added by a vpmaddwd;
      * Σ(q − 8)·x as Σq·x − 8·Σx, Σx the same way with ones */
-    const __m128i b = _mm_loadu_si128((const __m128i *)q), low4 = _mm_set1_epi8(0xF);
+    const __m128i b = _mm_loadu_si128((const __m128i *)w), low4 = _mm_set1_epi8(0xF);
     const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low4),
                                        _mm_and_si128(b, low4));
-    const __m256i y = _mm256_loadu_si256((const __m256i *)x), ones = _mm256_set1_epi16(1);
-    __m256i acc = _mm256_madd_epi16(_mm256_maddubs_epi16(v, y), ones);
-    if (minus8)
-        acc = _mm256_sub_epi32(acc, _mm256_slli_epi32(_mm256_madd_epi16(
-                  _mm256_maddubs_epi16(_mm256_set1_epi8(1), y), ones), 3));
-    return LV(hsum_i32)(acc);
-}
-#else
-static ALWAYS_INLINE int32_t LV(isum_i8)(const uint8_t *w, const uint8_t *x) {
-    return LV(idot)((const int8_t *)w, (const int8_t *)x, 32);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i acc = _mm256_madd_epi16(_mm256_maddubs_epi16(v, y), ones);
+    if (kind == SUM_Q4) return acc;
+    return _mm256_sub_epi32(acc, _mm256_slli_epi32(_mm256_madd_epi16(
+                                     _mm256_maddubs_epi16(_mm256_set1_epi8(1), y), ones), 3));
 }
 
-static ALWAYS_INLINE int32_t LV(isum_q4)(const uint8_t *q, const uint8_t *x, int minus8) {
-    const int offset = minus8 ? 8 : 0;
+/* Four blocks' sums (w, x: the first block's values; wb, xb: bytes a block) into is. */
+static ALWAYS_INLINE void LV(isums4)(int kind, const uint8_t *w, const uint8_t *x, int wb, int xb,
+                                     int32_t *is) {
+    const __m256i ab = _mm256_hadd_epi32(LV(isum_lanes)(kind, w, x),
+                                         LV(isum_lanes)(kind, w + wb, x + xb));
+    const __m256i cd = _mm256_hadd_epi32(LV(isum_lanes)(kind, w + 2 * wb, x + 2 * xb),
+                                         LV(isum_lanes)(kind, w + 3 * wb, x + 3 * xb));
+    const __m256i abcd = _mm256_hadd_epi32(ab, cd);  /* each 128-bit half: 4 blocks' partials */
+    _mm_storeu_si128((__m128i *)is, _mm_add_epi32(_mm256_castsi256_si128(abcd),
+                                                  _mm256_extracti128_si256(abcd, 1)));
+}
+#define QUADS 1
+#endif
+
+static ALWAYS_INLINE int32_t LV(isum)(int kind, const uint8_t *w, const uint8_t *x) {
+#if defined(__AVX2__)
+    return LV(hsum_i32)(LV(isum_lanes)(kind, w, x));
+#else
+    if (kind == SUM_I8) return LV(idot)((const int8_t *)w, (const int8_t *)x, 32);
+    const int offset = kind == SUM_Q4_MINUS8 ? 8 : 0;
     int8_t v[32];
     for (int l = 0; l < 16; l++) {
-        v[l] = (int8_t)((q[l] & 0xF) - offset);
-        v[l + 16] = (int8_t)((q[l] >> 4) - offset);
+        v[l] = (int8_t)((w[l] & 0xF) - offset);
+        v[l + 16] = (int8_t)((w[l] >> 4) - offset);
     }
     return LV(idot)(v, (const int8_t *)x, 32);
-}
 #endif
+}
 
 /* One row of blocks of each type against one token's Q8 blocks (n weight blocks). */
 static float LV(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
-    for (int64_t b = 0; b < n; b++, w += 34, x += 34)
-        sum += (float)LV(isum_i8)(w + 2, x + 2) * (LV(half)(w) * LV(half)(x));
+    int64_t b = 0;
+#if defined(QUADS)
+    for (; b + 4 <= n; b += 4, w += 4 * 34, x += 4 * 34) {
+        int32_t is[4];
+        LV(isums4)(SUM_I8, w + 2, x + 2, 34, 34, is);
+        for (int k = 0; k < 4; k++)
+            sum += (float)is[k] * (LV(half)(w + 34 * k) * LV(half)(x + 34 * k));
+    }
+#endif
+    for (; b < n; b++, w += 34, x += 34)
+        sum += (float)LV(isum)(SUM_I8, w + 2, x + 2) * (LV(half)(w) * LV(half)(x));
     return sum;
 }
 
 static float LV(dot_q4_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
-    for (int64_t b = 0; b < n; b++, w += 18, x += 34)
-        sum += (float)LV(isum_q4)(w + 2, x + 2, 1) * LV(half)(w) * LV(half)(x);
+    int64_t b = 0;
+#if defined(QUADS)
+    for (; b + 4 <= n; b += 4, w += 4 * 18, x += 4 * 34) {
+        int32_t is[4];
+        LV(isums4)(SUM_Q4_MINUS8, w + 2, x + 2, 18, 34, is);
+        for (int k = 0; k < 4; k++)
+            sum += (float)is[k] * LV(half)(w + 18 * k) * LV(half)(x + 34 * k);
+    }
+#endif
+    for (; b < n; b++, w += 18, x += 34)
+        sum += (float)LV(isum)(SUM_Q4_MINUS8, w + 2, x + 2) * LV(half)(w) * LV(half)(x);
     return sum;
 }
 
 static float LV(dot_q4_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
-    for (int64_t b = 0; b < n; b++, w += 20, x += 36) {
-        float isum = (float)LV(isum_q4)(w + 4, x + 4, 0);
+    int64_t b = 0;
+#if defined(QUADS)
+    for (; b + 4 <= n; b += 4, w += 4 * 20, x += 4 * 36) {
+        int32_t is[4];
+        LV(isums4)(SUM_Q4, w + 4, x + 4, 20, 36, is);
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *wk = w + 20 * k, *xk = x + 36 * k;
+            sum += (LV(half)(wk) * LV(half)(xk)) * (float)is[k] +
+                   LV(half)(wk + 2) * LV(half)(xk + 2);
+        }
+    }
+#endif
+    for (; b < n; b++, w += 20, x += 36) {
+        float isum = (float)LV(isum)(SUM_Q4, w + 4, x + 4);
         sum += (LV(half)(w) * LV(half)(x)) * isum + LV(half)(w + 2) * LV(half)(x + 2);
     }
     return sum;
 }
+#undef QUADS
 
 static ALWAYS_INLINE void LV(fives)(const uint8_t *qh4, const uint8_t *q, int8_t *v, int off) {
     uint32_t qh = u32(qh4);
