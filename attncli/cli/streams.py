@@ -130,6 +130,16 @@ def signals_held() -> Iterator[None]:
         raise_if_interrupted()
 
 
+def settle_interrupt() -> None:
+    """A Ctrl-C that the computation took as "stop here" (generate keeps the answer written so
+    far) is spent, so the rest of the run (its views, --save) goes on and a later Ctrl-C
+    interrupts it again; SIGTERM and SIGHUP still end the run with their code."""
+    global _interrupted
+    if _interrupted and _signal == signal.SIGINT:
+        _interrupted = False
+    raise_if_interrupted()
+
+
 def raise_if_interrupted() -> None:
     """A safe point inside signals_held: raise the KeyboardInterrupt of a signal held so far."""
     if _interrupted:

@@ -37,15 +37,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _interrupted(tiny: Path, *extra: str) -> tuple[int, str, str, bool]:
+def _interrupted(tiny: Path, *extra: str, signum: int = signal.SIGINT,
+                 cwd: Path = ROOT) -> tuple[int, str, str, bool]:
     """Start a long generation with --stream, read SEEN streamed characters from stderr, send
-    SIGINT: the exit code, stdout, stderr, and whether the run was still going when the
+    signum: the exit code, stdout, stderr, and whether the run was still going when the
     characters had arrived."""
     env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "attncli", "generate", "the cat", "--model", str(tiny), "--raw",
          "--max-new-tokens", str(MANY), "--stream", *extra], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env, cwd=ROOT, preexec_fn=_limit(6000))
+        stderr=subprocess.PIPE, env=env, cwd=cwd, preexec_fn=_limit(6000))
     assert proc.stderr is not None
     streamed = b""
     while len(streamed.decode(errors="replace")) < SEEN:
@@ -54,7 +55,7 @@ def _interrupted(tiny: Path, *extra: str) -> tuple[int, str, str, bool]:
             break
         streamed += chunk
     running = proc.poll() is None
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=300)
     return proc.returncode, out.decode(), (streamed + err).decode(), running
 
@@ -78,6 +79,24 @@ def test_ctrl_c_mid_generation_shows_the_view_of_what_was_written(tiny: Path) ->
     assert "stopped: interrupted" in out and "answer: " in out
     # the default view of what was written: occlusion, its passes few on a short prompt
     assert "top 3 prompt tokens (drop)" in out and "occlusion: " in out and "Traceback" not in err
+
+
+def test_ctrl_c_mid_generation_saves_what_was_written(tiny: Path, tmp_path: Path) -> None:
+    # The Ctrl-C that stopped the model is spent: --save still writes the view (before, the
+    # remembered signal ended the save with 130 and nothing written).
+    saved = tmp_path / "answer.txt"
+    code, out, err, running = _interrupted(tiny, "--save", str(saved), cwd=tmp_path)
+    assert running and code == 0, err
+    text = saved.read_text()
+    assert "stopped: interrupted" in text and "answer: " in text and "Traceback" not in err
+    assert [p.name for p in tmp_path.iterdir()] == [saved.name]  # no temporary file left
+
+
+def test_sigterm_mid_generation_ends_with_143_and_writes_nothing(tiny: Path) -> None:
+    # Ctrl-C is the user's "stop here"; SIGTERM (a supervisor, `timeout`) ends the run.
+    code, out, err, running = _interrupted(tiny, "--json", signum=signal.SIGTERM)
+    assert running and code == 143 and out == "", err
+    assert err.rstrip("\n").endswith("attncli: error: terminated") and "Traceback" not in err
 
 
 def test_ctrl_c_before_the_first_token_ends_with_130(cli, tiny: Path,  # noqa: ANN001

@@ -10,6 +10,7 @@ from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
+from attncli.cli.streams import settle_interrupt
 from attncli.errors import AttnCliError
 from attncli.records.asking import Sampling
 
@@ -75,6 +76,8 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     with answering.streaming() as on_token:
         result = generate_model(model, prompt, sampling, answering.system, answering.raw, keep,
                                 on_token, encoding.allow_special, asked)
+    if result.stopped == "interrupted":
+        settle_interrupt()
     note = result.auto_note()
     if note is not None:
         sys.stderr.write(f"attncli: {note}\n")
