@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attncli.models.sources.gguf import qmatmul
-from tests.models.gguf.test_gguf_dequant import SCALES, sane_halves
+from tests.models.gguf.test_gguf_dequant import SCALES, any_halves, sane_halves
 from tests.models.gguf.test_gguf_qmatmul import level, weights_of  # noqa: F401
 from tests.tolerance import assert_near
 
@@ -192,3 +192,31 @@ def _finite_scales(blocks: np.ndarray, qtype: Q, cols: int) -> np.ndarray:
         flat[:, offset:offset + 2] = (rng.random(len(flat)) * 0.01).astype("<f2")[:, None] \
             .view(np.uint8)
     return flat.reshape(blocks.shape[0], cols // block * size)
+
+
+@pytest.mark.parametrize("qtype", list(ACTIVATION), ids=lambda q: q.name)
+@PROPERTY
+@given(data=st.data())
+def test_every_vector_level_gives_the_baselines_bits(qtype: Q, data: st.DataObject) -> None:
+    """The integer dot products at each level (AVX2's vpmaddubsw and vpmaddwd, the scales and
+    mins widened in registers) take the same exact integer sums and the same float32 steps as
+    the portable code, so their outputs are its bits, any scale bits (a NaN is any NaN)."""
+    native = qmatmul._native
+    assert native is not None
+    block = GGML_QUANT_SIZES[qtype][0]
+    cols = block * data.draw(st.integers(1, 4 if block == 256 else 24))
+    rows, tokens = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 3))
+    blocks = weights_of(data.draw, qtype, rows, cols, data.draw(st.sampled_from(
+        [sane_halves, any_halves])))
+    x = np.stack([data.draw(activations(cols, 1)) for _ in range(tokens)])  # (T, cols)
+    outs = []
+    try:
+        for level in range(native.use_level(-1) + 1):
+            assert native.use_level(level) == level
+            out = np.full((tokens, rows), 7.0, dtype=np.float32)
+            native.matmul(int(qtype), blocks, cols, x, out, 1, True)
+            outs.append(out)
+    finally:
+        native.use_level(-1)
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0], equal_nan=True)
