@@ -33,6 +33,7 @@ class Answering(Group):
     panel = "Generation"
     system: str | None = of(GenerationRequest, "system")
     raw: bool = of(GenerationRequest, "raw")
+    numerics: str = of(GenerationRequest, "numerics")
     show_template: bool = opt(False, "--show-template", help="Print what the model is given, "
                               "and stop.")
     stream: bool | None = opt(None, "--stream/--no-stream", help="Write the answer to stderr "
@@ -87,7 +88,7 @@ class Answering(Group):
             raise AttnCliError("give TEXT or --messages, not both")
         prompt = "" if messages is not None else source.read(settle=False)[0] or ""
         return GenerationRequest(model, prompt, messages, answer, reported, self.system,
-                                 self.raw, allow_special, sampling, json=json,
+                                 self.raw, allow_special, sampling, self.numerics, json=json,
                                  **attended.asking(head))
 
     @contextmanager

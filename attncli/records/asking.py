@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 COMBINES = ("mean", "max")
 VIEWS = ("raw", "value", "occlusion")  # the views a result is made with and drawn in
+# generate's arithmetic: float32 (the model's own numbers) or llama.cpp's CPU backend's
+# (8-bit activations on a GGUF's quantized blocks, a float16 cache: models/sources/gguf/qmatmul.py)
+FLOAT32 = "float32"
+NUMERICS = (FLOAT32, "llama.cpp")
 AUTO = "auto"  # --view's default: occlusion where its passes are few, else value (run.py)
 # The default view (AUTO) is occlusion where its masked passes cost at most this many
 # looks (one look: one pass over the whole text, prompt and answer), else value. Occlusion by
@@ -148,6 +152,11 @@ class GenerationRequest:
     raw: bool = opt(False, "--raw", help="Send the prompt without the chat template.")
     allow_special: bool = False
     sampling: Sampling = field(default_factory=Sampling)
+    numerics: str = opt(FLOAT32, "--numerics", choices=NUMERICS, metavar="NAME",
+                        help="float32: the model's own numbers, as transformers computes them. "
+                        "llama.cpp: a GGUF's products on 8-bit activations and the cache in "
+                        "float16, as llama.cpp's CPU backend computes (an 8B's answer about "
+                        "2.4x faster; its numbers no longer equal transformers').")
     # The view: raw, value, occlusion or auto (decided once the text is known, the one made
     # recorded in the result), and GenerateView's other choices as given.
     view: str = GenerateView.kind
@@ -163,6 +172,9 @@ class GenerationRequest:
 
     def __post_init__(self) -> None:
         check_choices(self.combine, self.view, self.occlude)
+        if self.numerics not in NUMERICS:
+            raise AttnCliError(f"--numerics must be one of {', '.join(NUMERICS)} (got "
+                               f"{self.numerics!r})")
         for name in self.also:
             check_choices(self.combine, name, self.occlude)
 

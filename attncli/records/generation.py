@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 
 from attncli.core.result import ModelInfo, TokenInfo
-from attncli.records.asking import AUTO_LOOKS, COMBINES, OCCLUDE, VIEWS, GenerateView, Sampling
+from attncli.records.asking import (
+    AUTO_LOOKS,
+    COMBINES,
+    FLOAT32,
+    OCCLUDE,
+    VIEWS,
+    GenerateView,
+    Sampling,
+)
 from attncli.records.given import Occluded, Receipt, Template, Turn
 
 __all__ = ["COMBINES", "OCCLUDE", "VIEWS", "GenerateView", "GenerationResult"]
@@ -90,6 +98,7 @@ class GenerationResult:
     # the default view's measure: occlusion's cost in looks (passes over the whole text), when
     # --view auto chose the view by it (occlusion at most AUTO_LOOKS, else value); else None
     auto_looks: float | None = None
+    numerics: str = FLOAT32  # the arithmetic: float32, or llama.cpp's (records/asking.py)
 
     @property
     def answer_text(self) -> str:
@@ -104,6 +113,7 @@ class GenerationResult:
                 "config": {"sampling": self.sampling_dict(), "template": self.template.to_dict(),
                            "stop_ids": self.stop_ids, "stopped": self.stopped,
                            "weights": kept, "given": self.given_answer, "view": self.view,
+                           "numerics": self.numerics,
                            **({} if self.auto_looks is None else
                               {"view_chosen": {"by": "auto", "occlusion_looks": self.auto_looks,
                                                "most_looks": AUTO_LOOKS}})},

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.records.asking import Sampling
+from attncli.records.asking import FLOAT32, NUMERICS, Sampling
 from attncli.records.generation import (
     OCCLUDE,
     STOPPED,
@@ -60,6 +60,7 @@ class Config(_Config, total=False):
     given: bool  # a given answer's (absent: one the model chose)
     view: str  # the view made (absent: raw)
     view_chosen: Chosen | None  # why the default view chose the view made
+    numerics: str  # the arithmetic (absent: float32)
 
 
 def _sampling(value: Any, where: str) -> Sampling:
@@ -86,7 +87,8 @@ def _sampling(value: Any, where: str) -> Sampling:
 
 TOKEN_ID = Key(high=ID_BOUND)
 RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "stop_ids": TOKEN_ID,
-                           "stopped": Key(choices=STOPPED), "view": Key(choices=VIEWS)},
+                           "stopped": Key(choices=STOPPED), "view": Key(choices=VIEWS),
+                           "numerics": Key(choices=NUMERICS)},
                   AnswerStep: {"id": TOKEN_ID},
                   Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
                   Receipt: {"compared": Key(choices=("tokens", "text"))}}
@@ -132,6 +134,7 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
         given_answer=config.get("given") or doc["config"]["sampling"]["strategy"] == "given",
         view=config.get("view", "raw"), auto_looks=looks,
+        numerics=config.get("numerics", FLOAT32),
         turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
                                                         len(answer)))
 

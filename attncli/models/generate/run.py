@@ -4,6 +4,7 @@ token handed to on_token as it comes), and tensors turned into the plain result.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 
 from attncli.activity import counted, doing
@@ -17,7 +18,7 @@ from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
 from attncli.models.generate.receipt import answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
-from attncli.records.asking import AUTO, AUTO_LOOKS, GenerationRequest
+from attncli.records.asking import AUTO, AUTO_LOOKS, FLOAT32, GenerationRequest
 from attncli.records.generation import AnswerStep, Candidate, GenerationResult
 from attncli.records.given import Occluded
 
@@ -27,11 +28,30 @@ GREEDY = Sampling()
 def generate_model(request: GenerationRequest,
                    on_token: Callable[[TokenInfo], None] | None = None) -> GenerationResult:
     """The model's answer to the request's prompt (or messages), or its given answer
-    teacher-forced, and every step's weights, from its own decode step or the one pass.
+    teacher-forced, and every step's weights, from its own decode step or the one pass, in the
+    request's numerics (llama.cpp's: a GGUF's only).
 
     Ctrl-C during decoding keeps the tokens written so far (stopped: interrupted); before the
     first token it propagates.
     """
+    if request.numerics == FLOAT32:
+        return _generate(request, on_token)
+    from attncli.models.sources.gguf.qmatmul import llama_cpp_numerics
+    from attncli.models.stores.locate import resolve_path
+
+    path = resolve_path(request.model)
+    with path.open("rb") if path.is_file() else nullcontext() as handle:
+        if handle is None or handle.read(4) != b"GGUF":
+            raise AttnCliError(f"--numerics {request.numerics} computes on a GGUF's quantized "
+                               f"blocks, as llama.cpp does: {request.model!r} is not a GGUF "
+                               f"file (its products are float32's)")
+    with llama_cpp_numerics():
+        result = _generate(request, on_token)
+    return replace(result, numerics=request.numerics)
+
+
+def _generate(request: GenerationRequest,
+              on_token: Callable[[TokenInfo], None] | None) -> GenerationResult:
     model = open_model(request.model)
     if request.system is not None and (request.raw or request.messages is not None):
         raise AttnCliError("--system goes into the chat template, and --raw sends the prompt "

@@ -71,6 +71,8 @@ def heading(result: GenerationResult) -> str:
     prompted = (f"chat template ({result.template.origin})" if result.template.used
                 else "the prompt raw (no chat template)")
     turns = f", {len(result.turns)} turns" if len(result.turns) > 1 else ""
+    if result.numerics != "float32":
+        turns += f", {result.numerics}'s numerics"
     if result.given_answer:
         return (f"{result.model.path}: a given answer of {len(result.answer)} tokens, "
                 f"teacher-forced (one pass, no generation), {prompted}{turns}")

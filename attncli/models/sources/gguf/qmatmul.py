@@ -16,10 +16,10 @@ Within llama_cpp_numerics(), the kernels compute as llama.cpp's CPU backend does
 token's activations quantized to 8 bits (Q8_0, Q8_1 or Q8_K, by the weight's type, as ggml's
 reference quantizers do) and the blocks' dot products taken on the integers (_qmatmul_q8.h);
 F16 and BF16 matrices multiply activations rounded to their type. The decoders keep their
-keys and values in float16 there too (models/llama/decode.py). A measuring tool, not a mode of
-the commands: its answers agree with llama.cpp's no more often than float32's do, because with
-8-bit activations a last-bit difference anywhere upstream moves values a whole step
-(docs/performance.md, "llama.cpp's numerics, measured").
+keys and values in float16 there too (models/llama/decode.py). `generate --numerics llama.cpp`
+asks for it (faster on the blocks); its answers agree with llama.cpp's no more often than
+float32's do on average, because with 8-bit activations a last-bit difference anywhere upstream
+moves values a whole step (docs/performance.md, "llama.cpp's numerics, measured").
 """
 
 from __future__ import annotations
