@@ -17,6 +17,8 @@ from attncli.models.sources.base import WeightSource
 from attncli.models.sources.named import Named
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 
 
@@ -92,10 +94,10 @@ class Mapped(Named):
         self.table.setdefault(whole, Piece(whole.removeprefix("fused:")))
         return whole, [p for p in pieces if p is not None]
 
-    def quantized(self, name: str) -> QuantizedMatrix | None:
+    def quantized(self, name: str, into: np.ndarray | None = None) -> QuantizedMatrix | None:
         if self._piece(name).stop is not None:  # a piece of a fused tensor: read as float32
             return None
-        return super().quantized(name)
+        return super().quantized(name, into)
 
     def _read(self, name: str) -> Tensor:
         piece = self._piece(name)

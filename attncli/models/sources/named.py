@@ -64,39 +64,60 @@ class Named:
             self._kept[name] = tensor
         return tensor
 
-    def quantized(self, name: str) -> QuantizedMatrix | None:
+    def quantized(self, name: str, into: np.ndarray | None = None) -> QuantizedMatrix | None:
         """The matrix as its file holds it, for x @ Wᵀ on the quantized blocks (a GGUF source
         on the CPU, a type the kernels take); None: read it as float32 with [name]. Not where
-        finite values are asked for: those are checked on the float32 tensor."""
-        if name in self._kept_blocks:
+        finite values are asked for: those are checked on the float32 tensor. into: the
+        (rows, row_bytes) bytes to read it into (stacked's), not kept apart."""
+        if into is None and name in self._kept_blocks:
             return self._kept_blocks[name]
         reader = getattr(self.source, "quantized", None)
-        matrix = None if self.finite or reader is None else reader(self.stored_name(name))
-        if self.keep:
+        if self.finite or reader is None:
+            matrix = None
+        else:
+            stored = self.stored_name(name)
+            matrix = reader(stored) if into is None else reader(stored, into=into)
+        if self.keep and into is None:
             self._kept_blocks[name] = matrix
         return matrix
 
     def stacked(self, names: list[str]) -> QuantizedMatrix | None:
         """A held view's matrices (q, k, v; gate, up) as one, their rows one after another,
         where the kernels take each and they share a type and width: one product computes
-        them all. The stack holds their bytes (each one's own is dropped). None elsewhere."""
+        them all. Each is read straight into its rows of the stack: the held copy is made
+        with one write of each byte, not read apart and then concatenated. None elsewhere."""
         key = "+".join(names)
         if not self.keep or key in self._kept_blocks:
             return self._kept_blocks.get(key)
-        parts = [self.quantized(name) for name in names]
-        stack = None
-        if all(p is not None for p in parts) and len({(p.qtype, p.cols) for p in parts if p}) == 1:
-            from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
-
-            first = parts[0]
-            assert first is not None
-            stack = QuantizedMatrix(np.concatenate([p.blocks for p in parts if p is not None]),
-                                    first.qtype, first.cols)  # (Σ rows, row_bytes)
-            for name in names:
-                del self._kept_blocks[name]
-        self._kept_blocks[key] = stack
+        self._kept_blocks[key] = stack = self._stack(names)
+        for name in names if stack is not None else ():
+            self._kept_blocks.pop(name, None)  # the stack holds their bytes
         return stack
 
+    def _stack(self, names: list[str]) -> QuantizedMatrix | None:
+        """names' matrices read into one (Σ rows, row_bytes) array, or None where any is not
+        read as blocks or their types or widths differ (known from the header, before reading)."""
+        from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+        from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
+
+        kinds = {(self.dtype(name), self.shape(name)[-1]) for name in names}
+        dtype, cols = kinds.pop()
+        if kinds or dtype not in GGMLQuantizationType.__members__ or \
+                any(len(self.shape(name)) != 2 for name in names):
+            return None
+        qtype = GGMLQuantizationType[dtype]
+        block, size = GGML_QUANT_SIZES[qtype]
+        if cols % block:
+            return None
+        counts = [self.shape(name)[0] for name in names]
+        stack = np.empty((sum(counts), cols // block * size), dtype=np.uint8)  # (Σ rows, bytes)
+        begin = 0
+        for name, count in zip(names, counts, strict=True):
+            if self.quantized(name, into=stack[begin:begin + count]) is None:
+                return None
+            begin += count
+        return QuantizedMatrix(stack, qtype, cols)
     def _read(self, name: str) -> Tensor:
         """The tensor as the source stores it, as float32."""
         return self.source.tensor(self.stored_name(name))

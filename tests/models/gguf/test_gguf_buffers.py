@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from attncli.models.sources.gguf import buffers
-from attncli.models.sources.gguf.buffers import Recycler
-from attncli.models.sources.gguf.source import layer_bytes, open_gguf
+from attncli.models.sources.gguf.buffers import Recycler, layer_bytes
+from attncli.models.sources.gguf.source import open_gguf
+from attncli.models.sources.named import Named
 from tests.gguf_fixtures import write_model
 
 MB = 1 << 20
@@ -103,3 +104,30 @@ def test_threads_reading_one_source_get_their_own_buffers(tmp_path: Path,
     for worker in workers:
         worker.join()
     assert wrong == []
+
+
+@pytest.mark.parametrize("qtype", [gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.F16])
+def test_a_held_stack_is_read_straight_into_its_rows_and_equals_its_parts_concatenated(
+        tmp_path: Path, qtype: gguf.GGMLQuantizationType, small_buffers: None) -> None:
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", qtype)  # q and k un-permuted on the way in, v as stored
+    held = Named(open_gguf(path), "model.", keep=True)
+    fresh = open_gguf(path)
+    for names in (["q_proj", "k_proj", "v_proj"], ["gate_proj", "up_proj"]):
+        group = "self_attn" if len(names) == 3 else "mlp"
+        full = [f"layers.1.{group}.{n}.weight" for n in names]
+        stack = held.stacked(full)
+        assert stack is not None and stack.qtype == qtype
+        parts = [fresh.quantized(f"model.{name}") for name in full]
+        want = np.concatenate([p.blocks for p in parts if p is not None])  # (Σ rows, bytes)
+        assert None not in parts and np.array_equal(stack.blocks, want)
+        assert stack.blocks.base is None  # its own array, not a view of a recycled buffer
+        assert held.stacked(full) is stack  # read once
+        assert all(name not in held._kept_blocks for name in full)  # the stack holds them
+
+
+def test_no_stack_where_finite_values_are_asked_for(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    checked = Named(open_gguf(path), "model.", finite=True, keep=True)
+    assert checked.stacked([f"layers.0.mlp.{n}.weight" for n in ("gate_proj", "up_proj")]) is None

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from attncli.core.sizes import FLOAT_BYTES
 from attncli.errors import AttnCliError
+from attncli.models.sources.gguf.header import GgufHeader
 
 SMALL = 1 << 20  # bytes: smaller buffers are made fresh (their pages cost nothing to speak of)
 IDLE_REFS = 2  # sys.getrefcount of a buffer only the recycler's list holds
@@ -85,3 +87,14 @@ def read_into(fd: int, buffer: np.ndarray, offset: int, path: Path, size: int) -
             raise AttnCliError(f"{path} shrank to {offset + done:,} bytes since its header was "
                                f"read ({size:,})")
         done += got
+
+
+def layer_bytes(header: GgufHeader) -> int:
+    """The most bytes one block's tensors take, read and as float32: the recycler's bound."""
+    per_block: dict[str, int] = {}
+    for name, info in header.tensors.items():
+        parts = name.split(".")
+        if len(parts) > 2 and parts[0] == "blk":
+            count = math.prod(info.shape)
+            per_block[parts[1]] = per_block.get(parts[1], 0) + count * FLOAT_BYTES + info.nbytes
+    return max(per_block.values(), default=0)

@@ -13,7 +13,6 @@ on disk (5.5 times the file) and took 0.48 s to read back even from a warm page 
 
 from __future__ import annotations
 
-import math
 import os
 import weakref
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
-from attncli.models.sources.gguf.buffers import Recycler, read_into
+from attncli.models.sources.gguf.buffers import Recycler, layer_bytes, read_into
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.dequant import dequantize
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, open_header
@@ -126,9 +125,10 @@ class GgufSource:
             values = self._reordered(values, undo)
         return torch.from_numpy(_owned(values))  # HF layout
 
-    def quantized(self, name: str) -> QuantizedMatrix | None:
+    def quantized(self, name: str, into: np.ndarray | None = None) -> QuantizedMatrix | None:
         """A matrix as the file holds it (rows reordered to HF's order as bytes), for the
-        quantized matmul; None where the kernels do not take its type or layout."""
+        quantized matmul; None where the kernels do not take its type or layout. into: the
+        (rows, row_bytes) bytes to hold it (a held stack's rows), not a recycled buffer."""
         from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, computes  # torch: lazy
 
         info, undo = self._info(name), self._undo(name)
@@ -136,14 +136,17 @@ class GgufSource:
                 not computes(info.qtype):
             return None
         check_fits(info.nbytes, f"{self.path}: {info.name} as the file holds it")
-        blocks = self._blocks(info)  # (rows, row_bytes)
-        return QuantizedMatrix(self._reordered(blocks, undo) if undo else blocks, info.qtype,
+        if into is not None and into.shape != (info.shape[0], info.row_bytes):
+            raise ValueError(f"{into.shape} bytes cannot hold {info.name}")
+        blocks = self._blocks(info, into=None if undo else into)  # (rows, row_bytes)
+        return QuantizedMatrix(self._reordered(blocks, undo, into) if undo else blocks, info.qtype,
                                info.shape[1], lambda: self.quantized(name))
 
-    def _reordered(self, rows: np.ndarray, undo: str) -> np.ndarray:
+    def _reordered(self, rows: np.ndarray, undo: str, into: np.ndarray | None = None
+                   ) -> np.ndarray:
         """rows (along the first axis) in HF's order: Q/K's rotary halves un-interleaved, or
-        NeoX's query_key_value regrouped per head; into a recycled buffer."""
-        out = self._buffers.empty(rows.shape, rows.dtype)
+        NeoX's query_key_value regrouped per head; into a recycled buffer (or into)."""
+        out = self._buffers.empty(rows.shape, rows.dtype) if into is None else into
         if undo == "qkv_heads":
             return interleave_heads(rows, int(self._config["num_attention_heads"]), out)
         heads = self._config["num_attention_heads" if undo == "q" else "num_key_value_heads"]
@@ -216,12 +219,14 @@ class GgufSource:
     def _undo(self, name: str) -> str:
         return stored_layout(self._layout, self._names[name])
 
-    def _blocks(self, info: TensorInfo, rows: Sequence[int] | None = None) -> np.ndarray:
+    def _blocks(self, info: TensorInfo, rows: Sequence[int] | None = None,
+                into: np.ndarray | None = None) -> np.ndarray:
         """The tensor's bytes, one row per line: (rows, row_bytes), read from the file into a
-        new writable array; rows: only those rows, in that order (None: every row)."""
+        new writable array (or into, every row); rows: only those rows, in that order."""
         count = info.nbytes // info.row_bytes if info.row_bytes else 0
         picked = range(count) if rows is None else rows
-        blocks = self._buffers.empty((len(picked), info.row_bytes), np.uint8)
+        blocks = self._buffers.empty((len(picked), info.row_bytes), np.uint8) if into is None \
+            else into
         fd = self._descriptor()
         if rows is None:
             read_into(fd, blocks.reshape(-1), info.start, self.path, self.header.size)
@@ -268,17 +273,6 @@ class GgufSource:
 
     def _float32(self, shape: tuple[int, ...]) -> np.ndarray:
         return self._buffers.empty(shape, np.float32)
-
-
-def layer_bytes(header: GgufHeader) -> int:
-    """The most bytes one block's tensors take, read and as float32: the recycler's bound."""
-    per_block: dict[str, int] = {}
-    for name, info in header.tensors.items():
-        parts = name.split(".")
-        if len(parts) > 2 and parts[0] == "blk":
-            count = math.prod(info.shape)
-            per_block[parts[1]] = per_block.get(parts[1], 0) + count * FLOAT_BYTES + info.nbytes
-    return max(per_block.values(), default=0)
 
 
 def _owned(values: np.ndarray) -> np.ndarray:
