@@ -95,29 +95,27 @@ class Named:
         return stack
 
     def _stack(self, names: list[str]) -> QuantizedMatrix | None:
-        """names' matrices read into one (Σ rows, row_bytes) array, or None where any is not
-        read as blocks or their types or widths differ (known from the header, before reading)."""
-        from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-
+        """names' matrices in one (Σ rows, row_bytes) array, or None where their types or widths
+        differ (the header says, before anything is read) or any is not read as blocks. The
+        first is read as any matrix is (that read says whether the kernels take its type) and
+        copied in; the rest are read straight into their rows."""
+        from attncli.models.sources.gguf.buffers import populated
         from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 
-        kinds = {(self.dtype(name), self.shape(name)[-1]) for name in names}
-        dtype, cols = kinds.pop()
-        if kinds or dtype not in GGMLQuantizationType.__members__ or \
-                any(len(self.shape(name)) != 2 for name in names):
+        if len({(self.dtype(name), self.shape(name)[1:]) for name in names}) != 1:
             return None
-        qtype = GGMLQuantizationType[dtype]
-        block, size = GGML_QUANT_SIZES[qtype]
-        if cols % block:
+        first = self.quantized(names[0])
+        if first is None:
             return None
         counts = [self.shape(name)[0] for name in names]
-        stack = np.empty((sum(counts), cols // block * size), dtype=np.uint8)  # (Σ rows, bytes)
-        begin = 0
-        for name, count in zip(names, counts, strict=True):
+        stack = populated((sum(counts), first.blocks.shape[1]))  # (Σ rows, row_bytes)
+        stack[:counts[0]] = first.blocks
+        begin = counts[0]
+        for name, count in zip(names[1:], counts[1:], strict=True):
             if self.quantized(name, into=stack[begin:begin + count]) is None:
                 return None
             begin += count
-        return QuantizedMatrix(stack, qtype, cols)
+        return QuantizedMatrix(stack, first.qtype, first.cols)
     def _read(self, name: str) -> Tensor:
         """The tensor as the source stores it, as float32."""
         return self.source.tensor(self.stored_name(name))

@@ -13,6 +13,7 @@ layer's worth, the bound a model run promises), the least recently used idle one
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import sys
 import threading
@@ -98,3 +99,17 @@ def layer_bytes(header: GgufHeader) -> int:
             count = math.prod(info.shape)
             per_block[parts[1]] = per_block.get(parts[1], 0) + count * FLOAT_BYTES + info.nbytes
     return max(per_block.values(), default=0)
+
+
+def populated(shape: tuple[int, ...]) -> np.ndarray:
+    """A new uint8 array whose pages are made in one call (MAP_POPULATE), for bytes held for the
+    run (a held model's stacks): touched a page at a time instead, numpy's large arrays ask for
+    huge pages, and the first touch can wait while the kernel compacts memory for them (1 GB:
+    0.13 to 11.7 s on the 2-core test machine, against 0.45 s populated). np.empty where the
+    platform has no MAP_POPULATE."""
+    size = math.prod(shape)
+    flags = getattr(mmap, "MAP_POPULATE", None)
+    if flags is None or size == 0:
+        return np.empty(shape, dtype=np.uint8)
+    pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flags)
+    return np.frombuffer(pages, dtype=np.uint8).reshape(shape)  # held while the array is
