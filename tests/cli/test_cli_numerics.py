@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 
 import gguf
 import pytest
@@ -77,25 +76,20 @@ def test_refused_where_it_cannot_apply(cli) -> None:  # noqa: ANN001
     assert ran.code == 2 and "--numerics" in ran.err and ran.out == ""
 
 
-@pytest.fixture(scope="module")
-def agreement() -> ModuleType:
-    return bench_module("agreement")
-
-
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.process  # llama.cpp runs in a child process
-def test_smollm2_writes_llama_cpps_answer_where_float32_does_not(cli,  # noqa: ANN001
-                                                                 agreement: ModuleType) -> None:
+def test_smollm2_writes_llama_cpps_answer_where_float32_does_not(cli) -> None:  # noqa: ANN001
     # docs/performance.md's example: llama.cpp's own greedy answer to this chat prompt is
     # "L'Étoile, la Marseillaise,"; float32 answers "The capital of France is Paris."
+    agreement = bench_module("agreement")  # its SmolLM2 and llama.cpp's install
     skip_without_llama_cpp(agreement)
-    llamacpp = bench_module("llamacpp")
     model = str(smollm2())
     ask = ("generate", "What is the capital of France?", "--model", model, "--max-new-tokens",
            "12", "--view", "raw", "--json")
     runtime = json.loads(cli(*ask, "--numerics", "llama.cpp").out)
     plain = json.loads(cli(*ask).out)
-    [(ids, _)] = llamacpp.greedy(Path(model), 1, [[t["id"] for t in runtime["prompt"]]], 12)
+    prompt = [t["id"] for t in runtime["prompt"]]
+    [(ids, _)] = agreement.llamacpp.greedy(Path(model), 1, [prompt], 12)
     assert [t["id"] for t in runtime["answer"]] == list(ids)
     assert [t["id"] for t in plain["answer"]] != list(ids)

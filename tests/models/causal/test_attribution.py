@@ -16,20 +16,11 @@ import torch
 from attncli.models.causal.attribution import attribution_grid
 from attncli.models.causal.passes import CleanPass, clean_pass
 from attncli.models.family import Model, open_model
-from tests.models.causal.tl import gpt2_pair, llama_pair
 from tests.tolerance import assert_near
 
 CLEAN = [1, 40, 50, 60, 70, 80, 40, 50, 60, 70, 90, 33]
 CORRUPT = [1, 41, 52, 60, 71, 80, 40, 55, 60, 70, 91, 33]
 ROWS = {"logit-diff": [11], "answer": [8, 9, 10]}
-
-
-@pytest.fixture(scope="module", params=["gpt2", "llama"])
-def pair(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> tuple[Model, Any]:
-    folder = tmp_path_factory.mktemp(f"attribution-{request.param}")
-    bridge = gpt2_pair(folder) if request.param == "gpt2" else llama_pair(folder)
-    return open_model(str(folder)), bridge
 
 
 def _metric(name: str) -> Callable[[torch.Tensor], torch.Tensor]:

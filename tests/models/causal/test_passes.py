@@ -10,19 +10,11 @@ import pytest
 import torch
 
 from attncli.models.causal.passes import CleanPass, clean_pass, edited_logits, replaced
-from attncli.models.family import Model, open_model
-from tests.models.causal.tl import gpt2_pair, hooked_logits, llama_pair, z_hook
+from attncli.models.family import Model
+from tests.models.causal.tl import hooked_logits, z_hook
 from tests.tolerance import assert_near
 
 IDS = [1, 40, 50, 60, 70, 80, 40, 50, 60, 70, 90, 33]
-
-
-@pytest.fixture(scope="module", params=["gpt2", "llama"])
-def pair(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> tuple[Model, Any]:
-    folder = tmp_path_factory.mktemp(f"causal-{request.param}")
-    bridge = gpt2_pair(folder) if request.param == "gpt2" else llama_pair(folder)
-    return open_model(str(folder)), bridge
 
 
 def _close(got: torch.Tensor, ref: torch.Tensor) -> None:
