@@ -132,3 +132,17 @@ def test_no_stack_where_finite_values_are_asked_for(tmp_path: Path) -> None:
     write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
     checked = Named(open_gguf(path), "model.", finite=True, keep=True)
     assert checked.stacked([f"layers.0.mlp.{n}.weight" for n in ("gate_proj", "up_proj")]) is None
+
+
+@pytest.mark.parametrize("has_populate", [True, False])
+def test_populated_pages_are_writable_zeros_with_or_without_map_populate(
+        has_populate: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not has_populate:
+        monkeypatch.delattr(buffers.mmap, "MAP_POPULATE", raising=False)
+    array = buffers.populated((3, 5000))
+    assert array.shape == (3, 5000) and array.dtype == np.uint8 and array.flags.writeable
+    if has_populate and hasattr(buffers.mmap, "MAP_POPULATE"):
+        assert not array.any()  # an anonymous mapping's pages are zeros
+    array[0], array[1:], array[1:2] = 0, 0, 7  # rows are read into in place
+    assert int(array.sum()) == 7 * 5000
+    assert buffers.populated((0, 8)).shape == (0, 8)
