@@ -169,13 +169,13 @@ def test_the_api_refuses_a_special_model_file(tmp_path: Path, sockets: list[sock
 def test_the_format_sniffs_never_open_a_special_file(tmp_path: Path, sockets: list[socket.socket],
                                                      kind: str) -> None:
     """The pickle sniff and the GGUF sniff look at what a path is before they read its bytes."""
-    from attncli.models.sources.formats import _is_gguf
+    from attncli.models.sources.formats import is_gguf
     from attncli.models.sources.gguf.header import read_header
     from attncli.models.stores.locate import is_pickle
 
     for name in ("x", "x.bin", "x.gguf"):
         make_special(tmp_path / name, kind, sockets)
         assert is_pickle(tmp_path / name) is False
-    assert _is_gguf(tmp_path / "x") is False and _is_gguf(tmp_path / "x.bin") is False
+    assert is_gguf(tmp_path / "x") is False and is_gguf(tmp_path / "x.bin") is False
     with pytest.raises(AttnCliError, match="is not a regular file, so not a GGUF file"):
         read_header(tmp_path / "x.gguf")

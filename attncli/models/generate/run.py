@@ -4,7 +4,6 @@ token handed to on_token as it comes), and tensors turned into the plain result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import replace
 
 from attncli.activity import counted, doing
@@ -36,15 +35,14 @@ def generate_model(request: GenerationRequest,
     """
     if request.numerics == FLOAT32:
         return _generate(request, on_token)
+    from attncli.models.sources.formats import is_gguf
     from attncli.models.sources.gguf.qmatmul import llama_cpp_numerics
     from attncli.models.stores.locate import resolve_path
 
-    path = resolve_path(request.model)
-    with path.open("rb") if path.is_file() else nullcontext() as handle:
-        if handle is None or handle.read(4) != b"GGUF":
-            raise AttnCliError(f"--numerics {request.numerics} computes on a GGUF's quantized "
-                               f"blocks, as llama.cpp does: {request.model!r} is not a GGUF "
-                               f"file (its products are float32's)")
+    if not is_gguf(resolve_path(request.model)):
+        raise AttnCliError(f"--numerics {request.numerics} computes on a GGUF's quantized "
+                           f"blocks, as llama.cpp does: {request.model!r} is not a GGUF file "
+                           f"(its products are float32's)")
     with llama_cpp_numerics():
         result = _generate(request, on_token)
     return replace(result, numerics=request.numerics)

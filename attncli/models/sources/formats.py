@@ -10,7 +10,7 @@ from attncli.models.sources.base import WeightSource
 from attncli.models.sources.safetensors import open_safetensors
 
 
-def _is_gguf(path: Path) -> bool:
+def is_gguf(path: Path) -> bool:
     """A .gguf file, or a file that starts with GGUF's magic (Ollama's blobs have no suffix)."""
     if path.suffix.lower() == ".gguf":
         return True
@@ -36,7 +36,7 @@ def _is_safetensors(path: Path) -> bool:
 
 # (does this reader take the path?, its opener); the first match wins.
 FORMATS: list[tuple[Callable[[Path], bool], Callable[[Path], WeightSource]]] = [
-    (_is_gguf, _open_gguf),
+    (is_gguf, _open_gguf),
     (_is_safetensors, open_safetensors),
 ]
 

@@ -116,6 +116,7 @@ class Named:
                 return None
             begin += count
         return QuantizedMatrix(stack, first.qtype, first.cols)
+
     def _read(self, name: str) -> Tensor:
         """The tensor as the source stores it, as float32."""
         return self.source.tensor(self.stored_name(name))
