@@ -45,9 +45,10 @@ def value_norms(values: Tensor, out_proj: Tensor | None) -> Tensor:
     if out_proj is None:
         return values.norm(dim=-1)  # (heads, T) the value itself is what the head adds
     w_o = out_proj.reshape(out_proj.shape[0], heads, head_dim)  # (d_out, heads, head_dim)
-    # Head h's value through its own columns of W_O: what it writes into the stream.
-    transformed = torch.einsum("htd,ohd->hto", values, w_o)  # (heads, T, d_out)
-    return transformed.norm(dim=-1)  # (heads, T)
+    # Head h's value through its own columns of W_O: what it writes into the stream, one head
+    # at a time (all at once would be a (heads, T, d_out) temporary: 100 MB an 8B layer).
+    return torch.stack([(values[h] @ w_o[:, h].T).norm(dim=-1)  # (T, d_out) -> (T,)
+                        for h in range(heads)])  # (heads, T)
 
 
 def norm_weights(weights: Tensor, norms: Tensor) -> Tensor:

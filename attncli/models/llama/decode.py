@@ -6,6 +6,7 @@ grouped-query attention (GQA) the group_size query heads of a group read the sam
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -258,13 +259,16 @@ class LlamaDecoder:
     def value_norms(self) -> Tensor:
         """‖W_O^h v_j^h‖ of every layer's cached values (each layer's W_O as float32, one at
         a time): (layers, heads, t)."""
-        norms = []
+        norms, scratch = [], None  # scratch: one float32 W_O, written again by each layer
         for i, cache in enumerate(self.caches):
             values = cache.values.float().repeat_interleave(self.spec.group_size,
                                                             dim=0)  # (heads, t, hd)
             name = f"layers.{i}.self_attn.o_proj.weight"
             quantized = self.read.quantized(name)
-            w_o = self.read[name] if quantized is None else quantized.dequantized()  # (d, h·hd)
+            if quantized is not None and (scratch is None or scratch.shape != quantized.shape):
+                scratch = np.empty(quantized.shape, dtype=np.float32)  # (d, heads · hd)
+            w_o = self.read[name] if quantized is None else \
+                quantized.dequantized(into=scratch)  # (d, heads · hd)
             norms.append(value_norms(values, w_o))  # (heads, t)
         return torch.stack(norms)  # (layers, heads, t)
 

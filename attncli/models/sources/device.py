@@ -30,7 +30,7 @@ class OnDevice:
     def rows(self, name: str, indices: Sequence[int]) -> Tensor:
         return self._source.rows(name, indices).to(self.device)
 
-    def quantized(self, name: str, into: object = None) -> None:
+    def quantized(self, name: str, into: object = None, held: bool = False) -> None:
         """None: on a device every matrix is dequantized as it is read (the CPU's kernels
         compute on quantized blocks)."""
         return None

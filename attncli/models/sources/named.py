@@ -76,7 +76,8 @@ class Named:
             matrix = None
         else:
             stored = self.stored_name(name)
-            matrix = reader(stored) if into is None else reader(stored, into=into)
+            matrix = reader(stored, into=into) if into is not None else \
+                reader(stored, held=True) if self.keep else reader(stored)
         if self.keep and into is None:
             self._kept_blocks[name] = matrix
         return matrix

@@ -202,9 +202,11 @@ class QuantizedMatrix:
             pieces.append(torch.nn.functional.linear(flat, torch.from_numpy(piece)))  # (T, c)
         return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=-1)  # (T, rows)
 
-    def dequantized(self) -> Tensor:
-        """The float32 matrix (rows, cols), as the source's tensor() gives it."""
-        return torch.from_numpy(dequantize(self.blocks, self.qtype))
+    def dequantized(self, into: np.ndarray | None = None) -> Tensor:
+        """The float32 matrix (rows, cols), as the source's tensor() gives it; into: a
+        (rows, cols) float32 array to write it in (a scratch reused across layers)."""
+        return torch.from_numpy(dequantize(self.blocks, self.qtype, empty=None if into is None
+                                           else lambda shape: into.reshape(shape)))
 
 
 class _ThroughBlocks(torch.autograd.Function):

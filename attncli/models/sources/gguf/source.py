@@ -25,7 +25,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from attncli.core.sizes import FLOAT_BYTES, check_fits
 from attncli.errors import AttnCliError
-from attncli.models.sources.gguf.buffers import Recycler, layer_bytes, read_into
+from attncli.models.sources.gguf.buffers import Recycler, layer_bytes, populated, read_into
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.dequant import dequantize
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, open_header
@@ -125,10 +125,12 @@ class GgufSource:
             values = self._reordered(values, undo)
         return torch.from_numpy(_owned(values))  # HF layout
 
-    def quantized(self, name: str, into: np.ndarray | None = None) -> QuantizedMatrix | None:
+    def quantized(self, name: str, into: np.ndarray | None = None,
+                  held: bool = False) -> QuantizedMatrix | None:
         """A matrix as the file holds it (rows reordered to HF's order as bytes), for the
         quantized matmul; None where the kernels do not take its type or layout. into: the
-        (rows, row_bytes) bytes to hold it (a held stack's rows), not a recycled buffer."""
+        (rows, row_bytes) bytes to hold it (a held stack's rows), not a recycled buffer; held:
+        kept for the run, on pages made in one call (buffers.populated), as a stack's are."""
         from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, computes  # torch: lazy
 
         info, undo = self._info(name), self._undo(name)
@@ -138,6 +140,8 @@ class GgufSource:
         check_fits(info.nbytes, f"{self.path}: {info.name} as the file holds it")
         if into is not None and into.shape != (info.shape[0], info.row_bytes):
             raise ValueError(f"{into.shape} bytes cannot hold {info.name}")
+        if held and into is None:
+            into = populated((info.shape[0], info.row_bytes))
         blocks = self._blocks(info, into=None if undo else into)  # (rows, row_bytes)
         return QuantizedMatrix(self._reordered(blocks, undo, into) if undo else blocks, info.qtype,
                                info.shape[1], lambda: self.quantized(name))
