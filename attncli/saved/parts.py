@@ -53,6 +53,20 @@ def integer(value: Any, where: str, low: int = 0, high: int | None = None) -> in
     return value
 
 
+def span(value: Any, where: str, size: int) -> list[int]:
+    """[a, b), half-open, inside 0..size: a below size, b above a and at most size."""
+    a, b = items(value, where, 2)
+    integer(b, f"{where}[1]", integer(a, f"{where}[0]", 0, size - 1) + 1, size)
+    return [a, b]
+
+
+def within(record: Any, where: str, **bounds: tuple[int, int]) -> None:
+    """Each named part of record (a dict's key, else an attribute) a whole number in its bounds."""
+    for key, (low, high) in bounds.items():
+        part = record[key] if isinstance(record, dict) else getattr(record, key)
+        integer(part, f"{where}.{key}" if where else key, low, high)
+
+
 def number(value: Any, where: str) -> float:
     """A finite number (an int counts), not a bool."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
