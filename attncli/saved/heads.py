@@ -46,7 +46,8 @@ def _measures(data: Any, span: list[int], heads: int, kv_heads: int | None,
     scored = bool(rows) and isinstance(rows[0], dict) and "induction" in rows[0]
     wanted = [*SCORES, "labels"] * scored + ["kv_head"] * (kv_heads is not None) + \
         ["share"] * over_corpus
-    out = [dict(read(Measure, row, f"heads[{k}]", RECORDS)) for k, row in enumerate(rows)]
+    out: list[dict[str, Any]] = [dict(read(Measure, row, f"heads[{k}]", RECORDS))
+                                 for k, row in enumerate(rows)]
     seen: set[tuple[int, int]] = set()
     for k, record in enumerate(out):
         at = f"heads[{k}]"
