@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from attncli.errors import AttnCliError
 from attncli.records.causal import HOWS, METRICS, Ablation, Patching
-from attncli.saved.parts import integer, need, shaped
+from attncli.saved.parts import cells, integer, items, need
 from attncli.saved.walk import Key, Table, read, value
 
 
@@ -71,17 +71,17 @@ def patching_from_dict(data: Any) -> Patching:
     n = len(patching.clean)
     if not n or len(patching.corrupt) != n:
         raise AttnCliError("saved file: clean and corrupt must hold as many tokens, at least one")
-    grid = shaped(patching.grid, "grid", None, None)
+    grid = cells(patching.grid, "grid", None, None)
     heads = len(grid[0]) if grid else None
-    shaped(patching.raw, "raw", len(grid), heads)
+    cells(patching.raw, "raw", len(grid), heads)
     if patching.positions is not None:
-        shaped(patching.positions, "positions", len(grid), heads, n)
+        cells(patching.positions, "positions", len(grid), heads, n)
     if patching.attribution is not None:
-        shaped(patching.attribution["grid"], "attribution.grid", None, heads)
+        cells(patching.attribution["grid"], "attribution.grid", None, heads)
     elif not grid:
         raise AttnCliError("saved file: grid is empty and there is no attribution")
     if patching.tokens is not None:
-        shaped(patching.tokens, "tokens", 2)
+        items(patching.tokens, "tokens", 2)
     elif patching.metric == "logit-diff":
         raise AttnCliError("saved file: metric logit-diff needs its two tokens")
     for side in ("clean", "corrupt"):

@@ -23,16 +23,15 @@ from attncli.records.given import Occluded, Receipt, Turn
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
+    cells,
     check_cells,
     choice,
     integer,
     items,
-    matrix,
     need,
     number,
     obj,
     span,
-    stack,
     within,
 )
 from attncli.saved.run import tokens_from
@@ -139,12 +138,12 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
     """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
     out: dict[str, Any] = {}
     if doc.get("value_norms") is not None:
-        out["norms"] = np.asarray(stack(doc["value_norms"], "value_norms", layers, heads, p + a),
+        out["norms"] = np.asarray(cells(doc["value_norms"], "value_norms", layers, heads, p + a),
                                   dtype=np.float32)
     if doc.get("receipt") is not None:
         out["receipt"] = _receipt(doc["receipt"])
     if doc.get("occlusion") is not None:
-        out["occlusion"] = matrix(doc["occlusion"], "occlusion", a, p)
+        out["occlusion"] = cells(doc["occlusion"], "occlusion", a, p)
     if doc.get("occlusion_spans") is not None:
         out["occluded"] = read(Occluded, doc["occlusion_spans"], "occlusion_spans",
                                {Occluded: {"by": Key(choices=OCCLUDE), "spans": Key(high=p - 1)}})
@@ -155,7 +154,7 @@ def _weights(step: dict[str, Any], s: int, shape: tuple[int, int, int]) -> np.nd
     """Step s's weights as float32 (layers, heads, P + s), each from 0 to 1 (a softmax's)."""
     if need(step, "weights", f"steps[{s}]") is None:
         raise bad(f"steps[{s}].weights", None, "the step's weights (layers × heads × keys)")
-    weights = np.asarray(stack(step["weights"], f"steps[{s}].weights", *shape), dtype=np.float64)
+    weights = np.asarray(cells(step["weights"], f"steps[{s}].weights", *shape), dtype=np.float64)
     outside = (weights < 0) | (weights > 1 + WEIGHT_SLACK)
     if outside.any():
         raise AttnCliError(f"saved file: steps[{s}].weights hold {float(weights[outside][0])!r}, "
