@@ -17,7 +17,7 @@ from attncli.saved.causal import ablation_from_dict, patching_from_dict
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
 from attncli.saved.parts import items, need, obj
-from attncli.saved.run import result_from_dict, run_from
+from attncli.saved.run import result_from_dict
 from attncli.saved.weights import weights_result
 
 Doc = dict[str, Any]
@@ -57,7 +57,7 @@ def _compare(doc: Doc) -> list[Result]:
 
 
 KINDS = {
-    "run": Kind(Result, lambda doc: [run_from(doc)]),
+    "run": Kind(Result, lambda doc: [result_from_dict(doc)]),
     "compare": Kind(Result, _compare),
     "weights": Kind(Result, lambda doc: [weights_result(need(doc, "weights", "the file"),
                                                         doc.get("tokens"))]),

@@ -71,10 +71,11 @@ def window_from(data: Any, size: int) -> dict[str, list[int]]:
                          for axis in ("rows", "cols")}}
 
 
-# Each part's shape by its dimensions: H the heads held, N the tokens, R × C the window a tiled
-# run holds, K the top-k keys per query, I and D config.d_in and d_out (0: any), * as wide as
-# its first row; ? may hold null (a masked cell). A stage not named here is N *.
-SHAPES = {"weights": "H N N ?", "tiled weights": "H R C ?", "context": "N D", "query": "H N ?",
+# Each part's shape by its dimensions: H the heads held, W the weights' matrices (a rollout's:
+# one, heads averaged), N the tokens, R × C the window a tiled run holds, K the top-k keys per
+# query, I and D config.d_in and d_out (0: any), * as wide as its first row; ? may hold null (a
+# masked cell). A stage not named here is N *. --measure norm's "norm" is shaped as weights.
+SHAPES = {"weights": "W N N ?", "tiled weights": "W R C ?", "context": "N D", "query": "W N ?",
           "stats.lse": "H N", "stats.entropy": "H N", "stats.top_k.weight": "H N K",
           **{f"stages.{name}": "H N N ?" for name in TOKEN_STAGES},
           **{f"stages.{name}": "H N *" for name in HEAD_DIM_STAGES},
@@ -140,7 +141,9 @@ def long_from(doc: dict[str, Any], sizes: dict[str, int | None], top_k: int) -> 
 
 
 def result_from_dict(doc: dict[str, Any]) -> Result:
-    """A run's (or explain's, or a long run's) JSON back into its Result, every part checked."""
+    """A run's (or explain's, or a long run's) JSON back into its Result, every part checked;
+    with config.measure, what "weights" holds instead: norm's renormalised lengths (beside their
+    raw "norm"), or rollout's one matrix (heads averaged)."""
     for key in ("variant", "config", "tokens", "weights", "context"):
         if key not in doc:
             raise AttnCliError(f"attncli JSON without {key!r}: not a run's output")
@@ -157,14 +160,20 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
     window = None if doc.get("window") is None else window_from(doc["window"], size)
     if tiled and window is None:
         raise AttnCliError("saved file: a tiled run's JSON without its window")
+    if (config.measure == "norm") != ("norm" in doc):
+        raise AttnCliError('saved file: "norm" without config.measure "norm"' if "norm" in doc
+                           else 'saved file: config.measure is "norm" but the file has no "norm"')
     (a, b), (c, d) = (window["rows"], window["cols"]) if window else ((0, 0), (0, 0))
-    sizes = {"H": heads, "N": size, "R": b - a, "C": d - c, "I": config.d_in or None,
-             "D": config.d_out or None}
+    sizes = {"H": heads, "W": 1 if config.measure == "rollout" else heads, "N": size,
+             "R": b - a, "C": d - c, "I": config.d_in or None, "D": config.d_out or None}
     stages = doc.get("stages")  # its type is checked by stages_from, below
-    check_cells(heads * ((b - a) * (d - c) + size * (3 + 2 * (config.top_k or 0))) if tiled
-                else heads * size * size * (1 + (len(stages) if isinstance(stages, dict) else 0)),
+    held = 1 + ("norm" in doc) + (len(stages) if isinstance(stages, dict) else 0)
+    check_cells(heads * (held * (b - a) * (d - c) + size * (3 + 2 * (config.top_k or 0)))
+                if tiled else heads * size * size * held,
                 "the saved tiled run" if tiled else "the saved run")
-    weights = shaped(doc["weights"], "weights", sizes, SHAPES["tiled weights"] if tiled else "")
+    rule = SHAPES["tiled weights" if tiled else "weights"]
+    weights = shaped(doc["weights"], "weights", sizes, rule)
+    norm = shaped(doc["norm"], "norm", sizes, rule) if "norm" in doc else None
     context = shaped(doc["context"], "context", sizes)
     stages = maybe(stages, stages_from, config, sizes) or {}
     present = tuple(name for name in STAGES if name in ("weights", "context")
@@ -172,45 +181,4 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
     return Result(variant=variant, config=config, tokens=tokens, weights=weights,
                   context=context, stages=stages, present=present, model=model,
                   query=maybe(doc.get("query"), query_from, tokens, sizes), window=window,
-                  long=long_from(doc, sizes, config.top_k or 0) if tiled else None)
-
-
-MEASURES = ("norm", "rollout")  # what config.measure may say "weights" holds instead
-
-
-def run_from(data: dict[str, Any]) -> Result:
-    """A run's JSON back into its Result; with config.measure, what it holds checked too: norm's
-    raw lengths ("norm", shaped as weights), or rollout's one matrix (heads averaged)."""
-    config = data.get("config")
-    measure = config.get("measure") if isinstance(config, dict) else None
-    if measure is None:
-        if "norm" in data:
-            raise AttnCliError('saved file: "norm" without config.measure "norm"')
-        return result_from_dict(data)
-    if measure not in MEASURES:
-        raise AttnCliError(f"saved file: config.measure must be one of {', '.join(MEASURES)} "
-                           f"(got {measure!r})")
-    doc = dict(data)
-    if measure == "rollout":
-        # One matrix for every head: checked as each head's would be, then held once.
-        heads = config.get("heads") if isinstance(config, dict) else None
-        held = data.get("weights")
-        if not isinstance(held, list) or len(held) != 1 or not isinstance(heads, int) \
-                or not 1 <= heads <= 4096:
-            raise AttnCliError("saved file: a rollout's weights are one matrix ([1][N][N]) "
-                               "beside config.heads")
-        doc["weights"] = held * heads
-        query = data.get("query")
-        if isinstance(query, dict) and isinstance(query.get("weights"), list) \
-                and len(query["weights"]) == 1:
-            doc["query"] = {**query, "weights": query["weights"] * heads}
-    elif "norm" not in data:
-        raise AttnCliError('saved file: config.measure is "norm" but the file has no "norm"')
-    result = result_from_dict(doc)
-    result = replace(result, config=replace(result.config, measure=measure))
-    if measure == "norm":
-        norm = result_from_dict({**doc, "weights": data["norm"], "query": None}).weights
-        return replace(result, norm=norm)
-    query = result.query
-    return replace(result, weights=result.weights[:1],
-                   query=None if query is None else replace(query, weights=query.weights[:1]))
+                  long=long_from(doc, sizes, config.top_k or 0) if tiled else None, norm=norm)
