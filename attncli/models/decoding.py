@@ -87,6 +87,21 @@ class LayerMajor(Protocol):
         ...
 
 
+@runtime_checkable
+class CachedValues(Protocol):
+    """A decoder whose caches say what each value writes into the stream, so a generation's
+    value view needs no second pass over prompt + answer."""
+
+    def keep(self, tokens: int) -> int:
+        """Every layer's cache cut to the tokens every layer holds, at most tokens (a step
+        Ctrl-C stopped leaves some layers a token ahead): how many that is."""
+        ...
+
+    def value_norms(self) -> Tensor:
+        """‖W_O^h v_j^h‖ of every layer's cached values: (layers, heads, t) float32."""
+        ...
+
+
 def decode_steps(decoder: DecodeStep, token_ids: list[int]) -> Iterator[DecodedToken]:
     """Tokens 0..T-1 through decoder: layer by layer where it can, else token by token."""
     if isinstance(decoder, LayerMajor):

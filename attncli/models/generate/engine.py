@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from attncli.errors import AttnCliError
-from attncli.models.decoding import PREFILL_QUERIES, DecodeStep
+from attncli.models.decoding import PREFILL_QUERIES, CachedValues, DecodeStep
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
 
@@ -123,14 +123,18 @@ def _fill(decoder: DecodeStep, prompt_ids: list[int],
 @torch.no_grad()
 def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
            stop_ids: frozenset[int],
-           on_prefill: Callable[[int], None] | None = None) -> Iterator[Step]:
+           on_prefill: Callable[[int], None] | None = None,
+           on_decoder: Callable[[DecodeStep], None] | None = None) -> Iterator[Step]:
     """Answer tokens one decode step at a time, until a stop id (kept, as transformers keeps
-    it) or sampling.max_new_tokens; a sampling run draws from sampling.seed (with_seed)."""
+    it) or sampling.max_new_tokens; a sampling run draws from sampling.seed (with_seed).
+    on_decoder: handed the decoder once it exists (cached_norms reads its caches after)."""
     check_decoder(model)
     model.check_tokens(prompt_ids)
     check_length(model, len(prompt_ids), sampling)
     generator = generator_for(with_seed(sampling))
     decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens, held=holds(model))
+    if on_decoder is not None:
+        on_decoder(decoder)
     _fill(decoder, prompt_ids[:-1], on_prefill)
     token_id, position = prompt_ids[-1], len(prompt_ids) - 1
     for _ in range(sampling.max_new_tokens):
@@ -144,3 +148,17 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
         if chosen in stop_ids:
             return
         token_id, position = chosen, position + 1
+
+
+@torch.no_grad()
+def cached_norms(decoder: DecodeStep, ids: list[int]) -> np.ndarray | None:
+    """‖W_O^h v_j^h‖ (layers, heads, len(ids)) of prompt + answer ids from a generation's own
+    caches, not from a second pass over them: the caches cut to the tokens every layer holds
+    (a step Ctrl-C stopped may have reached some layers), the rest of ids (the last answer
+    token, which no step read) taken through every layer without logits, then each layer's
+    values through its W_O. None where the family's decoder cannot say."""
+    if not isinstance(decoder, CachedValues):
+        return None
+    for position in range(decoder.keep(len(ids)), len(ids)):
+        decoder.step(ids[position], position)
+    return decoder.value_norms().numpy()  # (layers, heads, len(ids))

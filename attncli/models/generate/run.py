@@ -9,8 +9,9 @@ from dataclasses import replace
 from attncli.activity import counted, doing
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
+from attncli.models.decoding import DecodeStep
 from attncli.models.family import Model, Tokens, open_model
-from attncli.models.generate.engine import Step, decode
+from attncli.models.generate.engine import Step, cached_norms, decode
 from attncli.models.generate.given import check_answer, teacher_forced
 from attncli.models.generate.occlusion import looks, occlusion, spans_of
 from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
@@ -71,9 +72,11 @@ def _generate(request: GenerationRequest,
     steps: list[Step] = []
     answer: list[TokenInfo] = []
     stopped = "max_new_tokens"
+    decoders: list[DecodeStep] = []  # the one decoder, whose caches give the value norms
     doing(f"reading the prompt: {len(built.ids):,} tokens")
     try:
-        for step in decode(model, built.ids, sampling, built.stop_ids):
+        for step in decode(model, built.ids, sampling, built.stop_ids,
+                           on_decoder=decoders.append):
             counted("answer tokens", len(steps) + 1, sampling.max_new_tokens)
             steps.append(step)
             answer.append(_info(texts(step.token_id), len(built.ids) + len(answer)))
@@ -86,6 +89,9 @@ def _generate(request: GenerationRequest,
             raise
         stopped = "interrupted"
     result = _result(model, built, sampling, request, steps, answer, stopped, texts)
+    if request.norms and steps and decoders:
+        result = replace(result, norms=cached_norms(decoders[0], built.ids + [
+            s.token_id for s in steps]))
     return _with_views(model, built, result, request)
 
 

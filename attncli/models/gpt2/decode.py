@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from attncli.core.attention import MultiHeadAttention, causal_mask
+from attncli.core.measures import value_norms
 from attncli.models.decoding import DecodedToken, Shape
 from attncli.models.gpt2.config import Checkpoint
 from attncli.models.gpt2.model import (
@@ -157,6 +158,23 @@ class GPT2Decoder:
             x = x + attn.out_proj(heads_context)  # (T, d)
             x = x + feed_forward(weights, ckpt, block.name,
                                  layer_norm(weights, f"{block.name}.ln_2", x, eps))  # (T, d)
+
+    def keep(self, tokens: int) -> int:
+        """Every block's cache cut to the tokens every one holds, at most tokens: how many."""
+        held = min([tokens] + [b.v_cache.shape[1] for b in self.blocks])
+        for block in self.blocks:
+            block.k_cache, block.v_cache = block.k_cache[:, :held], block.v_cache[:, :held]
+        return held
+
+    @torch.no_grad()
+    def value_norms(self) -> Tensor:
+        """‖W_O^h v_j^h‖ of every block's cached values: (layers, heads, t)."""
+        norms = []
+        for block in self.blocks:
+            attn = block.attn or load_attention(self.weights, self.ckpt, block.layer)
+            norms.append(value_norms(block.v_cache.float(),
+                                     attn.out_proj.weight))  # (heads, t); W_O (d, heads · hd)
+        return torch.stack(norms)  # (layers, heads, t)
 
     def cache_bytes(self) -> int:
         """Bytes of every block's keys and values so far."""

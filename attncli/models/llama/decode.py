@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attncli.core.measures import value_norms
 from attncli.models.decoding import PREFILL_QUERIES, DecodedToken, Shape
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
@@ -245,6 +246,27 @@ class LlamaDecoder:
             context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
             attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
             x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)
+
+    def keep(self, tokens: int) -> int:
+        """Every layer's cache cut to the tokens every one holds, at most tokens: how many."""
+        held = min([tokens] + [cache.length for cache in self.caches])
+        for cache in self.caches:
+            cache.length = held
+        return held
+
+    @torch.no_grad()
+    def value_norms(self) -> Tensor:
+        """‖W_O^h v_j^h‖ of every layer's cached values (each layer's W_O as float32, one at
+        a time): (layers, heads, t)."""
+        norms = []
+        for i, cache in enumerate(self.caches):
+            values = cache.values.float().repeat_interleave(self.spec.group_size,
+                                                            dim=0)  # (heads, t, hd)
+            name = f"layers.{i}.self_attn.o_proj.weight"
+            quantized = self.read.quantized(name)
+            w_o = self.read[name] if quantized is None else quantized.dequantized()  # (d, h·hd)
+            norms.append(value_norms(values, w_o))  # (heads, t)
+        return torch.stack(norms)  # (layers, heads, t)
 
     def cache_bytes(self) -> int:
         """Bytes of every layer's keys and values so far (kv_heads per token, not heads)."""
