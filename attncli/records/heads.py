@@ -113,13 +113,14 @@ class _Measures(TypedDict):
 
 
 class Measure(_Measures, total=False):
-    """One head's measures; its scores and labels in every record or in none."""
+    """One head's measures; its scores and labels, and its effect, in every record or in none."""
 
     previous_token: float
     duplicate_token: float
     induction: float
     labels: list[str]
     kv_head: int
+    effect: float  # with --effect: the rise of the mean loss with the head mean-ablated
     share: Shares  # a scan's summary only
 
 

@@ -44,8 +44,9 @@ def _measures(data: Any, span: list[int], heads: int, kv_heads: int | None,
     first, stop = span
     rows = items(data, "heads", (stop - first) * heads)
     scored = bool(rows) and isinstance(rows[0], dict) and "induction" in rows[0]
+    effect = bool(rows) and isinstance(rows[0], dict) and "effect" in rows[0]
     wanted = [*SCORES, "labels"] * scored + ["kv_head"] * (kv_heads is not None) + \
-        ["share"] * over_corpus
+        ["share"] * over_corpus + ["effect"] * effect
     out: list[dict[str, Any]] = [dict(read(Measure, row, f"heads[{k}]", RECORDS))
                                  for k, row in enumerate(rows)]
     seen: set[tuple[int, int]] = set()
