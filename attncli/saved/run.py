@@ -46,6 +46,28 @@ class Summary(TypedDict):
     distance: float
 
 
+class Guess(TypedDict):
+    """One next-token candidate (its "bytes" kept as the file has them)."""
+
+    id: int
+    text: str
+    prob: float
+    logit: float
+
+
+class _Prediction(TypedDict):
+    index: int
+    token: str
+    top: list[Guess]
+
+
+class Prediction(_Prediction, total=False):
+    """One position's next tokens (--predict), and the logit lens's (explain's) in every entry
+    or in none."""
+
+    lens: list[Guess]
+
+
 def tokens_from(data: Any, size: int | None, where: str = "tokens", strict: bool = True,
                 first: int = 0) -> list[TokenInfo]:
     """Token records (strict: attncli's objects, each index in order from first, at least one),
@@ -116,6 +138,18 @@ def query_from(data: Any, tokens: list[TokenInfo], sizes: dict[str, int | None])
     return replace(query, token=tokens[query.index].text)
 
 
+def predictions_from(data: Any, size: int) -> list[dict[str, Any]]:
+    """--predict's entries, each at a token, the logit lens's in every entry or in none."""
+    entries = [dict(read(Prediction, e, f"predictions[{k}]", RECORDS))
+               for k, e in enumerate(items(data, "predictions"))]
+    for k, entry in enumerate(entries):
+        within(entry, f"predictions[{k}]", index=(0, size - 1))
+        if ("lens" in entry) != ("lens" in entries[0]):
+            raise AttnCliError(f"saved file: predictions[{k}] and predictions[0] differ: one "
+                               "has a lens, the other none")
+    return entries
+
+
 def long_from(doc: dict[str, Any], sizes: dict[str, int | None], top_k: int) -> LongStats:
     """A tiled run's per-row stats and per-head summary."""
     stats = obj(doc["stats"], "stats")
@@ -181,4 +215,5 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
     return Result(variant=variant, config=config, tokens=tokens, weights=weights,
                   context=context, stages=stages, present=present, model=model,
                   query=maybe(doc.get("query"), query_from, tokens, sizes), window=window,
-                  long=long_from(doc, sizes, config.top_k or 0) if tiled else None, norm=norm)
+                  long=long_from(doc, sizes, config.top_k or 0) if tiled else None, norm=norm,
+                  predictions=maybe(doc.get("predictions"), predictions_from, size))
