@@ -78,9 +78,9 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
         raise AttnCliError("saved file: not `attncli generate` JSON (no \"kind\": \"generate\")")
     model = model_from(need(doc, "model", "the file"), None)
     config = read(GenerationConfig, need(doc, "config", "the file"), "config", RECORDS)
-    prompt = tokens_from(need(doc, "prompt", "the file"), None, "prompt")
+    prompt = tokens_from(need(doc, "prompt", "the file"), "prompt")
     p = len(prompt)
-    answer = tokens_from(need(doc, "answer", "the file"), None, "answer", first=p)
+    answer = tokens_from(need(doc, "answer", "the file"), "answer", first=p)
     a, b = span(config["weights"]["layers"], "config.weights.layers", model.layers)
     if (head := config["weights"]["head"]) is not None:
         within(config["weights"], "config.weights", head=(0, model.heads - 1))

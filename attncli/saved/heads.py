@@ -69,7 +69,7 @@ def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
     """`attncli heads` JSON: the measures, scores and sinks (it holds no weights, so no
     thumbnails); `scan`'s summary, which has the same shape over a corpus, holds no tokens."""
     over_corpus = "scan" in doc and doc.get("tokens") == []
-    tokens = [] if over_corpus else tokens_from(need(doc, "tokens", "the file"), None)
+    tokens = [] if over_corpus else tokens_from(need(doc, "tokens", "the file"))
     model = model_from(need(doc, "model", "the file"), None)
     if model.layers * model.heads > BOUND:
         raise AttnCliError(f"saved file: model.layers × model.heads is "

@@ -68,22 +68,16 @@ class Prediction(_Prediction, total=False):
     lens: list[Guess]
 
 
-def tokens_from(data: Any, size: int | None, where: str = "tokens", strict: bool = True,
-                first: int = 0) -> list[TokenInfo]:
-    """Token records (strict: attncli's objects, each index in order from first, at least one),
-    labels escaped."""
-    out = []
-    for i, t in enumerate(items(data, where, size), first):
-        at = f"{where}[{i - first}]"
-        if isinstance(t, str) and not strict:
-            out.append(TokenInfo(i, None, string(t, at)))
-            continue
-        token = read(TokenInfo, t if strict or "index" in obj(t, at) else {**t, "index": i},
-                     at, RECORDS)
-        out.append(replace(token, index=integer(token.index, f"{at}.index", i, i)))
-    if strict and not out and not first:
+def tokens_from(data: Any, where: str = "tokens", first: int = 0) -> list[TokenInfo]:
+    """attncli's token objects, labels escaped, each index in order from first (from 0: at least
+    one)."""
+    tokens = [read(TokenInfo, t, f"{where}[{k}]", RECORDS)
+              for k, t in enumerate(items(data, where))]
+    for k, token in enumerate(tokens):
+        within(token, f"{where}[{k}]", index=(first + k, first + k))
+    if not tokens and not first:
         raise AttnCliError(f"saved file: {where} is empty")
-    return out
+    return tokens
 
 
 def window_from(data: Any, size: int) -> dict[str, list[int]]:
@@ -182,7 +176,7 @@ def result_from_dict(doc: dict[str, Any]) -> Result:
         if key not in doc:
             raise AttnCliError(f"attncli JSON without {key!r}: not a run's output")
     variant = string(doc["variant"], "variant")
-    tokens = tokens_from(doc["tokens"], None)
+    tokens = tokens_from(doc["tokens"])
     size = len(tokens)
     config = config_from(doc["config"], size)
     heads = 1 if config.head is not None else config.heads
