@@ -282,6 +282,30 @@ def test_dense_rows_takes_torchs_product_from_that_many_rows_piece_by_piece(
         assert torch.equal(matrix.linear(x, bias), matrix.linear(x, bias))
 
 
+def test_a_prompt_of_dense_from_rows_takes_torchs_product_outside_any_context(
+        dequantized_pieces: list[int]) -> None:
+    """Outside dense_rows: DENSE_FROM rows or more (a prompt) are F.linear on the dequantized
+    matrix piece by piece, fewer (a decode step) take the kernels, and llama.cpp's numerics
+    always take the kernels."""
+    rng = np.random.default_rng(9)
+    blocks = rng.integers(0, 256, (40, 2 * 144), dtype=np.uint8)
+    blocks.reshape(-1, 144)[:, 0:4] = [0x00, 0x20, 0x00, 0x1C]  # d, dmin
+    matrix = qmatmul.QuantizedMatrix(blocks, Q.Q4_K, 512)
+    dense = matrix.dequantized()  # (40, 512)
+    x = torch.randn(qmatmul.DENSE_FROM, 512, generator=torch.Generator().manual_seed(9))
+    dequantized_pieces.clear()
+    prompt = matrix.linear(x)  # (DENSE_FROM, 40)
+    assert dequantized_pieces == [16, 16, 8]
+    dequantized_pieces.clear()
+    step = matrix.linear(x[:qmatmul.DENSE_FROM - 1])
+    with qmatmul.llama_cpp_numerics():
+        matrix.linear(x)
+    assert dequantized_pieces == []  # the kernels read the blocks themselves
+    for out, rows in ((prompt, x), (step, x[:-1])):
+        assert_within_bound(out.numpy(), dense.numpy(), rows.numpy())
+    assert torch.equal(step, torch.from_numpy(product(blocks, Q.Q4_K, 512, x[:-1].numpy())))
+
+
 def test_a_matrix_that_is_not_whole_blocks_is_refused() -> None:
     with pytest.raises(ValueError, match="not rows of 100 Q4_K values"):
         qmatmul.QuantizedMatrix(np.zeros((2, 144), np.uint8), Q.Q4_K, 100)

@@ -36,14 +36,22 @@ static inline float from_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); re
 static inline uint32_t to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
 /* IEEE half (little-endian bytes) to float32, exactly: subnormals, infinities, NaN payloads.
- * The half's bits moved into a float32's place are that half times 2^-112 (a subnormal half
- * lands on a float32 subnormal), so one exact product by 2^112 converts every finite half;
- * no branch on them, so loops of halves vectorise. */
+ * A normal half's exponent is rebiased in its bits (+112, exact); a subnormal half is its
+ * 10-bit mantissa, converted exactly, times 2^-24 (a product of normal floats: a subnormal
+ * operand would cost this CPU a slow assist on every block of a file whose scales are tiny);
+ * infinity and NaN keep their payload. No branch, so loops of halves vectorise. */
+static inline float half_bits(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
+    uint32_t normal = ((h & 0x7fffu) << 13) + (112u << 23);
+    uint32_t small = to_bits((float)m * 0x1p-24f);
+    uint32_t special = 0x7f800000u | (m << 13);
+    uint32_t is_special = 0u - (uint32_t)(e == 0x7c00u), is_small = 0u - (uint32_t)(e == 0);
+    return from_bits(sign | (special & is_special) | (small & is_small) |
+                     (normal & ~(is_special | is_small)));  /* masks, not branches */
+}
+
 static inline float f16(const uint8_t *p) {
-    uint32_t h = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-    uint32_t sign = (h & 0x8000u) << 16, rest = (h & 0x7fffu) << 13;
-    uint32_t finite = to_bits(from_bits(rest) * 0x1p112f);
-    return from_bits(sign | ((h & 0x7c00u) == 0x7c00u ? 0x7f800000u | rest : finite));
+    return half_bits((uint32_t)p[0] | ((uint32_t)p[1] << 8));
 }
 
 static const int8_t KVALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -52,7 +60,12 @@ static const int8_t KVALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 VECTOR_CLONES static void rows_f32(const uint8_t *x, float *y, int64_t n) { memcpy(y, x, n * 4); }
 
 VECTOR_CLONES static void rows_f16(const uint8_t *x, float *y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = f16(x + 2 * i);
+    uint16_t h[256];  /* the halves a chunk at a time, as 16-bit lanes gcc vectorises */
+    for (int64_t i = 0; i < n; i += 256) {
+        int64_t m = n - i < 256 ? n - i : 256;
+        memcpy(h, x + 2 * i, 2 * m);
+        for (int64_t k = 0; k < m; k++) y[i + k] = half_bits(h[k]);
+    }
 }
 
 VECTOR_CLONES static void rows_bf16(const uint8_t *x, float *y, int64_t n) {
@@ -206,19 +219,30 @@ VECTOR_CLONES static void blocks_q5_k(const uint8_t *x, float *y, int64_t n) {
     }
 }
 
-/* Q6_K: ql[128], qh[64], scales[16] (int8), d; 16 groups of 16, values offset by 32. */
+/* Q6_K: ql[128], qh[64], scales[16] (int8), d; 16 groups of 16, values offset by 32. Each
+ * half of 128 values takes its low 4 bits from 64 bytes of ql (low, then high nibbles) and its
+ * high 2 from 32 bytes of qh (bits 0-1, 2-3, 4-5, 6-7 for its four runs of 32): each run of
+ * 16 values one scale, in loops over contiguous bytes that vectorise. */
 VECTOR_CLONES static void blocks_q6_k(const uint8_t *x, float *y, int64_t n) {
     for (int64_t b = 0; b < n; b++, x += 210, y += QK_K) {
-        const uint8_t *ql = x, *qh = x + 128;
         float d = f16(x + 208), dl[16];
         for (int s = 0; s < 16; s++) dl[s] = d * (float)(int8_t)x[192 + s];
-        for (int g = 0; g < 8; g++)  /* 32 values: half h = g / 4, r = 32·(g % 4) + l */
-            for (int l = 0; l < 32; l++) {
-                int h = g >> 2, r = 32 * (g & 3) + l;
-                int q = ((ql[h * 64 + (r & 63)] >> (4 * (r >> 6))) & 0xF) |
-                        (((qh[h * 32 + l] >> (2 * (g & 3))) & 3) << 4);
-                y[32 * g + l] = dl[2 * g + l / 16] * (float)(q - 32);
-            }
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x + 64 * h, *qh = x + 128 + 32 * h;
+            float *out = y + 128 * h;
+            const float *sc = dl + 8 * h;
+            for (int half = 0; half < 2; half++)  /* l in 0-15, then 16-31: one scale each */
+                for (int l = 16 * half; l < 16 * half + 16; l++) {
+                    int q1 = (ql[l] & 0xF) | ((qh[l] & 3) << 4);
+                    int q2 = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+                    int q3 = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                    int q4 = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+                    out[l] = sc[half] * (float)(q1 - 32);
+                    out[l + 32] = sc[2 + half] * (float)(q2 - 32);
+                    out[l + 64] = sc[4 + half] * (float)(q3 - 32);
+                    out[l + 96] = sc[6 + half] * (float)(q4 - 32);
+                }
+        }
     }
 }
 

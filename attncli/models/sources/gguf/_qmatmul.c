@@ -65,12 +65,17 @@ static inline float from_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); re
 
 static inline uint32_t to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
-/* IEEE half to float32 exactly, as _dequant.c converts it (its comment says how). */
+/* IEEE half to float32 exactly, as _dequant.c converts it (its comment says how): no
+ * product with a subnormal operand. */
 static inline float f16(const uint8_t *p) {
     uint32_t h = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-    uint32_t sign = (h & 0x8000u) << 16, rest = (h & 0x7fffu) << 13;
-    uint32_t finite = to_bits(from_bits(rest) * 0x1p112f);
-    return from_bits(sign | ((h & 0x7c00u) == 0x7c00u ? 0x7f800000u | rest : finite));
+    uint32_t sign = (h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
+    uint32_t normal = ((h & 0x7fffu) << 13) + (112u << 23);
+    uint32_t small = to_bits((float)m * 0x1p-24f);
+    uint32_t special = 0x7f800000u | (m << 13);
+    uint32_t is_special = 0u - (uint32_t)(e == 0x7c00u), is_small = 0u - (uint32_t)(e == 0);
+    return from_bits(sign | (special & is_special) | (small & is_small) |
+                     (normal & ~(is_special | is_small)));
 }
 
 /* float32 to IEEE half, rounded to nearest even, as numpy's astype(float16) and ggml's

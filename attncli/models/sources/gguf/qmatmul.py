@@ -25,6 +25,7 @@ moves values a whole step (docs/performance.md, "llama.cpp's numerics, measured"
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -85,6 +86,23 @@ class _Dense:
 
 # Within dense_rows(n): a product of n or more rows takes torch's on the dequantized matrix.
 _DENSE: ContextVar[_Dense | None] = ContextVar("dense_rows", default=None)
+
+# Outside dense_rows, float32 products of this many rows or more (a prompt's pass) take torch's
+# too: from 32 rows, dequantizing a piece and torch's BLAS product beat the kernels' matrix
+# path on every type they take (one thread, a 4,096 x 4,096 matrix: Q4_0 1.2x, Q4_1 1.1x, Q8_0
+# 1.6x, Q4_K 1.4x, Q6_K 1.6x, F16 1.3x; 2x from 128 rows: docs/performance.md, round 8).
+# Each thread keeps its one scratch piece (DENSE_PIECE float32 values, 64 MB) once it has
+# made such a product.
+DENSE_FROM = 32
+_SCRATCH = threading.local()
+
+
+def _auto_dense() -> _Dense:
+    """This thread's scratch for the products of DENSE_FROM rows or more."""
+    dense = getattr(_SCRATCH, "dense", None)
+    if dense is None:
+        dense = _SCRATCH.dense = _Dense(DENSE_FROM)
+    return dense
 
 
 @contextmanager
@@ -162,7 +180,7 @@ class QuantizedMatrix:
         if flat.dim() != 2 or flat.shape[1] != self.cols or flat.dtype != torch.float32 \
                 or not flat.is_contiguous():
             flat = flat.reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
-        dense = _DENSE.get()
+        dense = _DENSE.get() or (_auto_dense() if flat.shape[0] >= DENSE_FROM else None)
         if dense is not None and not llama_cpp and flat.shape[0] >= dense.at_least:
             y = self._dense(flat, dense).reshape(*x.shape[:-1], rows)  # (..., rows)
             return y if bias is None else y + bias
