@@ -1,15 +1,21 @@
 """What `heads` computes beyond the request, with its options: its layers, its probe, its
-labels, its order (models/heads.py computes it; cli/scoring.py offers it)."""
+labels, its order (models/heads.py computes it; cli/scoring.py offers it); and the parts of its
+JSON (and `scan`'s summary) that HeadsResult keeps as dicts, declared as the document has them
+(saved/heads.py reads them by walking these)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from attncli.core.display import Window, parse_window
 from attncli.opt import check_bounds, opt
 
 THRESHOLD = 0.4  # --threshold: a head scoring at least this is labelled
 PROBES = ("induction", "previous", "duplicate")
+MEASURES = ("entropy", "prev", "first", "self", "distance")
+SCORES = ("previous_token", "duplicate_token", "induction")
+SORTS = ("layer", "head", *MEASURES, *SCORES)
 
 
 def _layers(text: str) -> Window:
@@ -46,3 +52,112 @@ class HeadsOptions:
 
     def __post_init__(self) -> None:
         check_bounds(self)
+
+
+class Probe(TypedDict):
+    """The probe's kind, length, seed, BOS and ids: BOS + length ids, then the same again."""
+
+    kind: str
+    length: int
+    seed: int
+    bos: bool
+    ids: list[int]
+
+
+class _Settings(TypedDict):
+    model: str
+    allow_special: bool
+    num_tokens: int
+    sort: str
+    version: str
+
+
+class Config(_Settings, total=False):
+    """The heads run's settings, as render/heads.py reads them (a base class holds the keys
+    every file has: typing.Required is Python 3.11's)."""
+
+    tokenizer: dict[str, Any]
+    encoding: str
+    layers: list[int]  # [a, b): the layers shown
+    threshold: float
+    measure: str  # what the thumbnails drew (absent: the weights)
+    probe: Probe
+
+
+class Sink(TypedDict):
+    """One shown layer's sink."""
+
+    layer: int
+    first_share: float | None
+    first_norm: float | None
+    median_norm: float | None
+    norm_ratio: float | None
+
+
+class Shares(TypedDict):
+    """A scan's share of documents on which each score passes the threshold."""
+
+    previous_token: float
+    duplicate_token: float
+    induction: float
+
+
+class _Measures(TypedDict):
+    layer: int
+    head: int
+    entropy: float
+    prev: float
+    first: float
+    self: float
+    distance: float
+
+
+class Measure(_Measures, total=False):
+    """One head's measures; its scores and labels, and its effect, in every record or in none."""
+
+    previous_token: float
+    duplicate_token: float
+    induction: float
+    labels: list[str]
+    kv_head: int
+    effect: float  # with --effect: the rise of the mean loss with the head mean-ablated
+    share: Shares  # a scan's summary only
+
+
+class Top(TypedDict):
+    """One of a scan's top heads for a score."""
+
+    layer: int
+    head: int
+    share: float
+    mean: float
+
+
+class Tops(TypedDict):
+    previous_token: list[Top]
+    duplicate_token: list[Top]
+    induction: list[Top]
+
+
+class _Counts(TypedDict):
+    scored: int
+    cut: int
+    skipped: int
+    tokens: int
+
+
+class Documents(_Counts, total=False):
+    skipped_because: dict[str, int]
+
+
+class _ScanNeeded(TypedDict):
+    documents: Documents
+    threshold: float
+    top: Tops
+
+
+class Scan(_ScanNeeded, total=False):
+    """`scan` summary's own part: the documents' counts, the threshold, the top heads."""
+
+    corpus: str
+    max_tokens: int

@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from attncli.errors import AttnCliError
 from attncli.records.causal import HOWS, METRICS, Ablation, Patching
-from attncli.saved.parts import integer, need, shaped
+from attncli.saved.parts import cells, integer, items, need, within
 from attncli.saved.walk import Key, Table, read, value
 
 
@@ -49,19 +49,18 @@ def ablation_from_dict(data: Any) -> Ablation:
     if not n:
         raise AttnCliError("saved file: tokens is empty")
     for k, row in enumerate(ablation.losses):
-        integer(row["index"], f"losses[{k}].index", 1, n - 1)
+        within(row, f"losses[{k}]", index=(1, n - 1))
     if ablation.answer is not None:
-        integer(ablation.answer["start"], "answer.start", 1, n - 1)
-    ranking = ablation.ranking
-    for k, ranked in enumerate(ranking or []):  # the ranking lists each head once
-        for part in ("layer", "head"):
-            integer(ranked[part], f"ranking[{k}].{part}", 0, len(ranking or []) - 1)
-    if not ablation.heads and ranking is None:
+        within(ablation.answer, "answer", start=(1, n - 1))
+    ranking = ablation.ranking or []
+    for k, ranked in enumerate(ranking):  # the ranking lists each head once
+        within(ranked, f"ranking[{k}]", layer=(0, len(ranking) - 1), head=(0, len(ranking) - 1))
+    if not ablation.heads and ablation.ranking is None:
         raise AttnCliError("saved file: heads is \"all\" but there is no ranking")
     if ablation.heads and (not ablation.losses or any(
             row.get("after") is None for row in ablation.losses)):
         raise AttnCliError("saved file: losses must list each token's loss after the ablation")
-    integer(ablation.at, "at", 0, n - 1)
+    within(ablation, "", at=(0, n - 1))
     return replace(ablation, scored=integer(ablation.scored, "scored_from", 1, max(1, n - 1)))
 
 
@@ -71,20 +70,20 @@ def patching_from_dict(data: Any) -> Patching:
     n = len(patching.clean)
     if not n or len(patching.corrupt) != n:
         raise AttnCliError("saved file: clean and corrupt must hold as many tokens, at least one")
-    grid = shaped(patching.grid, "grid", None, None)
+    grid = cells(patching.grid, "grid", None, None)
     heads = len(grid[0]) if grid else None
-    shaped(patching.raw, "raw", len(grid), heads)
+    cells(patching.raw, "raw", len(grid), heads)
     if patching.positions is not None:
-        shaped(patching.positions, "positions", len(grid), heads, n)
+        cells(patching.positions, "positions", len(grid), heads, n)
     if patching.attribution is not None:
-        shaped(patching.attribution["grid"], "attribution.grid", None, heads)
+        cells(patching.attribution["grid"], "attribution.grid", None, heads)
     elif not grid:
         raise AttnCliError("saved file: grid is empty and there is no attribution")
     if patching.tokens is not None:
-        shaped(patching.tokens, "tokens", 2)
+        items(patching.tokens, "tokens", 2)
     elif patching.metric == "logit-diff":
         raise AttnCliError("saved file: metric logit-diff needs its two tokens")
     for side in ("clean", "corrupt"):
         need(patching.baseline, side, "baseline")
-    integer(patching.at, "at", 0, n - 1)
+    within(patching, "", at=(0, n - 1))
     return patching

@@ -44,7 +44,7 @@ RECORDS: Table = {
                 "dropout": Key(check=_rate), "layer": Key(low=-BOUND, high=BOUND),
                 "text": Key(inline="allow_special"), "top_k": COUNT, "head": COUNT,
                 "pool": Key(choices=("max", "mean")), "tokenizer": Key(check=tokenizer_from),
-                "measure": Key(skip=True)},  # read by run_from, with what it changes
+                "measure": Key(choices=("norm", "rollout"))},
     TextConfig: {"emb_dim": SIZE, "context_length": SIZE},
     FamilyInfo: {"architecture": Key(choices=FAMILIES), "kv_heads": SIZE, "head_dim": SIZE,
                  "rope_scaling": Key(choices=SCALINGS), "sliding_window": SIZE, "window": SIZE},

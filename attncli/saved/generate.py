@@ -1,9 +1,10 @@
-"""`attncli generate --json` read back into its GenerationResult, every part checked and named
-where it fails, for `attncli show`."""
+"""`attncli generate --json` read back into its GenerationResult: each part read by walking its
+record (records/generation.py, records/given.py), then checked against the model, the prompt and
+the other parts, named where it fails, for `attncli show`."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -15,52 +16,29 @@ from attncli.records.generation import (
     VIEWS,
     AnswerStep,
     Candidate,
+    GenerationConfig,
     GenerationResult,
 )
-from attncli.records.given import Occluded, Receipt, Template, Turn
+from attncli.records.given import Occluded, Receipt, Turn
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
+    cells,
     check_cells,
     choice,
     integer,
     items,
-    matrix,
     need,
     number,
     obj,
-    stack,
+    span,
+    within,
 )
 from attncli.saved.run import tokens_from
 from attncli.saved.walk import Key, Table, read, value
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
-
-
-class Kept(TypedDict):
-    """The layers [a, b) and the one head (or null) the steps hold."""
-
-    layers: list[int]
-    head: int | None
-
-
-class Chosen(TypedDict):
-    occlusion_looks: float  # the occlusion's cost, in looks
-
-
-class _Config(TypedDict):
-    sampling: Sampling
-    template: Template
-    stop_ids: list[int]
-    stopped: str
-    weights: Kept
-
-
-class Config(_Config, total=False):
-    given: bool  # a given answer's (absent: one the model chose)
-    view: str  # the view made (absent: raw)
-    view_chosen: Chosen | None  # why the default view chose the view made
-    numerics: str  # the arithmetic (absent: float32)
+WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
 
 
 def _sampling(value: Any, where: str) -> Sampling:
@@ -86,9 +64,9 @@ def _sampling(value: Any, where: str) -> Sampling:
 
 
 TOKEN_ID = Key(high=ID_BOUND)
-RECORDS: Table = {Config: {"sampling": Key(check=_sampling), "stop_ids": TOKEN_ID,
-                           "stopped": Key(choices=STOPPED), "view": Key(choices=VIEWS),
-                           "numerics": Key(choices=NUMERICS)},
+RECORDS: Table = {GenerationConfig: {"sampling": Key(check=_sampling), "stop_ids": TOKEN_ID,
+                                     "stopped": Key(choices=STOPPED), "view": Key(choices=VIEWS),
+                                     "numerics": Key(choices=NUMERICS)},
                   AnswerStep: {"id": TOKEN_ID},
                   Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
                   Receipt: {"compared": Key(choices=("tokens", "text"))}}
@@ -99,38 +77,33 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     if doc.get("kind") != "generate":
         raise AttnCliError("saved file: not `attncli generate` JSON (no \"kind\": \"generate\")")
     model = model_from(need(doc, "model", "the file"), None)
-    config = read(Config, need(doc, "config", "the file"), "config", RECORDS)
-    prompt = tokens_from(need(doc, "prompt", "the file"), None, "prompt")
+    config = read(GenerationConfig, need(doc, "config", "the file"), "config", RECORDS)
+    prompt = tokens_from(need(doc, "prompt", "the file"), "prompt")
     p = len(prompt)
-    answer = tokens_from(need(doc, "answer", "the file"), None, "answer", first=p)
-    a, b = items(config["weights"]["layers"], "config.weights.layers", 2)
-    integer(a, "config.weights.layers[0]", 0, model.layers - 1)
-    integer(b, "config.weights.layers[1]", a + 1, model.layers)
+    answer = tokens_from(need(doc, "answer", "the file"), "answer", first=p)
+    a, b = span(config["weights"]["layers"], "config.weights.layers", model.layers)
     if (head := config["weights"]["head"]) is not None:
-        integer(head, "config.weights.head", 0, model.heads - 1)
-    heads = model.heads if head is None else 1
+        within(config["weights"], "config.weights", head=(0, model.heads - 1))
     chosen = config.get("view_chosen")
     looks = None if chosen is None else chosen["occlusion_looks"]
     if looks is not None and looks < 0:
         raise bad("config.view_chosen.occlusion_looks", looks, "a cost, 0 or more")
+    given = need(doc, "given", "the file")  # kept as written: shown only by --show-template
+    if not isinstance(given, str):
+        raise bad("given", given, "a string")
     steps = items(need(doc, "steps", "the file"), "steps", len(answer))
-    check_cells((b - a) * heads * sum(p + s for s in range(len(steps))), "the saved generation")
-    records, weights = [], []
-    for s, step in enumerate(steps):
-        at = f"steps[{s}]"
-        records.append(read(AnswerStep, step, at, RECORDS))
-        integer(step["index"], f"{at}.index", s, s)
-        integer(step["position"], f"{at}.position", p - 1 + s, p - 1 + s)
-        if need(step, "weights", at) is None:
-            raise bad(f"{at}.weights", None, "the step's weights (layers × heads × keys)")
-        weights.append(_weights(stack(step["weights"], f"{at}.weights", b - a, heads, p + s), s))
+    shape = (b - a, model.heads if head is None else 1)
+    check_cells(shape[0] * shape[1] * sum(p + s for s in range(len(steps))),
+                "the saved generation")
+    records = [read(AnswerStep, step, f"steps[{s}]", RECORDS) for s, step in enumerate(steps)]
+    for s, step in enumerate(records):
+        within(step, f"steps[{s}]", index=(s, s), position=(p - 1 + s, p - 1 + s))
     return GenerationResult(
-        model=model, prompt=prompt, answer=answer,
-        given=_raw_text(need(doc, "given", "the file"), "given"), template=config["template"],
+        model=model, prompt=prompt, answer=answer, given=given, template=config["template"],
         sampling=config["sampling"], stop_ids=config["stop_ids"], stopped=config["stopped"],
         sinks=[integer(i, f"sinks[{k}]", 0, max(p - 1, 0))
                for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
-        steps=records, weights=weights,
+        steps=records, weights=[_weights(step, s, (*shape, p + s)) for s, step in enumerate(steps)],
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
         given_answer=config.get("given") or doc["config"]["sampling"]["strategy"] == "given",
         view=config.get("view", "raw"), auto_looks=looks,
@@ -143,8 +116,7 @@ def _turns(data: Any, p: int) -> list[Turn]:
     """Each message's tokens [start, end) among the prompt's."""
     turns: list[Turn] = value(list[Turn], data, "turns", Key(), RECORDS)
     for k, turn in enumerate(turns):
-        integer(turn.start, f"turns[{k}].start", 0, p)
-        integer(turn.end, f"turns[{k}].end", turn.start, p)
+        within(turn, f"turns[{k}]", start=(0, p), end=(turn.start, p))
     return turns
 
 
@@ -166,34 +138,25 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
     """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
     out: dict[str, Any] = {}
     if doc.get("value_norms") is not None:
-        out["norms"] = np.asarray(stack(doc["value_norms"], "value_norms", layers, heads, p + a),
+        out["norms"] = np.asarray(cells(doc["value_norms"], "value_norms", layers, heads, p + a),
                                   dtype=np.float32)
     if doc.get("receipt") is not None:
         out["receipt"] = _receipt(doc["receipt"])
     if doc.get("occlusion") is not None:
-        out["occlusion"] = matrix(doc["occlusion"], "occlusion", a, p)
+        out["occlusion"] = cells(doc["occlusion"], "occlusion", a, p)
     if doc.get("occlusion_spans") is not None:
         out["occluded"] = read(Occluded, doc["occlusion_spans"], "occlusion_spans",
                                {Occluded: {"by": Key(choices=OCCLUDE), "spans": Key(high=p - 1)}})
     return out
 
 
-def _weights(held: Any, s: int) -> np.ndarray:
+def _weights(step: dict[str, Any], s: int, shape: tuple[int, int, int]) -> np.ndarray:
     """Step s's weights as float32 (layers, heads, P + s), each from 0 to 1 (a softmax's)."""
-    weights = np.asarray(held, dtype=np.float64)
+    if need(step, "weights", f"steps[{s}]") is None:
+        raise bad(f"steps[{s}].weights", None, "the step's weights (layers × heads × keys)")
+    weights = np.asarray(cells(step["weights"], f"steps[{s}].weights", *shape), dtype=np.float64)
     outside = (weights < 0) | (weights > 1 + WEIGHT_SLACK)
     if outside.any():
-        value = float(weights[outside][0])
-        raise AttnCliError(f"saved file: steps[{s}].weights hold {value!r}, not an attention "
-                           "weight (0 to 1)")
+        raise AttnCliError(f"saved file: steps[{s}].weights hold {float(weights[outside][0])!r}, "
+                           "not an attention weight (0 to 1)")
     return weights.astype(np.float32)
-
-
-WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
-
-
-def _raw_text(value: Any, where: str) -> str:
-    """A string kept as written (the template's text, shown only by --show-template)."""
-    if not isinstance(value, str):
-        raise bad(where, value, "a string")
-    return value

@@ -17,7 +17,7 @@ from attncli.saved.causal import ablation_from_dict, patching_from_dict
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
 from attncli.saved.parts import items, need, obj
-from attncli.saved.run import result_from_dict, run_from
+from attncli.saved.run import result_from_dict
 from attncli.saved.weights import weights_result
 
 Doc = dict[str, Any]
@@ -57,7 +57,7 @@ def _compare(doc: Doc) -> list[Result]:
 
 
 KINDS = {
-    "run": Kind(Result, lambda doc: [run_from(doc)]),
+    "run": Kind(Result, lambda doc: [result_from_dict(doc)]),
     "compare": Kind(Result, _compare),
     "weights": Kind(Result, lambda doc: [weights_result(need(doc, "weights", "the file"),
                                                         doc.get("tokens"))]),
@@ -67,9 +67,6 @@ KINDS = {
     "ablate": Kind(Ablation, lambda doc: [ablation_from_dict(doc)]),
     "patch": Kind(Patching, lambda doc: [patching_from_dict(doc)]),
 }
-# ablate's and patch's documents hold "heads" and "model", as a heads document does: the keys
-# that tell one saved without its kind, looked for first.
-CAUSAL_KEYS = {"ablate": ("how", "losses", "ranking"), "patch": ("metric", "grid", "direction")}
 # The kinds show does not draw: the keys that tell one saved before kinds, its name, the command.
 UNDRAWN = {
     "cost": (("rows", "fit", "projection"), "a `cost` lesson's", "attncli cost"),
@@ -86,29 +83,24 @@ UNDRAWN = {
 }
 
 
+# A document saved before kinds were written: the first kind whose keys it has all of (and none
+# of those after them). ablate's and patch's hold "heads" and "model", as heads' do.
+SNIFFED = (("ablate", ("how", "losses", "ranking"), ()),
+           ("patch", ("metric", "grid", "direction"), ()), ("compare", ("variants",), ()),
+           ("scan", ("scan", "heads", "model"), ()), ("heads", ("heads", "model"), ("weights",)),
+           ("run", ("variant",), ()), *((name, keys, ()) for name, (keys, _, _)
+                                       in UNDRAWN.items() if keys),
+           ("tokens", ("tokens",), ("weights", "heads")), ("weights", ("weights",), ()))
+
+
 def kind_of(doc: Doc) -> str:
     """The document's kind: its "kind" where attncli wrote one, else recognised by its keys."""
     kind = doc.get("kind")
     if isinstance(kind, str) and (kind in KINDS or kind in UNDRAWN):
         return kind
-    for name, marks in CAUSAL_KEYS.items():
-        if all(k in doc for k in marks):
+    for name, keys, without in SNIFFED:
+        if all(k in doc for k in keys) and not any(k in doc for k in without):
             return name
-    if "variants" in doc:
-        return "compare"
-    if "scan" in doc and "heads" in doc and "model" in doc:
-        return "scan"
-    if "heads" in doc and "model" in doc and "weights" not in doc:
-        return "heads"
-    if "variant" in doc:
-        return "run"
-    for name, (keys, _, _) in UNDRAWN.items():
-        if keys and all(k in doc for k in keys):
-            return name
-    if "tokens" in doc and "weights" not in doc and "heads" not in doc:
-        return "tokens"
-    if "weights" in doc:
-        return "weights"
     raise AttnCliError("no weights in this JSON: expected attncli's output, a [N][N] or "
                        '[H][N][N] list, or {"tokens": [...], "weights": ...}')
 

@@ -11,7 +11,6 @@ from attncli.core.sizes import LIST_CELL_BYTES, check_fits
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 
-Cells = list[list[float | None]]
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
 
 
@@ -51,6 +50,20 @@ def integer(value: Any, where: str, low: int = 0, high: int | None = None) -> in
         span = f"{low} to {high}" if high is not None else f"{low} or more"
         raise AttnCliError(f"saved file: {where} is {value}, outside {span}")
     return value
+
+
+def span(value: Any, where: str, size: int) -> list[int]:
+    """[a, b), half-open, inside 0..size: a below size, b above a and at most size."""
+    a, b = items(value, where, 2)
+    integer(b, f"{where}[1]", integer(a, f"{where}[0]", 0, size - 1) + 1, size)
+    return [a, b]
+
+
+def within(record: Any, where: str, **bounds: tuple[int, int]) -> None:
+    """Each named part of record (a dict's key, else an attribute) a whole number in its bounds."""
+    for key, (low, high) in bounds.items():
+        part = record[key] if isinstance(record, dict) else getattr(record, key)
+        integer(part, f"{where}.{key}" if where else key, low, high)
 
 
 def number(value: Any, where: str) -> float:
@@ -113,19 +126,6 @@ def items(value: Any, where: str, length: int | None = None) -> list[Any]:
     return value
 
 
-def shaped(value: list[Any], where: str, *sizes: int | None) -> Any:
-    """Nested lists (read by the walker) of sizes[0] items, each of sizes[1:]; a None size: as
-    many as the first item holds, which must not be empty."""
-    items(value, where, sizes[0])
-    if len(sizes) > 1 and value:
-        inner = sizes[1] if sizes[1] is not None else len(items(value[0], f"{where}[0]"))
-        if inner == 0:
-            raise AttnCliError(f"saved file: {where}[0] is empty")
-        for i, part in enumerate(value):
-            shaped(part, f"{where}[{i}]", inner, *sizes[2:])
-    return value
-
-
 def row(value: Any, where: str, length: int | None, nulls: bool) -> list[float | None]:
     """A list of finite numbers (null too where nulls), of length items when given."""
     out: list[float | None] = []
@@ -140,22 +140,17 @@ def row(value: Any, where: str, length: int | None, nulls: bool) -> list[float |
     return out
 
 
-def matrix(value: Any, where: str, rows: int | None, cols: int | None,
-           nulls: bool = False) -> Cells:
-    """rows × cols numbers; cols None: as wide as the first row, which must not be empty."""
-    data = items(value, where, rows)
-    if data and cols is None:
-        cols = len(items(data[0], f"{where}[0]"))
-        if cols == 0:
-            raise AttnCliError(f"saved file: {where}[0] is an empty row")
-    return [row(r, f"{where}[{i}]", cols, nulls) for i, r in enumerate(data)]
-
-
-def stack(value: Any, where: str, heads: int, rows: int, cols: int | None,
-          nulls: bool = False) -> list[Cells]:
-    """heads matrices of rows × cols (cols None: each as wide as its own first row)."""
-    return [matrix(m, f"{where}[{h}]", rows, cols, nulls)
-            for h, m in enumerate(items(value, where, heads))]
+def cells(value: Any, where: str, *sizes: int | None, nulls: bool = False) -> Any:
+    """Nested lists of sizes[0] items, each of sizes[1:], finite numbers at the bottom (null too
+    where nulls); a None size: as many as the first item holds, which must not be empty."""
+    if len(sizes) == 1:
+        return row(value, where, sizes[0], nulls)
+    data = items(value, where, sizes[0])
+    inner = sizes[1] if sizes[1] is not None or not data else len(items(data[0], f"{where}[0]"))
+    if inner == 0 and sizes[1] is None:
+        raise AttnCliError(f"saved file: {where}[0] is empty")
+    return [cells(part, f"{where}[{i}]", inner, *sizes[2:], nulls=nulls)
+            for i, part in enumerate(data)]
 
 
 def check_cells(cells: int, what: str) -> None:

@@ -7,8 +7,9 @@ from typing import Any
 
 from attncli.core.result import Result, RunConfig, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.saved.parts import check_cells, row
-from attncli.saved.run import tokens_from
+from attncli.saved.config import RECORDS
+from attncli.saved.parts import check_cells, items, obj, row, string, within
+from attncli.saved.walk import read
 from attncli.version import __version__
 
 
@@ -38,12 +39,22 @@ def weights_stack(data: Any, what: str = "weights") -> list[list[list[float | No
     return stack
 
 
+def _label(token: Any, i: int) -> TokenInfo:
+    """Another tool's token i: its label, or a token object (with its index, i)."""
+    at = f"tokens[{i}]"
+    if isinstance(token, str):
+        return TokenInfo(i, None, string(token, at))
+    info = read(TokenInfo, {"index": i, **obj(token, at)}, at, RECORDS)
+    within(info, at, index=(i, i))
+    return info
+
+
 def weights_result(weights: Any, tokens: Any) -> Result:
     """Bare weights (and token labels) as a Result with only the weights stage."""
     stack = weights_stack(weights)
     size = len(stack[0])
     labels = ([TokenInfo(i, None, str(i)) for i in range(size)] if tokens is None
-              else tokens_from(tokens, size, strict=False))
+              else [_label(t, i) for i, t in enumerate(items(tokens, "tokens", size))])
     config = RunConfig(source="saved", num_tokens=size, d_in=0, d_out=0, heads=len(stack),
                        impl="naive", version=__version__)
     return Result(variant="saved", config=config, tokens=labels,

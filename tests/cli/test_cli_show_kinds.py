@@ -157,6 +157,37 @@ def test_llama_heads_and_explain(cli, llama: str, tmp_path: Path) -> None:  # no
         assert cli("show", str(path), "--json").json() == doc
 
 
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda heads: heads[0].update(effect="x"), 'heads[0].effect is "x", not a finite number'),
+    (lambda heads: heads[1].pop("effect"), "heads[1] has no 'effect'")])
+def test_a_heads_effect_is_read_as_a_number_in_every_row(cli, llama: str, tmp_path: Path,  # noqa: ANN001
+                                                          change: Any, message: str) -> None:
+    """--effect's column: a number in every row or in none (a string once reached the table's
+    colour ranges as a traceback)."""
+    path, doc = _saved(cli, tmp_path, ("heads", SENTENCE, "--model", llama, "--effect"))
+    assert cli("show", str(path), "--json").json() == doc
+    change(doc["heads"])
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    cli("show", str(path)).assert_usage_error(message)
+
+
+def test_run_predict_keeps_its_predictions(cli, llama: str, tmp_path: Path) -> None:  # noqa: ANN001
+    """--predict's next tokens are read back (they were once dropped): the same JSON, the same
+    table, and a broken entry refused in one line."""
+    args = ("run", SENTENCE, "--model", llama, "--predict", "2")
+    path, doc = _saved(cli, tmp_path, args)
+    assert cli("show", str(path), "--json").json() == doc
+    assert cli("show", str(path)).out == cli(*args).out
+    for change, message in (
+            (lambda p: p[0].update(index=10**6), "predictions[0].index is 1000000, outside"),
+            (lambda p: p[1]["top"][0].update(prob="x"), 'predictions[1].top[0].prob is "x"'),
+            (lambda p: p[1].update(lens=[]), "predictions[1] and predictions[0] differ")):
+        broken = json.loads(json.dumps(doc))
+        change(broken["predictions"])
+        path.write_text(json.dumps(broken), encoding="utf-8")
+        cli("show", str(path)).assert_usage_error(message)
+
 UNDRAWN = [
     (("cost", "--max-tokens", "256"), "show cannot draw a `cost` lesson's JSON"),
     (("flash", SENTENCE), "show cannot draw a `flash` lesson's JSON"),
