@@ -94,10 +94,10 @@ class Mapped(Named):
         self.table.setdefault(whole, Piece(whole.removeprefix("fused:")))
         return whole, [p for p in pieces if p is not None]
 
-    def quantized(self, name: str, into: np.ndarray | None = None) -> QuantizedMatrix | None:
+    def _blocks(self, name: str, into: np.ndarray | None, held: bool) -> QuantizedMatrix | None:
         if self._piece(name).stop is not None:  # a piece of a fused tensor: read as float32
             return None
-        return super().quantized(name, into)
+        return super()._blocks(name, into, held)
 
     def _read(self, name: str) -> Tensor:
         piece = self._piece(name)

@@ -71,16 +71,20 @@ class Named:
         (rows, row_bytes) bytes to read it into (stacked's), not kept apart."""
         if into is None and name in self._kept_blocks:
             return self._kept_blocks[name]
-        reader = getattr(self.source, "quantized", None)
-        if self.finite or reader is None:
-            matrix = None
-        else:
-            stored = self.stored_name(name)
-            matrix = reader(stored, into=into) if into is not None else \
-                reader(stored, held=True) if self.keep else reader(stored)
+        matrix = self._blocks(name, into, held=self.keep and into is None)
         if self.keep and into is None:
             self._kept_blocks[name] = matrix
         return matrix
+
+    def _blocks(self, name: str, into: np.ndarray | None, held: bool) -> QuantizedMatrix | None:
+        """The source's read of a matrix as blocks (quantized's, none kept here); held: on pages
+        of its own for the run (buffers.populated), not a recycled buffer."""
+        reader = getattr(self.source, "quantized", None)
+        if self.finite or reader is None:
+            return None
+        stored = self.stored_name(name)
+        return reader(stored, into=into) if into is not None else \
+            reader(stored, held=True) if held else reader(stored)
 
     def stacked(self, names: list[str]) -> QuantizedMatrix | None:
         """A held view's matrices (q, k, v; gate, up) as one, their rows one after another,
@@ -105,7 +109,7 @@ class Named:
 
         if len({(self.dtype(name), self.shape(name)[1:]) for name in names}) != 1:
             return None
-        first = self.quantized(names[0])
+        first = self._blocks(names[0], None, held=False)  # copied into the stack, then dropped
         if first is None:
             return None
         counts = [self.shape(name)[0] for name in names]

@@ -127,6 +127,36 @@ def test_a_held_stack_is_read_straight_into_its_rows_and_equals_its_parts_concat
         assert all(name not in held._kept_blocks for name in full)  # the stack holds them
 
 
+def test_held_matrices_and_stacks_make_populated_pages_for_what_they_keep_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A held view's matrix is read onto pages of its own (buffers.populated) and kept; a stack
+    makes pages for its rows alone: its first matrix, copied in and dropped, is read as a
+    streamed one is (a recycled buffer), not onto pages made and unmapped at once."""
+    from attncli.models.sources.gguf import source as source_module
+
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    made: list[tuple[int, ...]] = []
+    populated = buffers.populated
+
+    def counted(shape: tuple[int, ...]) -> np.ndarray:
+        made.append(tuple(shape))
+        return populated(shape)
+
+    monkeypatch.setattr(buffers, "populated", counted)
+    monkeypatch.setattr(source_module, "populated", counted)
+    held = Named(open_gguf(path), "model.", keep=True)
+    o_proj = held.quantized("layers.0.self_attn.o_proj.weight")
+    assert o_proj is not None and made == [o_proj.blocks.shape]
+    assert held.quantized("layers.0.self_attn.o_proj.weight") is o_proj  # kept
+    made.clear()
+    stack = held.stacked([f"layers.0.mlp.{n}.weight" for n in ("gate_proj", "up_proj")])
+    assert stack is not None and made == [stack.blocks.shape]
+    made.clear()
+    assert Named(open_gguf(path), "model.").quantized("layers.0.mlp.up_proj.weight") is not None
+    assert made == []  # streamed: a recycled buffer
+
+
 def test_no_stack_where_finite_values_are_asked_for(tmp_path: Path) -> None:
     path = tmp_path / "m.gguf"
     write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
