@@ -161,6 +161,7 @@ bench: $(STAMP) model
 	$(PY) bench/generate.py
 	$(PY) bench/template.py
 	$(PY) bench/scale.py --sizes 1b
+	$(PY) bench/dense.py
 	$(PY) bench/runtime.py
 
 clean:

@@ -1,0 +1,93 @@
+"""The prompt's products: the kernels' matrix path against dequantize-then-BLAS, by type and rows.
+
+For each type the kernels take, a matrix of random blocks (sane scales) is multiplied by rows of
+random activations two ways, by CPU time (`time.thread_time`, best of --repeats, alternated):
+QuantizedMatrix.linear on the kernels (llama.cpp's numerics off, outside any dense_rows) and the
+same inside dense_rows(1) (a piece dequantized at a time, torch's F.linear). Prints one JSON
+line per type: kernels' time over the dense path's at each row count (> 1: the dense path is
+faster), the evidence for qmatmul.DENSE_FROM. One thread unless --threads.
+
+    python bench/dense.py --size 4096 --rows 8,16,32,64,128
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+from attncli.models.sources.gguf import qmatmul
+from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, dense_rows
+
+Q = GGMLQuantizationType
+TYPES = (Q.Q4_0, Q.Q4_1, Q.Q5_K, Q.Q8_0, Q.F16, Q.BF16, Q.Q4_K, Q.Q6_K)
+# where each type's f16 scales sit in its block, and a sane value for them (2⁻¹⁵·1.25, 2⁻¹⁵·1.0)
+SCALES = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (-2,), Q.Q8_0: (0,), Q.Q4_0: (0,),
+          Q.Q4_1: (0, 2)}
+
+
+def random_matrix(qtype: GGMLQuantizationType, rows: int, cols: int,
+                  rng: np.random.Generator) -> QuantizedMatrix:
+    """rows × cols of random blocks of qtype, their scales sane."""
+    block, size = GGML_QUANT_SIZES[qtype]
+    if qtype == Q.F16:
+        data = rng.standard_normal((rows, cols)).astype(np.float16).view(np.uint8)
+    elif qtype == Q.BF16:
+        top = rng.standard_normal((rows, cols)).astype(np.float32).view(np.uint32) >> 16
+        data = top.astype(np.uint16).view(np.uint8)
+    else:
+        data = rng.integers(0, 256, (rows, cols // block * size), dtype=np.uint8)
+        cells = data.reshape(-1, size)
+        for offset in SCALES[qtype]:
+            start = offset % size
+            cells[:, start:start + 2] = [0x00, 0x20]
+    return QuantizedMatrix(data, qtype, cols)
+
+
+def best(run: Callable[[], object], repeats: int) -> float:
+    """The least CPU time of repeats runs (after one untimed)."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time()
+        run()
+        times.append(time.thread_time() - start)
+    return min(times)
+
+
+def _product(matrix: QuantizedMatrix, x: torch.Tensor, at_least: int) -> torch.Tensor:
+    """matrix · xᵀ inside dense_rows(at_least): the dense path from at_least rows, else the
+    kernels (a context of its own: DENSE_FROM does not apply)."""
+    with dense_rows(at_least):
+        return matrix.linear(x)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, default=4096, help="rows and columns")
+    parser.add_argument("--rows", default="8,16,32,64,128", help="activation rows timed")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    for qtype in TYPES:
+        if not qmatmul.computes(qtype):
+            continue
+        matrix = random_matrix(qtype, args.size, args.size, rng)
+        ratios = {}
+        for count in (int(r) for r in args.rows.split(",")):
+            x = torch.randn(count, args.size)  # (T, cols)
+            kernels = best(lambda m=matrix, x=x, n=count: _product(m, x, n + 1), args.repeats)
+            dense = best(lambda m=matrix, x=x: _product(m, x, 1), args.repeats)
+            ratios[count] = round(kernels / dense, 3)
+        print(json.dumps({"type": qtype.name, "kernels_over_dense": ratios}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
