@@ -14,9 +14,11 @@ import torch
 
 from attncli.models.sources.gguf import buffers
 from attncli.models.sources.gguf.buffers import Recycler, layer_bytes
+from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 from attncli.models.sources.gguf.source import open_gguf
 from attncli.models.sources.named import Named
-from tests.gguf_fixtures import write_model
+from attncli.models.unembed import held_unembedding
+from tests.gguf_fixtures import D, write_model
 
 MB = 1 << 20
 
@@ -129,9 +131,10 @@ def test_a_held_stack_is_read_straight_into_its_rows_and_equals_its_parts_concat
 
 def test_held_matrices_and_stacks_make_populated_pages_for_what_they_keep_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A held view's matrix is read onto pages of its own (buffers.populated) and kept; a stack
-    makes pages for its rows alone: its first matrix, copied in and dropped, is read as a
-    streamed one is (a recycled buffer), not onto pages made and unmapped at once."""
+    """A held view's matrix, and a held untied unembedding, are read onto pages of their own
+    (buffers.populated) and kept; a stack makes pages for its rows alone: its first matrix,
+    copied in and dropped, is read as a streamed one is (a recycled buffer), not onto pages made
+    and unmapped at once."""
     from attncli.models.sources.gguf import source as source_module
 
     path = tmp_path / "m.gguf"
@@ -152,6 +155,11 @@ def test_held_matrices_and_stacks_make_populated_pages_for_what_they_keep_only(
     made.clear()
     stack = held.stacked([f"layers.0.mlp.{n}.weight" for n in ("gate_proj", "up_proj")])
     assert stack is not None and made == [stack.blocks.shape]
+    made.clear()
+    source = open_gguf(path)  # its own lm_head, untied: held_unembedding reads it from source
+    table = held_unembedding(Named(source, "model."), "embed_tokens.weight",
+                             source.shapes()["lm_head.weight"][0], D)
+    assert isinstance(table, QuantizedMatrix) and made == [table.blocks.shape]
     made.clear()
     assert Named(open_gguf(path), "model.").quantized("layers.0.mlp.up_proj.weight") is not None
     assert made == []  # streamed: a recycled buffer
