@@ -65,14 +65,14 @@ class Mapped(Named):
     """
 
     def __init__(self, source: WeightSource, prefix: str, table: dict[str, Piece],
-                 finite: bool = False, keep: bool = False) -> None:
-        super().__init__(source, prefix, finite, keep)
+                 finite: bool = False, keep: bool = False, held: bool = False) -> None:
+        super().__init__(source, prefix, finite, keep, held)
         self.table = table
         self._fused: tuple[str, Tensor] | None = None
         self._plain: dict[str, Piece] = {}  # names the table does not hold, made once each
 
-    def reading_once(self) -> Mapped:
-        return Mapped(self.source, self.prefix, self.table, self.finite, keep=True)
+    def reading_once(self, held: bool = False) -> Mapped:
+        return Mapped(self.source, self.prefix, self.table, self.finite, keep=True, held=held)
 
     def _piece(self, name: str) -> Piece:
         piece = self.table.get(name) or self._plain.get(name)

@@ -35,19 +35,22 @@ def readable_dtype(dtype: str) -> bool:
 
 class Named:
     """source's tensors as prefix + name: "model." or "transformer." stays out of the family's
-    code. finite: refuse NaN and infinity; keep: read each tensor once (decoding rereads)."""
+    code. finite: refuse NaN and infinity; keep: read each tensor once (decoding rereads);
+    held: kept for the run (a held decoder's view), each matrix on pages of its own, not in a
+    recycled buffer, which a view dropped after its layer hands on to the next layer's."""
 
     def __init__(self, source: WeightSource, prefix: str = "", finite: bool = False,
-                 keep: bool = False) -> None:
+                 keep: bool = False, held: bool = False) -> None:
         self.source, self.prefix, self.finite, self.keep = source, prefix, finite, keep
+        self.held = keep and held
         self._shapes = source.shapes()  # read once: a step asks for shapes hundreds of times
         self._names = set(self._shapes)
         self._kept: dict[str, Tensor] = {}
         self._kept_blocks: dict[str, QuantizedMatrix | None] = {}
 
-    def reading_once(self) -> Named:
-        """The same view, each tensor read from the source once."""
-        return Named(self.source, self.prefix, self.finite, keep=True)
+    def reading_once(self, held: bool = False) -> Named:
+        """The same view, each tensor read from the source once; held: for the whole run."""
+        return Named(self.source, self.prefix, self.finite, keep=True, held=held)
 
     def __contains__(self, name: str) -> bool:
         return self.stored_name(name) in self._names
@@ -71,7 +74,7 @@ class Named:
         (rows, row_bytes) bytes to read it into (stacked's), not kept apart."""
         if into is None and name in self._kept_blocks:
             return self._kept_blocks[name]
-        matrix = self._blocks(name, into, held=self.keep and into is None)
+        matrix = self._blocks(name, into, held=self.held and into is None)
         if self.keep and into is None:
             self._kept_blocks[name] = matrix
         return matrix

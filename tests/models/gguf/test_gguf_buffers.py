@@ -131,10 +131,11 @@ def test_a_held_stack_is_read_straight_into_its_rows_and_equals_its_parts_concat
 
 def test_held_matrices_and_stacks_make_populated_pages_for_what_they_keep_only(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A held view's matrix, and a held untied unembedding, are read onto pages of their own
-    (buffers.populated) and kept; a stack makes pages for its rows alone: its first matrix,
-    copied in and dropped, is read as a streamed one is (a recycled buffer), not onto pages made
-    and unmapped at once."""
+    """A held decoder's view (reading_once(held=True)) reads each matrix onto pages of its own
+    (buffers.populated) and keeps it, as held_unembedding does an untied table; a layer's view
+    (reading_once(), dropped after its layer) keeps its matrices in recycled buffers that the
+    next layer's reuses; a stack makes pages for its rows alone: its first matrix, copied in and
+    dropped, is read as a streamed one is, not onto pages made and unmapped at once."""
     from attncli.models.sources.gguf import source as source_module
 
     path = tmp_path / "m.gguf"
@@ -148,7 +149,11 @@ def test_held_matrices_and_stacks_make_populated_pages_for_what_they_keep_only(
 
     monkeypatch.setattr(buffers, "populated", counted)
     monkeypatch.setattr(source_module, "populated", counted)
-    held = Named(open_gguf(path), "model.", keep=True)
+    layer = Named(open_gguf(path), "model.").reading_once()
+    o_proj = layer.quantized("layers.0.self_attn.o_proj.weight")
+    assert o_proj is not None and made == []  # a recycled buffer
+    assert layer.quantized("layers.0.self_attn.o_proj.weight") is o_proj  # kept for the layer
+    held = Named(open_gguf(path), "model.").reading_once(held=True)
     o_proj = held.quantized("layers.0.self_attn.o_proj.weight")
     assert o_proj is not None and made == [o_proj.blocks.shape]
     assert held.quantized("layers.0.self_attn.o_proj.weight") is o_proj  # kept
