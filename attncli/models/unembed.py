@@ -73,7 +73,7 @@ def held_unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     source = weights.source
     if head in source.shapes():
         reader = None if weights.finite else getattr(source, "quantized", None)
-        blocks = None if reader is None else reader(head)
+        blocks = None if reader is None else reader(head, held=True)  # populated pages
         return blocks if blocks is not None else source.tensor(head).float()  # (vocab, d)
     blocks = weights.quantized(embedding)
     return blocks if blocks is not None else weights[embedding].float()  # (vocab, d_model)

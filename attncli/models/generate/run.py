@@ -119,10 +119,11 @@ def _given(model: Model, built: Prompt, request: GenerationRequest,
 
 def _with_views(model: Model, built: Prompt, result: GenerationResult,
                 request: GenerationRequest) -> GenerationResult:
-    """result with the value norms and the occlusion drops the request needs (one more pass, or
-    one masked pass per span of the prompt, batched), and the view they serve. The default view
-    (auto) is decided here, once the text is known: occlusion where its passes take at most
-    AUTO_LOOKS looks and no layer or head was asked for, else value."""
+    """result with the value norms and the occlusion drops the request needs (the norms one more
+    pass where the decoder's caches did not give them; one masked pass per span of the prompt,
+    batched), and the view they serve. The default view (auto) is decided here, once the text
+    is known: occlusion where its passes take at most AUTO_LOOKS looks and no layer or head was
+    asked for, else value."""
     ids = [t.id for t in result.answer if t.id is not None]
     view = request.view
     occluded = view in (AUTO, "occlusion") or "occlusion" in request.also

@@ -62,7 +62,7 @@ class GPT2Decoder:
     def __init__(self, ckpt: Checkpoint, layer: int, held: bool = True) -> None:
         self.ckpt, self.layer, self.held = ckpt, layer, held
         # Held, the weights are read once; each lookup of a plain view reads the file again.
-        self.weights = weights_of(ckpt).reading_once() if held else weights_of(ckpt)
+        self.weights = weights_of(ckpt).reading_once(held=True) if held else weights_of(ckpt)
         self.blocks = [self._block(self.weights, i) for i in range(ckpt.n_layer)]
         self._table: Table | None = None  # the whole unembedding, held at the first logits
 

@@ -165,7 +165,7 @@ class LlamaDecoder:
     def __init__(self, weights: Named, spec: LlamaSpec, num_tokens: int, layer: int,
                  held: bool = True) -> None:
         self.weights, self.spec, self.layer = weights, spec, layer
-        self.read, self.held = (weights.reading_once() if held else weights), held
+        self.read, self.held = (weights.reading_once(held=True) if held else weights), held
         self._table: Table | None = None  # the whole unembedding, held at the first logits
         self.caches = [_LayerCache(spec, num_tokens) for _ in range(spec.n_layer)]
         self.ropes = LayerRopes(spec, num_tokens)  # each (T, rotary_dim), or None (NoPE)

@@ -65,14 +65,14 @@ class Mapped(Named):
     """
 
     def __init__(self, source: WeightSource, prefix: str, table: dict[str, Piece],
-                 finite: bool = False, keep: bool = False) -> None:
-        super().__init__(source, prefix, finite, keep)
+                 finite: bool = False, keep: bool = False, held: bool = False) -> None:
+        super().__init__(source, prefix, finite, keep, held)
         self.table = table
         self._fused: tuple[str, Tensor] | None = None
         self._plain: dict[str, Piece] = {}  # names the table does not hold, made once each
 
-    def reading_once(self) -> Mapped:
-        return Mapped(self.source, self.prefix, self.table, self.finite, keep=True)
+    def reading_once(self, held: bool = False) -> Mapped:
+        return Mapped(self.source, self.prefix, self.table, self.finite, keep=True, held=held)
 
     def _piece(self, name: str) -> Piece:
         piece = self.table.get(name) or self._plain.get(name)
@@ -94,10 +94,10 @@ class Mapped(Named):
         self.table.setdefault(whole, Piece(whole.removeprefix("fused:")))
         return whole, [p for p in pieces if p is not None]
 
-    def quantized(self, name: str, into: np.ndarray | None = None) -> QuantizedMatrix | None:
+    def _blocks(self, name: str, into: np.ndarray | None, held: bool) -> QuantizedMatrix | None:
         if self._piece(name).stop is not None:  # a piece of a fused tensor: read as float32
             return None
-        return super().quantized(name, into)
+        return super()._blocks(name, into, held)
 
     def _read(self, name: str) -> Tensor:
         piece = self._piece(name)

@@ -35,19 +35,22 @@ def readable_dtype(dtype: str) -> bool:
 
 class Named:
     """source's tensors as prefix + name: "model." or "transformer." stays out of the family's
-    code. finite: refuse NaN and infinity; keep: read each tensor once (decoding rereads)."""
+    code. finite: refuse NaN and infinity; keep: read each tensor once (decoding rereads);
+    held: kept for the run (a held decoder's view), each matrix on pages of its own, not in a
+    recycled buffer, which a view dropped after its layer hands on to the next layer's."""
 
     def __init__(self, source: WeightSource, prefix: str = "", finite: bool = False,
-                 keep: bool = False) -> None:
+                 keep: bool = False, held: bool = False) -> None:
         self.source, self.prefix, self.finite, self.keep = source, prefix, finite, keep
+        self.held = keep and held
         self._shapes = source.shapes()  # read once: a step asks for shapes hundreds of times
         self._names = set(self._shapes)
         self._kept: dict[str, Tensor] = {}
         self._kept_blocks: dict[str, QuantizedMatrix | None] = {}
 
-    def reading_once(self) -> Named:
-        """The same view, each tensor read from the source once."""
-        return Named(self.source, self.prefix, self.finite, keep=True)
+    def reading_once(self, held: bool = False) -> Named:
+        """The same view, each tensor read from the source once; held: for the whole run."""
+        return Named(self.source, self.prefix, self.finite, keep=True, held=held)
 
     def __contains__(self, name: str) -> bool:
         return self.stored_name(name) in self._names
@@ -71,16 +74,20 @@ class Named:
         (rows, row_bytes) bytes to read it into (stacked's), not kept apart."""
         if into is None and name in self._kept_blocks:
             return self._kept_blocks[name]
-        reader = getattr(self.source, "quantized", None)
-        if self.finite or reader is None:
-            matrix = None
-        else:
-            stored = self.stored_name(name)
-            matrix = reader(stored, into=into) if into is not None else \
-                reader(stored, held=True) if self.keep else reader(stored)
+        matrix = self._blocks(name, into, held=self.held and into is None)
         if self.keep and into is None:
             self._kept_blocks[name] = matrix
         return matrix
+
+    def _blocks(self, name: str, into: np.ndarray | None, held: bool) -> QuantizedMatrix | None:
+        """The source's read of a matrix as blocks (quantized's, none kept here); held: on pages
+        of its own for the run (buffers.populated), not a recycled buffer."""
+        reader = getattr(self.source, "quantized", None)
+        if self.finite or reader is None:
+            return None
+        stored = self.stored_name(name)
+        return reader(stored, into=into) if into is not None else \
+            reader(stored, held=True) if held else reader(stored)
 
     def stacked(self, names: list[str]) -> QuantizedMatrix | None:
         """A held view's matrices (q, k, v; gate, up) as one, their rows one after another,
@@ -105,7 +112,7 @@ class Named:
 
         if len({(self.dtype(name), self.shape(name)[1:]) for name in names}) != 1:
             return None
-        first = self.quantized(names[0])
+        first = self._blocks(names[0], None, held=False)  # copied into the stack, then dropped
         if first is None:
             return None
         counts = [self.shape(name)[0] for name in names]

@@ -134,3 +134,52 @@ def test_the_value_view_of_generate_takes_the_caches_norms(
     assert result.view == "value" and result.norms is not None
     assert len(ids) == len(result.prompt) + 4
     assert_near(torch.from_numpy(np.asarray(result.norms)), _reference(hf, ids))
+
+
+class _Uncached:
+    """A decoder that cannot say its caches' value norms (not CachedValues): its steps only."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def step(self, token_id: int, position: int) -> Any:
+        return self.inner.step(token_id, position)
+
+    def step_layers(self, token_id: int, position: int) -> Any:
+        return self.inner.step_layers(token_id, position)
+
+    def prefill(self, token_ids: list[int]) -> None:
+        self.inner.prefill(token_ids)
+
+    def cache_bytes(self) -> int:
+        return int(self.inner.cache_bytes())
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2"])  # the gpt2 fixture's 384 ids: no text
+def test_a_decoder_without_cached_values_takes_the_second_pass(
+        models: dict[str, tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """cached_norms says None for such a decoder, and the value view's norms come from the
+    teacher-forced pass over prompt + answer instead: the same ‖W_O^h v_j^h‖."""
+    from attncli.models.generate import run
+    from attncli.records.asking import GenerationRequest
+
+    folder, hf = models[name]
+    model = open_model(str(folder))
+    made = model.decoder
+    monkeypatch.setattr(model, "decoder", lambda *a, **k: _Uncached(made(*a, **k)))
+    monkeypatch.setattr(run, "open_model", lambda _name: model)
+    passes: list[int] = []
+    forced = run.teacher_forced
+
+    def counted(*args: Any) -> Any:
+        passes.append(1)
+        return forced(*args)
+
+    monkeypatch.setattr(run, "teacher_forced", counted)
+    assert cached_norms(model.decoder(0, 4), PROMPT) is None
+    request = GenerationRequest(model=str(folder), prompt="the cat sat on the mat", view="value",
+                                raw=True, sampling=Sampling(max_new_tokens=3))
+    result = run.generate_model(request)
+    ids = [t.id for t in result.prompt + result.answer if t.id is not None]
+    assert passes == [1] and result.norms is not None and len(result.answer) == 3
+    assert_near(torch.from_numpy(np.asarray(result.norms)), _reference(hf, ids))

@@ -14,9 +14,11 @@ import torch
 
 from attncli.models.sources.gguf import buffers
 from attncli.models.sources.gguf.buffers import Recycler, layer_bytes
+from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
 from attncli.models.sources.gguf.source import open_gguf
 from attncli.models.sources.named import Named
-from tests.gguf_fixtures import write_model
+from attncli.models.unembed import held_unembedding
+from tests.gguf_fixtures import D, write_model
 
 MB = 1 << 20
 
@@ -125,6 +127,47 @@ def test_a_held_stack_is_read_straight_into_its_rows_and_equals_its_parts_concat
                        for kept in held.source._buffers._kept)  # type: ignore[attr-defined]
         assert held.stacked(full) is stack  # read once
         assert all(name not in held._kept_blocks for name in full)  # the stack holds them
+
+
+def test_held_matrices_and_stacks_make_populated_pages_for_what_they_keep_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A held decoder's view (reading_once(held=True)) reads each matrix onto pages of its own
+    (buffers.populated) and keeps it, as held_unembedding does an untied table; a layer's view
+    (reading_once(), dropped after its layer) keeps its matrices in recycled buffers that the
+    next layer's reuses; a stack makes pages for its rows alone: its first matrix, copied in and
+    dropped, is read as a streamed one is, not onto pages made and unmapped at once."""
+    from attncli.models.sources.gguf import source as source_module
+
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    made: list[tuple[int, ...]] = []
+    populated = buffers.populated
+
+    def counted(shape: tuple[int, ...]) -> np.ndarray:
+        made.append(tuple(shape))
+        return populated(shape)
+
+    monkeypatch.setattr(buffers, "populated", counted)
+    monkeypatch.setattr(source_module, "populated", counted)
+    layer = Named(open_gguf(path), "model.").reading_once()
+    o_proj = layer.quantized("layers.0.self_attn.o_proj.weight")
+    assert o_proj is not None and made == []  # a recycled buffer
+    assert layer.quantized("layers.0.self_attn.o_proj.weight") is o_proj  # kept for the layer
+    held = Named(open_gguf(path), "model.").reading_once(held=True)
+    o_proj = held.quantized("layers.0.self_attn.o_proj.weight")
+    assert o_proj is not None and made == [o_proj.blocks.shape]
+    assert held.quantized("layers.0.self_attn.o_proj.weight") is o_proj  # kept
+    made.clear()
+    stack = held.stacked([f"layers.0.mlp.{n}.weight" for n in ("gate_proj", "up_proj")])
+    assert stack is not None and made == [stack.blocks.shape]
+    made.clear()
+    source = open_gguf(path)  # its own lm_head, untied: held_unembedding reads it from source
+    table = held_unembedding(Named(source, "model."), "embed_tokens.weight",
+                             source.shapes()["lm_head.weight"][0], D)
+    assert isinstance(table, QuantizedMatrix) and made == [table.blocks.shape]
+    made.clear()
+    assert Named(open_gguf(path), "model.").quantized("layers.0.mlp.up_proj.weight") is not None
+    assert made == []  # streamed: a recycled buffer
 
 
 def test_no_stack_where_finite_values_are_asked_for(tmp_path: Path) -> None:

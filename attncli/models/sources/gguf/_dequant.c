@@ -21,8 +21,9 @@
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && defined(__x86_64__) && \
-    defined(__GLIBC__)
-/* The widest vectors the CPU has, chosen when the module loads (as long/_fused.c does). */
+    defined(__GLIBC__) && !defined(ATTNCLI_NO_CLONES)
+/* The widest vectors the CPU has, chosen when the module loads (as long/_fused.c does);
+ * -DATTNCLI_NO_CLONES builds the baseline alone (the test of the default clone's numerics). */
 #define VECTOR_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define VECTOR_CLONES
