@@ -5,7 +5,8 @@ random activations two ways, by CPU time (`time.thread_time`, best of --repeats,
 QuantizedMatrix.linear on the kernels (llama.cpp's numerics off, outside any dense_rows) and the
 same inside dense_rows(1) (a piece dequantized at a time, torch's F.linear). Prints one JSON
 line per type: kernels' time over the dense path's at each row count (> 1: the dense path is
-faster), the evidence for qmatmul.DENSE_FROM. One thread unless --threads.
+faster), the evidence for qmatmul.DENSE_FROM, and writes them to bench/results/dense.json (--out).
+One thread unless --threads.
 
     python bench/dense.py --size 4096 --rows 8,16,32,64,128
 """
@@ -16,6 +17,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,6 +26,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 from attncli.models.sources.gguf import qmatmul
 from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, dense_rows
 
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "dense.json"
 Q = GGMLQuantizationType
 TYPES = (Q.Q4_0, Q.Q4_1, Q.Q5_K, Q.Q8_0, Q.F16, Q.BF16, Q.Q4_K, Q.Q6_K)
 # where each type's f16 scales sit in its block, and a sane value for them (2⁻¹⁵·1.25, 2⁻¹⁵·1.0)
@@ -73,9 +76,11 @@ def main() -> None:
     parser.add_argument("--rows", default="8,16,32,64,128", help="activation rows timed")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
+    lines = []
     for qtype in TYPES:
         if not qmatmul.computes(qtype):
             continue
@@ -86,7 +91,11 @@ def main() -> None:
             kernels = best(lambda m=matrix, x=x, n=count: _product(m, x, n + 1), args.repeats)
             dense = best(lambda m=matrix, x=x: _product(m, x, 1), args.repeats)
             ratios[count] = round(kernels / dense, 3)
-        print(json.dumps({"type": qtype.name, "kernels_over_dense": ratios}), flush=True)
+        lines.append({"type": qtype.name, "kernels_over_dense": ratios})
+        print(json.dumps(lines[-1]), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"size": args.size, "threads": args.threads,
+                                    "types": lines}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
