@@ -160,8 +160,10 @@ def bench_file(label: str, path: Path, threads: int, repeats: int, new: int,
                numerics: str = "float32") -> dict:
     """One file's row: medians of attncli (computing in numerics: float32, or llama.cpp's
     8-bit activations and float16 caches) and llama.cpp alternated."""
+    # OMP_WAIT_POLICY: what the attncli command sets before torch loads (cli.quiet_threads),
+    # so the child that times the decoder directly runs as `attncli generate` would.
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "ATTNCLI_NO_CACHE": "1",
-           "NO_COLOR": "1"}
+           "NO_COLOR": "1", "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     attncli = [sys.executable, "-c", ATTNCLI_CHILD, str(path), str(threads)]
     tail = [numerics]
     row: dict = {"file": label, "bytes": path.stat().st_size, "threads": threads,
