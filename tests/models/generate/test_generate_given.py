@@ -19,27 +19,11 @@ from attncli.models.generate.engine import decode
 from attncli.models.generate.given import teacher_forced
 from attncli.models.generate.occlusion import masked, occlusion
 from attncli.models.generate.sampling import Sampling
-from tests.gpt2_fixtures import save_hf_gpt2
-from tests.llama_fixtures import save_family
+from tests.models.generate.conftest import CASES
 from tests.tolerance import assert_near
 
 PROMPT = [5, 71, 200, 13, 97, 150, 31]
 ANSWER = [260, 8, 120, 44, 9]  # ids inside every tiny vocabulary (≥ 320)
-CASES = ["llama", "qwen2", "gpt2"]
-
-
-def _save(folder: Path, name: str, seed: int) -> Any:
-    if name == "gpt2":
-        return save_hf_gpt2(folder, seed, lm_head=True, n_layer=2, n_embd=16, n_head=4,
-                            vocab_size=384, n_positions=64)
-    return save_family(folder, name, seed=seed)
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
-    root = tmp_path_factory.mktemp("given")
-    return {name: (root / name, _save(root / name, name, 40 + i).eval())
-            for i, name in enumerate(CASES)}
 
 
 def _hf_forward(hf: Any, ids: list[int], mask: torch.Tensor | None = None) -> Any:

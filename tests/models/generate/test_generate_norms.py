@@ -19,26 +19,10 @@ from attncli.models.generate.engine import cached_norms, decode
 from attncli.models.generate.sampling import Sampling
 from attncli.models.gpt2 import decode as gpt2_decode
 from attncli.models.llama import decode as llama_decode
-from tests.gpt2_fixtures import save_hf_gpt2
-from tests.llama_fixtures import save_family
+from tests.models.generate.conftest import CASES
 from tests.tolerance import assert_near
 
 PROMPT = [5, 71, 200, 13, 97, 150, 31]
-CASES = ["llama", "qwen2", "gpt2"]  # qwen2: grouped-query attention, 2 heads a kv head
-
-
-def _save(folder: Path, name: str, seed: int) -> Any:
-    if name == "gpt2":
-        return save_hf_gpt2(folder, seed, lm_head=True, n_layer=2, n_embd=16, n_head=4,
-                            vocab_size=384, n_positions=64)
-    return save_family(folder, name, seed=seed)
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
-    root = tmp_path_factory.mktemp("norms")
-    return {name: (root / name, _save(root / name, name, 60 + i).eval())
-            for i, name in enumerate(CASES)}
 
 
 def _reference(hf: Any, ids: list[int]) -> torch.Tensor:
