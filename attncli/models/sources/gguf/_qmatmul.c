@@ -61,22 +61,7 @@ static const kind KIND[KINDS] = {
     {12, 256, 144, 8}, {13, 256, 176, 9}, {14, 256, 210, 10},
 };
 
-static inline float from_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
-
-static inline uint32_t to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-
-/* IEEE half to float32 exactly, as _dequant.c converts it (its comment says how): no
- * product with a subnormal operand. */
-static inline float f16(const uint8_t *p) {
-    uint32_t h = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-    uint32_t sign = (h & 0x8000u) << 16, e = h & 0x7c00u, m = h & 0x3ffu;
-    uint32_t normal = ((h & 0x7fffu) << 13) + (112u << 23);
-    uint32_t small = to_bits((float)m * 0x1p-24f);
-    uint32_t special = 0x7f800000u | (m << 13);
-    uint32_t is_special = 0u - (uint32_t)(e == 0x7c00u), is_small = 0u - (uint32_t)(e == 0);
-    return from_bits(sign | (special & is_special) | (small & is_small) |
-                     (normal & ~(is_special | is_small)));
-}
+#include "_half.h"  /* from_bits, to_bits, f16: exactly as _dequant.c converts halves */
 
 /* float32 to IEEE half, rounded to nearest even, as numpy's astype(float16) and ggml's
  * GGML_FP32_TO_FP16 round it (the FP16 library's bit-exact method; NaN to a quiet NaN). */
