@@ -90,6 +90,7 @@ def _generate(request: GenerationRequest,
         stopped = "interrupted"
     result = _result(model, built, sampling, request, steps, answer, stopped, texts)
     if request.norms and steps and decoders:
+        doing(f"the value view: each of {model.spec.n_layer} layers' values through its W_O")
         result = replace(result, norms=cached_norms(decoders[0], built.ids + [
             s.token_id for s in steps]))
     return _with_views(model, built, result, request)
@@ -137,6 +138,7 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     if not ids:
         return result
     if request.norms and result.norms is None:
+        doing(f"the value view: one more pass over {len(built.ids) + len(ids):,} tokens")
         result = replace(result, norms=teacher_forced(model, built.ids, ids).norms)
     if view == "occlusion" or "occlusion" in request.also:
         result = replace(result, occlusion=occlusion(model, built.ids, ids, spans),
