@@ -33,7 +33,9 @@ def _limit(megabytes: int) -> Callable[[], None]:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("generate-interrupt") / "llama"
-    save_family(folder, "llama", seed=21, max_position_embeddings=4096)
+    # seed 22: its greedy answer to "the cat" runs past MANY tokens (seed 21 wrote the stop id
+    # at 1,405, a few seconds in, so a Ctrl-C late on a loaded machine came after the answer)
+    save_family(folder, "llama", seed=22, max_position_embeddings=4096)
     return folder
 
 
@@ -74,8 +76,8 @@ def test_ctrl_c_mid_generation_keeps_the_answer_in_the_json(tiny: Path) -> None:
 
 
 def test_ctrl_c_mid_generation_shows_the_view_of_what_was_written(tiny: Path) -> None:
-    code, out, err, _ = _interrupted(tiny)
-    assert code == 0, err
+    code, out, err, running = _interrupted(tiny)
+    assert running and code == 0, err
     assert "stopped: interrupted" in out and "answer: " in out
     # the default view of what was written: occlusion, its passes few on a short prompt
     assert "top 3 prompt tokens (drop)" in out and "occlusion: " in out and "Traceback" not in err
