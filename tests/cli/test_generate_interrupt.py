@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from attncli.cli.streams import SELF_SIGNAL
 from tests.cli.test_signals import default_signals
 from tests.conftest import ROOT
 from tests.llama_fixtures import save_family
@@ -73,6 +74,21 @@ def test_ctrl_c_mid_generation_keeps_the_answer_in_the_json(tiny: Path) -> None:
     streamed = err.removesuffix("\n")
     assert streamed == "".join(answer)  # every token shown was streamed, and only those
     assert "Traceback" not in err
+
+
+def test_ctrl_c_as_a_token_is_streamed_lands_after_it_is_kept_and_shown(tiny: Path) -> None:
+    # The signal arrives as the first token's stream begins (the self-signal hook): keeping the
+    # token and streaming it are one step, so the run stops after it with the token in both
+    # (before, the token was kept, the stream cut, and the JSON held a token never shown).
+    run = subprocess.run([sys.executable, "-m", "attncli", "generate", "the cat", "--model",
+                          str(tiny), "--raw", "--max-new-tokens", "8", "--stream", "--json"],
+                         capture_output=True, cwd=ROOT, timeout=300, check=False,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", SELF_SIGNAL: "token:INT"},
+                         preexec_fn=_limit(6000))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["config"]["stopped"] == "interrupted" and len(doc["answer"]) == 1
+    assert run.stderr.decode().removesuffix("\n") == doc["answer"][0]["text"]
 
 
 def test_ctrl_c_mid_generation_shows_the_view_of_what_was_written(tiny: Path) -> None:

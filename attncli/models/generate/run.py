@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from attncli.activity import counted, doing
+from attncli.activity import counted, doing, whole
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep
@@ -78,10 +78,12 @@ def _generate(request: GenerationRequest,
         for step in decode(model, built.ids, sampling, built.stop_ids,
                            on_decoder=decoders.append):
             counted("answer tokens", len(steps) + 1, sampling.max_new_tokens)
-            steps.append(step)
-            answer.append(_info(texts(step.token_id), len(built.ids) + len(answer)))
-            if on_token is not None:
-                on_token(answer[-1])
+            info = _info(texts(step.token_id), len(built.ids) + len(answer))
+            with whole():  # kept and streamed together: a Ctrl-C lands before or after both
+                steps.append(step)
+                answer.append(info)
+                if on_token is not None:
+                    on_token(info)
             if step.token_id in built.stop_ids:
                 stopped = "eos"
     except KeyboardInterrupt:
