@@ -280,21 +280,3 @@ class Result:
         if self.predictions is not None:
             out["predictions"] = self.predictions
         return out
-
-
-@dataclass(frozen=True)
-class HeadsResult:
-    """Every head of every shown layer of a model, summarised: `attncli heads`."""
-    config: dict[str, Any]  # ... "layers": [a, b) shown, "threshold", "measure", "probe"
-    model: ModelInfo
-    tokens: list[TokenInfo]
-    measures: list[dict[str, Any]]  # per head: layer, head, measures, scores, labels, kv_head
-    thumbnails: list[list[Matrix]]  # [layers][heads, or 1 for rollout][p][p], max-pooled, p ≤ T
-    weights: Any = None  # (layers, heads, T, T) float32 numpy: exact, for the page's ranking
-    layers: list[dict[str, Any]] = field(default_factory=list)  # per shown layer: its sink
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli heads`: every head in table order, each layer's sink."""
-        return {"kind": "heads", "config": self.config, "model": self.model.to_dict(),
-                "heads": self.measures, "tokens": [t.to_dict() for t in self.tokens],
-                "layers": self.layers}
