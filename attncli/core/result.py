@@ -5,12 +5,10 @@ a window's weights plus per-row stats. Its config is a typed record, serialised 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from attncli.core.pieces import Prediction, Summary, TokenPiece, Window
 from attncli.core.variants import SAVED_TRAITS, TRAITS, Traits, Variant, model_traits
-
-if TYPE_CHECKING:
-    from attncli.core.pieces import TokenPiece
 
 Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]
@@ -198,7 +196,7 @@ class LongStats:
     """What the tiled path knows of every row without the N × N matrix."""
 
     stats: dict[str, Any]  # numpy: lse, entropy (heads, N); top_k: {index, weight} (heads, N, k)
-    summary: list[dict[str, Any]]  # per head: head, entropy, first, prev, self, top_k_mass, ...
+    summary: list[Summary]  # per head
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
     band: Any = None  # the page's moving window: (heads, N, span) float32 numpy, each row's
     # exact weights on its 64 keys up to itself (causal) or 63 either side; NaN outside
@@ -220,10 +218,9 @@ class Result:
     present: tuple[str, ...] = ("weights", "context")  # every stage the run has, kept or not
     model: ModelInfo | None = None
     query: QueryRow | None = None
-    window: dict[str, list[int]] | None = None  # {"rows": [a, b], "cols": [c, d]}, half-open
+    window: Window | None = None
     long: LongStats | None = None  # the tiled path's per-row stats
-    # --predict: per position {index, token, top: [{id, text, bytes?, prob, logit}], lens?}
-    predictions: list[dict[str, Any]] | None = None
+    predictions: list[Prediction] | None = None  # --predict: per position
     norm: Any = None  # --measure norm: the raw ‖α_ij·W_O v_j‖, shaped as (renormalised) weights
 
     @property

@@ -112,12 +112,12 @@ class GenerationResult:
     stopped: str  # eos, max_new_tokens or interrupted
     sinks: list[int]  # prompt indices --exclude-sinks leaves out: the first, the template's own
     steps: list[AnswerStep]  # per answer token
-    weights: list[Any] = field(default_factory=list)  # per step (layers, heads, P + s) float32
+    weights: list[np.ndarray] = field(default_factory=list)  # per step (layers, heads, P + s)
     layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
     head_kept: int | None = None  # the one head weights hold, when only one
     given_answer: bool = False  # the answer was given and teacher-forced, not generated
     turns: list[Turn] = field(default_factory=list)  # each message's tokens
-    norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
+    norms: np.ndarray | None = None  # (layers, heads, P + A) ‖W_O^h v_j^h‖: the value view
     occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
     occluded: Occluded | None = None  # what occlusion masked together
     receipt: Receipt | None = None  # a runtime's log-probs against attncli's

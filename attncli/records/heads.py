@@ -5,8 +5,9 @@ as the document has them, so saved/heads.py reads a file by walking HeadsResult 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from attncli.core.display import Window, parse_window
 from attncli.core.result import Matrix, ModelInfo, TokenInfo
@@ -53,6 +54,14 @@ class HeadsOptions:
 
     def __post_init__(self) -> None:
         check_bounds(self)
+
+
+def figure(row: Mapping[str, object], name: str) -> float:
+    """A head's number by a name chosen at run time (a column, a sort key): a measure, a score,
+    an effect, a share, or a tiled run's summary."""
+    value = row[name]
+    assert isinstance(value, int | float), f"{name} is {value!r}, not a number"
+    return value
 
 
 class Probe(TypedDict):
@@ -168,12 +177,6 @@ class Scan(_ScanNeeded, total=False):
 
     corpus: str
     max_tokens: int
-
-
-def figure(row: HeadMeasures | Shares, name: str) -> float:
-    """A head's measure, score or effect (or a scan's share) by a name chosen at run time: a
-    column, a sort key; every one of them is a float in every row that has it."""
-    return cast(dict[str, float], row)[name]
 
 
 @dataclass(frozen=True)
