@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -33,33 +33,6 @@ STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
 # the share, 0.75 the norm; its content words: about 1× each).
 SINK_SHARE = 2.0
 SINK_NORM = 0.8
-
-
-# The generation's "config" object, as to_dict writes it (saved/generate.py walks it).
-class Kept(TypedDict):
-    """The layers [a, b) and the one head (or null) the steps hold."""
-
-    layers: list[int]
-    head: int | None
-
-
-class Chosen(TypedDict):
-    occlusion_looks: float  # the occlusion's cost, in looks
-
-
-class _Config(TypedDict):  # the keys every file has
-    sampling: Sampling
-    template: Template
-    stop_ids: list[int]
-    stopped: str
-    weights: Kept
-
-
-class GenerationConfig(_Config, total=False):
-    given: bool  # a given answer's (absent: one the model chose)
-    view: str  # the view made (absent: raw)
-    view_chosen: Chosen | None  # why the default view chose the view made
-    numerics: str  # the arithmetic (absent: float32)
 
 
 @dataclass(frozen=True)
