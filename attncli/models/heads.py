@@ -176,6 +176,6 @@ def heads_config(req: Request, options: HeadsOptions, tokens: Tokens, shown: tup
                   {} if tokens.tokenizer is None else {"tokenizer": tokens.tokenizer})
     said: Said = {**({"measure": req.measure.value} if req.measure is not Measure.weights
                      else {}), **({"probe": probe.to_dict()} if probe is not None else {})}
-    return {"model": req.model or "", **made, "allow_special": req.allow_special,
+    return {"model": req.model or "", **made, "allow_special": req.allow_special,  # never None here
             "num_tokens": len(tokens.tokens), "sort": options.sort, "layers": list(shown),
             "threshold": options.threshold, **said, "version": __version__}

@@ -60,14 +60,14 @@ def _measures(rows: list[Measure], shown: list[int], heads: int, kv_heads: int |
     seen: set[tuple[int, int]] = set()
     for k, record in enumerate(rows):
         at = f"heads[{k}]"
+        if missing := [key for key in wanted if key not in record]:
+            raise AttnCliError(f"saved file: {at} has no {missing[0]!r}")
         within(record, at, layer=(first, stop - 1), head=(0, heads - 1),
                **({} if kv_heads is None else {"kv_head": (0, kv_heads - 1)}))
         if (record["layer"], record["head"]) in seen:
             raise AttnCliError(f"saved file: {at} repeats layer {record['layer']} head "
                                f"{record['head']}")
         seen.add((record["layer"], record["head"]))
-        if missing := [key for key in wanted if key not in record]:
-            raise AttnCliError(f"saved file: {at} has no {missing[0]!r}")
         if len(set(record.get("labels", []))) != len(record.get("labels", [])):
             raise AttnCliError(f"saved file: {at}.labels repeats a score")
 
