@@ -143,8 +143,11 @@ def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict
     """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
     out: dict[str, Any] = {}
     if doc.get("value_norms") is not None:
-        out["norms"] = np.asarray(cells(doc["value_norms"], "value_norms", layers, heads, p + a),
-                                  dtype=np.float32)
+        norms = np.asarray(cells(doc["value_norms"], "value_norms", layers, heads, p + a))
+        if (past := np.abs(norms) > np.finfo(np.float32).max).any():  # held as float32
+            raise AttnCliError(f"saved file: value_norms hold {float(norms[past][0])!r}, past "
+                               "float32's range")
+        out["norms"] = norms.astype(np.float32)
     if doc.get("occlusion") is not None:
         out["occlusion"] = cells(doc["occlusion"], "occlusion", a, p)
     return out
