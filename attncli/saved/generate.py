@@ -72,6 +72,7 @@ def _kept(value: Any, where: str) -> str:
 
 
 TOKEN_ID = Key(high=ID_BOUND)
+IN_PROMPT = Key(low=-ID_BOUND)  # a prompt index: its bounds, 0 to P - 1, checked below
 SKIPPED = ("weights", "layers_kept", "head_kept", "norms", "occlusion")  # worked out below
 RECORDS: Table = {**CONFIG_RECORDS, GenerationResult: {
     "model": Key(check=lambda data, at: model_from(data, None)), "prompt": Key(check=tokens_from),
@@ -82,10 +83,11 @@ RECORDS: Table = {**CONFIG_RECORDS, GenerationResult: {
     "given_answer": Key(name="config.given"), "occluded": Key(name="occlusion_spans"),
     "view": Key(name="config.view", choices=VIEWS),
     "auto_looks": Key(name="config.view_chosen.occlusion_looks"),
-    "numerics": Key(name="config.numerics", choices=NUMERICS),
+    "numerics": Key(name="config.numerics", choices=NUMERICS), "sinks": IN_PROMPT,
     **{name: Key(skip=True) for name in SKIPPED}},
     AnswerStep: {"id": TOKEN_ID}, Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
-    Receipt: {"compared": Key(choices=("tokens", "text"))}, Occluded: {"by": Key(choices=OCCLUDE)}}
+    Receipt: {"compared": Key(choices=("tokens", "text"))},
+    Occluded: {"by": Key(choices=OCCLUDE), "spans": IN_PROMPT}}
 
 
 def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
