@@ -127,7 +127,8 @@ def _holder(doc: dict[str, Any], json: str, at: str,
 def read(record: type[T], data: Any, at: str, table: Table) -> T:
     """The record from the JSON object data at path at ("" for the document itself), each field
     from its key (table[record] names those that differ); an absent field that may be, None or
-    its default (a TypedDict: left out)."""
+    its default (a TypedDict: left out), as is a null one where the field may be None (a
+    TypedDict's optional key: any)."""
     keys = table.get(record, {})
     doc = obj(data, at or "the file")
     found: dict[str, Any] = {}
@@ -141,7 +142,7 @@ def read(record: type[T], data: Any, at: str, table: Table) -> T:
             found[name] = read(hint, doc, at, table) if key.inline in doc else None
         elif holder.get(json) is None and typed and json in holder and nullable:
             found[name] = None
-        elif holder.get(json) is None and optional:
+        elif holder.get(json) is None and optional and (typed or nullable or json not in holder):
             if fill:
                 found[name] = None
         else:
