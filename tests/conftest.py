@@ -186,13 +186,10 @@ _MODULES_STARTED = itertools.count(1)
 
 @pytest.fixture(scope="module", autouse=True)
 def _frozen_heap() -> None:
-    """At each test module's start, what the worker holds (its imports, the earlier modules'
-    caches and fixtures) is moved out of the cycle collector's reach, as attncli's own processes
-    move their imports (cli/streams.after_imports): each full collection walked it all again, a
-    worker's 350,000 to 800,000 objects (a stopped chat template's render collects, as does a
-    growing heap: a third of test_hidden_cache.py's and test_browse.py's CPU). The collection
-    before the freeze walks only what the last module left; every THAW_EVERY modules all of it
-    is walked, so that what became garbage while frozen is freed."""
+    """Each module starts with what the worker holds (imports, earlier modules' caches) out of
+    the cycle collector's reach, as attncli's processes freeze their imports (cli/streams.py):
+    each full collection walked 350,000-800,000 objects again. The collection before the freeze
+    walks what the last module left; every THAW_EVERY modules, all (garbage made while frozen)."""
     if next(_MODULES_STARTED) % THAW_EVERY == 0:
         gc.unfreeze()
     gc.collect()
