@@ -4,12 +4,18 @@ counts its long passes (`counted`); the command line's status line on stderr lis
 
 A part that is about to take the terminal (a full-screen app, an answer streamed token by token)
 calls `hush` first, so that the status line is gone before it writes.
+
+A step that a signal must not split (an answer token kept and streamed) runs inside `whole()`:
+where the command line catches signals (cli/streams.py hands its hold to `hold_signals_with`),
+a Ctrl-C that arrives inside is raised when the step ends; elsewhere the block is plain.
+`reached(phase)` names a point of the computation for the command line's test hook
+(ATTNCLI_SELF_SIGNAL), which signals the process there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Protocol
 
 
@@ -28,6 +34,32 @@ class Listener(Protocol):
 
 _listener: Listener | None = None
 _said = ""  # the step said last
+_hold: Callable[[], AbstractContextManager[object]] = nullcontext
+_reached: Callable[[str], None] | None = None
+
+
+def hold_signals_with(hold: Callable[[], AbstractContextManager[object]]) -> None:
+    """whole() runs its block inside hold(): a context in which a signal is only remembered,
+    and raised when it ends."""
+    global _hold
+    _hold = hold
+
+
+def hook_phases(hook: Callable[[str], None]) -> None:
+    """reached(phase) calls hook(phase) from now on."""
+    global _reached
+    _reached = hook
+
+
+def reached(phase: str) -> None:
+    """The computation is at phase (a test hook may signal here)."""
+    if _reached is not None:
+        _reached(phase)
+
+
+def whole() -> AbstractContextManager[object]:
+    """A step that a signal must not split: one that arrives inside is raised after it."""
+    return _hold()
 
 
 def doing(what: str) -> None:

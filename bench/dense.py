@@ -1,4 +1,5 @@
-"""The prompt's products: the kernels' matrix path against dequantize-then-BLAS, by type and rows.
+"""The products: the kernels' matrix path against dequantize-then-BLAS, by type and rows (the
+prompt's), and the one-token kernel against the float32 floor (a decode step's).
 
 For each type the kernels take, a matrix of random blocks (sane scales) is multiplied by rows of
 random activations two ways, by CPU time (`time.thread_time`, best of --repeats, alternated):
@@ -7,6 +8,14 @@ same inside dense_rows(1) (a piece dequantized at a time, torch's F.linear). Pri
 line per type: kernels' time over the dense path's at each row count (> 1: the dense path is
 faster), the evidence for qmatmul.DENSE_FROM, and writes them to bench/results/dense.json (--out).
 One thread unless --threads.
+
+A decode step multiplies one row: there each type's one-token kernel (weights read from memory,
+made in registers) is timed against torch's float32 matrix × vector on weights that are float32
+already and sit in the second-level cache (FLOOR_ROWS × size: no dequantizing and no memory
+traffic, one multiply-add per weight), per weight: `floor_over_kernel` is the kernels' speed as
+a share of that floor (1: as fast as float32 arithmetic itself goes on this CPU). A float32
+kernel does one multiply-add per weight, so no float32 kernel passes the floor; llama.cpp's
+integer products (32 multiply-adds an instruction) do, and --numerics llama.cpp with them.
 
     python bench/dense.py --size 4096 --rows 8,16,32,64,128
 """
@@ -70,6 +79,28 @@ def _product(matrix: QuantizedMatrix, x: torch.Tensor, at_least: int) -> torch.T
         return matrix.linear(x)
 
 
+FLOOR_ROWS = 48  # float32 rows of the floor's matrix: 48 × 4,096 × 4 bytes = 768 KB, in cache
+
+
+def per_weight(run: Callable[[], object], weights: int, repeats: int, calls: int = 20) -> float:
+    """CPU seconds per weight of run (calls of it, best of repeats)."""
+    return best(lambda: [run() for _ in range(calls)], repeats) / (calls * weights)
+
+
+def one_row(qtype: GGMLQuantizationType, matrix: QuantizedMatrix, size: int,
+            repeats: int) -> dict[str, float]:
+    """The one-token kernel and the float32 floor: seconds per weight of each, and their ratio."""
+    x = torch.randn(1, size)  # (1, cols)
+    floor = torch.randn(FLOOR_ROWS, size)  # (FLOOR_ROWS, cols): float32 weights, in cache
+    with qmatmul.llama_cpp_numerics(False):
+        kernel = per_weight(lambda: matrix.linear(x), matrix.shape[0] * size, repeats, 2)
+    dense = per_weight(lambda: torch.nn.functional.linear(x, floor), FLOOR_ROWS * size, repeats,
+                       200)
+    return {"kernel_ns_per_weight": round(kernel * 1e9, 4),
+            "floor_ns_per_weight": round(dense * 1e9, 4),
+            "floor_over_kernel": round(dense / kernel, 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=4096, help="rows and columns")
@@ -91,7 +122,8 @@ def main() -> None:
             kernels = best(lambda m=matrix, x=x, n=count: _product(m, x, n + 1), args.repeats)
             dense = best(lambda m=matrix, x=x: _product(m, x, 1), args.repeats)
             ratios[count] = round(kernels / dense, 3)
-        lines.append({"type": qtype.name, "kernels_over_dense": ratios})
+        lines.append({"type": qtype.name, "kernels_over_dense": ratios,
+                      "one_row": one_row(qtype, matrix, args.size, args.repeats)})
         print(json.dumps(lines[-1]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"size": args.size, "threads": args.threads,

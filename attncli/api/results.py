@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     import torch
     from rich.console import Console, RenderableType
 
-    from attncli.core.result import HeadsResult as HeadsRecord
     from attncli.core.result import Result as Record
+    from attncli.records.heads import HeadsResult as HeadsRecord
 
 
 def _plain(doc: dict[str, Any]) -> dict[str, Any]:

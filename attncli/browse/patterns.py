@@ -14,6 +14,7 @@ from attncli.core.convert import masked_lists
 from attncli.long.pooling import block_edges, block_size
 from attncli.long.run import Tiled, attend, maps, summary
 from attncli.long.window import weights_window
+from attncli.records.heads import figure
 
 THUMB = 16  # the largest side of an overview thumbnail, in weights
 
@@ -130,7 +131,7 @@ class TiledRow:
         self._shape = (int(self.tiled.queries.shape[0]), int(self.tiled.queries.shape[1]))
         every = list(range(self.heads))
         if not self.scores:
-            self.scores = [{k: float(v) for k, v in s.items() if k != "head"}
+            self.scores = [{k: figure(s, k) for k in s if k != "head"}
                            for s in summary(self.tiled)]
         if not self.thumbs:  # from the blocks the pass pooled, when it did (tiled_row)
             self.thumbs = [_pooled_array(m.values) for m in

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from attncli.activity import hush
 from attncli.cli.groups import Group
+from attncli.cli.streams import signal_at
 from attncli.core.display import View, parse_window
 from attncli.errors import AttnCliError
 from attncli.opt import of, opt
@@ -99,6 +100,7 @@ class Answering(Group):
         written: list[str] = []
 
         def write_token(token: TokenInfo) -> None:
+            signal_at("token")
             hush()  # the status line goes: the answer is written where it was
             written.append(token.text)
             _write("\n".join(visible(line) for line in token.text.split("\n")))

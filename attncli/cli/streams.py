@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from types import FrameType, ModuleType
 from typing import Any
 
+from attncli.activity import hold_signals_with, hook_phases
+
 # What a write to a closed descriptor, a full disk, a quota or a failing device reports.
 WRITE_ERRNOS = (errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
 MIN_WIDTH, MAX_WIDTH = 20, 1000  # console columns; COLUMNS outside this range is clamped
@@ -82,6 +84,8 @@ def catch_interrupts() -> None:
     for signum in INTERRUPTS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_interrupt)
+    hold_signals_with(signals_held)
+    hook_phases(signal_at)
     if not any(isinstance(finder, _DeferredImports) for finder in sys.meta_path):
         sys.meta_path.insert(0, _DeferredImports())
     phase = os.environ.get(SELF_SIGNAL, "")

@@ -5,12 +5,10 @@ a window's weights plus per-row stats. Its config is a typed record, serialised 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from attncli.core.pieces import Prediction, Summary, TokenPiece, Window
 from attncli.core.variants import SAVED_TRAITS, TRAITS, Traits, Variant, model_traits
-
-if TYPE_CHECKING:
-    from attncli.core.pieces import TokenPiece
 
 Matrix = list[list[float]]
 Stack = list[list[list[float | None]]]
@@ -198,7 +196,7 @@ class LongStats:
     """What the tiled path knows of every row without the N × N matrix."""
 
     stats: dict[str, Any]  # numpy: lse, entropy (heads, N); top_k: {index, weight} (heads, N, k)
-    summary: list[dict[str, Any]]  # per head: head, entropy, first, prev, self, top_k_mass, ...
+    summary: list[Summary]  # per head
     maps: list[PooledMap] = field(default_factory=list)  # the heads shown, for the terminal
     band: Any = None  # the page's moving window: (heads, N, span) float32 numpy, each row's
     # exact weights on its 64 keys up to itself (causal) or 63 either side; NaN outside
@@ -220,10 +218,9 @@ class Result:
     present: tuple[str, ...] = ("weights", "context")  # every stage the run has, kept or not
     model: ModelInfo | None = None
     query: QueryRow | None = None
-    window: dict[str, list[int]] | None = None  # {"rows": [a, b], "cols": [c, d]}, half-open
+    window: Window | None = None
     long: LongStats | None = None  # the tiled path's per-row stats
-    # --predict: per position {index, token, top: [{id, text, bytes?, prob, logit}], lens?}
-    predictions: list[dict[str, Any]] | None = None
+    predictions: list[Prediction] | None = None  # --predict: per position
     norm: Any = None  # --measure norm: the raw ‖α_ij·W_O v_j‖, shaped as (renormalised) weights
 
     @property
@@ -280,21 +277,3 @@ class Result:
         if self.predictions is not None:
             out["predictions"] = self.predictions
         return out
-
-
-@dataclass(frozen=True)
-class HeadsResult:
-    """Every head of every shown layer of a model, summarised: `attncli heads`."""
-    config: dict[str, Any]  # ... "layers": [a, b) shown, "threshold", "measure", "probe"
-    model: ModelInfo
-    tokens: list[TokenInfo]
-    measures: list[dict[str, Any]]  # per head: layer, head, measures, scores, labels, kv_head
-    thumbnails: list[list[Matrix]]  # [layers][heads, or 1 for rollout][p][p], max-pooled, p ≤ T
-    weights: Any = None  # (layers, heads, T, T) float32 numpy: exact, for the page's ranking
-    layers: list[dict[str, Any]] = field(default_factory=list)  # per shown layer: its sink
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract of `attncli heads`: every head in table order, each layer's sink."""
-        return {"kind": "heads", "config": self.config, "model": self.model.to_dict(),
-                "heads": self.measures, "tokens": [t.to_dict() for t in self.tokens],
-                "layers": self.layers}

@@ -19,6 +19,7 @@ from attncli.core.attention import Attention
 from attncli.core.convert import masked_lists
 from attncli.core.display import resolve_query
 from attncli.core.measures import head_means
+from attncli.core.pieces import Summary
 from attncli.core.pipeline import Prepared
 from attncli.core.request import Extract, Pool, Request
 from attncli.core.result import LongStats, PooledMap, QueryRow, Result, TokenInfo
@@ -33,7 +34,6 @@ from attncli.long.window import weights_band, weights_window
 # (what, done, total): a long run's progress, called from worker threads too.
 Progress = Callable[[str, int, int], None]
 
-SUMMARY = ("entropy", "first", "prev", "self", "top_k_mass", "distance")
 DEFAULT_WINDOW = 64  # the top-left corner a long run's JSON holds without --rows/--cols
 BAND_CELLS = 2**22  # the most weights the page's moving window holds (about 40 MB of JSON)
 
@@ -80,7 +80,7 @@ def weights_on(t: Tiled, start: int, lag: int | None, chunk: int = 4096) -> Tens
     return torch.cat(parts, -1) if parts else t.out.lse[:, :0]  # (heads, N - start)
 
 
-def summary(t: Tiled) -> list[dict[str, Any]]:
+def summary(t: Tiled) -> list[Summary]:
     """Per head, the head measures as `attncli heads` defines them (row 0 left out unless N = 1),
     and top_k_mass, the weight of each row's top-k keys."""
     num_tokens = t.queries.shape[1]
@@ -97,7 +97,9 @@ def summary(t: Tiled) -> list[dict[str, Any]]:
         query_pos=rows.double())  # each mean (heads,)
     shares["top_k_mass"] = t.out.topk_weight[:, start:].sum(-1).double().mean(-1)  # (heads,)
     means = {name: value.tolist() for name, value in shares.items()}
-    return [{"head": h, **{name: means[name][h] for name in SUMMARY}}
+    return [{"head": h, "entropy": means["entropy"][h], "first": means["first"][h],
+             "prev": means["prev"][h], "self": means["self"][h],
+             "top_k_mass": means["top_k_mass"][h], "distance": means["distance"][h]}
             for h in range(t.queries.shape[0])]
 
 

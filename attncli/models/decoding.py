@@ -17,7 +17,18 @@ from typing import Protocol, runtime_checkable
 
 from torch import Tensor
 
-PREFILL_QUERIES = 256  # prompt queries a prefill attends at once: scores (heads, 256, T) at a time
+PREFILL_QUERIES = 256  # prompt queries a prefill attends at once, at most
+# ... and fewer where their float64 scores (heads, C, T) would pass this many bytes: a stage of a
+# chunk's scores stays in the allocator's reused heap (glibc maps a block of more than 32 MB
+# afresh each time, its pages faulted in again: a 1B's 2,000-token prompt spent 50 s of system
+# time on 256-query chunks of 131 MB, against 83 s of its own work) and the peak stays small.
+PREFILL_BYTES = 8 << 20
+
+
+def prefill_queries(num_heads: int, num_tokens: int) -> int:
+    """The prompt queries a prefill attends at once over num_tokens keys (one at least)."""
+    return max(1, min(PREFILL_QUERIES, num_tokens,
+                      PREFILL_BYTES // (8 * num_heads * max(num_tokens, 1))))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -13,12 +12,13 @@ from torch import Tensor
 from attncli.activity import counted
 from attncli.core.display import Window
 from attncli.core.measures import norm_weights, residual_attention, row_normalised, value_norms
-from attncli.core.request import Measure
+from attncli.core.request import Measure, Request
 from attncli.core.sizes import NAIVE_STAGES
 from attncli.errors import AttnCliError
-from attncli.models.family import LayerTrace, ManyTexts, Model
+from attncli.models.family import LayerTrace, ManyTexts, Model, Tokens
 from attncli.models.hidden.passes import CachedPass
-from attncli.models.measures import HeadMeasures, head_measures
+from attncli.models.measures import head_measures
+from attncli.models.probe import Probe
 from attncli.models.scores import (
     SCORES,
     head_labels,
@@ -26,6 +26,9 @@ from attncli.models.scores import (
     layer_sinks,
     stacked_patterns,
 )
+from attncli.records.heads import Config, HeadsOptions, Said, Sink
+from attncli.records.heads import Measure as Measured
+from attncli.version import __version__
 
 
 def check_threshold(threshold: float) -> None:
@@ -49,7 +52,7 @@ class HeadsPass:
     weights: list[Tensor] = field(default_factory=list)  # each (heads, T, T)
     views: list[Tensor] = field(default_factory=list)  # each (heads, T, T), or (1, T, T) rollout
     scores: list[dict[str, Tensor]] = field(default_factory=list)  # each name → (heads,)
-    sinks: list[dict[str, Any]] = field(default_factory=list)
+    sinks: list[Sink] = field(default_factory=list)
 
 
 def _traced(model: Model) -> bool:
@@ -115,20 +118,21 @@ def _keep(out: HeadsPass, layer: int, weights: Tensor, residual: Tensor | None,
     out.views.append(rolled[None] if rolled is not None else weights if view is None else view)
     scores = head_scores(weights[None], out.patterns)  # each (1, heads)
     out.scores.append({name: value[0] for name, value in scores.items()})  # each (heads,)
-    out.sinks.append({"layer": layer, **layer_sinks(weights, residual)})
+    out.sinks.append(layer_sinks(layer, weights, residual))
     return rolled
 
 
 def scored_rows(done: HeadsPass, threshold: float,
-                kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+                kinds: tuple[str, ...]) -> list[Measured]:
     """Every shown head's measures (layer numbers as the model counts them), its three scores
     and its labels: the kinds it scores at or above threshold on."""
-    rows: list[HeadMeasures] = head_measures(torch.stack(done.weights))  # layer 0 = first shown
-    out = []
-    for row in rows:
+    out: list[Measured] = []
+    for row in head_measures(torch.stack(done.weights)):  # layer 0 = first shown
         k, head = row["layer"], row["head"]
         scores = {name: float(done.scores[k][name][head]) for name in SCORES}
-        out.append({**row, "layer": done.first + k, **scores,
+        out.append({**row, "layer": done.first + k, "previous_token": scores["previous_token"],
+                    "duplicate_token": scores["duplicate_token"],
+                    "induction": scores["induction"],
                     "labels": head_labels(scores, threshold, kinds)})
     return out
 
@@ -163,3 +167,15 @@ def heads_bytes(num_layers: int, num_heads: int, num_tokens: int, views: int = 0
     stages."""
     copies = (HEADS_COPIES + views) * num_layers + NAIVE_STAGES
     return 4 * num_heads * num_tokens * num_tokens * copies
+
+
+def heads_config(req: Request, options: HeadsOptions, tokens: Tokens, shown: tuple[int, int],
+                 probe: Probe | None) -> Config:
+    """The run's settings, as its JSON's "config" holds them."""
+    made: Said = ({"encoding": tokens.encoding} if tokens.encoding is not None else
+                  {} if tokens.tokenizer is None else {"tokenizer": tokens.tokenizer})
+    said: Said = {**({"measure": req.measure.value} if req.measure is not Measure.weights
+                     else {}), **({"probe": probe.to_dict()} if probe is not None else {})}
+    return {"model": req.model or "", **made, "allow_special": req.allow_special,  # never None here
+            "num_tokens": len(tokens.tokens), "sort": options.sort, "layers": list(shown),
+            "threshold": options.threshold, **said, "version": __version__}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import torch
 from torch import Tensor
@@ -10,6 +10,7 @@ from torch import Tensor
 from attncli.core.measures import MEASURES, head_means
 from attncli.errors import AttnCliError
 from attncli.models.scores import SCORES
+from attncli.records.heads import HeadMeasures, figure
 
 SORT_KEYS = ("layer", "head", *MEASURES, *SCORES)
 PAGE_WEIGHTS = 2**22  # `heads` keeps its exact weights for the page's ranking up to this many
@@ -20,19 +21,7 @@ def page_weights(weights: Tensor) -> Any:
     return weights.float().cpu().numpy() if weights.numel() <= PAGE_WEIGHTS else None
 
 
-class HeadMeasures(TypedDict):
-    """One head's measures, each a mean over query rows 1..T-1."""
-
-    layer: int
-    head: int
-    entropy: float  # nats; 0 = all weight on one token, ln(i+1) = uniform over row i
-    prev: float  # share of attention on the previous token
-    first: float  # share on token 0, the "attention sink"
-    self: float  # share on the query's own token
-    distance: float  # tokens back, weighted by attention
-
-
-Row = TypeVar("Row", HeadMeasures, dict[str, Any])  # a measures row, or one with scores too
+Row = TypeVar("Row", bound=HeadMeasures)  # a measures row, or one with scores too
 
 
 def head_measures(weights: Tensor) -> list[HeadMeasures]:
@@ -74,4 +63,4 @@ def sort_measures(rows: list[Row], key: str) -> list[Row]:
         return sorted(rows, key=lambda r: (r["layer"], r["head"]))
     if key == "head":
         return sorted(rows, key=lambda r: (r["head"], r["layer"]))
-    return sorted(rows, key=lambda r: (-cast(dict[str, float], r)[key], r["layer"], r["head"]))
+    return sorted(rows, key=lambda r: (-figure(r, key), r["layer"], r["head"]))

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
 
+from attncli.core.pieces import Guess, Prediction
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
 from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES, check_fits
@@ -95,7 +96,7 @@ def _top(model: Model, hidden: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
 @torch.no_grad()
 def predictions(model: Model, tokens: Tokens, plan: PredictPlan,
                 text_of: Callable[[int], dict[str, Any]],
-                req: Request | None = None) -> list[dict[str, Any]]:
+                req: Request | None = None) -> list[Prediction]:
     """Per position of the plan: the input token and its top-K next tokens (and the lens's);
     with req, the pass goes through the hidden-state cache."""
     a, b, last = plan.start, plan.stop, model.spec.n_layer - 1
@@ -111,13 +112,18 @@ def predictions(model: Model, tokens: Tokens, plan: PredictPlan,
     assert final is not None
     picks = [_top(model, final, plan.k)] + ([] if lens is None else [_top(model, lens, plan.k)])
     texts: dict[int, dict[str, Any]] = {}
-    out: list[dict[str, Any]] = []
+
+    def guesses(pick: tuple[Tensor, Tensor, Tensor], row: int) -> list[Guess]:
+        ids, logits, probs = (part[row].tolist() for part in pick)
+        return [cast(Guess, {**texts.setdefault(i, text_of(i)), "prob": p, "logit": lg})
+                for i, lg, p in zip(ids, logits, probs, strict=True)]
+
+    out: list[Prediction] = []
     for row in range(b - a):
-        entry: dict[str, Any] = {"index": a + row, "token": tokens.tokens[a + row].text}
-        for name, (ids, logits, probs) in zip(("top", "lens"), picks, strict=False):
-            entry[name] = [{**texts.setdefault(i, text_of(i)), "prob": p, "logit": lg}
-                           for i, lg, p in zip(ids[row].tolist(), logits[row].tolist(),
-                                               probs[row].tolist(), strict=True)]
+        entry: Prediction = {"index": a + row, "token": tokens.tokens[a + row].text,
+                             "top": guesses(picks[0], row)}
+        if lens is not None:
+            entry["lens"] = guesses(picks[1], row)
         out.append(entry)
     return out
 

@@ -24,6 +24,7 @@ from attncli.errors import AttnCliError
 from attncli.models.family import Model, Tokens
 from attncli.models.hf_tokens import source_tokenizer
 from attncli.models.vocab_bytes import token_bytes
+from attncli.records.heads import Probe as ProbeDoc
 
 PROBE_KINDS = ("induction", "previous", "duplicate")
 SCORE_OF = {"induction": "induction", "previous": "previous_token",
@@ -41,7 +42,7 @@ class Probe:
     bos: bool  # the model's BOS token put first
     ids: list[int]  # every token id, BOS included
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ProbeDoc:
         """The JSON "probe" object."""
         return {"kind": self.kind, "length": self.length, "seed": self.seed, "bos": self.bos,
                 "ids": self.ids}

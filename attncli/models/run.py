@@ -22,7 +22,7 @@ from attncli.core.pipeline import (
     to_result,
 )
 from attncli.core.request import Extract, Measure, Request, Route
-from attncli.core.result import HeadsResult, Result, RunConfig, TextConfig
+from attncli.core.result import Result, RunConfig, TextConfig
 from attncli.core.sizes import (
     NAIVE_BUDGET,
     Impl,
@@ -46,6 +46,7 @@ from attncli.models.heads import (
     check_threshold,
     head_effects,
     heads_bytes,
+    heads_config,
     heads_pass,
     layer_span,
     scored_rows,
@@ -56,7 +57,7 @@ from attncli.models.memory import on_device, on_request_device
 from attncli.models.predict import plan_predictions, with_predictions
 from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
 from attncli.models.scores import SCORES
-from attncli.records.heads import HeadsOptions
+from attncli.records.heads import HeadsOptions, HeadsResult
 from attncli.version import __version__
 
 if TYPE_CHECKING:
@@ -282,13 +283,6 @@ def run_heads(req: Request, options: HeadsOptions | None = None) -> HeadsResult:
     # Max pooling keeps a sharp one-token pattern visible in a small picture.
     pooled = torch.nn.functional.adaptive_max_pool2d(view.flatten(0, 1).unsqueeze(1), side)
     thumbs = pooled.view(*view.shape[:2], side, side)  # (layers, heads or 1, p, p)
-    made = ({"encoding": tokens.encoding} if tokens.encoding is not None
-            else {"tokenizer": tokens.tokenizer})
-    config = {"model": req.model, **made, "allow_special": req.allow_special,
-              "num_tokens": len(tokens.tokens), "sort": options.sort, "layers": [first, stop],
-              "threshold": options.threshold, **({"measure": req.measure.value}
-                                                 if req.measure is not Measure.weights else {}),
-              **({"probe": probe.to_dict()} if probe is not None else {}), "version": __version__}
-    return HeadsResult(config=config, model=model.info(), tokens=tokens.tokens,
-                       measures=[dict(m) for m in measures], thumbnails=plain(thumbs),
-                       weights=page_weights(view), layers=done.sinks)
+    return HeadsResult(config=heads_config(req, options, tokens, (first, stop), probe),
+                       model=model.info(), tokens=tokens.tokens, measures=measures,
+                       thumbnails=plain(thumbs), weights=page_weights(view), layers=done.sinks)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from attncli.records.heads import Sink
+
 SCORES = ("previous_token", "duplicate_token", "induction")
 SINK_SHARE = 0.5  # a head putting at least this share on the first token is a sink head
 
@@ -54,17 +56,18 @@ def head_labels(scores: dict[str, float], threshold: float, kinds: tuple[str, ..
     return [name for name in SCORES if name in kinds and scores[name] >= threshold]
 
 
-def layer_sinks(weights: Tensor, residual: Tensor | None) -> dict[str, float | None]:
-    """One layer's sink: the heads' mean share on token 0 over query rows 1..T-1, weights
+def layer_sinks(layer: int, weights: Tensor, residual: Tensor | None) -> Sink:
+    """Layer's sink: the heads' mean share on token 0 over query rows 1..T-1, weights
     (heads, T, T), and token 0's norm in the residual stream (T, d_model) entering the layer
     beside the median norm of the other tokens (None without a residual stream)."""
     share = weights[:, 1:, 0].double().mean()  # () heads and query rows 1..T-1 averaged
     if residual is None:
-        return {"first_share": float(share), "first_norm": None, "median_norm": None,
+        return {"layer": layer, "first_share": float(share), "first_norm": None,
+                "median_norm": None,
                 "norm_ratio": None}
     norms = residual.double().norm(dim=-1)  # (T,)
     others, count = norms[1:].sort().values, norms.shape[0] - 1  # (T-1,) ascending
     median = (others[(count - 1) // 2] + others[count // 2]) / 2  # () the two middle ones' mean
-    return {"first_share": float(share), "first_norm": float(norms[0]),
+    return {"layer": layer, "first_share": float(share), "first_norm": float(norms[0]),
             "median_norm": float(median),
             "norm_ratio": float(norms[0] / median) if median > 0 else 0.0}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -33,33 +33,6 @@ STOPPED = ("eos", "max_new_tokens", "interrupted", "given")
 # the share, 0.75 the norm; its content words: about 1× each).
 SINK_SHARE = 2.0
 SINK_NORM = 0.8
-
-
-# The generation's "config" object, as to_dict writes it (saved/generate.py walks it).
-class Kept(TypedDict):
-    """The layers [a, b) and the one head (or null) the steps hold."""
-
-    layers: list[int]
-    head: int | None
-
-
-class Chosen(TypedDict):
-    occlusion_looks: float  # the occlusion's cost, in looks
-
-
-class _Config(TypedDict):  # the keys every file has
-    sampling: Sampling
-    template: Template
-    stop_ids: list[int]
-    stopped: str
-    weights: Kept
-
-
-class GenerationConfig(_Config, total=False):
-    given: bool  # a given answer's (absent: one the model chose)
-    view: str  # the view made (absent: raw)
-    view_chosen: Chosen | None  # why the default view chose the view made
-    numerics: str  # the arithmetic (absent: float32)
 
 
 @dataclass(frozen=True)
@@ -112,12 +85,12 @@ class GenerationResult:
     stopped: str  # eos, max_new_tokens or interrupted
     sinks: list[int]  # prompt indices --exclude-sinks leaves out: the first, the template's own
     steps: list[AnswerStep]  # per answer token
-    weights: list[Any] = field(default_factory=list)  # per step (layers, heads, P + s) float32
+    weights: list[np.ndarray] = field(default_factory=list)  # per step (layers, heads, P + s)
     layers_kept: tuple[int, int] | None = None  # the layers weights hold, when fewer than all
     head_kept: int | None = None  # the one head weights hold, when only one
     given_answer: bool = False  # the answer was given and teacher-forced, not generated
     turns: list[Turn] = field(default_factory=list)  # each message's tokens
-    norms: Any = None  # (layers, heads, P + A) float32 ‖W_O^h v_j^h‖, for the value view
+    norms: np.ndarray | None = None  # (layers, heads, P + A) ‖W_O^h v_j^h‖: the value view
     occlusion: list[list[float]] | None = None  # (A, P) log-prob drop with each token masked
     occluded: Occluded | None = None  # what occlusion masked together
     receipt: Receipt | None = None  # a runtime's log-probs against attncli's

@@ -1,14 +1,16 @@
 """What `heads` computes beyond the request, with its options: its layers, its probe, its
-labels, its order (models/heads.py computes it; cli/scoring.py offers it); and the parts of its
-JSON (and `scan`'s summary) that HeadsResult keeps as dicts, declared as the document has them
-(saved/heads.py reads them by walking these)."""
+labels, its order (models/heads.py computes it; cli/scoring.py offers it); and its result,
+typed by its JSON (and `scan`'s summary): the objects it keeps as dicts are TypedDicts declared
+as the document has them, so saved/heads.py reads a file by walking HeadsResult itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from attncli.core.display import Window, parse_window
+from attncli.core.result import Matrix, ModelInfo, TokenInfo
 from attncli.opt import check_bounds, opt
 
 THRESHOLD = 0.4  # --threshold: a head scoring at least this is labelled
@@ -54,6 +56,14 @@ class HeadsOptions:
         check_bounds(self)
 
 
+def figure(row: Mapping[str, object], name: str) -> float:
+    """A head's number by a name chosen at run time (a column, a sort key): a measure, a score,
+    an effect, a share, or a tiled run's summary."""
+    value = row[name]
+    assert isinstance(value, int | float), f"{name} is {value!r}, not a number"
+    return value
+
+
 class Probe(TypedDict):
     """The probe's kind, length, seed, BOS and ids: BOS + length ids, then the same again."""
 
@@ -72,9 +82,8 @@ class _Settings(TypedDict):
     version: str
 
 
-class Config(_Settings, total=False):
-    """The heads run's settings, as render/heads.py reads them (a base class holds the keys
-    every file has: typing.Required is Python 3.11's)."""
+class Said(TypedDict, total=False):
+    """The settings a heads run's config holds where they apply."""
 
     tokenizer: dict[str, Any]
     encoding: str
@@ -82,6 +91,11 @@ class Config(_Settings, total=False):
     threshold: float
     measure: str  # what the thumbnails drew (absent: the weights)
     probe: Probe
+
+
+class Config(_Settings, Said):
+    """The heads run's settings, as render/heads.py reads them (a base class holds the keys
+    every file has: typing.Required is Python 3.11's)."""
 
 
 class Sink(TypedDict):
@@ -102,17 +116,19 @@ class Shares(TypedDict):
     induction: float
 
 
-class _Measures(TypedDict):
+class HeadMeasures(TypedDict):
+    """One head's measures, each a mean over query rows 1..T-1 (models/measures.py)."""
+
     layer: int
     head: int
-    entropy: float
-    prev: float
-    first: float
-    self: float
-    distance: float
+    entropy: float  # nats; 0 = all weight on one token, ln(i+1) = uniform over row i
+    prev: float  # share of attention on the previous token
+    first: float  # share on token 0, the "attention sink"
+    self: float  # share on the query's own token
+    distance: float  # tokens back, weighted by attention
 
 
-class Measure(_Measures, total=False):
+class Measure(HeadMeasures, total=False):
     """One head's measures; its scores and labels, and its effect, in every record or in none."""
 
     previous_token: float
@@ -161,3 +177,24 @@ class Scan(_ScanNeeded, total=False):
 
     corpus: str
     max_tokens: int
+
+
+@dataclass(frozen=True)
+class HeadsResult:
+    """Every head of every shown layer of a model, summarised: `attncli heads` (and `scan`'s
+    summary, over a corpus: no tokens). Its fields are its JSON's keys (measures: "heads")."""
+
+    config: Config
+    model: ModelInfo
+    tokens: list[TokenInfo]
+    measures: list[Measure]  # per head, in table order
+    # [layers][heads, or 1 for rollout][p][p], max-pooled, p ≤ T (not in the JSON)
+    thumbnails: list[list[Matrix]] = field(default_factory=list)
+    weights: Any = None  # (layers, heads, T, T) float32 numpy: exact, for the page's ranking
+    layers: list[Sink] = field(default_factory=list)  # per shown layer: its sink
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of `attncli heads`: every head in table order, each layer's sink."""
+        return {"kind": "heads", "config": self.config, "model": self.model.to_dict(),
+                "heads": self.measures, "tokens": [t.to_dict() for t in self.tokens],
+                "layers": self.layers}

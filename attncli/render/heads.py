@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
-from typing import Any
 
 from rich.color import Color
 from rich.console import Console, Group, RenderableType
 from rich.style import Style
 from rich.text import Text
 
-from attncli.core.result import HeadsResult, Matrix
+from attncli.core.result import Matrix
+from attncli.records.heads import HeadsResult, Measure, figure
 from attncli.render.draw.colors import cell_style, legend, shade_of
 from attncli.render.draw.fitted import fitted_listings
 from attncli.render.draw.listing import Cell, Column, listing_width
@@ -123,9 +123,9 @@ def render_grid(console: Console, result: HeadsResult, scale: str = "shared") ->
     return Group(*parts)
 
 
-def _labels_text(m: dict[str, Any]) -> str:
+def _labels_text(m: Measure) -> str:
     """A head's labels with their scores: "induction 0.78"."""
-    return ", ".join(f"{name} {m[name]:.2f}" for name in m.get("labels", []))
+    return ", ".join(f"{name} {figure(m, name):.2f}" for name in m.get("labels", []))
 
 
 def render_measures(console: Console, result: HeadsResult, precision: int) -> RenderableType:
@@ -139,7 +139,8 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
     columns = [Column("layer", "right"), Column("head", "right"),
                *(Column(name, "right") for name in names),
                *(Column(name.replace("_", "_\n"), "right") for name in scores)]
-    ranges = {name: (min(m[name] for m in measures), max(m[name] for m in measures))
+    ranges = {name: (min(figure(m, name) for m in measures),
+                     max(figure(m, name) for m in measures))
               for name in names + scores}
     # The widest number of a column is its smallest or its largest; the layer and head
     # columns are as wide as their largest number; a score has room for its mark.
@@ -167,8 +168,9 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
             for name in names + scores:
                 low, high = (ranges[name] if name in ("entropy", "distance", "effect")
                              else (0.0, 1.0))
-                style = cell_style(m[name], low, high, depth) if depth is not None else ""
-                cell = Text(f"{m[name]:.{precision}f}", style=style)
+                value = figure(m, name)
+                style = cell_style(value, low, high, depth) if depth is not None else ""
+                cell = Text(f"{value:.{precision}f}", style=style)
                 if name in scores:
                     cell.append("+" if name in m.get("labels", []) else " ")
                 cells.append(cell)
@@ -188,9 +190,9 @@ def render_measures(console: Console, result: HeadsResult, precision: int) -> Re
 
 
 
-def _score_cell(m: dict[str, Any], name: str, threshold: float, depth: str | None) -> Text:
+def _score_cell(m: Measure, name: str, threshold: float, depth: str | None) -> Text:
     """Two digits (the score × 100, 99 at most) and a mark: + labelled, * sink head, # both."""
-    value = m[name]
+    value = figure(m, name)
     labelled, sink = name in m.get("labels", []), m["first"] >= SINK_SHARE
     mark = "#" if labelled and sink else "+" if labelled else "*" if sink else " "
     cell = Text(f"{min(99, round(value * 100)):2d}",
@@ -237,7 +239,7 @@ def render_scores(console: Console, result: HeadsResult,
                       f"{' (the probed score)' if 'probe' in result.config else ''} · # both",
                       style="dim"))
     labelled = sorted((m for m in result.measures if m.get("labels")),
-                      key=lambda m: -max(m[n] for n in m["labels"]))
+                      key=lambda m: -max(figure(m, n) for n in m.get("labels", [])))
     if labelled:
         heads_text = [f"L{m['layer']} h{m['head']} {_labels_text(m)}" for m in labelled[:12]]
         more = f", … ({len(labelled) - 12} more)" if len(labelled) > 12 else ""

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import LongStats, Result
+from attncli.records.heads import figure
 from attncli.render.draw.colors import cell_style
 from attncli.render.draw.fitted import fitted_listings
 from attncli.render.draw.listing import Cell, Column, Listing, column_widths, listing_width
@@ -67,7 +68,8 @@ def render_summary(console: Console, result: Result, options: Display) -> Render
     columns = [Column("head", "right"), *(Column(
         title.replace("top-k", f"top-{result.config.top_k}"), "right") for _, title in SUMMARY)]
     p = min(options.precision, 3)
-    cells: list[list[Cell]] = [[str(row["head"]), *(f"{row[key]:.{p}f}" for key, _ in SUMMARY)]
+    cells: list[list[Cell]] = [[str(row["head"]), *(f"{figure(row, key):.{p}f}"
+                                                     for key, _ in SUMMARY)]
                                for row in _long(result).summary]
     widest = [max((len(str(row[k])) for row in cells), default=0) for k in range(len(columns))]
     extremes = [[max((row[k] for row in cells), key=lambda c: len(str(c)), default="")

@@ -60,7 +60,8 @@ def render_page(doc: dict[str, Any], title: str = "attncli",
 def page_extra(result: object) -> dict[str, Any]:
     """What the page draws beyond the JSON: heads' thumbnails (and exact weights when small),
     a long run's pooled maps and the weights near its diagonal, for the moving window."""
-    from attncli.core.result import HeadsResult, Result
+    from attncli.core.result import Result
+    from attncli.records.heads import HeadsResult
 
     if isinstance(result, HeadsResult):
         out: dict[str, Any] = {"thumbnails": result.thumbnails}

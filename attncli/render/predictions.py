@@ -3,8 +3,6 @@ one table, a row per position, whose candidate cells fold on a narrow terminal."
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
@@ -12,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.core.display import Display
+from attncli.core.pieces import Guess, Prediction
 from attncli.core.result import Result
 from attncli.render.draw.tables import shorten
 
@@ -24,7 +23,7 @@ def _label(text: str) -> str:
     return f"'{shorten(text, LABEL_MAX)}'"  # text is already visible: control bytes escaped once
 
 
-def candidates(top: list[dict[str, Any]], precision: int, stacked: bool = False) -> Text:
+def candidates(top: list[Guess], precision: int, stacked: bool = False) -> Text:
     """The candidates of one position, likeliest first: ' the' 0.3124  ' a' 0.1200 …, or one
     a line when stacked."""
     out = Text()
@@ -36,7 +35,12 @@ def candidates(top: list[dict[str, Any]], precision: int, stacked: bool = False)
     return out
 
 
-def _actual(result: Result, entry: dict[str, Any]) -> Text:
+def _guesses(entry: Prediction, name: str) -> list[Guess]:
+    """An entry's candidates by the column's name: the final layer's (top), or the lens's."""
+    return entry["lens"] if name == "lens" else entry["top"]
+
+
+def _actual(result: Result, entry: Prediction) -> Text:
     """The token that does come next, and its rank among the candidates (— at the last)."""
     index = entry["index"] + 1
     if index >= len(result.tokens):
@@ -81,12 +85,12 @@ def render_predictions(console: Console, result: Result, options: Display) -> Re
     for entry in entries:
         table.add_row(Text(str(entry["index"])), Text(_label(entry["token"])),
                       _actual(result, entry),
-                      *(candidates(entry[name], options.precision, not side_by_side)
+                      *(candidates(_guesses(entry, name), options.precision, not side_by_side)
                         for name, _ in names))
     return table
 
 
-def _paragraphs(result: Result, entries: list[dict[str, Any]], precision: int,
+def _paragraphs(result: Result, entries: list[Prediction], precision: int,
                 names: list[tuple[str, str]], title: str) -> RenderableType:
     """Each position as a few folded lines: its token and the next, then each candidate list."""
     out = Text(title + "\n", overflow="fold")
@@ -95,11 +99,11 @@ def _paragraphs(result: Result, entries: list[dict[str, Any]], precision: int,
         out.append_text(Text(" → next ").append_text(_actual(result, entry)))
         for name, heading in names:
             out.append(f"\n  {heading}: ")
-            out.append_text(candidates(entry[name], precision))
+            out.append_text(candidates(_guesses(entry, name), precision))
     return out
 
 
-def _width(result: Result, entries: list[dict[str, Any]], precision: int,
+def _width(result: Result, entries: list[Prediction], precision: int,
            names: list[tuple[str, str]], stacked: bool) -> int:
     """The cells the table needs, candidates side by side or one a line (stacked)."""
     def widest(cells: list[Text], heading: str = "") -> int:
@@ -109,8 +113,8 @@ def _width(result: Result, entries: list[dict[str, Any]], precision: int,
     columns = [widest([Text(str(e["index"])) for e in entries], "#"),
                widest([Text(_label(e["token"])) for e in entries], "token"),
                widest([_actual(result, e) for e in entries], NEXT)]
-    columns += [widest([candidates(e[name], precision, stacked) for e in entries], heading)
-                for name, heading in names]
+    columns += [widest([candidates(_guesses(e, name), precision, stacked) for e in entries],
+                       heading) for name, heading in names]
     return sum(columns) + 3 * len(columns)  # each cell padded by one a side, and a gap
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from attncli.core.display import Display
 from attncli.core.result import Result
+from attncli.records.heads import Scan
 from attncli.render.compare import render_compare
 from attncli.render.heads import render_measures
 from attncli.render.query import render_query
@@ -19,7 +20,7 @@ from attncli.render.run import render_run, render_weights
 
 
 def render_file(console: Console, kind: str, results: list[Any], display: Display | None,
-                scan: dict[str, Any] | None = None) -> RenderableType:
+                scan: Scan | None = None) -> RenderableType:
     """The view of a saved file of kind (run, long, compare, weights, heads or scan); scan: a
     scan summary's own part, checked."""
     first = results[0]

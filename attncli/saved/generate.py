@@ -1,25 +1,26 @@
-"""`attncli generate --json` read back into its GenerationResult: each part read by walking its
-record (records/generation.py, records/given.py), then checked against the model, the prompt and
-the other parts, named where it fails, for `attncli show`."""
+"""`attncli generate --json` read back into its GenerationResult, for `attncli show`: the record
+walked from its own annotations (its settings from their keys in "config"), then what they
+cannot say checked against the model, the prompt and the other parts, named where it fails."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from attncli.errors import AttnCliError
-from attncli.records.asking import FLOAT32, NUMERICS, Sampling
+from attncli.records.asking import NUMERICS, Sampling
 from attncli.records.generation import (
     OCCLUDE,
     STOPPED,
     VIEWS,
     AnswerStep,
     Candidate,
-    GenerationConfig,
     GenerationResult,
 )
-from attncli.records.given import Occluded, Receipt, Turn
+from attncli.records.given import Occluded, Receipt
+from attncli.saved.config import RECORDS as CONFIG_RECORDS
 from attncli.saved.config import model_from
 from attncli.saved.parts import (
     bad,
@@ -35,7 +36,7 @@ from attncli.saved.parts import (
     within,
 )
 from attncli.saved.run import tokens_from
-from attncli.saved.walk import Key, Table, read, value
+from attncli.saved.walk import Key, Table, read
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
 WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
@@ -63,67 +64,74 @@ def _sampling(value: Any, where: str) -> Sampling:
         raise AttnCliError(f"saved file: {where}: {err}") from None
 
 
+def _kept(value: Any, where: str) -> str:
+    """A string kept as written (the text the model was given: --show-template shows it)."""
+    if not isinstance(value, str):
+        raise bad(where, value, "a string")
+    return value
+
+
 TOKEN_ID = Key(high=ID_BOUND)
-RECORDS: Table = {GenerationConfig: {"sampling": Key(check=_sampling), "stop_ids": TOKEN_ID,
-                                     "stopped": Key(choices=STOPPED), "view": Key(choices=VIEWS),
-                                     "numerics": Key(choices=NUMERICS)},
-                  AnswerStep: {"id": TOKEN_ID},
-                  Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
-                  Receipt: {"compared": Key(choices=("tokens", "text"))}}
+IN_PROMPT = Key(low=-ID_BOUND)  # a prompt index: its bounds, 0 to P - 1, checked below
+SKIPPED = ("weights", "layers_kept", "head_kept", "norms", "occlusion")  # worked out below
+RECORDS: Table = {**CONFIG_RECORDS, GenerationResult: {
+    "model": Key(check=lambda data, at: model_from(data, None)), "prompt": Key(check=tokens_from),
+    "given": Key(check=_kept), "template": Key(name="config.template"),
+    "sampling": Key(name="config.sampling", check=_sampling),
+    "stop_ids": Key(name="config.stop_ids", high=ID_BOUND),
+    "stopped": Key(name="config.stopped", choices=STOPPED),
+    "given_answer": Key(name="config.given"), "occluded": Key(name="occlusion_spans"),
+    "view": Key(name="config.view", choices=VIEWS),
+    "auto_looks": Key(name="config.view_chosen.occlusion_looks"),
+    "numerics": Key(name="config.numerics", choices=NUMERICS), "sinks": IN_PROMPT,
+    **{name: Key(skip=True) for name in SKIPPED}},
+    AnswerStep: {"id": TOKEN_ID}, Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
+    Receipt: {"compared": Key(choices=("tokens", "text"))},
+    Occluded: {"by": Key(choices=OCCLUDE), "spans": IN_PROMPT}}
 
 
 def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     """A generation's JSON back into its result; the weights of every step must be present."""
     if doc.get("kind") != "generate":
         raise AttnCliError("saved file: not `attncli generate` JSON (no \"kind\": \"generate\")")
-    model = model_from(need(doc, "model", "the file"), None)
-    config = read(GenerationConfig, need(doc, "config", "the file"), "config", RECORDS)
-    prompt = tokens_from(need(doc, "prompt", "the file"), "prompt")
-    p = len(prompt)
-    answer = tokens_from(need(doc, "answer", "the file"), "answer", first=p)
-    a, b = span(config["weights"]["layers"], "config.weights.layers", model.layers)
-    if (head := config["weights"]["head"]) is not None:
-        within(config["weights"], "config.weights", head=(0, model.heads - 1))
-    chosen = config.get("view_chosen")
-    looks = None if chosen is None else chosen["occlusion_looks"]
-    if looks is not None and looks < 0:
-        raise bad("config.view_chosen.occlusion_looks", looks, "a cost, 0 or more")
-    given = need(doc, "given", "the file")  # kept as written: shown only by --show-template
-    if not isinstance(given, str):
-        raise bad("given", given, "a string")
-    steps = items(need(doc, "steps", "the file"), "steps", len(answer))
+    result = read(GenerationResult, doc, "", RECORDS)
+    model, p = result.model, len(result.prompt)
+    config = doc["config"]  # an object: the walk read its keys
+    kept = obj(need(config, "weights", "config"), "config.weights")
+    a, b = span(need(kept, "layers", "config.weights"), "config.weights.layers", model.layers)
+    if (head := need(kept, "head", "config.weights")) is not None:
+        within(kept, "config.weights", head=(0, model.heads - 1))
+    if isinstance(config.get("view_chosen"), dict):  # it names its cost
+        need(config["view_chosen"], "occlusion_looks", "config.view_chosen")
+    if result.auto_looks is not None and result.auto_looks < 0:
+        raise bad("config.view_chosen.occlusion_looks", result.auto_looks, "a cost, 0 or more")
+    for k, token in enumerate(result.answer):
+        within(token, f"answer[{k}]", index=(p + k, p + k))
+    for k, sink in enumerate(result.sinks):
+        integer(sink, f"sinks[{k}]", 0, max(p - 1, 0))
+    steps = items(result.steps, "steps", len(result.answer))
+    for s, step in enumerate(steps):
+        within(step, f"steps[{s}]", index=(s, s), position=(p - 1 + s, p - 1 + s))
+    for k, turn in enumerate(result.turns):
+        within(turn, f"turns[{k}]", start=(0, p), end=(turn.start, p))
+    for s, masked in enumerate([] if result.occluded is None else result.occluded.spans):
+        for k, i in enumerate(masked):
+            integer(i, f"occlusion_spans.spans[{s}][{k}]", 0, p - 1)
+    if result.receipt is not None:
+        _receipt(result.receipt)
     shape = (b - a, model.heads if head is None else 1)
     check_cells(shape[0] * shape[1] * sum(p + s for s in range(len(steps))),
                 "the saved generation")
-    records = [read(AnswerStep, step, f"steps[{s}]", RECORDS) for s, step in enumerate(steps)]
-    for s, step in enumerate(records):
-        within(step, f"steps[{s}]", index=(s, s), position=(p - 1 + s, p - 1 + s))
-    return GenerationResult(
-        model=model, prompt=prompt, answer=answer, given=given, template=config["template"],
-        sampling=config["sampling"], stop_ids=config["stop_ids"], stopped=config["stopped"],
-        sinks=[integer(i, f"sinks[{k}]", 0, max(p - 1, 0))
-               for k, i in enumerate(items(need(doc, "sinks", "the file"), "sinks"))],
-        steps=records, weights=[_weights(step, s, (*shape, p + s)) for s, step in enumerate(steps)],
+    return replace(
+        result, weights=[_weights(step, s, (*shape, p + s)) for s, step in enumerate(doc["steps"])],
         layers_kept=None if (a, b) == (0, model.layers) else (a, b), head_kept=head,
-        given_answer=config.get("given") or doc["config"]["sampling"]["strategy"] == "given",
-        view=config.get("view", "raw"), auto_looks=looks,
-        numerics=config.get("numerics", FLOAT32),
-        turns=_turns(doc.get("turns", []), p), **_views(doc, model.layers, model.heads, p,
-                                                        len(answer)))
+        given_answer=result.given_answer or config["sampling"]["strategy"] == "given",
+        **_views(doc, model.layers, model.heads, p, len(result.answer)))
 
 
-def _turns(data: Any, p: int) -> list[Turn]:
-    """Each message's tokens [start, end) among the prompt's."""
-    turns: list[Turn] = value(list[Turn], data, "turns", Key(), RECORDS)
-    for k, turn in enumerate(turns):
-        within(turn, f"turns[{k}]", start=(0, p), end=(turn.start, p))
-    return turns
-
-
-def _receipt(data: Any) -> Receipt:
+def _receipt(receipt: Receipt) -> None:
     """The receipt (models/generate/receipt.py): its rows named by flagged and choices_differ
     must be there, and hold the two choices where they differ."""
-    receipt = read(Receipt, data, "receipt", RECORDS)
     for key in ("flagged", "choices_differ"):
         for i, k in enumerate(getattr(receipt, key)):
             integer(k, f"receipt.{key}[{i}]", 0, len(receipt.rows) - 1)
@@ -131,22 +139,19 @@ def _receipt(data: Any) -> Receipt:
            for k in receipt.choices_differ):
         raise AttnCliError("saved file: receipt.choices_differ names a row without the two "
                            "choices")
-    return receipt
 
 
 def _views(doc: dict[str, Any], layers: int, heads: int, p: int, a: int) -> dict[str, Any]:
     """The value norms (layers, heads, P + A) and occlusion drops (A, P), where saved."""
     out: dict[str, Any] = {}
     if doc.get("value_norms") is not None:
-        out["norms"] = np.asarray(cells(doc["value_norms"], "value_norms", layers, heads, p + a),
-                                  dtype=np.float32)
-    if doc.get("receipt") is not None:
-        out["receipt"] = _receipt(doc["receipt"])
+        norms = np.asarray(cells(doc["value_norms"], "value_norms", layers, heads, p + a))
+        if (past := np.abs(norms) > np.finfo(np.float32).max).any():  # held as float32
+            raise AttnCliError(f"saved file: value_norms hold {float(norms[past][0])!r}, past "
+                               "float32's range")
+        out["norms"] = norms.astype(np.float32)
     if doc.get("occlusion") is not None:
         out["occlusion"] = cells(doc["occlusion"], "occlusion", a, p)
-    if doc.get("occlusion_spans") is not None:
-        out["occluded"] = read(Occluded, doc["occlusion_spans"], "occlusion_spans",
-                               {Occluded: {"by": Key(choices=OCCLUDE), "spans": Key(high=p - 1)}})
     return out
 
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attncli.core.inputs import _decode, _read_path, parse_json
-from attncli.core.result import HeadsResult, Result
+from attncli.core.result import Result
 from attncli.errors import AttnCliError
 from attncli.records.causal import Ablation, Patching
 from attncli.records.generation import GenerationResult
+from attncli.records.heads import HeadsResult
 from attncli.saved.causal import ablation_from_dict, patching_from_dict
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict

@@ -5,8 +5,9 @@ the tokens, config and window), then what no rule says checked against the other
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, TypedDict, cast
+from typing import Any
 
+from attncli.core.pieces import Prediction, Summary, Window
 from attncli.core.result import STAGES, LongStats, QueryRow, Result, RunConfig, TokenInfo
 from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
 from attncli.errors import AttnCliError
@@ -29,45 +30,6 @@ from attncli.saved.walk import Key, read
 CORNER = 64
 
 
-class Window(TypedDict):
-    rows: list[int]
-    cols: list[int]
-
-
-class Summary(TypedDict):
-    """One head's summary of a tiled run."""
-
-    head: int
-    entropy: float
-    first: float
-    prev: float
-    self: float
-    top_k_mass: float
-    distance: float
-
-
-class Guess(TypedDict):
-    """One next-token candidate (its "bytes" kept as the file has them)."""
-
-    id: int
-    text: str
-    prob: float
-    logit: float
-
-
-class _Prediction(TypedDict):
-    index: int
-    token: str
-    top: list[Guess]
-
-
-class Prediction(_Prediction, total=False):
-    """One position's next tokens (--predict), and the logit lens's (explain's) in every entry
-    or in none."""
-
-    lens: list[Guess]
-
-
 def tokens_from(data: Any, where: str = "tokens", first: int = 0) -> list[TokenInfo]:
     """attncli's token objects, labels escaped, each index in order from first (from 0: at least
     one)."""
@@ -80,11 +42,11 @@ def tokens_from(data: Any, where: str = "tokens", first: int = 0) -> list[TokenI
     return tokens
 
 
-def window_from(data: Any, size: int) -> dict[str, list[int]]:
+def window_from(data: Any, size: int) -> Window:
     """{"rows": [a, b], "cols": [c, d]}, half-open, inside the size tokens."""
-    window = cast(dict[str, list[int]], read(Window, data, "window", RECORDS))
-    return {**window, **{axis: span(window[axis], f"window.{axis}", size)
-                         for axis in ("rows", "cols")}}
+    window = read(Window, data, "window", RECORDS)
+    return {**window, "rows": span(window["rows"], "window.rows", size),
+            "cols": span(window["cols"], "window.cols", size)}
 
 
 # Each part's shape by its dimensions: H the heads held, W the weights' matrices (a rollout's:
@@ -132,9 +94,9 @@ def query_from(data: Any, tokens: list[TokenInfo], sizes: dict[str, int | None])
     return replace(query, token=tokens[query.index].text)
 
 
-def predictions_from(data: Any, size: int) -> list[dict[str, Any]]:
+def predictions_from(data: Any, size: int) -> list[Prediction]:
     """--predict's entries, each at a token, the logit lens's in every entry or in none."""
-    entries = [dict(read(Prediction, e, f"predictions[{k}]", RECORDS))
+    entries = [read(Prediction, e, f"predictions[{k}]", RECORDS)
                for k, e in enumerate(items(data, "predictions"))]
     for k, entry in enumerate(entries):
         within(entry, f"predictions[{k}]", index=(0, size - 1))
@@ -163,7 +125,7 @@ def long_from(doc: dict[str, Any], sizes: dict[str, int | None], top_k: int) -> 
              for h, m in enumerate(index)]
     weight = shaped(need(top, "weight", "stats.top_k"), "stats.top_k.weight", {**sizes, "K": k})
     out["top_k"] = {"index": ranks, "weight": weight}
-    summary = [dict(read(Summary, part, f"summary[{h}]", RECORDS)) for h, part
+    summary = [read(Summary, part, f"summary[{h}]", RECORDS) for h, part
                in enumerate(items(need(doc, "summary", "the file"), "summary", sizes["H"]))]
     return LongStats(stats=out, summary=summary)
 

@@ -30,9 +30,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Key:
-    """How one field is read (a list's items, for a list): its JSON key, its bounds or choices,
-    or its own check. inline: a record whose keys sit in this same object, there when this key
-    is; skip: not in the JSON (the field's default, or what the caller works out)."""
+    """How one field is read (a list's items, for a list): its JSON key (a.b: key b of the
+    object at key a; the field absent where a is, when it may be), its bounds or choices, or its
+    own check. inline: a record whose keys sit in this same object, there when this key is;
+    skip: not in the JSON (the field's default, or what the caller works out)."""
 
     name: str | None = None
     low: int = 0
@@ -110,29 +111,44 @@ def value(hint: Any, data: Any, at: str, key: Key, table: Table) -> Any:
     return printable(data)  # Any: kept as the file has it
 
 
+def _holder(doc: dict[str, Any], json: str, at: str,
+            optional: bool) -> tuple[dict[str, Any], str, str]:
+    """The object that holds a dotted key's last part, that part, and the object's path (an
+    empty object where a part on the way is absent or null and the field may be absent)."""
+    *outer, last = json.split(".")
+    for part in outer:
+        if doc.get(part) is None and optional:
+            return {}, last, at
+        where = f"{at}.{part}" if at else part
+        doc, at = obj(need(doc, part, at or "the file"), where), where
+    return doc, last, at
+
+
 def read(record: type[T], data: Any, at: str, table: Table) -> T:
     """The record from the JSON object data at path at ("" for the document itself), each field
     from its key (table[record] names those that differ); an absent field that may be, None or
-    its default (a TypedDict: left out)."""
+    its default (a TypedDict: left out), as is a null one where the field may be None (a
+    TypedDict's optional key: any)."""
     keys = table.get(record, {})
     doc = obj(data, at or "the file")
     found: dict[str, Any] = {}
     typed = typing.is_typeddict(record)
     for name, hint, nullable, optional, fill in _fields(typing.cast(Any, record)):
         key = keys.get(name, Key())
-        json = key.name or name
         if key.skip:
             continue
+        holder, json, within = _holder(doc, key.name or name, at, optional)
         if key.inline is not None:
             found[name] = read(hint, doc, at, table) if key.inline in doc else None
-        elif doc.get(json) is None and typed and json in doc and nullable:
+        elif holder.get(json) is None and typed and json in holder and nullable:
             found[name] = None
-        elif doc.get(json) is None and optional:
+        elif holder.get(json) is None and optional and (typed or nullable or json not in holder):
             if fill:
                 found[name] = None
         else:
-            where = f"{at}.{json}" if at else json
-            found[name] = value(hint, need(doc, json, at or "the file"), where, key, table)
+            where = f"{within}.{json}" if within else json
+            found[name] = value(hint, need(holder, json, within or "the file"), where, key,
+                                table)
     if typed:  # in the document's order, as the command that wrote it wrote it
         declared = keys_of(typing.cast(Any, record))
         return typing.cast(T, {string(k, at or "the file"): found[k] if k in found

@@ -7,7 +7,7 @@ only push out the entries a user's `heads` / `run --layer` looks come back to.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -197,12 +197,13 @@ def _rows(doc: Ready, done: HeadsPass,
     from attncli.models.scores import SCORES
 
     rows = scored_rows(done, 1.0, SCORES)  # labels are the summary's
-    sinks = {s["layer"]: s for s in done.sinks}
+    sinks: dict[int, Mapping[str, object]] = {s["layer"]: s for s in done.sinks}
     table: dict[str, list[Any]] = {name: [] for name in columns(effects is not None)}
     for row in rows:
         table["document"].append(doc.id)
+        parts: Mapping[str, object] = row  # read by the columns' names
         for name in ("layer", "head", *HEAD_COLUMNS):
-            table[name].append(row[name])
+            table[name].append(parts[name])
         for name in LAYER_COLUMNS:
             table[name].append(sinks[row["layer"]][name])
         if effects is not None:

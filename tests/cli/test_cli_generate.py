@@ -247,6 +247,9 @@ def test_show_reads_the_json_back_into_the_same_view(cli, tiny: Path, tmp_path: 
     (lambda d: d["sinks"].append(10**9), "sinks["),
     (lambda d: d["steps"][1]["weights"][2][1].__setitem__(0, -0.5), "steps[1].weights hold -0.5"),
     (lambda d: d["steps"][0]["weights"][0][0].__setitem__(1, 1e30), "steps[0].weights hold 1e+30"),
+    # held as float32, it was infinite, and show --json a traceback
+    (lambda d: d["value_norms"][1][0].__setitem__(0, 1e308), "value_norms hold 1e+308"),
+    (lambda d: d.update(turns=None), "turns is null, not a list"),  # null only where None may be
     (lambda d: d["config"]["template"].pop("origin"), "config.template has no 'origin'"),
     (lambda d: d["config"]["template"].update(origin=5), "config.template.origin is 5"),
     (lambda d: d["config"]["sampling"].update(strategy="sample"), "config.sampling has no"),

@@ -160,11 +160,14 @@ def test_llama_heads_and_explain(cli, llama: str, tmp_path: Path) -> None:  # no
 
 @pytest.mark.parametrize(("change", "message"), [
     (lambda heads: heads[0].update(effect="x"), 'heads[0].effect is "x", not a finite number'),
-    (lambda heads: heads[1].pop("effect"), "heads[1] has no 'effect'")])
+    (lambda heads: heads[1].pop("effect"), "heads[1] has no 'effect'"),
+    # a grouped model's row without its kv head was a KeyError in its bounds check
+    (lambda heads: heads[1].pop("kv_head"), "heads[1] has no 'kv_head'"),
+    (lambda heads: heads[0].update(kv_head=9), "heads[0].kv_head is 9, outside 0 to 1")])
 def test_a_heads_effect_is_read_as_a_number_in_every_row(cli, llama: str, tmp_path: Path,  # noqa: ANN001
                                                           change: Any, message: str) -> None:
     """--effect's column: a number in every row or in none (a string once reached the table's
-    colour ranges as a traceback)."""
+    colour ranges as a traceback); so is a grouped model's kv head."""
     path, doc = _saved(cli, tmp_path, ("heads", SENTENCE, "--model", llama, "--effect"))
     assert cli("show", str(path), "--json").json() == doc
     change(doc["heads"])

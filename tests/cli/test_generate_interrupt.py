@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from attncli.cli.streams import SELF_SIGNAL
 from tests.cli.test_signals import default_signals
 from tests.conftest import ROOT
 from tests.llama_fixtures import save_family
@@ -73,6 +74,81 @@ def test_ctrl_c_mid_generation_keeps_the_answer_in_the_json(tiny: Path) -> None:
     streamed = err.removesuffix("\n")
     assert streamed == "".join(answer)  # every token shown was streamed, and only those
     assert "Traceback" not in err
+
+
+def test_ctrl_c_as_a_token_is_streamed_lands_after_it_is_kept_and_shown(tiny: Path) -> None:
+    # The signal arrives as the first token's stream begins (the self-signal hook): keeping the
+    # token and streaming it are one step, so the run stops after it with the token in both
+    # (before, the token was kept, the stream cut, and the JSON held a token never shown).
+    run = subprocess.run([sys.executable, "-m", "attncli", "generate", "the cat", "--model",
+                          str(tiny), "--raw", "--max-new-tokens", "8", "--stream", "--json"],
+                         capture_output=True, cwd=ROOT, timeout=300, check=False,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", SELF_SIGNAL: "token:INT"},
+                         preexec_fn=_limit(6000))
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["config"]["stopped"] == "interrupted" and len(doc["answer"]) == 1
+    assert run.stderr.decode().removesuffix("\n") == doc["answer"][0]["text"]
+
+
+def _signalled_in_views(tiny: Path, signum: str, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    """A generation of 4 tokens whose process signals itself as its views begin."""
+    return subprocess.run([sys.executable, "-m", "attncli", "generate", "the cat", "--model",
+                           str(tiny), "--raw", "--max-new-tokens", "4", *extra],
+                          capture_output=True, cwd=ROOT, timeout=300, check=False,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "100",
+                               SELF_SIGNAL: f"views:{signum}"}, preexec_fn=_limit(6000))
+
+
+def test_ctrl_c_while_the_views_are_made_keeps_the_answer_and_its_raw_weights(tiny: Path) -> None:
+    # Before, a Ctrl-C after the answer (the value norms, the occlusion passes) ended the run
+    # with 130 and lost the answer; now it is kept, with the raw weights and a note.
+    run = _signalled_in_views(tiny, "INT", "--view", "occlusion", "--json")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["config"]["stopped"] == "max_new_tokens" and len(doc["answer"]) == 4
+    assert doc["config"]["view"] == "raw" and "occlusion" not in doc
+    assert run.stderr.decode() == ("attncli: interrupted while the views were made: showing "
+                                   "the answer's raw attention weights\n")
+    shown = _signalled_in_views(tiny, "INT")  # the default view, as a table
+    assert shown.returncode == 0 and "raw attention weights" in shown.stdout.decode()
+    assert "Traceback" not in shown.stderr.decode()
+
+
+def test_sigterm_while_the_views_are_made_ends_with_143(tiny: Path) -> None:
+    run = _signalled_in_views(tiny, "TERM", "--json")
+    assert run.returncode == 143 and run.stdout == b""
+    assert run.stderr.decode().endswith("attncli: error: terminated\n")
+
+
+def test_a_second_ctrl_c_in_the_views_ends_the_run(cli, tiny: Path,  # noqa: ANN001
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first Ctrl-C stopped the answer; one more while its views are made means "stop".
+    import attncli.models.generate.run as run
+
+    decode = run.decode
+
+    def two_tokens(*args: object, **kwargs: object):  # noqa: ANN202
+        for n, step in enumerate(decode(*args, **kwargs)):  # type: ignore[arg-type]
+            yield step
+            if n == 1:
+                raise KeyboardInterrupt
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "decode", two_tokens)
+    monkeypatch.setattr(run, "occlusion", interrupted)
+    result = cli("generate", "the cat", "--model", str(tiny), "--raw", "--view", "occlusion",
+                 "--json")
+    assert result.code == 130 and result.out == ""
+    monkeypatch.setattr(run, "decode", decode)  # one Ctrl-C, in the views: the answer is kept
+    from attncli.records.asking import GenerationRequest, Sampling
+
+    kept = run.generate_model(GenerationRequest(model=str(tiny), prompt="the cat", raw=True,
+                                                view="occlusion",
+                                                sampling=Sampling(max_new_tokens=3)))
+    assert kept.view == "raw" and kept.occlusion is None and len(kept.answer) == 3
 
 
 def test_ctrl_c_mid_generation_shows_the_view_of_what_was_written(tiny: Path) -> None:

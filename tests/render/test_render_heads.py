@@ -11,7 +11,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.result import HeadsResult, ModelInfo
+from attncli.core.result import ModelInfo
+from attncli.records.heads import HeadsResult
 from attncli.render import heads as heads_module
 from attncli.render.draw import listing
 from attncli.render.draw.colors import cell_style

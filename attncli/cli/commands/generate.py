@@ -10,7 +10,7 @@ from attncli.cli.groups import Fields, command
 from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
-from attncli.cli.streams import settle_interrupt
+from attncli.cli.streams import settle_interrupt, was_interrupted
 from attncli.records.asking import Sampling
 
 
@@ -70,9 +70,15 @@ def generate(source: Annotated[Source, Fields("text", "file")],
         return
     with answering.streaming() as on_token:
         result = generate_model(request, on_token)
+    kind = None
     if result.stopped == "interrupted":
         settle_interrupt()
-    note = result.auto_note()
+    elif was_interrupted():  # Ctrl-C while the views were made: the answer is kept without them
+        settle_interrupt()
+        kind = result.view
+        sys.stderr.write("attncli: interrupted while the views were made: showing the answer's "
+                         "raw attention weights\n")
+    note = result.auto_note() if kind is None else None
     if note is not None:
         sys.stderr.write(f"attncli: {note}\n")
-    output.deliver_result(result, render_generation, shown_view(result, request))
+    output.deliver_result(result, render_generation, shown_view(result, request, kind))

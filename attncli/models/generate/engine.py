@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from attncli.errors import AttnCliError
-from attncli.models.decoding import PREFILL_QUERIES, CachedValues, DecodeStep
+from attncli.models.decoding import CachedValues, DecodeStep, prefill_queries
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
 
@@ -79,11 +79,12 @@ def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
     spec = model.spec
     kept = spec.n_layer * spec.num_heads * n * (prompt_len + n) * FLOAT_BYTES
     cache = 2 * spec.n_layer * spec.kv_heads * spec.head_dim * (prompt_len + n) * FLOAT_BYTES
-    # The prompt's pass: PREFILL_QUERIES queries' float64 scores over every key at a time, in
-    # about four copies (scores, scaled, masked, softmax), as `run`'s estimate counts stages
-    # (GPT-2's prefill holds its whole (heads, T, T) float32 stages, T at most its 1,024
-    # positions: within twice this).
-    prefill = 4 * 8 * spec.num_heads * min(prompt_len, PREFILL_QUERIES) * prompt_len
+    # The prompt's pass: prefill_queries' float64 scores over every key at a time, in about
+    # four copies (scores, scaled, masked, softmax), as `run`'s estimate counts stages (GPT-2's
+    # prefill holds its whole (heads, T, T) float32 stages, T at most its 1,024 positions:
+    # within twice this).
+    prefill = 4 * 8 * spec.num_heads * prefill_queries(spec.num_heads, prompt_len) \
+        * prompt_len
     check_fits(kept + cache + prefill, f"generating {n:,} tokens after {prompt_len:,} keeps "
                f"every step's weights over {spec.n_layer} layers × {spec.num_heads} heads",
                "use a smaller --max-new-tokens or a shorter prompt")

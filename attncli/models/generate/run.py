@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from attncli.activity import counted, doing
+from attncli.activity import counted, doing, reached, whole
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep
@@ -32,7 +32,8 @@ def generate_model(request: GenerationRequest,
     request's numerics (llama.cpp's: a GGUF's only).
 
     Ctrl-C during decoding keeps the tokens written so far (stopped: interrupted); before the
-    first token it propagates.
+    first token it propagates. Ctrl-C while the views are made after the answer keeps the answer
+    and its raw weights (without_views); after one that stopped the decoding, it propagates.
     """
     if request.numerics == FLOAT32:
         return _generate(request, on_token)
@@ -78,10 +79,12 @@ def _generate(request: GenerationRequest,
         for step in decode(model, built.ids, sampling, built.stop_ids,
                            on_decoder=decoders.append):
             counted("answer tokens", len(steps) + 1, sampling.max_new_tokens)
-            steps.append(step)
-            answer.append(_info(texts(step.token_id), len(built.ids) + len(answer)))
-            if on_token is not None:
-                on_token(answer[-1])
+            info = _info(texts(step.token_id), len(built.ids) + len(answer))
+            with whole():  # kept and streamed together: a Ctrl-C lands before or after both
+                steps.append(step)
+                answer.append(info)
+                if on_token is not None:
+                    on_token(info)
             if step.token_id in built.stop_ids:
                 stopped = "eos"
     except KeyboardInterrupt:
@@ -89,11 +92,23 @@ def _generate(request: GenerationRequest,
             raise
         stopped = "interrupted"
     result = _result(model, built, sampling, request, steps, answer, stopped, texts)
-    if request.norms and steps and decoders:
-        doing(f"the value view: each of {model.spec.n_layer} layers' values through its W_O")
-        result = replace(result, norms=cached_norms(decoders[0], built.ids + [
-            s.token_id for s in steps]))
-    return _with_views(model, built, result, request)
+    try:
+        reached("views")
+        if request.norms and steps and decoders:
+            doing(f"the value view: each of {model.spec.n_layer} layers' values through its W_O")
+            result = replace(result, norms=cached_norms(decoders[0], built.ids + [
+                s.token_id for s in steps]))
+        return _with_views(model, built, result, request)
+    except KeyboardInterrupt:
+        if stopped == "interrupted":  # a second Ctrl-C: the first one stopped the answer
+            raise
+        return without_views(result)
+
+
+def without_views(result: GenerationResult) -> GenerationResult:
+    """result as a Ctrl-C while its views were made leaves it: the answer and its raw weights,
+    no value norms or occlusion drops."""
+    return replace(result, view="raw", norms=None, occlusion=None, occluded=None)
 
 
 def _given(model: Model, built: Prompt, request: GenerationRequest,
@@ -115,7 +130,11 @@ def _given(model: Model, built: Prompt, request: GenerationRequest,
         result = replace(result, receipt=compare(
             request.reported, pieces, [s.logprob for s in forced.steps],
             [_spelt(texts(s.top_ids[0])) for s in forced.steps]))
-    return _with_views(model, built, result, request)
+    try:
+        reached("views")
+        return _with_views(model, built, result, request)
+    except KeyboardInterrupt:
+        return without_views(result)
 
 
 def _with_views(model: Model, built: Prompt, result: GenerationResult,

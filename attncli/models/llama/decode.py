@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from attncli.core.measures import value_norms
-from attncli.models.decoding import PREFILL_QUERIES, DecodedToken, Shape
+from attncli.models.decoding import DecodedToken, Shape, prefill_queries
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
@@ -132,26 +132,33 @@ def window_rows(start: int, end: int, num_tokens: int, window: int | None) -> Te
 def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
                      cache: _LayerCache) -> Tensor:
     """Every prompt query (heads, T, hd) over the cache's T keys, causal and windowed as the
-    step reads them, in float64 as the step's scores are: the context (T, heads · hd)."""
+    step reads them, in float64 as the step's scores are: the context (T, heads · hd). A
+    chunk's queries of a kv head are one (g · C, hd) matrix against its keys, as the step's
+    group is (no copy of the keys or values per query head)."""
     num_tokens, window = queries.shape[1], spec.layer_windows[layer]
+    kv, group, hd = spec.kv_heads, spec.group_size, spec.head_dim
     cached = as_llama_cpp()
-    grouped = _as_cached(queries, cached).view(spec.kv_heads, spec.group_size, num_tokens,
-                                       spec.head_dim)  # (kv, group, T, hd)
-    keys = cache.keys.unsqueeze(1).double()  # (kv, 1, T, hd)
-    values = cache.values.unsqueeze(1)  # (kv, 1, T, hd)
-    parts = []
-    for start in range(0, num_tokens, PREFILL_QUERIES):
-        end = min(start + PREFILL_QUERIES, num_tokens)
-        attn_scores = grouped[:, :, start:end].double() @ keys.transpose(-2, -1)  # (kv, g, C, T)
-        scaled = scale_scores(spec, attn_scores)
+    grouped = _as_cached(queries, cached).view(kv, group, num_tokens, hd)  # (kv, g, T, hd)
+    keys = cache.keys.double().transpose(1, 2)  # (kv, hd, T)
+    values = cache.values  # (kv, T, hd)
+    parts, chunk = [], prefill_queries(spec.num_heads, num_tokens)
+    for start in range(0, num_tokens, chunk):
+        end = min(start + chunk, num_tokens)
+        rows = grouped[:, :, start:end].double().reshape(kv, -1, hd)  # (kv, g · C, hd)
+        attn_scores = torch.bmm(rows, keys).view(kv, group, end - start,
+                                                 num_tokens)  # (kv, g, C, T)
+        scaled = scale_scores(spec, attn_scores)  # (kv, g, C, T), a tensor of its own
+        del attn_scores
         capped = soft_cap(spec, scaled)
         # Query q sees keys q - window + 1 .. q: the window mask's rows start..end, built
         # alone (the whole (T, T) mask of a long prompt would be T² bytes).
         mask = window_rows(start, end, num_tokens, window)  # (C, T)
-        masked = (scaled if capped is None else capped).masked_fill(mask, -torch.inf)
+        masked = (scaled if capped is None else capped).masked_fill_(mask, -torch.inf)
+        del scaled, capped
         attn_weights = torch.softmax(masked, dim=-1).to(grouped.dtype)  # (kv, g, C, T)
-        context = _as_cached(attn_weights, cached) @ values  # (kv, g, C, hd)
-        parts.append(context.reshape(spec.num_heads, end - start, spec.head_dim))
+        context = torch.bmm(_as_cached(attn_weights, cached).view(kv, -1, num_tokens),
+                            values)  # (kv, g · C, hd)
+        parts.append(context.view(spec.num_heads, end - start, hd))
     return torch.cat(parts, dim=1).transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · hd)
 
 

@@ -4,20 +4,19 @@ documents on which each head passes the threshold, the top heads and the layers'
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attncli.core.result import HeadsResult
 from attncli.errors import escaped
+from attncli.records.heads import HeadsResult, Measure, Scan, Top
 from attncli.render.heads import render_scores, render_sinks
 
 SCORES = ("previous_token", "duplicate_token", "induction")
 
 
-def render_documents(scan: dict[str, Any]) -> Text:
+def render_documents(scan: Scan) -> Text:
     """What happened to the corpus's documents."""
     docs = scan["documents"]
     text = Text.assemble((f"{docs['scored']:,} documents scored", "bold"),
@@ -33,24 +32,27 @@ def render_documents(scan: dict[str, Any]) -> Text:
 
 def _shares(result: HeadsResult) -> HeadsResult:
     """result with each head's score replaced by its share of documents passing."""
-    rows = [{**m, **{name: m["share"][name] for name in SCORES}} for m in result.measures]
+    rows: list[Measure] = [{**m, "previous_token": m["share"]["previous_token"],
+                            "duplicate_token": m["share"]["duplicate_token"],
+                            "induction": m["share"]["induction"]} for m in result.measures]
     return replace(result, measures=rows)
 
 
-def render_top(scan: dict[str, Any], precision: int = 2) -> RenderableType:
+def render_top(scan: Scan, precision: int = 2) -> RenderableType:
     """The top heads of each score: the share of documents passing, and the corpus mean."""
     table = Table(title=f"Top heads: share of documents scoring {scan['threshold']:g} or more "
                   "(and the corpus mean)", title_justify="left", title_style="bold")
     for name in SCORES:
         table.add_column(name)
-    top = [scan["top"][name] for name in SCORES]
+    tops = scan["top"]
+    top: list[list[Top]] = [tops["previous_token"], tops["duplicate_token"], tops["induction"]]
     for k in range(max(len(t) for t in top)):
         table.add_row(*(f"L{t[k]['layer']} h{t[k]['head']}  {t[k]['share']:.{precision}f} "
                         f"({t[k]['mean']:.{precision}f})" if k < len(t) else "" for t in top))
     return table
 
 
-def render_scan(console: Console, result: HeadsResult, scan: dict[str, Any]) -> RenderableType:
+def render_scan(console: Console, result: HeadsResult, scan: Scan) -> RenderableType:
     """The summary view (see the module)."""
     m = result.model
     title = Text.assemble((f"{m.layers} layers × {m.heads} heads over a corpus", "bold"),

@@ -148,9 +148,9 @@ def test_gpt2_positions_bound_the_answer(models: dict[str, tuple[Path, Any]]) ->
 def test_prefill_fills_the_caches_that_stepping_fills(models: dict[str, tuple[Path, Any]],
                                                       name: str, chunk: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import attncli.models.llama.decode as llama_decode
+    import attncli.models.decoding as decoding
 
-    monkeypatch.setattr(llama_decode, "PREFILL_QUERIES", chunk)
+    monkeypatch.setattr(decoding, "PREFILL_QUERIES", chunk)
     model = open_model(str(models[name][0]))
     prompt, _ = _prompt_and_n(name)
     stepped, filled = model.decoder(0, len(prompt) + 2), model.decoder(0, len(prompt) + 2)
@@ -247,3 +247,14 @@ def test_holds_counts_the_unembedding_beside_the_layers(
     assert engine.holds(model)
     monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * need - 2)
     assert not engine.holds(model)
+
+
+def test_a_prefill_chunk_holds_its_float64_scores_to_the_byte_budget() -> None:
+    from attncli.models.decoding import PREFILL_BYTES, PREFILL_QUERIES, prefill_queries
+
+    for heads, tokens in [(32, 2000), (9, 2000), (32, 128), (64, 131_072), (1, 1), (32, 1)]:
+        chunk = prefill_queries(heads, tokens)
+        assert 1 <= chunk <= min(PREFILL_QUERIES, tokens)
+        assert chunk == 1 or 8 * heads * chunk * tokens <= PREFILL_BYTES
+    assert prefill_queries(32, 2000) == PREFILL_BYTES // (8 * 32 * 2000)  # 16 queries, 8 MB
+    assert prefill_queries(32, 128) == 128  # a short prompt: every query at once
