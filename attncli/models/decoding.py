@@ -11,7 +11,8 @@ the file read once; `kvcache` takes that path (decode_steps).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ctypes
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -23,6 +24,26 @@ PREFILL_QUERIES = 256  # prompt queries a prefill attends at once, at most
 # afresh each time, its pages faulted in again: a 1B's 2,000-token prompt spent 50 s of system
 # time on 256-query chunks of 131 MB, against 83 s of its own work) and the peak stays small.
 PREFILL_BYTES = 8 << 20
+
+
+def _trimmer() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, where the C library is glibc (else None)."""
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
+        return trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _trimmer()
+
+
+def release_freed() -> None:
+    """Hand the pages of freed memory back to the system, where the C library is glibc, which
+    keeps them for reuse: a long prompt's layers leave stages of many sizes, and a 1B's
+    2,000-token prefill ended holding 1.4 GB of them (elsewhere nothing is done)."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def prefill_queries(num_heads: int, num_tokens: int) -> int:

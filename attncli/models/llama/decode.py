@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from attncli.core.measures import value_norms
-from attncli.models.decoding import DecodedToken, Shape, prefill_queries
+from attncli.models.decoding import DecodedToken, Shape, prefill_queries, release_freed
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import llama_logits, project, scale_scores, soft_cap
@@ -252,8 +252,12 @@ class LlamaDecoder:
             cache.append(_as_cached(heads.keys_rope, cached),
                          _as_cached(heads.values, cached))  # (kv, T, hd)
             context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
+            del heads
+            release_freed()  # the attention's stages go back before the feed-forward's come
             attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
             x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)
+            del context, attn_out
+            release_freed()  # and the feed-forward's before the next layer's
 
     def keep(self, tokens: int) -> int:
         """Every layer's cache cut to the tokens every one holds, at most tokens: how many."""
