@@ -41,14 +41,35 @@ def entry(key: str, kind: gguf.GGUFValueType, value: Any) -> bytes:
     return _string(key) + struct.pack("<I", kind) + encode(kind, value)
 
 
+Parsed = tuple[dict[str, bytes], bytes, int, int, int]
+KEEP = 16  # files whose parse is kept
+_PARSED: dict[str, tuple[bytes, Parsed]] = {}  # path -> (its bytes before the data, parsed)
+
+
+def _parsed(src: Path, raw: bytes) -> Parsed:
+    """src's metadata entries (name -> raw bytes), its tensor entries' raw bytes and count, its
+    alignment and data offset, as gguf's reader finds them in raw (src's bytes). The parse is
+    kept while the bytes before the data are the same: the hostile-count tests copy one small
+    file hundreds of times, and the reader's parse was most of each copy's CPU."""
+    kept = _PARSED.get(str(src))
+    if kept is not None and raw[:len(kept[0])] == kept[0]:
+        return kept[1]
+    reader = gguf.GGUFReader(src)
+    kvs = {name: b"".join(p.tobytes() for p in f.parts) for name, f in reader.fields.items()
+           if not name.startswith("GGUF.")}
+    infos = [b"".join(p.tobytes() for p in t.field.parts) for t in reader.tensors]
+    parsed = (kvs, b"".join(infos), len(infos), reader.alignment, reader.data_offset)
+    _PARSED[str(src)] = (raw[:reader.data_offset], parsed)
+    while len(_PARSED) > KEEP:
+        del _PARSED[next(iter(_PARSED))]  # the oldest
+    return parsed
+
+
 def rewrite(src: Path, dst: Path, changes: dict[str, Typed | None]) -> None:
     """Copy src to dst, each key in changes set to its (type, value), or removed for None."""
-    reader = gguf.GGUFReader(str(src))
     raw = src.read_bytes()
-    kvs = [b"".join(p.tobytes() for p in f.parts) for name, f in reader.fields.items()
-           if not name.startswith("GGUF.") and name not in changes]
+    fields, infos, count, align, offset = _parsed(src, raw)
+    kvs = [kv for name, kv in fields.items() if name not in changes]
     kvs += [entry(key, *typed) for key, typed in changes.items() if typed is not None]
-    infos = [b"".join(p.tobytes() for p in t.field.parts) for t in reader.tensors]
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(kvs)) + b"".join(kvs) + b"".join(infos)
-    align = reader.alignment
-    dst.write_bytes(head + b"\0" * (-len(head) % align) + raw[reader.data_offset:])
+    head = b"GGUF" + struct.pack("<IQQ", 3, count, len(kvs)) + b"".join(kvs) + infos
+    dst.write_bytes(head + b"\0" * (-len(head) % align) + raw[offset:])

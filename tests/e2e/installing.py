@@ -144,8 +144,12 @@ def check_a_fresh_venv_runs_the_readme_examples(built: dict[str, Path], artifact
     venv.create(env_dir, with_pip=True)
     torch = CPU_TORCH[-1].name.split("-")[1]  # 2.13.0+cpu
     uv = _uv() if installer == "uv" else None
+    # pip compiles every module it installs (torch's, sympy's, networkx's: about 15 s of CPU),
+    # most of which no attncli command imports; uv compiles none. Neither is what is checked: the
+    # examples' processes write the bytecode of what they import (below), as uv's venv does.
     command = ([uv, "pip", "install", "-q", "--python", str(env_dir / "bin" / "python")]
-               if uv is not None else [str(env_dir / "bin" / "pip"), "install", "-q"])
+               if uv is not None else [str(env_dir / "bin" / "pip"), "install", "-q",
+                                       "--no-compile"])
     installed = subprocess.run(
         [*command, "--find-links", str(WHEELS), str(built[artifact]), f"torch=={torch}"],
         capture_output=True, text=True, timeout=3600, check=False)

@@ -18,6 +18,7 @@ import torch
 
 from attncli.core.request import Request
 from attncli.models.hidden import passes
+from attncli.models.hidden import store as hidden_store
 from attncli.models.hidden.passes import cached_pass, hidden_key
 from attncli.models.hidden.store import MAGIC, HiddenCache, cache_cap, evict
 from attncli.models.run import open_checked
@@ -232,31 +233,34 @@ def _small_files() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
 
 
-COMMAND = [sys.executable, "-m", "attncli", "run", TEXT * 5, "--model", TOY, "--layer", "1",
-           "--json"]
-
-
-@pytest.fixture(scope="module")
-def uncached_json() -> object:
-    """What the command prints with no cache at all: the same for every blocked cache below."""
-    env = {**os.environ, "ATTNCLI_NO_CACHE": "1", "OMP_NUM_THREADS": "1"}
-    fresh = subprocess.run(COMMAND, capture_output=True, env=env, timeout=600, check=False)
-    assert fresh.returncode == 0, fresh.stderr
-    return json.loads(fresh.stdout)
+ARGS = ["run", TEXT * 5, "--model", TOY, "--layer", "1", "--json"]
 
 
 @pytest.mark.parametrize("blocked", ["fsize", "a file", "/dev/null"])
 def test_a_cache_that_cannot_be_written_does_not_fail_the_command(
-        tmp_path: Path, blocked: str, uncached_json: object) -> None:
+        cli, tmp_path: Path, blocked: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The command prints what it prints with no cache at all, and one note. A file size limit
+    needs a process of its own; a cache folder that is a file or a device is read in-process
+    (each process of these cost 1.6 s of CPU), the note's once-a-process flag reset."""
+    monkeypatch.setenv("ATTNCLI_NO_CACHE", "1")
+    uncached = cli(*ARGS)
+    assert uncached.code == 0 and uncached.err == "", uncached.err
+    monkeypatch.delenv("ATTNCLI_NO_CACHE")
     folder = Path(blocked) if blocked.startswith("/") else tmp_path / "cache"
     if blocked == "a file":
         folder.write_text("not a folder")
-    env = {**os.environ, "ATTNCLI_HIDDEN_CACHE": str(folder), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(COMMAND, capture_output=True, env=env, timeout=600, check=False,
-                          preexec_fn=_small_files if blocked == "fsize" else None)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == uncached_json
-    err = done.stderr.decode()
+    if blocked == "fsize":
+        env = {**os.environ, "ATTNCLI_HIDDEN_CACHE": str(folder), "OMP_NUM_THREADS": "1"}
+        done = subprocess.run([sys.executable, "-m", "attncli", *ARGS], capture_output=True,
+                              env=env, timeout=600, check=False, preexec_fn=_small_files)
+        code, out, err = done.returncode, done.stdout.decode(), done.stderr.decode()
+    else:
+        monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE", str(folder))
+        monkeypatch.setattr(hidden_store, "_noted", [])
+        got = cli(*ARGS)
+        code, out, err = got.code, got.out, got.err
+    assert code == 0, err
+    assert json.loads(out) == uncached.json()
     assert err.count("\n") == 1 and err.startswith("attncli: note: hidden states not cached")
     if blocked == "fsize":
         assert list(folder.iterdir()) == []  # no half-written entry, no temporary file
