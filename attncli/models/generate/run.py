@@ -92,17 +92,7 @@ def _generate(request: GenerationRequest,
             raise
         stopped = "interrupted"
     result = _result(model, built, sampling, request, steps, answer, stopped, texts)
-    try:
-        reached("views")
-        if request.norms and steps and decoders:
-            doing(f"the value view: each of {model.spec.n_layer} layers' values through its W_O")
-            result = replace(result, norms=cached_norms(decoders[0], built.ids + [
-                s.token_id for s in steps]))
-        return _with_views(model, built, result, request)
-    except KeyboardInterrupt:
-        if stopped == "interrupted":  # a second Ctrl-C: the first one stopped the answer
-            raise
-        return without_views(result)
+    return _with_views(model, built, result, request, decoders[0] if decoders else None)
 
 
 def without_views(result: GenerationResult) -> GenerationResult:
@@ -130,20 +120,30 @@ def _given(model: Model, built: Prompt, request: GenerationRequest,
         result = replace(result, receipt=compare(
             request.reported, pieces, [s.logprob for s in forced.steps],
             [_spelt(texts(s.top_ids[0])) for s in forced.steps]))
-    try:
-        reached("views")
-        return _with_views(model, built, result, request)
-    except KeyboardInterrupt:
-        return without_views(result)
+    return _with_views(model, built, result, request)
 
 
 def _with_views(model: Model, built: Prompt, result: GenerationResult,
-                request: GenerationRequest) -> GenerationResult:
-    """result with the value norms and the occlusion drops the request needs (the norms one more
-    pass where the decoder's caches did not give them; one masked pass per span of the prompt,
-    batched), and the view they serve. The default view (auto) is decided here, once the text
-    is known: occlusion where its passes take at most AUTO_LOOKS looks and no layer or head was
-    asked for, else value."""
+                request: GenerationRequest,
+                decoder: DecodeStep | None = None) -> GenerationResult:
+    """_views, where a Ctrl-C while they are made keeps the answer without them
+    (without_views); after a Ctrl-C that stopped the decoding, it propagates."""
+    try:
+        reached("views")
+        return _views(model, built, result, request, decoder)
+    except KeyboardInterrupt:
+        if result.stopped == "interrupted":  # a second Ctrl-C: the first one stopped the answer
+            raise
+        return without_views(result)
+
+
+def _views(model: Model, built: Prompt, result: GenerationResult, request: GenerationRequest,
+           decoder: DecodeStep | None) -> GenerationResult:
+    """result with the value norms and the occlusion drops the request needs (the norms from
+    the decoder's caches where it has them, else one more pass; one masked pass per span of the
+    prompt, batched), and the view they serve. The default view (auto) is decided here, once
+    the text is known: occlusion where its passes take at most AUTO_LOOKS looks and no layer or
+    head was asked for, else value."""
     ids = [t.id for t in result.answer if t.id is not None]
     view = request.view
     occluded = view in (AUTO, "occlusion") or "occlusion" in request.also
@@ -156,6 +156,9 @@ def _with_views(model: Model, built: Prompt, result: GenerationResult,
     result = replace(result, view=view)
     if not ids:
         return result
+    if request.norms and result.norms is None and decoder is not None:
+        doing(f"the value view: each of {model.spec.n_layer} layers' values through its W_O")
+        result = replace(result, norms=cached_norms(decoder, built.ids + ids))
     if request.norms and result.norms is None:
         doing(f"the value view: one more pass over {len(built.ids) + len(ids):,} tokens")
         result = replace(result, norms=teacher_forced(model, built.ids, ids).norms)
