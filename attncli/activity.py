@@ -7,7 +7,9 @@ calls `hush` first, so that the status line is gone before it writes.
 
 A step that a signal must not split (an answer token kept and streamed) runs inside `whole()`:
 where the command line catches signals (cli/streams.py hands its hold to `hold_signals_with`),
-a Ctrl-C that arrives inside is raised when the step ends; elsewhere the block is plain.
+a Ctrl-C that arrives inside is raised when the step ends; elsewhere the block is plain. A
+computation that takes a Ctrl-C as "stop here" (generate keeps the answer written so far) calls
+`spent()`, so that the rest of the run goes on and a later Ctrl-C interrupts it again.
 `reached(phase)` names a point of the computation for the command line's test hook
 (ATTNCLI_SELF_SIGNAL), which signals the process there.
 """
@@ -35,14 +37,17 @@ class Listener(Protocol):
 _listener: Listener | None = None
 _said = ""  # the step said last
 _hold: Callable[[], AbstractContextManager[object]] = nullcontext
+_spend: Callable[[], None] | None = None
 _reached: Callable[[str], None] | None = None
 
 
-def hold_signals_with(hold: Callable[[], AbstractContextManager[object]]) -> None:
+def hold_signals_with(hold: Callable[[], AbstractContextManager[object]],
+                      spend: Callable[[], None]) -> None:
     """whole() runs its block inside hold(): a context in which a signal is only remembered,
-    and raised when it ends."""
-    global _hold
-    _hold = hold
+    and raised when it ends; spent() calls spend(), which forgets a Ctrl-C remembered so far
+    (and raises again for a signal that must end the run)."""
+    global _hold, _spend
+    _hold, _spend = hold, spend
 
 
 def hook_phases(hook: Callable[[str], None]) -> None:
@@ -60,6 +65,13 @@ def reached(phase: str) -> None:
 def whole() -> AbstractContextManager[object]:
     """A step that a signal must not split: one that arrives inside is raised after it."""
     return _hold()
+
+
+def spent() -> None:
+    """The KeyboardInterrupt just caught was taken as "stop here": the run goes on, and only a
+    later Ctrl-C interrupts it (SIGTERM or a hang-up raises again: the run ends)."""
+    if _spend is not None:
+        _spend()
 
 
 def doing(what: str) -> None:

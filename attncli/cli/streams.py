@@ -84,7 +84,7 @@ def catch_interrupts() -> None:
     for signum in INTERRUPTS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_interrupt)
-    hold_signals_with(signals_held)
+    hold_signals_with(signals_held, settle_interrupt)
     hook_phases(signal_at)
     if not any(isinstance(finder, _DeferredImports) for finder in sys.meta_path):
         sys.meta_path.insert(0, _DeferredImports())

@@ -170,6 +170,50 @@ def test_ctrl_c_mid_generation_saves_what_was_written(tiny: Path, tmp_path: Path
     assert [p.name for p in tmp_path.iterdir()] == [saved.name]  # no temporary file left
 
 
+# Runs attncli with SIGINT sent from inside torch's reading of a safetensors tensor (its C code
+# calls UntypedStorage.__getitem__ back, twice a read), at the NTH callback after the second
+# answer token.
+_IN_A_READ = """
+import os, signal, sys
+import torch.storage
+import attncli.activity as activity
+import attncli.cli
+
+armed = []
+counted, getitem = activity.counted, torch.storage.UntypedStorage.__getitem__
+
+def counting(what, done, total):
+    armed.extend([False] * (int(os.environ["NTH"]) - 1) + [True]
+                 if (what, done) == ("answer tokens", 2) else [])
+    counted(what, done, total)
+
+def read(self, *args, **kwargs):
+    if armed and armed.pop(0):
+        os.kill(os.getpid(), signal.SIGINT)
+    return getitem(self, *args, **kwargs)
+
+activity.counted, torch.storage.UntypedStorage.__getitem__ = counting, read
+sys.argv = ["attncli", *sys.argv[1:]]
+attncli.cli.main()
+"""
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+def test_ctrl_c_inside_a_tensor_read_stops_the_answer_and_keeps_it(tiny: Path, nth: int) -> None:
+    # Before, torch turned a KeyboardInterrupt raised inside its second callback into a
+    # ValueError (exit 130, the answer lost); the read now holds it. The occlusion passes read
+    # tensors too: there the Ctrl-C the answer spent must not be raised again (130 before).
+    run = subprocess.run([sys.executable, "-c", _IN_A_READ, "generate", "the cat", "--model",
+                          str(tiny), "--raw", "--max-new-tokens", "40", "--json"],
+                         capture_output=True, cwd=ROOT, timeout=300, check=False,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", "NTH": str(nth)},
+                         preexec_fn=_limit(6000))
+    assert run.returncode == 0 and run.stderr == b"", run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["config"]["stopped"] == "interrupted" and len(doc["answer"]) in (2, 3)
+    assert doc["config"]["view"] == "occlusion" and doc["occlusion"]
+
+
 def test_sigterm_mid_generation_ends_with_143_and_writes_nothing(tiny: Path) -> None:
     # Ctrl-C is the user's "stop here"; SIGTERM (a supervisor, `timeout`) ends the run.
     code, out, err, running = _interrupted(tiny, "--json", signum=signal.SIGTERM)

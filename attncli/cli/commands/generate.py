@@ -71,9 +71,7 @@ def generate(source: Annotated[Source, Fields("text", "file")],
     with answering.streaming() as on_token:
         result = generate_model(request, on_token)
     kind = None
-    if result.stopped == "interrupted":
-        settle_interrupt()
-    elif was_interrupted():  # Ctrl-C while the views were made: the answer is kept without them
+    if was_interrupted():  # Ctrl-C while the views were made: the answer is kept without them
         settle_interrupt()
         kind = result.view
         sys.stderr.write("attncli: interrupted while the views were made: showing the answer's "

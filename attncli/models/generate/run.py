@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from attncli.activity import counted, doing, reached, whole
+from attncli.activity import counted, doing, reached, spent, whole
 from attncli.core.result import TokenInfo
 from attncli.errors import AttnCliError
 from attncli.models.decoding import DecodeStep
@@ -90,6 +90,7 @@ def _generate(request: GenerationRequest,
     except KeyboardInterrupt:
         if not steps:
             raise
+        spent()  # this Ctrl-C stopped the answer; one more while the views are made ends the run
         stopped = "interrupted"
     result = _result(model, built, sampling, request, steps, answer, stopped, texts)
     return _with_views(model, built, result, request, decoders[0] if decoders else None)

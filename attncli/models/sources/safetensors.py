@@ -3,6 +3,11 @@
 Memory-mapped (by the safetensors package: a file larger than an address-space limit cannot be
 opened) and never unpickled; each tensor is read when it is asked for, as float32, and every
 file read (config, tokenizer, index, shards) is checked unchanged after each tensor.
+
+A tensor is read inside `activity.whole()`: torch's C code, which builds it from the file's
+storage, calls back into Python (UntypedStorage.__getitem__), and a KeyboardInterrupt raised
+there comes out as a ValueError ("could not determine the shape of object type ..."). The
+command line holds a Ctrl-C until the read ends, so that it stops a generation cleanly.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from safetensors import SafetensorError, safe_open
 
+from attncli.activity import whole
 from attncli.core.inputs import parse_json, read_json_file
 from attncli.core.sizes import read_limited
 from attncli.errors import AttnCliError
@@ -153,7 +159,8 @@ class SafetensorsSource:
 
     def tensor(self, name: str) -> Tensor:
         """One whole tensor, as float32."""
-        tensor = self._slice(name)[:].float()
+        with whole():  # a Ctrl-C lands after the read (see the top)
+            tensor = self._slice(name)[:].float()
         self.unchanged()
         return tensor
 
@@ -166,10 +173,11 @@ class SafetensorsSource:
         import torch
 
         table = self._slice(name)
-        if isinstance(indices, range) and indices.step == 1 and len(indices):  # a block of rows
-            rows = table[indices.start:indices.stop].float()  # (len(indices), d)
-        else:
-            rows = torch.cat([table[i : i + 1] for i in indices]).float()  # (len(indices), d)
+        with whole():  # a Ctrl-C lands after the read (see the top)
+            if isinstance(indices, range) and indices.step == 1 and len(indices):  # a block
+                rows = table[indices.start:indices.stop].float()  # (len(indices), d)
+            else:
+                rows = torch.cat([table[i : i + 1] for i in indices]).float()  # (len(ind.), d)
         self.unchanged()
         return rows
 
