@@ -250,7 +250,9 @@ def render_scores(console: Console, result: HeadsResult,
 def render_sinks(console: Console, result: HeadsResult) -> RenderableType:
     """Each layer's sink on a few lines: its share on the first token, and that token's norm
     over the median of the others."""
-    entries = [f"L{s['layer']:<3}{s['first_share']:.2f}"
+    # A scan's layer where no document gave a share (None) shows a dash.
+    entries = [f"L{s['layer']:<3}" + ("   –" if s["first_share"] is None
+                                      else f"{s['first_share']:.2f}")
                + (f" {s['norm_ratio']:6.1f}×" if s.get("norm_ratio") is not None else "")
                for s in result.layers]
     width = max((len(e) for e in entries), default=1) + 3

@@ -15,10 +15,12 @@ from attncli.records.heads import (
     Measure,
     Probe,
     Scan,
+    Shares,
+    Sink,
     Top,
 )
 from attncli.saved.config import BOUND, model_from, tokenizer_from
-from attncli.saved.parts import items, need, span, within
+from attncli.saved.parts import fraction, items, need, span, within
 from attncli.saved.run import tokens_from
 from attncli.saved.walk import Key, Table, read
 
@@ -32,7 +34,11 @@ RECORDS: Table = {
             "seed": Key(low=-2**63, high=2**64)},
     Config: {"tokenizer": Key(check=tokenizer_from), "sort": Key(choices=SORTS),
              "measure": Key(choices=("norm", "rollout"))},
-    Measure: {"labels": Key(choices=SCORES)},
+    # Scores and shares are shares of attention or of documents, drawn × 100 as whole numbers.
+    Measure: {"labels": Key(choices=SCORES), **{name: Key(check=fraction) for name in SCORES}},
+    Shares: {name: Key(check=fraction) for name in SCORES},
+    Top: {"share": Key(check=fraction)},
+    Sink: {"first_share": Key(check=fraction)},
 }
 
 

@@ -73,6 +73,16 @@ def number(value: Any, where: str) -> float:
     return float(value)
 
 
+SLACK = 1e-3  # a share summed from float32 weights may pass 0 or 1 by rounding (n·eps)
+
+
+def fraction(value: Any, where: str) -> float:
+    """A share: a number from 0 to 1 (give or take rounding)."""
+    if not -SLACK <= number(value, where) <= 1 + SLACK:
+        raise bad(where, value, "a share from 0 to 1")
+    return float(value)
+
+
 def maybe(value: Any, check: Any, *args: Any) -> Any:
     """None, or what check makes of value."""
     return None if value is None else check(value, *args)

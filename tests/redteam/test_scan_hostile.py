@@ -3,6 +3,7 @@ link to nothing, a FIFO, a device or a kernel folder: each one line, exit 2, not
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -55,3 +56,47 @@ def test_no_scan_goes_under_the_kernels_folders(cli, tmp_path: Path, out: str) -
     cli("scan", str(corpus), "--model", TOY, "--out", out).assert_usage_error(
         "where no scan is written")
     assert not Path("/dev/attncli-atlas").exists()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["heads"][0].update(previous_token=1e308),
+     "heads[0].previous_token is 1e+308, not a share from 0 to 1"),
+    (lambda d: d["heads"][0]["share"].update(induction=-3),
+     "heads[0].share.induction is -3, not a share from 0 to 1"),
+    (lambda d: d["scan"]["top"]["induction"][0].update(share=2e9),
+     "scan.top.induction[0].share is 2000000000.0, not a share from 0 to 1"),
+    (lambda d: d["layers"][0].update(first_share=7),
+     "layers[0].first_share is 7, not a share from 0 to 1"),
+], ids=["score", "share", "top", "sink"])
+def test_show_of_a_summary_with_a_share_past_1_is_one_line(cli, tmp_path: Path, edit,  # noqa: ANN001
+                                                          message: str) -> None:
+    """A share of attention or of documents is drawn × 100 as a whole number: 1e308 was an
+    OverflowError traceback (exit 1)."""
+    summary = _summary(cli, tmp_path)
+    doc = json.loads(summary.read_text(encoding="utf-8"))
+    edit(doc)
+    summary.write_text(json.dumps(doc), encoding="utf-8")
+    for args in ((), ("--save", str(tmp_path / "page.html"))):
+        cli("show", str(summary), *args).assert_usage_error(message)
+
+
+def test_show_of_a_summary_layer_without_a_sink_share_draws_a_dash(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """A layer no document gave a sink share is null in the summary (scan/summary.py): shown as
+    a dash (it was a TypeError traceback, exit 1)."""
+    summary = _summary(cli, tmp_path)
+    doc = json.loads(summary.read_text(encoding="utf-8"))
+    doc["layers"][0]["first_share"] = None
+    summary.write_text(json.dumps(doc), encoding="utf-8")
+    run = cli("show", str(summary))
+    assert run.code == 0, run.err
+    assert "L0     –" in run.out
+    assert cli("show", str(summary), "--save", str(tmp_path / "page.html")).code == 0
+
+
+def _summary(cli, tmp_path: Path) -> Path:  # noqa: ANN001
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("the cat sat on the mat\none two three four\n", encoding="utf-8")
+    run = cli("scan", str(corpus), "--model", TOY, "--out", str(tmp_path / "out"), "--workers",
+              "1")
+    assert run.code == 0, run.err
+    return tmp_path / "out" / "summary.json"

@@ -69,7 +69,8 @@ function drawScores(box, rows = doc.heads || []) {
     }
     box.appendChild(table);
   }
-  const sinks = (doc.layers || []).map((s) => "L" + s.layer + " " + s.first_share.toFixed(2)
+  const sinks = (doc.layers || []).map((s) => "L" + s.layer + " "
+    + (s.first_share === null ? "–" : s.first_share.toFixed(2))
     + (s.norm_ratio === null ? "" : " (" + s.norm_ratio.toFixed(1) + "×)")).join(" · ");
   box.appendChild(el("p", { class: "legend" }, "head scores (TransformerLens's detect_head: the "
     + "share of each head's attention on the pattern, raw weights); + labelled (≥ "
