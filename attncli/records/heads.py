@@ -108,12 +108,19 @@ class Sink(TypedDict):
     norm_ratio: float | None
 
 
-class Shares(TypedDict):
-    """A scan's share of documents on which each score passes the threshold."""
-
+class _SharesNeeded(TypedDict):
     previous_token: float
     duplicate_token: float
     induction: float
+
+
+class Shares(_SharesNeeded, total=False):
+    """A scan's share of documents on which each score (and each sink measure) passes the
+    threshold."""
+
+    prev: float
+    first: float
+    self: float
 
 
 class HeadMeasures(TypedDict):
@@ -149,10 +156,18 @@ class Top(TypedDict):
     mean: float
 
 
-class Tops(TypedDict):
+class _TopsNeeded(TypedDict):
     previous_token: list[Top]
     duplicate_token: list[Top]
     induction: list[Top]
+
+
+class Tops(_TopsNeeded, total=False):
+    """A scan's top heads for each score (and each sink measure)."""
+
+    prev: list[Top]
+    first: list[Top]
+    self: list[Top]
 
 
 class _Counts(TypedDict):

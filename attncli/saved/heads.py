@@ -18,11 +18,12 @@ from attncli.records.heads import (
     Shares,
     Sink,
     Top,
+    Tops,
 )
 from attncli.saved.config import BOUND, model_from, tokenizer_from
 from attncli.saved.parts import fraction, items, need, span, within
 from attncli.saved.run import tokens_from
-from attncli.saved.walk import Key, Table, read
+from attncli.saved.walk import Key, Table, keys_of, read
 
 RECORDS: Table = {
     HeadsResult: {"measures": Key(name="heads"),
@@ -36,7 +37,7 @@ RECORDS: Table = {
              "measure": Key(choices=("norm", "rollout"))},
     # Scores and shares are shares of attention or of documents, drawn × 100 as whole numbers.
     Measure: {"labels": Key(choices=SCORES), **{name: Key(check=fraction) for name in SCORES}},
-    Shares: {name: Key(check=fraction) for name in SCORES},
+    Shares: {name: Key(check=fraction) for name in keys_of(Shares)},
     Top: {"share": Key(check=fraction)},
     Sink: {"first_share": Key(check=fraction)},
 }
@@ -104,8 +105,8 @@ def heads_from_dict(doc: dict[str, Any]) -> HeadsResult:
 def scan_part(doc: dict[str, Any], layers: int, heads: int) -> Scan:
     """`scan` summary's own part, checked: the documents' counts, the threshold, the top heads."""
     scan = read(Scan, need(doc, "scan", "the file"), "scan", RECORDS)
-    for name, tops in cast(dict[str, list[Top]], scan["top"]).items():
-        for k, top in enumerate(tops):
+    for name in keys_of(Tops) & scan["top"].keys():  # what else the file holds is not read
+        for k, top in enumerate(cast(list[Top], scan["top"][name])):  # type: ignore[literal-required]
             within(top, f"scan.top.{name}[{k}]", layer=(0, layers - 1), head=(0, heads - 1))
     scan["documents"].setdefault("skipped_because", {})
     return scan

@@ -67,7 +67,10 @@ def test_no_scan_goes_under_the_kernels_folders(cli, tmp_path: Path, out: str) -
      "scan.top.induction[0].share is 2000000000.0, not a share from 0 to 1"),
     (lambda d: d["layers"][0].update(first_share=7),
      "layers[0].first_share is 7, not a share from 0 to 1"),
-], ids=["score", "share", "top", "sink"])
+    (lambda d: d["scan"]["top"].update(prev=True), "scan.top.prev is true"),
+    (lambda d: d["scan"]["top"]["first"][0].pop("head"), "scan.top.first[0] has no 'head'"),
+    (lambda d: d["heads"][0]["share"].update(self=1e308), "heads[0].share.self is 1e+308"),
+], ids=["score", "share", "top", "sink", "top-prev", "top-first", "share-self"])
 def test_show_of_a_summary_with_a_share_past_1_is_one_line(cli, tmp_path: Path, edit,  # noqa: ANN001
                                                           message: str) -> None:
     """A share of attention or of documents is drawn × 100 as a whole number: 1e308 was an
