@@ -114,9 +114,10 @@ def _longest(model: Model, bos: bool) -> int:
     return low
 
 
-def probe_tokens(model: Model, req: Request, kind: str, length: int,
-                 seed: int) -> tuple[Tokens, Probe]:
-    """length ordinary tokens drawn with seed, then the same again, after the BOS if any."""
+def probe_tokens(model: Model, req: Request, kind: str, length: int, seed: int,
+                 option: str = "--probe-length") -> tuple[Tokens, Probe]:
+    """length ordinary tokens drawn with seed, then the same again, after the BOS if any;
+    option: the command's option that gave length (ablate's is --repeat), for messages."""
     check_probe(kind, length, seed)
     sample = model.tokens(Request(text="x", model=req.model, heads=req.heads))
     vocab = _Vocabulary(model, sample)
@@ -134,8 +135,8 @@ def probe_tokens(model: Model, req: Request, kind: str, length: int,
     try:
         model.check_tokens(ids)
     except AttnCliError as error:  # the text it names is the probe's: its length is the fix
-        fix = f"use a --probe-length of at most {_longest(model, bos):,}"
-        raise AttnCliError(f"--probe-length {length:,}: {error}".replace(
+        fix = f"use a {option} of at most {_longest(model, bos):,}"
+        raise AttnCliError(f"{option} {length:,}: {error}".replace(
             "shorten the text", fix)) from None
     data = [vocab.data(i) for i in ids]
     pieces = [TokenPiece(k, i, label, chunk)

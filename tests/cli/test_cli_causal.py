@@ -217,6 +217,8 @@ BAD = [
      "tokens"),
     (("ablate", TEXT, "--answer", ""), "--answer is empty"),
     (("ablate", "the", "--heads", "0.0"), "causal checks need at least 2 tokens (got 1)"),
+    (("ablate", "--repeat", "4096", "--heads", "0.0"), "--repeat 4,096: 8193 tokens is more "
+     "than this model's context of 128 positions (n_positions); use a --repeat of at most 63"),
     (("patch", TEXT, CORRUPT, "--tokens", " mat", " hatstand"),
      "--tokens ' hatstand' is 2 tokens after the text in this model's vocabulary, not one"),
     (("patch", TEXT, CORRUPT), "give --tokens RIGHT WRONG or --answer TEXT"),

@@ -54,7 +54,7 @@ def prepare(req: Request, model: Model, answer: str | None, repeat: int | None =
         if answer is not None or req.text:
             raise AttnCliError("--repeat runs on its own random tokens: give no TEXT, --file or "
                                "--answer with it")
-        tokens, _ = probe_tokens(model, req, "induction", repeat, seed)
+        tokens, _ = probe_tokens(model, req, "induction", repeat, seed, "--repeat")
         return Prepared(model, tokens, None, token_texts(req.model or "", tokens))
     doing(f"tokenizing {len(req.text or ''):,} characters")
     tokens = model.tokens(req)
