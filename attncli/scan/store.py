@@ -12,6 +12,7 @@ the next run clears (temporary files, a heads file whose documents file was neve
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -129,14 +130,25 @@ class ScanStore:
                          "status": [s["status"] for s in scored],
                          "reason": [s["reason"] for s in scored],
                          "tokens": [s["tokens"] for s in scored]}, schema=documents_schema())
-        try:
-            write_atomic(self.out / "heads" / name, lambda path: pq.write_table(heads, path))
-            write_atomic(self.out / "documents" / name, lambda path: pq.write_table(docs, path))
-        except OSError as err:  # a full disk, a folder taken away: the parts before stand
-            raise AttnCliError(f"cannot write {self.out / 'documents' / name}: "
-                               f"{err.strerror or err}; the parts before it are kept, and "
-                               "the same command resumes") from None
+        for table, folder in ((heads, "heads"), (docs, "documents")):
+            target = self.out / folder / name
+            try:
+                write_atomic(target, lambda path, table=table: pq.write_table(table, path))
+            except OSError as err:  # a full disk, a folder taken away: the parts before stand
+                raise _unwritten(target, err) from None
         self.next_part += 1
+
+
+def _unwritten(path: Path, err: OSError) -> AttnCliError:
+    """The one line for a part that could not be written: exit 1 where the write itself
+    failed (a full disk), as for --save-json; 2 where the folder cannot take it."""
+    full = err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    reason = os.strerror(err.errno) if full and err.errno is not None else err.strerror or err
+    error = AttnCliError(f"{'write error:' if full else 'cannot write'} {path}: {reason}; the "
+                         "parts before it are kept, and the same command resumes")
+    if full:
+        error.exit_code = 1
+    return error
 
 
 def write_atomic(path: Path, write: Any) -> None:

@@ -198,3 +198,28 @@ def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path: Path, make: Any,
 def test_no_scan_is_written_under_the_kernels_folders(out: str) -> None:
     with pytest.raises(AttnCliError, match=f"lies under /{out.split('/')[1]}, where no scan"):
         check_out(Path(out))
+
+
+@pytest.mark.parametrize("failing", ["heads", "documents"])
+def test_a_full_disk_is_a_write_error_naming_the_part_that_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    """A part that meets a full disk: exit 1 (a failed write, as for --save-json), the part it
+    was writing named (it named documents/ for a heads/ part too), and the parts before kept."""
+    out = tmp_path / "out"
+    store = ScanStore(out, IDENTITY, LAYERS, HEADS)
+    store.write([_scored("doc0")])
+    real = pq.write_table
+
+    def full(table: pa.Table, path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path).parent.name == failing:
+            raise OSError(28, "Error writing bytes to file. Detail: [errno 28] No space left on "
+                              "device")
+        real(table, path, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", full)
+    with pytest.raises(AttnCliError) as caught:
+        store.write([_scored("doc1")])
+    assert caught.value.exit_code == 1
+    assert str(caught.value).startswith(f"write error: {out / failing / 'part-00001.parquet'}: "
+                                        "No space left on device;"), caught.value
+    assert sorted(p.name for p in (out / "documents").iterdir()) == ["part-00000.parquet"]
