@@ -36,7 +36,15 @@ def read_logprobs(path: str | os.PathLike[str]) -> list[Reported]:
     if not found:
         raise AttnCliError(f"{name} holds no per-token log-probabilities (ask the runtime for "
                            "them: Ollama's \"logprobs\": true, llama.cpp's \"n_probs\")")
-    return [_reported(entry, k, name) for k, entry in enumerate(found)]
+    reported = [_reported(entry, k, name) for k, entry in enumerate(found)]
+    spelt = b"".join(r.data for r in reported)
+    try:
+        spelt.decode("utf-8")
+    except UnicodeDecodeError as err:  # a lone surrogate's escape, or bytes cut from no text
+        raise AttnCliError(f"{name}'s tokens do not spell UTF-8 text (byte "
+                           f"{spelt[err.start]:#04x} at offset {err.start} of their bytes): "
+                           "they are not an answer a runtime wrote") from None
+    return reported
 
 
 def _is_stream(lines: list[bytes]) -> bool:
@@ -75,8 +83,9 @@ def _reported(entry: object, k: int, name: str) -> Reported:
         first = top[0].get("token", top[0].get("tok_str"))
         choice = first if isinstance(first, str) else None
         if logprob is None:  # llama.cpp's older probs: [{"tok_str", "prob"}]
-            logprob = next((math.log(p["prob"]) for p in top if p.get("tok_str") == text
-                            and isinstance(p.get("prob"), int | float) and p["prob"] > 0), None)
+            logprob = next((math.log(p["prob"]) for p in top if isinstance(p, dict)
+                            and p.get("tok_str") == text and isinstance(p.get("prob"), int | float)
+                            and p["prob"] > 0), None)
     if not isinstance(logprob, int | float) or isinstance(logprob, bool) or not (
             math.isfinite(logprob) and logprob <= 1e-6):
         raise AttnCliError(f"{where} ({text!r}) has no log-probability (a number ≤ 0): got "
@@ -109,8 +118,12 @@ def compare(reported: list[Reported], pieces: list[bytes], logprobs: list[float]
     for (a0, a1), (b0, b1) in _spans([len(p) for p in pieces], [len(r.data) for r in reported]):
         mine = sum(logprobs[a0:a1])
         runtime = sum(r.logprob for r in reported[b0:b1])
+        if not math.isfinite(mine - runtime):  # finite numbers whose sum leaves a float's range
+            raise AttnCliError(f"--logprobs' log-probabilities for {_text(pieces[a0:a1])!r} "
+                               f"sum to {runtime!r}, past what a float holds: no runtime wrote "
+                               "them")
         chosen = same and reported[b0].choice is not None
-        rows.append(ReceiptRow(b"".join(pieces[a0:a1]).decode("utf-8", "replace"), mine,
+        rows.append(ReceiptRow(_text(pieces[a0:a1]), mine,
                                runtime, mine - runtime, choices[a0] if chosen else None,
                                reported[b0].choice if chosen else None))
     worst = max(rows, key=lambda r: abs(r.difference))
@@ -119,6 +132,10 @@ def compare(reported: list[Reported], pieces: list[bytes], logprobs: list[float]
                    [k for k, r in enumerate(rows) if abs(r.difference) > FLAGGED],
                    [k for k, r in enumerate(rows) if r.runtime_choice is not None
                     and r.runtime_choice != r.attncli_choice])
+
+
+def _text(pieces: list[bytes]) -> str:
+    return b"".join(pieces).decode("utf-8", "replace")
 
 
 def _spans(ours: list[int], theirs: list[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
