@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 from attncli.activity import step
 from attncli.core.cutting.boundaries import Cuts
+from attncli.core.inputs import utf8_text
 from attncli.core.pieces import TokenPiece
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS
 from attncli.errors import AttnCliError
@@ -152,6 +153,7 @@ def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False,
 
 
 def _encode(tokenizer: Any, text: str, allow_special: bool, add_special_tokens: bool) -> Any:
+    utf8_text(text, "the text")  # the tokenizer's own refusal names no character
     tokenizer.encode_special_tokens = not allow_special
     try:
         return _calling(tokenizer.encode, "the tokenizer failed on this text", text,

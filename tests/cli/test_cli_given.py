@@ -223,3 +223,25 @@ def test_show_draws_a_saved_receipt_and_refuses_a_broken_one_in_one_line(
     path.write_text(json.dumps(odd))
     again = cli("show", str(path), "--json")
     assert again.code == 0 and again.json()["receipt"] == saved["receipt"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("the cat", "--answer", b"sat \xff".decode("utf-8", "surrogateescape")),
+     "--answer is not valid UTF-8 (byte 0xff at character 4)"),
+    (("the cat", "--system", b"\xe9t\xe9".decode("utf-8", "surrogateescape")),
+     "--system is not valid UTF-8 (byte 0xe9 at character 0)"),
+    ((b"the \xff cat".decode("utf-8", "surrogateescape"),),
+     "TEXT is not valid UTF-8 (byte 0xff at character 4)"),
+])
+def test_text_that_is_not_utf8_is_named(cli, tiny: Path, args: tuple[str, ...],  # noqa: ANN001, F811
+                                        says: str) -> None:
+    """A byte the shell passed that is not UTF-8 is named where it is (the tokenizer's own
+    refusal said "TextInputSequence must be str")."""
+    cli("generate", *args, "--model", str(tiny), "--max-new-tokens", "1").assert_usage_error(says)
+
+
+def test_a_message_with_a_lone_surrogate_is_named(cli, tiny: Path, tmp_path: Path) -> None:  # noqa: ANN001, F811
+    path = tmp_path / "chat.json"
+    path.write_text('[{"role": "user", "content": [{"type": "text", "text": "a\\ud800"}]}]')
+    cli("generate", "--messages", str(path), "--model", str(tiny)).assert_usage_error(
+        "message 0's content is not valid UTF-8 (a lone surrogate \\ud800 at character 1)")

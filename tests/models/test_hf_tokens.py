@@ -148,3 +148,13 @@ def test_chatml_specials_follow_allow_special_and_the_files_padding_is_off(
         assert [p.id for p in hf_tokenize(tmp_path, text, allow).pieces] == expected
         _, _, chunks = hf_token_chunks(tmp_path, text, allow, 10, 20)
         assert [p.id for chunk in chunks for p in chunk] == expected
+
+
+def test_text_no_tokenizer_encodes_is_named(folders: dict[str, Path]) -> None:
+    """A lone surrogate (the API's, or a JSON escape's) is named where it is: the tokenizer's
+    own refusal was "TextInputSequence must be str"."""
+    from attncli.errors import AttnCliError
+
+    with pytest.raises(AttnCliError, match=r"^the text is not valid UTF-8 \(a lone surrogate "
+                                           r"\\udfff at character 2\)$"):
+        hf_tokenize(folders["byte"], "ab\udfff")
