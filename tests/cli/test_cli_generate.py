@@ -254,7 +254,12 @@ def test_show_reads_the_json_back_into_the_same_view(cli, tiny: Path, tmp_path: 
     (lambda d: d["config"]["template"].update(origin=5), "config.template.origin is 5"),
     (lambda d: d["config"]["sampling"].update(strategy="sample"), "config.sampling has no"),
     (lambda d: d["config"]["sampling"].pop("max_new_tokens"), "config.sampling has no"),
-    (lambda d: d["config"].update(sampling=[]), "config.sampling is []")])
+    (lambda d: d["config"].update(sampling=[]), "config.sampling is []"),
+    # hand-edited numbers that no softmax writes (they were drawn as p 5.000, #0)
+    (lambda d: d["steps"][0].update(prob=5.0), "steps[0].prob is 5.0, not a probability"),
+    (lambda d: d["steps"][1]["top"][0].update(prob=-0.1), "steps[1].top[0].prob is -0.1"),
+    (lambda d: d["steps"][0].update(logprob=3.0), "steps[0].logprob is 3.0, not a log-prob"),
+    (lambda d: d["steps"][2].update(rank=0), "steps[2].rank is 0")])
 def test_show_refuses_a_broken_generation_in_one_line(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
                                                       change: Any, says: str) -> None:
     doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3",
