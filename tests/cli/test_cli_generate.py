@@ -286,6 +286,17 @@ def test_show_refuses_the_generation_options_on_other_json_and_the_reverse(  # n
     assert rows.code == 2 and "--rows does not apply to `generate` JSON" in rows.err
 
 
+@pytest.mark.parametrize("save", [("--save", "t.html"), ("--save-json", "t.json"),
+                                  ("--save", "t.txt", "--open")])
+def test_show_template_refuses_the_files_it_would_not_write(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
+                                                            save: tuple[str, ...]) -> None:
+    """It exited 0 having written none of them."""
+    path = str(tmp_path / save[1])
+    cli("generate", "the cat", "--model", str(tiny), "--show-template", save[0], path,
+        *save[2:]).assert_usage_error("--show-template prints what the model is given and stops")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_show_template_with_json_is_the_text_its_tokens_and_origin(cli, tiny: Path) -> None:  # noqa: ANN001
     text = cli("generate", "the cat", "--model", str(tiny), "--show-template").out
     doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--show-template",
