@@ -70,6 +70,7 @@ class Answering(Group):
                                           ("--explain-last", self.explain_last)) if value]
         if len(given) > 1:
             raise AttnCliError(f"{' and '.join(given)} each give the answer: use one")
+        self._check_inputs(source)
         if self.explain_last and self.messages is None:
             raise AttnCliError("--explain-last explains the last turn of --messages: give them")
         messages = None if self.messages is None else read_messages(self.messages)
@@ -93,6 +94,21 @@ class Answering(Group):
         return GenerationRequest(model, prompt, messages, answer, reported, system,
                                  self.raw, allow_special, sampling, self.numerics, json=json,
                                  **attended.asking(head))
+
+    def _check_inputs(self, source: Source) -> None:
+        """One prompt (TEXT, --file or --messages) and one reader of standard input ('-'), before
+        any is read: a second reader would find it empty."""
+        if self.messages is not None and source.file is not None:
+            raise AttnCliError("give --file or --messages, not both")
+        named = (("TEXT", source.text), ("--file", source.file), ("--messages", self.messages),
+                 ("--answer-file", self.answer_file), ("--logprobs", self.logprobs))
+        readers = [name for name, value in named if value == "-"]
+        if len(readers) > 1:
+            raise AttnCliError(f"{' and '.join(readers)} each read standard input: give all but "
+                               "one a file")
+        if readers and source.text is None and source.file is None and self.messages is None:
+            raise AttnCliError(f"give TEXT, --file or --messages: {readers[0]} takes standard "
+                               "input")
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:

@@ -176,6 +176,12 @@ def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: A
     (["--messages", "CHAT", "--explain-last", "--system", "x"], "holds the system turn"),
     (["--messages", "CHAT", "--explain-last", "--raw"], "--raw sends text without it"),
     (["the cat", "--view", "flow"], "--view must be one of auto, raw, value, occlusion"),
+    # --file was left unread beside --messages; a second reader of stdin found it empty
+    (["--file", "CHAT", "--messages", "CHAT", "--explain-last"], "give --file or --messages"),
+    (["--messages", "-", "--logprobs", "-"], "--messages and --logprobs each read standard"),
+    (["-", "--answer-file", "-"], "TEXT and --answer-file each read standard input"),
+    (["--file", "-", "--logprobs", "-"], "--file and --logprobs each read standard input"),
+    (["--answer-file", "-"], "give TEXT, --file or --messages: --answer-file takes standard"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, tiny: Path, chat: Path, tmp_path: Path,  # noqa: ANN001, F811
                                       args: list[str], says: str) -> None:
