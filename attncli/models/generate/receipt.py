@@ -3,8 +3,10 @@ attncli's for the same text, so that what is shown can be checked to be what ran
 
 Read as the runtimes write them: Ollama's /api/generate and /api/chat ("logprobs": [{"token",
 "logprob", "top_logprobs"}], one JSON document or its stream, one per line), OpenAI-style
-("choices"[0]["logprobs"]["content"], as llama.cpp's server and LM Studio write it) and llama.cpp
-server's /completion ("completion_probabilities": [{"token" or "content", "logprob" or "probs"}]).
+("choices"[0]["logprobs"]["content"], as llama.cpp's server and LM Studio write it; or the
+completions API's "tokens" and "token_logprobs", as vLLM writes it; one document or its stream of
+server-sent events, "data: {...}") and llama.cpp server's /completion ("completion_probabilities":
+[{"token" or "content", "logprob" or "probs"}]).
 
 Where both cut the answer into the same tokens, they are compared token by token; where the
 tokenizations differ, by text: over the shortest spans that both cut at, each side's
@@ -28,10 +30,14 @@ def read_logprobs(path: str | os.PathLike[str]) -> list[Reported]:
     """--logprobs FILE ('-': stdin): the runtime's tokens, checked."""
     name = "--logprobs (standard input)" if is_stdin(path) else f"--logprobs {os.fspath(path)!r}"
     data = _read_path(path, "--logprobs")
-    lines = [line for line in data.splitlines() if line.strip()]
-    docs = ([parse_json(line, f"{name} line {k + 1}") for k, line in enumerate(lines)]
-            if len(lines) > 1 and lines[0].lstrip().startswith(b"{") and _is_stream(lines)
-            else [parse_json(data, name)])
+    lines = [line.strip() for line in data.splitlines() if line.strip()]
+    if _is_events(lines):  # an OpenAI-style server's stream, as `curl -N` saves it
+        docs = [parse_json(line[5:], f"{name} line {k + 1}") for k, line in enumerate(lines)
+                if line.startswith(b"data:") and line[5:].strip() != b"[DONE]"]
+    else:
+        docs = ([parse_json(line, f"{name} line {k + 1}") for k, line in enumerate(lines)]
+                if len(lines) > 1 and lines[0].startswith(b"{") and _is_stream(lines)
+                else [parse_json(data, name)])
     found = [token for doc in docs for token in _entries(doc, name)]
     if not found:
         raise AttnCliError(f"{name} holds no per-token log-probabilities (ask the runtime for "
@@ -52,6 +58,31 @@ def _is_stream(lines: list[bytes]) -> bool:
     return all(line.rstrip().endswith(b"}") for line in lines)
 
 
+def _is_events(lines: list[bytes]) -> bool:
+    """Whether lines are server-sent events ("data: {...}", comments, "data: [DONE]")."""
+    return any(line.startswith(b"data:") for line in lines) and all(
+        line.startswith((b"data:", b":", b"event:", b"id:", b"retry:")) for line in lines)
+
+
+def _legacy(logprobs: dict[str, Any]) -> list[Any] | None:
+    """OpenAI's completions format (vLLM's too): parallel lists "tokens", "token_logprobs" and
+    "top_logprobs" ({token: logprob} each), as entries; None where it is not that."""
+    tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
+    if not isinstance(tokens, list) or not isinstance(values, list) or len(tokens) != len(values):
+        return None
+    tops = logprobs.get("top_logprobs")
+    tops = tops if isinstance(tops, list) and len(tops) == len(tokens) else [None] * len(tokens)
+    return [{"token": token, "logprob": value, "top_logprobs": _likeliest(top)}
+            for token, value, top in zip(tokens, values, tops, strict=True)]
+
+
+def _likeliest(top: object) -> list[dict[str, Any]]:
+    """{token: logprob}'s likeliest token, as the other formats list it first ([] if none)."""
+    numbers = {k: v for k, v in top.items() if isinstance(v, int | float)} if isinstance(
+        top, dict) else {}
+    return [{"token": max(numbers, key=numbers.__getitem__)}] if numbers else []
+
+
 def _entries(doc: object, name: str) -> list[Any]:
     if isinstance(doc, dict):
         if isinstance(doc.get("logprobs"), list):  # Ollama
@@ -63,6 +94,8 @@ def _entries(doc: object, name: str) -> list[Any]:
             logprobs = choices[0].get("logprobs")
             if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
                 return list(logprobs["content"])  # OpenAI-style
+            if isinstance(logprobs, dict) and (legacy := _legacy(logprobs)) is not None:
+                return legacy
         if "done" in doc or "choices" in doc or "logprobs" in doc:
             return []  # a stream's last line, or a document without them
     raise AttnCliError(f"{name} is not a runtime's log-probabilities (Ollama's \"logprobs\", "

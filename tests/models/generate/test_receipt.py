@@ -151,3 +151,26 @@ def test_log_probabilities_summing_past_a_float_are_refused(tmp_path: Path) -> N
         {"token": " Par", "logprob": -1e308}, {"token": "is", "logprob": -1e308}]}))
     with pytest.raises(AttnCliError, match=r"for ' Paris' sum to -inf, past what a float holds"):
         compare(reported, [b" Paris"], [-2.0], [" Paris"])
+
+
+def test_openai_completions_and_server_sent_events_are_read(tmp_path: Path) -> None:
+    """OpenAI's completions format (vLLM writes it): parallel lists, top_logprobs as
+    {token: logprob}; and a chat stream saved as server-sent events."""
+    legacy = {"choices": [{"text": "The capital is Paris", "logprobs": {
+        "tokens": [p.decode() for p in PIECES], "token_logprobs": LOGPROBS,
+        "top_logprobs": [{c: lp, "zz": lp - 1.0} for c, lp in zip(CHOICES, LOGPROBS,
+                                                                 strict=True)]}}]}
+    entries = _ollama(PIECES, LOGPROBS)
+    events = tmp_path / "events.txt"
+    events.write_text(": keep-alive\n\n" + "".join(
+        f"data: {json.dumps({'choices': [{'delta': {}, 'logprobs': {'content': [e]}}]})}\n\n"
+        for e in entries) + 'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n'
+        "data: [DONE]\n\n")
+    for reported in (read_logprobs(_write(tmp_path, legacy)), read_logprobs(str(events))):
+        assert answer_of(reported) == "The capital is Paris"
+        assert [r.choice for r in reported] == CHOICES
+        # read back from JSON: equal to float64 rounding
+        assert_near([r.logprob for r in reported], LOGPROBS, atol=1e-12, rtol=0)
+    events.write_text("data: {\"choices\": [{\"logprobs\": {\"content\": [{\"token\": \"a\"")
+    with pytest.raises(AttnCliError, match=r"events.txt' line 1 is not valid JSON"):
+        read_logprobs(str(events))
