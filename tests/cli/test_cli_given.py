@@ -251,3 +251,21 @@ def test_a_message_with_a_lone_surrogate_is_named(cli, tiny: Path, tmp_path: Pat
     path.write_text('[{"role": "user", "content": [{"type": "text", "text": "a\\ud800"}]}]')
     cli("generate", "--messages", str(path), "--model", str(tiny)).assert_usage_error(
         "message 0's content is not valid UTF-8 (a lone surrogate \\ud800 at character 1)")
+
+
+def test_an_answer_no_positions_could_hold_is_refused_before_tokenizing(
+        cli, tiny: Path, tmp_path: Path,  # noqa: ANN001, F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 62 MB --answer-file went whole into the tokenizer, which aborted the process (SIGABRT)
+    under a 4 GB address-space limit; the prompt was already bounded this way."""
+    import attncli.models.generate.prompt as prompt_module
+
+    path = tmp_path / "answer.txt"
+    path.write_text("sat on " * 1000)  # 7,000 bytes: past 128 positions × 9 bytes a token
+    real = prompt_module.hf_tokenize
+    monkeypatch.setattr(prompt_module, "hf_tokenize", lambda folder, text, **kw: (
+        pytest.fail("the answer was tokenized") if len(text) > 5000 else real(folder, text, **kw)))
+    cli("generate", "the cat", "--model", str(tiny), "--answer-file", str(path)
+        ).assert_usage_error("the answer is 7,000 bytes, more than the model's 128 positions "
+                             "can hold (its longest token stands for 9 bytes): give a shorter "
+                             "answer")
