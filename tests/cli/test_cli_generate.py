@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import attncli
+from tests.conftest import ROOT
 from tests.encoder_fixtures import save_encoder
 from tests.llama_fixtures import save_family
 from tests.tolerance import assert_near
@@ -73,6 +74,13 @@ def test_text_view_and_show_template(cli, tiny: Path) -> None:  # noqa: ANN001
                          "<|im_end|>\n<|im_start|>assistant\n")
     raw = cli("generate", "the cat", "--model", str(tiny), "--raw", "--show-template")
     assert raw.out == "the cat"
+
+
+def test_a_system_message_for_a_model_without_a_template_is_refused(cli) -> None:  # noqa: ANN001
+    """It was dropped without a word: GPT-2 has no chat template to put it in."""
+    cli("generate", "the cat", "--model", str(ROOT / "samples" / "toy-gpt2"), "--system",
+        "Be brief.", "--show-template").assert_usage_error(
+        "--system goes into the model's chat template, and this model has none")
 
 
 def test_a_seed_reproduces_the_sampled_json(cli, tiny: Path) -> None:  # noqa: ANN001

@@ -52,6 +52,9 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
     if messages is not None and (raw or setup.template is None or source is None):
         why = "--raw sends text without it" if raw else "this model has none"
         raise AttnCliError(f"--messages is rendered by the model's chat template, and {why}")
+    if system is not None and not raw and (setup.template is None or source is None):
+        raise AttnCliError("--system goes into the model's chat template, and this model has "
+                           "none: put it in the text")
     if raw or setup.template is None or source is None:
         check_text_fits(prompt, model, source)
         tokens = model.tokens(Request(text=prompt, model=model_path,
