@@ -231,6 +231,7 @@ def _printing(descriptors: bool) -> Iterator[None]:
     sys.stdout.flush()
     saved = os.dup(1)
     target = _Stderr()
+    stderr = sys.stderr  # theirs to replace while their code runs (to silence it), not after
     os._exit = _exit_refused  # type: ignore[assignment]
     try:
         os.dup2(2, 1)
@@ -238,6 +239,7 @@ def _printing(descriptors: bool) -> Iterator[None]:
             yield
     finally:
         os._exit = real_exit
+        sys.stderr = stderr
         for stream in (target, sys.__stdout__):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.flush()  # type: ignore[union-attr]

@@ -95,9 +95,9 @@ def permute_model(req: Request, text_a: str, text_b: str) -> PermuteResult:
     if not isinstance(model, Positionless):
         raise AttnCliError(
             f"permute --model runs on an encoder (bert, roberta), whose positions are added to "
-            f"its inputs and can be left out; a {model.traits.title} checkpoint turns queries "
-            "and keys by position inside every layer (RoPE) and its causal mask carries word "
-            "order by itself")
+            f"its inputs and can be left out; a {model.traits.title} checkpoint is a decoder, "
+            "whose causal mask carries word order by itself (each token sees only the tokens "
+            "before it), with its positions or without")
     tokens_a, tokens_b = (model.tokens(replace(req, text=t)) for t in (text_a, text_b))
     labels = {t.id: t.text for t in [*tokens_a.tokens, *tokens_b.tokens] if t.id is not None}
     permutation = find_permutation(tokens_a.ids, tokens_b.ids, labels)

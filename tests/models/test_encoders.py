@@ -304,3 +304,6 @@ def test_permute_model_on_a_decoder_is_refused_with_the_reason(cli, tmp_path: Pa
     res = cli("permute", "the cat sat", "sat the cat", "--model", str(tmp_path))
     assert res.code == 2 and res.err.count("\n") == 1
     assert "runs on an encoder" in res.err and "causal mask" in res.err
+    # GPT-2's positions are a learned table added to its inputs, not RoPE inside every layer.
+    gpt2 = cli("permute", "the cat sat", "sat the cat", "--model", "samples/toy-gpt2")
+    assert gpt2.code == 2 and "causal mask" in gpt2.err and "RoPE" not in gpt2.err, gpt2.err

@@ -362,3 +362,33 @@ def test_a_default_device_of_meta_in_their_file_is_said(cli, tmp_path: Path) -> 
     assert {c["error"] for c in doc["cases"]} == {
         "your parameters are on the meta device, not the CPU"}
     assert torch.get_default_device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("where", ["forward", "import"])
+def test_a_keyboardinterrupt_their_code_raises_is_one_line_not_a_silent_130(
+        where: str, cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """No Ctrl-C was pressed: their `raise KeyboardInterrupt` is theirs, one line and exit 2, as
+    their SystemExit is (it was a silent exit 130, as if the reader had interrupted)."""
+    source = (_causal(**{RETURN: "raise KeyboardInterrupt"}) if where == "forward"
+              else "raise KeyboardInterrupt\n" + _causal())
+    path = _write(tmp_path, source)
+    for args in ((), ("--json",)):
+        run = cli("check", f"{path}:CausalAttention", *args)
+        assert run.code == 2 and run.out == "", (run.code, run.err)
+        assert run.err.startswith("attncli: error: ") and run.err.count("\n") == 1, run.err
+        assert "KeyboardInterrupt" in run.err, run.err
+
+
+@pytest.mark.parametrize("swap,code", [("sys.stderr = None", 0),
+                                       ("sys.stderr = open(os.devnull, 'w'); sys.exit(3)", 2)])
+def test_their_sys_stderr_is_theirs_only_while_their_code_runs(swap: str, code: int, cli,  # noqa: ANN001
+                                                              tmp_path: Path) -> None:
+    """A class that swaps sys.stderr (to silence warnings, say) leaves attncli's own: a pass
+    was exit 1 (the last flush met None), an error line went to /dev/null."""
+    path = _write(tmp_path, "import os, sys\n" + _causal(
+        **{"    def forward(self, x):\n": f"    def forward(self, x):\n        {swap}\n"}))
+    run = cli("check", f"{path}:CausalAttention")
+    assert run.code == code, run.err
+    assert sys.stderr is not None
+    if code:
+        assert run.err == "attncli: error: your CausalAttention's forward exited (SystemExit 3)\n"

@@ -50,16 +50,25 @@ def check(
     from attncli.checker.kinds import kind_named
     from attncli.checker.load import guarded, load_target
     from attncli.checker.verdict import check_class
-    from attncli.cli.streams import after_imports
+    from attncli.cli.streams import after_imports, was_interrupted
+    from attncli.errors import AttnCliError
     from attncli.render.reports.check import render_check
 
     forced = kind_named(kind)
     after_imports()
     out = console()
     with fork_guard():  # until the report is printed, a child of theirs prints nothing
-        with guarded(descriptors=True):  # what their code prints is not the report
-            cls, name = load_target(target)
-            report = check_class(cls, name, forced)
+        try:
+            with guarded(descriptors=True):  # what their code prints is not the report
+                cls, name = load_target(target)
+                report = check_class(cls, name, forced)
+        except KeyboardInterrupt:
+            if was_interrupted():
+                raise
+            # No Ctrl-C came: their code raised it, as it may raise SystemExit (typer made it a
+            # silent exit 130).
+            raise AttnCliError("your code raised KeyboardInterrupt (no Ctrl-C was pressed)"
+                               ) from None
         doc = report.to_dict()
         if output.as_json:
             emit_json(doc)
