@@ -47,7 +47,7 @@ def read_logprobs(path: str | os.PathLike[str]) -> list[Reported]:
     try:
         spelt.decode("utf-8")
     except UnicodeDecodeError as err:  # a lone surrogate's escape, or bytes cut from no text
-        raise AttnCliError(f"{name}'s tokens do not spell UTF-8 text (byte "
+        raise AttnCliError(f"{name}: its tokens do not spell UTF-8 text (byte "
                            f"{spelt[err.start]:#04x} at offset {err.start} of their bytes): "
                            "they are not an answer a runtime wrote") from None
     return reported
