@@ -62,6 +62,7 @@ class Answering(Group):
                 json: bool = False) -> GenerationRequest:
         """The one request: the conversation (or TEXT, read after it), the given answer and the
         runtime's log-probs read and checked, with the sampling and the view asked for."""
+        from attncli.core.inputs import utf8_text
         from attncli.models.generate.conversation import read_messages, split_last
 
         given = [name for name, value in (("--answer", self.answer_text),
@@ -69,10 +70,12 @@ class Answering(Group):
                                           ("--explain-last", self.explain_last)) if value]
         if len(given) > 1:
             raise AttnCliError(f"{' and '.join(given)} each give the answer: use one")
+        self._check_inputs(source)
         if self.explain_last and self.messages is None:
             raise AttnCliError("--explain-last explains the last turn of --messages: give them")
         messages = None if self.messages is None else read_messages(self.messages)
-        answer = self.answer_text
+        answer = None if self.answer_text is None else utf8_text(self.answer_text, "--answer")
+        system = None if self.system is None else utf8_text(self.system, "--system")
         if self.answer_file is not None:
             answer = _read_answer(self.answer_file)
         if messages is not None and self.explain_last:
@@ -88,9 +91,24 @@ class Answering(Group):
         if messages is not None and source.text is not None:
             raise AttnCliError("give TEXT or --messages, not both")
         prompt = "" if messages is not None else source.read(settle=False)[0] or ""
-        return GenerationRequest(model, prompt, messages, answer, reported, self.system,
+        return GenerationRequest(model, prompt, messages, answer, reported, system,
                                  self.raw, allow_special, sampling, self.numerics, json=json,
                                  **attended.asking(head))
+
+    def _check_inputs(self, source: Source) -> None:
+        """One prompt (TEXT, --file or --messages) and one reader of standard input ('-'), before
+        any is read: a second reader would find it empty."""
+        if self.messages is not None and source.file is not None:
+            raise AttnCliError("give --file or --messages, not both")
+        named = (("TEXT", source.text), ("--file", source.file), ("--messages", self.messages),
+                 ("--answer-file", self.answer_file), ("--logprobs", self.logprobs))
+        readers = [name for name, value in named if value == "-"]
+        if len(readers) > 1:
+            raise AttnCliError(f"{' and '.join(readers)} each read standard input: give all but "
+                               "one a file")
+        if readers and source.text is None and source.file is None and self.messages is None:
+            raise AttnCliError(f"give TEXT, --file or --messages: {readers[0]} takes standard "
+                               "input")
 
     @contextmanager
     def streaming(self) -> Iterator[Callable[[TokenInfo], None] | None]:

@@ -150,6 +150,21 @@ def _decode(data: bytes, source: str) -> str:
         ) from None
 
 
+def utf8_text(text: str, source: str) -> str:
+    """text, or one line naming its first character that is not text: a byte that is not UTF-8
+    (as Python keeps it from the command line, U+DC80..U+DCFF) or a lone surrogate from a JSON
+    escape, which no tokenizer encodes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        what = (f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF
+                else f"a lone surrogate \\u{code:04x}")
+        raise AttnCliError(f"{source} is not valid UTF-8 ({what} at character {err.start})"
+                           ) from None
+    return text
+
+
 def is_stdin(path: str | os.PathLike[str]) -> bool:
     """Whether path means standard input: the string '-' as typed (a file named - is ./-)."""
     return isinstance(path, str) and path == "-"
@@ -188,7 +203,7 @@ def read_text(text: str | None, file: str | os.PathLike[str] | None,
         raise AttnCliError("no input text (usage: attncli COMMAND TEXT, or '-' to read standard "
                            "input, or --file PATH)")
     else:
-        result = text
+        result = utf8_text(text, "TEXT")
     if text is None or text == "-":
         # Piped and file text usually ends with one newline that is not part of the text.
         result = result.removesuffix("\n").removesuffix("\r")

@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 from attncli.activity import step
 from attncli.core.cutting.boundaries import Cuts
+from attncli.core.inputs import utf8_text
 from attncli.core.pieces import TokenPiece
 from attncli.core.tokens import CHUNK_CHARS, FIRST_CHARS
 from attncli.errors import AttnCliError
@@ -152,12 +153,28 @@ def hf_tokenize(directory: Path | Any, text: str, allow_special: bool = False,
 
 
 def _encode(tokenizer: Any, text: str, allow_special: bool, add_special_tokens: bool) -> Any:
+    utf8_text(text, "the text")  # the tokenizer's own refusal names no character
+    if len(text) > CHECKED_CHARS:
+        _check_memory(len(text.encode("utf-8")))
     tokenizer.encode_special_tokens = not allow_special
     try:
         return _calling(tokenizer.encode, "the tokenizer failed on this text", text,
                         add_special_tokens=add_special_tokens)
     finally:
         tokenizer.encode_special_tokens = False
+
+
+CHECKED_CHARS = 2**20  # a text this short is encoded without weighing it
+ENCODE_BYTES = 200  # the tokenizers' memory per text byte, measured 150-195 (prose, CJK, marks)
+
+
+def _check_memory(size: int) -> None:
+    """Refuse a text whose encoding would not fit: the tokenizers' Rust aborts the process when
+    an allocation fails, where Python would raise MemoryError."""
+    from attncli.core.sizes import check_fits
+
+    check_fits(size * ENCODE_BYTES, f"the tokenizer would hold about {ENCODE_BYTES} bytes for "
+               f"each of the text's {size:,}", "give a shorter text")
 
 
 def _triples(encoding: Any) -> list[Triple]:

@@ -225,10 +225,17 @@ class GenerationResult:
     def ranked(self, step: int, view: GenerateView, prompt_only: bool = True) -> list[
             tuple[int, float]]:
         """The view's k keys that step looked at most: (index, weight), heaviest first, ties by
-        position; prompt_only keeps prompt tokens only."""
+        position; prompt_only keeps prompt tokens only. The sinks a view leaves out are not
+        ranked, nor, in the occlusion view, tokens no pass masked: their 0 is no measure (it
+        ranked them above the words whose masking raised the answer's log-prob)."""
         row = self.row(step, view)
         keys = row[:len(self.prompt)] if prompt_only else row
-        order = sorted(range(keys.shape[0]), key=lambda i: (-keys[i], i))[:view.k]
+        hidden = set(self.left_out()) if view.exclude_sinks else set()
+        masked = (None if view.kind != "occlusion" or self.occluded is None
+                  else {i for span in self.occluded.spans for i in span})
+        shown = [i for i in range(keys.shape[0])
+                 if i not in hidden and (masked is None or i in masked)]
+        order = sorted(shown, key=lambda i: (-keys[i], i))[:view.k]
         return [(i, float(keys[i])) for i in order]
 
     def shares(self, view: GenerateView) -> tuple[float, float]:

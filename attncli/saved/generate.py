@@ -40,6 +40,7 @@ from attncli.saved.walk import Key, Table, read
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
 WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
+LOGPROB_SLACK = 1e-6  # nor a log-probability 0 (the receipt allows a runtime's as much)
 
 
 def _sampling(value: Any, where: str) -> Sampling:
@@ -71,6 +72,20 @@ def _kept(value: Any, where: str) -> str:
     return value
 
 
+def _probability(value: Any, where: str) -> float:
+    """A softmax's probability: 0 to 1 (past 1 by rounding only)."""
+    if not 0 <= (prob := number(value, where)) <= 1 + WEIGHT_SLACK:
+        raise bad(where, value, "a probability (0 to 1)")
+    return prob
+
+
+def _logprob(value: Any, where: str) -> float:
+    """A log-softmax's value: 0 or less (past 0 by rounding only)."""
+    if (logprob := number(value, where)) > LOGPROB_SLACK:
+        raise bad(where, value, "a log-probability (0 or less)")
+    return logprob
+
+
 TOKEN_ID = Key(high=ID_BOUND)
 IN_PROMPT = Key(low=-ID_BOUND)  # a prompt index: its bounds, 0 to P - 1, checked below
 SKIPPED = ("weights", "layers_kept", "head_kept", "norms", "occlusion")  # worked out below
@@ -85,7 +100,9 @@ RECORDS: Table = {**CONFIG_RECORDS, GenerationResult: {
     "auto_looks": Key(name="config.view_chosen.occlusion_looks"),
     "numerics": Key(name="config.numerics", choices=NUMERICS), "sinks": IN_PROMPT,
     **{name: Key(skip=True) for name in SKIPPED}},
-    AnswerStep: {"id": TOKEN_ID}, Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes")},
+    AnswerStep: {"id": TOKEN_ID, "prob": Key(check=_probability), "logprob": Key(check=_logprob),
+                 "rank": Key(low=1)},
+    Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes"), "prob": Key(check=_probability)},
     Receipt: {"compared": Key(choices=("tokens", "text"))},
     Occluded: {"by": Key(choices=OCCLUDE), "spans": IN_PROMPT}}
 

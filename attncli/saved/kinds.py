@@ -81,6 +81,9 @@ UNDRAWN = {
     "doctor": (("extensions", "torch"), "`doctor`'s", "attncli doctor"),
     "check": (("verdict", "cases"), "`check`'s", "attncli check FILE:CLASS"),
     "tokens": ((), "`tokens`'", "attncli tokens TEXT"),
+    "template": ((), "`generate --show-template`'s",
+                 "attncli generate TEXT --model M --show-template"),
+    "config": ((), "`config list`'s", "attncli config list"),
 }
 
 
@@ -116,9 +119,10 @@ def saved_from(data: Any) -> Saved:
     kind = kind_of(data)
     if kind in UNDRAWN:
         _, name, command = UNDRAWN[kind]
-        holds = ": it holds tokens, no attention weights" if kind == "tokens" else ""
+        holds = (": it holds tokens, no attention weights" if kind in ("tokens", "template")
+                 else "")
         raise AttnCliError(f"show cannot draw {name} JSON{holds}; run `{command}` to see its "
-                           f"{'table' if kind == 'tokens' else 'tables'}")
+                           f"{ {'tokens': 'table', 'template': 'text'}.get(kind, 'tables')}")
     results = KINDS[kind].read(data)
     if kind == "run" and results[0].long is not None:
         kind = "long"

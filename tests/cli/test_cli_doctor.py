@@ -126,3 +126,17 @@ def test_doctor_lines_wrap_under_their_indent(cli, width: int, checkout: str,  #
     assert "".join(line.strip() for line in heading).replace(" ", "") == (
         f"attncli {doc['attncli']['version']} at {checkout}/attncli".replace(" ", ""))
     assert (len(block) > 1 or width > 40) and all(line.startswith("  ") for line in block)
+
+
+def test_a_cache_that_is_no_folder_is_said(cli, tmp_path: Path,  # noqa: ANN001
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file or a device where a cache folder belongs was listed as if it were the folder
+    (/dev/zero with no remark; the hidden cache's '0 files, 0.0 MB')."""
+    (tmp_path / "file").write_bytes(b"")
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", "/dev/zero")
+    monkeypatch.setenv("ATTNCLI_HIDDEN_CACHE", str(tmp_path / "file"))
+    out = cli("doctor").out
+    assert "  attncli's models (attncli pull): /dev/zero (not a folder)\n" in out
+    assert " ".join(out.split()).count("(not a folder)") == 2  # a long path wraps the line
+    rows = cli("doctor", "--json").json()["folders"]
+    assert [(r["exists"], r["error"]) for r in rows[:2]] == [(True, "not a folder")] * 2

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import attncli
+from tests.conftest import ROOT
 from tests.encoder_fixtures import save_encoder
 from tests.llama_fixtures import save_family
 from tests.tolerance import assert_near
@@ -73,6 +74,13 @@ def test_text_view_and_show_template(cli, tiny: Path) -> None:  # noqa: ANN001
                          "<|im_end|>\n<|im_start|>assistant\n")
     raw = cli("generate", "the cat", "--model", str(tiny), "--raw", "--show-template")
     assert raw.out == "the cat"
+
+
+def test_a_system_message_for_a_model_without_a_template_is_refused(cli) -> None:  # noqa: ANN001
+    """It was dropped without a word: GPT-2 has no chat template to put it in."""
+    cli("generate", "the cat", "--model", str(ROOT / "samples" / "toy-gpt2"), "--system",
+        "Be brief.", "--show-template").assert_usage_error(
+        "--system goes into the model's chat template, and this model has none")
 
 
 def test_a_seed_reproduces_the_sampled_json(cli, tiny: Path) -> None:  # noqa: ANN001
@@ -254,7 +262,12 @@ def test_show_reads_the_json_back_into_the_same_view(cli, tiny: Path, tmp_path: 
     (lambda d: d["config"]["template"].update(origin=5), "config.template.origin is 5"),
     (lambda d: d["config"]["sampling"].update(strategy="sample"), "config.sampling has no"),
     (lambda d: d["config"]["sampling"].pop("max_new_tokens"), "config.sampling has no"),
-    (lambda d: d["config"].update(sampling=[]), "config.sampling is []")])
+    (lambda d: d["config"].update(sampling=[]), "config.sampling is []"),
+    # hand-edited numbers that no softmax writes (they were drawn as p 5.000, #0)
+    (lambda d: d["steps"][0].update(prob=5.0), "steps[0].prob is 5.0, not a probability"),
+    (lambda d: d["steps"][1]["top"][0].update(prob=-0.1), "steps[1].top[0].prob is -0.1"),
+    (lambda d: d["steps"][0].update(logprob=3.0), "steps[0].logprob is 3.0, not a log-prob"),
+    (lambda d: d["steps"][2].update(rank=0), "steps[2].rank is 0")])
 def test_show_refuses_a_broken_generation_in_one_line(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
                                                       change: Any, says: str) -> None:
     doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--max-new-tokens", "3",
@@ -279,6 +292,17 @@ def test_show_refuses_the_generation_options_on_other_json_and_the_reverse(  # n
                           "--json").out)
     rows = cli("show", str(answer), "--rows", "0:2")
     assert rows.code == 2 and "--rows does not apply to `generate` JSON" in rows.err
+
+
+@pytest.mark.parametrize("save", [("--save", "t.html"), ("--save-json", "t.json"),
+                                  ("--save", "t.txt", "--open")])
+def test_show_template_refuses_the_files_it_would_not_write(cli, tiny: Path, tmp_path: Path,  # noqa: ANN001
+                                                            save: tuple[str, ...]) -> None:
+    """It exited 0 having written none of them."""
+    path = str(tmp_path / save[1])
+    cli("generate", "the cat", "--model", str(tiny), "--show-template", save[0], path,
+        *save[2:]).assert_usage_error("--show-template prints what the model is given and stops")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_show_template_with_json_is_the_text_its_tokens_and_origin(cli, tiny: Path) -> None:  # noqa: ANN001

@@ -176,6 +176,12 @@ def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: A
     (["--messages", "CHAT", "--explain-last", "--system", "x"], "holds the system turn"),
     (["--messages", "CHAT", "--explain-last", "--raw"], "--raw sends text without it"),
     (["the cat", "--view", "flow"], "--view must be one of auto, raw, value, occlusion"),
+    # --file was left unread beside --messages; a second reader of stdin found it empty
+    (["--file", "CHAT", "--messages", "CHAT", "--explain-last"], "give --file or --messages"),
+    (["--messages", "-", "--logprobs", "-"], "--messages and --logprobs each read standard"),
+    (["-", "--answer-file", "-"], "TEXT and --answer-file each read standard input"),
+    (["--file", "-", "--logprobs", "-"], "--file and --logprobs each read standard input"),
+    (["--answer-file", "-"], "give TEXT, --file or --messages: --answer-file takes standard"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, tiny: Path, chat: Path, tmp_path: Path,  # noqa: ANN001, F811
                                       args: list[str], says: str) -> None:
@@ -223,3 +229,43 @@ def test_show_draws_a_saved_receipt_and_refuses_a_broken_one_in_one_line(
     path.write_text(json.dumps(odd))
     again = cli("show", str(path), "--json")
     assert again.code == 0 and again.json()["receipt"] == saved["receipt"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("the cat", "--answer", b"sat \xff".decode("utf-8", "surrogateescape")),
+     "--answer is not valid UTF-8 (byte 0xff at character 4)"),
+    (("the cat", "--system", b"\xe9t\xe9".decode("utf-8", "surrogateescape")),
+     "--system is not valid UTF-8 (byte 0xe9 at character 0)"),
+    ((b"the \xff cat".decode("utf-8", "surrogateescape"),),
+     "TEXT is not valid UTF-8 (byte 0xff at character 4)"),
+])
+def test_text_that_is_not_utf8_is_named(cli, tiny: Path, args: tuple[str, ...],  # noqa: ANN001, F811
+                                        says: str) -> None:
+    """A byte the shell passed that is not UTF-8 is named where it is (the tokenizer's own
+    refusal said "TextInputSequence must be str")."""
+    cli("generate", *args, "--model", str(tiny), "--max-new-tokens", "1").assert_usage_error(says)
+
+
+def test_a_message_with_a_lone_surrogate_is_named(cli, tiny: Path, tmp_path: Path) -> None:  # noqa: ANN001, F811
+    path = tmp_path / "chat.json"
+    path.write_text('[{"role": "user", "content": [{"type": "text", "text": "a\\ud800"}]}]')
+    cli("generate", "--messages", str(path), "--model", str(tiny)).assert_usage_error(
+        "message 0's content is not valid UTF-8 (a lone surrogate \\ud800 at character 1)")
+
+
+def test_an_answer_no_positions_could_hold_is_refused_before_tokenizing(
+        cli, tiny: Path, tmp_path: Path,  # noqa: ANN001, F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 62 MB --answer-file went whole into the tokenizer, which aborted the process (SIGABRT)
+    under a 4 GB address-space limit; the prompt was already bounded this way."""
+    import attncli.models.generate.prompt as prompt_module
+
+    path = tmp_path / "answer.txt"
+    path.write_text("sat on " * 1000)  # 7,000 bytes: past 128 positions × 9 bytes a token
+    real = prompt_module.hf_tokenize
+    monkeypatch.setattr(prompt_module, "hf_tokenize", lambda folder, text, **kw: (
+        pytest.fail("the answer was tokenized") if len(text) > 5000 else real(folder, text, **kw)))
+    cli("generate", "the cat", "--model", str(tiny), "--answer-file", str(path)
+        ).assert_usage_error("the answer is 7,000 bytes, more than the model's 128 positions "
+                             "can hold (its longest token stands for 9 bytes): give a shorter "
+                             "answer")

@@ -199,6 +199,11 @@ UNDRAWN = [
      "show cannot draw a `permute` lesson's JSON"),
     (("tokens", SENTENCE), "show cannot draw `tokens`' JSON"),
     (("models",), "show cannot draw `models`' JSON"),
+    # these two were "no weights in this JSON: expected attncli's output", which they are
+    (("generate", SENTENCE, "--model", "samples/toy-gpt2", "--show-template"),
+     "show cannot draw `generate --show-template`'s JSON: it holds tokens, no attention weights; "
+     "run `attncli generate TEXT --model M --show-template` to see its text"),
+    (("config", "list"), "show cannot draw `config list`'s JSON"),
 ]
 
 

@@ -42,6 +42,10 @@ def test_inputs_from_stdin() -> None:
     ("   ", None, "empty"),
     ("-", io.BytesIO(b"\n"), "empty"),
     ("-", io.BytesIO(b"ok \xff"), r"not valid UTF-8 \(byte 0xff at offset 3\)"),
+    # the command line's byte that is not UTF-8, as Python keeps it (surrogateescape)
+    (b"ok \xff".decode("utf-8", "surrogateescape"), None,
+     r"^TEXT is not valid UTF-8 \(byte 0xff at character 3\)$"),
+    ("ok \ud800", None, r"^TEXT is not valid UTF-8 \(a lone surrogate \\ud800 at character 3\)$"),
     (None, FakeTTY(b""), "no input text"),
 ])
 def test_bad_text(text: str | None, stdin: io.BytesIO | None, message: str) -> None:

@@ -148,3 +148,32 @@ def test_chatml_specials_follow_allow_special_and_the_files_padding_is_off(
         assert [p.id for p in hf_tokenize(tmp_path, text, allow).pieces] == expected
         _, _, chunks = hf_token_chunks(tmp_path, text, allow, 10, 20)
         assert [p.id for chunk in chunks for p in chunk] == expected
+
+
+def test_text_no_tokenizer_encodes_is_named(folders: dict[str, Path]) -> None:
+    """A lone surrogate (the API's, or a JSON escape's) is named where it is: the tokenizer's
+    own refusal was "TextInputSequence must be str"."""
+    from attncli.errors import AttnCliError
+
+    with pytest.raises(AttnCliError, match=r"^the text is not valid UTF-8 \(a lone surrogate "
+                                           r"\\udfff at character 2\)$"):
+        hf_tokenize(folders["byte"], "ab\udfff")
+
+
+def test_a_text_whose_encoding_would_not_fit_is_refused_before_encoding(
+        folders: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tokenizers' Rust aborts the process (SIGABRT, no message) when an allocation fails:
+    a 62 MB text did so under a 4 GB address-space limit in run, heads and tokens --model. The
+    text is weighed first (200 bytes a byte; measured 150-195), against half the memory."""
+    from attncli.core import sizes
+    from attncli.errors import AttnCliError
+    from attncli.models import hf_tokens
+
+    text = "the cat " * (hf_tokens.CHECKED_CHARS // 8 + 1)  # just past the size weighed
+    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * len(text) * 200 - 2)
+    with pytest.raises(AttnCliError, match=r"^the tokenizer would hold about 200 bytes for each "
+                                           r"of the text's 1,048,584 \(210 MB\), more than "
+                                           r"half the 419 MB available; give a shorter text$"):
+        hf_tokenize(folders["byte"], text)
+    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * len(text) * 200)
+    assert len(hf_tokenize(folders["byte"], text).pieces) > len(text) // 8

@@ -11,6 +11,7 @@ from attncli.cli.options import Checkpoint, Encoding, Look, Output, Source
 from attncli.cli.output import emit_json, emit_text
 from attncli.cli.settings import needed_model
 from attncli.cli.streams import settle_interrupt, was_interrupted
+from attncli.errors import AttnCliError
 from attncli.records.asking import Sampling
 
 
@@ -51,6 +52,9 @@ def generate(source: Annotated[Source, Fields("text", "file")],
 
     model = needed_model(checkpoint.model, "generate", " (the decoder that answers)")
     output.check()
+    if answering.show_template and (output.save or output.save_json):
+        raise AttnCliError("--show-template prints what the model is given and stops: it writes "
+                           "no --save or --save-json file (redirect it: > FILE)")
     request = answering.request(model, source, sampling, attended, look.head,
                                 encoding.allow_special, json=output.writes_json())
     from attncli.models.family import open_model

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from attncli.core.inputs import _read_path, is_stdin, parse_json
+from attncli.core.inputs import _read_path, is_stdin, parse_json, utf8_text
 from attncli.errors import AttnCliError
 
 ROLES = ("system", "user", "assistant")
@@ -56,13 +56,13 @@ def _message(item: object, index: int, name: str) -> dict[str, Any]:
 def _content(value: object, where: str, tool_calls: bool) -> str:
     """A message's text: a string, OpenAI's text parts joined, or "" beside tool_calls."""
     if isinstance(value, str):
-        return value
+        return utf8_text(value, f"{where}'s content")
     if value is None and tool_calls:
         return ""
     if isinstance(value, list) and all(isinstance(p, dict) for p in value):
         texts = [p.get("text") for p in value if p.get("type") == "text"]
         if len(texts) == len(value) and all(isinstance(t, str) for t in texts):
-            return "".join(str(t) for t in texts)
+            return utf8_text("".join(str(t) for t in texts), f"{where}'s content")
         raise AttnCliError(f"{where} has a part that is not text (only text parts are read)")
     raise AttnCliError(f"{where}'s content is not text (got {type(value).__name__})")
 

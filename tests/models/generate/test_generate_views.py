@@ -61,6 +61,28 @@ def test_the_occlusion_row_is_the_drops_with_the_sinks_at_zero() -> None:
     assert result.ranked(1, GenerateView(kind="occlusion", k=2)) == [(2, 0.4), (4, 0.2)]
 
 
+def test_ranked_leaves_out_the_sinks_and_in_occlusion_what_no_pass_masked() -> None:
+    """Masking every measured word raised the answer's log-prob (negative drops): the ranking
+    lists those words, not the sink or the template's unmasked tokens at their 0.0 (they were
+    shown as the top prompt tokens, at 0.000, above the words)."""
+    from dataclasses import replace
+
+    from attncli.records.given import Occluded
+
+    drops = [[0.0, 0.0, -0.3, -0.3, -0.1, 0.0], [0.0, 0.0, -0.2, -0.2, 0.5, 0.0]]
+    result = replace(_result(_weights(np.random.default_rng(1)), occlusion=drops),
+                     occluded=Occluded("word", [[2, 3], [4]]))
+    view = GenerateView(kind="occlusion", k=3)
+    assert result.ranked(0, view) == [(4, -0.1), (2, -0.3), (3, -0.3)]
+    assert result.ranked(1, view) == [(4, 0.5), (2, -0.2), (3, -0.2)]
+    kept = GenerateView(kind="occlusion", k=3, exclude_sinks=False)  # the sink was never masked
+    assert result.ranked(0, kept) == [(4, -0.1), (2, -0.3), (3, -0.3)]
+    weights = GenerateView(kind="raw", k=P)  # every token but the sink (the first)
+    assert [i for i, _ in result.ranked(0, weights)] != [] and 0 not in dict(
+        result.ranked(0, weights))
+    assert 0 in dict(result.ranked(0, replace(weights, exclude_sinks=False)))
+
+
 def test_a_token_much_looked_at_with_a_small_value_norm_is_found_as_a_sink() -> None:
     weights = []
     for s in range(A):

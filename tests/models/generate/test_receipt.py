@@ -129,3 +129,48 @@ def test_attncli_s_choice_is_compared_as_its_text_not_its_label() -> None:
     runtime = [Reported("x", b"x", -0.5, "\n")]  # the runtime's likeliest there: a newline
     ours = _spelt({"id": 198, "text": "\\n", "bytes": "0a"})
     assert compare(runtime, [b"x"], [-0.5], [ours]).choices_differ == []
+
+
+def test_hostile_files_are_one_line(tmp_path: Path) -> None:
+    """llama.cpp's older probs with a stray entry before the token's own; tokens whose bytes
+    spell no UTF-8 text (bytes given, or a lone surrogate's JSON escape)."""
+    stray = {"completion_probabilities": [{"content": " sat", "probs": [
+        {"tok_str": " x", "prob": 0.5}, 7, {"tok_str": " sat", "prob": 0.25}]}]}
+    assert_near(read_logprobs(_write(tmp_path, stray))[0].logprob, math.log(0.25), atol=0,
+                rtol=0)
+    for entry in ({"token": " sat", "logprob": -1.0, "bytes": [255, 254]},
+                  {"token": "\ud800", "logprob": -1.0}):
+        with pytest.raises(AttnCliError, match=r"tokens do not spell UTF-8 text \(byte 0x"):
+            read_logprobs(_write(tmp_path, {"logprobs": [entry]}))
+
+
+def test_log_probabilities_summing_past_a_float_are_refused(tmp_path: Path) -> None:
+    """Two finite log-probabilities of -1e308 over one of attncli's tokens sum to -inf, which
+    the JSON could not hold."""
+    reported = read_logprobs(_write(tmp_path, {"logprobs": [
+        {"token": " Par", "logprob": -1e308}, {"token": "is", "logprob": -1e308}]}))
+    with pytest.raises(AttnCliError, match=r"for ' Paris' sum to -inf, past what a float holds"):
+        compare(reported, [b" Paris"], [-2.0], [" Paris"])
+
+
+def test_openai_completions_and_server_sent_events_are_read(tmp_path: Path) -> None:
+    """OpenAI's completions format (vLLM writes it): parallel lists, top_logprobs as
+    {token: logprob}; and a chat stream saved as server-sent events."""
+    legacy = {"choices": [{"text": "The capital is Paris", "logprobs": {
+        "tokens": [p.decode() for p in PIECES], "token_logprobs": LOGPROBS,
+        "top_logprobs": [{c: lp, "zz": lp - 1.0} for c, lp in zip(CHOICES, LOGPROBS,
+                                                                 strict=True)]}}]}
+    entries = _ollama(PIECES, LOGPROBS)
+    events = tmp_path / "events.txt"
+    events.write_text(": keep-alive\n\n" + "".join(
+        f"data: {json.dumps({'choices': [{'delta': {}, 'logprobs': {'content': [e]}}]})}\n\n"
+        for e in entries) + 'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n'
+        "data: [DONE]\n\n")
+    for reported in (read_logprobs(_write(tmp_path, legacy)), read_logprobs(str(events))):
+        assert answer_of(reported) == "The capital is Paris"
+        assert [r.choice for r in reported] == CHOICES
+        # read back from JSON: equal to float64 rounding
+        assert_near([r.logprob for r in reported], LOGPROBS, atol=1e-12, rtol=0)
+    events.write_text("data: {\"choices\": [{\"logprobs\": {\"content\": [{\"token\": \"a\"")
+    with pytest.raises(AttnCliError, match=r"events.txt' line 1 is not valid JSON"):
+        read_logprobs(str(events))

