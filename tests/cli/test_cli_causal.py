@@ -229,6 +229,8 @@ BAD = [
      "CLEAN and CORRUPT must be the same number of tokens, position for position: CLEAN is 12 "
      "('the' | ' cat' | ' sat' | ' on' | ' the' | ' mat' | ' and' | ' the' | ' cat' | ' sat' | "
      "' on' | ' the'), CORRUPT is 2 ('the' | ' dog')"),
+    (("patch", TEXT, TEXT, "--tokens", " mat", " hat"), "CLEAN and CORRUPT give the same "
+     "metric"),  # the grid divides by their difference: it was the raw difference, unsaid
     (("patch", TEXT, CORRUPT, "--tokens", " mat", " hat", "--no-exact"),
      "--no-exact leaves nothing to compute without --attribution"),
 ]

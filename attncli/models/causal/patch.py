@@ -99,10 +99,15 @@ def run_patch(req: Request, corrupt_text: str, options: PatchOptions | None = No
     target, source = ((runs["corrupt"], runs["clean"]) if options.denoise
                       else (runs["clean"], runs["corrupt"]))
     scale = base["clean"] - base["corrupt"]
+    if scale == 0:  # the grid would divide by zero: nothing differs for a head to restore
+        raise AttnCliError(f"CLEAN and CORRUPT give the same metric ({base['clean']:.6g} at "
+                           f"position {at}): the grid, (patched − corrupted) ÷ (clean − "
+                           "corrupted), has no difference to divide by; give two texts that "
+                           "the metric tells apart")
     shift = base["corrupt" if options.denoise else "clean"]
 
     def normalised(value: float) -> float:  # 1: the clean metric restored (denoise)
-        return (value - shift) / scale if scale != 0 else value - shift
+        return (value - shift) / scale
 
     raw, positions = (_exact(model, target, source, readout, read_metric, options.per_position,
                              float(metric(target.logits[rows])))
