@@ -127,8 +127,11 @@ class Scorer:
             return scored_document(doc_id, "skipped", len(ids), "fewer than 2 tokens")
         try:
             self.model.check_tokens(ids)
-        except AttnCliError as err:
-            return scored_document(doc_id, "skipped", len(ids), str(err))
+        except AttnCliError as err:  # past the model's context: the fix is a scan's option
+            limit = self.model.spec.positions
+            fix = "shorten the text" if limit is None else f"give --max-tokens {limit} or less"
+            return scored_document(doc_id, "skipped", len(ids),
+                                   str(err).replace("shorten the text", fix))
         return Ready(doc_id, ids, status)
 
     def _passes(self, pack: list[Ready]) -> list[dict[str, Any]]:

@@ -103,3 +103,16 @@ def _summary(cli, tmp_path: Path) -> Path:  # noqa: ANN001
               "1")
     assert run.code == 0, run.err
     return tmp_path / "out" / "summary.json"
+
+
+def test_a_document_past_the_models_context_names_the_option_that_fits(cli,  # noqa: ANN001
+                                                                       tmp_path: Path) -> None:
+    """The toy's context is 128 positions, --max-tokens 512 by default: a long document is
+    skipped with the scan's own fix (it said "shorten the text", of a corpus)."""
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("the cat sat on the mat\n" + "word " * 300 + "\n", encoding="utf-8")
+    run = cli("scan", str(corpus), "--model", TOY, "--out", str(tmp_path / "out"), "--json",
+              "--workers", "1")
+    assert run.code == 0, run.err
+    reasons = run.json()["scan"]["documents"]["skipped_because"]
+    assert [r for r in reasons if r.endswith("give --max-tokens 128 or less")] != [], reasons
