@@ -79,6 +79,15 @@ class Sampling:
                 self.seed, int) or not 0 <= self.seed <= SEED_LIMIT):
             raise AttnCliError(f"--sample-seed must be a whole number from 0 to {SEED_LIMIT} (got "
                                f"{self.seed!r})")
+        knobs = [name for name, value, default in self._knobs() if value != default]
+        if knobs and not self.sample:  # llama.cpp and Ollama sample once a temperature is set
+            raise AttnCliError(f"{knobs[0]} applies with --sample only: without it each answer "
+                               "token is the likeliest one (greedy); add --sample")
+
+    def _knobs(self) -> tuple[tuple[str, object, object], ...]:
+        """Each setting that shapes a draw: its option, its value and its default."""
+        return (("--temperature", self.temperature, 1.0), ("--top-p", self.top_p, 1.0),
+                ("--top-k", self.top_k, 0), ("--sample-seed", self.seed, None))
 
     def to_dict(self) -> dict[str, object]:
         """The settings as the JSON records them (sampling knobs only when sampling)."""
@@ -177,6 +186,19 @@ class GenerationRequest:
                                f"{self.numerics!r})")
         for name in self.also:
             check_choices(self.combine, name, self.occlude)
+        if self.occlude != GenerateView.occlude and self.view in ("raw", "value") \
+                and "occlusion" not in self.also:
+            raise AttnCliError(f"--occlude chooses what the occlusion view masks, and --view "
+                               f"{self.view} makes no occlusion passes: leave it out, or use "
+                               "--view occlusion")
+        given = "--answer" if self.reported is None else "--logprobs"
+        if (self.answer is not None or self.reported is not None) and self.sampling.sample:
+            raise AttnCliError(f"--sample chooses the tokens the model writes, and {given} gives "
+                               "the answer: leave --sample out")
+        if (self.answer is not None or self.reported is not None) \
+                and self.sampling.max_new_tokens != DEFAULT_MAX_NEW:
+            raise AttnCliError(f"--max-new-tokens bounds the answer the model writes, and {given} "
+                               "gives the answer (its length is its own): leave it out")
 
     @property
     def norms(self) -> bool:

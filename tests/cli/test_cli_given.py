@@ -182,6 +182,15 @@ def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: A
     (["-", "--answer-file", "-"], "TEXT and --answer-file each read standard input"),
     (["--file", "-", "--logprobs", "-"], "--file and --logprobs each read standard input"),
     (["--answer-file", "-"], "give TEXT, --file or --messages: --answer-file takes standard"),
+    # options that did nothing here, silently: the draw's knobs without --sample (llama.cpp and
+    # Ollama sample once a temperature is set), a draw or a bound beside a given answer,
+    # --occlude with a view that makes no occlusion passes
+    (["the cat", "--temperature", "0.7"], "--temperature applies with --sample only"),
+    (["the cat", "--top-k", "5"], "--top-k applies with --sample only"),
+    (["the cat", "--sample-seed", "3"], "--sample-seed applies with --sample only"),
+    (["the cat", "--answer", "x", "--sample"], "--answer gives the answer: leave --sample out"),
+    (["the cat", "--answer", "x", "--max-new-tokens", "4"], "--max-new-tokens bounds the answer"),
+    (["the cat", "--occlude", "token", "--view", "value"], "--view value makes no occlusion"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, tiny: Path, chat: Path, tmp_path: Path,  # noqa: ANN001, F811
                                       args: list[str], says: str) -> None:

@@ -47,7 +47,9 @@ def test_warped_logits_match_transformers_warpers(temperature: float, top_k: int
     ({"max_new_tokens": 0}, "--max-new-tokens"), ({"max_new_tokens": True}, "--max-new-tokens"),
     ({"temperature": 0.0}, "--temperature"), ({"temperature": float("nan")}, "--temperature"),
     ({"top_k": -1}, "--top-k"), ({"top_p": 0.0}, "--top-p"), ({"top_p": 1.5}, "--top-p"),
-    ({"seed": -1}, "--sample-seed"), ({"seed": 2**64}, "--sample-seed")])
+    ({"seed": -1}, "--sample-seed"), ({"seed": 2**64}, "--sample-seed"),
+    ({"top_p": 0.9}, "--top-p applies with --sample only"),
+    ({"seed": 0}, "--sample-seed applies with --sample only")])
 def test_bad_settings_are_one_line_naming_the_option(settings: dict, named: str) -> None:
     with pytest.raises(AttnCliError, match=named) as caught:
         Sampling(**settings)
