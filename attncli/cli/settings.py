@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError, escaped
+from attncli.models.stores.cachedir import xdg_base
 
 CONFIG_ENV = "ATTNCLI_CONFIG"
 MODEL_ENV = "ATTNCLI_MODEL"
@@ -29,7 +30,7 @@ def config_path() -> Path:
     """$ATTNCLI_CONFIG, else $XDG_CONFIG_HOME/attncli/config.toml, else ~/.config/...."""
     if os.environ.get(CONFIG_ENV):
         return Path(os.environ[CONFIG_ENV]).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME")
+    base = xdg_base("XDG_CONFIG_HOME")
     try:
         root = Path(base).expanduser() if base else Path.home() / ".config"
     except RuntimeError:  # no HOME and no password entry

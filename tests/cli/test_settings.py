@@ -28,6 +28,8 @@ def test_the_file_is_attncli_config_then_xdg_then_home(monkeypatch: pytest.Monke
     assert settings.config_path() == tmp_path / "attncli" / "config.toml"
     monkeypatch.delenv("XDG_CONFIG_HOME")
     assert settings.config_path() == Path.home() / ".config" / "attncli" / "config.toml"
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/config")  # the XDG spec: ignored
+    assert settings.config_path() == Path.home() / ".config" / "attncli" / "config.toml"
 
 
 @pytest.mark.parametrize("value", ["smollm2", 'a "quoted" \\ path', "ollama:llama3.2:1b",

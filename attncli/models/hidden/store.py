@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError, escaped
+from attncli.models.stores.cachedir import xdg_base
 
 MAGIC = b"attncli hidden states\n"
 SUFFIX = ".hidden"
@@ -54,7 +55,7 @@ def cache_folder() -> Path | None:
     if os.environ.get(OFF_ENV, "") not in ("", "0"):
         return None
     named = os.environ.get(FOLDER_ENV)
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    base = xdg_base("XDG_CACHE_HOME") or "~/.cache"
     try:
         return Path(named).expanduser() if named else Path(base).expanduser() / "attncli/hidden"
     except RuntimeError:  # ~user of no such user, or ~ with no HOME and no password entry

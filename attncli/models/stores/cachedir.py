@@ -19,5 +19,14 @@ def model_cache_dir() -> Path:
     value = os.environ.get(ENV)
     if value:
         return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = xdg_base("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "attncli" / "models"
+
+
+def xdg_base(var: str) -> str | None:
+    """$var (XDG_CACHE_HOME, XDG_CONFIG_HOME) where it names an absolute folder (~ and ~user
+    too: their expansion is); None where it is unset, empty or relative, which the XDG spec
+    says to ignore (a relative one would put attncli's folders under whatever folder it runs
+    in)."""
+    value = os.environ.get(var, "")
+    return value if value.startswith("~") or os.path.isabs(value) else None

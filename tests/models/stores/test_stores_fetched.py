@@ -38,6 +38,9 @@ def _script_cache_dir() -> Path:
     ({"ATTNCLI_MODEL_CACHE": "", "XDG_CACHE_HOME": "/x"}, "/x/attncli/models"),
     ({"ATTNCLI_MODEL_CACHE": "", "XDG_CACHE_HOME": ""}, "HOME/.cache/attncli/models"),
     ({"ATTNCLI_MODEL_CACHE": "~/m", "XDG_CACHE_HOME": ""}, "HOME/m"),
+    # the XDG spec: a relative XDG_CACHE_HOME is ignored (it would put the cache under the cwd)
+    ({"ATTNCLI_MODEL_CACHE": "", "XDG_CACHE_HOME": "rel/x"}, "HOME/.cache/attncli/models"),
+    ({"ATTNCLI_MODEL_CACHE": "", "XDG_CACHE_HOME": "~/x"}, "HOME/x/attncli/models"),
 ])
 def test_the_cache_folder_rule_is_the_scripts(env: dict[str, str], expected: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
