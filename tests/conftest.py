@@ -7,6 +7,7 @@ import gc
 import itertools
 import json
 import os
+import stat
 import subprocess
 import sys
 from functools import cache
@@ -251,6 +252,19 @@ def cli(capsys: pytest.CaptureFixture[str]):  # noqa: ANN201
         return CliRun(code, captured.out, captured.err)
 
     return call
+
+
+def full_device() -> Path:
+    """/dev/full, the device whose every write fails (ENOSPC). The test skips, saying so, where
+    it is missing or not a device: opening it to write would leave a regular file there, which
+    every later run would write into."""
+    try:
+        node = os.stat("/dev/full")
+    except OSError:
+        node = None
+    if node is None or not stat.S_ISCHR(node.st_mode):
+        pytest.skip("/dev/full is not a character device on this machine")
+    return Path("/dev/full")
 
 
 def attncli_process(*args: str, input: bytes | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import full_device
 from tests.redteam.test_redteam import ATTNCLI, TOY, limit_memory, memory_headroom
 
 TIMEOUT_S = 600  # a hang guard only: nothing here depends on how fast the machine is
@@ -56,7 +57,7 @@ def _run(cwd: Path, args: tuple[str, ...], mode: str) -> subprocess.CompletedPro
         return subprocess.run(command, cwd=cwd, env=env, stderr=subprocess.PIPE,
                               timeout=TIMEOUT_S, preexec_fn=limit_memory, check=False)
     if mode == "full":
-        with open("/dev/full", "wb") as full:
+        with open(full_device(), "r+b") as full:  # never created: see full_device
             return subprocess.run(command, cwd=cwd, env=env, stdout=full, stderr=subprocess.PIPE,
                                   timeout=TIMEOUT_S, preexec_fn=limit_memory, check=False)
     read_end, write_end = os.pipe()
@@ -123,7 +124,7 @@ def test_a_save_to_a_full_device_is_a_write_error(tmp_path: Path, cli: Any,
     the file is one attncli opens by name, not one of its standard streams."""
     monkeypatch.chdir(tmp_path)
     with memory_headroom():
-        got = cli("run", "x", "--save-json", "/dev/full")
+        got = cli("run", "x", "--save-json", str(full_device()))
     assert got.code == 1, got.err
     assert got.err == ("attncli: error: write error: --save-json '/dev/full': No space "
                        "left on device\n")

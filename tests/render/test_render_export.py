@@ -22,6 +22,7 @@ from attncli.cli.export import (
     write_atomic,
 )
 from attncli.errors import AttnCliError
+from tests.conftest import full_device
 
 
 class _Collect(HTMLParser):
@@ -144,7 +145,7 @@ def test_an_existing_device_is_written_into() -> None:
 
 def test_a_full_device_is_a_write_error_with_exit_1() -> None:
     with pytest.raises(AttnCliError) as caught:
-        write_atomic(Path("/dev/full"), "x" * 100_000, "--save-json")
+        write_atomic(full_device(), "x" * 100_000, "--save-json")
     assert str(caught.value) == "write error: --save-json '/dev/full': No space left on device"
     assert caught.value.exit_code == 1
 
