@@ -96,13 +96,21 @@ def test_show_of_a_summary_layer_without_a_sink_share_draws_a_dash(cli, tmp_path
     assert cli("show", str(summary), "--save", str(tmp_path / "page.html")).code == 0
 
 
+_SCANNED: list[str] = []  # the scan's summary, made once a worker: each case edits a copy
+
+
 def _summary(cli, tmp_path: Path) -> Path:  # noqa: ANN001
-    corpus = tmp_path / "docs.txt"
-    corpus.write_text("the cat sat on the mat\none two three four\n", encoding="utf-8")
-    run = cli("scan", str(corpus), "--model", TOY, "--out", str(tmp_path / "out"), "--workers",
-              "1")
-    assert run.code == 0, run.err
-    return tmp_path / "out" / "summary.json"
+    """A copy of a small scan's summary.json in tmp_path (the scan, 2 s, made once)."""
+    if not _SCANNED:
+        corpus = tmp_path / "docs.txt"
+        corpus.write_text("the cat sat on the mat\none two three four\n", encoding="utf-8")
+        run = cli("scan", str(corpus), "--model", TOY, "--out", str(tmp_path / "scanned"),
+                  "--workers", "1")
+        assert run.code == 0, run.err
+        _SCANNED.append((tmp_path / "scanned" / "summary.json").read_text(encoding="utf-8"))
+    summary = tmp_path / "summary.json"
+    summary.write_text(_SCANNED[0], encoding="utf-8")
+    return summary
 
 
 def test_a_document_past_the_models_context_names_the_option_that_fits(cli,  # noqa: ANN001
