@@ -131,8 +131,11 @@ LONGEST_FIRST = (
     "tests/redteam/test_gguf_hostile.py", "tests/e2e/test_readme.py",
     "tests/redteam/test_redteam.py", "tests/models/generate/test_generate_real.py",
     "tests/models/test_decoder_families.py", "tests/models/gguf/test_gguf_qmatmul_asan.py",
-    "tests/browse/test_browse.py", "tests/cli/test_signals.py", "tests/models/test_memory.py",
-    "tests/models/gguf/test_gguf_counts_properties.py", "tests/models/test_hidden_cache.py",
+    "tests/models/test_memory.py", "tests/cli/test_generate_interrupt.py",
+    "tests/browse/test_browse.py", "tests/cli/test_signals.py", "tests/scan/test_cluster.py",
+    "tests/models/generate/test_generate_given_real.py", "tests/cli/test_progress_tmux.py",
+    "tests/render/test_page_commands.py", "tests/models/gguf/test_gguf_counts_properties.py",
+    "tests/models/test_hidden_cache.py",
 )
 
 
