@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from types import ModuleType
 import torch
 import torch.nn.functional as F
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # attncli's: see cli/streams.py
 _REAL_EXIT = os._exit  # captured before guarded() turns their os._exit into an exception
 # The names attncli's reference computes with, where a reader's file may replace one.
 SPACES: dict[str, object] = {"torch": torch, "torch.nn.functional": F,
@@ -161,7 +163,22 @@ def fenced() -> Iterator[None]:
 
 @contextlib.contextmanager
 def yours() -> Iterator[None]:
-    """Run the reader's code with the settings their file made (and keep what it makes)."""
+    """Run the reader's code with the settings their file made (and keep what it makes); the
+    signal handlers it sets are theirs only while it runs."""
+    handlers = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    try:
+        with _settings():
+            yield
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                with contextlib.suppress(ValueError, TypeError):  # not the main thread
+                    signal.signal(signum, handler)  # a Ctrl-C is attncli's again
+
+
+@contextlib.contextmanager
+def _settings() -> Iterator[None]:
+    """The reader's settings (torch's defaults, ...) while their code runs, the book's after."""
     if not _fence:
         yield
         return

@@ -392,3 +392,17 @@ def test_their_sys_stderr_is_theirs_only_while_their_code_runs(swap: str, code: 
     assert sys.stderr is not None
     if code:
         assert run.err == "attncli: error: your CausalAttention's forward exited (SystemExit 3)\n"
+
+
+def test_the_signal_handlers_their_code_sets_are_theirs_only_while_it_runs(
+        cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """A class that ignores Ctrl-C (SIG_IGN in forward) left it ignored for the rest of the
+    check: attncli's handler is back once their code returns."""
+    import signal
+
+    path = _write(tmp_path, "import signal\n" + _causal(**{"    def forward(self, x):\n": (
+        "    def forward(self, x):\n        signal.signal(signal.SIGINT, signal.SIG_IGN)\n")}))
+    before = signal.getsignal(signal.SIGINT)
+    run = cli("check", f"{path}:CausalAttention")
+    assert run.code == 0, run.err
+    assert signal.getsignal(signal.SIGINT) is before
