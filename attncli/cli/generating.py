@@ -88,8 +88,6 @@ class Answering(Group):
             from attncli.models.generate.receipt import read_logprobs
 
             reported = read_logprobs(self.logprobs)
-        if messages is not None and source.text is not None:
-            raise AttnCliError("give TEXT or --messages, not both")
         prompt = "" if messages is not None else source.read(settle=False)[0] or ""
         return GenerationRequest(model, prompt, messages, answer, reported, system,
                                  self.raw, allow_special, sampling, self.numerics, json=json,
@@ -98,15 +96,16 @@ class Answering(Group):
     def _check_inputs(self, source: Source) -> None:
         """One prompt (TEXT, --file or --messages) and one reader of standard input ('-'), before
         any is read: a second reader would find it empty."""
-        if self.messages is not None and source.file is not None:
-            raise AttnCliError("give --file or --messages, not both")
         named = (("TEXT", source.text), ("--file", source.file), ("--messages", self.messages),
                  ("--answer-file", self.answer_file), ("--logprobs", self.logprobs))
+        prompts = [name for name, value in named[:3] if value is not None]
+        if len(prompts) > 1 and self.messages is not None:
+            raise AttnCliError(f"give {prompts[0]} or --messages, not both")
         readers = [name for name, value in named if value == "-"]
         if len(readers) > 1:
             raise AttnCliError(f"{' and '.join(readers)} each read standard input: give all but "
                                "one a file")
-        if readers and source.text is None and source.file is None and self.messages is None:
+        if readers and not prompts:
             raise AttnCliError(f"give TEXT, --file or --messages: {readers[0]} takes standard "
                                "input")
 
