@@ -4,6 +4,7 @@ cannot say checked against the model, the prompt and the other parts, named wher
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +33,7 @@ from attncli.saved.parts import (
     need,
     number,
     obj,
+    ranged,
     span,
     within,
 )
@@ -74,16 +76,12 @@ def _kept(value: Any, where: str) -> str:
 
 def _probability(value: Any, where: str) -> float:
     """A softmax's probability: 0 to 1 (past 1 by rounding only)."""
-    if not 0 <= (prob := number(value, where)) <= 1 + WEIGHT_SLACK:
-        raise bad(where, value, "a probability (0 to 1)")
-    return prob
+    return ranged(value, where, 0, 1 + WEIGHT_SLACK, "a probability (0 to 1)")
 
 
 def _logprob(value: Any, where: str) -> float:
     """A log-softmax's value: 0 or less (past 0 by rounding only)."""
-    if (logprob := number(value, where)) > LOGPROB_SLACK:
-        raise bad(where, value, "a log-probability (0 or less)")
-    return logprob
+    return ranged(value, where, -math.inf, LOGPROB_SLACK, "a log-probability (0 or less)")
 
 
 TOKEN_ID = Key(high=ID_BOUND)
