@@ -1,6 +1,12 @@
 """The one error type attncli raises for bad usage or bad input, and the escaping that keeps
 its message one clean line wherever it surfaces (the CLI's stderr, the Python API, browse)."""
 
+import errno
+
+# What a write to a closed descriptor, a full disk, a quota or a failing device reports: a
+# write error, exit 1 (not bad input), wherever attncli writes.
+WRITE_ERRNOS = (errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
+
 # Unicode's explicit direction marks, embeddings, overrides and isolates: printed raw, they
 # reverse or reorder what follows them on the line.
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"

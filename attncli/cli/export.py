@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from attncli.cli.streams import WRITE_ERRNOS, raise_if_interrupted, signal_at, signals_held
-from attncli.errors import AttnCliError
+from attncli.cli.streams import raise_if_interrupted, signal_at, signals_held
+from attncli.errors import WRITE_ERRNOS, AttnCliError
 
 # Names of the process's own streams: written through the open stream, not opened again.
 STANDARD_STREAMS = {"/dev/stdout": "stdout", "/dev/fd/1": "stdout", "/proc/self/fd/1": "stdout",

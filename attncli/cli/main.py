@@ -14,7 +14,6 @@ import typer
 import attncli.cli.commands  # noqa: F401  (registers every command on the app)
 from attncli.cli.app import app
 from attncli.cli.streams import (
-    WRITE_ERRNOS,
     interruption,
     quiet_stdout,
     setup_streams,
@@ -22,7 +21,7 @@ from attncli.cli.streams import (
     was_interrupted,
     write_error,
 )
-from attncli.errors import AttnCliError
+from attncli.errors import WRITE_ERRNOS, AttnCliError
 
 # What OpenMP (libgomp) takes for OMP_NUM_THREADS: positive whole numbers, comma-separated.
 _THREADS = re.compile(r"\s*\+?0*[1-9][0-9]{0,8}\s*(,\s*\+?0*[1-9][0-9]{0,8}\s*)*", re.ASCII)

@@ -24,8 +24,6 @@ from typing import Any
 
 from attncli.activity import hold_signals_with, hook_phases
 
-# What a write to a closed descriptor, a full disk, a quota or a failing device reports.
-WRITE_ERRNOS = (errno.EBADF, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE)
 MIN_WIDTH, MAX_WIDTH = 20, 1000  # console columns; COLUMNS outside this range is clamped
 
 

@@ -12,14 +12,13 @@ the next run clears (temporary files, a heads file whose documents file was neve
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
-from attncli.errors import AttnCliError
+from attncli.errors import WRITE_ERRNOS, AttnCliError
 from attncli.scan.damage import set_aside, table_folders, trusted_parts
 from attncli.scan.parts import TABLES, documents_schema, heads_schema, part_name, parts
 from attncli.scan.worker import columns
@@ -142,7 +141,7 @@ class ScanStore:
 def _unwritten(path: Path, err: OSError) -> AttnCliError:
     """The one line for a part that could not be written: exit 1 where the write itself
     failed (a full disk), as for --save-json; 2 where the folder cannot take it."""
-    full = err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    full = err.errno in WRITE_ERRNOS
     reason = os.strerror(err.errno) if full and err.errno is not None else err.strerror or err
     error = AttnCliError(f"{'write error:' if full else 'cannot write'} {path}: {reason}; the "
                          "parts before it are kept, and the same command resumes")
