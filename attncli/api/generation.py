@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from attncli.api.args import typed
+from attncli.api.args import checked, typed
 from attncli.api.notebook import Shown
 from attncli.errors import AttnCliError
 from attncli.records.asking import GenerateView, GenerationRequest, Sampling
@@ -86,6 +86,7 @@ class Generation(Shown):
                 f" {self.answer[:60]!r}>")
 
 
+@checked
 def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = None, *,
              messages: list[dict[str, Any]] | None = None, answer: str | None = None,
              max_new_tokens: int = Sampling.max_new_tokens, sample: bool = Sampling.sample,

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from attncli.api.args import in_range, numbers_of, options, token_texts, typed
+from attncli.api.args import checked, in_range, numbers_of, options, token_texts, typed
 from attncli.api.results import HeadsResult, Result
 from attncli.core.display import Display, View, Window, display_of, parse_stages, parse_window
 from attncli.core.request import Extract, Request
@@ -90,6 +90,7 @@ def _request(call: str, text: str | None, file: Any, inputs: Any, tokens: Any,
     return Request(**_source(text, file, inputs, tokens), **options(call, given))
 
 
+@checked
 def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
         inputs: Any = None, tokens: Sequence[str] | None = None,
         show: str | Sequence[str] | None = None, rows: str | Sequence[int] | None = None,
@@ -117,6 +118,7 @@ def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
                   extra=page_extra(record))
 
 
+@checked
 def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
             inputs: Any = None, tokens: Sequence[str] | None = None,
             show: str | Sequence[str] | None = None, query: str | int | None = None,
@@ -138,6 +140,7 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
     return Result(record, display, mode="explain")
 
 
+@checked
 def heads(text: str | None = None, *, model: str | os.PathLike[str],
           file: str | os.PathLike[str] | None = None, sort: str = HeadsOptions.sort,
           layers: str | Sequence[int] | None = None, probe: str | None = HeadsOptions.probe,
@@ -159,11 +162,11 @@ def heads(text: str | None = None, *, model: str | os.PathLike[str],
     in_range("heads", "precision", precision, 0, 8)
     if not 0.0 <= threshold <= 1.0:
         raise AttnCliError(f"attncli.heads(): threshold must be in [0, 1] (got {threshold})")
-    if probe is not None and (text is not None or file is not None):
-        raise AttnCliError(f"probe={probe!r} runs on its own random tokens: give no text or file")
     if probe not in (None, "induction", "previous", "duplicate"):
         raise AttnCliError(f"unknown probe {probe!r} (choose from induction, previous, "
                            "duplicate)")
+    if probe is not None and (text is not None or file is not None):
+        raise AttnCliError(f"probe={probe!r} runs on its own random tokens: give no text or file")
     source = "" if probe is not None else _source(text, file, None, None)["text"]
     request = Request(text=source, model=os.fspath(model), heads=num_heads,
                       allow_special=allow_special, measure=measure)  # type: ignore[arg-type]
