@@ -14,6 +14,9 @@ from typing import Any
 
 from attncli.errors import AttnCliError
 
+if typing.TYPE_CHECKING:
+    from attncli.core.display import Window
+
 
 @cache
 def request_types() -> dict[str, Any]:
@@ -127,6 +130,21 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     return call
+
+
+def window(value: Any, name: str) -> Window | None:
+    """--rows, --cols or --layers as "a:b" (the CLI's grammar) or a pair (a, b)."""
+    from attncli.core.display import parse_window
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        pair = isinstance(value, Sequence) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)
+        if not pair:
+            raise AttnCliError(f"{name} must be 'a:b' or a pair of integers (got {value!r:.60})")
+        value = f"{value[0]}:{value[1]}"
+    return parse_window(value, f"{name}=")
 
 
 def in_range(call: str, name: str, value: int, low: int, high: int) -> int:
