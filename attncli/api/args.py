@@ -80,12 +80,13 @@ def typed(call: str, name: str, value: Any, hint: Any) -> Any:
     return value
 
 
-def options(call: str, given: dict[str, Any]) -> dict[str, Any]:
-    """The Request options of a call, each checked by its field's type."""
+def options(call: str, given: dict[str, Any], apart: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The Request options of a call (apart: those its command does not offer), each checked
+    by its field's type."""
     import difflib
 
     hints = request_types()
-    names = [n for n in hints if n not in ("text", "inputs")]
+    names = [n for n in hints if n not in ("text", "inputs", *apart)]
     out = {}
     for name, value in given.items():
         if name not in names:

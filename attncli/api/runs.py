@@ -80,9 +80,15 @@ def _text(text: str | None) -> str:
     return text
 
 
+# The Request options `attncli explain` does not offer: the tiled path's, and run's --measure
+# (explain shows every N × N stage of the weights); a test keeps this equal to its --help.
+NOT_EXPLAINS = ("top_k", "pool", "full", "measure")
+
+
 def _request(call: str, text: str | None, file: Any, inputs: Any, tokens: Any,
              given: dict[str, Any]) -> Request:
-    return Request(**_source(text, file, inputs, tokens), **options(call, given))
+    apart = NOT_EXPLAINS if call == "explain" else ()
+    return Request(**_source(text, file, inputs, tokens), **options(call, given, apart))
 
 
 @checked

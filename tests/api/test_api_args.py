@@ -82,3 +82,24 @@ def test_the_checked_functions_keep_their_signatures() -> None:
 
     assert list(inspect.signature(attncli.ablate).parameters)[:3] == ["text", "model", "heads"]
     assert attncli.generate.__doc__ is not None and "answer" in attncli.generate.__doc__
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_a_function_takes_the_request_options_its_command_offers(cli, command: str) -> None:  # noqa: ANN001
+    """attncli.explain(top_k=3) ran, ignoring an option `attncli explain` does not offer."""
+    import dataclasses
+
+    from attncli.core.request import Request
+    from attncli.opt import flag, marker
+
+    helped = cli(command, "--help").out
+    function = getattr(attncli, command)
+    for field in dataclasses.fields(Request):
+        if marker(field) is None or field.name in ("text", "inputs"):
+            continue
+        offered = re.search(re.escape(flag(field)) + r"[ ,/\n]", helped) is not None
+        try:
+            function(SENTENCE, **{field.name: object()})
+        except attncli.AttnCliError as err:
+            taken = "has no option" not in str(err)
+        assert taken == offered, f"{command}: {field.name} ({flag(field)})"
