@@ -71,14 +71,15 @@ def test_a_document_of_each_kind_with_nothing_in_it_is_one_line(kind: str) -> No
 
 
 def test_kinds_read_through_the_table_and_old_files_by_their_keys() -> None:
-    from attncli.saved.kinds import KINDS, UNDRAWN, kind_of
+    from attncli.saved.kinds import KINDS, kind_of
 
     doc = run(Request(text=SENTENCE, variant="causal"), Extract()).to_dict()
     assert doc["kind"] == "run" and saved_from(doc).kind == "run"
     old = {k: v for k, v in doc.items() if k != "kind"}  # saved before kinds were written
     assert kind_of(old) == "run" and saved_from(old).results[0].to_dict() == doc
-    assert set(KINDS).isdisjoint(UNDRAWN)
-    for kind, (_, name, command) in UNDRAWN.items():
-        with pytest.raises(AttnCliError, match=f"show cannot draw {re.escape(name)} JSON.*"
-                                               f"{re.escape(command)}"):
+    undrawn = {kind: found for kind, found in KINDS.items() if found.read is None}
+    assert undrawn and all(found.name and found.command for found in undrawn.values())
+    for kind, found in undrawn.items():
+        with pytest.raises(AttnCliError, match=f"show cannot draw {re.escape(found.name)} JSON.*"
+                                               f"{re.escape(found.command)}"):
             saved_from({"kind": kind})
