@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 from attncli.core.result import FamilyInfo, ModelInfo, RunConfig, TextConfig, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.saved.parts import bad, choice, hex_bytes, integer, maybe, number, obj, string
+from attncli.saved.parts import choice, hex_bytes, integer, maybe, obj, string
 from attncli.saved.walk import Key, Reader, Table
 
 BOUND = 2**31  # no count attncli writes comes near it
@@ -27,14 +28,6 @@ def tokenizer_from(value: Any, where: str) -> dict[str, Any]:
         out[key] = ([string(s, f"{at}[{i}]") for i, s in enumerate(v)] if isinstance(v, list)
                     else maybe(v, string, at))
     return out
-
-
-def _rate(value: Any, where: str) -> float:
-    """A dropout rate, 0 to 1 (1 excluded)."""
-    rate = number(value, where)
-    if not 0 <= rate < 1:
-        raise bad(where, value, "a rate in 0 to 1")
-    return rate
 
 
 def model_from(data: Any, where: str = "model") -> ModelInfo:
@@ -60,7 +53,8 @@ RECORDS: Table = {
     # num_tokens: the tokens' count (N); head: one of the heads, read before it
     RunConfig: {"num_tokens": Key(low="N", high="N"), "heads": SIZE, "d_in": COUNT,
                 "d_out": COUNT, "impl": Key(choices=("naive", "tiled")),
-                "seed": Key(low=-2**63, high=2**64), "dropout": Key(check=_rate),
+                "seed": Key(low=-2**63, high=2**64),
+                "dropout": Key(low=0, high=math.nextafter(1, 0), means="a rate in 0 to 1"),
                 "layer": Key(low=-BOUND, high=BOUND), "text": Key(inline="allow_special"),
                 "top_k": COUNT, "head": Key(high="heads-1"), "tokenizer": Key(check=tokenizer_from),
                 "pool": Key(choices=("max", "mean")), "measure": Key(choices=("norm", "rollout"))},

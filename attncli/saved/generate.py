@@ -24,12 +24,11 @@ from attncli.records.generation import (
 from attncli.records.given import Occluded, Receipt, Turn
 from attncli.saved.config import MODEL, model_from
 from attncli.saved.config import RECORDS as SHARED
-from attncli.saved.parts import bad, check_cells, items, need, ranged
-from attncli.saved.walk import Key, Reader, Table
+from attncli.saved.parts import bad, check_cells, items, need
+from attncli.saved.walk import PROBABILITY, SLACK, Key, Reader, Table
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
-WEIGHT_SLACK = 1e-3  # a saved weight may pass 1 by rounding, never by more
-LOGPROB_SLACK = 1e-6  # nor a log-probability 0 (the receipt allows a runtime's as much)
+LOGPROB_SLACK = 1e-6  # a log-probability may pass 0 by rounding (the receipt allows as much)
 
 
 def _kept(value: Any, where: str) -> str:
@@ -39,28 +38,13 @@ def _kept(value: Any, where: str) -> str:
     return value
 
 
-def _probability(value: Any, where: str) -> float:
-    """A softmax's probability: 0 to 1 (past 1 by rounding only)."""
-    return ranged(value, where, 0, 1 + WEIGHT_SLACK, "a probability (0 to 1)")
-
-
-def _logprob(value: Any, where: str) -> float:
-    """A log-softmax's value: 0 or less (past 0 by rounding only)."""
-    return ranged(value, where, -math.inf, LOGPROB_SLACK, "a log-probability (0 or less)")
-
-
-def _cost(value: Any, where: str) -> float:
-    """--view auto's measure of occlusion: looks, 0 or more."""
-    return ranged(value, where, 0, math.inf, "a cost, 0 or more")
-
-
 def _weights(value: Any, where: str, reader: Reader, shape: str) -> np.ndarray:
     """Numbers of shape as float32: a step's weights (each from 0 to 1, a softmax's), or the
     value norms (within float32's range)."""
     held = np.asarray(reader.shaped(value, where, shape), dtype=np.float64)
     norms = where == "value_norms"
     outside = np.abs(held) > np.finfo(np.float32).max if norms else \
-        (held < 0) | (held > 1 + WEIGHT_SLACK)
+        (held < 0) | (held > 1 + SLACK)
     if outside.any():
         raise AttnCliError(f"saved file: {where} hold {float(held[outside][0])!r}, " + (
             "past float32's range" if norms else "not an attention weight (0 to 1)"))
@@ -77,17 +61,18 @@ RECORDS: Table = {**SHARED, GenerationResult: {
     "steps": Key(length="A", counts="index=0 position=P-1"),
     "given_answer": Key(name="config.given"), "occlusion": Key(shape="A P"),
     "occluded": Key(name="occlusion_spans"), "view": Key(name="config.view", choices=VIEWS),
-    "auto_looks": Key(name="config.view_chosen.occlusion_looks", check=_cost),
+    "auto_looks": Key(name="config.view_chosen.occlusion_looks", low=0, high=math.inf,
+                      means="a cost, 0 or more"),
     "numerics": Key(name="config.numerics", choices=NUMERICS),
-    "layers_kept": Key(name="config.weights.layers", span="layers"),
-    "head_kept": Key(name="config.weights.head", high="heads-1"),
+    "layers_kept": Key(name="config.weights.layers", span="layers", needed=True),
+    "head_kept": Key(name="config.weights.head", high="heads-1", needed=True),
     **{name: Key(skip=True) for name in SKIPPED}},
     # a given answer's was teacher-forced, not chosen: greedy, its settings unused
-    Sampling: {"max_new_tokens": Key(low=1), "sample": Key(
-        name="strategy", choices={"greedy": False, "sample": True, "given": False})},
-    AnswerStep: {"id": TOKEN_ID, "prob": Key(check=_probability), "logprob": Key(check=_logprob),
-                 "rank": Key(low=1)},
-    Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes"), "prob": Key(check=_probability)},
+    Sampling: {"max_new_tokens": Key(low=1, needed=True), "sample": Key(
+        name="strategy", choices={"greedy": False, "sample": True, "given": False}, needed=True)},
+    AnswerStep: {"id": TOKEN_ID, "prob": PROBABILITY, "rank": Key(low=1), "logprob": Key(
+        low=-math.inf, high=LOGPROB_SLACK, means="a log-probability (0 or less)")},
+    Candidate: {"id": TOKEN_ID, "bytes_hex": Key(name="bytes"), "prob": PROBABILITY},
     Turn: {"start": Key(high="P"), "end": Key(low="start", high="P")},
     Receipt: {"compared": Key(choices=("tokens", "text")), "flagged": Key(high="rows-1"),
               "choices_differ": Key(high="rows-1")},
@@ -108,9 +93,8 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     config, (a, b), head = doc["config"], result.layers_kept or (0, model.layers), result.head_kept
     if isinstance(config.get("view_chosen"), dict):  # it names its cost
         need(config["view_chosen"], "occlusion_looks", "config.view_chosen")
-    if result.sampling.sample:
-        for name in KNOBS:
-            need(config["sampling"], name, "config.sampling")
+    for name in KNOBS if result.sampling.sample else ():
+        need(config["sampling"], name, "config.sampling")
     receipt = result.receipt
     if receipt and any(None in (receipt.rows[k].runtime_choice, receipt.rows[k].attncli_choice)
                        for k in receipt.choices_differ):

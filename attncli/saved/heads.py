@@ -22,8 +22,8 @@ from attncli.records.heads import (
 )
 from attncli.saved.config import BOUND, MODEL, model_from, tokenizer_from
 from attncli.saved.config import RECORDS as SHARED
-from attncli.saved.parts import fraction, items, need, ranged
-from attncli.saved.walk import Key, Reader, Table, keys_of
+from attncli.saved.parts import items, need
+from attncli.saved.walk import SHARE, Key, Reader, Table, keys_of
 
 HEAD = Key(high="heads-1")
 RECORDS: Table = {**SHARED, HeadsResult: {
@@ -35,14 +35,14 @@ RECORDS: Table = {**SHARED, HeadsResult: {
     Config: {"tokenizer": Key(check=tokenizer_from), "sort": Key(choices=SORTS),
              "measure": Key(choices=("norm", "rollout")), "num_tokens": Key(low="N", high="N"),
              "layers": Key(span="layers"),
-             "threshold": Key(check=lambda v, at: ranged(v, at, 0, 1, "0 to 1"))},
+             "threshold": Key(low=0, high=1, means="0 to 1")},
     # Scores and shares are shares of attention or of documents, drawn × 100 as whole numbers.
-    Measure: {"labels": Key(choices=SCORES), **{name: Key(check=fraction) for name in SCORES},
+    Measure: {"labels": Key(choices=SCORES), **{name: SHARE for name in SCORES},
               "layer": Key(low="first", high="stop-1"), "head": HEAD,
               "kv_head": Key(high="kv_heads-1")},
-    Shares: {name: Key(check=fraction) for name in keys_of(Shares)},
-    Top: {"share": Key(check=fraction), "layer": Key(high="layers-1"), "head": HEAD},
-    Sink: {"first_share": Key(check=fraction)},
+    Shares: {name: SHARE for name in keys_of(Shares)},
+    Top: {"share": SHARE, "layer": Key(high="layers-1"), "head": HEAD},
+    Sink: {"first_share": SHARE},
 }
 
 

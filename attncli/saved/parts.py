@@ -59,19 +59,11 @@ def number(value: Any, where: str) -> float:
     return float(value)
 
 
-SLACK = 1e-3  # a share summed from float32 weights may pass 0 or 1 by rounding (n·eps)
-
-
 def ranged(value: Any, where: str, low: float, high: float, expected: str) -> float:
     """A finite number from low to high, else the line that it is not the expected one."""
     if not low <= (found := number(value, where)) <= high:
         raise bad(where, value, expected)
     return found
-
-
-def fraction(value: Any, where: str) -> float:
-    """A share: a number from 0 to 1 (give or take rounding)."""
-    return ranged(value, where, -SLACK, 1 + SLACK, "a share from 0 to 1")
 
 
 def maybe(value: Any, check: Any, *args: Any) -> Any:

@@ -25,12 +25,13 @@ from attncli.saved.parts import (
     number,
     obj,
     printable,
+    ranged,
     row,
     string,
 )
 
 T = TypeVar("T")
-Size = int | str | None  # a number, or a sum of the document's sizes and numbers ("P-1")
+Size = float | str | None  # a number, or a sum of the document's sizes and numbers ("P-1")
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,9 @@ class Key:
     fields read before it in the same record (a list: its length)."""
 
     name: str | None = None  # its JSON key; a.b: key b of the object at key a
-    low: Size = 0  # a whole number's bounds, both included
+    low: Size = 0  # a whole number's bounds, both included (a number's, where means says)
     high: Size = None
+    means: str = ""  # what a number held to low..high is, for the line that refuses another
     choices: tuple[str, ...] | Mapping[str, Any] = ()  # a mapping: each choice's value
     check: Callable[[Any, str], Any] | None = None  # its own reader, instead of its type's
     shape: str = ""  # nested lists of numbers, a size per dimension (*: as its first; ?: nulls)
@@ -50,6 +52,12 @@ class Key:
     counts: str = ""  # "field=size …": item k of the list holds field = size + k
     inline: str | None = None  # a record whose keys sit in this same object, there with this
     skip: bool = False  # not in the JSON: its default, or what the caller works out
+    needed: bool = False  # in the JSON, though the field has a default
+
+
+SLACK = 1e-3  # a share or probability from float32 weights may pass 0 or 1 by rounding (n·eps)
+SHARE = Key(low=-SLACK, high=1 + SLACK, means="a share from 0 to 1")
+PROBABILITY = Key(low=0, high=1 + SLACK, means="a probability (0 to 1)")
 
 
 Keys = dict[str, Key]
@@ -164,6 +172,8 @@ class Reader:
             return flag(data, at)
         if hint is int:
             return integer(data, at, self.size(key.low, found), self.size(key.high, found))
+        if hint is float and key.means:
+            return ranged(data, at, self.size(key.low), self.size(key.high), key.means)
         if hint is float:
             return number(data, at)
         if hint is str:
@@ -185,14 +195,14 @@ class Reader:
             key = keys.get(name, Key())
             if key.skip:
                 continue
-            holder, json, within = _holder(doc, key.name or name, at, optional)
+            holder, json, within = _holder(doc, key.name or name, at,
+                                           optional and not key.needed)
+            absent = json not in holder
             if key.inline is not None:
                 found[name] = self.read(hint, doc, at) if key.inline in doc else None
-            elif holder.get(json) is None and typed and json in holder and nullable:
-                found[name] = None
-            elif holder.get(json) is None and optional and (typed or nullable or
-                                                            json not in holder):
-                if fill:
+            elif absent and optional and not key.needed or not absent and holder[json] is None \
+                    and (nullable or typed and optional):
+                if fill or typed and nullable and not absent:
                     found[name] = None
             else:
                 where = f"{within}.{json}" if within else json
