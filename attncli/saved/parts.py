@@ -7,9 +7,10 @@ import math
 import re
 from typing import Any
 
-from attncli.core.sizes import LIST_CELL_BYTES, check_fits
+from attncli.core.sizes import LIST_CELL_BYTES
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits
 
 _HEX = re.compile(r"(?:[0-9a-f]{2})*")
 
