@@ -152,9 +152,10 @@ class Reader:
             out = [self.value(item, v, f"{at}[{i}]", each, found)
                    for i, v in enumerate(items(data, at, self.size(key.length)))]
             for name, size in (part.split("=") for part in key.counts.split()):
+                first = self.size(size)
                 for k, part in enumerate(out):
                     got = part[name] if isinstance(part, dict) else getattr(part, name)
-                    integer(got, f"{at}[{k}].{name}", self.size(size) + k, self.size(size) + k)
+                    integer(got, f"{at}[{k}].{name}", first + k, first + k)
             return out
         if origin is tuple:
             args = typing.get_args(hint)
