@@ -150,9 +150,9 @@ class Reader:
             (item,) = typing.get_args(hint)
             each = dataclasses.replace(key, length=None, counts="")
             out = [self.value(item, v, f"{at}[{i}]", each, found)
-                   for i, v in enumerate(items(data, at, self.size(key.length)))]
+                   for i, v in enumerate(items(data, at, self.size(key.length, found)))]
             for name, size in (part.split("=") for part in key.counts.split()):
-                first = self.size(size)
+                first = self.size(size, found)
                 for k, part in enumerate(out):
                     got = part[name] if isinstance(part, dict) else getattr(part, name)
                     integer(got, f"{at}[{k}].{name}", first + k, first + k)

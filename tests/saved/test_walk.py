@@ -110,3 +110,19 @@ def test_sizes_sum_names_numbers_and_fields_read_before() -> None:
     assert reader.size("bos+length+length", {"bos": True, "length": 4}) == 9
     assert reader.size("rows-1", {"rows": [1, 2, 3]}) == 2
     assert reader.size("G") is None and reader.shaped([[1], [2]], "g", "* G") == [[1.0], [2.0]]
+
+
+class Probe(TypedDict):
+    bos: bool
+    length: int
+    ids: list[int]
+
+
+def test_a_lists_length_may_sum_fields_read_before_it() -> None:
+    """A probe's ids: BOS (a bool counts 1) and its tokens twice (a KeyError once, by the
+    list's length looked up among the reader's sizes only)."""
+    reader = Reader({Probe: {"ids": Key(length="bos+length+length")}})
+    assert reader.read(Probe, {"bos": True, "length": 2, "ids": [9, 1, 2, 1, 2]})["ids"] == [
+        9, 1, 2, 1, 2]
+    with pytest.raises(AttnCliError, match=r"^saved file: probe.ids has 4 items, expected 5$"):
+        reader.read(Probe, {"bos": True, "length": 2, "ids": [9, 1, 2, 1]}, "probe")
