@@ -28,6 +28,7 @@ from attncli.saved.parts import bad, check_cells, items, need
 from attncli.saved.walk import PROBABILITY, SLACK, Key, Reader, Table
 
 ID_BOUND = 2**31  # token ids: a vocabulary is far smaller
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # a value norm past it is infinite as float32
 LOGPROB_SLACK = 1e-6  # a log-probability may pass 0 by rounding (the receipt allows as much)
 
 
@@ -38,16 +39,13 @@ def _kept(value: Any, where: str) -> str:
     return value
 
 
-def _weights(value: Any, where: str, reader: Reader, shape: str) -> np.ndarray:
-    """Numbers of shape as float32: a step's weights (each from 0 to 1, a softmax's), or the
-    value norms (within float32's range)."""
+def _float32(value: Any, where: str, reader: Reader, shape: str, low: float, high: float,
+             expected: str) -> np.ndarray:
+    """Numbers of shape held as float32, each from low to high, else the line that they are not
+    what is expected."""
     held = np.asarray(reader.shaped(value, where, shape), dtype=np.float64)
-    norms = where == "value_norms"
-    outside = np.abs(held) > np.finfo(np.float32).max if norms else \
-        (held < 0) | (held > 1 + SLACK)
-    if outside.any():
-        raise AttnCliError(f"saved file: {where} hold {float(held[outside][0])!r}, " + (
-            "past float32's range" if norms else "not an attention weight (0 to 1)"))
+    if (outside := (held < low) | (held > high)).any():
+        raise AttnCliError(f"saved file: {where} hold {float(held[outside][0])!r}, {expected}")
     return held.astype(np.float32)
 
 
@@ -107,9 +105,12 @@ def generation_from_dict(doc: dict[str, Any]) -> GenerationResult:
     for s, step in enumerate(doc["steps"]):
         if need(step, "weights", f"steps[{s}]") is None:
             raise bad(f"steps[{s}].weights", None, "the step's weights (layers × heads × keys)")
-        weights.append(_weights(step["weights"], f"steps[{s}].weights", reader, f"L H {p + s}"))
+        weights.append(_float32(step["weights"], f"steps[{s}].weights", reader, f"L H {p + s}",
+                                0, 1 + SLACK, "not an attention weight (0 to 1)"))
     norms = doc.get("value_norms")
     return replace(
         result, weights=weights, layers_kept=None if (a, b) == (0, model.layers) else (a, b),
         given_answer=result.given_answer or config["sampling"]["strategy"] == "given",
-        norms=None if norms is None else _weights(norms, "value_norms", reader, "layers heads P+A"))
+        norms=None if norms is None else _float32(norms, "value_norms", reader, "layers heads P+A",
+                                                  -FLOAT32_MAX, FLOAT32_MAX,
+                                                  "past float32's range"))
