@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "attncli"
 # Lower ranks sit below higher ones; a module imports its own part or parts ranked lower.
 # records/ (the records renderers read that the parts above core return) sits between core and
 # the parts that draw or compute on it.
-RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "opt": 0.5, "core": 1,
+RANKS = {"errors": 0, "i18n": 0, "version": 0, "activity": 0, "opt": 0.5, "machine": 0.5,
+         "core": 1,
          "records": 1.5, "long": 2, "render": 2, "models": 3, "scan": 4, "saved": 4, "lessons": 4,
          "catalog": 4, "browse": 5, "checker": 5, "api": 6, "cli": 6}
 # render/ receives results: of core it reads only these torch-free records.
@@ -176,6 +177,14 @@ def test_parts_stay_small(folder: str) -> None:
     assert len(modules) <= 14, f"{folder}/ has {len(modules)} modules"
     long = {p.name: n for p in modules if (n := len(p.read_text().splitlines())) > 300}
     assert long == {}
+
+
+def test_core_stays_the_chapter_3_core() -> None:
+    """core/ holds the pipeline and its records in at most 2,500 lines (#48): what the parts
+    above need of it alone lives with them, and what every part needs of the machine in
+    machine.py."""
+    lines = sum(len(p.read_text().splitlines()) for p in (PACKAGE / "core").rglob("*.py"))
+    assert lines <= 2500, f"core/ has {lines:,} lines"
 
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["tokens", "one two"],

@@ -20,9 +20,10 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from attncli.core.sizes import READ_LIMIT, check_fits, finite, read_limited
+from attncli.core.sizes import finite
 from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
+from attncli.machine import READ_LIMIT, check_fits, read_limited
 
 JSON_DEPTH = 1024  # lists and objects nested within each other (orjson's own limit)
 # JSON as Python objects: "0," (2 bytes) becomes an int or float (24-28) and a list slot (8).

@@ -22,16 +22,15 @@ from attncli.core.sizes import (
     FLOAT_BYTES,
     NAIVE_BUDGET,
     Impl,
-    check_fits,
     check_module,
     check_naive,
     choose_impl,
     naive_bytes,
-    size_text,
 )
 from attncli.core.tokens import get_encoding, tokenize
 from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits, size_text
 from attncli.version import __version__
 
 # The stages with a head axis first: --head keeps one head of each.

@@ -10,14 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from attncli.core.sizes import (
-    NAIVE_CELL_BYTES,
-    NAIVE_STAGES,
-    available_bytes,
-    check_fits,
-    size_text,
-)
+from attncli.core.sizes import NAIVE_CELL_BYTES, NAIVE_STAGES
 from attncli.errors import AttnCliError
+from attncli.machine import available_bytes, check_fits, size_text
 
 LESSON_CELLS = 2**22  # attention weights a lesson lists (4,194,304: seconds, ~100 MB of JSON)
 # A listed weight: a Python float in a list (32 bytes) and its JSON text, with room to spare.

@@ -13,13 +13,14 @@ from torch import Tensor
 
 from attncli.core.attention import QKVAttention
 from attncli.core.embed import check_dims
-from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES, available_bytes
+from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES
 from attncli.errors import AttnCliError
 from attncli.lessons.budget import check_cost
 from attncli.lessons.growth import Fit, fit_exponent, fit_growth
 from attncli.lessons.memory import peak_bytes
 from attncli.lessons.setup import max_abs
 from attncli.long.tiled import tiled_attention
+from attncli.machine import available_bytes
 from attncli.records.lessons import CostResult, CostRow
 
 MIN_TOKENS = 128

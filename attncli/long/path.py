@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 from attncli.core.pipeline import Prepared, check_measure, naive, prepare
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
-from attncli.core.sizes import NAIVE_BUDGET, Impl, naive_bytes, size_text
+from attncli.core.sizes import NAIVE_BUDGET, Impl, naive_bytes
 from attncli.errors import AttnCliError
+from attncli.machine import size_text
 
 if TYPE_CHECKING:
     from attncli.long.run import Progress

@@ -18,7 +18,8 @@ from torch import Tensor
 
 from attncli.core.attention import Attention
 from attncli.core.measures import RESIDUAL, row_normalised
-from attncli.core.sizes import FLOAT_BYTES, check_fits
+from attncli.core.sizes import FLOAT_BYTES
+from attncli.machine import check_fits
 
 TILE_CELLS = 2**22  # the most scores (heads · query rows · keys) one tile holds: 16 MB
 Progress = Callable[[str, int, int], None]

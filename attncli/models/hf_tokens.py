@@ -171,7 +171,7 @@ ENCODE_BYTES = 200  # the tokenizers' memory per text byte, measured 150-195 (pr
 def _check_memory(size: int) -> None:
     """Refuse a text whose encoding would not fit: the tokenizers' Rust aborts the process when
     an allocation fails, where Python would raise MemoryError."""
-    from attncli.core.sizes import check_fits
+    from attncli.machine import check_fits
 
     check_fits(size * ENCODE_BYTES, f"the tokenizer would hold about {ENCODE_BYTES} bytes for "
                f"each of the text's {size:,}", "give a shorter text")

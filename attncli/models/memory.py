@@ -23,11 +23,12 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import torch
 
-from attncli.core import sizes
+import attncli.machine as machine
 from attncli.core.pipeline import resolve_device
 from attncli.core.request import Request
-from attncli.core.sizes import FLOAT_BYTES, check_fits, size_text
+from attncli.core.sizes import FLOAT_BYTES
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits, size_text
 from attncli.models.sources.base import WeightSource
 from attncli.models.sources.device import OnDevice
 from attncli.models.unembed import VOCAB_CHUNK
@@ -77,7 +78,7 @@ def check_model_fits(source: WeightSource, model: str) -> None:
     streamed, held = run_bytes(source.shapes()), held_bytes(source)
     if held is None:  # float32, every tensor
         held = sum(math.prod(shape) for shape in source.shapes().values()) * FLOAT_BYTES
-    if min(streamed, held) > sizes.available_bytes() // 2:
+    if min(streamed, held) > machine.available_bytes() // 2:
         check_fits(streamed, f"--model {model} needs its weights held ({size_text(held)}) or "
                    "one layer's weights as float32 at a time", "free memory, or pick a "
                    "smaller model")

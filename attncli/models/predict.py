@@ -18,8 +18,9 @@ from torch import Tensor
 from attncli.core.pieces import Guess, Prediction
 from attncli.core.request import Extract, Request
 from attncli.core.result import Result
-from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES, check_fits
+from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits
 from attncli.models.family import Model, Tokens
 from attncli.models.hidden.passes import cached_pass
 from attncli.models.sources.base import WeightSource

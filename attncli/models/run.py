@@ -23,16 +23,10 @@ from attncli.core.pipeline import (
 )
 from attncli.core.request import Extract, Measure, Request, Route
 from attncli.core.result import Result, RunConfig, TextConfig
-from attncli.core.sizes import (
-    NAIVE_BUDGET,
-    Impl,
-    check_fits,
-    choose_impl,
-    naive_bytes,
-    size_text,
-)
+from attncli.core.sizes import NAIVE_BUDGET, Impl, choose_impl, naive_bytes
 from attncli.errors import AttnCliError
 from attncli.long.path import run as run_variant
+from attncli.machine import check_fits, size_text
 from attncli.models.family import (
     DEFAULT,
     FamilyTraits,

@@ -331,7 +331,7 @@ def test_view_sizes_nested_lists_from_their_outer_lengths(monkeypatch: pytest.Mo
         def __iter__(self) -> Any:
             raise AssertionError("a cell was read before the size was estimated")
 
-    monkeypatch.setattr("attncli.core.sizes.available_bytes", lambda: 16 * 2**30)
+    monkeypatch.setattr("attncli.machine.available_bytes", lambda: 16 * 2**30)
     row = Untouchable([0.0] * 20000)
     with pytest.raises(attncli.AttnCliError, match=r"shape \(20000, 20000\) \(400,000,000 "):
         attncli.view([row] * 20000)

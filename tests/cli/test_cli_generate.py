@@ -185,7 +185,7 @@ def test_at_by_text_ignores_a_leading_space_when_no_token_matches_exactly() -> N
 def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less(
         cli, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     import attncli.models.generate.run as run
-    from attncli.core import sizes
+    from attncli import machine
 
     args = ("generate", "the cat", "--model", str(tiny), "--raw", "--max-new-tokens", "6")
     doc = json.loads(cli(*args, "--json").out)
@@ -204,8 +204,8 @@ def test_a_json_past_its_budget_is_refused_before_the_run_naming_what_keeps_less
         assert refused.code == 2 and refused.out == ""
         assert refused.err == (f"attncli: error: 3 layers × 4 heads over 6 steps after a {p}-token "
                                f"prompt would put up to {cells:,} weights (about "
-                               f"{sizes.size_text(cells * 16)}) in the JSON, past its "
-                               f"{sizes.size_text(budget)} budget; keep fewer with --layers A:B "
+                               f"{machine.size_text(cells * 16)}) in the JSON, past its "
+                               f"{machine.size_text(budget)} budget; keep fewer with --layers A:B "
                                "and --head H, or write fewer tokens with --max-new-tokens\n")
         for option, name in (("--save-json", "big.json"), ("--save", "big.html")):
             saved = cli(*args, option, str(tiny.parent / name))

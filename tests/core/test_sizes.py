@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from attncli import machine
 from attncli.cli.streams import clamp_width
 from attncli.core import sizes
 from attncli.errors import AttnCliError
@@ -17,7 +18,7 @@ GB18 = 36 * 10**9  # half of it, 18.0 GB, may be used
 
 @pytest.fixture
 def memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sizes, "available_bytes", lambda: GB18)
+    monkeypatch.setattr(machine, "available_bytes", lambda: GB18)
 
 
 def test_embedding_message_names_the_option_and_the_size(memory: None) -> None:
@@ -41,12 +42,12 @@ def test_module_counts_the_four_matrices_of_multihead(memory: None) -> None:
 
 def test_available_bytes_sees_an_address_space_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    unlimited = sizes.available_bytes()
+    unlimited = machine.available_bytes()
     try:
-        used = sizes._address_space_left()
+        used = machine._address_space_left()
         assert used is None or soft != resource.RLIM_INFINITY
-        resource.setrlimit(resource.RLIMIT_AS, (sizes._vm_size() + 2**30, hard))
-        assert sizes.available_bytes() <= min(unlimited, 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (machine._vm_size() + 2**30, hard))
+        assert machine.available_bytes() <= min(unlimited, 2**30)
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
@@ -70,13 +71,13 @@ def test_seeds_out_of_range(seed: int) -> None:
 
 
 def test_reads_are_bounded(tmp_path: Path) -> None:
-    assert sizes.read_limited(io.BytesIO(b"abc"), "standard input", limit=3) == b"abc"
+    assert machine.read_limited(io.BytesIO(b"abc"), "standard input", limit=3) == b"abc"
     with pytest.raises(AttnCliError, match="goes on past the 0 MiB"):
-        sizes.read_limited(io.BytesIO(b"abcd"), "standard input", limit=3)
+        machine.read_limited(io.BytesIO(b"abcd"), "standard input", limit=3)
     big = tmp_path / "big.txt"
     big.write_bytes(b"x" * 10)
     with open(big, "rb") as stream, pytest.raises(AttnCliError, match="holds 10 bytes"):
-        sizes.read_limited(stream, "--file", limit=9)
+        machine.read_limited(stream, "--file", limit=9)
 
 
 def test_checkpoint_claims() -> None:
@@ -111,5 +112,5 @@ def test_heads_counts_every_layers_weights(memory: None) -> None:
     # layer's five stages: SmolLM2's heads on its whole context.
     assert heads_bytes(30, 9, 8192) == 4 * 9 * 8192**2 * (7 * 30 + 5)
     with pytest.raises(AttnCliError, match=r"\(519\.4 GB\), more than half the 36\.0 GB"):
-        sizes.check_fits(heads_bytes(30, 9, 8192), "heads")
-    sizes.check_fits(heads_bytes(30, 9, 1000), "heads")  # 7.7 GB: measured 5.8 GB peak
+        machine.check_fits(heads_bytes(30, 9, 8192), "heads")
+    machine.check_fits(heads_bytes(30, 9, 1000), "heads")  # 7.7 GB: measured 5.8 GB peak

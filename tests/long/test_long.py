@@ -20,6 +20,7 @@ from attncli.core.result import Result
 from attncli.core.sizes import naive_bytes
 from attncli.errors import AttnCliError
 from attncli.long.path import run
+from attncli.machine import available_bytes
 from attncli.render.jsonout import dumps
 from tests.tolerance import assert_near
 
@@ -236,7 +237,7 @@ def test_full_is_refused_when_memory_is_short(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_available_memory_reads_meminfo() -> None:
-    free = budget.available_bytes()
+    free = available_bytes()
     assert free is None or free > 0
 
 

@@ -165,16 +165,16 @@ def test_a_text_whose_encoding_would_not_fit_is_refused_before_encoding(
     """The tokenizers' Rust aborts the process (SIGABRT, no message) when an allocation fails:
     a 62 MB text did so under a 4 GB address-space limit in run, heads and tokens --model. The
     text is weighed first (200 bytes a byte; measured 150-195), against half the memory."""
-    from attncli.core import sizes
+    from attncli import machine
     from attncli.errors import AttnCliError
     from attncli.models import hf_tokens
 
     monkeypatch.setattr(hf_tokens, "CHECKED_CHARS", 4096)  # 1 MiB, a 4 s encoding, scaled down
     text = "the cat " * (hf_tokens.CHECKED_CHARS // 8 + 1)  # just past the size weighed
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * len(text) * 200 - 2)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * len(text) * 200 - 2)
     with pytest.raises(AttnCliError, match=r"^the tokenizer would hold about 200 bytes for each "
                                            r"of the text's 4,104 \(.+\), more than half the "
                                            r".+ available; give a shorter text$"):
         hf_tokenize(folders["byte"], text)
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * len(text) * 200)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * len(text) * 200)
     assert len(hf_tokenize(folders["byte"], text).pieces) > len(text) // 8

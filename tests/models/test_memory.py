@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attncli.core import sizes
+from attncli import machine
 from attncli.models.memory import held_bytes, layer_weights, run_bytes
 from attncli.models.sources.gguf import open_gguf, qmatmul
 from attncli.models.unembed import VOCAB_CHUNK
@@ -43,10 +43,10 @@ def test_run_bytes_is_the_largest_layer_and_a_block_of_unembedding_rows(tmp_path
 def test_a_model_whose_layer_cannot_fit_is_refused_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:  # noqa: ANN001
     path = write_llama_shape(tmp_path / "t.gguf", TINY, Q.Q8_0)
-    monkeypatch.setattr(sizes, "available_bytes", lambda: _layer_bytes(TINY))  # < 2 × need
+    monkeypatch.setattr(machine, "available_bytes", lambda: _layer_bytes(TINY))  # < 2 × need
     cli("run", "the cat", "--model", str(path)).assert_usage_error(
         "needs its weights held (2 MB) or one layer's weights as float32 at a time (3 MB)")
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 64 * _layer_bytes(TINY))
+    monkeypatch.setattr(machine, "available_bytes", lambda: 64 * _layer_bytes(TINY))
     assert cli("run", "the cat", "--model", str(path), "--json").code == 0
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from attncli.core.inputs import read_json_file
-from attncli.core.sizes import read_path_limited
 from attncli.errors import AttnCliError
+from attncli.machine import read_path_limited
 from attncli.models.generate.template import render_template
 from attncli.models.sources.base import WeightSource
 

@@ -67,7 +67,8 @@ def positions(model: Model) -> int | None:
 def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
     """The prompt and the longest answer fit the model's positions, and the kept weights, the
     caches and the prompt's pass fit memory."""
-    from attncli.core.sizes import FLOAT_BYTES, check_fits
+    from attncli.core.sizes import FLOAT_BYTES
+    from attncli.machine import check_fits
 
     if prompt_len == 0:
         raise AttnCliError("the prompt has no tokens: give some text")
@@ -96,7 +97,8 @@ def holds(model: Model) -> bool:
     float32: then they are read once and held (fast steps, the logits one product); else each
     step reads each layer again from the file, one layer in memory at a time (an 8B's 32 GB of
     float32 on a 16 GB machine) and the unembedding a chunk of rows at a time."""
-    from attncli.core.sizes import FLOAT_BYTES, available_bytes
+    from attncli.core.sizes import FLOAT_BYTES
+    from attncli.machine import available_bytes
 
     shape = model.decode_shape()  # token_macs: one multiply-add per weight of a layer
     held = shape.held_bytes or FLOAT_BYTES * (shape.layers * shape.token_macs

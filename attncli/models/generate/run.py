@@ -199,7 +199,7 @@ def check_json_size(model: Model, prompt_len: int, max_new: int,
                     request: GenerationRequest) -> None:
     """Refuse, before any decoding, a JSON whose weights' text would pass its budget: step s
     keeps layers × heads × (prompt_len + s) weights."""
-    from attncli.core.sizes import size_text
+    from attncli.machine import size_text
 
     a, b = _kept(model, request)
     heads = model.spec.num_heads if _head_kept(request) is None else 1

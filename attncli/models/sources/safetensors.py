@@ -23,8 +23,8 @@ from safetensors import SafetensorError, safe_open
 
 from attncli.activity import whole
 from attncli.core.inputs import parse_json, read_json_file
-from attncli.core.sizes import read_limited
 from attncli.errors import AttnCliError
+from attncli.machine import read_limited
 from attncli.models.checks.values import shown
 from attncli.models.sources.identity import Opened, identity_of
 from attncli.models.stores.locate import (

@@ -176,7 +176,7 @@ def test_a_model_too_big_to_hold_streams_its_layers_with_the_same_answer(
     """Where every layer's float32 weights pass half the memory available, each step reads
     each layer again (one layer in memory): the tokens and every step's weights are the held
     decoder's, exactly."""
-    from attncli.core import sizes
+    from attncli import machine
     from attncli.models.generate import engine
 
     model = open_model(str(models[name][0]))
@@ -185,7 +185,7 @@ def test_a_model_too_big_to_hold_streams_its_layers_with_the_same_answer(
     assert engine.holds(model)
     # Just too little to hold the float32 weights (held ≤ half of it), enough for the rest.
     weights = shape.held_bytes or 4 * (shape.layers * shape.token_macs + shape.head_weights)
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * weights - 2)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * weights - 2)
     assert not engine.holds(model)
     streamed = list(decode(model, PROMPT, Sampling(max_new_tokens=4), frozenset()))
     assert [s.token_id for s in streamed] == [s.token_id for s in held]
@@ -236,16 +236,16 @@ def test_holds_counts_the_unembedding_beside_the_layers(
         models: dict[str, tuple[Path, Any]], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Held means every layer's float32 weights and the float32 unembedding fit half the
     memory available: a byte short of that for the unembedding streams instead."""
-    from attncli.core import sizes
+    from attncli import machine
     from attncli.models.generate import engine
 
     model = open_model(str(models[name][0]))
     shape = model.decode_shape()
     assert shape.head_weights == model.logits(torch.zeros(1, shape.d_in)).shape[1] * shape.d_in
     need = (shape.layers * shape.token_macs + shape.head_weights) * 4  # float32 bytes held
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * need)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * need)
     assert engine.holds(model)
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * need - 2)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * need - 2)
     assert not engine.holds(model)
 
 

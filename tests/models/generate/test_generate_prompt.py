@@ -110,14 +110,14 @@ def test_the_bound_reads_no_vocabulary_for_a_short_text(tiny: Path,
 def test_the_estimate_counts_the_prompts_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the kept weights and caches need fits; the prompt's chunk of float64 scores over
     every key (4 copies of heads × 256 × P × 8 bytes) does not: refused."""
-    from attncli.core import sizes
+    from attncli import machine
 
     spec = ModelSpec(architecture="x", n_layer=1, num_heads=8, kv_heads=8, head_dim=4,
                      d_model=32, windows=(None,), positions=None)
     model: Any = SimpleNamespace(spec=spec, traits=SimpleNamespace(max_tokens=None))
     prompt_len, n = 10_000, 1
     linear = (8 * n * (prompt_len + n) + 2 * 8 * 4 * (prompt_len + n)) * 4
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 4 * linear)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 4 * linear)
     check_length(model, 100, Sampling(max_new_tokens=n))
     with pytest.raises(AttnCliError, match="more than half"):
         check_length(model, prompt_len, Sampling(max_new_tokens=n))

@@ -167,11 +167,11 @@ def test_heads_on_too_long_a_text_is_refused_before_it_runs(cli, tiny,  # noqa: 
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
     """Every layer's N × N weights are estimated first: one line, exit 2, no forward pass."""
-    from attncli.core import sizes
+    from attncli import machine
     from attncli.models.llama import family
 
     path, _ = tiny
-    monkeypatch.setattr(sizes, "available_bytes", lambda: 2 * 10**9)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * 10**9)
     for forward in ("all_layers", "trace"):
         monkeypatch.setattr(family.LlamaModel, forward,
                             lambda *_, name=forward: pytest.fail(f"{name} ran before the estimate"))

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGUF_MAGIC, GGMLQuantizationType, GGUFValueType
 
-from attncli.core.sizes import check_fits
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits
 from attncli.models.sources.identity import Identity, identity_of
 
 MAX_DIMS = 4  # GGML_MAX_DIMS

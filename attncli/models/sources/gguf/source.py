@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
-from attncli.core.sizes import FLOAT_BYTES, check_fits
+from attncli.core.sizes import FLOAT_BYTES
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits
 from attncli.models.sources.gguf.buffers import Recycler, layer_bytes, populated, read_into
 from attncli.models.sources.gguf.config import architecture, build_config
 from attncli.models.sources.gguf.dequant import dequantize

@@ -1,0 +1,93 @@
+"""What this machine has room for: the memory that may be allocated now (MemAvailable, and the
+address space an RLIMIT_AS leaves), the one check that refuses what would not fit in half of it,
+and reads bounded before they are made. Every part estimates its own sizes and asks here."""
+
+from __future__ import annotations
+
+import os
+import resource
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from attncli.errors import AttnCliError
+
+READ_LIMIT = 64 * 2**20  # bytes read from --file, --inputs or standard input
+UNKNOWN_MEMORY = 2**40  # the bound used where the memory available cannot be read
+
+
+def size_text(num_bytes: float) -> str:
+    """A byte count for people: 512 MB, 9.1 GB."""
+    if num_bytes >= 1e12:
+        return f"{num_bytes / 1e12:,.1f} TB"
+    return f"{num_bytes / 1e9:.1f} GB" if num_bytes >= 1e9 else f"{num_bytes / 1e6:.0f} MB"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _address_space_left() -> int | None:
+    """What RLIMIT_AS leaves of the address space, or None without a limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(soft - _vm_size(), 0)
+
+
+def _vm_size() -> int:
+    """Bytes of address space this process holds now (0 where /proc cannot tell)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) * 1024 for line in status
+                        if line.startswith("VmSize:"))
+    except (OSError, ValueError, StopIteration):
+        return 0
+
+
+def available_bytes() -> int:
+    """Bytes that may be allocated now: the smaller of free memory and the address space left."""
+    known = [b for b in (_meminfo_available(), _address_space_left()) if b is not None]
+    return min(known) if known else UNKNOWN_MEMORY
+
+
+def check_fits(need: int, what: str, hint: str = "") -> None:
+    """Refuse what needs more than half the memory available: estimates are rough, and the
+    process, its temporaries and the rest of the machine need the other half."""
+    free = available_bytes()
+    if need > free // 2:
+        raise AttnCliError(f"{what} ({size_text(need)}), more than half the {size_text(free)} "
+                           f"available{'; ' + hint if hint else ''}")
+
+
+def read_limited(stream: BinaryIO, what: str, limit: int = READ_LIMIT) -> bytes:
+    """At most limit bytes of stream; more (a huge file, /dev/zero) is refused."""
+    try:
+        if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            size = os.fstat(stream.fileno()).st_size
+            if size > limit:
+                raise AttnCliError(f"{what} holds {size:,} bytes, more than the "
+                                   f"{limit // 2**20} MiB attncli reads")
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's BytesIO): the read below is bounded anyway
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise AttnCliError(f"{what} goes on past the {limit // 2**20} MiB attncli reads "
+                           "(a device or pipe that never ends?)")
+    return data
+
+
+def read_path_limited(path: Path, what: str) -> bytes:
+    """At most READ_LIMIT bytes of the file at path (OSError for the caller to word)."""
+    with open(path, "rb") as stream:
+        return read_limited(stream, f"{what} {str(path)!r}")
