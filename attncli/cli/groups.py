@@ -37,6 +37,7 @@ QuietOpt = Annotated[bool, typer.Option(
     "taken half a second: what it is doing, and a bar for each counted pass).",
     rich_help_panel="Output")]
 ALIAS = "_alias_"  # the prefix of a renamed flag's hidden old spelling
+CONTEXT = "_context_"  # the parameter Typer hands the command's context in
 
 
 class Group:
@@ -132,16 +133,18 @@ def _params(cls: type, taken: list[Field[Any]], owned: set[str]) -> list[inspect
     return params
 
 
-def _values(taken: list[Field[Any]], parsed: dict[str, Any]) -> dict[str, Any]:
+def _values(taken: list[Field[Any]], parsed: dict[str, Any],
+            typed: Callable[[str], bool]) -> dict[str, Any]:
     """The taken fields' values as the record holds them (a choice as its str); an old
-    spelling's value stands for the new one's, with a note on stderr."""
+    spelling's value stands for the new one's, with a note on stderr (typed: whether an option
+    was given on the command line, its default too)."""
     values = {}
     for f in taken:
         value, mark = parsed.pop(f.name), marker(f)
         assert mark is not None
         old = parsed.pop(ALIAS + f.name, None)
         if old is not None:
-            if value != f.default:
+            if typed(f.name) or value != f.default:
                 raise AttnCliError(f"{mark.alias} is the old spelling of {flag(f)}: give one")
             sys.stderr.write(f"attncli: {mark.alias} is now {flag(f)} (the old spelling goes in "
                              "the next release)\n")
@@ -167,15 +170,22 @@ def expand(body: Body) -> Callable[..., None]:
                                         kind=inspect.Parameter.KEYWORD_ONLY))
     params.append(inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False,
                                     annotation=QuietOpt))
+    params.append(inspect.Parameter(CONTEXT, inspect.Parameter.KEYWORD_ONLY,
+                                    annotation=typer.Context))
     names = [p.name for p in params]
     assert len(names) == len(set(names)), f"{body.__name__}: an option is declared twice"
 
     def call(**parsed: Any) -> None:
         from attncli.cli.progress import showing
 
-        quiet = parsed.pop("quiet")
+        quiet, context = parsed.pop("quiet"), parsed.pop(CONTEXT, None)
+
+        def typed(name: str) -> bool:
+            source = None if context is None else context.get_parameter_source(name)
+            return source is not None and source.name == "COMMANDLINE"
+
         with showing(quiet):
-            built = {name: cls(**_values(taken, parsed))
+            built = {name: cls(**_values(taken, parsed, typed))
                      for name, (cls, taken) in records.items()}
             body(**built, **parsed)
 

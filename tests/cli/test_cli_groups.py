@@ -13,7 +13,7 @@ import typer
 
 import attncli.cli.commands  # noqa: F401  (registers every command)
 from attncli.cli.app import app
-from attncli.cli.groups import Fields, PanelledCommand, expand
+from attncli.cli.groups import CONTEXT, Fields, PanelledCommand, expand
 from attncli.cli.options import (
     Chapter3,
     Checkpoint,
@@ -56,8 +56,9 @@ def test_expand_spreads_groups_into_keyword_options_and_calls_with_them_built() 
 
     call = expand(body)
     params = inspect.signature(call).parameters
-    assert list(params) == ["first", "second", "own", "quiet"]  # --quiet: every command's
-    assert [p.default for p in params.values()] == [1, "b", 7, False]
+    # --quiet: every command's; and the context Typer hands it (which options were typed)
+    assert list(params) == ["first", "second", "own", "quiet", CONTEXT]
+    assert [p.default for p in params.values()][:4] == [1, "b", 7, False]
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params.values())
     call(first=3, second="x", own=9, quiet=False)
     assert seen == {"pair": Pair(first=3, second="x"), "own": 9}
@@ -70,7 +71,7 @@ def test_fields_names_the_options_taken_and_the_others_defaults_stand() -> None:
         seen.append(pair)
 
     call = expand(body)
-    assert list(inspect.signature(call).parameters) == ["first", "quiet"]
+    assert list(inspect.signature(call).parameters) == ["first", "quiet", CONTEXT]
     call(first=5, quiet=True)
     assert seen == [Pair(first=5, second="b")]
 
@@ -129,7 +130,7 @@ def test_a_field_that_needs_another_is_left_out_with_it() -> None:
         pass
 
     assert Output.needs == {"open_page": "save"}
-    assert list(inspect.signature(expand(body)).parameters) == ["as_json", "quiet"]
+    assert list(inspect.signature(expand(body)).parameters) == ["as_json", "quiet", CONTEXT]
     assert "open_page" in inspect.signature(expand(whole)).parameters
     with pytest.raises(AssertionError):
         expand(alone)

@@ -50,6 +50,21 @@ def test_an_old_spelling_is_taken_with_a_note_and_hidden(
     assert f"{flag} " in shown and f"{old} " not in shown.replace("--heads all", "")
 
 
+@pytest.mark.parametrize(("args", "new", "old", "default"), [
+    (("run", "one two three", "--json"), "--draw", ("--view", "heatmap"), "auto"),
+    (("run", "one two three", "--variant", "multihead", "--json"), "--num-heads",
+     ("--heads", "4"), "1"),
+])
+def test_the_new_spelling_at_its_default_beside_the_old_is_refused_too(
+        cli, args: tuple[str, ...], new: str, old: tuple[str, str],  # noqa: ANN001
+        default: str) -> None:
+    """Given on the command line, the new flag is given, its default or not: the old one's value
+    did not silently win over it."""
+    both = cli(*args, new, default, *old)
+    assert both.code == 2 and both.err == f"attncli: error: {old[0]} is the old spelling of " \
+        f"{new}: give one\n"
+
+
 def test_cost_takes_num_heads_and_its_old_spelling(cli) -> None:  # noqa: ANN001
     """cost's head count, refused here before anything is measured: the old spelling is read
     as the new one (the refusal names --num-heads) with the note before it."""
