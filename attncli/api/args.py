@@ -140,7 +140,9 @@ def window(value: Any, name: str) -> Window | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        pair = isinstance(value, Sequence) and len(value) == 2 and all(
+        # bytes are a Sequence of ints too, but no window: b"\x01\x03" is not (1, 3)
+        pair = isinstance(value, Sequence) and not isinstance(value, bytes | bytearray) \
+            and len(value) == 2 and all(
             isinstance(v, int) and not isinstance(v, bool) for v in value)
         if not pair:
             raise AttnCliError(f"{name} must be 'a:b' or a pair of integers (got {value!r:.60})")

@@ -206,6 +206,7 @@ def test_import_attncli_does_not_import_torch() -> None:
     (lambda: attncli.run(inputs=[[1.0, float("inf")]]), "non-finite"),
     (lambda: attncli.run(SENTENCE, variant="nope"), "unknown variant 'nope'"),
     (lambda: attncli.run(SENTENCE, rows=(1, 2, 3)), "rows must be 'a:b' or a pair of integers"),
+    (lambda: attncli.run(SENTENCE, rows=b"\x01\x03"), "rows must be 'a:b' or a pair of integers"),
     (lambda: attncli.run(SENTENCE, dropout=2.0), "dropout must be in [0, 1)"),
     (lambda: attncli.run(123), "text must be a string"),
     (lambda: attncli.explain(SENTENCE, lang="fr"), "unknown lang 'fr'"),
