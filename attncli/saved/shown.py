@@ -12,6 +12,7 @@ from attncli.core.display import Window, resolve_query
 from attncli.core.result import STAGES, QueryRow, Result
 from attncli.core.variants import HEAD_DIM_STAGES, TOKEN_STAGES
 from attncli.errors import AttnCliError
+from attncli.saved.parts import printable
 from attncli.saved.run import CORNER
 
 Windows = tuple[Window | None, Window | None]
@@ -126,10 +127,10 @@ def check_inside(result: Result, rows: tuple[int, int] | None,
 
 def saved_doc(kind: str, results: list[Any], doc: dict[str, Any]) -> dict[str, Any]:
     """The JSON show writes of a file of kind: what it read, as the command that wrote it writes
-    it (a scan's summary, doc, as it was read)."""
+    it (a scan's summary: doc, its strings escaped as the reader escapes those it checks)."""
     first = results[0]
     if kind == "scan":  # one saved before kinds were written gains its kind
-        return doc if "kind" in doc else {"kind": "scan", **doc}
+        return printable(doc if "kind" in doc else {"kind": "scan", **doc})
     if kind == "compare":
         return {"kind": "compare", "variants": [result.to_dict() for result in results]}
     if kind == "weights":

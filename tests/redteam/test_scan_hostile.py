@@ -96,6 +96,22 @@ def test_show_of_a_summary_layer_without_a_sink_share_draws_a_dash(cli, tmp_path
     assert cli("show", str(summary), "--save", str(tmp_path / "page.html")).code == 0
 
 
+def test_show_json_of_a_summary_writes_its_strings_escaped(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """A part of the summary no renderer reads (scan.workers, scan.out) holding a lone surrogate
+    (a JSON escape no output encoding holds) or a control character: --json writes it escaped, as
+    every other kind's checked strings are (it was the file's own string, and a TypeError
+    traceback, exit 1)."""
+    summary = _summary(cli, tmp_path)
+    doc = json.loads(summary.read_text(encoding="utf-8"))
+    doc["scan"]["workers"] = ["\ud800"]
+    doc["scan"]["out"] = "\x1b[2Jout"
+    summary.write_text(json.dumps(doc), encoding="ascii")
+    run = cli("show", str(summary), "--json")
+    assert run.code == 0, run.err
+    scan = run.json()["scan"]
+    assert scan["workers"] == ["\\ud800"] and scan["out"] == "\\x1b[2Jout"
+
+
 _SCANNED: list[str] = []  # the scan's summary, made once a worker: each case edits a copy
 
 
