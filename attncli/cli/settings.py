@@ -69,6 +69,9 @@ def _parsed(path: Path) -> dict[str, Any]:
         raise AttnCliError(f"attncli's settings {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as err:
         raise AttnCliError(f"attncli's settings {path} is not TOML: {err}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables by recursion
+        raise AttnCliError(f"attncli's settings {path} is not TOML: nested too deeply for a "
+                           "settings file") from None
     return dict(doc)
 
 

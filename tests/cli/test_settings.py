@@ -71,6 +71,9 @@ def test_a_failed_write_leaves_the_old_file_whole(path: Path,
     (b"model = ''", "model must be a non-empty string"),
     (b"model = '\xff'", "is not UTF-8 text"),
     (b"x" * (settings.LIMIT + 1), "is over 64 KB: not a settings file"),
+    # tomllib parses arrays and inline tables by recursion: a few hundred levels overflow it
+    (b"x = " + b"[" * 5000 + b"]" * 5000, "is not TOML: nested too deeply"),
+    (b"x = " + b"{a=" * 900 + b"1" + b"}" * 900, "is not TOML: nested too deeply"),
 ])  # fmt: skip
 def test_bad_content_is_one_line_naming_the_file(path: Path, content: bytes,
                                                  message: str) -> None:
