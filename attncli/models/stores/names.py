@@ -21,6 +21,7 @@ from attncli.models.stores.ollama import (
     resolve_ollama,
     shown,
 )
+from attncli.models.stores.paths import exists
 from attncli.models.stores.pull import PULLABLE, pullable
 
 LMSTUDIO_PREFIX = "lmstudio:"
@@ -37,7 +38,7 @@ def find_pulled(name: str) -> Path | None:
         path = fetched_root() / model.target
     except AttnCliError:
         return None
-    return path if path.exists() else None
+    return path if exists(path) else None
 
 
 def ollama_like(name: str) -> bool:
