@@ -189,8 +189,12 @@ def _blob(store: Path, manifest_path: Path, label: str) -> tuple[Path, int]:
     if size is not None and found != size:
         raise AttnCliError(f"{label}'s model blob holds {found:,} bytes but its manifest says "
                            f"{size:,} (a damaged or partial blob? run `ollama pull {label}`)")
-    with open(blob, "rb") as stream:  # a regular file (_inside): the read cannot wait
-        start = stream.read(4)
+    try:
+        with open(blob, "rb") as stream:  # a regular file (_inside): the read cannot wait
+            start = stream.read(4)
+    except OSError as err:  # a blob of mode 000
+        raise AttnCliError(f"cannot read {label}'s model blob sha256-{digest[:12]}… in "
+                           f"{shown(str(store / 'blobs'))}: {err.strerror or err}") from None
     if start != GGUF_MAGIC:  # else --model would try it as a safetensors checkpoint
         raise AttnCliError(f"{label}'s model blob sha256-{digest[:12]}… is not a GGUF file (it "
                            f"starts with {start!r}, not {GGUF_MAGIC!r}; a damaged blob? run "

@@ -100,3 +100,30 @@ def test_a_real_home_that_cannot_be_searched(tmp_path: Path, args: tuple[str, ..
         assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("attncli: error: ")
     if args[0] == "doctor" and len(args) == 1:
         assert "cannot be looked at: Permission denied" in " ".join(proc.stdout.split())
+
+
+def test_a_real_ollama_blob_that_cannot_be_read(tmp_path: Path) -> None:
+    """A blob of mode 000 in a store that can be read: --model is one line naming it, and
+    `models` lists it as unreadable with the same reason."""
+    prefix = _unprivileged()
+    store = tmp_path / "ollama"
+    blob = store / "blobs" / ("sha256-" + "a" * 64)
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(b"GGUF" + bytes(60))
+    blob.chmod(0)
+    manifest = store / "manifests" / "registry.ollama.ai" / "library" / "locked" / "latest"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"layers": [{"mediaType": "application/vnd.ollama.image.model", '
+                        f'"digest": "sha256:{"a" * 64}", "size": 64}}]}}')
+    env = {**os.environ, "OLLAMA_MODELS": str(store), "HOME": str(tmp_path)}
+    run = [*prefix, sys.executable, "-m", "attncli"]
+    proc = subprocess.run([*run, "run", "the cat", "--model", "locked"], capture_output=True,
+                          text=True, env=env, timeout=TIMEOUT_S, check=False)
+    reason = "cannot read locked:latest's model blob sha256-aaaaaaaaaaaa… in "
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"attncli: error: {reason}")
+    assert proc.stderr.endswith(": Permission denied\n")
+    listed = subprocess.run([*run, "models", "--json"], capture_output=True, text=True, env=env,
+                            timeout=TIMEOUT_S, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert reason in listed.stdout and "Permission denied" in listed.stdout
