@@ -18,6 +18,7 @@ from typing import Any
 
 from attncli.errors import AttnCliError, escaped
 from attncli.models.stores.cachedir import xdg_base
+from attncli.models.stores.paths import expanded
 
 CONFIG_ENV = "ATTNCLI_CONFIG"
 MODEL_ENV = "ATTNCLI_MODEL"
@@ -29,7 +30,7 @@ LIMIT = 64 * 1024  # a settings file is a few lines
 def config_path() -> Path:
     """$ATTNCLI_CONFIG, else $XDG_CONFIG_HOME/attncli/config.toml, else ~/.config/...."""
     if os.environ.get(CONFIG_ENV):
-        return Path(os.environ[CONFIG_ENV]).expanduser()
+        return expanded(os.environ[CONFIG_ENV], CONFIG_ENV)
     base = xdg_base("XDG_CONFIG_HOME")
     try:
         root = Path(base).expanduser() if base else Path.home() / ".config"

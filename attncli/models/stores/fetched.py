@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.cachedir import model_cache_dir
+from attncli.models.stores.cachedir import ENV, model_cache_dir
 from attncli.models.stores.ollama import shown
-from attncli.models.stores.paths import is_file, is_model_gguf
+from attncli.models.stores.paths import expanded, is_file, is_model_gguf
 from attncli.models.stores.pull import PULLABLE
 
 SOURCE = "attncli"
@@ -29,6 +29,9 @@ SHOWN = 8  # candidates named in one error line
 def fetched_root() -> Path:
     """attncli's model cache folder ($ATTNCLI_MODEL_CACHE, else $XDG_CACHE_HOME/attncli/models,
     else ~/.cache/attncli/models)."""
+    value = os.environ.get(ENV)
+    if value:
+        return expanded(value, ENV)  # ~user of no such user is one line naming the variable
     try:
         return model_cache_dir()
     except RuntimeError:  # no HOME and no password entry
