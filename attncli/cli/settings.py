@@ -18,7 +18,7 @@ from typing import Any
 
 from attncli.errors import AttnCliError, escaped
 from attncli.models.stores.cachedir import xdg_base
-from attncli.models.stores.paths import expanded
+from attncli.models.stores.paths import expanded, file_mode
 
 CONFIG_ENV = "ATTNCLI_CONFIG"
 MODEL_ENV = "ATTNCLI_MODEL"
@@ -129,6 +129,7 @@ def write_setting(key: str, value: str | None, path: Path | None = None) -> Path
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(encoded)
+            os.chmod(tmp, file_mode(path))  # a new file as open() makes it, an old one as it was
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

@@ -4,6 +4,7 @@ renamed into place, bad content one line; and the default model it gives."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,17 @@ def test_without_any_model_the_line_says_how_to_set_one(path: Path) -> None:
         "generate needs --model (the decoder that answers), or a default model: "
         "ATTNCLI_MODEL=NAME, or `attncli config set model NAME` (`attncli pull smollm2` "
         "fetches a small one)")
+
+
+def test_the_file_gets_a_plain_file_s_permissions_and_keeps_its_own(path: Path) -> None:
+    """It was written through mkstemp and kept its private 0600, over a file's own mode too."""
+    old = os.umask(0o022)
+    try:
+        settings.write_setting("model", "first")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        path.chmod(0o640)
+        settings.write_setting("model", "second")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+

@@ -48,6 +48,20 @@ def folder_state(path: Path) -> tuple[bool, str | None]:
     return True, None if stat.S_ISDIR(mode) else "not a folder"
 
 
+def file_mode(target: Path) -> int:
+    """The permissions for a file written beside target and renamed over it (mkstemp makes it
+    private): target's own where it is a file, else what a plain open() gives under the umask."""
+    try:
+        info = os.stat(target)
+        if stat.S_ISREG(info.st_mode):
+            return stat.S_IMODE(info.st_mode)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def is_model_gguf(name: str) -> bool:
     """A GGUF file name that holds a model: a vision projector (mmproj) does not."""
     lower = name.lower()

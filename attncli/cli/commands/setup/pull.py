@@ -114,6 +114,8 @@ def _samples(into: Path) -> dict[str, Any]:
     import tempfile
     from importlib import resources
 
+    from attncli.models.stores.paths import file_mode
+
     files = _sample_files(resources.files("attncli.samples"), into)
     new = []
     for source, target in files:
@@ -132,6 +134,7 @@ def _samples(into: Path) -> dict[str, Any]:
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(source.read_bytes())
+            os.chmod(tmp, file_mode(target))  # not mkstemp's private 0600: the user's files
             os.replace(tmp, target)
         except BaseException as err:
             os.unlink(tmp)
