@@ -107,3 +107,20 @@ def test_samples_get_the_permissions_a_plain_write_gives(cli, tmp_path: Path,  #
              if p.is_file()}
     assert modes == {0o644}
 
+
+@pytest.mark.parametrize(("made", "named"), [("samples", "samples"),
+                                             ("samples/toy-gpt2", "samples/toy-gpt2")])
+def test_a_file_or_a_dangling_link_where_a_samples_folder_goes_is_named(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str,  # noqa: ANN001
+        named: str) -> None:
+    """It was 'cannot write samples/chat.json: File exists'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / made).write_bytes(b"")
+    cli("pull", "samples").assert_usage_error(f"{named} is there and is not a folder; move it "
+                                              "away, or pull samples in another folder")
+    (tmp_path / made).unlink()
+    (tmp_path / made).symlink_to(tmp_path / "nowhere")
+    cli("pull", "samples").assert_usage_error(f"{named} is there and is not a folder")
+    assert not (tmp_path / "nowhere").exists()
+

@@ -114,9 +114,13 @@ def _samples(into: Path) -> dict[str, Any]:
     import tempfile
     from importlib import resources
 
-    from attncli.models.stores.paths import file_mode
+    from attncli.models.stores.paths import file_mode, is_dir
 
     files = _sample_files(resources.files("attncli.samples"), into)
+    for folder in sorted({into, *(target.parent for _, target in files)}):
+        if os.path.lexists(folder) and not is_dir(folder):  # a file, a link to nothing
+            raise AttnCliError(f"{escaped(str(folder))} is there and is not a folder; move it "
+                               "away, or pull samples in another folder")
     new = []
     for source, target in files:
         if target.is_file() and target.read_bytes() == source.read_bytes():
