@@ -121,6 +121,9 @@ def write_setting(key: str, value: str | None, path: Path | None = None) -> Path
         encoded = text.encode("utf-8")
     except UnicodeEncodeError:
         raise AttnCliError(f"{key}'s value is not valid UTF-8 text") from None
+    if len(encoded) > LIMIT:  # the file would be refused by every later read, unset too
+        raise AttnCliError(f"{key}'s value would make attncli's settings over "
+                           f"{LIMIT // 1024} KB ({len(encoded):,} bytes): not a setting")
     import tempfile
 
     try:

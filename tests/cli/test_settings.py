@@ -141,3 +141,12 @@ def test_the_file_gets_a_plain_file_s_permissions_and_keeps_its_own(path: Path) 
     finally:
         os.umask(old)
 
+
+def test_a_value_too_long_for_the_file_is_refused_before_it_is_written(path: Path) -> None:
+    """It was written, and every later read refused the file, config set and unset too."""
+    settings.write_setting("model", "first")
+    with pytest.raises(AttnCliError, match=r"model's value would make attncli's settings over "
+                                           r"64 KB \(70,011 bytes\): not a setting"):
+        settings.write_setting("model", "a" * 70_000)
+    assert settings.read_settings() == {"model": "first"}
+
