@@ -1,15 +1,16 @@
-"""A saved run's "config" and "model" objects back into their typed records, read by walking the
-records (walk.py), then checked against the tokens and weights the file holds."""
+"""The keys of the records every kind of saved document shares (a token, a run's "config", the
+"model" object), and the model's description, worked out from what the file says of it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 from attncli.core.result import FamilyInfo, ModelInfo, RunConfig, TextConfig, TokenInfo
 from attncli.errors import AttnCliError
-from attncli.saved.parts import bad, choice, hex_bytes, integer, maybe, number, obj, string
-from attncli.saved.walk import Key, Table, read
+from attncli.saved.parts import choice, hex_bytes, integer, maybe, obj, string
+from attncli.saved.walk import Key, Reader, Table
 
 BOUND = 2**31  # no count attncli writes comes near it
 # The architectures a saved run may name (core cannot ask models/ for its registry).
@@ -29,49 +30,10 @@ def tokenizer_from(value: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _rate(value: Any, where: str) -> float:
-    """A dropout rate, 0 to 1 (1 excluded)."""
-    rate = number(value, where)
-    if not 0 <= rate < 1:
-        raise bad(where, value, "a rate in 0 to 1")
-    return rate
-
-
-RECORDS: Table = {
-    TokenInfo: {"bytes_hex": Key(name="bytes", check=hex_bytes)},
-    RunConfig: {"num_tokens": COUNT, "heads": SIZE, "d_in": COUNT, "d_out": COUNT,
-                "impl": Key(choices=("naive", "tiled")), "seed": Key(low=-2**63, high=2**64),
-                "dropout": Key(check=_rate), "layer": Key(low=-BOUND, high=BOUND),
-                "text": Key(inline="allow_special"), "top_k": COUNT, "head": COUNT,
-                "pool": Key(choices=("max", "mean")), "tokenizer": Key(check=tokenizer_from),
-                "measure": Key(choices=("norm", "rollout"))},
-    TextConfig: {"emb_dim": SIZE, "context_length": SIZE},
-    FamilyInfo: {"architecture": Key(choices=FAMILIES), "kv_heads": SIZE, "head_dim": SIZE,
-                 "rope_scaling": Key(choices=SCALINGS), "sliding_window": SIZE, "window": SIZE},
-    ModelInfo: {"layers": SIZE, "heads": SIZE, "d_model": SIZE, "layer": COUNT,
-                "family": Key(inline="architecture"),
-                **{name: Key(skip=True) for name in ("name", "norm", "reads", "lead",
-                                                      "bidirectional")}},
-}
-
-
-def config_from(data: Any, size: int) -> RunConfig:
-    """The JSON "config" back into the typed record; num_tokens must be the tokens' count."""
-    config = read(RunConfig, data, "config", RECORDS)
-    integer(config.num_tokens, "config.num_tokens", size, size)
-    if config.head is not None:
-        integer(config.head, "config.head", 0, config.heads - 1)
-    return config if config.impl == "tiled" else replace(config, top_k=None, pool=None)
-
-
-def model_from(data: Any, config: RunConfig | None) -> ModelInfo:
-    """The JSON "model" object; its heads must be the run's."""
-    model = read(ModelInfo, data, "model", RECORDS)
+def model_from(data: Any, where: str = "model") -> ModelInfo:
+    """The JSON "model" object, its kv heads dividing its heads, described as its views name it."""
+    model = Reader(RECORDS).read(ModelInfo, data, where)
     heads, family = model.heads, model.family
-    if config is not None and heads != config.heads:
-        raise AttnCliError(f"saved file: model.heads is {heads}, config.heads {config.heads}")
-    if model.layer is not None:
-        integer(model.layer, "model.layer", 0, model.layers - 1)
     if family is not None and heads % integer(family.kv_heads, "model.kv_heads", 1, heads):
         raise AttnCliError(f"saved file: model.kv_heads {family.kv_heads} does not divide "
                            f"model.heads {heads}")
@@ -84,3 +46,24 @@ def model_from(data: Any, config: RunConfig | None) -> ModelInfo:
         ("GPT-2", "LayerNorm'd", " ln_1(h)", "A trained model, not the chapter-3 toy")
         if family is None else (family.architecture, "RMSNorm'd", "", ModelInfo.lead))
     return replace(model, name=name, norm=norm, reads=reads, lead=lead, bidirectional=encoder)
+
+
+RECORDS: Table = {
+    TokenInfo: {"bytes_hex": Key(name="bytes", check=hex_bytes)},
+    # num_tokens: the tokens' count (N); head: one of the heads, read before it
+    RunConfig: {"num_tokens": Key(low="N", high="N"), "heads": SIZE, "d_in": COUNT,
+                "d_out": COUNT, "impl": Key(choices=("naive", "tiled")),
+                "seed": Key(low=-2**63, high=2**64),
+                "dropout": Key(low=0, high=math.nextafter(1, 0), means="a rate in 0 to 1"),
+                "layer": Key(low=-BOUND, high=BOUND), "text": Key(inline="allow_special"),
+                "top_k": COUNT, "head": Key(high="heads-1"), "tokenizer": Key(check=tokenizer_from),
+                "pool": Key(choices=("max", "mean")), "measure": Key(choices=("norm", "rollout"))},
+    TextConfig: {"emb_dim": SIZE, "context_length": SIZE},
+    FamilyInfo: {"architecture": Key(choices=FAMILIES), "kv_heads": SIZE, "head_dim": SIZE,
+                 "rope_scaling": Key(choices=SCALINGS), "sliding_window": SIZE, "window": SIZE},
+    ModelInfo: {"layers": SIZE, "heads": SIZE, "d_model": SIZE, "layer": Key(high="layers-1"),
+                "family": Key(inline="architecture"),
+                **{name: Key(skip=True) for name in ("name", "norm", "reads", "lead",
+                                                      "bidirectional")}},
+}
+MODEL = Key(check=model_from)  # a "model" object, read and described

@@ -1,6 +1,6 @@
-"""The one table of what a saved document may be: its "kind" → the record class it is read into
-and the reader; the kinds without weights, named and refused; a document saved before kinds
-were written, recognised by its keys."""
+"""The one table of what a saved document may be: its "kind" → how it is read into its records
+(or, for a kind show does not draw, how the refusal names it), and the keys that tell a document
+saved before kinds were written."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from typing import Any
 from attncli.core.inputs import _decode, _read_path, parse_json
 from attncli.core.result import Result
 from attncli.errors import AttnCliError
-from attncli.records.causal import Ablation, Patching
-from attncli.records.generation import GenerationResult
-from attncli.records.heads import HeadsResult
 from attncli.saved.causal import ablation_from_dict, patching_from_dict
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
@@ -36,10 +33,16 @@ class Saved:
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind of document: the record class it is read into, and how."""
+    """A kind of document: how it is read (None: show does not draw it, and names it and the
+    command that shows it), and the keys a document saved before kinds has all of (and none of
+    without) to be recognised as this kind (none: never recognised by its keys)."""
 
-    record: type
-    read: Callable[[Doc], list[Any]]
+    read: Callable[[Doc], list[Any]] | None
+    keys: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+    name: str = ""
+    command: str = ""
+    shows: str = "tables"  # what the command shows: a table or text holds tokens, no weights
 
 
 def _compare(doc: Doc) -> list[Result]:
@@ -57,53 +60,50 @@ def _compare(doc: Doc) -> list[Result]:
     return results
 
 
+def _undrawn(name: str, command: str, *keys: str, without: tuple[str, ...] = (),
+             shows: str = "tables") -> Kind:
+    """A kind show does not draw: its name in the refusal, the command that shows it."""
+    return Kind(None, keys, without, name, command, shows)
+
+
+# In the order a document saved before kinds is recognised: ablate's and patch's hold "heads"
+# and "model", as heads' do.
 KINDS = {
-    "run": Kind(Result, lambda doc: [result_from_dict(doc)]),
-    "compare": Kind(Result, _compare),
-    "weights": Kind(Result, lambda doc: [weights_result(need(doc, "weights", "the file"),
-                                                        doc.get("tokens"))]),
-    "heads": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
-    "scan": Kind(HeadsResult, lambda doc: [heads_from_dict(doc)]),
-    "generate": Kind(GenerationResult, lambda doc: [generation_from_dict(doc)]),
-    "ablate": Kind(Ablation, lambda doc: [ablation_from_dict(doc)]),
-    "patch": Kind(Patching, lambda doc: [patching_from_dict(doc)]),
+    "ablate": Kind(lambda doc: [ablation_from_dict(doc)], ("how", "losses", "ranking")),
+    "patch": Kind(lambda doc: [patching_from_dict(doc)], ("metric", "grid", "direction")),
+    "compare": Kind(_compare, ("variants",)),
+    "scan": Kind(lambda doc: [heads_from_dict(doc)], ("scan", "heads", "model")),
+    "heads": Kind(lambda doc: [heads_from_dict(doc)], ("heads", "model"), ("weights",)),
+    "run": Kind(lambda doc: [result_from_dict(doc)], ("variant",)),
+    "cost": _undrawn("a `cost` lesson's", "attncli cost", "rows", "fit", "projection"),
+    "flash": _undrawn("a `flash` lesson's", "attncli flash TEXT", "block", "steps", "memory"),
+    "kvcache": _undrawn("a `kvcache` lesson's", "attncli kvcache TEXT", "steps", "totals"),
+    "streaming": _undrawn("`kvcache --keep`'s", "attncli kvcache TEXT --model M --keep",
+                          "policies", "ranges"),
+    "permute": _undrawn("a `permute` lesson's", "attncli permute TEXT_A TEXT_B", "a", "b",
+                        "permutation"),
+    "models": _undrawn("`models`'", "attncli models", "cache", "models"),
+    "doctor": _undrawn("`doctor`'s", "attncli doctor", "extensions", "torch"),
+    "check": _undrawn("`check`'s", "attncli check FILE:CLASS", "verdict", "cases"),
+    "tokens": _undrawn("`tokens`'", "attncli tokens TEXT", "tokens",
+                       without=("weights", "heads"), shows="table"),
+    "weights": Kind(lambda doc: [weights_result(need(doc, "weights", "the file"),
+                                                doc.get("tokens"))], ("weights",)),
+    "template": _undrawn("`generate --show-template`'s",
+                         "attncli generate TEXT --model M --show-template", shows="text"),
+    "config": _undrawn("`config list`'s", "attncli config list"),
+    "generate": Kind(lambda doc: [generation_from_dict(doc)]),
 }
-# The kinds show does not draw: the keys that tell one saved before kinds, its name, the command.
-UNDRAWN = {
-    "cost": (("rows", "fit", "projection"), "a `cost` lesson's", "attncli cost"),
-    "flash": (("block", "steps", "memory"), "a `flash` lesson's", "attncli flash TEXT"),
-    "kvcache": (("steps", "totals"), "a `kvcache` lesson's", "attncli kvcache TEXT"),
-    "streaming": (("policies", "ranges"), "`kvcache --keep`'s",
-                  "attncli kvcache TEXT --model M --keep"),
-    "permute": (("a", "b", "permutation"), "a `permute` lesson's",
-                "attncli permute TEXT_A TEXT_B"),
-    "models": (("cache", "models"), "`models`'", "attncli models"),
-    "doctor": (("extensions", "torch"), "`doctor`'s", "attncli doctor"),
-    "check": (("verdict", "cases"), "`check`'s", "attncli check FILE:CLASS"),
-    "tokens": ((), "`tokens`'", "attncli tokens TEXT"),
-    "template": ((), "`generate --show-template`'s",
-                 "attncli generate TEXT --model M --show-template"),
-    "config": ((), "`config list`'s", "attncli config list"),
-}
-
-
-# A document saved before kinds were written: the first kind whose keys it has all of (and none
-# of those after them). ablate's and patch's hold "heads" and "model", as heads' do.
-SNIFFED = (("ablate", ("how", "losses", "ranking"), ()),
-           ("patch", ("metric", "grid", "direction"), ()), ("compare", ("variants",), ()),
-           ("scan", ("scan", "heads", "model"), ()), ("heads", ("heads", "model"), ("weights",)),
-           ("run", ("variant",), ()), *((name, keys, ()) for name, (keys, _, _)
-                                       in UNDRAWN.items() if keys),
-           ("tokens", ("tokens",), ("weights", "heads")), ("weights", ("weights",), ()))
 
 
 def kind_of(doc: Doc) -> str:
     """The document's kind: its "kind" where attncli wrote one, else recognised by its keys."""
     kind = doc.get("kind")
-    if isinstance(kind, str) and (kind in KINDS or kind in UNDRAWN):
+    if isinstance(kind, str) and kind in KINDS:
         return kind
-    for name, keys, without in SNIFFED:
-        if all(k in doc for k in keys) and not any(k in doc for k in without):
+    for name, found in KINDS.items():
+        if found.keys and all(k in doc for k in found.keys) and not any(
+                k in doc for k in found.without):
             return name
     raise AttnCliError("no weights in this JSON: expected attncli's output, a [N][N] or "
                        '[H][N][N] list, or {"tokens": [...], "weights": ...}')
@@ -117,13 +117,11 @@ def saved_from(data: Any) -> Saved:
         raise AttnCliError("expected attncli JSON, a [N][N] or [H][N][N] list, or "
                            '{"tokens": [...], "weights": ...}')
     kind = kind_of(data)
-    if kind in UNDRAWN:
-        _, name, command = UNDRAWN[kind]
-        holds = (": it holds tokens, no attention weights" if kind in ("tokens", "template")
-                 else "")
-        raise AttnCliError(f"show cannot draw {name} JSON{holds}; run `{command}` to see its "
-                           f"{ {'tokens': 'table', 'template': 'text'}.get(kind, 'tables')}")
-    results = KINDS[kind].read(data)
+    if (read := (found := KINDS[kind]).read) is None:
+        holds = "" if found.shows == "tables" else ": it holds tokens, no attention weights"
+        raise AttnCliError(f"show cannot draw {found.name} JSON{holds}; run `{found.command}` to "
+                           f"see its {found.shows}")
+    results = read(data)
     if kind == "run" and results[0].long is not None:
         kind = "long"
     return Saved(kind, results, data)

@@ -53,20 +53,6 @@ def integer(value: Any, where: str, low: int = 0, high: int | None = None) -> in
     return value
 
 
-def span(value: Any, where: str, size: int) -> list[int]:
-    """[a, b), half-open, inside 0..size: a below size, b above a and at most size."""
-    a, b = items(value, where, 2)
-    integer(b, f"{where}[1]", integer(a, f"{where}[0]", 0, size - 1) + 1, size)
-    return [a, b]
-
-
-def within(record: Any, where: str, **bounds: tuple[int, int]) -> None:
-    """Each named part of record (a dict's key, else an attribute) a whole number in its bounds."""
-    for key, (low, high) in bounds.items():
-        part = record[key] if isinstance(record, dict) else getattr(record, key)
-        integer(part, f"{where}.{key}" if where else key, low, high)
-
-
 def number(value: Any, where: str) -> float:
     """A finite number (an int counts), not a bool."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
@@ -74,19 +60,11 @@ def number(value: Any, where: str) -> float:
     return float(value)
 
 
-SLACK = 1e-3  # a share summed from float32 weights may pass 0 or 1 by rounding (n·eps)
-
-
 def ranged(value: Any, where: str, low: float, high: float, expected: str) -> float:
     """A finite number from low to high, else the line that it is not the expected one."""
     if not low <= (found := number(value, where)) <= high:
         raise bad(where, value, expected)
     return found
-
-
-def fraction(value: Any, where: str) -> float:
-    """A share: a number from 0 to 1 (give or take rounding)."""
-    return ranged(value, where, -SLACK, 1 + SLACK, "a share from 0 to 1")
 
 
 def maybe(value: Any, check: Any, *args: Any) -> Any:
@@ -154,19 +132,6 @@ def row(value: Any, where: str, length: int | None, nulls: bool) -> list[float |
             raise bad(f"{where}[{j}]", v, "a finite number or null" if nulls
                       else "a finite number")
     return out
-
-
-def cells(value: Any, where: str, *sizes: int | None, nulls: bool = False) -> Any:
-    """Nested lists of sizes[0] items, each of sizes[1:], finite numbers at the bottom (null too
-    where nulls); a None size: as many as the first item holds, which must not be empty."""
-    if len(sizes) == 1:
-        return row(value, where, sizes[0], nulls)
-    data = items(value, where, sizes[0])
-    inner = sizes[1] if sizes[1] is not None or not data else len(items(data[0], f"{where}[0]"))
-    if inner == 0 and sizes[1] is None:
-        raise AttnCliError(f"saved file: {where}[0] is empty")
-    return [cells(part, f"{where}[{i}]", inner, *sizes[2:], nulls=nulls)
-            for i, part in enumerate(data)]
 
 
 def check_cells(cells: int, what: str) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 from attncli.core.result import Result, RunConfig, TokenInfo
 from attncli.errors import AttnCliError
 from attncli.saved.config import RECORDS
-from attncli.saved.parts import check_cells, items, obj, row, string, within
-from attncli.saved.walk import read
+from attncli.saved.parts import check_cells, integer, items, obj, row, string
+from attncli.saved.walk import Reader
 from attncli.version import __version__
 
 
@@ -44,8 +44,8 @@ def _label(token: Any, i: int) -> TokenInfo:
     at = f"tokens[{i}]"
     if isinstance(token, str):
         return TokenInfo(i, None, string(token, at))
-    info = read(TokenInfo, {"index": i, **obj(token, at)}, at, RECORDS)
-    within(info, at, index=(i, i))
+    info = Reader(RECORDS).read(TokenInfo, {"index": i, **obj(token, at)}, at)
+    integer(info.index, f"{at}.index", i, i)
     return info
 
 

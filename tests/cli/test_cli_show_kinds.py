@@ -114,8 +114,11 @@ def test_explain_json_shows_every_stage(cli, tmp_path: Path, args: tuple[str, ..
     _check_outputs(cli, path, doc, tmp_path)
 
 
-def test_heads_json_shows_the_measures(cli, tmp_path: Path) -> None:  # noqa: ANN001
-    args = ("heads", SENTENCE, "--model", TOY)
+@pytest.mark.parametrize("args", [("heads", SENTENCE, "--model", TOY),
+                                  # its probe's ids are sized by the fields before them
+                                  ("heads", "--model", TOY, "--probe", "induction",
+                                   "--probe-length", "5")], ids=["text", "probe"])
+def test_heads_json_shows_the_measures(cli, tmp_path: Path, args: tuple[str, ...]) -> None:  # noqa: ANN001
     path, doc = _saved(cli, tmp_path, args)
     shown = cli("show", str(path))
     assert shown.code == 0, shown.err
