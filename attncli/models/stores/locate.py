@@ -11,6 +11,7 @@ from typing import Any
 
 from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
+from attncli.models.stores.lmstudio import find_lmstudio
 from attncli.models.stores.names import (
     LMSTUDIO_PREFIX,
     find_named,
@@ -168,7 +169,8 @@ def _resolved(model: str) -> Path:
     in_repo = _hub_gguf(model)
     if in_repo is not None:
         return in_repo
-    found = find_named(model) if hub or ollama_like(model) else None
+    # a name no other store's rules allow may still be LM Studio's (a space in a folder's name)
+    found = find_named(model) if hub or ollama_like(model) else find_lmstudio(model)
     if found is not None:
         return found
     if not hub and not ollama_like(model):
