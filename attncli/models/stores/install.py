@@ -20,7 +20,7 @@ from attncli.models.stores.lmstudio import lmstudio_roots
 from attncli.models.stores.locate import hub_cache_dir
 from attncli.models.stores.ollama import ollama_root
 from attncli.models.stores.paths import exists, folder_state, is_dir
-from attncli.models.stores.pull import PULLABLE
+from attncli.models.stores.pull import PULLABLE, missing
 from attncli.version import __version__
 
 PACKAGE = Path(__file__).resolve().parents[2]  # attncli/
@@ -137,7 +137,8 @@ def pulled() -> dict[str, bool]:
         cache = fetched_root()
     except AttnCliError:
         return dict.fromkeys(PULLABLE, False)
-    return {name: exists(cache / model.target) for name, model in PULLABLE.items()}
+    return {name: exists(cache / model.target) and not missing(model, cache)
+            for name, model in PULLABLE.items()}
 
 
 def install() -> dict[str, Any]:

@@ -22,10 +22,11 @@ from attncli.models.stores.ollama import (
     shown,
 )
 from attncli.models.stores.paths import exists
-from attncli.models.stores.pull import PULLABLE, pullable
+from attncli.models.stores.pull import PULLABLE, missing, pullable
 
 LMSTUDIO_PREFIX = "lmstudio:"
 SUGGESTED = 5  # names in one "did you mean" list
+READ = ("config.json", "model.safetensors", "tokenizer.json")  # what --model reads of a folder
 GPT2_NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")  # openai-community's, on the Hub
 
 
@@ -66,8 +67,23 @@ def find_ollama(name: str) -> Path | None:
 def find_named(name: str) -> Path | None:
     """What a bare name means: a pulled model, attncli's cache, LM Studio's folder, Ollama's
     store, in that order; None where it means nothing here."""
-    return (find_pulled(name) or find_fetched(name) or find_lmstudio(name)
-            or find_ollama(name))
+    pulled = find_pulled(name)
+    if pulled is not None:
+        _refuse_damaged(name, pulled)
+    return pulled or find_fetched(name) or find_lmstudio(name) or find_ollama(name)
+
+
+def _refuse_damaged(name: str, pulled: Path) -> None:
+    """One line where a pulled copy lacks a file --model reads (damaged outside attncli: pull
+    puts a model whole), naming the pull that mends it."""
+    model = pullable(name)
+    if model is None:
+        return
+    gone = [n for n in missing(model, pulled.parent) if n in (*READ, model.target)]
+    if gone:
+        raise AttnCliError(f"attncli's copy of {model.title.split(' (')[0]} ({shown(str(pulled))})"
+                           f" lacks {', '.join(gone)}; `attncli pull {model.name}` fetches it "
+                           "again")
 
 
 def resolve_lmstudio(model: str) -> Path:

@@ -125,6 +125,17 @@ def in_place(model: Pullable, cache: Path, report: Report | None = None) -> bool
                for name, sha256 in model.files.items())
 
 
+def missing(model: Pullable, cache: Path) -> list[str]:
+    """The pinned files the cache's copy of model lacks (looked at, not hashed): [] where it is
+    whole, or where nothing of it is there."""
+    where = cache / model.target
+    if not os.path.lexists(where):
+        return []
+    if not model.files:
+        return [] if os.path.isfile(where) else [model.target]
+    return [name for name in model.files if not os.path.isfile(where / name)]
+
+
 def _checked(path: Path, sha256: str, what: str, report: Report | None = None) -> None:
     if sha256_of(path, report, f"checking the sha256 of {Path(what).name}") != sha256:
         raise PullError(f"{what} does not have the pinned sha256 {sha256}")

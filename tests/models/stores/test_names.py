@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from attncli.errors import AttnCliError
+from attncli.models.stores import install
 from attncli.models.stores.locate import resolve_path
 from attncli.models.stores.names import find_named, ollama_like
+from attncli.models.stores.pull import PULLABLE, missing
 from tests.models.stores.test_stores_ollama import GGUF, _pull
 
 
@@ -128,3 +130,18 @@ def test_an_empty_model_is_refused_not_read_as_the_working_folder(stores: Path) 
 ])  # fmt: skip
 def test_ollama_like(name: str, expected: bool) -> None:
     assert ollama_like(name) is expected
+
+
+def test_a_damaged_pulled_copy_names_the_pull_that_mends_it(stores: Path) -> None:
+    """A pulled folder missing model.safetensors (removed by hand, a copy cut short outside
+    attncli) said only 'has no .safetensors file', and `attncli pull` listed it as pulled."""
+    folder = stores / "fetched" / PULLABLE["minilm"].target
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    message = _error("minilm")
+    assert message.startswith("attncli's copy of all-MiniLM-L6-v2 (") and message.endswith(
+        ") lacks model.safetensors, tokenizer.json; `attncli pull minilm` fetches it again")
+    assert "model.safetensors" in missing(PULLABLE["minilm"], stores / "fetched")
+    assert install.pulled()["minilm"] is False
+    (stores / "fetched" / PULLABLE["smollm2"].target).mkdir()  # a folder where its file goes
+    assert "lacks SmolLM2-135M-Instruct.Q4_1.gguf; `attncli pull smollm2`" in _error("smollm2")

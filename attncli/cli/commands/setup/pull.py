@@ -151,14 +151,15 @@ def _samples(into: Path) -> dict[str, Any]:
 
 
 def _list(as_json: bool) -> None:
-    """What pull fetches, and whether each is in the cache (each file's size, not its hash)."""
+    """What pull fetches, and whether each is in the cache (each pinned file there, not hashed)."""
     from attncli.models.stores.fetched import fetched_root
     from attncli.models.stores.paths import exists
-    from attncli.models.stores.pull import PULLABLE
+    from attncli.models.stores.pull import PULLABLE, missing
 
     cache = fetched_root()
     rows = [{"name": m.name, "title": m.title, "package": m.package,
-             "path": str(cache / m.target), "pulled": exists(cache / m.target)}
+             "path": str(cache / m.target),
+             "pulled": exists(cache / m.target) and not missing(m, cache)}
             for m in PULLABLE.values()]
     if as_json:
         emit_json(rows)
