@@ -65,7 +65,7 @@ def _parsed(path: Path) -> dict[str, Any]:
                            "settings file")
     tomllib = _toml()
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = tomllib.loads(data.decode("utf-8-sig"))  # a BOM, as Windows editors write one
     except UnicodeDecodeError:
         raise AttnCliError(f"attncli's settings {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as err:

@@ -150,3 +150,11 @@ def test_a_value_too_long_for_the_file_is_refused_before_it_is_written(path: Pat
         settings.write_setting("model", "a" * 70_000)
     assert settings.read_settings() == {"model": "first"}
 
+
+
+def test_a_byte_order_mark_is_read_past(path: Path) -> None:
+    """Notepad and other Windows editors start a UTF-8 file with a BOM: it was 'not TOML:
+    Invalid statement (at line 1, column 1)' for a file that reads right in the editor."""
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'\xef\xbb\xbfmodel = "smollm2"\r\n')
+    assert settings.read_settings() == {"model": "smollm2"}
