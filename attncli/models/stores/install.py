@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.fetched import fetched_root
+from attncli.models.stores.fetched import fetched_root, missing
 from attncli.models.stores.lmstudio import lmstudio_roots
 from attncli.models.stores.locate import hub_cache_dir
 from attncli.models.stores.ollama import ollama_root
 from attncli.models.stores.paths import exists, folder_state, is_dir
-from attncli.models.stores.pull import PULLABLE, missing
+from attncli.models.stores.pull import PULLABLE
 from attncli.version import __version__
 
 PACKAGE = Path(__file__).resolve().parents[2]  # attncli/

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.fetched import fetched_models, fetched_root, find_fetched
+from attncli.models.stores.fetched import fetched_models, fetched_root, find_fetched, missing
 from attncli.models.stores.lmstudio import find_lmstudio, lmstudio_files, lmstudio_roots
 from attncli.models.stores.ollama import (
     PREFIX,
@@ -22,7 +22,7 @@ from attncli.models.stores.ollama import (
     shown,
 )
 from attncli.models.stores.paths import exists
-from attncli.models.stores.pull import PULLABLE, missing, pullable
+from attncli.models.stores.pull import PULLABLE, pullable
 
 LMSTUDIO_PREFIX = "lmstudio:"
 SUGGESTED = 5  # names in one "did you mean" list

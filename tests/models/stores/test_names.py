@@ -10,9 +10,10 @@ import pytest
 
 from attncli.errors import AttnCliError
 from attncli.models.stores import install
+from attncli.models.stores.fetched import missing
 from attncli.models.stores.locate import resolve_path
 from attncli.models.stores.names import find_named, ollama_like
-from attncli.models.stores.pull import PULLABLE, missing
+from attncli.models.stores.pull import PULLABLE
 from tests.models.stores.test_stores_ollama import GGUF, _pull
 
 

