@@ -210,8 +210,8 @@ def wheel_url(model: Pullable, index: str) -> str:
         body = response.read(16 * BLOCK).decode("utf-8", "replace")
     if "json" in kind:
         try:
-            files = {f["filename"]: f["url"] for f in json.loads(body)["files"]}
-        except (ValueError, KeyError, TypeError):
+            files = {f["filename"]: f["url"].split("#", 1)[0] for f in json.loads(body)["files"]}
+        except (ValueError, KeyError, TypeError, AttributeError):  # AttributeError: a url no str
             raise PullError(f"{shown_url(page)} is no package index page (PEP 691)") from None
     else:
         files = {m.group(2).strip(): m.group(1) for m in

