@@ -7,12 +7,15 @@ import math
 import os
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from functools import cache
 from typing import Any
 
 from attncli.errors import AttnCliError
+
+if typing.TYPE_CHECKING:
+    from attncli.core.display import Window
 
 
 @cache
@@ -44,12 +47,20 @@ def _fits(value: Any, kind: Any) -> bool:
         return isinstance(value, str | kind)
     if kind in (list, dict, tuple):
         return isinstance(value, kind)
+    if typing.get_origin(kind) is tuple:  # a fixed pair such as (RIGHT, WRONG): a list too
+        parts = typing.get_args(kind)
+        return isinstance(value, tuple | list) and len(value) == len(parts) and all(
+            _fits(v, part) for v, part in zip(value, parts, strict=True))
     return True  # a record (InputVectors): built by attncli itself
 
 
 def _said(kind: Any) -> str:
     if isinstance(kind, type) and issubclass(kind, Enum):
         return "one of " + ", ".join(repr(m.value) for m in kind)
+    if typing.get_origin(kind) is tuple:
+        parts = typing.get_args(kind)
+        return ("a pair" if len(parts) == 2 else f"a tuple of {len(parts)}") + " (" + ", ".join(
+            _said(part) for part in parts) + ")"
     return {type(None): "None", bool: "True or False", int: "an integer", float: "a number",
             str: "a string", list: "a list", dict: "a dict", tuple: "a tuple"}.get(
                 kind, getattr(kind, "__name__", str(kind)))
@@ -69,12 +80,13 @@ def typed(call: str, name: str, value: Any, hint: Any) -> Any:
     return value
 
 
-def options(call: str, given: dict[str, Any]) -> dict[str, Any]:
-    """The Request options of a call, each checked by its field's type."""
+def options(call: str, given: dict[str, Any], apart: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The Request options of a call (apart: those its command does not offer), each checked
+    by its field's type."""
     import difflib
 
     hints = request_types()
-    names = [n for n in hints if n not in ("text", "inputs")]
+    names = [n for n in hints if n not in ("text", "inputs", *apart)]
     out = {}
     for name, value in given.items():
         if name not in names:
@@ -84,6 +96,56 @@ def options(call: str, given: dict[str, Any]) -> dict[str, Any]:
                                f"{', '.join(names)}")
         out[name] = typed(call, name, value, hints[name])
     return out
+
+
+def record_options(call: str, record: type, given: dict[str, Any]) -> dict[str, Any]:
+    """given, each value checked against the type of record's field of its name (the record
+    then checks its bounds and choices, as for the command line)."""
+    hints = typing.get_type_hints(record)
+    return {name: typed(call, name, value, hints[name]) for name, value in given.items()}
+
+
+def checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """function, its arguments bound first: an unknown keyword or a wrong count is one
+    AttnCliError naming it (with the keyword it was likely meant to be)."""
+    import difflib
+    import functools
+    import inspect
+
+    signature = inspect.signature(function)
+    known = [name for name in signature.parameters if not name.startswith("_")]
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as err:
+            unknown = [k for k in kwargs if k not in signature.parameters]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise AttnCliError(f"attncli.{function.__name__}() has no option "
+                                   f"{unknown[0]!r}{hint}; its options: {', '.join(known)}"
+                                   ) from None
+            raise AttnCliError(f"attncli.{function.__name__}(): {err}") from None
+        return function(*args, **kwargs)
+
+    return call
+
+
+def window(value: Any, name: str) -> Window | None:
+    """--rows, --cols or --layers as "a:b" (the CLI's grammar) or a pair (a, b)."""
+    from attncli.core.display import parse_window
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        pair = isinstance(value, Sequence) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)
+        if not pair:
+            raise AttnCliError(f"{name} must be 'a:b' or a pair of integers (got {value!r:.60})")
+        value = f"{value[0]}:{value[1]}"
+    return parse_window(value, f"{name}=")
 
 
 def in_range(call: str, name: str, value: int, low: int, high: int) -> int:

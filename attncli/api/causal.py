@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from attncli.api.args import checked, record_options, typed
 from attncli.api.notebook import Shown
 from attncli.records.causal import AblateOptions, PatchOptions
 
@@ -83,6 +84,7 @@ class PatchResult(_Causal):
         return f"<Patching {self.record.metric}, {self.record.direction}{lead}>"
 
 
+@checked
 def ablate(text: str | None = None, *, model: str | os.PathLike[str],
            heads: str = AblateOptions.heads, how: str = AblateOptions.how,
            at: int | None = AblateOptions.at, answer: str | None = AblateOptions.answer,
@@ -93,11 +95,15 @@ def ablate(text: str | None = None, *, model: str | os.PathLike[str],
     from attncli.core.request import Request
     from attncli.models.causal.ablate import run_ablate
 
-    options = AblateOptions(heads=heads, how=how, at=at, answer=answer, top=top, seed=seed,
-                            repeat=repeat)
-    return AblationResult(run_ablate(Request(text=text or "", model=os.fspath(model)), options))
+    given = {"heads": heads, "how": how, "at": at, "answer": answer, "top": top, "seed": seed,
+             "repeat": repeat}
+    options = AblateOptions(**record_options("ablate", AblateOptions, given))
+    text = typed("ablate", "text", text, str | None)
+    path: str = typed("ablate", "model", model, str)
+    return AblationResult(run_ablate(Request(text=text or "", model=path), options))
 
 
+@checked
 def patch(clean: str, corrupt: str, *, model: str | os.PathLike[str],
           tokens: tuple[str, str] | None = PatchOptions.tokens,
           answer: str | None = PatchOptions.answer, metric: str | None = PatchOptions.metric,
@@ -108,7 +114,11 @@ def patch(clean: str, corrupt: str, *, model: str | os.PathLike[str],
     from attncli.core.request import Request
     from attncli.models.causal.patch import run_patch
 
-    options = PatchOptions(metric=metric, tokens=tokens, answer=answer, denoise=denoise,
-                           per_position=per_position, at=at, attribution=attribution,
-                           exact=exact)
-    return PatchResult(run_patch(Request(text=clean, model=os.fspath(model)), corrupt, options))
+    given = {"metric": metric, "tokens": tokens, "answer": answer, "denoise": denoise,
+             "per_position": per_position, "at": at, "attribution": attribution,
+             "exact": exact}
+    options = PatchOptions(**record_options("patch", PatchOptions, given))
+    clean, corrupt = (typed("patch", name, value, str)
+                      for name, value in (("clean", clean), ("corrupt", corrupt)))
+    path: str = typed("patch", "model", model, str)
+    return PatchResult(run_patch(Request(text=clean, model=path), corrupt, options))

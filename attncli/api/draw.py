@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from attncli.api.args import in_range, numbers_of, token_texts
+from attncli.api.args import checked, in_range, numbers_of, token_texts
 from attncli.api.notebook import print_out, shell_kind
 from attncli.api.results import Result
 from attncli.core.display import Display
@@ -48,6 +48,7 @@ def _lists(data: Any) -> Any:
     return [_lists(v) for v in data]
 
 
+@checked
 def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> Result:
     """Weights as a Result that shows itself: the page in a notebook, tables in a terminal."""
     from attncli.saved.weights import weights_result
@@ -57,6 +58,7 @@ def view(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) 
     return Result(record, Display(precision=precision), mode="weights")
 
 
+@checked
 def show(weights: Any, tokens: Sequence[str] | None = None, precision: int = 4) -> None:
     """Draw weights ([N][N] or [H][N][N]: a tensor, an array or lists) with their tokens: as
     the interactive page in Jupyter or VS Code, as coloured tables in IPython or a terminal."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from attncli.api.args import typed
+from attncli.api.args import checked, typed, window
 from attncli.api.notebook import Shown
 from attncli.errors import AttnCliError
 from attncli.records.asking import GenerateView, GenerationRequest, Sampling
@@ -86,6 +86,7 @@ class Generation(Shown):
                 f" {self.answer[:60]!r}>")
 
 
+@checked
 def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = None, *,
              messages: list[dict[str, Any]] | None = None, answer: str | None = None,
              max_new_tokens: int = Sampling.max_new_tokens, sample: bool = Sampling.sample,
@@ -93,7 +94,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
              top_k: int = Sampling.top_k, seed: int | None = Sampling.seed,
              system: str | None = GenerationRequest.system, raw: bool = GenerationRequest.raw,
              at: int | str | None = None,
-             layers: tuple[int, int] | None = None, head: int | None = None,
+             layers: str | tuple[int, int] | None = None, head: int | None = None,
              combine: str = GenerateView.combine,
              exclude_sinks: bool = GenerateView.exclude_sinks,
              view: str = GenerateView.kind,
@@ -106,14 +107,12 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     before the model runs: a wrong type is one AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
-    from attncli.core.display import Window
     from attncli.models.generate.conversation import parse_messages
     from attncli.models.generate.run import generate_model
     from attncli.records.shown import shown_view
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
-    span = _span(layers)
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
     request = GenerationRequest(
@@ -121,7 +120,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
         None if messages is None else parse_messages(messages, "messages"), answer,
         system=system, raw=raw, sampling=sampling, view=view, occlude=occlude,
         exclude_sinks=exclude_sinks, combine=combine, head=head, at=at, keep_all=True,
-        layers=None if span is None else Window("layers", *span))
+        layers=window(layers, "layers"))
     record = generate_model(request)
     return Generation(record, shown_view(record, request))
 
@@ -134,14 +133,3 @@ ARGUMENTS: dict[str, Any] = {
     "at": int | str | None, "head": int | None, "combine": str, "exclude_sinks": bool,
     "view": str, "occlude": str}
 
-
-def _span(layers: Any) -> tuple[int, int] | None:
-    """layers= as (a, b): two integers, or None for every layer."""
-    if layers is None:
-        return None
-    if not (isinstance(layers, tuple | list) and len(layers) == 2 and all(
-            isinstance(n, int) and not isinstance(n, bool) for n in layers)):
-        shown = repr(layers)[:40]
-        raise AttnCliError(f"attncli.generate(): layers must be a pair of integers (a, b), "
-                           f"layers a to b - 1 (got {type(layers).__name__} {shown})")
-    return int(layers[0]), int(layers[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from attncli.api.args import checked
 from attncli.api.notebook import Shown, text_of
 from attncli.errors import AttnCliError
 
@@ -46,6 +47,7 @@ class CheckResult(Shown):
             f"{'PASS' if self.passed else 'FAIL'}>"
 
 
+@checked
 def check(cls: type | str, kind: str | None = None, lang: str = "en") -> CheckResult:
     """Check a class (or "FILE.py:Class", imported) against the book's computation: the book's
     weights copied in, the book's and random inputs, batch 1 and 2, dropout off, on and in eval

@@ -10,26 +10,21 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from attncli.api.args import in_range, numbers_of, options, token_texts, typed
+from attncli.api.args import (
+    checked,
+    in_range,
+    numbers_of,
+    options,
+    token_texts,
+    typed,
+    window,
+)
 from attncli.api.results import HeadsResult, Result
-from attncli.core.display import Display, View, Window, display_of, parse_stages, parse_window
+from attncli.core.display import Display, View, display_of, parse_stages
 from attncli.core.request import Extract, Request
 from attncli.core.result import STAGES
 from attncli.errors import AttnCliError
 from attncli.records.heads import HeadsOptions
-
-
-def _window(value: str | Sequence[int] | None, name: str) -> Window | None:
-    """--rows/--cols as "a:b" or (a, b)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        pair = isinstance(value, Sequence) and len(value) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value)
-        if not pair:
-            raise AttnCliError(f"{name} must be 'a:b' or a pair of integers (got {value!r})")
-        value = f"{value[0]}:{value[1]}"
-    return parse_window(value, f"{name}=")
 
 
 def _stages(show: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -85,11 +80,18 @@ def _text(text: str | None) -> str:
     return text
 
 
+# The Request options `attncli explain` does not offer: the tiled path's, and run's --measure
+# (explain shows every N × N stage of the weights); a test keeps this equal to its --help.
+NOT_EXPLAINS = ("top_k", "pool", "full", "measure")
+
+
 def _request(call: str, text: str | None, file: Any, inputs: Any, tokens: Any,
              given: dict[str, Any]) -> Request:
-    return Request(**_source(text, file, inputs, tokens), **options(call, given))
+    apart = NOT_EXPLAINS if call == "explain" else ()
+    return Request(**_source(text, file, inputs, tokens), **options(call, given, apart))
 
 
+@checked
 def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
         inputs: Any = None, tokens: Sequence[str] | None = None,
         show: str | Sequence[str] | None = None, rows: str | Sequence[int] | None = None,
@@ -108,7 +110,7 @@ def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
     in_range("run", "precision", precision, 0, 8)
     head, query = _extract("run", head, query)
     request = _request("run", text, file, inputs, tokens, options)
-    windows = _window(rows, "rows"), _window(cols, "cols")
+    windows = window(rows, "rows"), window(cols, "cols")
     stages = _stages(show)
     extract = Extract(stages=stages or (), rows=windows[0], cols=windows[1], query=query,
                       head=head, maps=True, page=True)
@@ -117,6 +119,7 @@ def run(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
                   extra=page_extra(record))
 
 
+@checked
 def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = None,
             inputs: Any = None, tokens: Sequence[str] | None = None,
             show: str | Sequence[str] | None = None, query: str | int | None = None,
@@ -138,6 +141,7 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
     return Result(record, display, mode="explain")
 
 
+@checked
 def heads(text: str | None = None, *, model: str | os.PathLike[str],
           file: str | os.PathLike[str] | None = None, sort: str = HeadsOptions.sort,
           layers: str | Sequence[int] | None = None, probe: str | None = HeadsOptions.probe,
@@ -159,15 +163,15 @@ def heads(text: str | None = None, *, model: str | os.PathLike[str],
     in_range("heads", "precision", precision, 0, 8)
     if not 0.0 <= threshold <= 1.0:
         raise AttnCliError(f"attncli.heads(): threshold must be in [0, 1] (got {threshold})")
-    if probe is not None and (text is not None or file is not None):
-        raise AttnCliError(f"probe={probe!r} runs on its own random tokens: give no text or file")
     if probe not in (None, "induction", "previous", "duplicate"):
         raise AttnCliError(f"unknown probe {probe!r} (choose from induction, previous, "
                            "duplicate)")
+    if probe is not None and (text is not None or file is not None):
+        raise AttnCliError(f"probe={probe!r} runs on its own random tokens: give no text or file")
     source = "" if probe is not None else _source(text, file, None, None)["text"]
     request = Request(text=source, model=os.fspath(model), heads=num_heads,
                       allow_special=allow_special, measure=measure)  # type: ignore[arg-type]
-    options = HeadsOptions(sort=sort, layers=_window(layers, "layers"), probe=probe,
+    options = HeadsOptions(sort=sort, layers=window(layers, "layers"), probe=probe,
                            probe_length=probe_length, probe_seed=probe_seed, threshold=threshold)
     record = run_heads(request, options)
     return HeadsResult(record, precision, extra=page_extra(record))

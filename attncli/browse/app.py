@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from textual import work
 from textual.app import App, ScreenStackError
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.reactive import reactive
 
 from attncli.browse.causal import PositionsScreen
@@ -72,8 +73,9 @@ class BrowseApp(App[int]):
     sel: reactive[Selection] = reactive(Selection(), init=False)
     results: reactive[Results] = reactive(Results(), init=False)
 
-    def __init__(self, source: Source, save: Saver | None = None) -> None:
-        super().__init__()
+    def __init__(self, source: Source, save: Saver | None = None,
+                 driver_class: type[Driver] | None = None) -> None:
+        super().__init__(driver_class=driver_class)
         self.source, self.saver = source, save
         self.mark: tuple[int, int] | None = None  # the head `c` marked for comparing
         self.set_reactive(BrowseApp.sel, first_selection(source))

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from attncli.browse.app import Saver
     from attncli.browse.source import Source
 
@@ -54,12 +56,32 @@ def drawing_on_stdout() -> Iterator[None]:
         os.close(saved)
 
 
+def _driver() -> type[Driver] | None:
+    """Textual's POSIX terminal driver, reading on past input that is not UTF-8 (a Meta key
+    sent as an 8-bit byte, a stray 0xff): Textual's own decodes strictly, and such a byte ended
+    its input thread with a traceback over the screen and browse with exit 0."""
+    if sys.platform == "win32":
+        return None
+    from textual.drivers.linux_driver import LinuxDriver
+
+    class Driver(LinuxDriver):
+        def run_input_thread(self) -> None:
+            while True:
+                try:
+                    super().run_input_thread()
+                    return
+                except UnicodeDecodeError:
+                    continue  # the read that held it is dropped; the next keys are read
+
+    return Driver
+
+
 def run_in_terminal(source: Source, save: Saver) -> tuple[int, bool]:
     """Browse source full-screen until q or Ctrl-C: the exit code, and whether a layer's pass is
     still running in a worker thread (after q or Ctrl-C it may be)."""
     from attncli.browse.app import WORKER, BrowseApp
 
-    browser = BrowseApp(source, save=save)
+    browser = BrowseApp(source, save=save, driver_class=_driver())
     threading.excepthook = _quiet_lost_terminal
     with drawing_on_stdout():
         browser.run()

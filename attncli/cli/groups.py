@@ -26,7 +26,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 import typer
 from typer.core import TyperCommand
 
-from attncli.cli.app import app
+from attncli.cli.app import HelpContext, app
 from attncli.errors import AttnCliError
 from attncli.opt import Opt, flag, marker
 
@@ -198,6 +198,8 @@ def command(name: str | None = None, needs_model: bool = False) -> Callable[[Bod
 
 class PanelledCommand(TyperCommand):
     """Plain (markup-free) --help with the options under their groups' headings."""
+
+    context_class = HelpContext
 
     def format_options(self, ctx: Any, formatter: Any) -> None:  # typer's own click's types
         """Arguments, then options by panel: the command's own first, then each group's."""

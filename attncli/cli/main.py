@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Any
 
 import typer
 
@@ -98,9 +99,21 @@ def execute(argv: list[str] | None = None) -> int:
             err.show()  # type: ignore[attr-defined]  # bare `attncli`: the help, plainly
             return 2
         if "ClickException" in names:
+            if "NoSuchOption" in names:
+                _unsuggest_hidden(err)
             message = err.format_message()  # type: ignore[attr-defined]
             return fail(message, getattr(err, "exit_code", 2))
         raise
+
+
+def _unsuggest_hidden(err: Any) -> None:
+    """A mistyped option's "Possible options" without the hidden ones (a renamed flag's old
+    spelling, such as --heads for --num-heads): the help never shows them either."""
+    command = getattr(getattr(err, "ctx", None), "command", None)
+    hidden = {name for param in getattr(command, "params", ()) if getattr(param, "hidden", False)
+              for name in (*param.opts, *param.secondary_opts)}
+    if err.possibilities:
+        err.possibilities = [name for name in err.possibilities if name not in hidden]
 
 
 def main() -> None:

@@ -75,6 +75,13 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
 
+def _unraisable(unraisable: Any) -> None:
+    """A Ctrl-C that lands in a finalizer (a weakref callback, a __del__) is remembered, not
+    printed as Python's "Exception ignored ... Traceback"; anything else is printed as ever."""
+    if not (_interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+        sys.__unraisablehook__(unraisable)
+
+
 def catch_interrupts() -> None:
     """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt and are remembered (a library that
     swallows it must not turn it into a traceback); a signal the parent ignores stays ignored
@@ -82,6 +89,7 @@ def catch_interrupts() -> None:
     for signum in INTERRUPTS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_interrupt)
+    sys.unraisablehook = _unraisable
     hold_signals_with(signals_held, settle_interrupt)
     hook_phases(signal_at)
     if not any(isinstance(finder, _DeferredImports) for finder in sys.meta_path):

@@ -359,8 +359,8 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
 @pytest.mark.parametrize(("kwargs", "says"), [
     ({"model": None}, "model must be a string (got NoneType None)"),
     ({"prompt": b"hi"}, "prompt must be a string or None (got bytes b'hi')"),
-    ({"layers": "0:2"}, "layers must be a pair of integers"),
-    ({"layers": (0, True)}, "layers must be a pair of integers"),
+    ({"layers": "0:x"}, "layers= '0:x' is not a window"),
+    ({"layers": (0, True)}, "layers must be 'a:b' or a pair of integers"),
     ({"system": 5}, "system must be a string or None (got int 5)"),
     ({"at": 1.5}, "at must be an integer or a string or None"),
     ({"head": "1"}, "head must be an integer or None"),
@@ -381,6 +381,13 @@ def test_api_arguments_are_checked_before_the_model_runs(
     given = {"prompt": "the cat", "model": str(tiny), **kwargs}
     with pytest.raises(attncli.AttnCliError, match=says.replace("(", r"\(").replace(")", r"\)")):
         attncli.generate(**given)
+
+
+def test_api_layers_take_the_clis_grammar_as_heads_does(tiny: Path) -> None:
+    pair = attncli.generate("the cat", tiny, max_new_tokens=2, layers=(1, 3), view="raw")
+    for text in ("1:3", "1:", "-2:"):  # the model has 3 layers
+        window = attncli.generate("the cat", tiny, max_new_tokens=2, layers=text, view="raw")
+        assert window.ranked(0) == pair.ranked(0), text
 
 
 def test_api_takes_a_path_an_answer_tokens_text_and_refuses_ranked_outside(tiny: Path) -> None:

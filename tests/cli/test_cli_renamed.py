@@ -104,3 +104,15 @@ def test_show_view_names_a_generations_view_or_is_old_draw(cli, saved: dict[str,
     assert unknown.code == 2 and unknown.err == "attncli: error: --view must be one of raw, " \
         "value, occlusion (a saved generation's view) or, as --draw, auto, table, heatmap (got " \
         "'bars')\n"
+
+
+@pytest.mark.parametrize("args, suggested", [
+    (("run", "x", "--headz", "2"), "(Possible options: --head, --num-heads)"),
+    (("run", "x", "--top-kk", "2"), "(Possible options: --top-keys)"),
+    (("ablate", "x", "--att", "2"), "(Possible options: --repeat, --top)")])
+def test_a_mistyped_option_is_never_pointed_at_an_old_spelling(cli, args: tuple[str, ...],  # noqa: ANN001
+                                                                suggested: str) -> None:
+    """--heads, --top-k and --at are hidden old spellings: click suggested them beside the
+    new names, as if both were current."""
+    run = cli(*args)
+    assert run.code == 2 and run.err.endswith(f"{suggested}\n"), run.err

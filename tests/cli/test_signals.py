@@ -156,3 +156,24 @@ def test_ctrl_c_while_modules_import_at_start_up_is_one_line(module: str) -> Non
                           preexec_fn=default_signals, check=False)
     assert (proc.returncode, proc.stderr) == LINES["INT"], proc.stderr
     assert proc.stdout == b""
+
+
+def test_a_ctrl_c_in_a_finalizer_prints_no_traceback() -> None:
+    """A Ctrl-C that lands while a weakref finalizer runs (at the end of `cost`, say) is
+    remembered; Python would print it as "Exception ignored in: <finalize ...> Traceback"."""
+    code = ("import os, signal, weakref\n"
+            "from attncli.cli import streams\n"
+            "streams.catch_interrupts()\n"
+            "class Box: pass\n"
+            "box = Box()\n"
+            "weakref.finalize(box, os.kill, os.getpid(), signal.SIGINT)\n"
+            "del box\n"
+            "class Loud:\n"
+            "    def __del__(self): raise ValueError('still printed')\n"
+            "Loud()\n"
+            "print(streams.was_interrupted())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=TIMEOUT_S,
+                          preexec_fn=default_signals, check=False)
+    assert proc.stdout == b"True\n"
+    assert b"KeyboardInterrupt" not in proc.stderr and b"finalize" not in proc.stderr
+    assert b"ValueError: still printed" in proc.stderr  # other unraisable errors stay loud
