@@ -28,7 +28,7 @@ _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 # ORG/REPO/FILE.gguf: one file of a "-GGUF" repo, as `attncli models` names it
 _HUB_FILE = re.compile(r"([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)/([^/]+\.gguf)", re.IGNORECASE)
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-_FILE_SUFFIXES = (".safetensors", ".json", *PICKLE_SUFFIXES)
+_FILE_SUFFIXES = (".safetensors", ".json", ".gguf", *PICKLE_SUFFIXES)
 # what a reader opens by name in a checkpoint folder
 READ_IN_FOLDER = ("config.json", "tokenizer.json", "model.safetensors",
                   "model.safetensors.index.json")

@@ -62,7 +62,8 @@ def _error(model: str) -> str:
 @pytest.mark.parametrize(("model", "expected"), [
     ("gpt2", True), ("gpt2-medium", True), ("openai-community/gpt2-xl", True),
     ("./gpt2", False), ("/models/gpt2", False), ("a/b/c", False), ("model.safetensors", False),
-    ("pytorch_model.bin", False), ("~/gpt2", False), ("", False),
+    ("pytorch_model.bin", False), ("~/gpt2", False), ("", False), ("model-Q4_K_M.gguf", False),
+    ("org/model.gguf", False),
 ])  # fmt: skip
 def test_looks_like_hub_name(model: str, expected: bool) -> None:
     assert looks_like_hub_name(model) is expected
@@ -195,3 +196,12 @@ def test_a_repo_with_safetensors_and_gguf_files_is_the_checkpoint(cache: Path) -
     snapshot = _cache_model(cache, "models--Org--both")
     (snapshot / "both-Q8_0.gguf").write_bytes(b"GGUF")
     assert resolve_path("Org/both") == snapshot
+
+
+def test_a_gguf_file_that_is_not_there_is_not_looked_for_in_the_hub_cache(cache: Path) -> None:
+    """'typo.gguf' (or a link to a file gone) was looked for as a Hub repository named
+    typo.gguf, models--typo.gguf, and the line said to `hf download` it."""
+    (cache.parent / "gone.gguf").symlink_to(cache.parent / "nowhere.gguf")
+    for name in ("typo.gguf", "gone.gguf"):
+        message = _error(name)
+        assert "Hugging Face cache" not in message and "hf download" not in message, message
