@@ -92,6 +92,7 @@ KINDS = {
     "template": _undrawn("`generate --show-template`'s",
                          "attncli generate TEXT --model M --show-template", shows="text"),
     "config": _undrawn("`config list`'s", "attncli config list"),
+    "scan_settings": _undrawn("a scan's settings (its scan.json)", "attncli show OUT/summary.json"),
     "generate": Kind(lambda doc: [generation_from_dict(doc)]),
 }
 

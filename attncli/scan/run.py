@@ -65,7 +65,8 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     del model
     leave = _join(plan)
     try:
-        identity = {"corpus": str(plan.corpus.resolve()), "kind": kind, "field": plan.field,
+        identity = {"corpus": str(plan.corpus.resolve()), "corpus_kind": kind,
+                    "field": plan.field,
                     **asdict(settings)}
         if not settings.effect:  # a scan without effects is named as before --effect was
             del identity["effect"]

@@ -48,6 +48,19 @@ def check_out(out: Path) -> None:
         raise AttnCliError(f"--out {shown} is {kind}, not a folder")
 
 
+SETTINGS_KIND = "scan_settings"  # scan.json's "kind", as every JSON attncli writes has one
+
+
+def _settings(held: dict[str, Any]) -> dict[str, Any]:
+    """scan.json's settings without its kind; one written before it had one held the corpus's
+    kind (.txt, folder, ...) under "kind", now "corpus_kind"."""
+    held = dict(held)
+    kind = held.pop("kind", None)
+    if kind != SETTINGS_KIND and kind is not None:
+        held["corpus_kind"] = kind
+    return held
+
+
 class ScanStore:
     """The output folder of one scan, opened for writing (and resuming): its trusted parts
     (each document with the number of its part), and the parts it set aside, with why."""
@@ -82,6 +95,7 @@ class ScanStore:
                                    "deeply)") from None
             if not isinstance(held, dict):
                 raise AttnCliError(f"--out {out}: scan.json holds no scan's settings")
+            held = _settings(held)
             if held != identity:
                 changed = sorted(k for k in identity.keys() | held.keys()
                                  if identity.get(k) != held.get(k))
@@ -93,7 +107,8 @@ class ScanStore:
         else:  # the manifest first: a folder holding it is this scan's, whatever else is there
             out.mkdir(parents=True, exist_ok=True)
             write_atomic(manifest, lambda path: path.write_text(
-                json.dumps(identity, indent=1) + "\n", encoding="utf-8"))
+                json.dumps({"kind": SETTINGS_KIND, **identity}, indent=1) + "\n",
+                encoding="utf-8"))
 
     def _clear_debris(self) -> None:
         """Temporary files, and heads parts without their documents part, removed (a folder

@@ -4,6 +4,7 @@ the parts left always agree, so the summary never counts a document whose rows a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -17,14 +18,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attncli.errors import AttnCliError
+from attncli.saved.kinds import load_saved
 from attncli.scan.damage import SET_ASIDE
 from attncli.scan.parts import part_name, parts
-from attncli.scan.store import ScanStore, check_out
+from attncli.scan.store import SETTINGS_KIND, ScanStore, check_out
 from attncli.scan.summary import documents_summary, summarise
 from attncli.scan.worker import COLUMNS, HEAD_COLUMNS, LAYER_COLUMNS, scored_document
 
 LAYERS, HEADS = 2, 3
-IDENTITY = {"corpus": "/c", "kind": ".txt", "model": "m"}
+IDENTITY = {"corpus": "/c", "corpus_kind": ".txt", "model": "m"}
 
 
 def _scored(doc_id: str, status: str = "scored") -> dict[str, Any]:
@@ -168,6 +170,24 @@ def test_a_table_folder_that_is_a_file_is_set_aside(tmp_path: Path) -> None:
     assert store.set_aside[0] == "heads: not a folder"
     assert store.done() == set() and (out / "heads").is_dir()
     _consistent(out, store)
+
+
+def test_scan_json_says_its_kind_and_one_written_before_resumes(tmp_path: Path) -> None:
+    """scan.json carries its "kind" (the corpus's kind is "corpus_kind"), show names it, and
+    a folder whose scan.json was written before, the corpus's kind under "kind", resumes."""
+    out = tmp_path / "out"
+    written = _scan(out, 1)
+    held = json.loads((out / "scan.json").read_text(encoding="utf-8"))
+    assert held == {"kind": SETTINGS_KIND, **IDENTITY}
+    with pytest.raises(AttnCliError, match=r"^show cannot draw a scan's settings \(its "
+                                           r"scan.json\) JSON; run `attncli show "
+                                           r"OUT/summary.json`"):
+        load_saved(str(out / "scan.json"))
+    old = {"corpus": "/c", "kind": ".txt", "model": "m"}
+    (out / "scan.json").write_text(json.dumps(old), encoding="utf-8")
+    assert ScanStore(out, IDENTITY, LAYERS, HEADS).done() == set(written[0])
+    with pytest.raises(AttnCliError, match=r"holds a scan with other settings \(corpus_kind\)"):
+        ScanStore(out, {**IDENTITY, "corpus_kind": "folder"}, LAYERS, HEADS)
 
 
 def test_a_scan_json_that_is_not_an_object_is_one_line(tmp_path: Path) -> None:
