@@ -65,6 +65,7 @@ class Index:
         self.json = True
         self.extra_bytes = 0  # a hostile server: more bytes than the wheel has
         self.requests: list[str] = []
+        self.authorization: list[str | None] = []  # each request's Authorization header
 
     def add(self, model: Pullable, wheel: bytes) -> None:
         """Serve model's wheel and its project page."""
@@ -88,6 +89,7 @@ def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             index.requests.append(self.path)
+            index.authorization.append(self.headers.get("Authorization"))
             if self.path.startswith("/simple/") and self.path.split("/")[2] in index.models:
                 kind, body = index.page(self.path.split("/")[2])
             elif self.path in index.files:

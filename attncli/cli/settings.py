@@ -18,6 +18,7 @@ from typing import Any
 
 from attncli.errors import AttnCliError, escaped
 from attncli.models.stores.cachedir import xdg_base
+from attncli.models.stores.paths import expanded, file_mode
 
 CONFIG_ENV = "ATTNCLI_CONFIG"
 MODEL_ENV = "ATTNCLI_MODEL"
@@ -29,7 +30,7 @@ LIMIT = 64 * 1024  # a settings file is a few lines
 def config_path() -> Path:
     """$ATTNCLI_CONFIG, else $XDG_CONFIG_HOME/attncli/config.toml, else ~/.config/...."""
     if os.environ.get(CONFIG_ENV):
-        return Path(os.environ[CONFIG_ENV]).expanduser()
+        return expanded(os.environ[CONFIG_ENV], CONFIG_ENV)
     base = xdg_base("XDG_CONFIG_HOME")
     try:
         root = Path(base).expanduser() if base else Path.home() / ".config"
@@ -64,11 +65,14 @@ def _parsed(path: Path) -> dict[str, Any]:
                            "settings file")
     tomllib = _toml()
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = tomllib.loads(data.decode("utf-8-sig"))  # a BOM, as Windows editors write one
     except UnicodeDecodeError:
         raise AttnCliError(f"attncli's settings {path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as err:
         raise AttnCliError(f"attncli's settings {path} is not TOML: {err}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables by recursion
+        raise AttnCliError(f"attncli's settings {path} is not TOML: nested too deeply for a "
+                           "settings file") from None
     return dict(doc)
 
 
@@ -117,6 +121,9 @@ def write_setting(key: str, value: str | None, path: Path | None = None) -> Path
         encoded = text.encode("utf-8")
     except UnicodeEncodeError:
         raise AttnCliError(f"{key}'s value is not valid UTF-8 text") from None
+    if len(encoded) > LIMIT:  # the file would be refused by every later read, unset too
+        raise AttnCliError(f"{key}'s value would make attncli's settings over "
+                           f"{LIMIT // 1024} KB ({len(encoded):,} bytes): not a setting")
     import tempfile
 
     try:
@@ -125,6 +132,7 @@ def write_setting(key: str, value: str | None, path: Path | None = None) -> Path
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(encoded)
+            os.chmod(tmp, file_mode(path))  # a new file as open() makes it, an old one as it was
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

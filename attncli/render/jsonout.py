@@ -58,11 +58,11 @@ def dumps(data: Any) -> bytes:
 def _pieces(value: Any) -> Iterator[bytes]:
     if isinstance(value, dict):
         if _flat(value):
-            yield orjson.dumps(value, option=OPTIONS)
+            yield _dumps(value)
             return
         opening = b"{"
         for key, item in value.items():
-            yield opening + orjson.dumps(str(key)) + b":"
+            yield opening + _dumps(str(key)) + b":"
             yield from _pieces(item)
             opening = b","
         yield b"{}" if opening == b"{" else b"}"
@@ -78,7 +78,32 @@ def _pieces(value: Any) -> Iterator[bytes]:
         yield from _items(value)
     else:
         _check_finite(value)
-        yield orjson.dumps(value, option=OPTIONS)
+        yield _dumps(value)
+
+
+def _dumps(value: Any) -> bytes:
+    """orjson.dumps; a str holding a file name's undecodable bytes (Python's surrogate escapes,
+    which orjson refuses) is written with each such byte as \\xNN, as `models` writes names."""
+    try:
+        return orjson.dumps(value, option=OPTIONS)
+    except TypeError as err:
+        if "surrogates" not in str(err):
+            raise
+        return orjson.dumps(_decodable(value), option=OPTIONS)
+
+
+def _decodable(value: Any) -> Any:
+    """value with every str made valid UTF-8 (its undecodable bytes as \\xNN)."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that stands for no byte
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_decodable(key): _decodable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_decodable(item) for item in value]
+    return value
 
 
 def _is_array(value: Any) -> bool:
@@ -105,17 +130,17 @@ def _items(items: Any) -> Iterator[bytes]:
         if type(item) is dict and _flat(item):
             batch.append(item)
             if len(batch) >= BATCH_ITEMS:
-                yield opening + orjson.dumps(batch, option=OPTIONS)[1:-1]
+                yield opening + _dumps(batch)[1:-1]
                 opening, batch = b",", []
             continue
         if batch:
-            yield opening + orjson.dumps(batch, option=OPTIONS)[1:-1]
+            yield opening + _dumps(batch)[1:-1]
             opening, batch = b",", []
         yield opening
         yield from _pieces(item)
         opening = b","
     if batch:
-        yield opening + orjson.dumps(batch, option=OPTIONS)[1:-1]
+        yield opening + _dumps(batch)[1:-1]
         opening = b","
     yield b"[]" if opening == b"[" else b"]"
 

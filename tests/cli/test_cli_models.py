@@ -4,6 +4,7 @@ readers."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -243,3 +244,22 @@ def test_every_width_shows_each_size_whole(cli, stores: dict[str, Path]) -> None
         shown = [next((line for line in lines if line.rstrip().endswith(size)), None)
                  for size in sizes]
         assert None not in shown, (width, sizes, lines)
+
+
+def test_an_lmstudio_file_with_an_odd_name_is_shown_escaped_and_runs_by_its_model(
+        cli, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """LM Studio's names were escaped before the listing saw them: "model" was the escaped
+    text, which no --model finds, and an undecodable byte was shown as \\udcff, not \\xff."""
+    lmstudio = tmp_path / "lmstudio"
+    folder = Path(os.fsdecode(bytes(lmstudio / "pub") + b"\x1b[31m/mod\xffel"))
+    folder.mkdir(parents=True)
+    write_model(folder / "tiny.gguf", "llama", gguf.GGMLQuantizationType.Q8_0)
+    monkeypatch.setenv("LMSTUDIO_MODELS", str(lmstudio))
+    table = cli("models").out
+    assert "pub\\x1b[31m/mod\\xffel/tiny.gguf" in table.replace("\n", "")
+    assert not any(ord(ch) < 32 for ch in table.replace("\n", "")), repr(table)
+    row = next(r for r in cli("models", "--json").json()["models"] if r["source"] == "lmstudio")
+    assert row["name"] == row["model"] == "pub\x1b[31m/mod\\xffel/tiny.gguf"  # strict UTF-8
+    name = os.fsdecode(b"pub\x1b[31m/mod\xffel/tiny.gguf")  # what a shell passes as --model
+    assert cli("run", "the 12", "--model", name, "--json").json()["model"]["layers"] == \
+        row["layers"]

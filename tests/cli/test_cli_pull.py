@@ -4,6 +4,8 @@ files out of the package; anything else is one line."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,35 @@ def test_samples_are_copied_out_whole_and_a_different_file_is_never_overwritten(
                                               "differs from attncli's sample")
     assert not (tmp_path / "samples" / "induction.txt").exists()  # refused before any write
     assert (tmp_path / "samples" / "journey.json").read_text(encoding="utf-8") == "mine"
+
+
+def test_samples_get_the_permissions_a_plain_write_gives(cli, tmp_path: Path,  # noqa: ANN001
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """They were written through mkstemp and kept its private 0600."""
+    monkeypatch.chdir(tmp_path)
+    old = os.umask(0o022)
+    try:
+        assert cli("pull", "samples").code == 0
+    finally:
+        os.umask(old)
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "samples").rglob("*")
+             if p.is_file()}
+    assert modes == {0o644}
+
+
+@pytest.mark.parametrize(("made", "named"), [("samples", "samples"),
+                                             ("samples/toy-gpt2", "samples/toy-gpt2")])
+def test_a_file_or_a_dangling_link_where_a_samples_folder_goes_is_named(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str,  # noqa: ANN001
+        named: str) -> None:
+    """It was 'cannot write samples/chat.json: File exists'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / made).write_bytes(b"")
+    cli("pull", "samples").assert_usage_error(f"{named} is there and is not a folder; move it "
+                                              "away, or pull samples in another folder")
+    (tmp_path / made).unlink()
+    (tmp_path / made).symlink_to(tmp_path / "nowhere")
+    cli("pull", "samples").assert_usage_error(f"{named} is there and is not a folder")
+    assert not (tmp_path / "nowhere").exists()
+

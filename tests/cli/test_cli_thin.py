@@ -150,8 +150,8 @@ def test_run_in_terminal_runs_the_app_and_says_whether_a_worker_is_left(
     release = threading.Event()
 
     class App:
-        def __init__(self, source: Any, save: Any) -> None:
-            made.append((source, save))
+        def __init__(self, source: Any, save: Any, driver_class: Any) -> None:
+            made.append((source, save, getattr(driver_class, "__name__", None)))
             self.return_code: int | None = None
 
         def run(self) -> None:  # Textual draws on stderr: here, stdout's terminal
@@ -166,7 +166,7 @@ def test_run_in_terminal_runs_the_app_and_says_whether_a_worker_is_left(
         assert terminal.run_in_terminal("source", "saver") == (130, True)  # type: ignore[arg-type]
     finally:
         release.set()
-    assert made == [("source", "saver"), True]
+    assert made == [("source", "saver", "Driver"), True]  # the driver that reads on
     assert os.path.samestat(os.fstat(2), stderr)  # stderr is back for the messages
     assert threading.excepthook is terminal._quiet_lost_terminal
 

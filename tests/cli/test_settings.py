@@ -4,6 +4,7 @@ renamed into place, bad content one line; and the default model it gives."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,9 @@ def test_a_failed_write_leaves_the_old_file_whole(path: Path,
     (b"model = ''", "model must be a non-empty string"),
     (b"model = '\xff'", "is not UTF-8 text"),
     (b"x" * (settings.LIMIT + 1), "is over 64 KB: not a settings file"),
+    # tomllib parses arrays and inline tables by recursion: a few hundred levels overflow it
+    (b"x = " + b"[" * 5000 + b"]" * 5000, "is not TOML: nested too deeply"),
+    (b"x = " + b"{a=" * 900 + b"1" + b"}" * 900, "is not TOML: nested too deeply"),
 ])  # fmt: skip
 def test_bad_content_is_one_line_naming_the_file(path: Path, content: bytes,
                                                  message: str) -> None:
@@ -123,3 +127,34 @@ def test_without_any_model_the_line_says_how_to_set_one(path: Path) -> None:
         "generate needs --model (the decoder that answers), or a default model: "
         "ATTNCLI_MODEL=NAME, or `attncli config set model NAME` (`attncli pull smollm2` "
         "fetches a small one)")
+
+
+def test_the_file_gets_a_plain_file_s_permissions_and_keeps_its_own(path: Path) -> None:
+    """It was written through mkstemp and kept its private 0600, over a file's own mode too."""
+    old = os.umask(0o022)
+    try:
+        settings.write_setting("model", "first")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        path.chmod(0o640)
+        settings.write_setting("model", "second")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_a_value_too_long_for_the_file_is_refused_before_it_is_written(path: Path) -> None:
+    """It was written, and every later read refused the file, config set and unset too."""
+    settings.write_setting("model", "first")
+    with pytest.raises(AttnCliError, match=r"model's value would make attncli's settings over "
+                                           r"64 KB \(70,011 bytes\): not a setting"):
+        settings.write_setting("model", "a" * 70_000)
+    assert settings.read_settings() == {"model": "first"}
+
+
+
+def test_a_byte_order_mark_is_read_past(path: Path) -> None:
+    """Notepad and other Windows editors start a UTF-8 file with a BOM: it was 'not TOML:
+    Invalid statement (at line 1, column 1)' for a file that reads right in the editor."""
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'\xef\xbb\xbfmodel = "smollm2"\r\n')
+    assert settings.read_settings() == {"model": "smollm2"}

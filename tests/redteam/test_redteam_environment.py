@@ -41,6 +41,24 @@ def test_models_under_an_unknown_users_hub_cache_is_one_line(
     cli("models", "--json").assert_usage_error(f"HF_HUB_CACHE is '{GONE}', {HOME}")
 
 
+@pytest.mark.parametrize("args", [("config",), ("config", "set", "model", "smollm2"),
+                                  ("heads", "the cat")])
+def test_a_settings_file_under_an_unknown_user_is_one_line(
+        cli, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]) -> None:  # noqa: ANN001
+    monkeypatch.delenv("ATTNCLI_MODEL", raising=False)
+    monkeypatch.setenv("ATTNCLI_CONFIG", GONE)
+    cli(*args).assert_usage_error(f"ATTNCLI_CONFIG is '{GONE}', {HOME}")
+    doc = cli("doctor", "--json").json()  # doctor says it, and goes on
+    assert doc["settings"]["error"] == f"ATTNCLI_CONFIG is '{GONE}', {HOME}"
+
+
+def test_attncli_s_cache_under_an_unknown_user_names_the_variable(
+        cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """It said 'set ATTNCLI_MODEL_CACHE', the variable that was set."""
+    monkeypatch.setenv("ATTNCLI_MODEL_CACHE", GONE)
+    cli("pull", "smollm2").assert_usage_error(f"ATTNCLI_MODEL_CACHE is '{GONE}', {HOME}")
+
+
 BAD_THREADS = ["²", "٣", "0", "-1", "1e3", "2,", "two", "2 3", "99999999999999999999"]
 
 

@@ -74,3 +74,23 @@ def test_c1_controls_are_escaped_so_no_raw_csi_reaches_a_terminal(doc: object) -
     assert b"\\u009b" in text or b"\\u0080" in text
     assert json.loads(text) == doc
     assert "é\u00a0".encode() in dumps("é\u00a0")  # printable Latin-1 stays as it is
+
+
+@pytest.mark.parametrize("value", [
+    {"path": "odd\udcffdir/model.safetensors", "layers": 3},  # a flat dict: one orjson call
+    {"model": {"path": "odd\udcffdir"}, "rows": [[1.0]]},  # nested
+    [{"name": "a\udcfe"}, {"name": "b"}],  # a batch of flat dicts
+    {"key\udcff": "v"},  # a key
+    "lone \ud800 surrogate",  # one that stands for no byte
+])  # fmt: skip
+def test_a_file_name_s_undecodable_bytes_are_written_as_escapes(value: object) -> None:
+    """A --model path with a byte that is not UTF-8 (Python's surrogate escape) ended `run
+    --json` in orjson's TypeError traceback."""
+    text = dumps(value).decode("utf-8")  # strict UTF-8
+    assert "\\\\xff" in text or "\\\\xfe" in text or "\\\\ud800" in text, text
+    assert json.loads(text) is not None
+
+
+def test_the_escaped_name_reads_back_as_models_writes_it() -> None:
+    doc = {"model": {"path": "odd\udcffdir/m.safetensors"}, "w": np.zeros((2, 2), np.float32)}
+    assert json.loads(dumps(doc))["model"] == {"path": "odd\\xffdir/m.safetensors"}

@@ -16,19 +16,33 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.cachedir import model_cache_dir
+from attncli.models.stores.cachedir import ENV, model_cache_dir
 from attncli.models.stores.ollama import shown
-from attncli.models.stores.paths import is_file, is_model_gguf
-from attncli.models.stores.pull import PULLABLE
+from attncli.models.stores.paths import expanded, is_file, is_model_gguf
+from attncli.models.stores.pull import PULLABLE, Pullable
 
 SOURCE = "attncli"
 MAX_ENTRIES = 10_000  # entries looked at in the cache folder
 SHOWN = 8  # candidates named in one error line
 
 
+def missing(model: Pullable, cache: Path) -> list[str]:
+    """The pinned files the cache's copy of model lacks (looked at, not hashed): [] where it is
+    whole, or where nothing of it is there."""
+    where = cache / model.target
+    if not os.path.lexists(where):
+        return []
+    if not model.files:
+        return [] if os.path.isfile(where) else [model.target]
+    return [name for name in model.files if not os.path.isfile(where / name)]
+
+
 def fetched_root() -> Path:
     """attncli's model cache folder ($ATTNCLI_MODEL_CACHE, else $XDG_CACHE_HOME/attncli/models,
     else ~/.cache/attncli/models)."""
+    value = os.environ.get(ENV)
+    if value:
+        return expanded(value, ENV)  # ~user of no such user is one line naming the variable
     try:
         return model_cache_dir()
     except RuntimeError:  # no HOME and no password entry

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.fetched import fetched_root
+from attncli.models.stores.fetched import fetched_root, missing
 from attncli.models.stores.lmstudio import lmstudio_roots
 from attncli.models.stores.locate import hub_cache_dir
 from attncli.models.stores.ollama import ollama_root
+from attncli.models.stores.paths import exists, folder_state, is_dir
 from attncli.models.stores.pull import PULLABLE
 from attncli.version import __version__
 
@@ -82,7 +83,7 @@ def torch_build() -> dict[str, Any]:
 
 def _size(folder: Path) -> tuple[int, int] | None:
     """The files and bytes under folder (the first MAX_ENTRIES files), None if it is absent."""
-    if not folder.is_dir():
+    if not is_dir(folder):
         return None
     files = size = 0
     for root, _, names in islice(os.walk(folder), MAX_ENTRIES):
@@ -101,13 +102,9 @@ def _folder(name: str, where: Any, measure: bool = False) -> dict[str, Any]:
     except AttnCliError as err:
         return {"name": name, "path": None, "exists": False, "error": str(err)}
     counted = _size(path) if measure else None
-    return {"name": name, "path": str(path), "exists": path.exists(), "error": _not_folder(path),
+    there, error = folder_state(path)
+    return {"name": name, "path": str(path), "exists": there, "error": error,
             **({"files": counted[0], "bytes": counted[1]} if counted else {})}
-
-
-def _not_folder(path: Path) -> str | None:
-    """What is wrong with a folder's path that is there (a file, a device): None for a folder."""
-    return "not a folder" if path.exists() and not path.is_dir() else None
 
 
 def folders() -> list[dict[str, Any]]:
@@ -116,11 +113,11 @@ def folders() -> list[dict[str, Any]]:
 
     hidden = cache_folder()
     rows = [_folder("attncli's models (attncli pull)", fetched_root, measure=True),
-            {"name": "hidden-state cache", "path": None if hidden is None else str(hidden),
-             "exists": hidden is not None and hidden.exists(),
-             "error": _not_folder(hidden) if hidden is not None else "off (ATTNCLI_NO_CACHE)",
-             **(dict(zip(("files", "bytes"), _size(hidden) or (0, 0), strict=True))
-                if hidden is not None else {})},
+            {**_folder("hidden-state cache", lambda h=hidden: h),
+             **dict(zip(("files", "bytes"), _size(hidden) or (0, 0), strict=True))}
+            if hidden is not None else
+            {"name": "hidden-state cache", "path": None, "exists": False,
+             "error": "off (ATTNCLI_NO_CACHE)"},
             _folder("Hugging Face cache", hub_cache_dir),
             _folder("Ollama's store", ollama_root)]
     rows += [_folder("LM Studio's folder", lambda r=root: r) for root in _lmstudio()]
@@ -140,7 +137,8 @@ def pulled() -> dict[str, bool]:
         cache = fetched_root()
     except AttnCliError:
         return dict.fromkeys(PULLABLE, False)
-    return {name: (cache / model.target).exists() for name, model in PULLABLE.items()}
+    return {name: exists(cache / model.target) and not missing(model, cache)
+            for name, model in PULLABLE.items()}
 
 
 def install() -> dict[str, Any]:

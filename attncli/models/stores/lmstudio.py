@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from attncli.core.tokens import visible
 from attncli.errors import AttnCliError
 from attncli.models.stores.ollama import shown as _shown
 from attncli.models.stores.paths import expanded, is_dir, is_model_gguf
@@ -74,7 +73,8 @@ def _inside_dirs(folder: Path, root: Path, budget: list[int]) -> Iterator[tuple[
 
 def _file_entry(root: Path, name: str, path: Path) -> dict[str, Any] | None:
     """One file's record, an error record if it links outside root, None if not a file."""
-    entry: dict[str, Any] = {"name": visible(name), "source": "lmstudio", "path": None,
+    # the name as --model takes it: shown escaped where it is shown (models, error lines)
+    entry: dict[str, Any] = {"name": name, "source": "lmstudio", "path": None,
                              "size": None, "error": None}
     real = _real(path)
     if real is None:

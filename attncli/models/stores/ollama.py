@@ -27,6 +27,7 @@ DEFAULT_TAG = "latest"
 MODEL_MEDIA = "application/vnd.ollama.image.model"
 # Ollama's newer layout for its MLX engine: one safetensors blob per tensor, no GGUF file.
 TENSOR_MEDIA = "application/vnd.ollama.image.tensor"
+GGUF_MAGIC = b"GGUF"  # what a model layer's blob starts with
 MANIFEST_LIMIT = 16 * 2**20  # a per-tensor manifest lists hundreds of layers; a GGUF one a few
 MAX_MANIFESTS = 10_000  # manifests listed from one store
 MAX_ENTRIES = 50_000  # folder entries looked at in one walk of manifests/
@@ -123,7 +124,8 @@ def _inside(store: Path, path: Path, what: str) -> Path:
     except FileNotFoundError:
         raise AttnCliError(f"{what} does not exist ({shown(str(path))})") from None
     except (OSError, RuntimeError, ValueError) as err:  # a symlink loop, a path too long
-        reason = getattr(err, "strerror", None) or type(err).__name__
+        reason = ("a loop of symbolic links" if isinstance(err, RuntimeError) else
+                  getattr(err, "strerror", None) or type(err).__name__)
         raise AttnCliError(f"cannot look at {what} ({shown(str(path))}): {reason}") from None
     if not real.is_relative_to(store):
         raise AttnCliError(f"{what} points outside Ollama's store {shown(str(store))} (to "
@@ -187,6 +189,16 @@ def _blob(store: Path, manifest_path: Path, label: str) -> tuple[Path, int]:
     if size is not None and found != size:
         raise AttnCliError(f"{label}'s model blob holds {found:,} bytes but its manifest says "
                            f"{size:,} (a damaged or partial blob? run `ollama pull {label}`)")
+    try:
+        with open(blob, "rb") as stream:  # a regular file (_inside): the read cannot wait
+            start = stream.read(4)
+    except OSError as err:  # a blob of mode 000
+        raise AttnCliError(f"cannot read {label}'s model blob sha256-{digest[:12]}… in "
+                           f"{shown(str(store / 'blobs'))}: {err.strerror or err}") from None
+    if start != GGUF_MAGIC:  # else --model would try it as a safetensors checkpoint
+        raise AttnCliError(f"{label}'s model blob sha256-{digest[:12]}… is not a GGUF file (it "
+                           f"starts with {start!r}, not {GGUF_MAGIC!r}; a damaged blob? run "
+                           f"`ollama pull {label}`)")
     return blob, found
 
 

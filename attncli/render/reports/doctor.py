@@ -42,10 +42,10 @@ def _folder(row: dict[str, Any]) -> Text:
         where = Text(escaped(row["error"] or "none"), style="dim")
     else:
         where = Text(escaped(row["path"]))
-        if not row["exists"]:
-            where.append(" (not there)", style="dim")
-        elif row.get("error"):  # there, but a file or a device where a folder belongs
+        if row.get("error"):  # a file or a device where a folder belongs, or not to be seen
             where.append(f" ({escaped(row['error'])})")
+        elif not row["exists"]:
+            where.append(" (not there)", style="dim")
         elif "bytes" in row:
             where.append(f" · {row['files']:,} files, {_size(row['bytes'])}", style="dim")
     return Text.assemble(f"  {row['name']}: ", where)

@@ -171,3 +171,18 @@ def test_a_hostile_sliding_window_pattern_is_one_line(gemma3: Path, tmp_path: Pa
     with pytest.raises(AttnCliError, match=f"^{path}: a gemma3 GGUF has ") as caught:
         open_gguf(path)
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(("no", "said"), [(0, "part 1 of"), (1, "part 2 of"), (7, "one of")])
+def test_a_split_gguf_part_is_named_as_one(cli, base: Path, tmp_path: Path,  # noqa: ANN001
+                                           no: int, said: str) -> None:
+    """gguf-split's parts (LM Studio keeps them as MODEL-00001-of-00003.gguf) said 'metadata
+    block_count is 30, but the file holds tensors for 11 layers', which names no cause."""
+    path = tmp_path / "tiny-00001-of-00002.gguf"
+    rewrite(base, path, {"split.no": (T.UINT16, no), "split.count": (T.UINT16, 2)})
+    cli("run", "the cat", "--model", str(path)).assert_usage_error(
+        f"{path} is {said} a GGUF split into 2 files; attncli reads a model kept in one file: "
+        "join them once with `llama-gguf-split --merge FIRST-PART.gguf MODEL.gguf`")
+    assert "a GGUF split into 2 files" in describe_gguf(path)["reason"]
+    rewrite(base, path, {"split.no": (T.UINT16, 0), "split.count": (T.UINT16, 1)})  # whole
+    assert cli("run", "the cat", "--model", str(path)).code == 0

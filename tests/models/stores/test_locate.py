@@ -16,6 +16,7 @@ from attncli.models.stores.locate import (
     locate_checkpoint,
     looks_like_hub_name,
     repo_folders,
+    resolve_path,
 )
 from tests.gpt2_fixtures import write_tiny
 
@@ -61,7 +62,8 @@ def _error(model: str) -> str:
 @pytest.mark.parametrize(("model", "expected"), [
     ("gpt2", True), ("gpt2-medium", True), ("openai-community/gpt2-xl", True),
     ("./gpt2", False), ("/models/gpt2", False), ("a/b/c", False), ("model.safetensors", False),
-    ("pytorch_model.bin", False), ("~/gpt2", False), ("", False),
+    ("pytorch_model.bin", False), ("~/gpt2", False), ("", False), ("model-Q4_K_M.gguf", False),
+    ("org/model.gguf", False),
 ])  # fmt: skip
 def test_looks_like_hub_name(model: str, expected: bool) -> None:
     assert looks_like_hub_name(model) is expected
@@ -160,3 +162,46 @@ def test_directory_with_several_files(tmp_path: Path) -> None:
 def test_sharded_directory_is_read_through_its_index(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors.index.json").write_text("{}", encoding="utf-8")
     assert file_in_dir(tmp_path) == tmp_path / "model.safetensors.index.json"
+
+
+def _gguf_repo(cache: Path, files: tuple[str, ...], revision: str = "f00d") -> Path:
+    """A "-GGUF" repo as huggingface_hub lays it out: each file a link to its blob."""
+    repo = cache / "models--Org--tiny-GGUF"
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    for name in files:
+        (repo / "blobs" / name).write_bytes(b"GGUF" + name.encode())
+        os.symlink(os.path.relpath(repo / "blobs" / name, snapshot), snapshot / name)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision, encoding="utf-8")
+    return snapshot
+
+
+def test_a_gguf_repo_is_found_by_the_names_models_lists(cache: Path) -> None:
+    """`attncli models` names each file of a "-GGUF" repo ORG/REPO/FILE.gguf and says --model
+    takes the name; the name was 'not a file or directory', and ORG/REPO 'no .safetensors'."""
+    snapshot = _gguf_repo(cache, ("tiny-Q8_0.gguf", "mmproj-tiny-f16.gguf"))
+    assert resolve_path("Org/tiny-GGUF/tiny-Q8_0.gguf") == snapshot / "tiny-Q8_0.gguf"
+    assert resolve_path("Org/tiny-GGUF") == snapshot / "tiny-Q8_0.gguf"  # its one model file
+    (snapshot / "tiny-Q4_K_M.gguf").symlink_to(snapshot / "tiny-Q8_0.gguf")
+    with pytest.raises(AttnCliError) as err:
+        resolve_path("Org/tiny-GGUF")
+    assert str(err.value) == ("Org/tiny-GGUF holds 2 GGUF files (tiny-Q4_K_M.gguf, "
+                              "tiny-Q8_0.gguf); name one as Org/tiny-GGUF/FILE.gguf")
+    assert "not a file or directory" in _error("Org/tiny-GGUF/tiny-Q2_K.gguf")
+
+
+def test_a_repo_with_safetensors_and_gguf_files_is_the_checkpoint(cache: Path) -> None:
+    snapshot = _cache_model(cache, "models--Org--both")
+    (snapshot / "both-Q8_0.gguf").write_bytes(b"GGUF")
+    assert resolve_path("Org/both") == snapshot
+
+
+def test_a_gguf_file_that_is_not_there_is_not_looked_for_in_the_hub_cache(cache: Path) -> None:
+    """'typo.gguf' (or a link to a file gone) was looked for as a Hub repository named
+    typo.gguf, models--typo.gguf, and the line said to `hf download` it."""
+    (cache.parent / "gone.gguf").symlink_to(cache.parent / "nowhere.gguf")
+    for name in ("typo.gguf", "gone.gguf"):
+        message = _error(name)
+        assert "Hugging Face cache" not in message and "hf download" not in message, message

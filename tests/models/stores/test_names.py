@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from attncli.errors import AttnCliError
+from attncli.models.stores import install
+from attncli.models.stores.fetched import missing
 from attncli.models.stores.locate import resolve_path
 from attncli.models.stores.names import find_named, ollama_like
+from attncli.models.stores.pull import PULLABLE
 from tests.models.stores.test_stores_ollama import GGUF, _pull
 
 
@@ -104,9 +107,42 @@ def test_a_repository_the_user_named_gets_the_hub_hint(stores: Path) -> None:
         "no such file or directory: ./nowhere/model.safetensors")
 
 
+@pytest.mark.parametrize(("name", "hint"), [
+    # Ollama's own name for a GGUF repo on the Hub: ollama pulls it, hf download cannot
+    ("hf.co/someone/tiny-GGUF", "`ollama pull hf.co/someone/tiny-GGUF` fetches it"),
+    ("hf.co/someone/tiny-GGUF:Q4_K_M", "`ollama pull hf.co/someone/tiny-GGUF:Q4_K_M`"),
+    # a path-like name of three parts is no repository: the listings, not a made-up download
+    ("pub/model/file.gguf", "`attncli models` lists the models here"),
+])  # fmt: skip
+def test_a_name_that_is_no_hub_repository_gets_no_hub_hint(stores: Path, name: str,
+                                                           hint: str) -> None:
+    message = _error(name)
+    assert "hf download" not in message and hint in message, message
+
+
+def test_an_empty_model_is_refused_not_read_as_the_working_folder(stores: Path) -> None:
+    assert _error("") == "--model is empty: give a path, or a name `attncli models` lists"
+    assert _error(" ") == "no such file or directory:  "  # a name like any other
+
+
 @pytest.mark.parametrize(("name", "expected"), [
     ("llama3.2:1b", True), ("smollm2", True), ("org/name:tag", True), ("a/b/c/d", False),
     ("-x", False), ("", False), ("x:", False),
 ])  # fmt: skip
 def test_ollama_like(name: str, expected: bool) -> None:
     assert ollama_like(name) is expected
+
+
+def test_a_damaged_pulled_copy_names_the_pull_that_mends_it(stores: Path) -> None:
+    """A pulled folder missing model.safetensors (removed by hand, a copy cut short outside
+    attncli) said only 'has no .safetensors file', and `attncli pull` listed it as pulled."""
+    folder = stores / "fetched" / PULLABLE["minilm"].target
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    message = _error("minilm")
+    assert message.startswith("attncli's copy of all-MiniLM-L6-v2 (") and message.endswith(
+        ") lacks model.safetensors, tokenizer.json; `attncli pull minilm` fetches it again")
+    assert "model.safetensors" in missing(PULLABLE["minilm"], stores / "fetched")
+    assert install.pulled()["minilm"] is False
+    (stores / "fetched" / PULLABLE["smollm2"].target).mkdir()  # a folder where its file goes
+    assert "lacks SmolLM2-135M-Instruct.Q4_1.gguf; `attncli pull smollm2`" in _error("smollm2")

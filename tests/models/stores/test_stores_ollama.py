@@ -223,6 +223,19 @@ def test_a_lying_size_and_a_non_integer_size_are_refused(store: Path) -> None:
     assert "is not a whole number of bytes" in _refusal("ollama:bad")
 
 
+@pytest.mark.parametrize("data", [b"", b"\x00" * 64, b"PK\x03\x04" + bytes(60)])
+def test_a_blob_that_is_not_gguf_is_refused_as_ollamas(store: Path, data: bytes) -> None:
+    """An Ollama model layer is a GGUF file: a blob that is not one (an empty file, a damaged
+    or foreign blob) is named as Ollama's, never read as a safetensors checkpoint."""
+    _model_manifest(store, [_layer(MODEL, data, store)])
+    message = _refusal("ollama:bad")
+    assert message.startswith("bad:latest's model blob sha256-") and \
+        f"is not a GGUF file (it starts with {data[:4]!r}, not b'GGUF';" in message, message
+    assert "ollama pull bad:latest" in message
+    listed = {entry["name"]: entry["error"] for entry in ollama_models()}
+    assert listed == {"bad:latest": message}
+
+
 def test_several_model_layers_are_refused(store: Path) -> None:
     layers = [_layer(MODEL, GGUF, store), _layer(MODEL, GGUF + b"2", store)]
     _model_manifest(store, layers)
@@ -286,6 +299,7 @@ def test_a_symlink_loop_and_a_folder_are_one_line(store: Path) -> None:
     folder.mkdir(parents=True)
     (folder / "latest").symlink_to(folder / "latest")
     assert "cannot look at" in _refusal("ollama:loop")
+    assert _refusal("ollama:loop").endswith(": a loop of symbolic links")  # not "RuntimeError"
     (folder / "dir").mkdir()
     assert "is not a regular file" in _refusal("ollama:loop:dir")
 

