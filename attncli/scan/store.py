@@ -95,20 +95,27 @@ class ScanStore:
                                    "deeply)") from None
             if not isinstance(held, dict):
                 raise AttnCliError(f"--out {out}: scan.json holds no scan's settings")
+            written_before = held.get("kind") != SETTINGS_KIND
             held = _settings(held)
             if held != identity:
                 changed = sorted(k for k in identity.keys() | held.keys()
                                  if identity.get(k) != held.get(k))
                 raise AttnCliError(f"--out {out} holds a scan with other settings "
                                    f"({', '.join(changed)}); give a new --out to start another")
+            if written_before:  # rewritten as this version writes it, its kind said
+                self._write_settings(manifest, identity)
         elif out.exists() and any(out.iterdir()):
             raise AttnCliError(f"--out {out} is not empty and holds no scan.json: give a new "
                                "or empty folder")
         else:  # the manifest first: a folder holding it is this scan's, whatever else is there
             out.mkdir(parents=True, exist_ok=True)
-            write_atomic(manifest, lambda path: path.write_text(
-                json.dumps({"kind": SETTINGS_KIND, **identity}, indent=1) + "\n",
-                encoding="utf-8"))
+            self._write_settings(manifest, identity)
+
+    @staticmethod
+    def _write_settings(manifest: Path, identity: dict[str, Any]) -> None:
+        """scan.json: the scan's settings, under its kind."""
+        write_atomic(manifest, lambda path: path.write_text(
+            json.dumps({"kind": SETTINGS_KIND, **identity}, indent=1) + "\n", encoding="utf-8"))
 
     def _clear_debris(self) -> None:
         """Temporary files, and heads parts without their documents part, removed (a folder

@@ -186,6 +186,7 @@ def test_scan_json_says_its_kind_and_one_written_before_resumes(tmp_path: Path) 
     old = {"corpus": "/c", "kind": ".txt", "model": "m"}
     (out / "scan.json").write_text(json.dumps(old), encoding="utf-8")
     assert ScanStore(out, IDENTITY, LAYERS, HEADS).done() == set(written[0])
+    assert json.loads((out / "scan.json").read_text(encoding="utf-8")) == held  # rewritten
     with pytest.raises(AttnCliError, match=r"holds a scan with other settings \(corpus_kind\)"):
         ScanStore(out, {**IDENTITY, "corpus_kind": "folder"}, LAYERS, HEADS)
 
