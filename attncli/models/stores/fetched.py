@@ -9,7 +9,10 @@ A file or folder named with a leading dot (the fetch's `.fetch-*` temporary fold
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import stat
+import time
 from collections import Counter
 from itertools import islice
 from pathlib import Path
@@ -24,6 +27,9 @@ from attncli.models.stores.pull import PULLABLE, Pullable
 SOURCE = "attncli"
 MAX_ENTRIES = 10_000  # entries looked at in the cache folder
 SHOWN = 8  # candidates named in one error line
+# A pull's temporary folder: .fetch-PID-... (its process's id), .fetch-... before it had one.
+FETCHING = re.compile(r"\.fetch-(?:(\d+)-)?.+")
+STALE_S = 3600  # untouched this long, with its process gone (a day, without a process id)
 
 
 def missing(model: Pullable, cache: Path) -> list[str]:
@@ -104,3 +110,40 @@ def find_fetched(name: str) -> Path | None:
         raise AttnCliError(f"{shown(name)} names {len(found)} models in attncli's cache "
                            f"({listed}); pass the path of the one to use")
     return Path(found[0]["path"]) if found else None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process pid runs (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's, or not a pid this system can ask about: left alone
+    return True
+
+
+def sweep_stale(cache: Path) -> int:
+    """Remove the temporary folders a pull that was killed left in cache (a SIGKILL gives it no
+    chance to): each .fetch-PID-* folder whose process is gone and that nobody touched for an
+    hour (one named before pulls put their id in it: a day). Returns the bytes freed."""
+    freed, now = 0, time.time()
+    try:
+        entries = list(islice(os.scandir(cache), MAX_ENTRIES))
+    except OSError:
+        return 0
+    for entry in entries:
+        found = FETCHING.fullmatch(entry.name)
+        try:
+            if found is None or not entry.is_dir(follow_symlinks=False):
+                continue
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            pid = found.group(1)
+            if age < (STALE_S if pid else 24 * STALE_S) or (pid and _alive(int(pid))):
+                continue
+            size = sum(f.stat().st_size for f in Path(entry.path).rglob("*") if f.is_file())
+            shutil.rmtree(entry.path)
+            freed += size
+        except OSError:
+            continue  # in use, or not ours to remove: the next pull tries again
+    return freed

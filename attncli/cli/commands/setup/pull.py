@@ -74,10 +74,14 @@ def _model(model: Any) -> dict[str, Any]:
     """One model fetched (or found in place), with what the user is told on stderr."""
     from attncli.activity import doing
     from attncli.cli.progress import progress_bar
-    from attncli.models.stores.fetched import fetched_root
+    from attncli.machine import size_text
+    from attncli.models.stores.fetched import fetched_root, sweep_stale
     from attncli.models.stores.pull import in_place, index_url, pull, shown_url
 
     cache = fetched_root()
+    if freed := sweep_stale(cache):
+        typer.echo(f"attncli: removed what a stopped pull left in {escaped(str(cache))} "
+                   f"({size_text(freed)})", err=True)
     title = model.title.split(" (")[0]
     with progress_bar(kind="bytes") as bar:
         try:
