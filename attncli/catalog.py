@@ -17,23 +17,11 @@ from attncli.models.stores.lmstudio import lmstudio_files, lmstudio_roots
 from attncli.models.stores.locate import hub_cache_dir, read_config_file, snapshot_of
 from attncli.models.stores.ollama import PREFIX, ollama_models, ollama_root
 from attncli.models.stores.paths import is_dir, is_file, is_model_gguf
+from attncli.render.jsonout import json_text
 
 INDEX = "model.safetensors.index.json"
 HF, OLLAMA, LMSTUDIO, FETCHED = "huggingface", "ollama", "lmstudio", "attncli"  # in the JSON
 MAX_FILES = 200  # GGUF files listed from one hub repo
-
-
-def json_text(text: str) -> str:
-    """text that strict UTF-8 JSON can hold: a file name's undecodable bytes as \\xNN."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        try:
-            raw = text.encode("utf-8", "surrogateescape")  # the bytes the name really has
-        except UnicodeEncodeError:
-            raw = text.encode("utf-8", "backslashreplace")
-        return raw.decode("utf-8", "backslashreplace")
 
 
 def _weight_files(folder: Path) -> list[Path]:

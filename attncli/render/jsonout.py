@@ -92,13 +92,23 @@ def _dumps(value: Any) -> bytes:
         return orjson.dumps(_decodable(value), option=OPTIONS)
 
 
-def _decodable(value: Any) -> Any:
-    """value with every str made valid UTF-8 (its undecodable bytes as \\xNN)."""
-    if isinstance(value, str):
+def json_text(text: str) -> str:
+    """text that strict UTF-8 JSON can hold: a file name's undecodable bytes as \\xNN."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
         try:
-            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raw = text.encode("utf-8", "surrogateescape")  # the bytes the name really has
         except UnicodeEncodeError:  # a surrogate that stands for no byte
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+            raw = text.encode("utf-8", "backslashreplace")
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def _decodable(value: Any) -> Any:
+    """value with every str made valid UTF-8 (json_text)."""
+    if isinstance(value, str):
+        return json_text(value)
     if isinstance(value, dict):
         return {_decodable(key): _decodable(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
