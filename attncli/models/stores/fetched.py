@@ -21,7 +21,7 @@ from typing import Any
 from attncli.errors import AttnCliError
 from attncli.models.stores.cachedir import ENV, model_cache_dir
 from attncli.models.stores.ollama import shown
-from attncli.models.stores.paths import expanded, is_file, is_model_gguf
+from attncli.models.stores.paths import exists, expanded, is_file, is_model_gguf
 from attncli.models.stores.pull import PULLABLE, Pullable
 
 SOURCE = "attncli"
@@ -41,6 +41,11 @@ def missing(model: Pullable, cache: Path) -> list[str]:
     if not model.files:
         return [] if os.path.isfile(where) else [model.target]
     return [name for name in model.files if not os.path.isfile(where / name)]
+
+
+def whole(model: Pullable, cache: Path) -> bool:
+    """Whether cache holds model with every pinned file (looked at, not hashed)."""
+    return exists(cache / model.target) and not missing(model, cache)
 
 
 def fetched_root() -> Path:

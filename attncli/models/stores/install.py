@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import AttnCliError
-from attncli.models.stores.fetched import fetched_root, missing
+from attncli.models.stores.fetched import fetched_root, whole
 from attncli.models.stores.lmstudio import lmstudio_roots
 from attncli.models.stores.locate import hub_cache_dir
 from attncli.models.stores.ollama import ollama_root
-from attncli.models.stores.paths import exists, folder_state, is_dir
+from attncli.models.stores.paths import folder_state, is_dir
 from attncli.models.stores.pull import PULLABLE
 from attncli.version import __version__
 
@@ -137,8 +137,7 @@ def pulled() -> dict[str, bool]:
         cache = fetched_root()
     except AttnCliError:
         return dict.fromkeys(PULLABLE, False)
-    return {name: exists(cache / model.target) and not missing(model, cache)
-            for name, model in PULLABLE.items()}
+    return {name: whole(model, cache) for name, model in PULLABLE.items()}
 
 
 def install() -> dict[str, Any]:

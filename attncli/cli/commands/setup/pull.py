@@ -156,14 +156,13 @@ def _samples(into: Path) -> dict[str, Any]:
 
 def _list(as_json: bool) -> None:
     """What pull fetches, and whether each is in the cache (each pinned file there, not hashed)."""
-    from attncli.models.stores.fetched import fetched_root, missing
-    from attncli.models.stores.paths import exists
+    from attncli.models.stores.fetched import fetched_root, whole
     from attncli.models.stores.pull import PULLABLE
 
     cache = fetched_root()
     rows = [{"name": m.name, "title": m.title, "package": m.package,
              "path": str(cache / m.target),
-             "pulled": exists(cache / m.target) and not missing(m, cache)}
+             "pulled": whole(m, cache)}
             for m in PULLABLE.values()]
     if as_json:
         emit_json(rows)
