@@ -96,9 +96,10 @@ def _optional(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
-@dataclass(frozen=True)
+@dataclass
 class Reader:
-    """A walk over one document: the table of keys, and the sizes its bounds and shapes name."""
+    """A walk over one document: the table of keys, and the sizes its bounds and shapes name
+    (added to as the document is read: a per-kind reader puts in what it has worked out)."""
 
     table: Table
     sizes: dict[str, int | None] = field(default_factory=dict)
@@ -199,11 +200,12 @@ class Reader:
             holder, json, within = _holder(doc, key.name or name, at,
                                            optional and not key.needed)
             absent = json not in holder
+            null = not absent and holder[json] is None
             if key.inline is not None:
                 found[name] = self.read(hint, doc, at) if key.inline in doc else None
-            elif absent and optional and not key.needed or not absent and holder[json] is None \
-                    and (nullable or typed and optional):
-                if fill or typed and nullable and not absent:
+            elif (absent and optional and not key.needed) or (
+                    null and (nullable or (typed and optional))):  # not read: None or left out
+                if fill or (typed and nullable and null):
                     found[name] = None
             else:
                 where = f"{within}.{json}" if within else json
