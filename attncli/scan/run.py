@@ -66,8 +66,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
     leave = _join(plan)
     try:
         identity = {"corpus": str(plan.corpus.resolve()), "corpus_kind": kind,
-                    "field": plan.field,
-                    **asdict(settings)}
+                    "field": plan.field, **asdict(settings)}
         if not settings.effect:  # a scan without effects is named as before --effect was
             del identity["effect"]
         store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads, settings.effect)
