@@ -146,7 +146,8 @@ def sweep_stale(cache: Path) -> int:
             pid = found.group(1)
             if age < (STALE_S if pid else 24 * STALE_S) or (pid and _alive(int(pid))):
                 continue
-            size = sum(f.stat().st_size for f in Path(entry.path).rglob("*") if f.is_file())
+            size = sum(f.lstat().st_size for f in Path(entry.path).rglob("*")
+                       if f.is_file() and not f.is_symlink())  # what rmtree frees
             shutil.rmtree(entry.path)
             freed += size
         except OSError:
