@@ -28,6 +28,7 @@ setup(
                   sources=["attncli/models/sources/gguf/_qmatmul.c"],
                   depends=["attncli/models/sources/gguf/_half.h",
                            "attncli/models/sources/gguf/_qmatmul_body.h",
+                           "attncli/models/sources/gguf/_qmatmul_avx2.h",
                            "attncli/models/sources/gguf/_qmatmul_q8.h"],
                   extra_compile_args=["-O3", "-ffp-contract=off", "-pthread"],
                   extra_link_args=["-pthread"], optional=True),

@@ -118,6 +118,11 @@ typedef float (*dot_fn)(const uint8_t *w, const uint8_t *x, int64_t n);
 typedef void (*matmul_q8_fn)(const kind *, const uint8_t *, int64_t, int64_t, const uint8_t *,
                              int64_t, int64_t, float *, int64_t, int64_t);
 typedef void (*quantize_fn)(int, const float *, int64_t, int64_t, uint8_t *, int64_t);
+typedef void (*row_fn)(const uint8_t *w, int64_t cols, const float *x, float *y, int64_t r0,
+                       int64_t r1); /* a type's one-token kernel: rows r0..r1 */
+/* 1: one token's product takes its type's kernel that makes the weights in registers where the
+ * level has one; 0: every type's chunk path (use_level's second argument, for the tests). */
+static int registers = 1;
 typedef void (*matvec_fn)(const kind *, const uint8_t *, int64_t, const float *, float *,
                           int64_t, int64_t);
 typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const float *,
@@ -128,9 +133,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
-#undef MATVEC_Q4_K
-#undef MATVEC_Q6_K
-#undef MATVEC_BLOCK32
+#undef MATVEC_REGISTERS
 #ifdef X86_LEVELS
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
@@ -139,9 +142,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
-#undef MATVEC_Q4_K
-#undef MATVEC_Q6_K
-#undef MATVEC_BLOCK32
+#undef MATVEC_REGISTERS
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
@@ -150,9 +151,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #include "_qmatmul_q8.h"
 #undef LV
 #undef LV_MICRO
-#undef MATVEC_Q4_K
-#undef MATVEC_Q6_K
-#undef MATVEC_BLOCK32
+#undef MATVEC_REGISTERS
 #pragma GCC pop_options
 #endif
 
@@ -398,8 +397,9 @@ static PyObject *kinds(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
 }
 
 static PyObject *use_level(PyObject *Py_UNUSED(self), PyObject *args) {
-    int level;
-    if (!PyArg_ParseTuple(args, "i", &level)) return NULL;
+    int level, in_registers = 1;
+    if (!PyArg_ParseTuple(args, "i|p", &level, &in_registers)) return NULL;
+    registers = in_registers;
     return PyLong_FromLong(choose_level(level));
 }
 
@@ -411,7 +411,8 @@ static PyMethodDef methods[] = {
      "quantize(kind, x, out): float32 x as kind 0 Q8_0, 1 Q8_1 or 2 Q8_K blocks, into out."},
     {"kinds", kinds, METH_NOARGS, "{GGML type number: (values, bytes) per block}."},
     {"use_level", use_level, METH_VARARGS,
-     "Choose the kernels' vector level (0 baseline, 1 AVX2, 2 AVX-512; -1 the widest)."},
+     "use_level(level, registers=True): choose the kernels' vector level (0 baseline, 1 AVX2, "
+     "2 AVX-512; -1 the widest); registers=False: one token through the chunk path."},
     {NULL, NULL, 0, NULL},
 };
 

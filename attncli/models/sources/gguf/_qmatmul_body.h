@@ -528,21 +528,29 @@ static void LV(group_sums)(const float *x, int64_t cols, float *sums) {
  * finite is 0 where d or dmin is inf or NaN. */
 typedef struct { __m256 dl, r; __m256i c; int finite; } LV(q4k_factors);
 
-static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
-    LV(q4k_factors) f;
-    const float d = LV(half)(b), dmin = LV(half)(b + 2);
-    f.finite = isfinite(d) && isfinite(dmin);
-    /* scale_min_k's eight six-bit scales and mins, four bytes a word */
+/* scale_min_k in vectors: a Q4_K or Q5_K block's eight dl = d·sc and ml = dmin·m (b: the block,
+ * its halves d and dmin first), the same products. */
+static ALWAYS_INLINE void LV(k_scales)(const uint8_t *b, float d, float dmin, __m256 *dl,
+                                       __m256 *ml) {
+    /* the eight six-bit scales and mins, four bytes a word */
     const uint32_t u0 = u32(b + 4), u1 = u32(b + 8), u2 = u32(b + 12);
     const uint64_t s = (u0 & 0x3F3F3F3Fu) |
                        (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
     const uint64_t m = (u1 & 0x3F3F3F3Fu) |
                        (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+    *dl = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(
+                            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)s))));
+    *ml = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(
+                            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)m))));
+}
+
+static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
+    LV(q4k_factors) f;
+    const float d = LV(half)(b), dmin = LV(half)(b + 2);
+    f.finite = isfinite(d) && isfinite(dmin);
+    __m256 ml;
+    LV(k_scales)(b, d, dmin, &f.dl, &ml);
     const __m256 zero = _mm256_setzero_ps();
-    f.dl = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(
-                             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)s))));
-    const __m256 ml = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(
-                                        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)m))));
     /* max(NaN, 0) is 0 (dl = ml = 0); any c serves where dl = 0, r being −ml then */
     __m256 c = _mm256_round_ps(_mm256_div_ps(ml, f.dl), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     c = _mm256_min_ps(_mm256_max_ps(c, zero), _mm256_set1_ps(15.0f));
@@ -658,79 +666,35 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
     free(sums);
 }
 
-/* Q6_K's rows the same way: value 128h + 32j + l (j = 0..3) is lane 32·(j & 1) + l, so each
- * lane takes quarter j before quarter j + 2 of a half, as dot64 adds them. Each quarter's 32
- * six-bit values are put together a byte each (32 in one vector) and widened 8 at a time. */
-static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                            int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
-    const __m256i off = _mm256_set1_epi8(32);
-    for (int64_t r = r0; r < r1; r++) {
-        __m256 a[8];
-        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
-        const uint8_t *b = w + r * row_bytes;
-        const float *xb = x;
-        for (int64_t i = 0; i < blocks; i++, b += 210, xb += QK_K) {
-            const uint8_t *ql = b, *qh = b + 128;
-            float d = LV(half)(b + 208), dl[16];
-            for (int g = 0; g < 16; g++) dl[g] = d * (float)(int8_t)b[192 + g];
-            for (int h = 0; h < 2; h++) {
-                __m256i lo0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h));
-                __m256i lo1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h + 32));
-                __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + 32 * h));
-                /* Bytes shifted in 16-bit lanes, then masked: no bit crosses into its neighbour. */
-#define HIGH2(s) _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, s), three), 4)
-                __m256i q[4] = {
-                    _mm256_or_si256(_mm256_and_si256(lo0, low4), HIGH2(0)),
-                    _mm256_or_si256(_mm256_and_si256(lo1, low4), HIGH2(2)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo0, 4), low4), HIGH2(4)),
-                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo1, 4), low4), HIGH2(6))};
-#undef HIGH2
-                for (int j = 0; j < 4; j++) {
-                    __m256i v = _mm256_sub_epi8(q[j], off); /* q − 32, as int8 */
-                    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-                    __m256i e[4] = {_mm256_cvtepi8_epi32(lo), _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)),
-                                    _mm256_cvtepi8_epi32(hi), _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))};
-                    const float *xj = xb + 128 * h + 32 * j;
-                    for (int m = 0; m < 4; m++) {  /* l = 8m..8m+7 */
-                        __m256 wj = _mm256_mul_ps(_mm256_set1_ps(dl[8 * h + 2 * j + m / 2]),
-                                                  _mm256_cvtepi32_ps(e[m]));
-                        int lane = 4 * (j & 1) + m;
-                        a[lane] = _mm256_fmadd_ps(wj, _mm256_loadu_ps(xj + 8 * m), a[lane]);
-                    }
-                }
-            }
-        }
-        y[r] = LV(tree8x8)(a);
+#include "_qmatmul_avx2.h" /* Q6_K, Q5_K, F16 and BF16 one token at a time */
+
+/* The one-token kernel of a type that makes its weights in registers, or NULL (the chunks). */
+static row_fn LV(in_registers)(int qtype) {
+    switch (qtype) {
+    case 1: return LV(matvec_f16);
+    case 30: return LV(matvec_bf16);
+    case 2: return LV(matvec_q4_0);
+    case 3: return LV(matvec_q4_1);
+    case 8: return LV(matvec_q8_0);
+    case 12: return LV(matvec_q4_k);
+    case 13: return LV(matvec_q5_k);
+    case 14: return LV(matvec_q6_k);
+    default: return NULL;
     }
 }
-#define MATVEC_Q4_K 1
-#define MATVEC_Q6_K 1
-#define MATVEC_BLOCK32 1
+#define MATVEC_REGISTERS 1
 #elif defined(__AVX512F__)
-#define MATVEC_Q4_K 1
+static row_fn LV(in_registers)(int qtype) { return qtype == 12 ? LV(matvec_q4_k) : NULL; }
+#define MATVEC_REGISTERS 1
 #endif
 
 /* Rows r0..r1 of W (rows of row_bytes, cols values) times x (cols,): y[r]. */
 static void LV(matvec)(const kind *t, const uint8_t *w, int64_t cols, const float *x, float *y,
                        int64_t r0, int64_t r1) {
-#if defined(MATVEC_Q4_K)
-    if (t->qtype == 12) {
-        LV(matvec_q4_k)(w, cols, x, y, r0, r1);
-        return;
-    }
-#endif
-#if defined(MATVEC_Q6_K)
-    if (t->qtype == 14) {
-        LV(matvec_q6_k)(w, cols, x, y, r0, r1);
-        return;
-    }
-#endif
-#if defined(MATVEC_BLOCK32)
-    if (t->qtype == 2 || t->qtype == 3 || t->qtype == 8) {
-        (t->qtype == 2 ? LV(matvec_q4_0) : t->qtype == 3 ? LV(matvec_q4_1) : LV(matvec_q8_0))(
-            w, cols, x, y, r0, r1);
+#if defined(MATVEC_REGISTERS)
+    const row_fn fast = registers ? LV(in_registers)(t->qtype) : NULL;
+    if (fast) {
+        fast(w, cols, x, y, r0, r1);
         return;
     }
 #endif
