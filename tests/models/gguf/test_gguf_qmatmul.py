@@ -154,8 +154,8 @@ def test_the_product_with_any_scale_bits(qtype: Q, data: st.DataObject) -> None:
 @PROPERTY
 @given(data=st.data())
 def test_one_token_at_a_time_with_any_scale_bits(qtype: Q, data: st.DataObject) -> None:
-    # Decode's matrix × vector kernels alone (one token a call; on AVX2 Q4_0, Q4_1, Q8_0, Q4_K
-    # and Q6_K make each weight in registers), over odd and even counts of blocks in a row.
+    # Decode's matrix × vector kernels alone (one token a call; on AVX2 every type but F32,
+    # Q5_0 and Q5_1 makes each weight in registers), over odd and even counts of blocks in a row.
     blocks, cols, x = data.draw(cases(qtype, any_halves))
     weights = dequantized(blocks, qtype)
     for token in x:

@@ -1,7 +1,8 @@
 """The quantized matmul under AddressSanitizer and UndefinedBehaviorSanitizer: _qmatmul.c built
 with both into a temporary folder and run in a child process (the sanitizer's runtime preloaded)
-over every type, vector level, tile tail and thread count, and under llama.cpp's numerics (the
-8-bit quantizers and integer dot products), each buffer ending where its allocation ends, so
+over every type, vector level, tile tail and thread count, one token with and without the
+kernels that make their weights in registers, and under llama.cpp's numerics (the 8-bit
+quantizers and integer dot products), each buffer ending where its allocation ends, so
 that a read or write one byte past any of them stops the child."""
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ for level in (0, 1, 2):
                         checked += 1
                         if qtype not in (Q.F32, Q.F16, Q.BF16):  # llama.cpp's numerics
                             native.matmul(code, w, cols, x, out, threads, True)
+                            checked += 1
+                        if tokens == 1:  # one token through the chunk path as well
+                            native.use_level(level, False)
+                            native.matmul(code, w, cols, x, out, threads)
+                            native.use_level(level)
                             checked += 1
     for kind, (block, size) in enumerate(((32, 34), (32, 36), (256, 292))):
         for blocks in (1, 3):

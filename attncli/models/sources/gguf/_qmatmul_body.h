@@ -6,8 +6,9 @@
  * Weights are dequantized to float32 exactly as _dequant.c does (the gguf package's numerics,
  * bit for bit: the same products and sums, each rounded), a chunk of a row at a time, into a
  * buffer the size of the first-level cache, and multiplied with the activations from there; the
- * one-token kernels of the types a decode reads most (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, Q6_K;
- * AVX-512: Q4_K) make the same weights in registers and add them into the same lanes.
+ * one-token kernels of the types a decode reads most (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, and in
+ * _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16; AVX-512: Q4_K) make the same weights in registers and
+ * add them into the same lanes (use_level(level, 0) takes the chunks instead, for the tests).
  * Only the order of the dot product's sums differs from a float32 matmul:
  *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
  *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
