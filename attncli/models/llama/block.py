@@ -81,7 +81,7 @@ class Products:
         y = self.whole(x)  # (..., Σ rows)
         if self.pieces:
             return [piece.columns(y) for piece in self.pieces]  # each (..., its rows)
-        return list(y.split(self.widths, dim=-1))
+        return list(y.split_with_sizes(self.widths, dim=-1))
 
 
 def products_of(weights: Named, names: list[str]) -> Products:
