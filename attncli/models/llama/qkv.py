@@ -94,11 +94,12 @@ class Projection:
             return queries, keys, heads.values
         # One stacked product [q | k | v] (1, (h + 2·kv)·hd): each head's row a view of it,
         # and the queries and keys, side by side, turned by one RoPE (elementwise: the same).
-        y = self.qkv.whole(x)[0]  # ((h + 2·kv) · hd,)
-        turned = y[:(h + kv) * hd].view(h + kv, 1, hd)  # (h + kv, 1, hd)
+        y = self.qkv.whole(x).view(h + 2 * kv, 1, hd)  # (h + 2·kv, 1, hd)
+        turned, values = y.split_with_sizes((h + kv, kv))  # (h + kv, 1, hd), (kv, 1, hd)
         if rope is not None:
             turned = rope.turn(turned)
-        return turned[:h], turned[h:], y[(h + kv) * hd:].view(kv, 1, hd)
+        queries, keys = turned.split_with_sizes((h, kv))  # (h, 1, hd), (kv, 1, hd)
+        return queries, keys, values
 
 
 def project(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
