@@ -111,11 +111,6 @@ def products_of(weights: Named, names: list[str]) -> Products:
     return Products(whole=product, pieces=tuple(pieces))
 
 
-def linears(weights: Named, names: list[str], x: Tensor) -> list[Tensor]:
-    """x through each named linear (products_of's): each (..., its rows)."""
-    return products_of(weights, names)(x)
-
-
 @dataclass(frozen=True)
 class FeedForward:
     """SwiGLU down(act(gate(x)) · up(x)), or down(act(up(x))) where the MLP has no gate."""
@@ -137,11 +132,6 @@ class FeedForward:
         hidden = self.act(features[0]) if len(features) == 1 \
             else self.act(features[0]) * features[1]  # (T, d_ff)
         return self.down(hidden)  # (T, d_model)
-
-
-def feed_forward(weights: Named, spec: LlamaSpec, block: str, x: Tensor) -> Tensor:
-    """Block's MLP on x (T, d_model): (T, d_model)."""
-    return FeedForward.of(weights, spec, block)(x)
 
 
 def attention_norm(weights: Named, spec: LlamaSpec, layer: int) -> Rows | None:
