@@ -2,9 +2,16 @@
 
 Each family declares in its spec which of them it has (Gemma's four norms, OLMo 2's norms
 after attention and MLP only, GPT-NeoX's LayerNorm and parallel MLP); the code asks the spec.
+Each part can be resolved once (norm_of, linear_of, products_of, Finish.of: its weights and
+names looked up, its branches taken), as a held decoder does for every step; the functions
+that take weights and a name resolve it for the one call.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -12,8 +19,10 @@ from torch import Tensor
 
 from attncli.models.activations import activation
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.sources.mapped import Mapped
+from attncli.models.sources.mapped import Mapped, Piece
 from attncli.models.sources.named import Named
+
+Rows = Callable[[Tensor], Tensor]  # a part of the block on rows (..., d_in) → (..., d_out)
 
 
 def rms_norm(x: Tensor, scale: Tensor, eps: float) -> Tensor:
@@ -24,86 +33,163 @@ def rms_norm(x: Tensor, scale: Tensor, eps: float) -> Tensor:
     return scale * (x * torch.rsqrt(variance + eps))  # (..., d)
 
 
-def block_norm(weights: Named, spec: LlamaSpec, name: str, x: Tensor) -> Tensor:
-    """The family's norm named name on x (..., d): RMSNorm (Gemma's by 1 + w), or LayerNorm."""
+def norm_of(weights: Named, spec: LlamaSpec, name: str) -> Rows:
+    """The family's norm named name: RMSNorm (Gemma's by 1 + w, added once), or LayerNorm."""
     scale = weights[f"{name}.weight"]  # (d,)
     if spec.layer_norm:  # GPT-NeoX: mean removed, then scale and shift
         bias = weights[f"{name}.bias"] if f"{name}.bias" in weights else None
-        return F.layer_norm(x, scale.shape, scale, bias, spec.rms_eps)  # (..., d)
-    return rms_norm(x, scale + spec.norm_offset if spec.norm_offset else scale, spec.rms_eps)
+        return partial(F.layer_norm, normalized_shape=scale.shape, weight=scale, bias=bias,
+                       eps=spec.rms_eps)
+    return partial(rms_norm, scale=scale + spec.norm_offset if spec.norm_offset else scale,
+                   eps=spec.rms_eps)
 
 
-def linear(weights: Named, name: str, x: Tensor) -> Tensor:
+def block_norm(weights: Named, spec: LlamaSpec, name: str, x: Tensor) -> Tensor:
+    """The family's norm named name on x (..., d)."""
+    return norm_of(weights, spec, name)(x)  # (..., d)
+
+
+def linear_of(weights: Named, name: str) -> Rows:
     """x @ Wᵀ (+ b when the checkpoint has one): nn.Linear on weights read from disk, or on
     the file's quantized blocks where the source computes on them (a GGUF on the CPU)."""
     bias = weights[f"{name}.bias"] if f"{name}.bias" in weights else None
     quantized = weights.quantized(f"{name}.weight")
     if quantized is not None:
-        return quantized.linear(x, bias)  # (..., d_out)
-    return F.linear(x, weights[f"{name}.weight"], bias)
+        return partial(quantized.linear, bias=bias)  # (..., d_out)
+    return partial(F.linear, weight=weights[f"{name}.weight"], bias=bias)
 
 
-def linears(weights: Named, names: list[str], x: Tensor) -> list[Tensor]:
-    """x through each named linear. Where one stored tensor holds them all (Phi-3's qkv_proj and
-    gate_up_proj, NeoX's query_key_value), one product with it, cut into each one's columns:
-    the same dot products, without copying the pieces out of the weight."""
+def linear(weights: Named, name: str, x: Tensor) -> Tensor:
+    """linear_of(weights, name) on x (..., d_in): (..., d_out)."""
+    return linear_of(weights, name)(x)
+
+
+@dataclass(frozen=True)
+class Products:
+    """x through several named linears: one product cut into each one's columns where one
+    matrix holds them all (a held stack: widths; Phi-3's and NeoX's fused tensors: pieces),
+    else one product each (parts)."""
+
+    parts: tuple[Rows, ...] = ()
+    whole: Rows | None = None  # (..., Σ rows): every name's features in one product
+    widths: tuple[int, ...] = ()  # a stack's: each name's columns of whole's, in order
+    pieces: tuple[Piece, ...] = ()  # a fused tensor's: where each name's columns lie
+
+    def __call__(self, x: Tensor) -> list[Tensor]:
+        if self.whole is None:
+            return [part(x) for part in self.parts]
+        y = self.whole(x)  # (..., Σ rows)
+        if self.pieces:
+            return [piece.columns(y) for piece in self.pieces]  # each (..., its rows)
+        return list(y.split_with_sizes(self.widths, dim=-1))
+
+
+def products_of(weights: Named, names: list[str]) -> Products:
+    """The named linears resolved. Where one stored tensor holds them all (Phi-3's qkv_proj
+    and gate_up_proj, NeoX's query_key_value), one product with it, cut into each one's
+    columns: the same dot products, without copying the pieces out of the weight."""
     mapped = weights if isinstance(weights, Mapped) else None
     fused = None if mapped is None else mapped.fused([f"{n}.weight" for n in names])
     biases = [f"{n}.bias" in weights for n in names]
     if mapped is None or fused is None or (any(biases) and not all(biases)):
         stack = None if any(biases) else weights.stacked([f"{n}.weight" for n in names])
         if stack is None:
-            return [linear(weights, n, x) for n in names]
-        y = stack.linear(x)  # (T, Σ rows): held matrices stacked, one product
-        return list(y.split([weights.shape(f"{n}.weight")[0] for n in names], dim=-1))
+            return Products(parts=tuple(linear_of(weights, n) for n in names))
+        # Held matrices stacked: one product (T, Σ rows), split into each one's columns.
+        return Products(whole=stack.linear,
+                        widths=tuple(weights.shape(f"{n}.weight")[0] for n in names))
     whole, pieces = fused
     bias = None
     if all(biases):
         bias_fused = mapped.fused([f"{n}.bias" for n in names])
         if bias_fused is None:
-            return [linear(weights, n, x) for n in names]
+            return Products(parts=tuple(linear_of(weights, n) for n in names))
         bias = weights[bias_fused[0]]  # (rows,)
     quantized = weights.quantized(whole)
-    y = F.linear(x, weights[whole], bias) if quantized is None \
-        else quantized.linear(x, bias)  # (T, rows) every piece's features
-    return [piece.columns(y) for piece in pieces]  # each (T, its rows)
+    product = partial(F.linear, weight=weights[whole], bias=bias) if quantized is None \
+        else partial(quantized.linear, bias=bias)  # (T, rows) every piece's features
+    return Products(whole=product, pieces=tuple(pieces))
 
 
-def feed_forward(weights: Named, spec: LlamaSpec, block: str, x: Tensor) -> Tensor:
+@dataclass(frozen=True)
+class FeedForward:
     """SwiGLU down(act(gate(x)) · up(x)), or down(act(up(x))) where the MLP has no gate."""
-    act = activation(spec.hidden_act, "hidden_act")
-    if spec.gated_mlp:
-        gate, up = linears(weights, [f"{block}.mlp.gate_proj", f"{block}.mlp.up_proj"], x)
-        hidden = act(gate) * up  # (T, d_ff)
-    else:
-        hidden = act(linear(weights, f"{block}.mlp.up_proj", x))  # (T, d_ff)
-    return linear(weights, f"{block}.mlp.down_proj", hidden)  # (T, d_model)
+
+    act: Rows
+    gate_up: Products  # (gate, up), or (up,) alone
+    down: Rows
+
+    @classmethod
+    def of(cls, weights: Named, spec: LlamaSpec, block: str) -> FeedForward:
+        """Block's MLP resolved."""
+        act = activation(spec.hidden_act, "hidden_act")
+        gate_up = products_of(weights, [f"{block}.mlp.gate_proj", f"{block}.mlp.up_proj"]) \
+            if spec.gated_mlp else Products(parts=(linear_of(weights, f"{block}.mlp.up_proj"),))
+        return cls(act, gate_up, linear_of(weights, f"{block}.mlp.down_proj"))
+
+    def __call__(self, x: Tensor) -> Tensor:
+        features = self.gate_up(x)  # (T, d_ff) each
+        hidden = self.act(features[0]) if len(features) == 1 \
+            else self.act(features[0]) * features[1]  # (T, d_ff)
+        return self.down(hidden)  # (T, d_model)
+
+
+def attention_norm(weights: Named, spec: LlamaSpec, layer: int) -> Rows | None:
+    """Block layer's input_layernorm, or None where attention reads the stream itself (OLMo 2)."""
+    if not spec.pre_attn_norm:
+        return None
+    return norm_of(weights, spec, f"layers.{layer}.input_layernorm")
 
 
 def attention_input(weights: Named, spec: LlamaSpec, layer: int, x: Tensor) -> Tensor:
     """What block layer's attention reads: input_layernorm(x), or x itself (OLMo 2)."""
-    if not spec.pre_attn_norm:
-        return x
-    return block_norm(weights, spec, f"layers.{layer}.input_layernorm", x)  # (T, d_model)
+    norm = attention_norm(weights, spec, layer)
+    return x if norm is None else norm(x)  # (T, d_model)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The rest of a block after attention: the family's norms, the MLP and both shortcuts."""
+
+    ff: FeedForward
+    attn_output_norm: Rows | None  # Gemma, OLMo 2: on attention's output
+    mlp_input_norm: Rows | None  # post_attention_layernorm (the MLP's input)
+    mlp_output_norm: Rows | None  # Gemma, OLMo 2: on the MLP's output
+    parallel: bool  # GPT-NeoX: the MLP reads the block's input, not attention's output
+
+    @classmethod
+    def of(cls, weights: Named, spec: LlamaSpec, layer: int) -> Finish:
+        """Block layer's finish resolved."""
+        block = f"layers.{layer}"
+
+        def norm(name: str, used: bool) -> Rows | None:
+            return norm_of(weights, spec, f"{block}.{name}") if used else None
+
+        return cls(FeedForward.of(weights, spec, block),
+                   norm("attn_output_norm", spec.post_attn_norm),
+                   norm("post_attention_layernorm", spec.pre_mlp_norm or spec.parallel),
+                   norm("mlp_output_norm", spec.post_mlp_norm), spec.parallel)
+
+    def __call__(self, x: Tensor, attn_out: Tensor) -> Tensor:
+        """The stream leaving the block (T, d_model), for input x and attention's attn_out."""
+        if self.attn_output_norm is not None:
+            attn_out = self.attn_output_norm(attn_out)  # (T, d_model)
+        if self.parallel:  # GPT-NeoX: the MLP reads the block's input, not attention's output
+            assert self.mlp_input_norm is not None
+            return self.ff(self.mlp_input_norm(x)) + attn_out + x  # (T, d_model)
+        x = x + attn_out  # (T, d_model) shortcut around attention
+        normed = x if self.mlp_input_norm is None else self.mlp_input_norm(x)  # (T, d_model)
+        mlp_out = self.ff(normed)  # (T, d_model)
+        if self.mlp_output_norm is not None:
+            mlp_out = self.mlp_output_norm(mlp_out)
+        return x + mlp_out  # (T, d_model)
 
 
 def finish_block(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
                  attn_out: Tensor) -> Tensor:
     """The rest of block layer after attention wrote attn_out (T, d_model) for input x:
     the family's norms, the MLP and both shortcuts. Returns the stream leaving the block."""
-    block = f"layers.{layer}"
-    if spec.post_attn_norm:  # Gemma, OLMo 2
-        attn_out = block_norm(weights, spec, f"{block}.attn_output_norm", attn_out)
-    if spec.parallel:  # GPT-NeoX: the MLP reads the block's input, not attention's output
-        normed = block_norm(weights, spec, f"{block}.post_attention_layernorm", x)
-        return feed_forward(weights, spec, block, normed) + attn_out + x  # (T, d_model)
-    x = x + attn_out  # (T, d_model) shortcut around attention
-    normed = block_norm(weights, spec, f"{block}.post_attention_layernorm", x) \
-        if spec.pre_mlp_norm else x  # (T, d_model)
-    mlp_out = feed_forward(weights, spec, block, normed)  # (T, d_model)
-    if spec.post_mlp_norm:
-        mlp_out = block_norm(weights, spec, f"{block}.mlp_output_norm", mlp_out)
-    return x + mlp_out  # (T, d_model)
+    return Finish.of(weights, spec, layer)(x, attn_out)
 
 
 def embed(weights: Named, spec: LlamaSpec, token_ids: list[int]) -> Tensor:

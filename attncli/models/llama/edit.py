@@ -11,13 +11,8 @@ from torch import Tensor
 
 from attncli.models.llama.block import attention_input, block_norm, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import (
-    Heads,
-    project,
-    scale_scores,
-    soft_cap,
-    window_mask,
-)
+from attncli.models.llama.model import scale_scores, soft_cap, window_mask
+from attncli.models.llama.qkv import Heads, project
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Head, Table, need

@@ -16,7 +16,8 @@ from attncli.errors import AttnCliError
 from attncli.models.family import Known
 from attncli.models.llama.block import attention_input, embed, finish_block, linear
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.model import check_tokens, grouped_attention, project, window_mask
+from attncli.models.llama.model import check_tokens, grouped_attention, window_mask
+from attncli.models.llama.qkv import project
 from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 

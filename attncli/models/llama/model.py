@@ -18,16 +18,10 @@ from torch import Tensor
 from attncli.core.attention import AttentionOutput, causal_mask
 from attncli.models.checks.values import check_ids
 from attncli.models.family import Known, LayerTrace
-from attncli.models.llama.block import (
-    attention_input,
-    block_norm,
-    embed,
-    finish_block,
-    linears,
-    rms_norm,
-)
+from attncli.models.llama.block import attention_input, block_norm, embed, finish_block
 from attncli.models.llama.config import LlamaSpec
-from attncli.models.llama.rope import LayerRopes, apply_rope
+from attncli.models.llama.qkv import project
+from attncli.models.llama.rope import LayerRopes
 from attncli.models.sources.named import Named
 from attncli.models.unembed import Table, need, unembed, unembedding
 
@@ -69,60 +63,25 @@ def check_tokens(spec: LlamaSpec, token_ids: list[int]) -> None:
     check_ids(token_ids, spec.vocab_size)
 
 
-@dataclass
-class Heads:
-    """One layer's queries, keys and values split into heads, with the stages between."""
-
-    queries: Tensor  # (heads, T, hd) as projected
-    keys: Tensor  # (kv_heads, T, hd)
-    values: Tensor  # (kv_heads, T, hd)
-    queries_norm: Tensor | None  # (heads, T, hd) after q_norm
-    keys_norm: Tensor | None  # (kv_heads, T, hd) after k_norm
-    queries_rope: Tensor  # (heads, T, hd) what the scores read: turned, or as they were (NoPE)
-    keys_rope: Tensor  # (kv_heads, T, hd)
+def scale_scores(spec: LlamaSpec, attn_scores: Tensor, in_place: bool = False) -> Tensor:
+    """ω ÷ √d_k, or times query_pre_attn_scalar^-1/2 where the family says so (Gemma);
+    in_place: written over attn_scores (the same values, no tensor made)."""
+    if spec.query_scale is None:  # the √d_k of chapter 3
+        root = math.sqrt(spec.head_dim)
+        return attn_scores.div_(root) if in_place else attn_scores / root
+    scale = spec.query_scale
+    return attn_scores.mul_(scale) if in_place else attn_scores * scale
 
 
-def _split(t: Tensor, heads: int, head_dim: int) -> Tensor:
-    """(..., T, heads · head_dim) → (..., heads, T, head_dim) (a leading batch passes through)."""
-    return t.unflatten(-1, (heads, head_dim)).transpose(-3, -2)
-
-
-def project(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,
-             rope: tuple[Tensor, Tensor] | None) -> Heads:
-    """Block layer's q, k, v of x (T, d_model), their q/k norms, and RoPE where it has one."""
-    name, hd = f"layers.{layer}.self_attn", spec.head_dim
-    queries, keys, values = linears(
-        weights, [f"{name}.q_proj", f"{name}.k_proj", f"{name}.v_proj"], x)  # (T, h·hd), (T, kv·hd)
-    values = _split(values, spec.kv_heads, hd)  # (kv, T, hd)
-    queries_norm = keys_norm = None
-    if spec.qk_norm_whole:  # OLMo 2: one RMSNorm over every head's queries (keys) together
-        queries_norm = _split(rms_norm(queries, weights[f"{name}.q_norm.weight"], spec.rms_eps),
-                              spec.num_heads, hd)  # (heads, T, hd)
-        keys_norm = _split(rms_norm(keys, weights[f"{name}.k_norm.weight"], spec.rms_eps),
-                           spec.kv_heads, hd)  # (kv, T, hd)
-    queries, keys = _split(queries, spec.num_heads, hd), _split(keys, spec.kv_heads, hd)
-    if spec.qk_norm:  # Qwen3, Gemma 3: RMSNorm over each head's own head_dim
-        queries_norm = block_norm(weights, spec, f"{name}.q_norm", queries)  # (heads, T, hd)
-        keys_norm = block_norm(weights, spec, f"{name}.k_norm", keys)  # (kv, T, hd)
-    q = queries if queries_norm is None else queries_norm  # (heads, T, hd)
-    k = keys if keys_norm is None else keys_norm  # (kv, T, hd)
-    if rope is not None:
-        q, k = apply_rope(q, *rope), apply_rope(k, *rope)  # turned by each position's angle
-    return Heads(queries, keys, values, queries_norm, keys_norm, q, k)
-
-
-def scale_scores(spec: LlamaSpec, attn_scores: Tensor) -> Tensor:
-    """ω ÷ √d_k, or times query_pre_attn_scalar^-1/2 where the family says so (Gemma)."""
-    if spec.query_scale is None:
-        return attn_scores / math.sqrt(spec.head_dim)  # the √d_k of chapter 3
-    return attn_scores * spec.query_scale
-
-
-def soft_cap(spec: LlamaSpec, scaled: Tensor) -> Tensor | None:
-    """Gemma 2's soft-capping: cap · tanh(scores / cap) keeps every score inside ±cap."""
-    if spec.softcap is None:
+def soft_cap(spec: LlamaSpec, scaled: Tensor, in_place: bool = False) -> Tensor | None:
+    """Gemma 2's soft-capping: cap · tanh(scores / cap) keeps every score inside ±cap;
+    in_place: written over scaled."""
+    cap = spec.softcap
+    if cap is None:
         return None
-    return torch.tanh(scaled / spec.softcap) * spec.softcap  # (..., T)
+    if in_place:
+        return scaled.div_(cap).tanh_().mul_(cap)  # (..., T)
+    return torch.tanh(scaled / cap) * cap  # (..., T)
 
 
 def grouped_attention(weights: Named, spec: LlamaSpec, layer: int, x: Tensor,

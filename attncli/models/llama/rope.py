@@ -139,11 +139,14 @@ class RopeRow:
 
 class StepRopes:
     """A decode step's RoPE rows: each layer's tables looked up once (LayerRopes searches the
-    layers before it on every lookup), sin signed once where the whole head turns."""
+    layers before it on every lookup), sin signed once per distinct table where the whole head
+    turns, and position t's row cut once for every layer sharing the table."""
 
     def __init__(self, ropes: LayerRopes, head_dim: int) -> None:
         self.ropes, self.head_dim = ropes, head_dim
         self._tables: dict[int, tuple[Tensor, Tensor, bool] | None] = {}
+        self._signed_of: dict[int, tuple[Tensor, Tensor, bool]] = {}  # by id of the cos table
+        self._rows: dict[int, tuple[int, RopeRow]] = {}  # by id of the signed tables: t, row
 
     def row(self, layer: int, t: int) -> RopeRow | None:
         """Layer's RoPE at position t, or None (NoPE)."""
@@ -152,8 +155,13 @@ class StepRopes:
         tables = self._tables[layer]
         if tables is None:
             return None
+        last = self._rows.get(id(tables))
+        if last is not None and last[0] == t:
+            return last[1]
         cos, sin, whole = tables
-        return RopeRow(cos[t:t + 1], sin[t:t + 1], whole)  # (1, rotary_dim) each
+        row = RopeRow(cos[t:t + 1], sin[t:t + 1], whole)  # (1, rotary_dim) each
+        self._rows[id(tables)] = t, row
+        return row
 
     def _signed(self, layer: int) -> tuple[Tensor, Tensor, bool] | None:
         """Layer's (T, rotary_dim) cos and sin; sin as (-sin₁, sin₂) if the whole head turns."""
@@ -161,7 +169,11 @@ class StepRopes:
         if tables is None:
             return None
         cos, sin = tables
-        if cos.shape[-1] != self.head_dim:
-            return cos, sin, False
-        half = sin.shape[-1] // 2
-        return cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1), True  # (T, rotary)
+        if id(cos) not in self._signed_of:  # layers sharing a rope share LayerRopes' tables
+            if cos.shape[-1] != self.head_dim:
+                self._signed_of[id(cos)] = cos, sin, False
+            else:
+                half = sin.shape[-1] // 2
+                signed = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)  # (T, rotary)
+                self._signed_of[id(cos)] = cos, signed, True
+        return self._signed_of[id(cos)]

@@ -18,7 +18,7 @@ from attncli.models.family import open_model
 from attncli.models.generate.engine import cached_norms, decode
 from attncli.models.generate.sampling import Sampling
 from attncli.models.gpt2 import decode as gpt2_decode
-from attncli.models.llama import decode as llama_decode
+from attncli.models.llama.block import Finish
 from tests.models.generate.conftest import CASES
 from tests.tolerance import assert_near
 
@@ -70,7 +70,9 @@ def test_norms_from_the_caches_equal_transformers(models: dict[str, tuple[Path, 
     assert_near(torch.from_numpy(norms), _reference(hf, ids))
 
 
-@pytest.mark.parametrize(("name", "module", "part"), [("qwen2", llama_decode, "finish_block"),
+# The Llama step's finish is its block's resolved Finish, called once the layer's cache holds
+# the token.
+@pytest.mark.parametrize(("name", "module", "part"), [("qwen2", Finish, "__call__"),
                                                       ("gpt2", gpt2_decode, "feed_forward")])
 def test_a_step_stopped_after_one_layer_leaves_the_norms_whole(
         models: dict[str, tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch, name: str,
