@@ -76,6 +76,19 @@ def test_refused_where_it_cannot_apply(cli) -> None:  # noqa: ANN001
     assert ran.code == 2 and "--numerics" in ran.err and ran.out == ""
 
 
+
+def test_refused_where_the_kernels_are_off(cli, q4k: Path,  # noqa: ANN001
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # ATTNCLI_QMATMUL=0 (or ATTNCLI_FUSED=0, or no C compiler) leaves every product to
+    # dequantize-then-float32: the answer was float32's, recorded as llama.cpp's numerics.
+    from attncli.models.sources.gguf import qmatmul
+
+    monkeypatch.setattr(qmatmul, "ENABLED", False)
+    ran = cli("generate", "the cat", "--model", str(q4k), *ARGS, "--numerics", "llama.cpp")
+    assert ran.code == 2 and ran.out == ""
+    assert "ATTNCLI_QMATMUL=0" in ran.err and ran.err.count("\n") == 1
+    assert cli("generate", "the cat", "--model", str(q4k), *ARGS).code == 0  # float32 is not
+
 @pytest.mark.slow
 @pytest.mark.runtime
 @pytest.mark.process  # llama.cpp runs in a child process
