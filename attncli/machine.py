@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import resource
 import stat
+import sys
 from pathlib import Path
 from typing import BinaryIO
 
@@ -59,6 +60,26 @@ def available_bytes() -> int:
     """Bytes that may be allocated now: the smaller of free memory and the address space left."""
     known = [b for b in (_meminfo_available(), _address_space_left()) if b is not None]
     return min(known) if known else UNKNOWN_MEMORY
+
+
+# Address space that loading each package maps: VmSize after the import less before, with the
+# CPU wheels on x86-64 (numpy 120 MB; torch 480 MB more, and numpy's where it loads it), plus
+# a margin. With less, the loaders fail inside C, not with a MemoryError: OpenBLAS exits 1,
+# libtorch aborts on std::bad_alloc, dlopen's ImportError is a traceback.
+LOAD_SPACE = {"numpy": 128 * 2**20, "torch": 496 * 2**20}
+
+
+def check_loadable(package: str) -> None:
+    """Refuse in one line, before package loads, where an address-space limit (ulimit -v)
+    leaves less than loading it maps."""
+    need = LOAD_SPACE.get(package, 0)
+    if package == "torch" and "numpy" not in sys.modules:
+        need += LOAD_SPACE["numpy"]
+    left = _address_space_left()
+    if left is not None and left < need:
+        raise AttnCliError(f"out of memory: loading {package} maps about {size_text(need)} of "
+                           f"address space, and the limit (ulimit -v) leaves {size_text(left)}; "
+                           "raise the limit")
 
 
 def check_fits(need: int, what: str, hint: str = "") -> None:

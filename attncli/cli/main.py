@@ -28,6 +28,11 @@ from attncli.errors import WRITE_ERRNOS, AttnCliError
 _THREADS = re.compile(r"\s*\+?0*[1-9][0-9]{0,8}\s*(,\s*\+?0*[1-9][0-9]{0,8}\s*)*", re.ASCII)
 
 
+# What dlopen, mmap, torch's CPU allocator and a thread's start say when they find no room.
+_NO_ROOM = ("failed to map segment", "cannot allocate memory", "can't allocate memory",
+            "can't start new thread")
+
+
 def check_threads_setting() -> None:
     """A bad OMP_NUM_THREADS is this one line, before torch loads (where OpenMP would print
     its own warning and run on every core)."""
@@ -89,6 +94,12 @@ def execute(argv: list[str] | None = None) -> int:
     except MemoryError:
         return fail("out of memory: the input or the sizes asked for are too large for this "
                     "machine", 2)
+    except (ImportError, RuntimeError) as err:  # a library or buffer that does not fit
+        if not any(words in str(err).lower() for words in _NO_ROOM):
+            raise
+        cause = " ".join(str(err).split())
+        return fail("out of memory: the address-space limit (ulimit -v) or the machine's "
+                    f"memory is too small for this run ({cause[:160]})", 2)
     except Exception as err:
         if was_interrupted():
             # Ctrl-C that a library swallowed, leaving it half-loaded: still an interruption.

@@ -174,7 +174,9 @@ class _HeldLoader:
 
     def exec_module(self, module: ModuleType) -> None:
         from attncli.activity import step
+        from attncli.machine import check_loadable
 
+        check_loadable(module.__name__)  # under a tight ulimit -v: one line, not a C crash
         with signals_held(), step(f"importing {module.__name__}"):
             try:
                 self._loader.exec_module(module)

@@ -14,7 +14,7 @@ from attncli.errors import AttnCliError
 from attncli.saved.causal import ablation_from_dict, patching_from_dict
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.heads import heads_from_dict
-from attncli.saved.parts import items, need, obj
+from attncli.saved.parts import bad, items, need, obj
 from attncli.saved.run import result_from_dict
 from attncli.saved.weights import weights_result
 
@@ -98,10 +98,13 @@ KINDS = {
 
 
 def kind_of(doc: Doc) -> str:
-    """The document's kind: its "kind" where attncli wrote one, else recognised by its keys."""
+    """The document's kind: its "kind" where attncli wrote one, else (a document without one)
+    recognised by its keys."""
     kind = doc.get("kind")
     if isinstance(kind, str) and kind in KINDS:
         return kind
+    if "kind" in doc:  # a kind attncli never wrote: not a document to read by its other keys
+        raise bad("kind", kind, f"one of the kinds attncli writes ({', '.join(KINDS)})")
     for name, found in KINDS.items():
         if found.keys and all(k in doc for k in found.keys) and not any(
                 k in doc for k in found.without):

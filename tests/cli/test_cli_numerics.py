@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import gguf
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT
@@ -75,6 +76,36 @@ def test_refused_where_it_cannot_apply(cli) -> None:  # noqa: ANN001
     ran = cli("generate", "hi", "--model", str(toy), "--numerics", "int8")
     assert ran.code == 2 and "--numerics" in ran.err and ran.out == ""
 
+
+
+def test_refused_where_the_kernels_are_off(cli, q4k: Path,  # noqa: ANN001
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # ATTNCLI_QMATMUL=0 (or ATTNCLI_FUSED=0, or no C compiler) leaves every product to
+    # dequantize-then-float32: the answer was float32's, recorded as llama.cpp's numerics.
+    from attncli.models.sources.gguf import qmatmul
+
+    monkeypatch.setattr(qmatmul, "ENABLED", False)
+    ran = cli("generate", "the cat", "--model", str(q4k), *ARGS, "--numerics", "llama.cpp")
+    assert ran.code == 2 and ran.out == ""
+    assert "ATTNCLI_QMATMUL=0" in ran.err and ran.err.count("\n") == 1
+    assert cli("generate", "the cat", "--model", str(q4k), *ARGS).code == 0  # float32 is not
+
+
+def test_a_nan_scale_is_refused_as_float32_refuses_it(cli, q4k: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    # The 8-bit quantizers skipped the NaN a hostile scale put in the activations: the answer
+    # came out finite (exit 0) where the float32 run refuses the file in one line.
+    import shutil
+
+    bad = tmp_path / "nan-scale.gguf"
+    shutil.copy(q4k, bad)
+    down = next(t for t in gguf.GGUFReader(q4k).tensors if t.name == "blk.1.ffn_down.weight")
+    with open(bad, "r+b") as f:  # the first block's fp16 d (Q4_K: d, dmin, scales, ...)
+        f.seek(down.data_offset)
+        f.write(np.array([np.nan], "<f2").tobytes())
+    runs = [cli("generate", "the cat", "--model", str(bad), *ARGS, *numerics)
+            for numerics in ((), ("--numerics", "llama.cpp"))]
+    assert [r.code for r in runs] == [2, 2] and runs[0].err == runs[1].err
+    assert "overflowed" in runs[1].err and runs[1].out == ""
 
 @pytest.mark.slow
 @pytest.mark.runtime

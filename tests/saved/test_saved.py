@@ -120,3 +120,13 @@ def test_a_mutated_document_is_read_or_refused_in_one_line(data: st.DataObject) 
         assert "\n" not in str(err) and str(err)
         return
     json.loads(dumps(saved_doc(saved.kind, saved.results, saved.doc)))
+
+
+@pytest.mark.parametrize("kind", ["zzz", "", 5, None, ["run"], {"kind": "run"}])
+def test_a_kind_attncli_never_wrote_is_refused_not_sniffed(kind: Any) -> None:
+    # It was read by its other keys, as a document saved before kinds: a run's document whose
+    # kind said "zzz" or 5 was drawn as a run. Only a document without "kind" is sniffed.
+    doc = run(Request(text=SENTENCE, variant="causal"), Extract()).to_dict()
+    with pytest.raises(AttnCliError, match=r'^saved file: kind is .*, not one of the kinds '
+                                           r'attncli writes \(ablate, .*generate\)$'):
+        saved_from({**doc, "kind": kind})

@@ -106,7 +106,7 @@ def holds(model: Model) -> bool:
     return held <= available_bytes() // 2
 
 
-def _fill(decoder: DecodeStep, prompt_ids: list[int],
+def fill(decoder: DecodeStep, prompt_ids: list[int],
           on_prefill: Callable[[int], None] | None) -> None:
     """Every layer's cache filled with the prompt's keys and values: in one pass where the
     family's decoder has one (prefill), else token by token with step (no logits wanted: the
@@ -138,7 +138,7 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
     decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens, held=holds(model))
     if on_decoder is not None:
         on_decoder(decoder)
-    _fill(decoder, prompt_ids[:-1], on_prefill)
+    fill(decoder, prompt_ids[:-1], on_prefill)
     token_id, position = prompt_ids[-1], len(prompt_ids) - 1
     for _ in range(sampling.max_new_tokens):
         weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)

@@ -4,7 +4,8 @@ token before answer token s, the same row generate's decode step s holds; the lo
 row say how likely answer token s was, its rank, and what the model would have chosen.
 
 The same pass keeps ‖W_O^h v_j^h‖ of every head and key (Kobayashi et al. 2020), which the
-value view multiplies into the weights.
+value view multiplies into the weights. Under llama.cpp's numerics the answer is read step by
+step as generate's decode reads it instead (its float16 cache is the decoder's).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import torch
 
 from attncli.core.measures import value_norms
 from attncli.errors import AttnCliError
+from attncli.models.decoding import CachedValues
 from attncli.models.family import Model
-from attncli.models.generate.engine import Step, check_decoder, scored
+from attncli.models.generate.engine import Step, check_decoder, fill, holds, scored
+from attncli.models.sources.gguf.qmatmul import as_llama_cpp
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ def check_answer(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> 
 def teacher_forced(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> Forced:
     """Every answer token's step, from one pass over prompt + answer."""
     check_answer(model, prompt_ids, answer_ids)
+    if as_llama_cpp():
+        stepped = _stepped(model, prompt_ids, answer_ids)
+        if stepped is not None:
+            return stepped
     p, a = len(prompt_ids), len(answer_ids)
     rows = slice(p - 1, p + a - 1)  # the queries that chose answer tokens 0..A-1
     weights, norms = [], []
@@ -60,3 +67,24 @@ def teacher_forced(model: Model, prompt_ids: list[int], answer_ids: list[int]) -
     steps = [scored(token_id, p - 1 + s, every[:, :, s, :p + s].copy(), logits[s])
              for s, token_id in enumerate(answer_ids)]
     return Forced(steps, torch.stack(norms).numpy())  # norms: (layers, heads, T)
+
+
+@torch.no_grad()
+def _stepped(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> Forced | None:
+    """Under llama.cpp's numerics: the answer read as generate's decode reads it, one step a
+    token after the prompt's pass, so its keys, values and weights are rounded to float16 as
+    the decode's cache rounds them (the one pass keeps them float32: SmolLM2's own greedy
+    answer given back was up to 0.2 nats from its generated log-probabilities). None where
+    the family's decoder cannot give the value norms from its caches."""
+    decoder = model.decoder(0, len(prompt_ids) + len(answer_ids), held=holds(model))
+    if not isinstance(decoder, CachedValues):
+        return None
+    fill(decoder, prompt_ids[:-1], None)
+    steps, token_id, position = [], prompt_ids[-1], len(prompt_ids) - 1
+    for answer_id in answer_ids:
+        weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)
+        steps.append(scored(answer_id, position, weights.float().numpy().copy(),
+                            logits.float()))
+        token_id, position = answer_id, position + 1
+    decoder.step(token_id, position)  # the last answer token's keys and values, no logits
+    return Forced(steps, decoder.value_norms().numpy())  # norms: (layers, heads, P + A)

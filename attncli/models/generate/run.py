@@ -38,14 +38,19 @@ def generate_model(request: GenerationRequest,
     if request.numerics == FLOAT32:
         return _generate(request, on_token)
     from attncli.models.sources.formats import is_gguf
-    from attncli.models.sources.gguf.qmatmul import llama_cpp_numerics
+    from attncli.models.sources.gguf import qmatmul
     from attncli.models.stores.locate import resolve_path
 
     if not is_gguf(resolve_path(request.model)):
         raise AttnCliError(f"--numerics {request.numerics} computes on a GGUF's quantized "
                            f"blocks, as llama.cpp does: {request.model!r} is not a GGUF file "
                            f"(its products are float32's)")
-    with llama_cpp_numerics():
+    if not qmatmul.ENABLED:  # every product would be float32's, under llama.cpp's name
+        raise AttnCliError(f"--numerics {request.numerics} computes in attncli's quantized "
+                           "matmul C extension, which is off here (ATTNCLI_QMATMUL=0 or "
+                           "ATTNCLI_FUSED=0 in the environment, or a build without a C "
+                           "compiler: `attncli doctor` says which)")
+    with qmatmul.llama_cpp_numerics():
         result = _generate(request, on_token)
     return replace(result, numerics=request.numerics)
 

@@ -135,3 +135,31 @@ def test_an_empty_answer_or_one_past_the_positions_is_one_line(
         teacher_forced(model, PROMPT, [])
     with pytest.raises(AttnCliError, match="64 positions"):
         teacher_forced(model, PROMPT, [5] * 60)
+
+
+def test_under_llama_cpp_numerics_a_given_answer_is_read_as_decode_reads_it(
+        tmp_path: Path) -> None:
+    # The one pass kept keys, values and weights float32 where decode's cache rounds them to
+    # float16: SmolLM2's own greedy answer given back was up to 0.2 nats from its steps.
+    import gguf
+
+    from attncli.models.generate.engine import cached_norms
+    from attncli.models.sources.gguf.qmatmul import llama_cpp_numerics
+    from tests.gguf_fixtures import write_k_llama
+
+    path = tmp_path / "tiny-Q4_K.gguf"
+    write_k_llama(path, gguf.GGMLQuantizationType.Q4_K, seed=3)
+    model = open_model(str(path))
+    decoders: list[Any] = []
+    with llama_cpp_numerics():
+        made = list(decode(model, PROMPT, Sampling(max_new_tokens=6), frozenset(),
+                           on_decoder=decoders.append))
+        ids = [s.token_id for s in made]
+        forced = teacher_forced(model, PROMPT, ids)
+        norms = cached_norms(decoders[0], PROMPT + ids)
+    assert norms is not None and forced.norms.shape == norms.shape
+    assert (forced.norms == norms).all()
+    for own, given in zip(made, forced.steps, strict=True):
+        assert (own.token_id, own.position, own.logprob, own.rank, own.top_ids) == (
+            given.token_id, given.position, given.logprob, given.rank, given.top_ids)
+        assert (own.weights == given.weights).all()

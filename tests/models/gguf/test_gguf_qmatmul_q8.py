@@ -220,3 +220,37 @@ def test_every_vector_level_gives_the_baselines_bits(qtype: Q, data: st.DataObje
         native.use_level(-1)
     for out in outs[1:]:
         assert np.array_equal(out, outs[0], equal_nan=True)
+
+
+@pytest.mark.usefixtures("level")
+@pytest.mark.parametrize("qtype", list(ACTIVATION), ids=lambda q: q.name)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_activation_makes_its_tokens_products_nan(qtype: Q, bad: float) -> None:
+    # ggml's reference quantizers skip a NaN (fmaxf, >): the token's products came out finite,
+    # made without it, so a hostile file's NaN scale gave an answer its float32 run refuses.
+    block, size = GGML_QUANT_SIZES[qtype]
+    rng = np.random.default_rng(int(qtype))
+    rows, cols = 7, block * (2 if block == 256 else 4)
+    blocks = _finite_scales(rng.integers(0, 256, (rows, cols // block * size), np.uint8),
+                            qtype, cols)
+    x = rng.standard_normal((2, cols)).astype(np.float32)  # (T, cols)
+    x[0, cols - 3] = bad
+    assert qmatmul._native is not None
+    out, alone = np.zeros((2, rows), np.float32), np.zeros((1, rows), np.float32)
+    qmatmul._native.matmul(int(qtype), blocks, cols, x, out, 1, True)
+    qmatmul._native.matmul(int(qtype), blocks, cols, x[1:], alone, 1, True)
+    assert np.isnan(out[0]).all()
+    assert np.array_equal(out[1], alone[0]) and np.isfinite(alone).all()  # the other token's
+
+
+
+def test_a_nan_makes_its_blocks_scale_nan_as_the_gguf_packages_q8_0_does() -> None:
+    x = np.tile(np.linspace(-1, 1, 256, dtype=np.float32), 2)  # (512,): two Q8_K blocks
+    x[300] = np.nan  # in the second Q8_K block, the tenth Q8_0 block
+    expected = gguf_quantize(x.reshape(-1, 32), Q.Q8_0).reshape(-1, 34)  # d from np.max: NaN
+    for kind in (Q8_0, Q8_1):
+        d = quantized(kind, x)[:, :2].copy().view("<f2")[:, 0]  # (16,)
+        assert np.array_equal(np.isnan(d), np.isnan(expected[:, :2].copy().view("<f2")[:, 0]))
+        assert np.isnan(d).sum() == 1
+    d_k = quantized(Q8_K, x)[:, :4].copy().view("<f4")[:, 0]  # (2,)
+    assert np.isfinite(d_k[0]) and np.isnan(d_k[1])

@@ -9,13 +9,17 @@
  * (ggml's SIMD versions add the same terms in other orders: differences of a few roundings).
  */
 
-/* Q8_0 (f16 d, 32 int8) and Q8_1 (f16 d, f16 s = d·Σq, 32 int8): quantize_row_q8_{0,1}_ref. */
+/* Q8_0 (f16 d, 32 int8) and Q8_1 (f16 d, f16 s = d·Σq, 32 int8): quantize_row_q8_{0,1}_ref.
+ * A NaN in a block makes its d NaN, as the gguf package's np.max makes it (fmaxf alone would
+ * skip it): every product with the block is then NaN, as float32's is, not a finite number
+ * made without it (a hostile file's NaN scale would give an answer the float32 run refuses). */
 static void LV(quantize_q8_0)(const float *x, uint8_t *y, int64_t blocks, int with_sum) {
     const int size = with_sum ? 36 : 34;
     for (int64_t b = 0; b < blocks; b++, x += 32, y += size) {
         float amax = 0.0f;
-        for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(x[l]));
-        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int nan = 0;
+        for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(x[l])), nan |= x[l] != x[l];
+        const float d = nan ? NAN : amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         int8_t *q = (int8_t *)(y + (with_sum ? 4 : 2));
         int sum = 0;
         for (int l = 0; l < 32; l++) {
@@ -27,12 +31,16 @@ static void LV(quantize_q8_0)(const float *x, uint8_t *y, int64_t blocks, int wi
     }
 }
 
-/* Q8_K (float d, 256 int8, 16 int16 sums of 16): quantize_row_q8_K_ref. */
+/* Q8_K (float d, 256 int8, 16 int16 sums of 16): quantize_row_q8_K_ref; a NaN in a block
+ * makes its d NaN, as in quantize_q8_0. */
 static void LV(quantize_q8_k)(const float *x, uint8_t *y, int64_t blocks) {
     for (int64_t b = 0; b < blocks; b++, x += QK_K, y += Q8K_BYTES) {
         float max = 0.0f, amax = 0.0f;
-        for (int l = 0; l < QK_K; l++)
+        int nan = 0;
+        for (int l = 0; l < QK_K; l++) {
             if (fabsf(x[l]) > amax) amax = fabsf(x[l]), max = x[l];
+            nan |= x[l] != x[l];
+        }
         int8_t *q = (int8_t *)(y + 4);
         int16_t sums[16];
         float d = 0.0f;
@@ -46,6 +54,7 @@ static void LV(quantize_q8_k)(const float *x, uint8_t *y, int64_t blocks) {
             }
             d = 1.0f / iscale;
         }
+        if (nan) d = NAN;
         for (int j = 0; j < 16; j++) {
             int s = 0;
             for (int l = 0; l < 16; l++) s += q[16 * j + l];
