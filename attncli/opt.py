@@ -4,18 +4,24 @@
 offers it: its flags, help, bounds, metavar and heading. The record states the default and the
 bounds once; cli/groups.py builds Typer's options from the markers, and a command names the
 records (or their fields) it takes. `of(Record, "name")` is the same field on another record
-that carries it across a layer (a CLI group that parses what the record receives).
+that carries it across a layer (a CLI group that parses what the record receives). A message
+names an option with said() (or check_bounds, by its field): the flag on the command line, the
+keyword inside the Python API's calls (keywords(), which attncli/api's checked calls enter).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 KEY = "attncli.opt"
+# True inside a Python API call: its messages name max_new_tokens, not --max-new-tokens
+_KEYWORDS: ContextVar[bool] = ContextVar("attncli.opt.keywords", default=False)
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,24 @@ def flag(field: dataclasses.Field[Any]) -> str:
     return longs[0] if longs else "--" + field.name.replace("_", "-")
 
 
+@contextmanager
+def keywords() -> Iterator[None]:
+    """Inside: messages name each option as the Python API's keyword (said, check_bounds)."""
+    token = _KEYWORDS.set(True)
+    try:
+        yield
+    finally:
+        _KEYWORDS.reset(token)
+
+
+def said(option: str, keyword: str | None = None) -> str:
+    """How a message names an option: its flag (--top-k) on the command line; inside the Python
+    API its keyword (keyword, else the flag's name: top_k)."""
+    if not _KEYWORDS.get():
+        return option
+    return keyword if keyword is not None else option.lstrip("-").replace("-", "_")
+
+
 def check_bounds(record: Any) -> None:
     """Refuse a marked field of record outside its marker's bounds, in one line naming it."""
     from attncli.errors import AttnCliError
@@ -88,4 +112,4 @@ def check_bounds(record: Any) -> None:
             span = f"from {found.min:g} to {found.max:g}" if found.min is not None and \
                 found.max is not None else f"at least {found.min:g}" if found.min is not None \
                 else f"at most {found.max:g}"
-            raise AttnCliError(f"{flag(field)} must be {span} (got {value!r})")
+            raise AttnCliError(f"{said(flag(field), field.name)} must be {span} (got {value!r})")

@@ -107,10 +107,13 @@ def record_options(call: str, record: type, given: dict[str, Any]) -> dict[str, 
 
 def checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """function, its arguments bound first: an unknown keyword or a wrong count is one
-    AttnCliError naming it (with the keyword it was likely meant to be)."""
+    AttnCliError naming it (with the keyword it was likely meant to be); run with its messages
+    naming options as keywords (max_new_tokens, not --max-new-tokens)."""
     import difflib
     import functools
     import inspect
+
+    from attncli.opt import keywords
 
     signature = inspect.signature(function)
     known = [name for name in signature.parameters if not name.startswith("_")]
@@ -128,7 +131,8 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
                                    f"{unknown[0]!r}{hint}; its options: {', '.join(known)}"
                                    ) from None
             raise AttnCliError(f"attncli.{function.__name__}(): {err}") from None
-        return function(*args, **kwargs)
+        with keywords():
+            return function(*args, **kwargs)
 
     return call
 

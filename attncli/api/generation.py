@@ -93,7 +93,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
              temperature: float = Sampling.temperature, top_p: float = Sampling.top_p,
              top_k: int = Sampling.top_k, seed: int | None = Sampling.seed,
              system: str | None = GenerationRequest.system, raw: bool = GenerationRequest.raw,
-             at: int | str | None = None,
+             numerics: str = GenerationRequest.numerics, at: int | str | None = None,
              layers: str | tuple[int, int] | None = None, head: int | None = None,
              combine: str = GenerateView.combine,
              exclude_sinks: bool = GenerateView.exclude_sinks,
@@ -103,7 +103,8 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     unless sample; or, given answer, teacher-force it in one pass. Keeps what each answer token
     looked at (at: its index, or its text as --at takes it), shown by view (raw, value or
     occlusion, masking each token, word or turn as occlude says; auto: occlusion where its
-    passes are few, else value). Every argument is checked
+    passes are few, else value), in numerics ("float32", or "llama.cpp": a GGUF's products as
+    llama.cpp's CPU backend computes them). Every argument is checked
     before the model runs: a wrong type is one AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
@@ -118,7 +119,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     request = GenerationRequest(
         str(typed("generate", "model", model, str)), prompt or "",
         None if messages is None else parse_messages(messages, "messages"), answer,
-        system=system, raw=raw, sampling=sampling, view=view, occlude=occlude,
+        system=system, raw=raw, sampling=sampling, numerics=numerics, view=view, occlude=occlude,
         exclude_sinks=exclude_sinks, combine=combine, head=head, at=at, keep_all=True,
         layers=window(layers, "layers"))
     record = generate_model(request)
@@ -130,6 +131,6 @@ ARGUMENTS: dict[str, Any] = {
     "prompt": str | None, "messages": list | None, "answer": str | None,
     "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
     "top_k": int, "seed": int | None, "system": str | None, "raw": bool,
-    "at": int | str | None, "head": int | None, "combine": str, "exclude_sinks": bool,
-    "view": str, "occlude": str}
+    "numerics": str, "at": int | str | None, "head": int | None, "combine": str,
+    "exclude_sinks": bool, "view": str, "occlude": str}
 

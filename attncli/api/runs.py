@@ -142,7 +142,7 @@ def explain(text: str | None = None, *, file: str | os.PathLike[str] | None = No
 
 
 @checked
-def heads(text: str | None = None, *, model: str | os.PathLike[str],
+def heads(text: str | None = None, model: str | os.PathLike[str] | None = None, *,
           file: str | os.PathLike[str] | None = None, sort: str = HeadsOptions.sort,
           layers: str | Sequence[int] | None = None, probe: str | None = HeadsOptions.probe,
           probe_length: int = HeadsOptions.probe_length,
@@ -150,9 +150,13 @@ def heads(text: str | None = None, *, model: str | os.PathLike[str],
           measure: str = Request.measure.value, allow_special: bool = Request.allow_special,
           num_heads: int | None = None, precision: int = 3) -> HeadsResult:
     """Every layer × head of a checkpoint, as `attncli heads` does: measures, TransformerLens's
-    head scores (previous_token, duplicate_token, induction), sinks and thumbnails."""
+    head scores (previous_token, duplicate_token, induction), sinks and thumbnails. model comes
+    second, by position or keyword, as generate's."""
     from attncli.models.run import run_heads
     from attncli.render.page import page_extra
+
+    if model is None:
+        raise AttnCliError("attncli.heads(): missing a required argument: 'model'")
 
     for name, value, hint in (("sort", sort, str), ("probe", probe, str | None),
                               ("probe_seed", probe_seed, int), ("threshold", threshold, float),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from attncli.errors import AttnCliError
-from attncli.opt import check_bounds, opt
+from attncli.opt import check_bounds, opt, said
 
 if TYPE_CHECKING:
     from attncli.core.display import Window
@@ -63,31 +63,35 @@ class Sampling:
         check_bounds(self)  # a marker's bounds, as the command line's
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) \
                 or not 1 <= self.max_new_tokens <= MAX_NEW_LIMIT:
-            raise AttnCliError(f"--max-new-tokens must be a whole number from 1 to "
+            raise AttnCliError(f"{said('--max-new-tokens')} must be a whole number from 1 to "
                                f"{MAX_NEW_LIMIT:,} (got {self.max_new_tokens!r})")
         if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)
                 and self.temperature > 0):
-            raise AttnCliError(f"--temperature must be a finite number above 0 (got "
+            raise AttnCliError(f"{said('--temperature')} must be a finite number above 0 (got "
                                f"{self.temperature!r}); greedy decoding is the default without "
-                               "--sample")
+                               f"{said('--sample', 'sample=True')}")
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
-            raise AttnCliError(f"--top-k must be a whole number, 0 or more (got {self.top_k!r}; "
+            raise AttnCliError(f"{said('--top-k')} must be a whole number, 0 or more (got "
+                               f"{self.top_k!r}; "
                                "0 keeps every token)")
         if not (isinstance(self.top_p, int | float) and 0 < self.top_p <= 1):
-            raise AttnCliError(f"--top-p must be above 0 and at most 1 (got {self.top_p!r})")
+            raise AttnCliError(f"{said('--top-p')} must be above 0 and at most 1 (got "
+                               f"{self.top_p!r})")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(
                 self.seed, int) or not 0 <= self.seed <= SEED_LIMIT):
-            raise AttnCliError(f"--sample-seed must be a whole number from 0 to {SEED_LIMIT} (got "
-                               f"{self.seed!r})")
+            raise AttnCliError(f"{said('--sample-seed', 'seed')} must be a whole number from 0 to "
+                               f"{SEED_LIMIT} (got {self.seed!r})")
         knobs = [name for name, value, default in self._knobs() if value != default]
         if knobs and not self.sample:  # llama.cpp and Ollama sample once a temperature is set
-            raise AttnCliError(f"{knobs[0]} applies with --sample only: without it each answer "
-                               "token is the likeliest one (greedy); add --sample")
+            sample = said("--sample", "sample=True")
+            raise AttnCliError(f"{knobs[0]} applies with {sample} only: without it each answer "
+                               f"token is the likeliest one (greedy); add {sample}")
 
     def _knobs(self) -> tuple[tuple[str, object, object], ...]:
         """Each setting that shapes a draw: its option, its value and its default."""
-        return (("--temperature", self.temperature, 1.0), ("--top-p", self.top_p, 1.0),
-                ("--top-k", self.top_k, 0), ("--sample-seed", self.seed, None))
+        return ((said("--temperature"), self.temperature, 1.0),
+                (said("--top-p"), self.top_p, 1.0), (said("--top-k"), self.top_k, 0),
+                (said("--sample-seed", "seed"), self.seed, None))
 
     def to_dict(self) -> dict[str, object]:
         """The settings as the JSON records them (sampling knobs only when sampling)."""
@@ -138,11 +142,14 @@ class GenerateView:
 def check_choices(combine: str, kind: str, occlude: str) -> None:
     """Refuse a --combine, --view or --occlude that is none of its choices, in one line."""
     if combine not in COMBINES:
-        raise AttnCliError(f"--combine must be one of {', '.join(COMBINES)} (got {combine!r})")
+        raise AttnCliError(f"{said('--combine')} must be one of {', '.join(COMBINES)} (got "
+                           f"{combine!r})")
     if kind not in (AUTO, *VIEWS):
-        raise AttnCliError(f"--view must be one of {', '.join((AUTO, *VIEWS))} (got {kind!r})")
+        raise AttnCliError(f"{said('--view')} must be one of {', '.join((AUTO, *VIEWS))} (got "
+                           f"{kind!r})")
     if occlude not in OCCLUDE:
-        raise AttnCliError(f"--occlude must be one of {', '.join(OCCLUDE)} (got {occlude!r})")
+        raise AttnCliError(f"{said('--occlude')} must be one of {', '.join(OCCLUDE)} (got "
+                           f"{occlude!r})")
 
 
 @dataclass(frozen=True)
@@ -182,23 +189,26 @@ class GenerationRequest:
     def __post_init__(self) -> None:
         check_choices(self.combine, self.view, self.occlude)
         if self.numerics not in NUMERICS:
-            raise AttnCliError(f"--numerics must be one of {', '.join(NUMERICS)} (got "
+            raise AttnCliError(f"{said('--numerics')} must be one of {', '.join(NUMERICS)} (got "
                                f"{self.numerics!r})")
         for name in self.also:
             check_choices(self.combine, name, self.occlude)
         if self.occlude != GenerateView.occlude and self.view in ("raw", "value") \
                 and "occlusion" not in self.also:
-            raise AttnCliError(f"--occlude chooses what the occlusion view masks, and --view "
-                               f"{self.view} makes no occlusion passes: leave it out, or use "
-                               "--view occlusion")
-        given = "--answer" if self.reported is None else "--logprobs"
+            raise AttnCliError(f"{said('--occlude')} chooses what the occlusion view masks, and "
+                               f"{said(f'--view {self.view}', f'view={self.view!r}')} makes no "
+                               "occlusion passes: leave it out, or use "
+                               f"{said('--view occlusion', 'view=' + repr('occlusion'))}")
+        given = said("--answer") if self.reported is None else "--logprobs"
         if (self.answer is not None or self.reported is not None) and self.sampling.sample:
-            raise AttnCliError(f"--sample chooses the tokens the model writes, and {given} gives "
-                               "the answer: leave --sample out")
+            sample = said("--sample", "sample=True")
+            raise AttnCliError(f"{sample} chooses the tokens the model writes, and {given} gives "
+                               f"the answer: leave {sample} out")
         if (self.answer is not None or self.reported is not None) \
                 and self.sampling.max_new_tokens != DEFAULT_MAX_NEW:
-            raise AttnCliError(f"--max-new-tokens bounds the answer the model writes, and {given} "
-                               "gives the answer (its length is its own): leave it out")
+            raise AttnCliError(f"{said('--max-new-tokens')} bounds the answer the model writes, "
+                               f"and {given} gives the answer (its length is its own): leave it "
+                               "out")
 
     @property
     def norms(self) -> bool:

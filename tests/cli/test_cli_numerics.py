@@ -52,6 +52,20 @@ def test_llama_cpp_numerics_reach_the_kernels_and_are_recorded(cli, q4k: Path) -
     assert max(abs(a - b) for a, b in zip(_steps(doc), _steps(plain), strict=False)) > 1e-4
 
 
+def test_the_api_takes_the_numerics_as_the_command_does(cli, q4k: Path) -> None:  # noqa: ANN001
+    import attncli
+
+    ran = cli("generate", "the cat sat on", "--model", str(q4k), *ARGS, "--numerics", "llama.cpp")
+    assert ran.code == 0, ran.err
+    doc = json.loads(ran.out)
+    result = attncli.generate("the cat sat on", q4k, raw=True, max_new_tokens=4, view="raw",
+                              numerics="llama.cpp")
+    got = result.to_dict()
+    assert got["config"]["numerics"] == "llama.cpp"
+    assert [t["id"] for t in got["answer"]] == [t["id"] for t in doc["answer"]]
+    assert_near(_steps(got), _steps(doc), atol=1e-5, rtol=1e-5)
+
+
 def test_show_reads_the_numerics_back(cli, q4k: Path, tmp_path: Path) -> None:  # noqa: ANN001
     saved = tmp_path / "g.json"
     ran = cli("generate", "the cat", "--model", str(q4k), *ARGS, "--numerics", "llama.cpp",

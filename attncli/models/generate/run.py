@@ -18,6 +18,7 @@ from attncli.models.generate.prompt import Prompt, answer_ids, build_prompt
 from attncli.models.generate.receipt import answer_of, compare
 from attncli.models.generate.sampling import Sampling, with_seed
 from attncli.models.predict import token_texts
+from attncli.opt import said
 from attncli.records.asking import AUTO, AUTO_LOOKS, FLOAT32, GenerationRequest
 from attncli.records.generation import AnswerStep, Candidate, GenerationResult
 from attncli.records.given import Occluded
@@ -41,15 +42,14 @@ def generate_model(request: GenerationRequest,
     from attncli.models.sources.gguf import qmatmul
     from attncli.models.stores.locate import resolve_path
 
+    asked = said(f"--numerics {request.numerics}", f"numerics={request.numerics!r}")
     if not is_gguf(resolve_path(request.model)):
-        raise AttnCliError(f"--numerics {request.numerics} computes on a GGUF's quantized "
-                           f"blocks, as llama.cpp does: {request.model!r} is not a GGUF file "
-                           f"(its products are float32's)")
+        raise AttnCliError(f"{asked} computes on a GGUF's quantized blocks, as llama.cpp does: "
+                           f"{request.model!r} is not a GGUF file (its products are float32's)")
     if not qmatmul.ENABLED:  # every product would be float32's, under llama.cpp's name
-        raise AttnCliError(f"--numerics {request.numerics} computes in attncli's quantized "
-                           "matmul C extension, which is off here (ATTNCLI_QMATMUL=0 or "
-                           "ATTNCLI_FUSED=0 in the environment, or a build without a C "
-                           "compiler: `attncli doctor` says which)")
+        raise AttnCliError(f"{asked} computes in attncli's quantized matmul C extension, which "
+                           "is off here (ATTNCLI_QMATMUL=0 or ATTNCLI_FUSED=0 in the environment, "
+                           "or a build without a C compiler: `attncli doctor` says which)")
     with qmatmul.llama_cpp_numerics():
         result = _generate(request, on_token)
     return replace(result, numerics=request.numerics)
