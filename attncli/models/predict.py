@@ -77,15 +77,24 @@ def plan_predictions(req: Request, extract: Extract, model: Model, tokens: Token
     return PredictPlan(k, start, stop, layer if extract.lens else None)
 
 
+def check_logits(logits: Tensor) -> None:
+    """Refuse logits (any shape) that are not all finite, in one line: a NaN as not a number
+    (a NaN in the checkpoint, or an overflow on the way), an infinity as float32's overflow."""
+    if torch.isfinite(logits).all():
+        return
+    if torch.isnan(logits).any():
+        raise AttnCliError("the logits are not numbers (NaN): the checkpoint holds a NaN, or "
+                           "numbers too large for float32")
+    raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are too large")
+
+
 def _top(model: Model, hidden: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
     """The k largest logits of each row of hidden (R, d_model): ids, logits and softmax
     probabilities over the whole vocabulary, each (R, k), CHUNK_ROWS rows unembedded at a time."""
     ids, logits, probs = [], [], []
     for begin in range(0, hidden.shape[0], CHUNK_ROWS):
         chunk = model.logits(hidden[begin:begin + CHUNK_ROWS]).float()  # (c, vocab)
-        if not torch.isfinite(chunk).all():
-            raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are "
-                               "too large")
+        check_logits(chunk)
         log_probs = torch.log_softmax(chunk, dim=-1)  # (c, vocab)
         top = chunk.topk(k, dim=-1)  # values, indices: (c, k), largest first
         ids.append(top.indices)

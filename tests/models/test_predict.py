@@ -191,3 +191,21 @@ def test_smollm2_top1_is_the_argmax_of_its_own_unembedding(cli) -> None:  # noqa
         assert_near(got, probs.max(-1).values)
     italy = predictions[-1]["top"][0]
     assert italy["text"] == " Rome" and bytes.fromhex(italy["bytes"]) == b" Rome"
+
+
+@pytest.mark.parametrize("values,says", [
+    ([1.0, float("nan")], "the logits are not numbers (NaN)"),
+    ([float("nan"), float("inf")], "the logits are not numbers (NaN)"),
+    ([1.0, float("inf")], "the logits overflowed float32: the checkpoint's numbers are too large"),
+    ([float("-inf"), 1.0], "the logits overflowed float32"),
+])
+def test_logits_that_are_not_finite_are_named_for_what_they_are(values: list[float],
+                                                                says: str) -> None:
+    """A NaN was refused as an overflow; an infinity still is one."""
+    from attncli.errors import AttnCliError
+    from attncli.models.predict import check_logits
+
+    check_logits(torch.tensor([[1.0, -2.0]]))  # finite: no refusal
+    with pytest.raises(AttnCliError, match=re.escape(says)) as caught:
+        check_logits(torch.tensor([values]))  # (1, vocab)
+    assert ("NaN" in says) != ("overflowed" in str(caught.value))

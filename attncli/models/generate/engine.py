@@ -20,6 +20,7 @@ from attncli.errors import AttnCliError
 from attncli.models.decoding import CachedValues, DecodeStep, prefill_queries
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
+from attncli.models.predict import check_logits
 
 TOP_K = 5  # next-token candidates kept per step
 
@@ -41,9 +42,7 @@ class Step:
 def scored(token_id: int, position: int, weights: np.ndarray, logits: torch.Tensor) -> Step:
     """The step that put token_id after position: its weights (layers, heads, position + 1),
     and what logits (vocab,) float32 say of it and of the likeliest tokens."""
-    if not torch.isfinite(logits).all():
-        raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are too "
-                           "large")
+    check_logits(logits)
     probs = torch.softmax(logits, dim=-1)  # (vocab,)
     top = probs.topk(min(TOP_K, probs.shape[0]))
     logprob = float(torch.log_softmax(logits.double(), dim=-1)[token_id])
@@ -143,9 +142,7 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
     for _ in range(sampling.max_new_tokens):
         weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)
         logits = logits.float()
-        if not torch.isfinite(logits).all():
-            raise AttnCliError("the logits overflowed float32: the checkpoint's numbers are "
-                               "too large")
+        check_logits(logits)
         chosen = choose(logits, sampling, generator)
         yield scored(chosen, position, weights.float().numpy().copy(), logits)
         if chosen in stop_ids:
