@@ -366,7 +366,7 @@ def test_a_tiny_temperature_samples_the_likeliest_token(cli, tiny: Path) -> None
     ({"head": "1"}, "head must be an integer or None"),
     ({"combine": "sum"}, "combine must be one of mean, max"),
     ({"raw": 1}, "raw must be True or False"),
-    ({"max_new_tokens": 0}, "--max-new-tokens must be a whole number from 1"),
+    ({"max_new_tokens": 0}, "max_new_tokens must be a whole number from 1 to 100,000 (got 0)"),
     ({"answer": 5}, "answer must be a string or None (got int 5)"),
     ({"messages": "hi"}, "messages must be a list or None"),
     ({"view": "attention"}, "view must be one of auto, raw, value, occlusion")])
