@@ -23,6 +23,7 @@ import statistics
 from pathlib import Path
 
 import llamacpp
+from options import thread_count
 
 SMOLLM2 = Path.home() / ".cache" / "attncli" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPTS = [
@@ -96,7 +97,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=SMOLLM2)
     parser.add_argument("--prompts", type=int, default=20)
     parser.add_argument("--new", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     parser.add_argument("--numerics", default="float32,llama.cpp")
     args = parser.parse_args()
     for numerics in args.numerics.split(","):

@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import torch
+from options import thread_count
 
 from attncli.models.family import open_model
 from attncli.models.generate.engine import holds
@@ -33,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--numerics", default="float32", choices=("float32", "llama.cpp"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

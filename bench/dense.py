@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+from options import thread_count
 
 from attncli.models.sources.gguf import qmatmul
 from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, dense_rows
@@ -107,7 +108,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=4096, help="rows and columns")
     parser.add_argument("--rows", default="8,16,32,64,128", help="activation rows timed")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=thread_count, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

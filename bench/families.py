@@ -36,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from options import thread_count
+
 ROOT = Path(__file__).resolve().parents[1]
 # Before transformers is imported anywhere: no network, no progress bars on stderr.
 os.environ.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_PROGRESS_BARS="1", TQDM_DISABLE="1")
@@ -269,7 +271,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"of {', '.join(FAMILIES)} (llama first, the reference)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="torch threads of the in-process timings (the command keeps its own)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()

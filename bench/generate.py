@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from options import thread_count
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -105,7 +106,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--new", type=int, default=48, help="answer tokens written")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads, both sides")
+    parser.add_argument("--threads", type=thread_count, default=1,
+                        help="torch threads, both sides")
     args = parser.parse_args()
     if not MODEL.is_file():
         sys.exit(f"no SmolLM2 at {MODEL}: `make model` fetches it")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import llamacpp
 from agreement import PROMPTS, SMOLLM2, prompt_ids
+from options import thread_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -90,7 +91,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=SMOLLM2)
     parser.add_argument("--prompts", type=int, default=20)
     parser.add_argument("--new", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if llamacpp.install() is None or llamacpp.shim() is None:

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import llamacpp
+from options import thread_count
 from shapes import LLAMA_1B, LLAMA_3B, LLAMA_8B, Q, write_llama_shape
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +221,7 @@ def _pair(ours: list[dict], theirs: list[dict], value: object) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="smollm2,1b,3b,8b")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=thread_count, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--new", type=int, default=32)
     parser.add_argument("--prompts", default="50,2000", help="prompt lengths timed")
