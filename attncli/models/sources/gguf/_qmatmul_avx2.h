@@ -144,45 +144,40 @@ static ALWAYS_INLINE float LV(tail_tree)(__m256 *a, const float *wt, const float
     return LV(tree8x8)(a);
 }
 
-/* F16: value k is lane k mod 64, as dot64 adds the chunks; halves converted by F16C. */
-static void LV(matvec_f16)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                           int64_t r0, int64_t r1) {
-    const int64_t whole = cols & ~(int64_t)63;
-    for (int64_t r = r0; r < r1; r++) {
-        __m256 a[8];
-        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
-        const uint8_t *row = w + r * cols * 2;
-        int64_t k = 0;
-        for (; k < whole; k += 64)
-            for (int m = 0; m < 8; m++)
-                a[m] = _mm256_fmadd_ps(
-                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (k + 8 * m)))),
-                    _mm256_loadu_ps(x + k + 8 * m), a[m]);
-        float tail[64];
-        for (int64_t j = k; j < cols; j++) tail[j & 63] = LV(half)(row + 2 * j);
-        y[r] = LV(tail_tree)(a, tail, x, k, cols);
+/* The 16-bit types: value k is lane k mod 64, as dot64 adds the chunks. LOAD makes the 8 values
+ * at a pointer float32, ONE the one value there (a row's tail past its last 64). */
+#define MATVEC_16BIT(NAME, LOAD, ONE)                                                        \
+    static void LV(NAME)(const uint8_t *w, int64_t cols, const float *x, float *y,         \
+                         int64_t r0, int64_t r1) {                                          \
+        const int64_t whole = cols & ~(int64_t)63;                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                 \
+            __m256 a[8];                                                                    \
+            for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();                         \
+            const uint8_t *row = w + r * cols * 2;                                          \
+            int64_t k = 0;                                                                  \
+            for (; k < whole; k += 64)                                                      \
+                for (int m = 0; m < 8; m++)                                                 \
+                    a[m] = _mm256_fmadd_ps(LOAD(row + 2 * (k + 8 * m)),                     \
+                                           _mm256_loadu_ps(x + k + 8 * m), a[m]);           \
+            float tail[64];                                                                 \
+            for (int64_t j = k; j < cols; j++) tail[j & 63] = ONE(row + 2 * j);             \
+            y[r] = LV(tail_tree)(a, tail, x, k, cols);                                      \
+        }                                                                                   \
     }
-}
 
-/* BF16: the same lanes; a bfloat16 is the top half of its float32 (a 16-bit shift). */
-static void LV(matvec_bf16)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                            int64_t r0, int64_t r1) {
-    const int64_t whole = cols & ~(int64_t)63;
-    for (int64_t r = r0; r < r1; r++) {
-        __m256 a[8];
-        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
-        const uint8_t *row = w + r * cols * 2;
-        int64_t k = 0;
-        for (; k < whole; k += 64)
-            for (int m = 0; m < 8; m++) {
-                const __m256i h = _mm256_cvtepu16_epi32(
-                    _mm_loadu_si128((const __m128i *)(row + 2 * (k + 8 * m))));
-                a[m] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(h, 16)),
-                                       _mm256_loadu_ps(x + k + 8 * m), a[m]);
-            }
-        float tail[64];
-        for (int64_t j = k; j < cols; j++)
-            tail[j & 63] = from_bits(((uint32_t)row[2 * j] << 16) | ((uint32_t)row[2 * j + 1] << 24));
-        y[r] = LV(tail_tree)(a, tail, x, k, cols);
-    }
+/* F16: halves converted by F16C. */
+static ALWAYS_INLINE __m256 LV(f16x8)(const uint8_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
+MATVEC_16BIT(matvec_f16, LV(f16x8), LV(half))
+
+/* BF16: a bfloat16 is the top half of its float32 (a 16-bit shift). */
+static ALWAYS_INLINE __m256 LV(bf16x8)(const uint8_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+static ALWAYS_INLINE float LV(bf16)(const uint8_t *p) {
+    return from_bits(((uint32_t)p[0] << 16) | ((uint32_t)p[1] << 24));
+}
+MATVEC_16BIT(matvec_bf16, LV(bf16x8), LV(bf16))
+#undef MATVEC_16BIT
