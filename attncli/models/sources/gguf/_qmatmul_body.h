@@ -596,9 +596,15 @@ static void LV(matvec_q4_k_blocks)(const uint8_t *w, int64_t cols, const float *
                 continue;
             }
             R = _mm256_fmadd_ps(f.r, _mm256_loadu_ps(sums + 8 * i), R);
+            /* each group's dl and c broadcast from memory (a load, where a permute is an
+             * operation of the vector units the products need) */
+            float dls[8] __attribute__((aligned(32)));
+            int32_t cs[8] __attribute__((aligned(32)));
+            _mm256_store_ps(dls, f.dl);
+            _mm256_store_si256((__m256i *)cs, f.c);
             for (int j = 0; j < 4; j++) {
-                const __m256i clo = _mm256_permutevar8x32_epi32(f.c, _mm256_set1_epi32(2 * j));
-                const __m256i chi = _mm256_permutevar8x32_epi32(f.c, _mm256_set1_epi32(2 * j + 1));
+                const __m256i clo = _mm256_set1_epi32(cs[2 * j]);
+                const __m256i chi = _mm256_set1_epi32(cs[2 * j + 1]);
                 const uint8_t *q = b + 16 + 32 * j;
                 const float *xc = xb + 64 * j;
                 __m256 slo = zero, shi = zero;
@@ -609,10 +615,8 @@ static void LV(matvec_q4_k_blocks)(const uint8_t *w, int64_t cols, const float *
                     slo = _mm256_fmadd_ps(lo, _mm256_loadu_ps(xc + 8 * k), slo);
                     shi = _mm256_fmadd_ps(hi, _mm256_loadu_ps(xc + 32 + 8 * k), shi);
                 }
-                A[j] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f.dl, _mm256_set1_epi32(2 * j)),
-                                       slo, A[j]);
-                A[j] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(f.dl, _mm256_set1_epi32(2 * j + 1)),
-                                       shi, A[j]);
+                A[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(dls + 2 * j), slo, A[j]);
+                A[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(dls + 2 * j + 1), shi, A[j]);
             }
         }
         __m256 sum = _mm256_add_ps(_mm256_add_ps(A[0], A[1]), _mm256_add_ps(A[2], A[3]));
