@@ -96,6 +96,8 @@ def execute(argv: list[str] | None = None) -> int:
                     "machine", 2)
     except (ImportError, RuntimeError) as err:  # a library or buffer that does not fit
         if not any(words in str(err).lower() for words in _NO_ROOM):
+            if was_interrupted():  # Ctrl-C or a hang-up that a library turned into this
+                return fail(*interruption())
             raise
         cause = " ".join(str(err).split())
         return fail("out of memory: the address-space limit (ulimit -v) or the machine's "
