@@ -6,9 +6,9 @@
  * Weights are dequantized to float32 exactly as _dequant.c does (the gguf package's numerics,
  * bit for bit: the same products and sums, each rounded), a chunk of a row at a time, into a
  * buffer the size of the first-level cache, and multiplied with the activations from there; the
- * one-token kernels of the types a decode reads most (AVX2: Q4_0, Q4_1, Q8_0, Q4_K, and in
- * _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16; AVX-512: Q4_K) make the same weights in registers and
- * add them into the same lanes (use_level(level, 0) takes the chunks instead, for the tests).
+ * one-token kernels of the types a decode reads most (AVX2 and AVX-512: Q4_0, Q4_1, Q8_0, Q4_K
+ * (each level its own), and in _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16) make the same weights in
+ * registers and add them into the same lanes (use_level(level, 0) takes the chunks instead, for the tests).
  * Only the order of the dot product's sums differs from a float32 matmul:
  *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
  *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
@@ -434,7 +434,12 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
 }
 #endif
 
-#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__)
+/* The one-token kernels in registers, compiled at AVX2 and again at AVX-512 (the same 8-lane
+ * code, with AVX-512's 32 registers; where they ran only at AVX2, an AVX-512 CPU took the chunk
+ * path for every type but Q4_K, 1.3 to 2.5 times slower). Their lanes and order of sums are
+ * dot64's at both levels, so at AVX-512 too they give the chunk path's bits. Q4_K keeps the
+ * level's own kernel: AVX2's factored one, AVX-512's that picks each weight from its 16. */
 /* dot64's 64 lanes held as 8 vectors (lanes 8m..8m+7 in a[m]) added in its fixed tree, lane i
  * + lane i+32, then +16, ... down to +1: the same additions as the scalar tree, in vectors. */
 static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
@@ -514,6 +519,7 @@ static ALWAYS_INLINE float LV(tree8)(__m256 s) {
     return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
 }
 
+#if !defined(__AVX512F__)
 /* Σx over each group of 32 values of x (cols of them), the sum a factored kernel multiplies by
  * a group's offset, made once per call and shared by every row: lane i of 8 sums the values
  * 8m + i in order (m = 0..3), then tree8. */
@@ -524,6 +530,7 @@ static void LV(group_sums)(const float *x, int64_t cols, float *sums) {
         sums[g] = LV(tree8)(s);
     }
 }
+#endif
 
 /* One Q4_K block's factors (see matvec_q4_k_blocks): its groups' dl, c and r, 8 lanes each;
  * finite is 0 where d or dmin is inf or NaN. */
@@ -560,6 +567,7 @@ static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
     return f;
 }
 
+#if !defined(__AVX512F__)
 /* Q4_K's rows on AVX2, factored by group. A group's weights are fl(dl·q − ml): dl = d·sc and
  * ml = dmin·m are exact in float32 (11 + 6 bits), and so is dl·q (+ 4 bits), so each weight
  * is one rounding of dl·q − ml = dl·(q − c) + r, where c = round(ml/dl) clamped to 0..15 and
@@ -670,6 +678,7 @@ static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, floa
     LV(matvec_q4_k_blocks)(w, cols, x, sums, y, r0, r1);
     free(sums);
 }
+#endif /* !__AVX512F__: AVX2's Q4_K */
 
 #include "_qmatmul_avx2.h" /* Q6_K, Q5_K, F16 and BF16 one token at a time */
 
@@ -687,9 +696,6 @@ static row_fn LV(in_registers)(int qtype) {
     default: return NULL;
     }
 }
-#define MATVEC_REGISTERS 1
-#elif defined(__AVX512F__)
-static row_fn LV(in_registers)(int qtype) { return qtype == 12 ? LV(matvec_q4_k) : NULL; }
 #define MATVEC_REGISTERS 1
 #endif
 
