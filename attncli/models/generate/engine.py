@@ -65,17 +65,18 @@ def positions(model: Model) -> int | None:
 
 def prefill_bytes(model: Model, prompt_len: int) -> int:
     """The prompt's pass beside the caches and the weights: the widest span of rows' work in
-    the block's row-by-row parts (prefill_spans), a chunk's float64 scores over every key in
-    about four stages (scores, scaled, masked, softmax), the scratch a dense product on a
-    file's blocks dequantizes into, and for every row its stream and queries (float32) and its
-    keys (float64). GPT-2's prefill holds its whole (heads, T, T) float32 stages, T at most
-    its 1,024 positions: within twice this."""
+    the block's row-by-row parts (prefill_spans; a prefill without spans, GPT-2's, holds its
+    whole (heads, T, T) float32 scores, masked scores and softmax instead), a chunk's float64
+    scores over every key in about four stages (scores, scaled, masked, softmax), the scratch
+    a dense product on a file's blocks dequantizes into, and for every row its stream and
+    queries (float32) and its keys (float64)."""
     from attncli.core.sizes import FLOAT_BYTES
     from attncli.models.sources.gguf.qmatmul import DENSE_FROM, DENSE_PIECE
 
     spec, shape = model.spec, model.decode_shape()
     spans = prefill_spans(prompt_len, shape.row_bytes) if shape.row_bytes else []
-    span = max((end - start for start, end in spans), default=0) * shape.row_bytes
+    span = max((end - start for start, end in spans), default=0) * shape.row_bytes \
+        if shape.row_bytes else 3 * FLOAT_BYTES * spec.num_heads * prompt_len ** 2
     scores = 4 * 8 * spec.num_heads * prefill_queries(spec.num_heads, prompt_len) * prompt_len
     scratch = FLOAT_BYTES * min(DENSE_PIECE, shape.token_macs) \
         if shape.held_bytes and prompt_len >= DENSE_FROM else 0

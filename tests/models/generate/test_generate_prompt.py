@@ -159,6 +159,15 @@ def test_the_estimate_counts_the_caches_the_prompts_pass_and_a_layer(
     assert "\n" not in str(refused.value) and "keys and values" in str(refused.value)
 
 
+def test_a_prefill_without_spans_counts_its_whole_stages() -> None:
+    """GPT-2's prefill takes the prompt at once: its (heads, T, T) float32 scores, masked
+    scores and softmax are counted whole (150 MB for GPT-2's 12 heads at 1,024 tokens)."""
+    spanned = _spec_model(12, 12, 64, 768, 12, token_macs=7_077_888, row_bytes=1)
+    whole = _spec_model(12, 12, 64, 768, 12, token_macs=7_077_888)
+    extra = prefill_bytes(whole, 1024) - prefill_bytes(spanned, 1024)
+    assert extra == 3 * 4 * 12 * 1024 * 1024 - 1024  # the stages, less the 1-byte rows' span
+
+
 def test_the_8bs_prompt_pass_is_bounded_but_for_its_rows() -> None:
     """On the 8B's sizes the prompt's pass beside the weights and the caches is about 0.3 GB
     at 2,000 tokens (a span of 500 rows' feed-forward, a chunk of scores, a 64 MB scratch, the
