@@ -49,13 +49,13 @@ ids = [int(i) for i in sys.argv[4].split(",")]
 torch.set_num_threads(threads)
 start = time.perf_counter()
 from attncli.models.family import open_model
-from attncli.models.generate.engine import holds
+from attncli.models.generate.engine import generation_bytes, holds
 from contextlib import ExitStack
 from attncli.models.sources.gguf.qmatmul import llama_cpp_numerics
 numerics = ExitStack()  # the whole child computes in the numerics asked for
 numerics.enter_context(llama_cpp_numerics(sys.argv[5] == "llama.cpp"))
 model = open_model(path)
-held = holds(model)
+held = holds(model, generation_bytes(model, len(ids), decode))
 decoder = model.decoder(0, len(ids) + decode + 1, held=held)
 loaded = time.perf_counter()
 with torch.no_grad():

@@ -24,6 +24,13 @@ PREFILL_QUERIES = 256  # prompt queries a prefill attends at once, at most
 # afresh each time, its pages faulted in again: a 1B's 2,000-token prompt spent 50 s of system
 # time on 256-query chunks of 131 MB, against 83 s of its own work) and the peak stays small.
 PREFILL_BYTES = 8 << 20
+# A prefill's parts that work token by token (norms, projections, the feed-forward) take the
+# prompt's rows a span at a time, each span's widest intermediates within this many bytes (an
+# 8B's feed-forward holds 16 · d_ff bytes a row: 0.46 GB for a 2,000-token prompt at once).
+PREFILL_WORK = 128 << 20
+# ... and at least this many rows a span, so that a span's products take the same path as
+# the whole prompt's (the dense one from DENSE_FROM rows; BLAS's own for a few rows differs).
+PREFILL_ROWS = 256
 
 
 def _trimmer() -> Callable[[int], int] | None:
@@ -52,6 +59,18 @@ def prefill_queries(num_heads: int, num_tokens: int) -> int:
                       PREFILL_BYTES // (8 * num_heads * max(num_tokens, 1))))
 
 
+def prefill_spans(num_tokens: int, row_bytes: int) -> list[tuple[int, int]]:
+    """The prompt's rows 0..num_tokens cut into spans of as many rows as row_bytes a row fit
+    in PREFILL_WORK (PREFILL_ROWS at least), as even as whole rows allow: (start, end) each."""
+    most = max(PREFILL_ROWS, PREFILL_WORK // max(row_bytes, 1))
+    count = -(-num_tokens // most)
+    if count == 0:
+        return []
+    size, longer = divmod(num_tokens, count)  # the first `longer` spans take one row more
+    ends = [(k + 1) * size + min(k + 1, longer) for k in range(count)]
+    return list(zip([0, *ends[:-1]], ends, strict=True))
+
+
 @dataclass(frozen=True)
 class Shape:
     """What the multiply-adds depend on: layers, widths and one token's per-layer work."""
@@ -63,6 +82,7 @@ class Shape:
     kv_width: int | None = None  # k and v projection width when narrower than d_out (GQA)
     head_weights: int = 0  # the unembedding's vocab × d_model, held beside the layers
     held_bytes: int = 0  # every weight held as its source keeps it (0: counted as float32)
+    row_bytes: int = 0  # a prompt row's widest intermediates in the prefill's spans (0: none)
 
     def step_macs(self, cache_len: int, cached: bool) -> int:
         """Multiply-adds of one decoding step whose query sees cache_len keys.

@@ -40,16 +40,24 @@ def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     dequantized from them: the same float32 rows, without reading the table row by row on
     every call (SmolLM2's: 2.3 s a call, then 0.2 s)."""
     source = weights.source
-    shapes = source.shapes()
-    if head in shapes:
-        if tuple(shapes[head]) != (vocab, d_model):
-            raise AttnCliError(f"tensor {head} in {where(source)} has shape "
-                               f"{tuple(shapes[head])}, expected {(vocab, d_model)}")
+    if _own_head(weights, head, vocab, d_model):
         reader = None if weights.finite else getattr(source, "quantized", None)
         blocks = None if reader is None else reader(head)
         return _chunks(blocks) if blocks is not None else lambda rows: source.rows(head, rows)
     blocks = weights.quantized(embedding)
     return _chunks(blocks) if blocks is not None else lambda rows: weights.rows(embedding, rows)
+
+
+def _own_head(weights: Named, head: str, vocab: int, d_model: int) -> bool:
+    """Whether the checkpoint has its own head (else the token embedding is read back), its
+    shape checked: one line where it is not (vocab, d_model). Nothing is read."""
+    shapes = weights.source.shapes()
+    if head not in shapes:
+        return False
+    if tuple(shapes[head]) != (vocab, d_model):
+        raise AttnCliError(f"tensor {head} in {where(weights.source)} has shape "
+                           f"{tuple(shapes[head])}, expected {(vocab, d_model)}")
+    return True
 
 
 def _chunks(matrix: QuantizedMatrix) -> Callable[[range], Tensor]:
@@ -68,10 +76,11 @@ def held_unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     """The whole (vocab, d_model) unembedding read once, its shape checked as unembedding()
     checks it: a decoder that holds its weights holds this too. As the file holds it where the
     quantized kernels take it (a GGUF on the CPU), else as float32, read whole, not row by row
-    (49,152 row reads of SmolLM2's table cost 0.2 s)."""
-    unembedding(weights, embedding, vocab, d_model, head)  # the shape checks
+    (49,152 row reads of SmolLM2's table cost 0.2 s). The head is read once: checking it
+    through unembedding() read its blocks into a buffer of their own first (an 8B's output,
+    0.43 GB, held twice after a step)."""
     source = weights.source
-    if head in source.shapes():
+    if _own_head(weights, head, vocab, d_model):
         reader = None if weights.finite else getattr(source, "quantized", None)
         blocks = None if reader is None else reader(head, held=True)  # populated pages
         return blocks if blocks is not None else source.tensor(head).float()  # (vocab, d)

@@ -99,3 +99,23 @@ def test_a_held_table_of_the_wrong_shape_is_refused_before_it_is_read(tmp_path: 
     vocab = source.shapes()["lm_head.weight"][0]
     with pytest.raises(AttnCliError, match=r"lm_head.weight .* has shape"):
         held_unembedding(Named(source, "model."), "embed_tokens.weight", vocab + 1, D)
+
+
+def test_a_held_gguf_head_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """held_unembedding checks the head's shape without reading it, then reads its blocks once
+    (into pages held for the run): checking it through unembedding() read them into a buffer
+    of their own first, and an 8B's output (0.43 GB) stood twice in memory after a step."""
+    path = tmp_path / "m.gguf"
+    write_model(path, "llama", gguf.GGMLQuantizationType.Q8_0)
+    source = open_gguf(path)
+    vocab = source.shapes()["lm_head.weight"][0]
+    reads: list[str] = []
+    quantized = source.quantized
+
+    def counted(name: str, *args: object, **kwargs: object) -> qmatmul.QuantizedMatrix | None:
+        reads.append(name)
+        return quantized(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(source, "quantized", counted)
+    table = held_unembedding(Named(source, "model."), "embed_tokens.weight", vocab, D)
+    assert isinstance(table, qmatmul.QuantizedMatrix) and reads == ["lm_head.weight"]

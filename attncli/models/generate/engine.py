@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from attncli.errors import AttnCliError
-from attncli.models.decoding import CachedValues, DecodeStep, prefill_queries
+from attncli.models.decoding import CachedValues, DecodeStep, prefill_queries, prefill_spans
 from attncli.models.family import Model
 from attncli.models.generate.sampling import Sampling, choose, generator_for, with_seed
 from attncli.models.predict import check_logits
@@ -63,10 +63,55 @@ def positions(model: Model) -> int | None:
     return model.spec.positions or model.traits.max_tokens
 
 
+def prefill_bytes(model: Model, prompt_len: int) -> int:
+    """The prompt's pass beside the caches and the weights: the widest span of rows' work in
+    the block's row-by-row parts (prefill_spans; a prefill without spans, GPT-2's, holds its
+    whole (heads, T, T) float32 scores, masked scores and softmax instead), a chunk's float64
+    scores over every key in about four stages (scores, scaled, masked, softmax), the scratch
+    a dense product on a file's blocks dequantizes into, and for every row its stream and
+    queries (float32) and its keys (float64)."""
+    from attncli.core.sizes import FLOAT_BYTES
+    from attncli.models.sources.gguf.qmatmul import DENSE_FROM, DENSE_PIECE
+
+    spec, shape = model.spec, model.decode_shape()
+    spans = prefill_spans(prompt_len, shape.row_bytes) if shape.row_bytes else []
+    span = max((end - start for start, end in spans), default=0) * shape.row_bytes \
+        if shape.row_bytes else 3 * FLOAT_BYTES * spec.num_heads * prompt_len ** 2
+    scores = 4 * 8 * spec.num_heads * prefill_queries(spec.num_heads, prompt_len) * prompt_len
+    scratch = FLOAT_BYTES * min(DENSE_PIECE, shape.token_macs) \
+        if shape.held_bytes and prompt_len >= DENSE_FROM else 0
+    rows = prompt_len * (FLOAT_BYTES * (spec.d_model + spec.d_out)
+                         + 8 * spec.kv_heads * spec.head_dim)
+    return span + scores + scratch + rows
+
+
+def generation_bytes(model: Model, prompt_len: int, new_tokens: int) -> int:
+    """What a generation holds beside the model's weights: every step's weights kept (float32,
+    layers × heads × the keys it saw), every layer's keys and values (float32) of the prompt
+    and the answer, and the prompt's pass (prefill_bytes)."""
+    from attncli.core.sizes import FLOAT_BYTES
+
+    spec, tokens = model.spec, prompt_len + new_tokens
+    kept = spec.n_layer * spec.num_heads * new_tokens * tokens * FLOAT_BYTES
+    cache = 2 * spec.n_layer * spec.kv_heads * spec.head_dim * tokens * FLOAT_BYTES
+    return kept + cache + prefill_bytes(model, prompt_len)
+
+
+def weight_bytes(model: Model) -> tuple[int, int]:
+    """The bytes of the weights a decoder holds: held (every layer and the unembedding, as
+    the file holds them where the kernels compute on its blocks, else float32), and streamed
+    (one layer's float32 weights at a time)."""
+    from attncli.core.sizes import FLOAT_BYTES
+
+    shape = model.decode_shape()  # token_macs: one multiply-add per weight of a layer
+    held = shape.held_bytes or FLOAT_BYTES * (shape.layers * shape.token_macs
+                                              + shape.head_weights)
+    return held, FLOAT_BYTES * shape.token_macs
+
+
 def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
     """The prompt and the longest answer fit the model's positions, and the kept weights, the
-    caches and the prompt's pass fit memory."""
-    from attncli.core.sizes import FLOAT_BYTES
+    caches and the prompt's pass fit memory beside the weights a streamed decoder holds."""
     from attncli.machine import check_fits
 
     if prompt_len == 0:
@@ -77,32 +122,24 @@ def check_length(model: Model, prompt_len: int, sampling: Sampling) -> None:
                            f"past the model's {limit:,} positions; use a smaller "
                            "--max-new-tokens or a shorter prompt")
     spec = model.spec
-    kept = spec.n_layer * spec.num_heads * n * (prompt_len + n) * FLOAT_BYTES
-    cache = 2 * spec.n_layer * spec.kv_heads * spec.head_dim * (prompt_len + n) * FLOAT_BYTES
-    # The prompt's pass: prefill_queries' float64 scores over every key at a time, in about
-    # four copies (scores, scaled, masked, softmax), as `run`'s estimate counts stages (GPT-2's
-    # prefill holds its whole (heads, T, T) float32 stages, T at most its 1,024 positions:
-    # within twice this).
-    prefill = 4 * 8 * spec.num_heads * prefill_queries(spec.num_heads, prompt_len) \
-        * prompt_len
-    check_fits(kept + cache + prefill, f"generating {n:,} tokens after {prompt_len:,} keeps "
-               f"every step's weights over {spec.n_layer} layers × {spec.num_heads} heads",
+    check_fits(generation_bytes(model, prompt_len, n) + weight_bytes(model)[1],
+               f"generating {n:,} tokens after {prompt_len:,} needs every step's weights over "
+               f"{spec.n_layer} layers × {spec.num_heads} heads, every layer's keys and values "
+               "and the prompt's pass beside one layer's weights",
                "use a smaller --max-new-tokens or a shorter prompt")
 
 
-def holds(model: Model) -> bool:
-    """Whether every layer's weights and the unembedding fit in half the memory available, as
-    the file holds them where the kernels compute on its blocks (an 8B Q4_K: 4.9 GB), else as
-    float32: then they are read once and held (fast steps, the logits one product); else each
-    step reads each layer again from the file, one layer in memory at a time (an 8B's 32 GB of
-    float32 on a 16 GB machine) and the unembedding a chunk of rows at a time."""
-    from attncli.core.sizes import FLOAT_BYTES
+def holds(model: Model, beside: int = 0) -> bool:
+    """Whether every layer's weights and the unembedding, with beside bytes more (a
+    generation's caches, kept weights and prompt's pass: generation_bytes), fit in half the
+    memory available, the weights as the file holds them where the kernels compute on its
+    blocks (an 8B Q4_K: 4.9 GB), else as float32: then they are read once and held (fast
+    steps, the logits one product); else each step reads each layer again from the file, one
+    layer in memory at a time (an 8B's 32 GB of float32 on a 16 GB machine) and the
+    unembedding a chunk of rows at a time."""
     from attncli.machine import available_bytes
 
-    shape = model.decode_shape()  # token_macs: one multiply-add per weight of a layer
-    held = shape.held_bytes or FLOAT_BYTES * (shape.layers * shape.token_macs
-                                              + shape.head_weights)
-    return held <= available_bytes() // 2
+    return weight_bytes(model)[0] + beside <= available_bytes() // 2
 
 
 def fill(decoder: DecodeStep, prompt_ids: list[int],
@@ -134,12 +171,14 @@ def decode(model: Model, prompt_ids: list[int], sampling: Sampling,
     model.check_tokens(prompt_ids)
     check_length(model, len(prompt_ids), sampling)
     generator = generator_for(with_seed(sampling))
-    decoder = model.decoder(0, len(prompt_ids) + sampling.max_new_tokens, held=holds(model))
+    n = sampling.max_new_tokens
+    decoder = model.decoder(0, len(prompt_ids) + n,
+                            held=holds(model, generation_bytes(model, len(prompt_ids), n)))
     if on_decoder is not None:
         on_decoder(decoder)
     fill(decoder, prompt_ids[:-1], on_prefill)
     token_id, position = prompt_ids[-1], len(prompt_ids) - 1
-    for _ in range(sampling.max_new_tokens):
+    for _ in range(n):
         weights, logits = decoder.step_layers(token_id, position)  # (L, H, t+1), (vocab,)
         logits = logits.float()
         check_logits(logits)

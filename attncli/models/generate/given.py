@@ -19,7 +19,14 @@ from attncli.core.measures import value_norms
 from attncli.errors import AttnCliError
 from attncli.models.decoding import CachedValues
 from attncli.models.family import Model
-from attncli.models.generate.engine import Step, check_decoder, fill, holds, scored
+from attncli.models.generate.engine import (
+    Step,
+    check_decoder,
+    fill,
+    generation_bytes,
+    holds,
+    scored,
+)
 from attncli.models.sources.gguf.qmatmul import as_llama_cpp
 
 
@@ -76,7 +83,8 @@ def _stepped(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> Forc
     the decode's cache rounds them (the one pass keeps them float32: SmolLM2's own greedy
     answer given back was up to 0.2 nats from its generated log-probabilities). None where
     the family's decoder cannot give the value norms from its caches."""
-    decoder = model.decoder(0, len(prompt_ids) + len(answer_ids), held=holds(model))
+    need = generation_bytes(model, len(prompt_ids), len(answer_ids))
+    decoder = model.decoder(0, len(prompt_ids) + len(answer_ids), held=holds(model, need))
     if not isinstance(decoder, CachedValues):
         return None
     fill(decoder, prompt_ids[:-1], None)

@@ -9,11 +9,16 @@ import torch
 from torch import Tensor
 
 from attncli.core.measures import value_norms
-from attncli.models.decoding import DecodedToken, Shape, prefill_queries, release_freed
-from attncli.models.llama.block import attention_input, embed, finish_block, linear
+from attncli.models.decoding import (
+    DecodedToken,
+    Shape,
+    prefill_queries,
+    prefill_spans,
+    release_freed,
+)
+from attncli.models.llama.block import embed
 from attncli.models.llama.config import LlamaSpec
 from attncli.models.llama.model import llama_logits, scale_scores, soft_cap
-from attncli.models.llama.qkv import project
 from attncli.models.llama.rope import LayerRopes, StepRopes
 from attncli.models.llama.step import LayerCache, StepBlock, as_cached, attend
 from attncli.models.sources.gguf.qmatmul import as_llama_cpp
@@ -28,7 +33,8 @@ def llama_shape(spec: LlamaSpec) -> Shape:
     projections = 2 * d * q_width + 2 * d * kv_width  # q_proj, o_proj; k_proj, v_proj
     mlp = (3 if spec.gated_mlp else 2) * d * spec.d_ff  # gate_proj, up_proj, down_proj
     return Shape(layers=spec.n_layer, d_in=d, d_out=q_width, token_macs=projections + mlp,
-                 kv_width=kv_width, head_weights=spec.vocab_size * d)
+                 kv_width=kv_width, head_weights=spec.vocab_size * d,
+                 row_bytes=prefill_row_bytes(spec))
 
 
 def window_rows(start: int, end: int, num_tokens: int, window: int | None) -> Tensor:
@@ -41,37 +47,50 @@ def window_rows(start: int, end: int, num_tokens: int, window: int | None) -> Te
     return mask
 
 
-def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor,
-                     cache: LayerCache) -> Tensor:
-    """Every prompt query (heads, T, hd) over the cache's T keys, causal and windowed as the
-    step reads them, in float64 as the step's scores are: the context (T, heads · hd). A
-    chunk's queries of a kv head are one (g · C, hd) matrix against its keys, as the step's
-    group is (no copy of the keys or values per query head)."""
-    num_tokens, window = queries.shape[1], spec.layer_windows[layer]
+def prefill_row_bytes(spec: LlamaSpec) -> int:
+    """The widest intermediates one prompt row holds in a block's parts that work row by row:
+    the feed-forward's [gate | up] product, act(gate) and their product (4 · d_ff floats; 2
+    without a gate), or the [q | k | v] product and its heads turned (twice their width)."""
+    mlp = (4 if spec.gated_mlp else 2) * spec.d_ff
+    qkv = 2 * (spec.num_heads + 2 * spec.kv_heads) * spec.head_dim
+    return 4 * max(mlp, qkv)
+
+
+def _prefill_context(spec: LlamaSpec, layer: int, queries: Tensor, cache: LayerCache) -> None:
+    """Every prompt query, queries (T, heads · hd), over the cache's T keys, causal and
+    windowed as the step reads them, in float64 as the step's scores are; each chunk's context
+    written over its own queries (a chunk reads no other row): queries becomes the context
+    (T, heads · hd). A chunk's queries of a kv head are one (g · C, hd) matrix against its
+    keys, as the step's group is (no copy of the keys or values per query head); nothing of a
+    chunk outlives it (a list of the chunks' contexts, joined at the end, left the allocator's
+    heap holding 0.5 GB of freed stages between them on a 1B's 2,000-token prompt)."""
+    num_tokens, window = queries.shape[0], spec.layer_windows[layer]
     kv, group, hd = spec.kv_heads, spec.group_size, spec.head_dim
     cached = as_llama_cpp()
-    grouped = as_cached(queries, cached).view(kv, group, num_tokens, hd)  # (kv, g, T, hd)
     keys = cache.keys.double().transpose(1, 2)  # (kv, hd, T)
     values = cache.values  # (kv, T, hd)
-    parts, chunk = [], prefill_queries(spec.num_heads, num_tokens)
+    chunk = prefill_queries(spec.num_heads, num_tokens)
     for start in range(0, num_tokens, chunk):
         end = min(start + chunk, num_tokens)
-        rows = grouped[:, :, start:end].double().reshape(kv, -1, hd)  # (kv, g · C, hd)
+        grouped = queries[start:end].view(end - start, kv, group, hd)  # (C, kv, g, hd)
+        rows = as_cached(grouped, cached).permute(1, 2, 0, 3).double().reshape(
+            kv, -1, hd)  # (kv, g · C, hd)
         attn_scores = torch.bmm(rows, keys).view(kv, group, end - start,
                                                  num_tokens)  # (kv, g, C, T)
         scaled = scale_scores(spec, attn_scores)  # (kv, g, C, T), a tensor of its own
-        del attn_scores
+        del attn_scores, rows
         capped = soft_cap(spec, scaled)
         # Query q sees keys q - window + 1 .. q: the window mask's rows start..end, built
         # alone (the whole (T, T) mask of a long prompt would be T² bytes).
         mask = window_rows(start, end, num_tokens, window)  # (C, T)
         masked = (scaled if capped is None else capped).masked_fill_(mask, -torch.inf)
         del scaled, capped
-        attn_weights = torch.softmax(masked, dim=-1).to(grouped.dtype)  # (kv, g, C, T)
+        attn_weights = torch.softmax(masked, dim=-1).to(queries.dtype)  # (kv, g, C, T)
+        del masked
         context = torch.bmm(as_cached(attn_weights, cached).view(kv, -1, num_tokens),
                             values)  # (kv, g · C, hd)
-        parts.append(context.view(spec.num_heads, end - start, hd))
-    return torch.cat(parts, dim=1).transpose(0, 1).reshape(num_tokens, -1)  # (T, heads · hd)
+        del attn_weights
+        grouped.copy_(context.view(kv, group, end - start, hd).permute(2, 0, 1, 3))
 
 
 class LlamaDecoder:
@@ -166,23 +185,33 @@ class LlamaDecoder:
     def prefill(self, token_ids: list[int]) -> None:
         """Tokens 0..T-1 through every layer in one pass, each layer's cache filled with their
         keys and values, as T steps would fill it (no weights or logits kept: a generation's
-        prompt). Only on an empty cache."""
+        prompt). Only on an empty cache. The block's parts that work row by row take the
+        prompt a span of rows at a time (prefill_spans): what a layer holds beside its cache
+        is its stream and its queries (T, d_model) and (T, heads · hd), and one span's work."""
         assert all(c.length == 0 for c in self.caches), "prefill starts a decode"
         read, spec, n = self.read, self.spec, len(token_ids)
-        x = embed(read, spec, token_ids)  # (T, d_model)
+        spans = prefill_spans(n, prefill_row_bytes(spec))
+        x = embed(read, spec, token_ids)  # (T, d_model), each block's output written over it
+        cached = as_llama_cpp()
         for i, cache in enumerate(self.caches):
-            tables = self.ropes[i]
-            rope = None if tables is None else (tables[0][:n], tables[1][:n])
-            heads = project(read, spec, i, attention_input(read, spec, i, x), rope)
-            cached = as_llama_cpp()
-            cache.append(as_cached(heads.keys_rope, cached),
-                         as_cached(heads.values, cached))  # (kv, T, hd)
-            context = _prefill_context(spec, i, heads.queries_rope, cache)  # (T, heads · hd)
-            del heads
+            block, tables = StepBlock.of(read, spec, i), self.ropes[i]
+            queries = x.new_empty(n, spec.num_heads * spec.head_dim)  # (T, heads · hd)
+            for start, end in spans:  # each span's keys and values appended in order
+                rows = x[start:end]  # (C, d_model)
+                heads = block.projection(rows if block.attn_norm is None else
+                                         block.attn_norm(rows), None if tables is None else
+                                         (tables[0][start:end], tables[1][start:end]))
+                cache.append(as_cached(heads.keys_rope, cached),
+                             as_cached(heads.values, cached))  # (kv, end, hd)
+                queries[start:end].view(end - start, spec.num_heads, spec.head_dim).copy_(
+                    heads.queries_rope.transpose(0, 1))  # (C, heads, hd)
+                del heads
+            _prefill_context(spec, i, queries, cache)  # queries now the context (T, h · hd)
             release_freed()  # the attention's stages go back before the feed-forward's come
-            attn_out = linear(read, f"layers.{i}.self_attn.o_proj", context)  # (T, d_model)
-            x = finish_block(read, spec, i, x, attn_out)  # (T, d_model)
-            del context, attn_out
+            for start, end in spans:
+                x[start:end] = block.finish(x[start:end],
+                                            block.o_proj(queries[start:end]))  # (C, d_model)
+            del block, queries
             release_freed()  # and the feed-forward's before the next layer's
 
     def keep(self, tokens: int) -> int:

@@ -258,3 +258,117 @@ def test_a_prefill_chunk_holds_its_float64_scores_to_the_byte_budget() -> None:
         assert chunk == 1 or 8 * heads * chunk * tokens <= PREFILL_BYTES
     assert prefill_queries(32, 2000) == PREFILL_BYTES // (8 * 32 * 2000)  # 16 queries, 8 MB
     assert prefill_queries(32, 128) == 128  # a short prompt: every query at once
+
+
+def test_prefill_spans_cut_the_prompt_evenly_within_the_work_budget() -> None:
+    from attncli.models.decoding import PREFILL_ROWS, PREFILL_WORK, prefill_spans
+
+    assert prefill_spans(0, 1) == []
+    for tokens in (1, 255, 256, 257, 2000, 8191):
+        for row_bytes in (1, 131_072, 229_376, 2**30):
+            spans = prefill_spans(tokens, row_bytes)
+            most = max(PREFILL_ROWS, PREFILL_WORK // row_bytes)
+            sizes = [end - start for start, end in spans]
+            assert spans[0][0] == 0 and spans[-1][1] == tokens
+            assert all(a[1] == b[0] for a, b in zip(spans[:-1], spans[1:], strict=True))
+            assert max(sizes) <= most and max(sizes) - min(sizes) <= 1
+            assert len(spans) == 1 or min(sizes) >= most // 2  # no short tail
+    assert prefill_spans(2000, 229_376) == [(0, 500), (500, 1000), (1000, 1500), (1500, 2000)]
+
+
+SPANNED = [name for name in CASES if name != "gpt2"]  # the Llama block's decoders
+
+
+def _long_prompt(model: Any) -> list[int]:
+    """A prompt of up to 96 ids inside every tiny vocabulary, within the model's positions."""
+    limit = model.spec.positions or 128
+    return [(7 * k + 3) % 250 + 5 for k in range(min(96, limit - 2))]
+
+
+def _spanned_prefill(model: Any, prompt: list[int], rows: int,
+                     monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A decoder whose prefill took the prompt's row-by-row parts rows at a time."""
+    import attncli.models.decoding as decoding
+
+    with monkeypatch.context() as patched:
+        patched.setattr(decoding, "PREFILL_ROWS", rows)
+        patched.setattr(decoding, "PREFILL_WORK", 1)
+        decoder = model.decoder(0, len(prompt) + 1)
+        decoder.prefill(prompt)
+    return decoder
+
+
+def _assert_same_bits(spanned: Any, whole: Any, prompt: list[int]) -> None:
+    for a, b in zip(spanned.caches, whole.caches, strict=True):
+        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+    after = [d.step_layers(prompt[0], len(prompt)) for d in (spanned, whole)]
+    assert torch.equal(after[0][0], after[1][0]) and torch.equal(after[0][1], after[1][1])
+
+
+@pytest.mark.parametrize("name", SPANNED)
+def test_a_prefill_in_spans_of_rows_fills_the_caches_of_one_span_bit_for_bit(
+        models: dict[str, tuple[Path, Any]], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The norms, projections and feed-forward taken 32 rows at a time (three spans of a
+    96-token prompt) fill every layer's cache with the bits of the whole prompt at once, and
+    the next step's weights and logits are the same: each row's products are its own (BLAS's
+    few-row kernels sum otherwise, so spans are kept long)."""
+    model = open_model(str(models[name][0]))
+    prompt = _long_prompt(model)
+    whole = _spanned_prefill(model, prompt, 4096, monkeypatch)
+    spanned = _spanned_prefill(model, prompt, 32, monkeypatch)
+    _assert_same_bits(spanned, whole, prompt)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_K", "Q8_0"])
+def test_a_gguf_prefill_in_spans_is_the_whole_prompts_bit_for_bit(
+        tmp_path: Path, qtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GGUF's blocks, spans of at least DENSE_FROM rows take the dense product the whole
+    prompt takes: the same caches, weights and logits, bit for bit."""
+    import gguf
+
+    from attncli.models.decoding import prefill_spans
+    from attncli.models.sources.gguf.qmatmul import DENSE_FROM
+    from tests.gguf_fixtures import write_k_llama, write_model
+
+    kind = getattr(gguf.GGMLQuantizationType, qtype)
+    path = tmp_path / f"tiny-{qtype}.gguf"
+    if qtype == "Q8_0":
+        write_model(path, "llama", kind)
+    else:
+        write_k_llama(path, kind, seed=5)
+    model = open_model(str(path))
+    prompt = _long_prompt(model)
+    with monkeypatch.context() as patched:
+        import attncli.models.decoding as decoding
+
+        patched.setattr(decoding, "PREFILL_ROWS", 2 * DENSE_FROM)
+        patched.setattr(decoding, "PREFILL_WORK", 1)
+        assert min(e - s for s, e in prefill_spans(len(prompt), 1)) >= DENSE_FROM
+    whole = _spanned_prefill(model, prompt, 4096, monkeypatch)
+    spanned = _spanned_prefill(model, prompt, 2 * DENSE_FROM, monkeypatch)
+    _assert_same_bits(spanned, whole, prompt)
+
+
+def test_the_prefills_row_by_row_parts_see_a_span_at_a_time(
+        models: dict[str, tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feed-forward and the q/k/v projections never see more than a span's rows: what
+    they hold is bounded by the span, whatever the prompt's length."""
+    from attncli.models.llama import block, qkv
+
+    seen: list[int] = []
+
+    def counting(cls: Any) -> None:
+        call = cls.__call__
+
+        def counted(self: Any, x: torch.Tensor, *args: Any) -> Any:
+            seen.append(x.shape[0])
+            return call(self, x, *args)
+
+        monkeypatch.setattr(cls, "__call__", counted)
+
+    counting(block.FeedForward)
+    counting(qkv.Projection)
+    model = open_model(str(models["llama"][0]))
+    prompt = _long_prompt(model)
+    _spanned_prefill(model, prompt, 32, monkeypatch)
+    assert seen and max(seen) == 32 and len(seen) == 2 * 3 * model.spec.n_layer

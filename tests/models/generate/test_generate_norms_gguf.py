@@ -42,7 +42,7 @@ def written(request: pytest.FixtureRequest,
 def test_norms_from_a_gguf_decoders_caches_equal_transformers(
         written: tuple[Path, Any], held: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     path, hf = written
-    monkeypatch.setattr(engine, "holds", lambda _model: held)
+    monkeypatch.setattr(engine, "holds", lambda _model, _beside=0: held)
     model = open_model(str(path))
     assert model.ckpt.weights.quantized(  # type: ignore[attr-defined]
         "layers.0.self_attn.o_proj.weight") is not None  # W_O as the file's blocks
