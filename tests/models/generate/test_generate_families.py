@@ -298,32 +298,39 @@ def _spanned_prefill(model: Any, prompt: list[int], rows: int,
     return decoder
 
 
-def _assert_same_bits(spanned: Any, whole: Any, prompt: list[int]) -> None:
+def _assert_same_numbers(spanned: Any, whole: Any, prompt: list[int]) -> None:
+    """The caches, the next step's weights and its logits of a prefill in spans equal the whole
+    prompt's within the standard tolerance (1e-5 + 1e-5·|whole|). On the CPUs measured they are
+    the same bits, each row's products its own; that is BLAS's choice, not a promise: another
+    CPU's BLAS may take another kernel for another count of rows, which sums in another order."""
+    def close(a: torch.Tensor, b: torch.Tensor) -> None:
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
+
     for a, b in zip(spanned.caches, whole.caches, strict=True):
-        assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values)
+        close(a.keys, b.keys), close(a.values, b.values)
     after = [d.step_layers(prompt[0], len(prompt)) for d in (spanned, whole)]
-    assert torch.equal(after[0][0], after[1][0]) and torch.equal(after[0][1], after[1][1])
+    close(after[0][0], after[1][0]), close(after[0][1], after[1][1])
 
 
 @pytest.mark.parametrize("name", SPANNED)
-def test_a_prefill_in_spans_of_rows_fills_the_caches_of_one_span_bit_for_bit(
+def test_a_prefill_in_spans_of_rows_fills_the_caches_of_one_span(
         models: dict[str, tuple[Path, Any]], name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The norms, projections and feed-forward taken 32 rows at a time (three spans of a
-    96-token prompt) fill every layer's cache with the bits of the whole prompt at once, and
-    the next step's weights and logits are the same: each row's products are its own (BLAS's
-    few-row kernels sum otherwise, so spans are kept long)."""
+    96-token prompt) fill every layer's cache as the whole prompt at once does, and the next
+    step's weights and logits are the same (BLAS's few-row kernels sum otherwise, so spans are
+    kept long)."""
     model = open_model(str(models[name][0]))
     prompt = _long_prompt(model)
     whole = _spanned_prefill(model, prompt, 4096, monkeypatch)
     spanned = _spanned_prefill(model, prompt, 32, monkeypatch)
-    _assert_same_bits(spanned, whole, prompt)
+    _assert_same_numbers(spanned, whole, prompt)
 
 
 @pytest.mark.parametrize("qtype", ["Q4_K", "Q8_0"])
-def test_a_gguf_prefill_in_spans_is_the_whole_prompts_bit_for_bit(
+def test_a_gguf_prefill_in_spans_is_the_whole_prompts(
         tmp_path: Path, qtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a GGUF's blocks, spans of at least DENSE_FROM rows take the dense product the whole
-    prompt takes: the same caches, weights and logits, bit for bit."""
+    prompt takes: the same caches, weights and logits."""
     import gguf
 
     from attncli.models.decoding import prefill_spans
@@ -346,7 +353,7 @@ def test_a_gguf_prefill_in_spans_is_the_whole_prompts_bit_for_bit(
         assert min(e - s for s, e in prefill_spans(len(prompt), 1)) >= DENSE_FROM
     whole = _spanned_prefill(model, prompt, 4096, monkeypatch)
     spanned = _spanned_prefill(model, prompt, 2 * DENSE_FROM, monkeypatch)
-    _assert_same_bits(spanned, whole, prompt)
+    _assert_same_numbers(spanned, whole, prompt)
 
 
 def test_the_prefills_row_by_row_parts_see_a_span_at_a_time(
