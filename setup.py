@@ -2,11 +2,11 @@
 
 attncli/long/_fused.c, the tiled pass's score passes; attncli/models/sources/gguf/_dequant.c,
 GGUF's block types to float32; gguf/_qmatmul.c, x @ Wᵀ on the quantized blocks themselves;
-and models/llama/_rmsnorm.c, RMSNorm on float32 rows in one call.
+and models/llama/_rows.c, a decode step's RMSNorm and RoPE on float32 rows, one call each.
 All optional: where one does not compile (no C compiler, no Python headers, or a build it
 refuses, such as -ffast-math), the package installs without it, and long/fused.py leaves the
 work to torch's operations, gguf/dequant.py to the gguf package's, gguf/qmatmul.py to
-dequantize-then-matmul, llama/block.py to torch's rms_norm (`attncli doctor` says which are
+dequantize-then-matmul, llama/block.py and rope.py to torch's (`attncli doctor` says which are
 built). Each extension has a .pyi stub
 beside its source, which mypy reads and the package ships, and by which `attncli doctor` finds it
 in an installed copy. -ffp-contract=off: each product and sum rounded as numpy rounds it, never
@@ -26,7 +26,7 @@ setup(
                   sources=["attncli/models/sources/gguf/_dequant.c"],
                   depends=["attncli/models/sources/gguf/_half.h"],
                   extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
-        Extension("attncli.models.llama._rmsnorm", sources=["attncli/models/llama/_rmsnorm.c"],
+        Extension("attncli.models.llama._rows", sources=["attncli/models/llama/_rows.c"],
                   extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
         Extension("attncli.models.sources.gguf._qmatmul",
                   sources=["attncli/models/sources/gguf/_qmatmul.c"],

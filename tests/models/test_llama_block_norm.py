@@ -1,4 +1,4 @@
-"""block.rms_norm's one C call (_rmsnorm.c) against torch's F.rms_norm, bit for bit (the same
+"""block.rms_norm's one C call (_rows.c) against torch's F.rms_norm, bit for bit (the same
 float32 operations, the sum in torch's order), on rows of widths below, at and past its vector
 widths and a model's, and against the float64 formula within the house bound; the cases it
 leaves to torch (a gradient asked for, strided rows, short rows) still give torch's values."""
@@ -13,7 +13,7 @@ from attncli.models.llama import block
 from tests.tolerance import assert_near
 
 WIDTHS = [8, 9, 15, 16, 17, 31, 64, 100, 127, 576, 960, 1536, 2048, 4096, 4100, 8192]
-native_built = pytest.mark.skipif(not block.NATIVE_NORM, reason="_rmsnorm.c is not built here")
+native_built = pytest.mark.skipif(not block.NATIVE_NORM, reason="_rows.c is not built here")
 
 
 def _rows(rows: int, d: int, size: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -28,7 +28,7 @@ Rows = Callable[[Tensor], Tensor]  # a part of the block on rows (..., d_in) →
 
 _native: ModuleType | None
 try:
-    import attncli.models.llama._rmsnorm as _native
+    import attncli.models.llama._rows as _native
 except ImportError:  # built without a C compiler: torch's rms_norm
     _native = None
 NATIVE_NORM = _native is not None and os.environ.get("ATTNCLI_FUSED", "1") != "0"
@@ -39,7 +39,7 @@ _NATIVE_MOST = 1 << 15  # longer rows torch may sum on several threads, in anoth
 def _lanes() -> int | None:
     """The vector width torch sums float32 rows with on this build (8 for its AVX2 and default
     kernels, which its AVX-512 level keeps for sums; 16 where a build has its own): the one at
-    which _rmsnorm.c gives F.rms_norm's bits on 200 random rows of four widths (an order one
+    which _rows.c gives F.rms_norm's bits on 200 random rows of four widths (an order one
     row tells apart from another only about one time in five); None where neither does."""
     assert _native is not None
     generator = torch.Generator().manual_seed(44)
@@ -60,7 +60,7 @@ def _lanes() -> int | None:
 
 
 def _native_rows(x: Tensor, scale: Tensor) -> int | None:
-    """The lanes to call _rmsnorm.c with on x (..., d) and scale (d,): float32 on the CPU,
+    """The lanes to call _rows.c with on x (..., d) and scale (d,): float32 on the CPU,
     contiguous, no gradient asked for, rows of lanes to _NATIVE_MOST values; else None."""
     if not NATIVE_NORM or x.device.type != "cpu" or scale.device.type != "cpu" \
             or scale.dim() != 1 or x.dim() < 1 or x.shape[-1] != scale.shape[0] \
@@ -75,7 +75,7 @@ def rms_norm(x: Tensor, scale: Tensor, eps: float) -> Tensor:
     """x / RMS(x) · scale over the last dimension: LayerNorm without the mean or the shift."""
     if x.dtype == scale.dtype == torch.float32:
         lanes = _native_rows(x, scale)
-        if lanes is not None and _native is not None:  # one C call (_rmsnorm.c), torch's bits
+        if lanes is not None and _native is not None:  # one C call (_rows.c), torch's bits
             out = torch.empty_like(x)  # (..., d)
             if out.numel():
                 _native.rms_norm(x.data_ptr(), scale.data_ptr(), out.data_ptr(),

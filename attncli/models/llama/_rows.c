@@ -1,15 +1,22 @@
-/* RMSNorm on float32 rows in one call, with torch's bits: torch's rms_norm on the CPU is seven
- * operations (pow, a sum, div_, add_, rsqrt and two products), about 35-50 µs a call between a
- * decode step's matrix products (their weights push torch's code out of the caches), where
- * one pass over a row of 576 values takes about a microsecond.
+/* A decode step's RMSNorm and RoPE on float32 rows, one call each, with torch's bits.
+ *
+ * torch's rms_norm on the CPU is seven operations (pow, a sum, div_, add_, rsqrt and two
+ * products), about 35-50 µs a call between a decode step's matrix products (their weights push
+ * torch's code out of the caches), where one pass over a row of 576 values takes about a
+ * microsecond; RoPE's turn of a step's row is four.
  *
  * rms_norm(x, scale, out, rows, d, eps, lanes): each row of x (rows, d) as torch computes
  * rms_norm in float32: v = Σ fl(x²) / d, r = 1 / sqrt(v + eps), out = fl(fl(x · r) · scale),
  * each operation rounded to float32 (-ffp-contract=off), and the sum in torch's own order for a
  * contiguous row on `lanes`-wide vectors (torch_sum below). Pointers come in as integers
  * (tensor.data_ptr()); block.py's rms_norm checks dtypes, sizes and contiguity before it calls
- * in, and takes this only where it gives F.rms_norm's bits on this torch build. Built by
- * setuptools as an optional extension: without it, or with ATTNCLI_FUSED=0, torch's rms_norm.
+ * in, and takes this only where it gives F.rms_norm's bits on this torch build.
+ *
+ * rope_turn(x, cos, sin, out, n, hd): RopeRow.turn's x·cos + roll(x, hd/2)·sin in one call, not
+ * three torch operations and a roll, the same products and sum rounded the same.
+ *
+ * Built by setuptools as an optional extension: without it, or with ATTNCLI_FUSED=0, torch's
+ * operations.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -90,6 +97,35 @@ static void rows_rms_norm(const float *x, const float *scale, float *out, int64_
     }
 }
 
+/* RopeRow.turn on n heads of hd values: x·cos + roll(x, hd/2)·sin, sin signed as the row holds
+ * it, each product and the sum rounded to float32 as torch's three operations round them. */
+static void rows_turn(const float *x, const float *cos, const float *sin, float *out, int64_t n,
+                      int64_t hd) {
+    const int64_t half = hd / 2;
+    for (int64_t j = 0; j < n; j++, x += hd, out += hd) {
+        for (int64_t i = 0; i < half; i++) out[i] = x[i] * cos[i] + x[i + half] * sin[i];
+        for (int64_t i = half; i < hd; i++) out[i] = x[i] * cos[i] + x[i - half] * sin[i];
+    }
+}
+
+static PyObject *rope_turn(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "rope_turn(x, cos, sin, out, n, hd) takes 6 arguments");
+        return NULL;
+    }
+    uintptr_t x = PyLong_AsUnsignedLongLong(args[0]), cos = PyLong_AsUnsignedLongLong(args[1]);
+    uintptr_t sin = PyLong_AsUnsignedLongLong(args[2]), out = PyLong_AsUnsignedLongLong(args[3]);
+    long long n = PyLong_AsLongLong(args[4]), hd = PyLong_AsLongLong(args[5]);
+    if (PyErr_Occurred()) return NULL;
+    if (!x || !cos || !sin || !out || (x | cos | sin | out) % 4 || n < 0 || hd <= 0 || hd % 2) {
+        PyErr_Format(PyExc_ValueError, "rope_turn needs aligned float32 buffers, n >= 0 and an "
+                     "even hd > 0 (got n=%lld, hd=%lld)", n, hd);
+        return NULL;
+    }
+    rows_turn((const float *)x, (const float *)cos, (const float *)sin, (float *)out, n, hd);
+    Py_RETURN_NONE;
+}
+
 static PyObject *rms_norm(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "rms_norm(x, scale, out, rows, d, eps, lanes) takes 7 "
@@ -121,12 +157,15 @@ static PyMethodDef methods[] = {
      "rms_norm(x, scale, out, rows, d, eps, lanes): out = scale · x / RMS(x) over each of rows "
      "rows of d float32 values (pointers as integers), summed as torch sums on lanes-wide "
      "vectors."},
+    {"rope_turn", (PyCFunction)(void (*)(void))rope_turn, METH_FASTCALL,
+     "rope_turn(x, cos, sin, out, n, hd): out = x·cos + roll(x, hd/2)·sin on n rows of hd "
+     "float32 values (cos and sin one row of hd; pointers as integers)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "attncli.models.llama._rmsnorm",
-    "RMSNorm on float32 rows in one call, with torch's bits (see llama/block.py).", -1, methods,
+    PyModuleDef_HEAD_INIT, "attncli.models.llama._rows",
+    "A step's RMSNorm and RoPE on float32 rows, with torch's bits (llama/block.py, rope.py).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__rmsnorm(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__rows(void) { return PyModule_Create(&module); }
