@@ -24,7 +24,7 @@ CPU_TORCH := $(firstword $(wildcard $(WHEELS)/torch-2.13.0+cpu-*.whl))
 LOCK := requirements/test.lock
 CONSTRAINTS ?= -c $(LOCK)
 
-$(STAMP): pyproject.toml setup.py $(LOCK) attncli/long/_fused.c \
+$(STAMP): pyproject.toml setup.py $(LOCK) attncli/long/_fused.c attncli/models/llama/_rows.c \
 		attncli/models/sources/gguf/_dequant.c attncli/models/sources/gguf/_qmatmul.c \
 		attncli/models/sources/gguf/_qmatmul_body.h attncli/models/sources/gguf/_qmatmul_q8.h \
 		attncli/models/sources/gguf/_qmatmul_avx2.h \

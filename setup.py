@@ -1,11 +1,13 @@
-"""The parts of the build pyproject.toml does not hold: three small C extensions, and samples/.
+"""The parts of the build pyproject.toml does not hold: four small C extensions, and samples/.
 
 attncli/long/_fused.c, the tiled pass's score passes; attncli/models/sources/gguf/_dequant.c,
-GGUF's block types to float32; and gguf/_qmatmul.c, x @ Wᵀ on the quantized blocks themselves.
+GGUF's block types to float32; gguf/_qmatmul.c, x @ Wᵀ on the quantized blocks themselves;
+and models/llama/_rows.c, a decode step's RMSNorm and RoPE on float32 rows, one call each.
 All optional: where one does not compile (no C compiler, no Python headers, or a build it
 refuses, such as -ffast-math), the package installs without it, and long/fused.py leaves the
 work to torch's operations, gguf/dequant.py to the gguf package's, gguf/qmatmul.py to
-dequantize-then-matmul (`attncli doctor` says which are built). Each extension has a .pyi stub
+dequantize-then-matmul, llama/block.py and rope.py to torch's (`attncli doctor` says which are
+built). Each extension has a .pyi stub
 beside its source, which mypy reads and the package ships, and by which `attncli doctor` finds it
 in an installed copy. -ffp-contract=off: each product and sum rounded as numpy rounds it, never
 fused (the matmul's kernels fuse their dot products' multiply-adds explicitly).
@@ -23,6 +25,8 @@ setup(
         Extension("attncli.models.sources.gguf._dequant",
                   sources=["attncli/models/sources/gguf/_dequant.c"],
                   depends=["attncli/models/sources/gguf/_half.h"],
+                  extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
+        Extension("attncli.models.llama._rows", sources=["attncli/models/llama/_rows.c"],
                   extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
         Extension("attncli.models.sources.gguf._qmatmul",
                   sources=["attncli/models/sources/gguf/_qmatmul.c"],

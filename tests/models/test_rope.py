@@ -81,14 +81,15 @@ def test_rotation_keeps_length_and_depends_on_distance_only() -> None:
 
 @pytest.mark.parametrize("rotary_dim", [64, 32])  # the whole head, and a partial rotary
 def test_a_decode_steps_row_turns_as_transformers_rotary_formula(rotary_dim: int) -> None:
-    """StepRopes' one-row RoPE (a roll and the signed sin) against transformers'
-    apply_rotary_pos_emb on the same tables, position by position; the tail past rotary_dim
-    kept as it was."""
+    """StepRopes' one-row RoPE (a roll and the signed sin, in _rows.c where it is built) against
+    transformers' apply_rotary_pos_emb on the same tables, position by position; the tail past
+    rotary_dim kept as it was."""
     from dataclasses import replace
 
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-    from attncli.models.llama.rope import LayerRopes, StepRopes
+    from attncli.models.llama.block import NATIVE_NORM
+    from attncli.models.llama.rope import LayerRopes, StepRopes, native_turn
 
     spec = replace(llama_spec(Path("."), {**BASE, "hidden_size": 256, "num_key_value_heads": 2}),
                    rotary_dim=rotary_dim)  # as a partial-rotary family's config sets it
@@ -101,6 +102,8 @@ def test_a_decode_steps_row_turns_as_transformers_rotary_formula(rotary_dim: int
         q, k = torch.randn(1, 4, 1, 64) * 10, torch.randn(1, 2, 1, 64) * 10  # (1, h, 1, hd)
         row = steps.row(0, t)
         assert row is not None and row.whole is (rotary_dim == 64)
+        # the whole head turns in _rows.c's one call where it is built (held to both below)
+        assert native_turn(q[0], row.cos, row.sin) is (NATIVE_NORM and row.whole)
         ref_q, ref_k = apply_rotary_pos_emb(q[..., :rotary_dim], k[..., :rotary_dim],
                                             cos[t:t + 1][None], sin[t:t + 1][None])
         assert_near(row.turn(q[0]), torch.cat((ref_q, q[..., rotary_dim:]), dim=-1)[0])

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
+from attncli.models.llama.block import NATIVE_NORM, _native
 from attncli.models.llama.config import LlamaSpec, Rope
 
 
@@ -118,6 +119,16 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return torch.cat((turned, kept), dim=-1)  # (heads, T, head_dim)
 
 
+def native_turn(x: Tensor, cos: Tensor, sin: Tensor) -> bool:
+    """Whether _rows.c's rope_turn takes x (..., head_dim) with one row of cos and sin:
+    float32 on the CPU, contiguous, an even head_dim, no gradient asked for."""
+    return NATIVE_NORM and _native is not None and x.dtype == cos.dtype == sin.dtype \
+        == torch.float32 and x.is_cpu and cos.is_cpu and sin.is_cpu and x.dim() >= 1 \
+        and x.shape[-1] % 2 == 0 and cos.numel() == sin.numel() == x.shape[-1] \
+        and x.is_contiguous() and cos.is_contiguous() and sin.is_contiguous() \
+        and not (torch.is_grad_enabled() and x.requires_grad)
+
+
 @dataclass(frozen=True)
 class RopeRow:
     """Position t's RoPE, (1, rotary_dim) each. Where the whole head turns, sin is stored with
@@ -131,9 +142,15 @@ class RopeRow:
     whole: bool
 
     def turn(self, x: Tensor) -> Tensor:
-        """apply_rope(x, cos, sin) on x (heads, 1, head_dim), in 4 torch calls, not 7."""
+        """apply_rope(x, cos, sin) on x (heads, 1, head_dim): one C call, else 4 torch calls."""
         if not self.whole:  # partial rotary: the tail is put back
             return apply_rope(x, self.cos, self.sin)
+        native = _native if native_turn(x, self.cos, self.sin) else None
+        if native is not None:  # _rows.c: the same products and sum, rounded as torch's
+            out = torch.empty_like(x)  # (heads, 1, head_dim)
+            native.rope_turn(x.data_ptr(), self.cos.data_ptr(), self.sin.data_ptr(),
+                             out.data_ptr(), x.numel() // x.shape[-1], x.shape[-1])
+            return out
         return x * self.cos + x.roll(x.shape[-1] // 2, -1) * self.sin  # (heads, 1, head_dim)
 
 

@@ -454,7 +454,9 @@ static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
 
 /* The 32-value types' rows without the buffer: block b's 8-value quarters go to lanes
  * 32·(b & 1) + 8j, as dot64 adds a chunk's values k into lane k mod 64, one fused multiply-add
- * each; the weights the AVX2 dequantizers' (fast_q4_0, fast_q4_1) and blocks_q8_0's products. */
+ * each; the weights the AVX2 dequantizers' (fast_q4_0, fast_q4_1) and blocks_q8_0's products.
+ * Each block asks for the bytes 512 ahead, non-temporal (read once a step: a decode's glue keeps
+ * more of the caches; SmolLM2's step about 0.7 ms less of 19, the same bits). */
 #define MATVEC_BLOCK32(NAME, BYTES, ...)                                                       \
     static void LV(NAME)(const uint8_t *w, int64_t cols, const float *x, float *y, int64_t r0, \
                          int64_t r1) {                                                         \
@@ -466,6 +468,7 @@ static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
             for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();                             \
             const uint8_t *blk = w + r * row_bytes;                                             \
             for (int64_t i = 0; i < blocks; i++, blk += (BYTES)) {                             \
+                _mm_prefetch((const char *)blk + 512, _MM_HINT_NTA);                           \
                 __m256 q[4];                                                                    \
                 __VA_ARGS__                                                                     \
                 const float *xb = x + 32 * i;                                                   \

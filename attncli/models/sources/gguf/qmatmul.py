@@ -159,6 +159,7 @@ class QuantizedMatrix:
                 blocks.shape[1] != cols // block * size:
             raise ValueError(f"{blocks.shape} bytes are not rows of {cols} {qtype.name} values")
         self.blocks, self.qtype, self.cols = np.ascontiguousarray(blocks), qtype, cols
+        self._code = int(qtype)  # the kernels' type number, converted once
         self.shape = (blocks.shape[0], cols)
         self.reload = reload  # the same matrix read again from its file; None: keep this one
 
@@ -173,10 +174,10 @@ class QuantizedMatrix:
         if x.requires_grad and torch.is_grad_enabled():  # attribution patching's backward
             y = _ThroughBlocks.apply(x, self)  # (..., rows)
             return y if bias is None else y + bias
-        if x.device.type != "cpu" or _native is None:  # torch's product, dequantized
+        if not x.is_cpu or _native is None:  # torch's product, dequantized
             return torch.nn.functional.linear(x, self.dequantized().to(x.device), bias)
         rows, llama_cpp = self.shape[0], as_llama_cpp()
-        flat = x.detach()  # a decode step's row is already (1, cols) float32: nothing to do
+        flat = x.detach() if x.requires_grad else x  # a step's row: (1, cols) float32 as is
         if flat.dim() != 2 or flat.shape[1] != self.cols or flat.dtype != torch.float32 \
                 or not flat.is_contiguous():
             flat = flat.reshape(-1, self.cols).to(torch.float32).contiguous()  # (T, cols)
@@ -187,7 +188,7 @@ class QuantizedMatrix:
         if llama_cpp and self.qtype in _ROUNDED:  # ggml's F16 and BF16 dot products
             flat = flat.to(_ROUNDED[self.qtype]).to(torch.float32)  # (T, cols)
         out = torch.empty(flat.shape[0], rows)  # (T, rows)
-        _native.matmul(int(self.qtype), self.blocks, self.cols, flat.numpy(), out.numpy(),
+        _native.matmul(self._code, self.blocks, self.cols, flat.numpy(), out.numpy(),
                        torch.get_num_threads(), llama_cpp)
         y = out if x.dim() == 2 else out.reshape(*x.shape[:-1], rows)  # (..., rows)
         return y if bias is None else y + bias
