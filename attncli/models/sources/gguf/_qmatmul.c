@@ -155,21 +155,6 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #pragma GCC pop_options
 #endif
 
-#ifdef X86_LEVELS
-/* AVX-512's one-token product: Q4_K's own kernel (AVX2's regroups its sums: other bits); every
- * other type AVX2 makes in registers takes AVX2's kernel, whose lanes and order of sums are the
- * chunk path's, so AVX-512's chunk path's bits, without the buffer (SmolLM2's Q4_1 and Q8_0
- * step 29 -> 19 ms on an AMD EPYC with AVX-512). */
-static void matvec_avx512_registers(const kind *t, const uint8_t *w, int64_t cols,
-                                    const float *x, float *y, int64_t r0, int64_t r1) {
-    const row_fn fast = registers && t->qtype != 12 ? in_registers_avx2(t->qtype) : NULL;
-    if (fast)
-        fast(w, cols, x, y, r0, r1);
-    else
-        matvec_avx512(t, w, cols, x, y, r0, r1);
-}
-#endif
-
 static matvec_fn matvec = matvec_base;  /* set when the module loads (choose_level) */
 static matmat_fn matmat = matmat_base;
 static matmul_q8_fn matmul_q8 = matmul_q8_base;
@@ -188,7 +173,7 @@ static int choose_level(int level) {
 #ifdef X86_LEVELS
     if (level == 1) matvec = matvec_avx2, matmat = matmat_avx2;
     if (level == 1) matmul_q8 = matmul_q8_avx2, quantize_rows = quantize_rows_avx2;
-    if (level == 2) matvec = matvec_avx512_registers, matmat = matmat_avx512;
+    if (level == 2) matvec = matvec_avx512, matmat = matmat_avx512;
     if (level == 2) matmul_q8 = matmul_q8_avx512, quantize_rows = quantize_rows_avx512;
 #endif
     return level;
