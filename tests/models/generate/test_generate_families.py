@@ -304,7 +304,7 @@ def _assert_same_numbers(spanned: Any, whole: Any, prompt: list[int]) -> None:
     the same bits, each row's products its own; that is BLAS's choice, not a promise: another
     CPU's BLAS may take another kernel for another count of rows, which sums in another order."""
     def close(a: torch.Tensor, b: torch.Tensor) -> None:
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
+        assert_near(a, b, equal_nan=True)
 
     for a, b in zip(spanned.caches, whole.caches, strict=True):
         close(a.keys, b.keys), close(a.values, b.values)
