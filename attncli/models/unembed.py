@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from attncli.errors import AttnCliError
-from attncli.models.sources.gguf.qmatmul import QuantizedMatrix
+from attncli.models.sources.gguf.qmatmul import QuantizedMatrix, as_llama_cpp
 from attncli.models.sources.named import Named, where
 
 LM_HEAD = "lm_head.weight"  # outside the model's prefix ("model.", "transformer.") in every family
@@ -32,7 +32,7 @@ VOCAB_CHUNK = 16_384  # unembedding rows read at once: 256 MB of float32 at d_mo
 
 
 def unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
-                head: str = LM_HEAD) -> Callable[[range], Tensor]:
+                head: str = LM_HEAD) -> Callable[[range], Table]:
     """Rows of the (vocab, d_model) unembedding: the head (lm_head.weight; GPT-NeoX's
     embed_out.weight) where the checkpoint has one, else the token embedding
     (tie_word_embeddings); its shape checked before any is read. Where the file holds it in
@@ -60,10 +60,14 @@ def _own_head(weights: Named, head: str, vocab: int, d_model: int) -> bool:
     return True
 
 
-def _chunks(matrix: QuantizedMatrix) -> Callable[[range], Tensor]:
-    """Rows of a matrix held as its blocks, dequantized as the source's tensor() does."""
+def _chunks(matrix: QuantizedMatrix) -> Callable[[range], Table]:
+    """Rows of a matrix held as its blocks, dequantized as the source's tensor() does; under
+    llama.cpp's numerics the rows' blocks, which unembed multiplies as a held table's."""
     from attncli.models.sources.gguf.dequant import dequantize
 
+    if as_llama_cpp():  # the kernels' product, as a held table's (its 8-bit activations)
+        return lambda rows: QuantizedMatrix(matrix.blocks[rows.start:rows.stop], matrix.qtype,
+                                            matrix.cols)  # (len(rows), d_model)
     return lambda rows: torch.from_numpy(dequantize(matrix.blocks[rows.start:rows.stop],
                                                     matrix.qtype))  # (len(rows), d_model)
 
@@ -88,7 +92,7 @@ def held_unembedding(weights: Named, embedding: str, vocab: int, d_model: int,
     return blocks if blocks is not None else weights[embedding].float()  # (vocab, d_model)
 
 
-def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Table, vocab: int) -> Tensor:
+def unembed(hidden: Tensor, rows: Callable[[range], Table] | Table, vocab: int) -> Tensor:
     """hidden (T, d_model) through the unembedding: logits (T, vocab). rows: a held table
     (held_unembedding), one product; else its rows read VOCAB_CHUNK at a time, so that its
     whole float32 copy (Llama 3's 128,256 × 4,096: 2.1 GB) never exists."""
@@ -99,8 +103,11 @@ def unembed(hidden: Tensor, rows: Callable[[range], Tensor] | Table, vocab: int)
     logits = hidden.new_empty(hidden.shape[0], vocab)  # (T, vocab)
     for start in range(0, vocab, VOCAB_CHUNK):
         stop = min(start + VOCAB_CHUNK, vocab)
-        table = rows(range(start, stop)).to(hidden.device)  # (c, d_model)
-        logits[:, start:stop] = hidden @ table.T  # (T, c)
+        part = rows(range(start, stop))  # (c, d_model)
+        if isinstance(part, QuantizedMatrix):  # llama.cpp's numerics: the held table's product
+            logits[:, start:stop] = part.linear(hidden)  # (T, c)
+        else:
+            logits[:, start:stop] = hidden @ part.to(hidden.device).T  # (T, c)
     return logits
 
 

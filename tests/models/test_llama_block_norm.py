@@ -60,3 +60,24 @@ def test_what_it_leaves_to_torch() -> None:
     assert leaf.grad is not None and leaf.grad.shape == (4, 64)
     with torch.no_grad():
         assert block._native_rows(leaf, scale) == block._native_rows(x, scale)
+
+
+@native_built
+@pytest.mark.parametrize("default", ["float64", "meta"])
+def test_the_width_is_found_whatever_torchs_defaults(default: str) -> None:
+    """The check that finds the vector width makes its rows float32 on the CPU itself: under
+    torch.set_default_dtype(torch.float64) it handed the float32 C code float64 buffers (and
+    left the C call off for the process), under set_default_device("meta") buffers at 0 (a
+    ValueError at a model's first norm)."""
+    found = block._lanes()
+    block._lanes.cache_clear()
+    try:
+        if default == "float64":
+            torch.set_default_dtype(torch.float64)
+        else:
+            torch.set_default_device("meta")
+        assert block._lanes() == found
+    finally:
+        torch.set_default_dtype(torch.float32)
+        torch.set_default_device(None)
+        block._lanes.cache_clear()

@@ -110,3 +110,18 @@ def test_a_decode_steps_row_turns_as_transformers_rotary_formula(rotary_dim: int
         assert_near(row.turn(k[0]), torch.cat((ref_k, k[..., rotary_dim:]), dim=-1)[0])
         # and apply_rope's own bits: under llama.cpp's numerics an ulp moves the answer
         assert torch.equal(row.turn(q[0]), apply_rope(q[0], cos[t:t + 1], sin[t:t + 1]))
+
+
+@pytest.mark.parametrize("shape", [(0, 1, 64), (3, 1, 0), (3, 0, 64)])
+def test_a_step_row_turns_an_empty_tensor_as_torch_does(shape: tuple[int, int, int]) -> None:
+    """An empty x (no heads, no positions, or a head of no values) has no buffer to hand
+    _rows.c (data_ptr() is 0): RopeRow.turn takes torch's operations and gives their empty
+    result, not the C call's ValueError or a division by a zero head_dim."""
+    from attncli.models.llama.rope import RopeRow, native_turn
+
+    hd = shape[-1]
+    x = torch.randn(shape)  # (heads, T, hd), empty
+    cos, sin = torch.randn(1, hd), torch.randn(1, hd)  # (1, hd) each
+    assert not native_turn(x, cos, sin)
+    expected = x * cos + x.roll(hd // 2, -1) * sin if hd else x * cos  # (heads, T, hd)
+    assert torch.equal(RopeRow(cos, sin, True).turn(x), expected)

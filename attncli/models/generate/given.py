@@ -25,6 +25,7 @@ from attncli.models.generate.engine import (
     fill,
     generation_bytes,
     holds,
+    positions,
     scored,
 )
 from attncli.models.sources.gguf.qmatmul import as_llama_cpp
@@ -45,10 +46,11 @@ def check_answer(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> 
         raise AttnCliError("the prompt has no tokens: give some text")
     if not answer_ids:
         raise AttnCliError("the answer is empty: give its text with --answer or --answer-file")
-    limit, total = model.traits.max_tokens, len(prompt_ids) + len(answer_ids)
+    limit, total = positions(model), len(prompt_ids) + len(answer_ids)
     if limit is not None and total > limit:
         raise AttnCliError(f"the prompt's {len(prompt_ids):,} tokens and the answer's "
-                           f"{len(answer_ids):,} go past the model's {limit:,} positions")
+                           f"{len(answer_ids):,} go past the model's {limit:,} positions; use a "
+                           "shorter prompt or answer")
     model.check_tokens(prompt_ids + answer_ids)
 
 

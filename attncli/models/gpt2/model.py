@@ -195,7 +195,7 @@ def _finished(weights: Tensors, ckpt: Checkpoint, layer: int, x: Tensor,
 
 
 @torch.no_grad()
-def gpt2_unembedding(ckpt: Checkpoint, weights: Named) -> Callable[[range], Tensor]:
+def gpt2_unembedding(ckpt: Checkpoint, weights: Named) -> Callable[[range], Table]:
     """Rows of the unembedding (wte, tied), its shape checked."""
     return unembedding(weights, "wte.weight", ckpt.vocab_size, ckpt.n_embd)
 

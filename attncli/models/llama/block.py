@@ -42,9 +42,12 @@ def _lanes() -> int | None:
     which _rows.c gives F.rms_norm's bits on 200 random rows of four widths (an order one
     row tells apart from another only about one time in five); None where neither does."""
     assert _native is not None
-    generator = torch.Generator().manual_seed(44)
-    cases = [(torch.randn(rows, d, generator=generator) * size,  # (rows, d)
-              torch.randn(d, generator=generator))  # (d,)
+    generator = torch.Generator("cpu").manual_seed(44)
+    # float32 on the CPU whatever torch.set_default_dtype or set_default_device say: the C
+    # reads float32 buffers in the CPU's memory
+    cases = [(torch.randn(rows, d, generator=generator, dtype=torch.float32,
+                          device="cpu") * size,  # (rows, d)
+              torch.randn(d, generator=generator, dtype=torch.float32, device="cpu"))  # (d,)
              for rows, d, size in ((80, 576, 1.0), (40, 2048, 30.0), (40, 100, 1e-3),
                                    (40, 4100, 1.0))]
     for lanes in (8, 16):

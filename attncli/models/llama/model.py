@@ -213,7 +213,7 @@ def llama_trace_texts(weights: Named, spec: LlamaSpec, texts: list[list[int]],
 
 
 @torch.no_grad()
-def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Tensor]:
+def llama_unembedding(weights: Named, spec: LlamaSpec) -> Callable[[range], Table]:
     """Rows of lm_head (or the tied embedding), its shape checked."""
     return unembedding(weights, "embed_tokens.weight", spec.vocab_size, spec.d_model,
                        spec.head_name)

@@ -121,9 +121,10 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 def native_turn(x: Tensor, cos: Tensor, sin: Tensor) -> bool:
     """Whether _rows.c's rope_turn takes x (..., head_dim) with one row of cos and sin:
-    float32 on the CPU, contiguous, an even head_dim, no gradient asked for."""
+    float32 on the CPU, contiguous, not empty (an empty tensor has no buffer), an even
+    head_dim, no gradient asked for."""
     return NATIVE_NORM and _native is not None and x.dtype == cos.dtype == sin.dtype \
-        == torch.float32 and x.is_cpu and cos.is_cpu and sin.is_cpu and x.dim() >= 1 \
+        == torch.float32 and x.is_cpu and cos.is_cpu and sin.is_cpu and x.numel() > 0 \
         and x.shape[-1] % 2 == 0 and cos.numel() == sin.numel() == x.shape[-1] \
         and x.is_contiguous() and cos.is_contiguous() and sin.is_contiguous() \
         and not (torch.is_grad_enabled() and x.requires_grad)

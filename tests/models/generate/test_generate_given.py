@@ -16,9 +16,10 @@ from attncli.errors import AttnCliError
 from attncli.models.family import open_model
 from attncli.models.generate import occlusion as occlusion_module
 from attncli.models.generate.engine import decode
-from attncli.models.generate.given import teacher_forced
+from attncli.models.generate.given import check_answer, teacher_forced
 from attncli.models.generate.occlusion import masked, occlusion
 from attncli.models.generate.sampling import Sampling
+from tests.gguf_fixtures import smollm2
 from tests.models.generate.conftest import CASES
 from tests.tolerance import assert_near
 
@@ -135,6 +136,21 @@ def test_an_empty_answer_or_one_past_the_positions_is_one_line(
         teacher_forced(model, PROMPT, [])
     with pytest.raises(AttnCliError, match="64 positions"):
         teacher_forced(model, PROMPT, [5] * 60)
+
+
+@pytest.mark.parametrize("name", ["llama", "smollm2"])
+def test_an_answer_past_a_rope_models_positions_is_refused(models: dict[str, tuple[Path, Any]],
+                                                          name: str) -> None:
+    """A RoPE family has no fixed limit (traits.max_tokens None); the checkpoint's positions
+    (max_position_embeddings, GGUF's context_length) bound a given answer as they bound
+    generate's: SmolLM2 given 13,206 prompt tokens and an answer went on to the one pass's
+    (heads, T, T) weights, 6.3 GB, and out of memory."""
+    model = open_model(str(smollm2() if name == "smollm2" else models[name][0]))
+    limit = model.spec.positions
+    assert model.traits.max_tokens is None and limit is not None
+    with pytest.raises(AttnCliError, match=f"go past the model's {limit:,} positions"):
+        check_answer(model, [5] * (limit - 1), [9, 9])
+    check_answer(model, [5] * (limit - 2), [9, 9])  # the last position is still the model's
 
 
 def test_under_llama_cpp_numerics_a_given_answer_is_read_as_decode_reads_it(
