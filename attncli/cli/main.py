@@ -33,6 +33,21 @@ _NO_ROOM = ("failed to map segment", "cannot allocate memory", "can't allocate m
             "can't start new thread")
 
 
+
+# torch's allocator says what one allocation asked for among its own source lines and codes.
+_ASKED = re.compile(r"tried to allocate (\d+) bytes")
+
+
+def _no_room_cause(text: str) -> str:
+    """What a library's out-of-memory error says, in a few words: the size asked for where
+    torch's allocator names it, else its first 160 characters on one line."""
+    from attncli.machine import size_text
+
+    asked = _ASKED.search(text)
+    if asked:
+        return f"one allocation of {size_text(int(asked.group(1)))} did not fit"
+    return " ".join(text.split())[:160]
+
 def check_threads_setting() -> None:
     """A bad OMP_NUM_THREADS is this one line, before torch loads (where OpenMP would print
     its own warning and run on every core)."""
@@ -99,9 +114,8 @@ def execute(argv: list[str] | None = None) -> int:
             if was_interrupted():  # Ctrl-C or a hang-up that a library turned into this
                 return fail(*interruption())
             raise
-        cause = " ".join(str(err).split())
         return fail("out of memory: the address-space limit (ulimit -v) or the machine's "
-                    f"memory is too small for this run ({cause[:160]})", 2)
+                    f"memory is too small for this run ({_no_room_cause(str(err))})", 2)
     except Exception as err:
         if was_interrupted():
             # Ctrl-C that a library swallowed, leaving it half-loaded: still an interruption.

@@ -68,3 +68,22 @@ def test_a_library_with_no_room_is_one_line(cli: Any, monkeypatch: pytest.Monkey
         RuntimeError("a bug of attncli's own")))
     with pytest.raises(RuntimeError, match="own"):  # anything else is not hidden
         cli("tokens", "hi")
+
+
+def test_torchs_allocator_message_is_the_size_it_asked_for(cli: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's allocator names its source line, its code and the bytes it tried: the line says
+    the size, not the rest."""
+    from attncli.cli import main
+
+    def no_room() -> None:
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 706815396 bytes. Error "
+                           "code 12 (Cannot allocate memory)")
+
+    monkeypatch.setattr(main, "check_threads_setting", no_room)
+    ran = cli("tokens", "hi")
+    assert ran.code == 2 and ran.out == ""
+    assert ran.err == ("attncli: error: out of memory: the address-space limit (ulimit -v) or "
+                       "the machine's memory is too small for this run (one allocation of "
+                       "707 MB did not fit)\n")
