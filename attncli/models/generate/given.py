@@ -16,7 +16,9 @@ import numpy as np
 import torch
 
 from attncli.core.measures import value_norms
+from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES
 from attncli.errors import AttnCliError
+from attncli.machine import check_fits
 from attncli.models.decoding import CachedValues
 from attncli.models.family import Model
 from attncli.models.generate.engine import (
@@ -54,6 +56,23 @@ def check_answer(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> 
     model.check_tokens(prompt_ids + answer_ids)
 
 
+def pass_bytes(model: Model, p: int, a: int) -> int:
+    """What the one pass over prompt + answer holds at its peak: the trace's two blocks' (heads,
+    T, T) stages at once (as --predict's pass), and every layer's kept answer rows, stacked."""
+    spec, total = model.spec, p + a
+    trace = 2 * NAIVE_STAGES * FLOAT_BYTES * spec.num_heads * total * total
+    return trace + 2 * FLOAT_BYTES * spec.n_layer * spec.num_heads * a * total
+
+
+def check_pass(model: Model, p: int, a: int) -> None:
+    """Refuse, before it runs, a given answer's pass that does not fit (measured on SmolLM2:
+    4,401 tokens peaked at 6.6 GB, 0.70 GB a (heads, T, T) stage)."""
+    check_fits(pass_bytes(model, p, a),
+               f"--answer needs one pass over the prompt's {p:,} tokens and the answer's {a:,} "
+               f"through all {model.spec.n_layer} layers",
+               "use a shorter prompt or answer")
+
+
 @torch.no_grad()
 def teacher_forced(model: Model, prompt_ids: list[int], answer_ids: list[int]) -> Forced:
     """Every answer token's step, from one pass over prompt + answer."""
@@ -63,11 +82,14 @@ def teacher_forced(model: Model, prompt_ids: list[int], answer_ids: list[int]) -
         if stepped is not None:
             return stepped
     p, a = len(prompt_ids), len(answer_ids)
+    check_pass(model, p, a)
     rows = slice(p - 1, p + a - 1)  # the queries that chose answer tokens 0..A-1
     weights, norms = [], []
     hidden = None
     for trace in model.trace(prompt_ids + answer_ids, model.spec.n_layer - 1):
-        weights.append(trace.weights[:, rows, :].float())  # (heads, A, T)
+        # a copy of the answer's rows: the slice alone (and .float() of float32 is itself)
+        # would keep each layer's whole (heads, T, T) weights alive until the pass ends
+        weights.append(trace.weights[:, rows, :].float().clone())  # (heads, A, T)
         norms.append(value_norms(trace.values.float(), trace.w_o().float()))  # (heads, T)
         hidden = trace.output
     assert hidden is not None, "a decoder has at least one layer"

@@ -179,3 +179,43 @@ def test_under_llama_cpp_numerics_a_given_answer_is_read_as_decode_reads_it(
         assert (own.token_id, own.position, own.logprob, own.rank, own.top_ids) == (
             given.token_id, given.position, given.logprob, given.rank, given.top_ids)
         assert (own.weights == given.weights).all()
+
+
+def test_the_pass_keeps_no_layers_whole_weights(models: dict[str, tuple[Path, Any]],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each layer's (heads, T, T) weights are let go once its answer rows are copied: a slice of
+    them alone (and .float() of float32 is the tensor itself) kept every layer's, 5.8 GB at
+    SmolLM2's 2,000 tokens where the pass needs 1.8."""
+    import gc
+    import weakref
+
+    model = open_model(str(models["llama"][0]))
+    alive_at_end: list[int] = []
+    trace = model.trace
+
+    def watched(ids: list[int], layer: int) -> Any:
+        refs = []
+        for t in trace(ids, layer):
+            refs.append(weakref.ref(t.weights))
+            yield t
+        gc.collect()
+        alive_at_end.append(sum(r() is not None for r in refs))
+
+    monkeypatch.setattr(model, "trace", watched)
+    teacher_forced(model, PROMPT, ANSWER)
+    assert model.spec.n_layer >= 2 and alive_at_end and alive_at_end[0] <= 1
+
+
+def test_a_pass_that_does_not_fit_is_refused_before_it_runs(
+        models: dict[str, tuple[Path, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    import attncli.machine as machine
+    from attncli.models.generate.given import pass_bytes
+
+    model = open_model(str(models["llama"][0]))
+    need = pass_bytes(model, len(PROMPT), len(ANSWER))
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * need - 2)
+    with pytest.raises(AttnCliError, match=r"^--answer needs one pass over the prompt's 7 tokens "
+                                           r"and the answer's 5 through all \d+ layers"):
+        teacher_forced(model, PROMPT, ANSWER)
+    monkeypatch.setattr(machine, "available_bytes", lambda: 2 * need)
+    teacher_forced(model, PROMPT, ANSWER)
