@@ -25,7 +25,8 @@ TEMPLATE = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['c
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("cli-generate") / "llama"
-    save_family(folder, "llama", seed=21)
+    # 256 positions: the chat tests' conversations with their answers run to ~220 tokens
+    save_family(folder, "llama", seed=21, max_position_embeddings=256)
     (folder / "tokenizer_config.json").write_text(json.dumps(
         {"chat_template": TEMPLATE, "eos_token": "<|im_end|>"}))
     return folder

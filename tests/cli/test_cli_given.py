@@ -270,11 +270,11 @@ def test_an_answer_no_positions_could_hold_is_refused_before_tokenizing(
     import attncli.models.generate.prompt as prompt_module
 
     path = tmp_path / "answer.txt"
-    path.write_text("sat on " * 1000)  # 7,000 bytes: past 128 positions × 9 bytes a token
+    path.write_text("sat on " * 1000)  # 7,000 bytes: past 256 positions × 9 bytes a token
     real = prompt_module.hf_tokenize
     monkeypatch.setattr(prompt_module, "hf_tokenize", lambda folder, text, **kw: (
         pytest.fail("the answer was tokenized") if len(text) > 5000 else real(folder, text, **kw)))
     cli("generate", "the cat", "--model", str(tiny), "--answer-file", str(path)
-        ).assert_usage_error("the answer is 7,000 bytes, more than the model's 128 positions "
+        ).assert_usage_error("the answer is 7,000 bytes, more than the model's 256 positions "
                              "can hold (its longest token stands for 9 bytes): give a shorter "
                              "answer")
