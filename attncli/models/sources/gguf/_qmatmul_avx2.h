@@ -1,5 +1,5 @@
-/* One-token kernels on AVX2 + FMA (included by _qmatmul_body.h at that level and at AVX-512): Q6_K, Q5_K, F16
- * and BF16 rows times x with each weight made in registers, the same float32 weight as the
+/* One-token kernels on AVX2 + FMA (included by _qmatmul_body.h at that level and at AVX-512):
+ * Q6_K, Q5_K, F16 and BF16 rows times x with each weight made in registers, the same float32 weight as the
  * dequantizer's (_dequant.c, the gguf package's) and the same lanes and order of sums as the
  * chunk path (dequantize a chunk, then dot64), so the same bits as it gives.
  */

@@ -8,7 +8,8 @@
  * buffer the size of the first-level cache, and multiplied with the activations from there; the
  * one-token kernels of the types a decode reads most (AVX2 and AVX-512: Q4_0, Q4_1, Q8_0, Q4_K
  * (each level its own), and in _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16) make the same weights in
- * registers and add them into the same lanes (use_level(level, 0) takes the chunks instead, for the tests).
+ * registers and add them into the same lanes (use_level(level, 0) takes the chunks instead,
+ * for the tests).
  * Only the order of the dot product's sums differs from a float32 matmul:
  *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
  *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
@@ -515,30 +516,6 @@ MATVEC_BLOCK32(matvec_q8_0, 34, {
 })
 #undef MATVEC_BLOCK32
 
-/* The 8 lanes of s added: (lane i + lane i+4), then +2, then +1. */
-static ALWAYS_INLINE float LV(tree8)(__m256 s) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
-}
-
-#if !defined(__AVX512F__)
-/* Σx over each group of 32 values of x (cols of them), the sum a factored kernel multiplies by
- * a group's offset, made once per call and shared by every row: lane i of 8 sums the values
- * 8m + i in order (m = 0..3), then tree8. */
-static void LV(group_sums)(const float *x, int64_t cols, float *sums) {
-    for (int64_t g = 0; g < cols / 32; g++, x += 32) {
-        __m256 s = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
-        s = _mm256_add_ps(_mm256_add_ps(s, _mm256_loadu_ps(x + 16)), _mm256_loadu_ps(x + 24));
-        sums[g] = LV(tree8)(s);
-    }
-}
-#endif
-
-/* One Q4_K block's factors (see matvec_q4_k_blocks): its groups' dl, c and r, 8 lanes each;
- * finite is 0 where d or dmin is inf or NaN. */
-typedef struct { __m256 dl, r; __m256i c; int finite; } LV(q4k_factors);
-
 /* scale_min_k in vectors: a Q4_K or Q5_K block's eight dl = d·sc and ml = dmin·m (b: the block,
  * its halves d and dmin first), the same products. */
 static ALWAYS_INLINE void LV(k_scales)(const uint8_t *b, float d, float dmin, __m256 *dl,
@@ -555,6 +532,29 @@ static ALWAYS_INLINE void LV(k_scales)(const uint8_t *b, float d, float dmin, __
                             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)m))));
 }
 
+#if !defined(__AVX512F__) /* AVX2's factored Q4_K kernel and what it alone uses */
+/* The 8 lanes of s added: (lane i + lane i+4), then +2, then +1. */
+static ALWAYS_INLINE float LV(tree8)(__m256 s) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+
+/* Σx over each group of 32 values of x (cols of them), the sum a factored kernel multiplies by
+ * a group's offset, made once per call and shared by every row: lane i of 8 sums the values
+ * 8m + i in order (m = 0..3), then tree8. */
+static void LV(group_sums)(const float *x, int64_t cols, float *sums) {
+    for (int64_t g = 0; g < cols / 32; g++, x += 32) {
+        __m256 s = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
+        s = _mm256_add_ps(_mm256_add_ps(s, _mm256_loadu_ps(x + 16)), _mm256_loadu_ps(x + 24));
+        sums[g] = LV(tree8)(s);
+    }
+}
+
+/* One Q4_K block's factors (see matvec_q4_k_blocks): its groups' dl, c and r, 8 lanes each;
+ * finite is 0 where d or dmin is inf or NaN. */
+typedef struct { __m256 dl, r; __m256i c; int finite; } LV(q4k_factors);
+
 static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
     LV(q4k_factors) f;
     const float d = LV(half)(b), dmin = LV(half)(b + 2);
@@ -570,7 +570,6 @@ static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
     return f;
 }
 
-#if !defined(__AVX512F__)
 /* Q4_K's rows on AVX2, factored by group. A group's weights are fl(dl·q − ml): dl = d·sc and
  * ml = dmin·m are exact in float32 (11 + 6 bits), and so is dl·q (+ 4 bits), so each weight
  * is one rounding of dl·q − ml = dl·(q − c) + r, where c = round(ml/dl) clamped to 0..15 and
