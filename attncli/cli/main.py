@@ -31,9 +31,6 @@ _THREADS = re.compile(r"\s*\+?0*[1-9][0-9]{0,8}\s*(,\s*\+?0*[1-9][0-9]{0,8}\s*)*
 # What dlopen, mmap, torch's CPU allocator and a thread's start say when they find no room.
 _NO_ROOM = ("failed to map segment", "cannot allocate memory", "can't allocate memory",
             "can't start new thread")
-
-
-
 # torch's allocator says what one allocation asked for among its own source lines and codes.
 _ASKED = re.compile(r"tried to allocate (\d+) bytes")
 
@@ -47,6 +44,7 @@ def _no_room_cause(text: str) -> str:
     if asked:
         return f"one allocation of {size_text(int(asked.group(1)))} did not fit"
     return " ".join(text.split())[:160]
+
 
 def check_threads_setting() -> None:
     """A bad OMP_NUM_THREADS is this one line, before torch loads (where OpenMP would print

@@ -66,8 +66,7 @@ def plan_predictions(req: Request, extract: Extract, model: Model, tokens: Token
                                "--rows A:B: predictions are made for the window's positions")
         start, stop = extract.rows.resolve(n)
     spec, rows = model.spec, stop - start
-    # The trace holds two blocks' (heads, T, T) stages at once (the one yielded, the next).
-    trace = 2 * NAIVE_STAGES * FLOAT_BYTES * spec.num_heads * stop * stop
+    trace = trace_bytes(spec.num_heads, stop)
     logits = LOGIT_COPIES * FLOAT_BYTES * min(rows, CHUNK_ROWS) * vocab
     records = rows * k * RECORD_BYTES * (2 if extract.lens else 1)
     check_fits(trace + logits + records,
@@ -75,6 +74,12 @@ def plan_predictions(req: Request, extract: Extract, model: Model, tokens: Token
                f"{stop:,} tokens and {rows:,} × {k:,} predictions",
                "use a smaller --predict or fewer tokens (with --rows, an earlier window)")
     return PredictPlan(k, start, stop, layer if extract.lens else None)
+
+
+def trace_bytes(num_heads: int, num_tokens: int) -> int:
+    """What a model.trace pass over num_tokens holds at its peak: two blocks' (heads, T, T)
+    stages at once (the one yielded, the next)."""
+    return 2 * NAIVE_STAGES * FLOAT_BYTES * num_heads * num_tokens * num_tokens
 
 
 def check_logits(logits: Tensor) -> None:

@@ -96,19 +96,21 @@ def unembed(hidden: Tensor, rows: Callable[[range], Table] | Table, vocab: int) 
     """hidden (T, d_model) through the unembedding: logits (T, vocab). rows: a held table
     (held_unembedding), one product; else its rows read VOCAB_CHUNK at a time, so that its
     whole float32 copy (Llama 3's 128,256 × 4,096: 2.1 GB) never exists."""
-    if isinstance(rows, QuantizedMatrix):
-        return rows.linear(hidden)  # (T, vocab)
-    if isinstance(rows, Tensor):
-        return hidden @ rows.to(hidden.device).T  # (T, vocab)
+    if isinstance(rows, (QuantizedMatrix, Tensor)):
+        return _times(hidden, rows)  # (T, vocab)
     logits = hidden.new_empty(hidden.shape[0], vocab)  # (T, vocab)
     for start in range(0, vocab, VOCAB_CHUNK):
         stop = min(start + VOCAB_CHUNK, vocab)
-        part = rows(range(start, stop))  # (c, d_model)
-        if isinstance(part, QuantizedMatrix):  # llama.cpp's numerics: the held table's product
-            logits[:, start:stop] = part.linear(hidden)  # (T, c)
-        else:
-            logits[:, start:stop] = hidden @ part.to(hidden.device).T  # (T, c)
+        logits[:, start:stop] = _times(hidden, rows(range(start, stop)))  # (T, c)
     return logits
+
+
+def _times(hidden: Tensor, table: Table) -> Tensor:
+    """hidden (T, d_model) times a table's rows (c, d_model): (T, c); blocks through the
+    kernels (under llama.cpp's numerics, a chunk's as a held table's)."""
+    if isinstance(table, QuantizedMatrix):
+        return table.linear(hidden)  # (T, c)
+    return hidden @ table.to(hidden.device).T  # (T, c)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from attncli.core.measures import value_norms
-from attncli.core.sizes import FLOAT_BYTES, NAIVE_STAGES
+from attncli.core.sizes import FLOAT_BYTES
 from attncli.errors import AttnCliError
 from attncli.machine import check_fits
 from attncli.models.decoding import CachedValues
@@ -30,6 +30,7 @@ from attncli.models.generate.engine import (
     positions,
     scored,
 )
+from attncli.models.predict import trace_bytes
 from attncli.models.sources.gguf.qmatmul import as_llama_cpp
 
 
@@ -60,8 +61,8 @@ def pass_bytes(model: Model, p: int, a: int) -> int:
     """What the one pass over prompt + answer holds at its peak: the trace's two blocks' (heads,
     T, T) stages at once (as --predict's pass), and every layer's kept answer rows, stacked."""
     spec, total = model.spec, p + a
-    trace = 2 * NAIVE_STAGES * FLOAT_BYTES * spec.num_heads * total * total
-    return trace + 2 * FLOAT_BYTES * spec.n_layer * spec.num_heads * a * total
+    return trace_bytes(spec.num_heads, total) \
+        + 2 * FLOAT_BYTES * spec.n_layer * spec.num_heads * a * total
 
 
 def check_pass(model: Model, p: int, a: int) -> None:
