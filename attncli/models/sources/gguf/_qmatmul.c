@@ -179,7 +179,10 @@ static int choose_level(int level) {
     return level;
 }
 
-/* One call's work: its rows split into parts, part i run by thread i (0: the caller). */
+/* One call's work: its rows cut into chunks of whole panels (16 rows: the matmat's MC, four
+ * groups of the 4-row tiles), which the parts' threads take in turn, each the next chunk not yet
+ * taken (a thread that a busy core slows takes fewer, instead of the others waiting on its
+ * share); every output depends on its row alone, so any chunk's thread gives the same bits. */
 typedef struct {
     const kind *t;
     const uint8_t *w;
@@ -189,13 +192,9 @@ typedef struct {
     const uint8_t *xq; /* llama.cpp's numerics: x's rows quantized (xq_bytes each), else NULL */
     int64_t xq_bytes;
 } job;
+#define CHUNKS_PER_PART 8 /* enough for a slowed thread's share to move to the others */
 
-static void run_part(const job *j, int64_t part) {
-    /* Parts of whole groups of 4 rows, so each part's rows take the 4-row tiles. */
-    int64_t groups = (j->rows + 3) / 4;
-    int64_t r0 = groups * part / j->parts * 4, r1 = groups * (part + 1) / j->parts * 4;
-    if (r1 > j->rows) r1 = j->rows;
-    if (r0 >= r1) return;
+static void run_rows(const job *j, int64_t r0, int64_t r1) {
     if (j->xq) {
         matmul_q8(j->t, j->w, j->rows, j->cols, j->xq, j->xq_bytes, j->tokens, j->y, r0, r1);
     } else if (j->tokens == 1) {
@@ -203,6 +202,22 @@ static void run_part(const job *j, int64_t part) {
     } else {
         float panel[MC * KC] __attribute__((aligned(64))); /* 64 KB of the thread's stack */
         matmat(j->t, j->w, j->rows, j->cols, j->x, j->tokens, j->y, r0, r1, panel);
+    }
+}
+
+/* Rows per chunk: the rows split into CHUNKS_PER_PART chunks a part, in whole panels. */
+static int64_t chunk_rows(const job *j) {
+    int64_t panels = (j->rows + MC - 1) / MC, chunks = j->parts * CHUNKS_PER_PART;
+    return (panels + chunks - 1) / chunks * MC;
+}
+
+/* The chunks taken by one thread: the next not yet taken (*next, shared), until none is left. */
+static void run_chunks(const job *j, int64_t *next) {
+    const int64_t size = chunk_rows(j);
+    for (;;) {
+        int64_t r0 = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED) * size;
+        if (r0 >= j->rows) return;
+        run_rows(j, r0, r0 + size < j->rows ? r0 + size : j->rows);
     }
 }
 
@@ -216,6 +231,7 @@ static int pool_size = 0;            /* workers started (threads beside the call
 static pid_t pool_pid = 0;           /* the process that started them (a fork has none) */
 static uint64_t pool_generation = 0; /* bumped for each job */
 static int64_t pool_left = 0;        /* parts not yet finished */
+static int64_t pool_next = 0;        /* the job's next chunk not yet taken */
 static job pool_job;
 #define SPIN_NS 50000
 
@@ -245,7 +261,7 @@ static void *worker(void *arg) {
         job j = pool_job;
         pthread_mutex_unlock(&pool_lock);
         if (index < j.parts) {
-            run_part(&j, index);
+            run_chunks(&j, &pool_next);
             if (__atomic_sub_fetch(&pool_left, 1, __ATOMIC_ACQ_REL) == 0) {
                 pthread_mutex_lock(&pool_lock);
                 pthread_cond_signal(&pool_done);
@@ -278,11 +294,12 @@ static void run_job(job *j) {
         if (j->parts > 1) {
             pthread_mutex_lock(&pool_lock);
             pool_job = *j;
+            __atomic_store_n(&pool_next, 0, __ATOMIC_RELEASE);
             __atomic_store_n(&pool_left, j->parts - 1, __ATOMIC_RELEASE);
             __atomic_add_fetch(&pool_generation, 1, __ATOMIC_RELEASE);
             pthread_cond_broadcast(&pool_wake);
             pthread_mutex_unlock(&pool_lock);
-            run_part(j, 0);
+            run_chunks(j, &pool_next);
             int64_t spin_until = now_ns() + SPIN_NS;
             while (__atomic_load_n(&pool_left, __ATOMIC_ACQUIRE) > 0 && now_ns() < spin_until)
                 for (int i = 0; i < 64; i++) relax();
@@ -295,7 +312,7 @@ static void run_job(job *j) {
         }
         pthread_mutex_unlock(&pool_use);
     }
-    for (int64_t part = 0; part < j->parts; part++) run_part(j, part); /* same rows, in turn */
+    run_rows(j, 0, j->rows); /* the same rows on this thread alone: the same bits */
 }
 
 static const kind *find(int qtype) {
