@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from attncli.activity import doing
 from attncli.errors import AttnCliError
@@ -49,7 +49,6 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "roberta": ("attncli.models.bert.family", "ROBERTA"),
 }
 DEFAULT = "gpt2"  # a checkpoint without config.json, or without model_type, is read as GPT-2
-
 
 
 @dataclass(frozen=True)
@@ -117,11 +116,9 @@ class LayerAttention:
 
 @dataclass(frozen=True)
 class Known:
-    """Residual streams an earlier pass of the same text kept (the hidden-state cache).
-
-    A pass given them starts at layer first from stream, and takes a block's output from
-    later (the stream entering the next layer) instead of running its MLP where later has it.
-    """
+    """Residual streams an earlier pass of the same text kept (the hidden-state cache): a pass
+    given them starts at layer first from stream, and takes a block's output from later (the
+    stream entering the next layer) instead of running its MLP where later has it."""
 
     first: int
     stream: Tensor  # (T, d_model) float32 entering layer first, exactly as a pass made it
@@ -251,8 +248,7 @@ class Family(Protocol):
 def family_named(name: str) -> Family:
     """The registered family of model_type name (KeyError when there is none)."""
     module, attribute = REGISTRY[name]
-    family: Family = getattr(importlib.import_module(module), attribute)
-    return family
+    return cast("Family", getattr(importlib.import_module(module), attribute))
 
 
 def readable() -> str:
@@ -296,5 +292,8 @@ def open_family(model: str) -> tuple[WeightSource, Family]:
 
 def open_model(model: str, heads: int | None = None) -> Model:
     """--model read by its family: a checked checkpoint, ready to run."""
+    from attncli.models.sources.base import config_of
+
     source, family = open_family(model)
-    return family.load(source, model, heads)
+    with config_of(source):
+        return family.load(source, model, heads)

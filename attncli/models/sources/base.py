@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -43,7 +46,22 @@ class WeightSource(Protocol):
         """tokenizer.json text (HF tokenizers format), or None when the checkpoint has none."""
         ...
 
+    def said_of_config(self, err: AttnCliError) -> AttnCliError:
+        """A config check's line (which names config.json's keys) said of where this source's
+        config came from: a GGUF names its metadata keys; a folder's config.json is itself."""
+        ...
+
     def unchanged(self) -> None:
         """One line (AttnCliError) where a file read since the source opened it was renamed over
         or rewritten; every tensor()/rows() checks it after reading."""
         ...
+
+
+@contextmanager
+def config_of(source: WeightSource) -> Iterator[None]:
+    """Where a family reads the source's config: a config check's line (which names config.json
+    and its keys) said of where this source's config came from (a GGUF: its metadata keys)."""
+    try:
+        yield
+    except AttnCliError as err:
+        raise source.said_of_config(err) from None

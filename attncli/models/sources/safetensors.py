@@ -164,6 +164,9 @@ class SafetensorsSource:
         self.unchanged()
         return tensor
 
+    def said_of_config(self, err: AttnCliError) -> AttnCliError:
+        return err  # config.json is where the config came from
+
     def unchanged(self) -> None:
         """One line where a file read was renamed over or rewritten since it was read."""
         self._seen.check()

@@ -186,3 +186,30 @@ def test_a_split_gguf_part_is_named_as_one(cli, base: Path, tmp_path: Path,  # n
     assert "a GGUF split into 2 files" in describe_gguf(path)["reason"]
     rewrite(base, path, {"split.no": (T.UINT16, 0), "split.count": (T.UINT16, 1)})  # whole
     assert cli("run", "the cat", "--model", str(path)).code == 0
+
+
+# (metadata changed, what the line says): checks the family makes of the config the metadata is
+# read into, which name config.json's keys (rope_theta, num_key_value_heads, rope_scaling) in a
+# folder's checkpoint, said of the GGUF's own metadata keys.
+SAID_OF_METADATA = [
+    ({"llama.rope.freq_base": (T.FLOAT32, -5.0)},
+     "'s metadata: llama.rope.freq_base must be a finite number above 1 (got -5.0)"),
+    ({"llama.attention.head_count_kv": (T.UINT32, 3)},
+     ": llama.attention.head_count_kv must divide llama.attention.head_count (got 3 and "),
+    ({"llama.rope.scaling.type": (T.STRING, "weird")},
+     "'s metadata sets llama.rope.scaling.type='weird', which attncli does not implement"),
+]
+
+
+@pytest.mark.parametrize(("changes", "said"), SAID_OF_METADATA,
+                         ids=[next(iter(c)) for c, _ in SAID_OF_METADATA])
+def test_a_config_check_names_the_metadata_key_not_config_json(
+        cli, base: Path, tmp_path: Path, changes: dict[str, Any], said: str) -> None:  # noqa: ANN001
+    """A GGUF has no config.json: a line that named it and its keys sent the reader to a file
+    that is not there, under names the file does not use."""
+    path = tmp_path / "m.gguf"
+    rewrite(base, path, changes)
+    for command in (["run", "hi"], ["heads", "hi"], ["generate", "hi", "--max-new-tokens", "1"]):
+        got = cli(*command, "--model", str(path))
+        got.assert_usage_error(f"attncli: error: {path}{said}")
+        assert "config.json" not in got.err

@@ -12,6 +12,7 @@ the file nor llama.cpp fixes refuses the file by name.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,29 @@ def build_config(header: GgufHeader) -> dict[str, Any]:
         config["rope_scaling"] = scaling
     recipe.fill(config, header)
     return config
+
+
+def metadata_names(header: GgufHeader) -> dict[str, str]:
+    """Each config.json key this file's config is read into -> the metadata key it comes from
+    (only names a message cannot mean otherwise: with an underscore or a dot)."""
+    arch = str(header.metadata.get("general.architecture"))
+    pairs = [(hf, f"{arch}.{k}") for k, hf in RECIPES[arch].keys.items()] if arch in RECIPES \
+        else []
+    pairs += [(hf, f"tokenizer.ggml.{k}") for k, hf in _TOKEN_IDS.items()]
+    pairs += [(f"rope_scaling.{hf}", f"{arch}.rope.scaling.{k}") for k, hf in _ROPE_SCALING.items()]
+    return {hf: key for hf, key in pairs if "_" in hf or "." in hf}
+
+
+def said_of_metadata(header: GgufHeader, err: AttnCliError) -> AttnCliError:
+    """A config check's line, which names config.json and its keys, said of this file: its
+    metadata, and the metadata keys the config's values were read from."""
+    names = metadata_names(header)
+    found = re.compile(r"(?<![\w.])(" + "|".join(
+        re.escape(hf) for hf in sorted(names, key=len, reverse=True)) + r")(?![\w])")
+    text, count = found.subn(lambda m: names[m[1]], str(err))
+    if "config.json" in text:
+        return AttnCliError(text.replace("config.json", f"{header.path}'s metadata", 1))
+    return AttnCliError(f"{header.path}: {text}") if count else err
 
 
 def refuse(header: GgufHeader, why: str) -> AttnCliError:

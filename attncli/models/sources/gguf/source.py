@@ -27,7 +27,7 @@ from attncli.core.sizes import FLOAT_BYTES
 from attncli.errors import AttnCliError
 from attncli.machine import check_fits
 from attncli.models.sources.gguf.buffers import Recycler, layer_bytes, populated, read_into
-from attncli.models.sources.gguf.config import architecture, build_config
+from attncli.models.sources.gguf.config import architecture, build_config, said_of_metadata
 from attncli.models.sources.gguf.dequant import dequantize
 from attncli.models.sources.gguf.header import GgufHeader, TensorInfo, open_header
 from attncli.models.sources.gguf.names import (
@@ -241,6 +241,9 @@ class GgufSource:
                           self.header.size)
         self.unchanged()  # the bytes are the header's version's: still the file at this path
         return blocks
+
+    def said_of_config(self, err: AttnCliError) -> AttnCliError:
+        return said_of_metadata(self.header, err)
 
     def unchanged(self) -> None:
         """One line where the file was renamed over or rewritten since its header was read."""
