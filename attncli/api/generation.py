@@ -89,6 +89,8 @@ class Generation(Shown):
 @checked
 def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = None, *,
              messages: list[dict[str, Any]] | None = None, answer: str | None = None,
+             logprobs: str | os.PathLike[str] | None = None,
+             allow_special: bool = GenerationRequest.allow_special,
              max_new_tokens: int = Sampling.max_new_tokens, sample: bool = Sampling.sample,
              temperature: float = Sampling.temperature, top_p: float = Sampling.top_p,
              top_k: int = Sampling.top_k, seed: int | None = Sampling.seed,
@@ -104,8 +106,12 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     looked at (at: its index, or its text as --at takes it), shown by view (raw, value or
     occlusion, masking each token, word or turn as occlude says; auto: occlusion where its
     passes are few, else value), in numerics ("float32", or "llama.cpp": a GGUF's products as
-    llama.cpp's CPU backend computes them). Every argument is checked
-    before the model runs: a wrong type is one AttnCliError naming it."""
+    llama.cpp's CPU backend computes them). logprobs: the file where a runtime (Ollama,
+    llama.cpp's server, an OpenAI-style API) saved the answer it wrote with its per-token
+    log-probabilities, as --logprobs reads it: that answer is explained, with the receipt of
+    each token's log-probability here beside the runtime's. allow_special: the prompt's special
+    tokens' text read as those tokens. Every argument is checked before the model runs: a wrong
+    type is one AttnCliError naming it."""
     for name, hint in ARGUMENTS.items():
         typed("generate", name, locals()[name], hint)
     from attncli.models.generate.conversation import parse_messages
@@ -114,14 +120,19 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
 
     if (prompt is None) == (messages is None):
         raise AttnCliError("attncli.generate takes a prompt or messages=, one of them")
+    reported = None
+    if logprobs is not None:
+        from attncli.models.generate.receipt import read_logprobs
+
+        reported = read_logprobs(typed("generate", "logprobs", logprobs, str))
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
     request = GenerationRequest(
         str(typed("generate", "model", model, str)), prompt or "",
-        None if messages is None else parse_messages(messages, "messages"), answer,
-        system=system, raw=raw, sampling=sampling, numerics=numerics, view=view, occlude=occlude,
-        exclude_sinks=exclude_sinks, combine=combine, head=head, at=at, keep_all=True,
-        layers=window(layers, "layers"))
+        None if messages is None else parse_messages(messages, "messages"), answer, reported,
+        system=system, raw=raw, allow_special=allow_special, sampling=sampling,
+        numerics=numerics, view=view, occlude=occlude, exclude_sinks=exclude_sinks,
+        combine=combine, head=head, at=at, keep_all=True, layers=window(layers, "layers"))
     record = generate_model(request)
     return Generation(record, shown_view(record, request))
 
@@ -131,6 +142,6 @@ ARGUMENTS: dict[str, Any] = {
     "prompt": str | None, "messages": list | None, "answer": str | None,
     "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
     "top_k": int, "seed": int | None, "system": str | None, "raw": bool,
-    "numerics": str, "at": int | str | None, "head": int | None, "combine": str,
-    "exclude_sinks": bool, "view": str, "occlude": str}
+    "allow_special": bool, "numerics": str, "at": int | str | None, "head": int | None,
+    "combine": str, "exclude_sinks": bool, "view": str, "occlude": str}
 

@@ -278,3 +278,32 @@ def test_an_answer_no_positions_could_hold_is_refused_before_tokenizing(
         ).assert_usage_error("the answer is 7,000 bytes, more than the model's 256 positions "
                              "can hold (its longest token stands for 9 bytes): give a shorter "
                              "answer")
+
+
+def test_the_python_api_takes_the_runtime_log_probs_and_special_tokens_as_the_cli_does(
+        cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """attncli.generate(logprobs=FILE) explains the runtime's answer with its receipt, equal to
+    generate --logprobs FILE --json; allow_special= reads a special token's text as the token,
+    as --allow-special does (a different prompt from the one that spells it out)."""
+    given = ("Your journey", "--model", "samples/toy-gpt2", "--raw")
+    doc = cli("generate", *given, "--answer", " starts with", "--json").json()
+    logprobs = tmp_path / "logprobs.json"
+    logprobs.write_text(json.dumps({"logprobs": [
+        {"token": bytes.fromhex(t["bytes"]).decode(), "logprob": step["logprob"] - 0.5}
+        for t, step in zip(doc["answer"], doc["steps"], strict=True)]}))
+    by_cli = cli("generate", *given, "--logprobs", str(logprobs), "--json").json()
+    by_api = attncli.generate("Your journey", "samples/toy-gpt2", raw=True,
+                              logprobs=logprobs).to_dict()
+    assert by_api["receipt"] == by_cli["receipt"] and by_api["receipt"]["rows"]
+    assert by_api["answer"] == by_cli["answer"]
+    special = "a<|endoftext|>b"
+    for allow in (False, True):
+        flag = ["--allow-special"] if allow else []
+        api = attncli.generate(special, "samples/toy-gpt2", raw=True, max_new_tokens=1,
+                               allow_special=allow).to_dict()
+        assert api["prompt"] == cli("generate", special, "--model", "samples/toy-gpt2", "--raw",
+                                    "--max-new-tokens", "1", *flag, "--json").json()["prompt"]
+    assert len(api["prompt"]) < len(attncli.generate(special, "samples/toy-gpt2", raw=True,
+                                                     max_new_tokens=1).to_dict()["prompt"])
+    with pytest.raises(attncli.AttnCliError, match="logprobs must be"):
+        attncli.generate("Your journey", "samples/toy-gpt2", logprobs=3)  # type: ignore[arg-type]
