@@ -16,3 +16,8 @@ def thread_count(text: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more threads (got {count})")
     return count
+
+
+def thread_counts(text: str) -> list[int]:
+    """A comma-separated list of --threads values, each as thread_count takes it."""
+    return [thread_count(part.strip()) for part in text.split(",")]

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e import measure  # this folder is on the path of a script run from it
+from options import thread_counts
 from shapes import LLAMA_1B, LLAMA_3B, LLAMA_8B, LLAMA_70B, LlamaShape, Q, write_llama_shape
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +141,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1,
                         help="each row's floor and command alternated this many times: medians")
     parser.add_argument("--repeat", action="store_true", help="the looks after a first one")
-    parser.add_argument("--threads", help="comma-separated thread counts: 1 to N scaling")
+    parser.add_argument("--threads", type=thread_counts,
+                        help="comma-separated thread counts: 1 to N scaling")
     parser.add_argument("--floor", help=argparse.SUPPRESS)  # size,tokens,layers: time it here
     args = parser.parse_args()
     if args.floor:
@@ -237,7 +239,7 @@ def thread_scaling(cli: str, args: argparse.Namespace) -> list[str]:
     for size, qname, path, text in _cases(args):
         layers = PARTIAL_LAYERS.get(size, SHAPES[size].layers)
         one = None
-        for threads in (int(k) for k in args.threads.split(",")):
+        for threads in args.threads:
             floor = floor_seconds(size, len(text.read_text()), layers, threads)
             os.environ["OMP_NUM_THREADS"] = str(threads)
             result = measure([cli, *COMMANDS["run"], "--model", str(path), "--file", str(text)])

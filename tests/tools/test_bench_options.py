@@ -3,13 +3,15 @@ error line, where torch.set_num_threads(0) ended the run in a RuntimeError's tra
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import pytest
 
 from tests.tools.benches import bench_module
 
-SCRIPTS = ("decode_split", "agreement", "runtime", "receipt", "dense", "families", "generate")
+SCRIPTS = ("decode_split", "agreement", "runtime", "receipt", "dense", "families", "generate",
+           "scale")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -32,3 +34,10 @@ def test_a_thread_count_below_one_is_one_line(script: str, given: str,
 def test_a_thread_count_of_one_or_more_is_taken() -> None:
     thread_count = bench_module("options").thread_count
     assert [thread_count(text) for text in ("1", "2", "16")] == [1, 2, 16]
+
+
+def test_scale_takes_a_list_of_thread_counts_each_checked() -> None:
+    thread_counts = bench_module("options").thread_counts
+    assert thread_counts("1,2, 4") == [1, 2, 4]
+    with pytest.raises(argparse.ArgumentTypeError, match="must be 1 or more threads"):
+        thread_counts("1,0")
