@@ -1,0 +1,147 @@
+/* The legacy types' integer dot products (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 against Q8_0 or Q8_1) in
+ * vector registers, as ggml-cpu's AVX2 vec_dot_*_q8_* take them; included by _qmatmul_q8.h at the
+ * AVX2 and AVX-512 levels with LEG(name) naming the copy, and at AVX-512 a second time under
+ * #pragma GCC target("avx512vnni"), chosen when the CPU reports VNNI (choose_level's vnni).
+ *
+ * Each block's 32 products as 8 exact int32 lanes, lane j = Σ q_w·q_x over the block's values
+ * 4j..4j+3 (the order _qmatmul_q8.h's top comment gives): without VNNI a vpmaddubsw on the
+ * unsigned quants (|pair| <= 2·31·128) and a vpmaddwd of its pairs, Σ(q − c)·q_x taken as
+ * Σq·q_x − c·Σq_x on the int16 pairs (c = 8, 16: |pair| <= 12,032); Q8_0's int8 by int8 widened
+ * to int16 (so that −128 is exact) and its pairs' pairs added by a vphaddd, the lanes then in the
+ * order 0 1 4 5 2 3 6 7, put back in order on the accumulator once a row. With VNNI one vpdpbusd
+ * on the unsigned quants, begun from −c·Σq_x of each lane (Q8_0: its quants + 128, c = 128).
+ * Four rows are taken at once against each activation block (one load and one conversion of the
+ * block for the four); each row's lanes and float32 steps are its own, so any grouping of the
+ * rows (threads, tails) gives the same bits.
+ */
+
+#ifndef LEGACY_TYPES
+#define LEGACY_TYPES
+/* By the legacy index: bytes a weight block, where its quants and Q5's fifth bits start, the
+ * activation block's bytes and where its quants start, and the offset c of the quants. */
+enum { L_Q8_0, L_Q4_0, L_Q4_1, L_Q5_0, L_Q5_1 };
+static const int L_WBYTES[5] = {34, 18, 20, 22, 24}, L_QS[5] = {2, 2, 4, 6, 8};
+static const int L_QH[5] = {0, 0, 0, 2, 4}, L_XBYTES[5] = {34, 34, 36, 34, 36};
+static const int L_XQS[5] = {2, 2, 4, 2, 4}, L_OFFSET[5] = {128, 8, 0, 16, 0};
+#define L_MIN(type) ((type) == L_Q4_1 || (type) == L_Q5_1) /* + m_w·s_x a block */
+#endif
+
+/* ggml's hsum_float_8: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)). */
+static ALWAYS_INLINE float LEG(hsum8)(__m256 a) {
+    __m128 h = _mm_add_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* A block's 32 quants as unsigned bytes in value order: the 16 low nibbles, then the 16 high
+ * (Q5: each with its fifth bit, bit l of qh for value l, as 16). */
+static ALWAYS_INLINE __m256i LEG(quants)(int type, const uint8_t *w) {
+    const __m128i b = _mm_loadu_si128((const __m128i *)(w + L_QS[type]));
+    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xF));
+    if (type == L_Q5_0 || type == L_Q5_1) {
+        const __m256i spread = _mm256_shuffle_epi8(  /* byte l: qh's byte l / 8 */
+            _mm256_set1_epi32((int32_t)u32(w + L_QH[type])),
+            _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+        const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201);  /* bit l % 8 */
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+        q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+    }
+    return q;
+}
+
+#if defined(__AVX512VNNI__)
+/* A weight block's 8 lanes against y, begun from base (−c·Σq_x a lane): exact int32. */
+static ALWAYS_INLINE __m256i LEG(lanes)(int type, const uint8_t *w, __m256i y, __m256i base,
+                                        __m256i unused) {
+    (void)unused;
+    if (type == L_Q8_0)  /* (q + 128)·q_x, the 128·Σq_x in base */
+        return _mm256_dpbusd_epi32(base, _mm256_xor_si256(
+            _mm256_loadu_si256((const __m256i *)(w + 2)), _mm256_set1_epi8((char)0x80)), y);
+    return _mm256_dpbusd_epi32(base, LEG(quants)(type, w), y);
+}
+
+/* What the rows share of an activation block: −c·Σq_x of each lane (zero where c = 0). */
+static ALWAYS_INLINE void LEG(share)(int type, __m256i y, __m256i *a, __m256i *b) {
+    const __m256i zero = _mm256_setzero_si256();
+    *a = L_OFFSET[type] ? _mm256_sub_epi32(zero, _mm256_dpbusd_epi32(
+                              zero, _mm256_set1_epi8((char)L_OFFSET[type]), y)) : zero;
+    *b = zero;
+}
+#define LEG_PERMUTED 0
+#else
+static ALWAYS_INLINE __m256i LEG(lanes)(int type, const uint8_t *w, __m256i y, __m256i a,
+                                        __m256i b) {
+    if (type == L_Q8_0) {  /* a, b: q_x's values 0..15 and 16..31 as int16 */
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 2));
+        return _mm256_hadd_epi32(
+            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)), a),
+            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)), b));
+    }
+    __m256i p = _mm256_maddubs_epi16(LEG(quants)(type, w), y);
+    if (L_OFFSET[type]) p = _mm256_sub_epi16(p, a);  /* a: c·(q_x + q_x) of each pair */
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+static ALWAYS_INLINE void LEG(share)(int type, __m256i y, __m256i *a, __m256i *b) {
+    if (type == L_Q8_0) {
+        *a = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(y));
+        *b = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(y, 1));
+    } else {
+        *a = _mm256_maddubs_epi16(_mm256_set1_epi8((char)L_OFFSET[type]), y);
+        *b = *a;
+    }
+}
+#define LEG_PERMUTED 1 /* Q8_0's lanes in the order 0 1 4 5 2 3 6 7 */
+#endif
+
+/* R rows (1 or 4, row_bytes apart) of one type against one token's n activation blocks. */
+static ALWAYS_INLINE void LEG(rows)(int type, int R, const uint8_t *w, int64_t row_bytes,
+                                    const uint8_t *x, int64_t n, float *out) {
+    const int wb = L_WBYTES[type], xb = L_XBYTES[type];
+    __m256 acc[4];
+    float summs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n; b++, x += xb, w += wb) {
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(x + L_XQS[type]));
+        const float dx = LV(half)(x);
+        __m256i sa, sb;
+        LEG(share)(type, y, &sa, &sb);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *wr = w + r * row_bytes;
+            const __m256 d = _mm256_set1_ps(LV(half)(wr) * dx);  /* d_w·d_x */
+            const __m256i lanes = LEG(lanes)(type, wr, y, sa, sb);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);  /* exact lanes */
+            if (L_MIN(type)) summs[r] += LV(half)(wr + 2) * LV(half)(x + 2);  /* m_w·s_x */
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        __m256 a = acc[r];
+        if (LEG_PERMUTED && type == L_Q8_0)  /* lanes 0 1 4 5 2 3 6 7 back to 0..7 */
+            a = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(a), 0xD8));
+        out[r] = L_MIN(type) ? LEG(hsum8)(a) + summs[r] : LEG(hsum8)(a);
+    }
+}
+#undef LEG_PERMUTED
+
+/* Each type's rows: four at a time, the rest one by one. */
+#define LEG_ROWS(name, type)                                                                    \
+    static void LEG(name)(const uint8_t *w, int64_t row_bytes, const uint8_t *x, int64_t n,     \
+                          int rows, float *out) {                                               \
+        if (rows == 4) {                                                                        \
+            LEG(rows)(type, 4, w, row_bytes, x, n, out);                                        \
+            return;                                                                             \
+        }                                                                                       \
+        for (int r = 0; r < rows; r++) LEG(rows)(type, 1, w + r * row_bytes, row_bytes, x, n, out + r); \
+    }
+LEG_ROWS(rows_q8_0, L_Q8_0)
+LEG_ROWS(rows_q4_0, L_Q4_0)
+LEG_ROWS(rows_q4_1, L_Q4_1)
+LEG_ROWS(rows_q5_0, L_Q5_0)
+LEG_ROWS(rows_q5_1, L_Q5_1)
+#undef LEG_ROWS
+
+static const rows_fn LEG(ROWS)[KINDS] = {
+    NULL, NULL, NULL, LEG(rows_q8_0), LEG(rows_q4_0), LEG(rows_q4_1), LEG(rows_q5_0),
+    LEG(rows_q5_1), NULL, NULL, NULL,
+};
