@@ -37,8 +37,9 @@ static ALWAYS_INLINE float LEG(hsum8)(__m256 a) {
 /* A block's 32 quants as unsigned bytes in value order: the 16 low nibbles, then the 16 high
  * (Q5: each with its fifth bit, bit l of qh for value l, as 16). */
 static ALWAYS_INLINE __m256i LEG(quants)(int type, const uint8_t *w) {
-    const __m128i b = _mm_loadu_si128((const __m128i *)(w + L_QS[type]));
-    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0xF));
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(w + L_QS[type])));
+    __m256i q = _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                                 _mm256_set1_epi8(0xF));  /* the high half's bytes >> 4 */
     if (type == L_Q5_0 || type == L_Q5_1) {
         const __m256i spread = _mm256_shuffle_epi8(  /* byte l: qh's byte l / 8 */
             _mm256_set1_epi32((int32_t)u32(w + L_QH[type])),
@@ -95,31 +96,41 @@ static ALWAYS_INLINE void LEG(share)(int type, __m256i y, __m256i *a, __m256i *b
 #define LEG_PERMUTED 1 /* Q8_0's lanes in the order 0 1 4 5 2 3 6 7 */
 #endif
 
-/* R rows (1 or 4, row_bytes apart) of one type against one token's n activation blocks. */
+/* A block's f16 d and the half after it (m for Q4_1 and Q5_1) as float32 lanes 0 and 1 (one
+ * vcvtph2ps: exact). */
+static ALWAYS_INLINE __m128 LEG(scales)(const uint8_t *p) {
+    return _mm_cvtph_ps(_mm_cvtsi32_si128((int32_t)u32(p)));
+}
+
+/* R rows (1 or 4, row_bytes apart) of one type against one token's n activation blocks. A
+ * block's d_w·d_x and m_w·s_x are one vmulps of (d_w, m_w) by (d_x, s_x) (each a product of two
+ * halves: exact in float32), and Σ m_w·s_x is lane 1 of a vector sum, block after block. */
 static ALWAYS_INLINE void LEG(rows)(int type, int R, const uint8_t *w, int64_t row_bytes,
                                     const uint8_t *x, int64_t n, float *out) {
     const int wb = L_WBYTES[type], xb = L_XBYTES[type];
     __m256 acc[4];
-    float summs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    __m128 summs[4];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), summs[r] = _mm_setzero_ps();
     for (int64_t b = 0; b < n; b++, x += xb, w += wb) {
         const __m256i y = _mm256_loadu_si256((const __m256i *)(x + L_XQS[type]));
-        const float dx = LV(half)(x);
+        const __m128 dsx = LEG(scales)(x);  /* d_x, s_x */
         __m256i sa, sb;
         LEG(share)(type, y, &sa, &sb);
         for (int r = 0; r < R; r++) {
             const uint8_t *wr = w + r * row_bytes;
-            const __m256 d = _mm256_set1_ps(LV(half)(wr) * dx);  /* d_w·d_x */
+            const __m128 ds = _mm_mul_ps(LEG(scales)(wr), dsx);  /* d_w·d_x, m_w·s_x */
             const __m256i lanes = LEG(lanes)(type, wr, y, sa, sb);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);  /* exact lanes */
-            if (L_MIN(type)) summs[r] += LV(half)(wr + 2) * LV(half)(x + 2);  /* m_w·s_x */
+            acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(ds), _mm256_cvtepi32_ps(lanes),
+                                     acc[r]);  /* the lanes exact as float32 */
+            if (L_MIN(type)) summs[r] = _mm_add_ps(summs[r], ds);
         }
     }
     for (int r = 0; r < R; r++) {
         __m256 a = acc[r];
         if (LEG_PERMUTED && type == L_Q8_0)  /* lanes 0 1 4 5 2 3 6 7 back to 0..7 */
             a = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(a), 0xD8));
-        out[r] = L_MIN(type) ? LEG(hsum8)(a) + summs[r] : LEG(hsum8)(a);
+        out[r] = L_MIN(type) ? LEG(hsum8)(a) + _mm_cvtss_f32(_mm_movehdup_ps(summs[r]))
+                             : LEG(hsum8)(a);
     }
 }
 #undef LEG_PERMUTED
