@@ -132,7 +132,8 @@ static ALWAYS_INLINE void LV(legacy_row)(int type, const uint8_t *w, const uint8
         }
         if (with_min) summs += LV(half)(w + 2) * LV(half)(x + 2);  /* m_w·s_x */
     }
-    const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+                      ((acc[1] + acc[5]) + (acc[3] + acc[7]));  /* ggml's hsum_float_8 */
     *out = with_min ? sum + summs : sum;
 }
 

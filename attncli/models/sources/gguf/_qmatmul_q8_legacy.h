@@ -6,10 +6,10 @@
  * Each block's 32 products as 8 exact int32 lanes, lane j = Σ q_w·q_x over the block's values
  * 4j..4j+3 (the order _qmatmul_q8.h's top comment gives): without VNNI a vpmaddubsw on the
  * unsigned quants (|pair| <= 2·31·128) and a vpmaddwd of its pairs, Σ(q − c)·q_x taken as
- * Σq·q_x − c·Σq_x on the int16 pairs (c = 8, 16: |pair| <= 12,032); Q8_0's int8 by int8 widened
- * to int16 (so that −128 is exact) and its pairs' pairs added by a vphaddd, the lanes then in the
- * order 0 1 4 5 2 3 6 7, put back in order on the accumulator once a row. With VNNI one vpdpbusd
- * on the unsigned quants, begun from −c·Σq_x of each lane (Q8_0: its quants + 128, c = 128).
+ * Σq·q_x − c·Σq_x on the int16 pairs (c = 8, 16: |pair| <= 12,032); Q8_0's int8 by int8 as two
+ * vpmaddwd on bytes sign-extended in place (bytes 4j and 4j + 2, then 4j + 1 and 4j + 3), so
+ * that −128 is exact. With VNNI one vpdpbusd on the unsigned quants, begun from −c·Σq_x of each
+ * lane (Q8_0: its quants + 128, c = 128); Q5's fifth bits, where AVX-512 has them, as a mask.
  * Four rows are taken at once against each activation block (one load and one conversion of the
  * block for the four); each row's lanes and float32 steps are its own, so any grouping of the
  * rows (threads, tails) gives the same bits.
@@ -37,9 +37,14 @@ static ALWAYS_INLINE float LEG(hsum8)(__m256 a) {
 /* A block's 32 quants as unsigned bytes in value order: the 16 low nibbles, then the 16 high
  * (Q5: each with its fifth bit, bit l of qh for value l, as 16). */
 static ALWAYS_INLINE __m256i LEG(quants)(int type, const uint8_t *w) {
-    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(w + L_QS[type])));
+    const __m128i bytes = _mm_loadu_si128((const __m128i *)(w + L_QS[type]));
+    const __m256i b = _mm256_broadcastsi128_si256(bytes);
     __m256i q = _mm256_and_si256(_mm256_srlv_epi32(b, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
                                  _mm256_set1_epi8(0xF));  /* the high half's bytes >> 4 */
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+    if (type == L_Q5_0 || type == L_Q5_1)  /* qh as a mask of the bytes: + 16 where set */
+        q = _mm256_mask_add_epi8(q, _cvtu32_mask32(u32(w + L_QH[type])), q, _mm256_set1_epi8(0x10));
+#else
     if (type == L_Q5_0 || type == L_Q5_1) {
         const __m256i spread = _mm256_shuffle_epi8(  /* byte l: qh's byte l / 8 */
             _mm256_set1_epi32((int32_t)u32(w + L_QH[type])),
@@ -48,6 +53,7 @@ static ALWAYS_INLINE __m256i LEG(quants)(int type, const uint8_t *w) {
         const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
         q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
     }
+#endif
     return q;
 }
 
@@ -69,15 +75,18 @@ static ALWAYS_INLINE void LEG(share)(int type, __m256i y, __m256i *a, __m256i *b
                               zero, _mm256_set1_epi8((char)L_OFFSET[type]), y)) : zero;
     *b = zero;
 }
-#define LEG_PERMUTED 0
 #else
+/* Each 16-bit word's low byte, sign-extended (the high byte's: srai by 8). */
+static ALWAYS_INLINE __m256i LEG(even_bytes)(__m256i v) {
+    return _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8);
+}
+
 static ALWAYS_INLINE __m256i LEG(lanes)(int type, const uint8_t *w, __m256i y, __m256i a,
                                         __m256i b) {
-    if (type == L_Q8_0) {  /* a, b: q_x's values 0..15 and 16..31 as int16 */
+    if (type == L_Q8_0) {  /* a, b: q_x's bytes 4j, 4j + 2 and 4j + 1, 4j + 3 as int16 */
         const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 2));
-        return _mm256_hadd_epi32(
-            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)), a),
-            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)), b));
+        return _mm256_add_epi32(_mm256_madd_epi16(LEG(even_bytes)(v), a),
+                                _mm256_madd_epi16(_mm256_srai_epi16(v, 8), b));
     }
     __m256i p = _mm256_maddubs_epi16(LEG(quants)(type, w), y);
     if (L_OFFSET[type]) p = _mm256_sub_epi16(p, a);  /* a: c·(q_x + q_x) of each pair */
@@ -86,14 +95,13 @@ static ALWAYS_INLINE __m256i LEG(lanes)(int type, const uint8_t *w, __m256i y, _
 
 static ALWAYS_INLINE void LEG(share)(int type, __m256i y, __m256i *a, __m256i *b) {
     if (type == L_Q8_0) {
-        *a = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(y));
-        *b = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(y, 1));
+        *a = LEG(even_bytes)(y);
+        *b = _mm256_srai_epi16(y, 8);
     } else {
         *a = _mm256_maddubs_epi16(_mm256_set1_epi8((char)L_OFFSET[type]), y);
         *b = *a;
     }
 }
-#define LEG_PERMUTED 1 /* Q8_0's lanes in the order 0 1 4 5 2 3 6 7 */
 #endif
 
 /* A block's f16 d and the half after it (m for Q4_1 and Q5_1) as float32 lanes 0 and 1 (one
@@ -126,14 +134,11 @@ static ALWAYS_INLINE void LEG(rows)(int type, int R, const uint8_t *w, int64_t r
         }
     }
     for (int r = 0; r < R; r++) {
-        __m256 a = acc[r];
-        if (LEG_PERMUTED && type == L_Q8_0)  /* lanes 0 1 4 5 2 3 6 7 back to 0..7 */
-            a = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(a), 0xD8));
+        const __m256 a = acc[r];
         out[r] = L_MIN(type) ? LEG(hsum8)(a) + _mm_cvtss_f32(_mm_movehdup_ps(summs[r]))
                              : LEG(hsum8)(a);
     }
 }
-#undef LEG_PERMUTED
 
 /* Each type's rows: four at a time, the rest one by one. */
 #define LEG_ROWS(name, type)                                                                    \
@@ -143,7 +148,8 @@ static ALWAYS_INLINE void LEG(rows)(int type, int R, const uint8_t *w, int64_t r
             LEG(rows)(type, 4, w, row_bytes, x, n, out);                                        \
             return;                                                                             \
         }                                                                                       \
-        for (int r = 0; r < rows; r++) LEG(rows)(type, 1, w + r * row_bytes, row_bytes, x, n, out + r); \
+        for (int r = 0; r < rows; r++)                                                          \
+            LEG(rows)(type, 1, w + r * row_bytes, row_bytes, x, n, out + r);                    \
     }
 LEG_ROWS(rows_q8_0, L_Q8_0)
 LEG_ROWS(rows_q4_0, L_Q4_0)
