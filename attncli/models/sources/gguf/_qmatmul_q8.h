@@ -113,23 +113,23 @@ static ALWAYS_INLINE void LV(legacy_row)(int type, const uint8_t *w, const uint8
     float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, summs = 0.0f;
     for (int64_t b = 0; b < n; b++, w += wbytes[type], x += xbytes[type]) {
         const int8_t *q8 = (const int8_t *)(x + (with_min ? 4 : 2));
-        int32_t v[32];
+        int8_t v[32];  /* the block's values, q − c: within int8 for every type */
         if (type == 0) {
-            for (int l = 0; l < 32; l++) v[l] = (int8_t)w[2 + l];
+            memcpy(v, w + 2, 32);
         } else {
             const uint8_t *q = w + qs[type];
             const uint32_t qh = five ? u32(w + qhs[type]) : 0;
             for (int l = 0; l < 16; l++) {
-                v[l] = (int32_t)((q[l] & 0xF) | (((qh >> l) & 1u) << 4)) - offset[type];
-                v[l + 16] = (int32_t)((q[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - offset[type];
+                v[l] = (int8_t)(((q[l] & 0xF) | (((qh >> l) & 1u) << 4)) - offset[type]);
+                v[l + 16] = (int8_t)(((q[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - offset[type]);
             }
         }
+        int32_t p[32], lane[8];
+        for (int l = 0; l < 32; l++) p[l] = (int32_t)v[l] * q8[l];
+        for (int j = 0; j < 8; j++) lane[j] = p[4 * j] + p[4 * j + 1] + p[4 * j + 2] + p[4 * j + 3];
         const float d = LV(half)(w) * LV(half)(x);  /* d_w·d_x */
-        for (int j = 0; j < 8; j++) {
-            const int32_t lane = v[4 * j] * q8[4 * j] + v[4 * j + 1] * q8[4 * j + 1] +
-                                 v[4 * j + 2] * q8[4 * j + 2] + v[4 * j + 3] * q8[4 * j + 3];
-            acc[j] = fmaf(d, (float)lane, acc[j]);  /* |lane| <= 4·255·128: exact as float */
-        }
+        for (int j = 0; j < 8; j++)  /* |lane| <= 4·128·128: exact as float */
+            acc[j] = fmaf(d, (float)lane[j], acc[j]);
         if (with_min) summs += LV(half)(w + 2) * LV(half)(x + 2);  /* m_w·s_x */
     }
     const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
