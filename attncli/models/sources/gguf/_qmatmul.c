@@ -115,8 +115,6 @@ static const int ACTIVATION[KINDS] = {-1, -1, -1, A_Q8_0, A_Q8_0, A_Q8_1, A_Q8_0
 static const int64_t ACT_BLOCK[3] = {32, 32, QK_K}, ACT_BYTES[3] = {34, 36, Q8K_BYTES};
 
 typedef float (*dot_fn)(const uint8_t *w, const uint8_t *x, int64_t n);
-typedef void (*rows_fn)(const uint8_t *w, int64_t row_bytes, const uint8_t *x, int64_t n,
-                        int rows, float *out); /* a legacy type's rows (1..4) against a token */
 /* 1: the AVX-512 level's legacy dot products take VNNI's vpdpbusd (the CPU reports it). */
 static int vnni = 0;
 typedef void (*matmul_q8_fn)(const kind *, const uint8_t *, int64_t, int64_t, const uint8_t *,

@@ -104,8 +104,8 @@ static ALWAYS_INLINE int32_t LV(hsum_i32)(__m256i v) {
 #else
 /* The legacy types in portable C, in the vector levels' order (the top comment): each block's
  * 8 exact lanes, one float32 fmaf a lane, ggml's hsum_float_8, and m_w·s_x summed apart. */
-static ALWAYS_INLINE void LV(legacy_row)(int type, const uint8_t *w, const uint8_t *x,
-                                         int64_t n, float *out) {
+static ALWAYS_INLINE float LV(legacy_dot)(int type, const uint8_t *w, const uint8_t *x,
+                                          int64_t n) {
     static const int wbytes[5] = {34, 18, 20, 22, 24}, qs[5] = {2, 2, 4, 6, 8};
     static const int qhs[5] = {0, 0, 0, 2, 4}, xbytes[5] = {34, 34, 36, 34, 36};
     static const int offset[5] = {0, 8, 0, 16, 0};
@@ -134,25 +134,19 @@ static ALWAYS_INLINE void LV(legacy_row)(int type, const uint8_t *w, const uint8
     }
     const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
                       ((acc[1] + acc[5]) + (acc[3] + acc[7]));  /* ggml's hsum_float_8 */
-    *out = with_min ? sum + summs : sum;
+    return with_min ? sum + summs : sum;
 }
 
-#define LEGACY_ROWS(name, type)                                                                \
-    static void LV(name)(const uint8_t *w, int64_t row_bytes, const uint8_t *x, int64_t n,     \
-                         int rows, float *out) {                                               \
-        for (int r = 0; r < rows; r++) LV(legacy_row)(type, w + r * row_bytes, x, n, out + r); \
+#define LEGACY_DOT(name, type)                                                             \
+    static float LV(name)(const uint8_t *w, const uint8_t *x, int64_t n) {                 \
+        return LV(legacy_dot)(type, w, x, n);                                              \
     }
-LEGACY_ROWS(rows_q8_0, 0)
-LEGACY_ROWS(rows_q4_0, 1)
-LEGACY_ROWS(rows_q4_1, 2)
-LEGACY_ROWS(rows_q5_0, 3)
-LEGACY_ROWS(rows_q5_1, 4)
-#undef LEGACY_ROWS
-
-static const rows_fn LV(ROWS)[KINDS] = {
-    NULL, NULL, NULL, LV(rows_q8_0), LV(rows_q4_0), LV(rows_q4_1), LV(rows_q5_0),
-    LV(rows_q5_1), NULL, NULL, NULL,
-};
+LEGACY_DOT(dot_q8_0, 0)
+LEGACY_DOT(dot_q4_0, 1)
+LEGACY_DOT(dot_q4_1, 2)
+LEGACY_DOT(dot_q5_0, 3)
+LEGACY_DOT(dot_q5_1, 4)
+#undef LEGACY_DOT
 #endif
 
 /* Q4_K and Q5_K's six-bit scales and mins as integers (scale_min_k's, before d and dmin). */
@@ -335,30 +329,28 @@ static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
 
 #endif
 
-/* By the kernels' index (KIND): the K-types' dot (the legacy types' rows: LV(ROWS)). */
+/* By the kernels' index (KIND): the dot (at AVX-512 with VNNI, the legacy types' VNNI copies). */
 static const dot_fn LV(DOT)[KINDS] = {
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, LV(dot_q4_k), LV(dot_q5_k), LV(dot_q6_k),
+    NULL, NULL, NULL, LV(dot_q8_0), LV(dot_q4_0), LV(dot_q4_1), LV(dot_q5_0), LV(dot_q5_1),
+    LV(dot_q4_k), LV(dot_q5_k), LV(dot_q6_k),
 };
+#if defined(LEGACY_VNNI)
+static const dot_fn LV(DOT_vnni)[KINDS] = {
+    NULL, NULL, NULL, LV(dot_q8_0_vnni), LV(dot_q4_0_vnni), LV(dot_q4_1_vnni),
+    LV(dot_q5_0_vnni), LV(dot_q5_1_vnni), LV(dot_q4_k), LV(dot_q5_k), LV(dot_q6_k),
+};
+#endif
 
-/* Rows r0..r1 of W against each token's quantized activations (xq: tokens rows of xq_bytes);
- * the legacy types four rows at a time (each row's bits its own). */
+/* Rows r0..r1 of W against each token's quantized activations (xq: tokens rows of xq_bytes). */
 static void LV(matmul_q8)(const kind *t, const uint8_t *w, int64_t rows, int64_t cols,
                           const uint8_t *xq, int64_t xq_bytes, int64_t tokens, float *y,
                           int64_t r0, int64_t r1) {
-    const int64_t row_bytes = cols / t->block * t->bytes, n = cols / t->block;
 #if defined(LEGACY_VNNI)
-    const rows_fn legacy = vnni ? LV(ROWS_vnni)[t->index] : LV(ROWS)[t->index];
+    const dot_fn dot = vnni ? LV(DOT_vnni)[t->index] : LV(DOT)[t->index];
 #else
-    const rows_fn legacy = LV(ROWS)[t->index];
-#endif
-    if (legacy) {
-        for (int64_t r = r0; r < r1; r += 4)
-            for (int64_t tk = 0; tk < tokens; tk++)
-                legacy(w + r * row_bytes, row_bytes, xq + tk * xq_bytes, n,
-                       r1 - r < 4 ? (int)(r1 - r) : 4, y + tk * rows + r);
-        return;
-    }
     const dot_fn dot = LV(DOT)[t->index];
+#endif
+    const int64_t row_bytes = cols / t->block * t->bytes, n = cols / t->block;
     for (int64_t r = r0; r < r1; r++)
         for (int64_t tk = 0; tk < tokens; tk++)
             y[tk * rows + r] = dot(w + r * row_bytes, xq + tk * xq_bytes, n);

@@ -10,9 +10,9 @@
  * vpmaddwd on bytes sign-extended in place (bytes 4j and 4j + 2, then 4j + 1 and 4j + 3), so
  * that −128 is exact. With VNNI one vpdpbusd on the unsigned quants, begun from −c·Σq_x of each
  * lane (Q8_0: its quants + 128, c = 128); Q5's fifth bits, where AVX-512 has them, as a mask.
- * Four rows are taken at once against each activation block (one load and one conversion of the
- * block for the four); each row's lanes and float32 steps are its own, so any grouping of the
- * rows (threads, tails) gives the same bits.
+ * One row at a time, its blocks in order: a decode's matrices stream from memory, and rows taken
+ * four at once (each a stream of its own) read them at half the speed (Q8_0, 5 matrices of
+ * 4,096 x 4,096 in turn) where one row's 8 accumulators keep the integer work ahead of it.
  */
 
 #ifndef LEGACY_TYPES
@@ -110,55 +110,38 @@ static ALWAYS_INLINE __m128 LEG(scales)(const uint8_t *p) {
     return _mm_cvtph_ps(_mm_cvtsi32_si128((int32_t)u32(p)));
 }
 
-/* R rows (1 or 4, row_bytes apart) of one type against one token's n activation blocks. A
- * block's d_w·d_x and m_w·s_x are one vmulps of (d_w, m_w) by (d_x, s_x) (each a product of two
- * halves: exact in float32), and Σ m_w·s_x is lane 1 of a vector sum, block after block. */
-static ALWAYS_INLINE void LEG(rows)(int type, int R, const uint8_t *w, int64_t row_bytes,
-                                    const uint8_t *x, int64_t n, float *out) {
+/* One row of one type against one token's n activation blocks. A block's d_w·d_x and m_w·s_x
+ * are one vmulps of (d_w, m_w) by (d_x, s_x) (each a product of two halves: exact in float32),
+ * and Σ m_w·s_x is lane 1 of a vector sum, block after block. */
+static ALWAYS_INLINE float LEG(dot)(int type, const uint8_t *w, const uint8_t *x, int64_t n) {
     const int wb = L_WBYTES[type], xb = L_XBYTES[type];
-    __m256 acc[4];
-    __m128 summs[4];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps(), summs[r] = _mm_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
+    __m128 summs = _mm_setzero_ps();
     for (int64_t b = 0; b < n; b++, x += xb, w += wb) {
         const __m256i y = _mm256_loadu_si256((const __m256i *)(x + L_XQS[type]));
-        const __m128 dsx = LEG(scales)(x);  /* d_x, s_x */
+        const __m128 ds = _mm_mul_ps(LEG(scales)(w), LEG(scales)(x));  /* d_w·d_x, m_w·s_x */
         __m256i sa, sb;
         LEG(share)(type, y, &sa, &sb);
-        for (int r = 0; r < R; r++) {
-            const uint8_t *wr = w + r * row_bytes;
-            const __m128 ds = _mm_mul_ps(LEG(scales)(wr), dsx);  /* d_w·d_x, m_w·s_x */
-            const __m256i lanes = LEG(lanes)(type, wr, y, sa, sb);
-            acc[r] = _mm256_fmadd_ps(_mm256_broadcastss_ps(ds), _mm256_cvtepi32_ps(lanes),
-                                     acc[r]);  /* the lanes exact as float32 */
-            if (L_MIN(type)) summs[r] = _mm_add_ps(summs[r], ds);
-        }
+        const __m256i lanes = LEG(lanes)(type, w, y, sa, sb);
+        acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(ds), _mm256_cvtepi32_ps(lanes),
+                              acc);  /* the lanes exact as float32 */
+        if (L_MIN(type)) summs = _mm_add_ps(summs, ds);
     }
-    for (int r = 0; r < R; r++) {
-        const __m256 a = acc[r];
-        out[r] = L_MIN(type) ? LEG(hsum8)(a) + _mm_cvtss_f32(_mm_movehdup_ps(summs[r]))
-                             : LEG(hsum8)(a);
-    }
+    return L_MIN(type) ? LEG(hsum8)(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs)) : LEG(hsum8)(acc);
 }
 
-/* Each type's rows: four at a time, the rest one by one. */
-#define LEG_ROWS(name, type)                                                                    \
-    static void LEG(name)(const uint8_t *w, int64_t row_bytes, const uint8_t *x, int64_t n,     \
-                          int rows, float *out) {                                               \
-        if (rows == 4) {                                                                        \
-            LEG(rows)(type, 4, w, row_bytes, x, n, out);                                        \
-            return;                                                                             \
-        }                                                                                       \
-        for (int r = 0; r < rows; r++)                                                          \
-            LEG(rows)(type, 1, w + r * row_bytes, row_bytes, x, n, out + r);                    \
-    }
-LEG_ROWS(rows_q8_0, L_Q8_0)
-LEG_ROWS(rows_q4_0, L_Q4_0)
-LEG_ROWS(rows_q4_1, L_Q4_1)
-LEG_ROWS(rows_q5_0, L_Q5_0)
-LEG_ROWS(rows_q5_1, L_Q5_1)
-#undef LEG_ROWS
-
-static const rows_fn LEG(ROWS)[KINDS] = {
-    NULL, NULL, NULL, LEG(rows_q8_0), LEG(rows_q4_0), LEG(rows_q4_1), LEG(rows_q5_0),
-    LEG(rows_q5_1), NULL, NULL, NULL,
-};
+static float LEG(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LEG(dot)(L_Q8_0, w, x, n);
+}
+static float LEG(dot_q4_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LEG(dot)(L_Q4_0, w, x, n);
+}
+static float LEG(dot_q4_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LEG(dot)(L_Q4_1, w, x, n);
+}
+static float LEG(dot_q5_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LEG(dot)(L_Q5_0, w, x, n);
+}
+static float LEG(dot_q5_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
+    return LEG(dot)(L_Q5_1, w, x, n);
+}
