@@ -4,13 +4,19 @@ reference quantizers, and the integer dot products against numpy.
 
 The dot products' reference: each weight block's integers (gguf's dequantizer run on the block
 with d = 1 and the min scale 0, so it returns scale·q exactly; with d = 0 and dmin = 1, -m),
-multiplied by the activations' int8 in int64, exact, then the blocks' terms summed in float64.
-The kernel takes each block's integer sum exactly and sums the float32 terms block after block:
-at most 4 roundings a term and one per add, so it is within (blocks + 4)·2⁻²⁴·Σ|term| of the
-exact sum (blocks ≤ 40 here: under 2.7·10⁻⁶·Σ|term|), held to 1e-5·Σ|term|.
+multiplied by the activations' int8 in int64, exact, then the float32 terms the kernel adds
+summed in float64. The K-types' terms are each block's d_w·d_x·isum, added block after block;
+the legacy types' are each block's 8 lanes d_w·d_x·Σ(4 values) (and m_w·s_x), added in 8
+accumulators and a tree of 3 levels, as ggml's AVX2 code adds them. Either way at most 4
+roundings a term and one per add, so the kernel is within (blocks + 4)·2⁻²⁴·Σ|term| of the
+exact sum (blocks ≤ 40 here: under 2.7·10⁻⁶·Σ|term|), held to 1e-5·Σ|term|. The legacy types'
+order itself is pinned bit for bit by a transcription of ggml's AVX2 code (exact fractions,
+each fma rounded once to float32).
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -123,8 +129,12 @@ def _halves(blocks: np.ndarray, offset: int) -> np.ndarray:
     return blocks[:, offset:offset + 2].copy().view("<f2")[:, 0].astype(np.float64)
 
 
-def reference(blocks: np.ndarray, qtype: Q, xq: np.ndarray) -> tuple[float, float]:
-    """One row (blocks, bytes) · one token's Q8 blocks: the exact sum and Σ|term| (float64)."""
+LEGACY = (Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1)  # 8 lanes of 4 values a block
+
+
+def _integers(blocks: np.ndarray, qtype: Q, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One row's exact integer sums against one token's Q8 blocks, (blocks, lanes) int64: the
+    legacy types' 8 lanes of 4 values, the K-types' one isum a block; and the activations' d."""
     kind = ACTIVATION[qtype]
     per = BLOCK[kind] if kind != Q8_K else 256
     n = blocks.shape[0] * GGML_QUANT_SIZES[qtype][0] // per  # activation blocks
@@ -135,16 +145,63 @@ def reference(blocks: np.ndarray, qtype: Q, xq: np.ndarray) -> tuple[float, floa
         dx = _halves(xq, 0)
         qx = xq[:, 4 if kind == Q8_1 else 2:].view(np.int8).astype(np.int64)
     scaled = gguf_dequantize(_with_scales(blocks, qtype, 1.0, 0.0), qtype)  # scale·q, exact
-    isum = (scaled.astype(np.int64).reshape(n, -1) * qx).sum(axis=1)  # (blocks,)
-    terms = [_halves(blocks, SCALES[qtype][-1] if qtype == Q.Q6_K else 0) * dx * isum]
+    products = scaled.astype(np.int64).reshape(n, -1) * qx  # (blocks, values)
+    lanes = 8 if qtype in LEGACY else 1
+    return products.reshape(n, lanes, -1).sum(axis=2), dx
+
+
+def reference(blocks: np.ndarray, qtype: Q, xq: np.ndarray) -> tuple[float, float]:
+    """One row (blocks, bytes) · one token's Q8 blocks: the exact sum and Σ|term| (float64)."""
+    isum, dx = _integers(blocks, qtype, xq)  # (blocks, lanes)
+    d = _halves(blocks, SCALES[qtype][-1] if qtype == Q.Q6_K else 0) * dx  # (blocks,)
+    terms = [(d[:, None] * isum).ravel()]
     if qtype in (Q.Q4_K, Q.Q5_K):  # − dmin·d_x·Σ m·q_x
+        n = isum.shape[0]
         mins = -gguf_dequantize(_with_scales(blocks, qtype, 0.0, 1.0), qtype)
+        qx = xq[:, 4:260].view(np.int8).astype(np.int64)
         imin = (mins.astype(np.int64).reshape(n, -1) * qx).sum(axis=1)
         terms.append(-_halves(blocks, 2) * dx * imin)
     if qtype in (Q.Q4_1, Q.Q5_1):  # + m·s_x
         terms.append(_halves(blocks, 2) * _halves(xq, 2))
     every = np.concatenate(terms)
     return float(every.sum()), float(np.abs(every).sum())
+
+
+def _float32(q: Fraction) -> np.float32:
+    """The exact q rounded once to float32, to nearest even (+0 for 0; inf past the range)."""
+    if q == 0:
+        return np.float32(0.0)
+    size = abs(q)
+    e = size.numerator.bit_length() - size.denominator.bit_length()  # 2^(e-1) < size < 2^(e+1)
+    e = e - 1 if size < Fraction(2) ** e else e  # now 2^e <= size < 2^(e+1)
+    quantum = Fraction(2) ** (max(e, -126) - 23)  # the spacing of float32 at size
+    m = size / quantum
+    whole = m.numerator // m.denominator
+    rest = m - whole
+    whole += rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1)
+    value = whole * quantum
+    out = np.float32(np.inf) if value >= Fraction(2) ** 128 else np.float32(float(value))
+    return out if q > 0 else -out
+
+
+def ggml_avx2(blocks: np.ndarray, qtype: Q, xq: np.ndarray) -> np.float32:
+    """One legacy row · one token as ggml-cpu's AVX2 vec_dot_*_q8_* adds it: acc = fma(d_w·d_x,
+    lanes, acc) block after block, hsum_float_8, + Σ m_w·s_x (float32 block after block)."""
+    lanes, _ = _integers(blocks, qtype, xq)  # (blocks, 8)
+    d = (_halves(blocks, 0).astype(np.float32) * _halves(xq, 0).astype(np.float32))  # (blocks,)
+    acc = [np.float32(0.0)] * 8
+    for b in range(lanes.shape[0]):
+        acc = [_float32(Fraction(float(d[b])) * int(lanes[b, j]) + Fraction(float(acc[j])))
+               for j in range(8)]
+    f32 = np.float32
+    total = f32(f32(f32(acc[0] + acc[4]) + f32(acc[2] + acc[6]))
+                + f32(f32(acc[1] + acc[5]) + f32(acc[3] + acc[7])))
+    if qtype in (Q.Q4_1, Q.Q5_1):
+        summs = np.float32(0.0)
+        for m, s in zip(_halves(blocks, 2), _halves(xq, 2), strict=True):
+            summs = f32(summs + f32(np.float32(m) * np.float32(s)))
+        total = f32(total + summs)
+    return total
 
 
 @pytest.mark.usefixtures("level")
@@ -166,6 +223,24 @@ def test_the_integer_dot_products(qtype: Q, data: st.DataObject) -> None:
             exact, magnitude = reference(blocks[r].reshape(cols // block, -1), qtype, xq)
             # the kernels' bound, relative to Σ|w·x| (the sums' order differs), not to |ref|
             assert_near(float(out[t, r]), exact, atol=BOUND * magnitude + 1e-30, rtol=0)
+
+
+@pytest.mark.usefixtures("level")
+@pytest.mark.parametrize("qtype", LEGACY, ids=lambda q: q.name)
+@PROPERTY
+@given(data=st.data())
+def test_the_legacy_types_add_as_ggmls_avx2_code_does(qtype: Q, data: st.DataObject) -> None:
+    block = GGML_QUANT_SIZES[qtype][0]
+    cols = block * data.draw(st.integers(1, 12))
+    rows = data.draw(st.integers(1, 6))  # 4-row groups and the rows after them
+    blocks = weights_of(data.draw, qtype, rows, cols, sane_halves)
+    x = data.draw(activations(cols, 1))[None, :]  # (1, cols)
+    assert qmatmul._native is not None
+    out = np.full((1, rows), np.nan, dtype=np.float32)
+    qmatmul._native.matmul(int(qtype), blocks, cols, x, out, 1, True)
+    xq = quantized(ACTIVATION[qtype], x[0])
+    expected = [ggml_avx2(blocks[r].reshape(cols // block, -1), qtype, xq) for r in range(rows)]
+    assert np.array_equal(out[0], np.array(expected, dtype=np.float32))
 
 
 @pytest.mark.parametrize("qtype", list(ACTIVATION), ids=lambda q: q.name)

@@ -115,6 +115,8 @@ static const int ACTIVATION[KINDS] = {-1, -1, -1, A_Q8_0, A_Q8_0, A_Q8_1, A_Q8_0
 static const int64_t ACT_BLOCK[3] = {32, 32, QK_K}, ACT_BYTES[3] = {34, 36, Q8K_BYTES};
 
 typedef float (*dot_fn)(const uint8_t *w, const uint8_t *x, int64_t n);
+/* 1: the AVX-512 level's legacy dot products take VNNI's vpdpbusd (the CPU reports it). */
+static int vnni = 0;
 typedef void (*matmul_q8_fn)(const kind *, const uint8_t *, int64_t, int64_t, const uint8_t *,
                              int64_t, int64_t, float *, int64_t, int64_t);
 typedef void (*quantize_fn)(int, const float *, int64_t, int64_t, uint8_t *, int64_t);
@@ -168,6 +170,7 @@ static int choose_level(int level) {
     best = __builtin_cpu_supports("x86-64-v4") ? 2 : __builtin_cpu_supports("x86-64-v3") ? 1 : 0;
 #endif
     if (level < 0 || level > best) level = best;
+    vnni = 0;
     matvec = matvec_base, matmat = matmat_base;
     matmul_q8 = matmul_q8_base, quantize_rows = quantize_rows_base;
 #ifdef X86_LEVELS
@@ -175,6 +178,7 @@ static int choose_level(int level) {
     if (level == 1) matmul_q8 = matmul_q8_avx2, quantize_rows = quantize_rows_avx2;
     if (level == 2) matvec = matvec_avx512, matmat = matmat_avx512;
     if (level == 2) matmul_q8 = matmul_q8_avx512, quantize_rows = quantize_rows_avx512;
+    if (level == 2) vnni = __builtin_cpu_supports("avx512vnni");
 #endif
     return level;
 }

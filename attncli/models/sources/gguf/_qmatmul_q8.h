@@ -1,12 +1,19 @@
 /* llama.cpp's numerics (--numerics llama.cpp), included once per vector level as
  * _qmatmul_body.h is: the activations quantized to 8 bits the way ggml's reference quantizers
  * do (Q8_0 for Q4_0, Q5_0 and Q8_0 weights; Q8_1 for Q4_1 and Q5_1; Q8_K for the K-types), and
- * each block's dot product taken on the integers, as ggml-cpu's vec_dot_*_q8_* functions do:
- *   per block an exact int32 sum Σ q_w·q_x (times each group's 6- or 8-bit scale, and the
- *   Q8_K block's per-16 sums times each group's min), then in float32, block after block:
- *   sum += (d_w·d_x)·isum (− (dmin_w·d_x)·imin for Q4_K and Q5_K; + m_w·s_x for Q4_1, Q5_1).
- * The integers are exact whatever the compiler vectorises; the float32 sums run in one order
- * (ggml's SIMD versions add the same terms in other orders: differences of a few roundings).
+ * each block's dot product taken on the integers, as ggml-cpu's vec_dot_*_q8_* functions do.
+ * The integers are exact at every level, whatever instructions take them; the float32 steps
+ * after them run in one order per type, the same at every level (the same bits):
+ *   K-types: per block an exact int32 sum Σ q_w·q_x (times each group's 6- or 8-bit scale, and
+ *     the Q8_K block's per-16 sums times each group's min), then block after block one sum
+ *     sum += (d_w·d_x)·isum (− (dmin_w·d_x)·imin for Q4_K and Q5_K).
+ *   Legacy types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), as ggml-cpu's AVX2 versions add them: each
+ *     block's 32 products as 8 exact int32 lanes, lane j = Σ q_w·q_x over values 4j..4j+3; 8
+ *     float32 accumulators, block after block acc_j = fma(d_w·d_x, lane_j, acc_j); then
+ *     ((acc_0 + acc_4) + (acc_2 + acc_6)) + ((acc_1 + acc_5) + (acc_3 + acc_7)) (hsum_float_8);
+ *     Q4_1 and Q5_1's m_w·s_x summed apart block after block and added last.
+ * (ggml's other SIMD versions, NEON's for one, add the same terms in other orders: differences
+ * of a few roundings.) _qmatmul_q8_legacy.h has the legacy types' vector code.
  */
 
 /* Q8_0 (f16 d, 32 int8) and Q8_1 (f16 d, f16 s = d·Σq, 32 int8): quantize_row_q8_{0,1}_ref.
@@ -80,152 +87,67 @@ static ALWAYS_INLINE int32_t LV(hsum_i32)(__m256i v) {
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 1));
     return _mm_cvtsi128_si32(h);
 }
+
+#define LEG(name) LV(name)
+#include "_qmatmul_q8_legacy.h"
+#undef LEG
+#if defined(X86_LEVELS) && defined(__AVX512F__)
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#define LEG(name) LV(name##_vnni)
+#include "_qmatmul_q8_legacy.h"
+#undef LEG
+#pragma GCC pop_options
+#define LEGACY_VNNI 1
 #endif
 
-/* Σ w·x over one block's 32 int8 pairs (Q8_0), and Σ (q − 8·minus8)·x over 32 nibbles (16
- * bytes: low nibbles values 0..15, high 16..31; Q4_0 and Q4_1) against 32 int8: exact int32,
- * whatever the level. Where there is AVX2, four blocks' sums are taken at once, their lanes
- * added by three vphaddd (each sum exact; the float32 steps after, block by block, unchanged). */
-#ifndef SUM_KINDS
-#define SUM_KINDS
-enum { SUM_I8 = 0, SUM_Q4 = 1, SUM_Q4_MINUS8 = 2 };
-#endif
-
-#if defined(__AVX2__)
-static ALWAYS_INLINE __m256i LV(isum_lanes)(int kind, const uint8_t *w, const uint8_t *x) {
-    const __m256i y = _mm256_loadu_si256((const __m256i *)x);
-    if (kind == SUM_I8) {  /* widened to int16 and vpmaddwd: exact for every byte, −128 too */
-        const __m256i a = _mm256_loadu_si256((const __m256i *)w);
-        return _mm256_add_epi32(
-            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(a)),
-                              _mm256_cvtepi8_epi16(_mm256_castsi256_si128(y))),
-            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(a, 1)),
-                              _mm256_cvtepi8_epi16(_mm256_extracti128_si256(y, 1))));
-    }
-    /* 32 nibbles by 32 int8 a vpmaddubsw (|pair| <= 2·15·128), pairs added by a vpmaddwd;
-     * Σ(q − 8)·x as Σq·x − 8·Σx, Σx the same way with ones */
-    const __m128i b = _mm_loadu_si128((const __m128i *)w), low4 = _mm_set1_epi8(0xF);
-    const __m256i v = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low4),
-                                       _mm_and_si128(b, low4));
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i acc = _mm256_madd_epi16(_mm256_maddubs_epi16(v, y), ones);
-    if (kind == SUM_Q4) return acc;
-    return _mm256_sub_epi32(acc, _mm256_slli_epi32(_mm256_madd_epi16(
-                                     _mm256_maddubs_epi16(_mm256_set1_epi8(1), y), ones), 3));
-}
-
-/* Four blocks' sums (w, x: the first block's values; wb, xb: bytes a block) into is. */
-static ALWAYS_INLINE void LV(isums4)(int kind, const uint8_t *w, const uint8_t *x, int wb, int xb,
-                                     int32_t *is) {
-    const __m256i ab = _mm256_hadd_epi32(LV(isum_lanes)(kind, w, x),
-                                         LV(isum_lanes)(kind, w + wb, x + xb));
-    const __m256i cd = _mm256_hadd_epi32(LV(isum_lanes)(kind, w + 2 * wb, x + 2 * xb),
-                                         LV(isum_lanes)(kind, w + 3 * wb, x + 3 * xb));
-    const __m256i abcd = _mm256_hadd_epi32(ab, cd);  /* each 128-bit half: 4 blocks' partials */
-    _mm_storeu_si128((__m128i *)is, _mm_add_epi32(_mm256_castsi256_si128(abcd),
-                                                  _mm256_extracti128_si256(abcd, 1)));
-}
-#define QUADS 1
-#endif
-
-static ALWAYS_INLINE int32_t LV(isum)(int kind, const uint8_t *w, const uint8_t *x) {
-#if defined(__AVX2__)
-    return LV(hsum_i32)(LV(isum_lanes)(kind, w, x));
 #else
-    if (kind == SUM_I8) return LV(idot)((const int8_t *)w, (const int8_t *)x, 32);
-    const int offset = kind == SUM_Q4_MINUS8 ? 8 : 0;
-    int8_t v[32];
-    for (int l = 0; l < 16; l++) {
-        v[l] = (int8_t)((w[l] & 0xF) - offset);
-        v[l + 16] = (int8_t)((w[l] >> 4) - offset);
-    }
-    return LV(idot)(v, (const int8_t *)x, 32);
-#endif
-}
-
-/* One row of blocks of each type against one token's Q8 blocks (n weight blocks). */
-static float LV(dot_q8_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
-    float sum = 0.0f;
-    int64_t b = 0;
-#if defined(QUADS)
-    for (; b + 4 <= n; b += 4, w += 4 * 34, x += 4 * 34) {
-        int32_t is[4];
-        LV(isums4)(SUM_I8, w + 2, x + 2, 34, 34, is);
-        for (int k = 0; k < 4; k++)
-            sum += (float)is[k] * (LV(half)(w + 34 * k) * LV(half)(x + 34 * k));
-    }
-#endif
-    for (; b < n; b++, w += 34, x += 34)
-        sum += (float)LV(isum)(SUM_I8, w + 2, x + 2) * (LV(half)(w) * LV(half)(x));
-    return sum;
-}
-
-static float LV(dot_q4_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
-    float sum = 0.0f;
-    int64_t b = 0;
-#if defined(QUADS)
-    for (; b + 4 <= n; b += 4, w += 4 * 18, x += 4 * 34) {
-        int32_t is[4];
-        LV(isums4)(SUM_Q4_MINUS8, w + 2, x + 2, 18, 34, is);
-        for (int k = 0; k < 4; k++)
-            sum += (float)is[k] * LV(half)(w + 18 * k) * LV(half)(x + 34 * k);
-    }
-#endif
-    for (; b < n; b++, w += 18, x += 34)
-        sum += (float)LV(isum)(SUM_Q4_MINUS8, w + 2, x + 2) * LV(half)(w) * LV(half)(x);
-    return sum;
-}
-
-static float LV(dot_q4_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
-    float sum = 0.0f;
-    int64_t b = 0;
-#if defined(QUADS)
-    for (; b + 4 <= n; b += 4, w += 4 * 20, x += 4 * 36) {
-        int32_t is[4];
-        LV(isums4)(SUM_Q4, w + 4, x + 4, 20, 36, is);
-        for (int k = 0; k < 4; k++) {
-            const uint8_t *wk = w + 20 * k, *xk = x + 36 * k;
-            sum += (LV(half)(wk) * LV(half)(xk)) * (float)is[k] +
-                   LV(half)(wk + 2) * LV(half)(xk + 2);
+/* The legacy types in portable C, in the vector levels' order (the top comment): each block's
+ * 8 exact lanes, one float32 fmaf a lane, ggml's hsum_float_8, and m_w·s_x summed apart. */
+static ALWAYS_INLINE float LV(legacy_dot)(int type, const uint8_t *w, const uint8_t *x,
+                                          int64_t n) {
+    static const int wbytes[5] = {34, 18, 20, 22, 24}, qs[5] = {2, 2, 4, 6, 8};
+    static const int qhs[5] = {0, 0, 0, 2, 4}, xbytes[5] = {34, 34, 36, 34, 36};
+    static const int offset[5] = {0, 8, 0, 16, 0};
+    const int five = type >= 3, with_min = type == 2 || type == 4;
+    float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, summs = 0.0f;
+    for (int64_t b = 0; b < n; b++, w += wbytes[type], x += xbytes[type]) {
+        const int8_t *q8 = (const int8_t *)(x + (with_min ? 4 : 2));
+        int8_t v[32];  /* the block's values, q − c: within int8 for every type */
+        if (type == 0) {
+            memcpy(v, w + 2, 32);
+        } else {
+            const uint8_t *q = w + qs[type];
+            const uint32_t qh = five ? u32(w + qhs[type]) : 0;
+            for (int l = 0; l < 16; l++) {
+                v[l] = (int8_t)(((q[l] & 0xF) | (((qh >> l) & 1u) << 4)) - offset[type]);
+                v[l + 16] = (int8_t)(((q[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - offset[type]);
+            }
         }
+        int32_t p[32], lane[8];
+        for (int l = 0; l < 32; l++) p[l] = (int32_t)v[l] * q8[l];
+        for (int j = 0; j < 8; j++) lane[j] = p[4 * j] + p[4 * j + 1] + p[4 * j + 2] + p[4 * j + 3];
+        const float d = LV(half)(w) * LV(half)(x);  /* d_w·d_x */
+        for (int j = 0; j < 8; j++)  /* |lane| <= 4·128·128: exact as float */
+            acc[j] = fmaf(d, (float)lane[j], acc[j]);
+        if (with_min) summs += LV(half)(w + 2) * LV(half)(x + 2);  /* m_w·s_x */
     }
+    const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+                      ((acc[1] + acc[5]) + (acc[3] + acc[7]));  /* ggml's hsum_float_8 */
+    return with_min ? sum + summs : sum;
+}
+
+#define LEGACY_DOT(name, type)                                                             \
+    static float LV(name)(const uint8_t *w, const uint8_t *x, int64_t n) {                 \
+        return LV(legacy_dot)(type, w, x, n);                                              \
+    }
+LEGACY_DOT(dot_q8_0, 0)
+LEGACY_DOT(dot_q4_0, 1)
+LEGACY_DOT(dot_q4_1, 2)
+LEGACY_DOT(dot_q5_0, 3)
+LEGACY_DOT(dot_q5_1, 4)
+#undef LEGACY_DOT
 #endif
-    for (; b < n; b++, w += 20, x += 36) {
-        float isum = (float)LV(isum)(SUM_Q4, w + 4, x + 4);
-        sum += (LV(half)(w) * LV(half)(x)) * isum + LV(half)(w + 2) * LV(half)(x + 2);
-    }
-    return sum;
-}
-#undef QUADS
-
-static ALWAYS_INLINE void LV(fives)(const uint8_t *qh4, const uint8_t *q, int8_t *v, int off) {
-    uint32_t qh = u32(qh4);
-    for (int l = 0; l < 16; l++) {
-        v[l] = (int8_t)(((q[l] & 0xF) | (((qh >> l) & 1u) << 4)) - off);
-        v[l + 16] = (int8_t)(((q[l] >> 4) | (((qh >> (l + 16)) & 1u) << 4)) - off);
-    }
-}
-
-static float LV(dot_q5_0)(const uint8_t *w, const uint8_t *x, int64_t n) {
-    float sum = 0.0f;
-    int8_t v[32];
-    for (int64_t b = 0; b < n; b++, w += 22, x += 34) {
-        LV(fives)(w + 2, w + 6, v, 16);
-        sum += (LV(half)(w) * LV(half)(x)) * (float)LV(idot)(v, (const int8_t *)(x + 2), 32);
-    }
-    return sum;
-}
-
-static float LV(dot_q5_1)(const uint8_t *w, const uint8_t *x, int64_t n) {
-    float sum = 0.0f;
-    int8_t v[32];
-    for (int64_t b = 0; b < n; b++, w += 24, x += 36) {
-        LV(fives)(w + 4, w + 8, v, 0);
-        float isum = (float)LV(idot)(v, (const int8_t *)(x + 4), 32);
-        sum += (LV(half)(w) * LV(half)(x)) * isum + LV(half)(w + 2) * LV(half)(x + 2);
-    }
-    return sum;
-}
 
 /* Q4_K and Q5_K's six-bit scales and mins as integers (scale_min_k's, before d and dmin). */
 static ALWAYS_INLINE void LV(scales_k)(const uint8_t *sc, int32_t *s, int32_t *m) {
@@ -407,23 +329,33 @@ static float LV(dot_q6_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
 
 #endif
 
-/* By the kernels' index (KIND): the dot, and the activation type (A_FLOAT: none, the float
- * kernels take float activations rounded as ggml rounds them, in qmatmul.py). */
+/* By the kernels' index (KIND): the dot (at AVX-512 with VNNI, the legacy types' VNNI copies). */
 static const dot_fn LV(DOT)[KINDS] = {
     NULL, NULL, NULL, LV(dot_q8_0), LV(dot_q4_0), LV(dot_q4_1), LV(dot_q5_0), LV(dot_q5_1),
     LV(dot_q4_k), LV(dot_q5_k), LV(dot_q6_k),
 };
+#if defined(LEGACY_VNNI)
+static const dot_fn LV(DOT_vnni)[KINDS] = {
+    NULL, NULL, NULL, LV(dot_q8_0_vnni), LV(dot_q4_0_vnni), LV(dot_q4_1_vnni),
+    LV(dot_q5_0_vnni), LV(dot_q5_1_vnni), LV(dot_q4_k), LV(dot_q5_k), LV(dot_q6_k),
+};
+#endif
 
 /* Rows r0..r1 of W against each token's quantized activations (xq: tokens rows of xq_bytes). */
 static void LV(matmul_q8)(const kind *t, const uint8_t *w, int64_t rows, int64_t cols,
                           const uint8_t *xq, int64_t xq_bytes, int64_t tokens, float *y,
                           int64_t r0, int64_t r1) {
+#if defined(LEGACY_VNNI)
+    const dot_fn dot = vnni ? LV(DOT_vnni)[t->index] : LV(DOT)[t->index];
+#else
     const dot_fn dot = LV(DOT)[t->index];
+#endif
     const int64_t row_bytes = cols / t->block * t->bytes, n = cols / t->block;
     for (int64_t r = r0; r < r1; r++)
         for (int64_t tk = 0; tk < tokens; tk++)
             y[tk * rows + r] = dot(w + r * row_bytes, xq + tk * xq_bytes, n);
 }
+#undef LEGACY_VNNI
 
 /* Each token's row of x (cols values) quantized to the activation type a (xq_bytes a row). */
 static void LV(quantize_rows)(int a, const float *x, int64_t cols, int64_t tokens, uint8_t *xq,
