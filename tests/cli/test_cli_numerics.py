@@ -11,6 +11,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
+import torch
 
 from tests.conftest import ROOT
 from tests.gguf_fixtures import smollm2, write_k_llama
@@ -137,5 +138,17 @@ def test_smollm2_writes_llama_cpps_answer_where_float32_does_not(cli) -> None:  
     plain = json.loads(cli(*ask).out)
     prompt = [t["id"] for t in runtime["prompt"]]
     [(ids, _)] = agreement.llamacpp.greedy(Path(model), 1, [prompt], 12)
-    assert [t["id"] for t in runtime["answer"]] == list(ids)
+    ours = [t["id"] for t in runtime["answer"]]
     assert [t["id"] for t in plain["answer"]] != list(ids)
+    if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        assert ours == list(ids)
+        return
+    # Torch's portable kernels (a CPU without AVX2) round SiLU, exp and softmax otherwise in
+    # the last bit, which 8-bit activations carry on (docs/performance.md): the first token,
+    # "L" 0.146 beside "The" 0.135, may then tip. Where it parts, it parts at such a tie:
+    # llama.cpp's token is attncli's second, within 0.05 of its first.
+    parted = next((k for k, (a, b) in enumerate(zip(ours, ids, strict=True)) if a != b), None)
+    if parted is not None:
+        top = runtime["steps"][parted]["top"]
+        assert top[1]["id"] == ids[parted], (parted, top[:2])
+        assert top[0]["prob"] - top[1]["prob"] < 0.05, (parted, top[:2])
