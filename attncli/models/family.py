@@ -9,6 +9,7 @@ plus one line in attncli/models/__init__.py, whose docstring says how).
 from __future__ import annotations
 
 import importlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -279,6 +280,26 @@ def family_of_source(source: WeightSource, config_name: object) -> Family:
     raise AttnCliError(f"{config_name} {kind}; attncli reads {readable()} checkpoints")
 
 
+@contextmanager
+def config_named(source: WeightSource) -> Iterator[None]:
+    """A config check's refusal names what the source's config was read from: the checks say
+    config.json, which a GGUF file does not have (its metadata is read as config.json's keys)."""
+    try:
+        yield
+    except AttnCliError as err:
+        if source.config_name == "config.json" or "config.json" not in str(err):
+            raise
+        named = AttnCliError(str(err).replace("config.json", source.config_name, 1))
+        named.exit_code = err.exit_code
+        raise named from None
+
+
+def load_family(family: Family, source: WeightSource, model: str, heads: int | None) -> Model:
+    """source read by family into a Model, a refusal of its config naming where it came from."""
+    with config_named(source):
+        return family.load(source, model, heads)
+
+
 def open_family(model: str) -> tuple[WeightSource, Family]:
     """--model (a path or a cached hub name) opened by its format, and the family it names."""
     from attncli.models.memory import check_model_fits
@@ -289,12 +310,13 @@ def open_family(model: str) -> tuple[WeightSource, Family]:
     path = resolve_path(model)
     source = open_source(path)
     config_name = (path if is_dir(path) else path.parent) / "config.json"
-    family = family_of_source(source, config_name)
-    check_model_fits(source, model)  # one layer at a time must fit, before any is read
+    with config_named(source):
+        family = family_of_source(source, config_name)
+        check_model_fits(source, model)  # one layer at a time must fit, before any is read
     return source, family
 
 
 def open_model(model: str, heads: int | None = None) -> Model:
     """--model read by its family: a checked checkpoint, ready to run."""
     source, family = open_family(model)
-    return family.load(source, model, heads)
+    return load_family(family, source, model, heads)

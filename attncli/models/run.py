@@ -34,6 +34,7 @@ from attncli.models.family import (
     Model,
     Tokens,
     family_named,
+    load_family,
     open_family,
 )
 from attncli.models.heads import (
@@ -106,7 +107,7 @@ def open_checked(req: Request) -> Model:
     _check_tiled(req, family.traits)
     # On a GPU, each tensor moves there as it is read (one layer at a time, as on the CPU).
     source = on_device(source, resolve_device(req.device), req.model or "")
-    return family.load(source, req.model or "", req.heads)
+    return load_family(family, source, req.model or "", req.heads)
 
 
 def _cpu_only(req: Request, num_tokens: int) -> None:

@@ -18,6 +18,9 @@ class WeightSource(Protocol):
     # The vocabulary is part of the weights file itself (GGUF's tokenizer.ggml.*): a family that
     # otherwise assumes one fixed vocabulary (GPT-2's tiktoken) tokenises with the file's.
     vocabulary_inside: bool
+    # What config() was read from, as a refusal of one of its values names it: "config.json",
+    # or a GGUF file's metadata read as config.json's keys.
+    config_name: str
 
     def config(self) -> dict[str, Any]:
         """config.json's content (Hugging Face keys); {} when the checkpoint has none."""

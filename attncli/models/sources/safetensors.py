@@ -105,6 +105,7 @@ class SafetensorsSource:
         self.path = path
         self.label = "tokenizer.json"
         self.vocabulary_inside = False  # a tokenizer.json beside it is optional
+        self.config_name = "config.json"
         self._folder = path if is_dir(path) else path.parent
         self._files: dict[str, Path] | None = None
         self._handles: dict[Path, Any] = {}

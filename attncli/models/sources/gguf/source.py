@@ -69,6 +69,7 @@ class GgufSource:
         self.path = header.path
         self.label = header.path.name  # its tokenizer is in its own metadata
         self.vocabulary_inside = True
+        self.config_name = f"{header.path} (its metadata as config.json's keys)"
         self.header = header
         self.arch = architecture(header)
         self._layout = RECIPES.of(self.arch, header.path).layout
