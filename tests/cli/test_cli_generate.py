@@ -439,3 +439,15 @@ def test_the_view_escapes_the_path_and_the_answer(tiny: Path) -> None:
     out.print(render_generation(out, record, result.view))
     text = out.file.getvalue()  # type: ignore[attr-defined]
     assert "a\\x1b]0;x\\x07b" in text and "\x1b]0" not in text and "\x1b[2J" not in text
+
+
+def test_the_answer_line_is_the_answer_s_text_where_its_tokens_split_characters(
+        cli, tiny: Path) -> None:  # noqa: ANN001
+    # a byte-level vocabulary cuts 🦙 (4 bytes) into tokens none of which is text alone (rt7)
+    answer = "🦙 ok 𝔘"
+    run = cli("generate", "the cat", "--model", str(tiny), "--answer", answer)
+    assert run.code == 0, run.err
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--answer", answer,
+                         "--json").out)
+    assert len(doc["answer"]) > len(answer)  # the tokens do split its characters
+    assert f"answer: {answer}\n" in run.out, run.out
