@@ -451,3 +451,18 @@ def test_the_answer_line_is_the_answer_s_text_where_its_tokens_split_characters(
                          "--json").out)
     assert len(doc["answer"]) > len(answer)  # the tokens do split its characters
     assert f"answer: {answer}\n" in run.out, run.out
+
+
+def test_the_stream_writes_each_character_once_whole_and_spaces_as_spaces(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # 🦙 is 4 bytes cut across two tokens, each label alone its bytes written out; a token of
+    # one space is labelled ␣ in tables; a control character is written out (rt7)
+    from attncli.cli.generating import Answering
+    from attncli.core.result import TokenInfo
+
+    pieces = [b"Hi", b" ", "🦙".encode()[:2], "🦙".encode()[2:], b"\n\x1b[2J", "é".encode()[:1]]
+    with Answering(stream=True).streaming() as write:
+        assert write is not None
+        for k, piece in enumerate(pieces):
+            write(TokenInfo(k, k, f"label{k}", piece.hex()))
+    assert capsys.readouterr().err == "Hi 🦙\n\\x1b[2J\\xc3\n"
