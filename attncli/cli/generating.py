@@ -140,11 +140,12 @@ class Answering(Group):
 
 
 def _read_answer(path: str) -> str:
-    """--answer-file's text, its one final newline left out."""
+    """--answer-file's text, its one final line ending (\\n or \\r\\n) left out, as --file's."""
     from attncli.core.inputs import _decode, _read_path, is_stdin
 
     name = "standard input" if is_stdin(path) else f"--answer-file {path!r}"
-    return _decode(_read_path(path, "--answer-file"), name).removesuffix("\n")
+    text = _decode(_read_path(path, "--answer-file"), name)
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
 
 
 def _is_terminal(stream: TextIO) -> bool:

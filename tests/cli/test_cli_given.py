@@ -278,3 +278,18 @@ def test_an_answer_no_positions_could_hold_is_refused_before_tokenizing(
         ).assert_usage_error("the answer is 7,000 bytes, more than the model's 256 positions "
                              "can hold (its longest token stands for 9 bytes): give a shorter "
                              "answer")
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", ""])
+def test_an_answer_file_s_line_ending_is_not_part_of_the_answer(
+        cli, tiny: Path, tmp_path: Path, ending: str) -> None:  # noqa: ANN001, F811
+    # a file saved on Windows ends "\r\n": the "\r" was teacher-forced as the answer's last
+    # token (rt7), where --file's text leaves the ending out whichever it is
+    path = tmp_path / "answer.txt"
+    path.write_bytes(f"sat on the mat{ending}".encode())
+    from_file = cli("generate", "the cat", "--model", str(tiny), "--answer-file", str(path),
+                    "--json")
+    given = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on the mat",
+                "--json")
+    assert from_file.code == 0, from_file.err
+    assert json.loads(from_file.out)["answer"] == json.loads(given.out)["answer"]
