@@ -174,6 +174,10 @@ def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: A
     (["the cat", "--messages", "CHAT", "--explain-last"], "give TEXT or --messages"),
     (["--messages", "CHAT"], "ends with the assistant's turn"),
     (["--messages", "CHAT", "--explain-last", "--system", "x"], "holds the system turn"),
+    # --show-template printed the conversation without --system, and no word of it (rt7)
+    (["--messages", "CHAT", "--explain-last", "--system", "x", "--show-template"],
+     "holds the system turn"),
+    (["the cat", "--raw", "--system", "x", "--show-template"], "--raw sends the prompt without"),
     (["--messages", "CHAT", "--explain-last", "--raw"], "--raw sends text without it"),
     (["the cat", "--view", "flow"], "--view must be one of auto, raw, value, occlusion"),
     # --file was left unread beside --messages; a second reader of stdin found it empty
