@@ -144,7 +144,8 @@ def kvcache_lesson(req: Request, head: int = 0) -> KVCacheResult:
 def open_decoder(req: Request, what: str) -> Model:
     """The request's checkpoint, refused before its weights are read when its attention is
     bidirectional (an encoder): a key/value cache needs causal attention."""
-    from attncli.models.family import load_family, open_family
+    from attncli.models.family import open_family
+    from attncli.models.sources.base import config_named
 
     if req.model is None or req.text is None:
         raise AttnCliError(f"{what} runs a checkpoint on text")
@@ -156,8 +157,8 @@ def open_decoder(req: Request, what: str) -> Model:
             "token attends to every other, so each new token would change the keys and values "
             "of the tokens before it in every layer after the first: there is no key/value "
             "cache to reuse token by token")
-    # --num-heads overrides an inferred count
-    return load_family(family, source, req.model, req.heads)
+    with config_named(source):  # --num-heads overrides an inferred count
+        return family.load(source, req.model, req.heads)
 
 
 def kvcache_model(req: Request) -> KVCacheResult:

@@ -9,7 +9,6 @@ plus one line in attncli/models/__init__.py, whose docstring says how).
 from __future__ import annotations
 
 import importlib
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -17,6 +16,7 @@ from attncli.activity import doing
 from attncli.errors import AttnCliError
 from attncli.models.checks.refused import REFUSED, softmax_layers
 from attncli.models.checks.values import layer_index, shown
+from attncli.models.sources.base import WeightSource, config_named
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from attncli.core.request import Request
     from attncli.core.result import ModelInfo, TokenInfo
     from attncli.models.decoding import DecodeStep, Shape
-    from attncli.models.sources.base import WeightSource
     from attncli.models.unembed import Head
     LayerMap = Callable[[int, Tensor], Tensor]  # (layer, a tensor of its pass) → the one used
 
@@ -50,7 +49,6 @@ REGISTRY: dict[str, tuple[str, str]] = {
     "roberta": ("attncli.models.bert.family", "ROBERTA"),
 }
 DEFAULT = "gpt2"  # a checkpoint without config.json, or without model_type, is read as GPT-2
-
 
 
 @dataclass(frozen=True)
@@ -280,26 +278,6 @@ def family_of_source(source: WeightSource, config_name: object) -> Family:
     raise AttnCliError(f"{config_name} {kind}; attncli reads {readable()} checkpoints")
 
 
-@contextmanager
-def config_named(source: WeightSource) -> Iterator[None]:
-    """A config check's refusal names what the source's config was read from: the checks say
-    config.json, which a GGUF file does not have (its metadata is read as config.json's keys)."""
-    try:
-        yield
-    except AttnCliError as err:
-        if source.config_name == "config.json" or "config.json" not in str(err):
-            raise
-        named = AttnCliError(str(err).replace("config.json", source.config_name, 1))
-        named.exit_code = err.exit_code
-        raise named from None
-
-
-def load_family(family: Family, source: WeightSource, model: str, heads: int | None) -> Model:
-    """source read by family into a Model, a refusal of its config naming where it came from."""
-    with config_named(source):
-        return family.load(source, model, heads)
-
-
 def open_family(model: str) -> tuple[WeightSource, Family]:
     """--model (a path or a cached hub name) opened by its format, and the family it names."""
     from attncli.models.memory import check_model_fits
@@ -309,9 +287,8 @@ def open_family(model: str) -> tuple[WeightSource, Family]:
     doing(f"opening {model}")
     path = resolve_path(model)
     source = open_source(path)
-    config_name = (path if is_dir(path) else path.parent) / "config.json"
     with config_named(source):
-        family = family_of_source(source, config_name)
+        family = family_of_source(source, (path if is_dir(path) else path.parent) / "config.json")
         check_model_fits(source, model)  # one layer at a time must fit, before any is read
     return source, family
 
@@ -319,4 +296,5 @@ def open_family(model: str) -> tuple[WeightSource, Family]:
 def open_model(model: str, heads: int | None = None) -> Model:
     """--model read by its family: a checked checkpoint, ready to run."""
     source, family = open_family(model)
-    return load_family(family, source, model, heads)
+    with config_named(source):
+        return family.load(source, model, heads)

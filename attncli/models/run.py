@@ -34,7 +34,6 @@ from attncli.models.family import (
     Model,
     Tokens,
     family_named,
-    load_family,
     open_family,
 )
 from attncli.models.heads import (
@@ -52,6 +51,7 @@ from attncli.models.memory import on_device, on_request_device
 from attncli.models.predict import plan_predictions, with_predictions
 from attncli.models.probe import SCORE_OF, check_probe, probe_tokens
 from attncli.models.scores import SCORES
+from attncli.models.sources.base import config_named
 from attncli.records.heads import HeadsOptions, HeadsResult
 from attncli.version import __version__
 
@@ -107,7 +107,8 @@ def open_checked(req: Request) -> Model:
     _check_tiled(req, family.traits)
     # On a GPU, each tensor moves there as it is read (one layer at a time, as on the CPU).
     source = on_device(source, resolve_device(req.device), req.model or "")
-    return load_family(family, source, req.model or "", req.heads)
+    with config_named(source):
+        return family.load(source, req.model or "", req.heads)
 
 
 def _cpu_only(req: Request, num_tokens: int) -> None:

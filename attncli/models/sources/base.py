@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from attncli.errors import AttnCliError
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -50,3 +53,18 @@ class WeightSource(Protocol):
         """One line (AttnCliError) where a file read since the source opened it was renamed over
         or rewritten; every tensor()/rows() checks it after reading."""
         ...
+
+
+@contextmanager
+def config_named(source: WeightSource) -> Iterator[None]:
+    """Inside: a refusal of one of source's config values names what the config was read from
+    (the checks name config.json, which a GGUF file does not have: its metadata is read as
+    config.json's keys)."""
+    try:
+        yield
+    except AttnCliError as err:
+        if source.config_name == "config.json" or "config.json" not in str(err):
+            raise
+        named = AttnCliError(str(err).replace("config.json", source.config_name, 1))
+        named.exit_code = err.exit_code
+        raise named from None
