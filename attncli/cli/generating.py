@@ -7,6 +7,7 @@ the one GenerationRequest from them all; they declare, and never run the model."
 
 from __future__ import annotations
 
+import codecs
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from attncli.activity import hush
 from attncli.cli.groups import Group
 from attncli.cli.streams import signal_at
 from attncli.core.display import View, parse_window
-from attncli.errors import AttnCliError
+from attncli.errors import AttnCliError, escaped
 from attncli.opt import of, opt
 from attncli.records.asking import VIEWS, GenerateView, GenerationRequest, Sampling, check_choices
 
@@ -115,28 +116,36 @@ class Answering(Group):
         default when stderr is a terminal; else None); the streamed line is ended after."""
         wanted = self.stream if self.stream is not None else _is_terminal(sys.stderr)
         written: list[str] = []
+        # The tokens' bytes read as UTF-8 as they come: a character cut across tokens is written
+        # once whole (each piece's label alone is its bytes written out, \xf0\x9f).
+        reader = codecs.getincrementaldecoder("utf-8")("backslashreplace")
+
+        def write(text: str) -> None:
+            _write(escaped(text, lines=True))  # control characters written out, as `tokens` does
 
         def write_token(token: TokenInfo) -> None:
             signal_at("token")
             hush()  # the status line goes: the answer is written where it was
-            written.append(token.text)
-            _write("\n".join(visible(line) for line in token.text.split("\n")))
-
-        from attncli.core.tokens import visible
+            text = (token.text if token.bytes_hex is None
+                    else reader.decode(bytes.fromhex(token.bytes_hex)))
+            written.append(text)
+            write(text)
 
         try:
             yield write_token if wanted else None
         finally:
             if written:
+                write(reader.decode(b"", final=True))  # a character the answer stopped inside
                 _write("\n")
 
 
 def _read_answer(path: str) -> str:
-    """--answer-file's text, its one final newline left out."""
+    """--answer-file's text, its one final line ending (\\n or \\r\\n) left out, as --file's."""
     from attncli.core.inputs import _decode, _read_path, is_stdin
 
     name = "standard input" if is_stdin(path) else f"--answer-file {path!r}"
-    return _decode(_read_path(path, "--answer-file"), name).removesuffix("\n")
+    text = _decode(_read_path(path, "--answer-file"), name)
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -199,6 +199,13 @@ class GenerationRequest:
                                f"{said(f'--view {self.view}', f'view={self.view!r}')} makes no "
                                "occlusion passes: leave it out, or use "
                                f"{said('--view occlusion', 'view=' + repr('occlusion'))}")
+        system = said("--system")
+        if self.system is not None and self.raw:
+            raise AttnCliError(f"{system} goes into the chat template, and {said('--raw')} sends "
+                               "the prompt without it: use one of them")
+        if self.system is not None and self.messages is not None:
+            raise AttnCliError(f"{said('--messages')} holds the system turn: give it there, not "
+                               f"with {system}")
         given = said("--answer") if self.reported is None else "--logprobs"
         if (self.answer is not None or self.reported is not None) and self.sampling.sample:
             sample = said("--sample", "sample=True")

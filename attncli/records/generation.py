@@ -102,8 +102,13 @@ class GenerationResult:
 
     @property
     def answer_text(self) -> str:
-        """The answer as the tokens' labels joined."""
-        return "".join(t.text for t in self.answer)
+        """The answer's text: its tokens' bytes joined and read as UTF-8, since a token may
+        hold part of a character (its label alone is then its bytes written out, \\xf0\\x9f);
+        bytes that are no UTF-8 (a character the answer stopped inside) written out the same."""
+        if any(t.bytes_hex is None for t in self.answer):
+            return "".join(t.text for t in self.answer)
+        data = b"".join(bytes.fromhex(t.bytes_hex or "") for t in self.answer)
+        return data.decode("utf-8", "backslashreplace")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of `attncli generate`: raw weights, never renormalised."""

@@ -439,3 +439,30 @@ def test_the_view_escapes_the_path_and_the_answer(tiny: Path) -> None:
     out.print(render_generation(out, record, result.view))
     text = out.file.getvalue()  # type: ignore[attr-defined]
     assert "a\\x1b]0;x\\x07b" in text and "\x1b]0" not in text and "\x1b[2J" not in text
+
+
+def test_the_answer_line_is_the_answer_s_text_where_its_tokens_split_characters(
+        cli, tiny: Path) -> None:  # noqa: ANN001
+    # a byte-level vocabulary cuts 🦙 (4 bytes) into tokens none of which is text alone (rt7)
+    answer = "🦙 ok 𝔘"
+    run = cli("generate", "the cat", "--model", str(tiny), "--answer", answer)
+    assert run.code == 0, run.err
+    doc = json.loads(cli("generate", "the cat", "--model", str(tiny), "--answer", answer,
+                         "--json").out)
+    assert len(doc["answer"]) > len(answer)  # the tokens do split its characters
+    assert f"answer: {answer}\n" in run.out, run.out
+
+
+def test_the_stream_writes_each_character_once_whole_and_spaces_as_spaces(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # 🦙 is 4 bytes cut across two tokens, each label alone its bytes written out; a token of
+    # one space is labelled ␣ in tables; a control character is written out (rt7)
+    from attncli.cli.generating import Answering
+    from attncli.core.result import TokenInfo
+
+    pieces = [b"Hi", b" ", "🦙".encode()[:2], "🦙".encode()[2:], b"\n\x1b[2J", "é".encode()[:1]]
+    with Answering(stream=True).streaming() as write:
+        assert write is not None
+        for k, piece in enumerate(pieces):
+            write(TokenInfo(k, k, f"label{k}", piece.hex()))
+    assert capsys.readouterr().err == "Hi 🦙\n\\x1b[2J\\xc3\n"

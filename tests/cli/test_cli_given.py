@@ -174,6 +174,10 @@ def test_the_python_api_takes_messages_and_an_answer(cli, tiny: Path,  # noqa: A
     (["the cat", "--messages", "CHAT", "--explain-last"], "give TEXT or --messages"),
     (["--messages", "CHAT"], "ends with the assistant's turn"),
     (["--messages", "CHAT", "--explain-last", "--system", "x"], "holds the system turn"),
+    # --show-template printed the conversation without --system, and no word of it (rt7)
+    (["--messages", "CHAT", "--explain-last", "--system", "x", "--show-template"],
+     "holds the system turn"),
+    (["the cat", "--raw", "--system", "x", "--show-template"], "--raw sends the prompt without"),
     (["--messages", "CHAT", "--explain-last", "--raw"], "--raw sends text without it"),
     (["the cat", "--view", "flow"], "--view must be one of auto, raw, value, occlusion"),
     # --file was left unread beside --messages; a second reader of stdin found it empty
@@ -307,3 +311,18 @@ def test_the_python_api_takes_the_runtime_log_probs_and_special_tokens_as_the_cl
                                                      max_new_tokens=1).to_dict()["prompt"])
     with pytest.raises(attncli.AttnCliError, match="logprobs must be"):
         attncli.generate("Your journey", "samples/toy-gpt2", logprobs=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", ""])
+def test_an_answer_file_s_line_ending_is_not_part_of_the_answer(
+        cli, tiny: Path, tmp_path: Path, ending: str) -> None:  # noqa: ANN001, F811
+    # a file saved on Windows ends "\r\n": the "\r" was teacher-forced as the answer's last
+    # token (rt7), where --file's text leaves the ending out whichever it is
+    path = tmp_path / "answer.txt"
+    path.write_bytes(f"sat on the mat{ending}".encode())
+    from_file = cli("generate", "the cat", "--model", str(tiny), "--answer-file", str(path),
+                    "--json")
+    given = cli("generate", "the cat", "--model", str(tiny), "--answer", "sat on the mat",
+                "--json")
+    assert from_file.code == 0, from_file.err
+    assert json.loads(from_file.out)["answer"] == json.loads(given.out)["answer"]

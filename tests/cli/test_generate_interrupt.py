@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from attncli.cli.streams import SELF_SIGNAL
+from attncli.errors import escaped
 from tests.cli.test_signals import default_signals
 from tests.conftest import ROOT
 from tests.llama_fixtures import save_family
@@ -38,6 +39,15 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # at 1,405, a few seconds in, so a Ctrl-C late on a loaded machine came after the answer)
     save_family(folder, "llama", seed=22, max_position_embeddings=4096)
     return folder
+
+
+def _spelt(answer: list[dict[str, str]]) -> str:
+    """The answer as it is streamed: its tokens' bytes read as UTF-8 (their labels without),
+    control characters written out."""
+    if any("bytes" not in t for t in answer):
+        return "".join(t["text"] for t in answer)
+    spelt = b"".join(bytes.fromhex(t["bytes"]) for t in answer)
+    return escaped(spelt.decode("utf-8", "backslashreplace"), lines=True)
 
 
 def _interrupted(tiny: Path, *extra: str, signum: int = signal.SIGINT,
@@ -72,7 +82,7 @@ def test_ctrl_c_mid_generation_keeps_the_answer_in_the_json(tiny: Path) -> None:
     answer = [t["text"] for t in doc["answer"]]
     assert 0 < len(answer) < MANY and len(doc["steps"]) == len(answer)
     streamed = err.removesuffix("\n")
-    assert streamed == "".join(answer)  # every token shown was streamed, and only those
+    assert streamed == _spelt(doc["answer"])  # every token shown was streamed, and only those
     assert "Traceback" not in err
 
 
@@ -88,7 +98,7 @@ def test_ctrl_c_as_a_token_is_streamed_lands_after_it_is_kept_and_shown(tiny: Pa
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert doc["config"]["stopped"] == "interrupted" and len(doc["answer"]) == 1
-    assert run.stderr.decode().removesuffix("\n") == doc["answer"][0]["text"]
+    assert run.stderr.decode().removesuffix("\n") == _spelt(doc["answer"])
 
 
 def _signalled_in_views(tiny: Path, signum: str, *extra: str) -> subprocess.CompletedProcess[bytes]:

@@ -3,8 +3,9 @@ found again in the text the chat template made of it.
 
 Accepted: a list of messages, or an object holding one under "messages" (an Ollama /api/chat
 or OpenAI request body). A message is {"role": "system"|"user"|"assistant", "content": TEXT};
-content may also be OpenAI's list of {"type": "text", "text": ...} parts. Tool turns (role
-"tool", or an assistant's "tool_calls") pass only to a template that reads them.
+content may also be OpenAI's list of {"type": "text", "text": ...} parts; a message with images
+(an OpenAI image part, Ollama's "images") is refused. Tool turns (role "tool", or an
+assistant's "tool_calls") pass only to a template that reads them.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def _message(item: object, index: int, name: str) -> dict[str, Any]:
     if role not in (*ROLES, TOOL_ROLE):
         raise AttnCliError(f"{where} has role {role!r}; roles are {', '.join(ROLES)} (and tool "
                            "where the template reads tool turns)")
+    images = item.get("images")
+    if images is not None and images != []:  # Ollama's: the answer was written seeing them
+        count = f"{len(images)} image{'s' * (len(images) != 1)}" if isinstance(
+            images, list) else "images"
+        raise AttnCliError(f"{where} holds {count}, which attncli does not read (it explains "
+                           "text): leave the message's images out, and the turns that rely on "
+                           "them")
     message: dict[str, Any] = {"role": role, "content": _content(item.get("content"), where,
                                                                  "tool_calls" in item)}
     if item.get("tool_calls") is not None:

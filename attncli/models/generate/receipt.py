@@ -39,10 +39,12 @@ def read_logprobs(path: str | os.PathLike[str]) -> list[Reported]:
                 if len(lines) > 1 and lines[0].startswith(b"{") and _is_stream(lines)
                 else [parse_json(data, name)])
     found = [token for doc in docs for token in _entries(doc, name)]
-    if not found:
+    # A token that spells nothing (the end-of-generation token llama.cpp's server lists, its
+    # text "") holds no text of the answer: there is nothing of attncli's to compare it with.
+    reported = [r for k, entry in enumerate(found) if (r := _reported(entry, k, name)).data]
+    if not reported:
         raise AttnCliError(f"{name} holds no per-token log-probabilities (ask the runtime for "
                            "them: Ollama's \"logprobs\": true, llama.cpp's \"n_probs\")")
-    reported = [_reported(entry, k, name) for k, entry in enumerate(found)]
     spelt = b"".join(r.data for r in reported)
     try:
         spelt.decode("utf-8")

@@ -58,10 +58,6 @@ def generate_model(request: GenerationRequest,
 def _generate(request: GenerationRequest,
               on_token: Callable[[TokenInfo], None] | None) -> GenerationResult:
     model = open_model(request.model)
-    if request.system is not None and (request.raw or request.messages is not None):
-        raise AttnCliError("--system goes into the chat template, and --raw sends the prompt "
-                           "without it: use one of them" if request.raw else "--messages holds "
-                           "the system turn: give it there, not with --system")
     built = build_prompt(model, request.model, request.prompt, request.system, request.raw,
                          request.allow_special, request.messages)
     sampling = with_seed(request.sampling)

@@ -73,6 +73,11 @@ def test_an_ollama_or_openai_request_body_and_text_parts_are_read(tmp_path: Path
     ([{"role": "user", "content": 3}], "content is not text"),
     ([{"role": "user", "content": [{"type": "image_url", "image_url": "x"}]}],
      "a part that is not text"),
+    # Ollama's images beside the text: the model that answered saw them, this one would not
+    ([{"role": "user", "content": "What is this?", "images": ["iVBORw0KGgo="]}],
+     "message 0 holds 1 image, which attncli does not read"),
+    ([{"role": "user", "content": "What is this?", "images": "iVBORw0KGgo="}],
+     "message 0 holds images, which attncli does not read"),
 ])
 def test_a_chat_of_the_wrong_shape_is_one_line(doc: object, says: str) -> None:
     with pytest.raises(AttnCliError, match=says):

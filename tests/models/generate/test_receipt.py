@@ -174,3 +174,18 @@ def test_openai_completions_and_server_sent_events_are_read(tmp_path: Path) -> N
     events.write_text("data: {\"choices\": [{\"logprobs\": {\"content\": [{\"token\": \"a\"")
     with pytest.raises(AttnCliError, match=r"events.txt' line 1 is not valid JSON"):
         read_logprobs(str(events))
+
+
+def test_a_token_that_spells_nothing_is_left_out_of_the_receipt(tmp_path: Path) -> None:
+    # llama.cpp's server lists the end-of-generation token it sampled, its text "" (a special
+    # token is not rendered): no text of the answer is its, so it is compared with nothing
+    stop = {"token": "", "logprob": -3.0, "bytes": [], "top_logprobs": [{"token": ""}]}
+    entries = _ollama(PIECES, LOGPROBS)
+    for doc in ([*entries, stop], [stop, *entries[:2], stop, *entries[2:]]):
+        reported = read_logprobs(_write(tmp_path, {"logprobs": doc}))
+        receipt = compare(reported, PIECES, LOGPROBS, CHOICES)
+        assert receipt.compared == "tokens" and receipt.flagged == []
+        assert [r.text for r in receipt.rows] == [p.decode() for p in PIECES]
+        assert_near([r.difference for r in receipt.rows], [0.0] * 5, atol=1e-12, rtol=0)
+    with pytest.raises(AttnCliError, match="holds no per-token log-probabilities"):
+        read_logprobs(_write(tmp_path, {"logprobs": [stop]}))

@@ -96,8 +96,14 @@ def said_of_metadata(header: GgufHeader, err: AttnCliError) -> AttnCliError:
         re.escape(hf) for hf in sorted(names, key=len, reverse=True)) + r")(?![\w])")
     text, count = found.subn(lambda m: names[m[1]], str(err))
     if "config.json" in text:
-        return AttnCliError(text.replace("config.json", f"{header.path}'s metadata", 1))
-    return AttnCliError(f"{header.path}: {text}") if count else err
+        text = text.replace("config.json", f"{header.path}'s metadata", 1)
+    elif count:
+        text = f"{header.path}: {text}"
+    else:
+        return err
+    said = AttnCliError(text)
+    said.exit_code = err.exit_code
+    return said
 
 
 def refuse(header: GgufHeader, why: str) -> AttnCliError:
