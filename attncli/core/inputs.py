@@ -143,8 +143,10 @@ class InputVectors:
 
 
 def _decode(data: bytes, source: str) -> str:
+    """A file's or stream's text: UTF-8, a leading byte-order mark (which Windows editors write)
+    left out, as it is no part of the text; else one line naming the first byte that is not."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
         raise AttnCliError(
             f"{source} is not valid UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start})"

@@ -28,6 +28,11 @@ def test_text_stdin_and_file(tmp_path: Path) -> None:
     assert read_text(None, "-", io.BytesIO(b"from stdin\n")) == "from stdin"
     (tmp_path / "-").write_text("dash file")
     assert read_text(None, tmp_path / "-") == "dash file"
+    # a byte-order mark (Notepad's UTF-8) is no part of the text: it was its first token
+    path.write_bytes("\ufeffthe cat\r\n".encode())
+    assert read_text(None, path) == "the cat"
+    assert read_text("-", None, io.BytesIO("\ufeff猫".encode())) == "猫"
+    assert read_text("\ufeffas typed", None) == "\ufeffas typed"  # TEXT is kept as given
     assert read_text(None, Path(tmp_path, "./-"), io.BytesIO(b"from stdin\n")) == "dash file"
 
 
