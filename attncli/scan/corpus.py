@@ -200,8 +200,7 @@ def _parquet(path: Path, field: str) -> Iterator[Document]:
         raise AttnCliError(f"{path.name} has no column {field!r} (columns: "
                            f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''}); "
                            "name the text column with --field")
-    if not pa.types.is_string(table.schema_arrow.field(field).type) and \
-            not pa.types.is_large_string(table.schema_arrow.field(field).type):
+    if not _is_text(table.schema_arrow.field(field).type):
         raise AttnCliError(f"{path.name}: column {field!r} is "
                            f"{table.schema_arrow.field(field).type}, not text")
     row, name = 0, stored_name(path.name)
@@ -210,6 +209,16 @@ def _parquet(path: Path, field: str) -> Iterator[Document]:
             yield (Document(f"{name}:{row}", value) if value is not None
                    else Document(f"{name}:{row}", None, "null text"))
             row += 1
+
+
+def _is_text(kind: Any) -> bool:
+    """Whether a Parquet column of this Arrow type holds text: strings, large or not, or a
+    dictionary of them (pandas' category, written as it is)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def count_documents(path: Path, kind: str, skip: Path | None = None) -> int:

@@ -4,12 +4,17 @@ two files apart, and is the same on every read, so a resumed scan knows what it 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from attncli.errors import AttnCliError
 from attncli.scan.corpus import documents, path_bytes, stored_name
 
 # A file name as the kernel takes it: 1-255 bytes, neither "/" nor NUL, never "." or "..".
@@ -72,3 +77,31 @@ def test_lines_of_a_corpus_named_in_bytes_keep_its_stored_name(tmp_path: Path) -
         file.write(b"one line\nanother line\n")
     found = list(documents(Path(os.fsdecode(corpus)), "text", 1024))
     assert [d.id for d in found] == ["caf\\xe9.txt:1", "caf\\xe9.txt:2"]
+
+
+@pytest.mark.parametrize("column", [
+    lambda texts: pa.array(texts).dictionary_encode(),  # pandas' category, written as is
+    lambda texts: pa.array(texts, pa.large_string()),
+    lambda texts: pa.array(texts, pa.large_string()).dictionary_encode(),
+])
+def test_a_parquet_text_column_of_any_string_type_is_read(tmp_path: Path, column: Any) -> None:
+    corpus = tmp_path / "shard.parquet"
+    texts = ["the cat sat", None, "the cat sat", "a dog ran"]
+    pq.write_table(pa.table({"body": column(texts)}), corpus)
+    found = list(documents(corpus, "body", 1024))
+    assert [(d.id, d.text) for d in found] == [(f"shard.parquet:{row}", text)
+                                               for row, text in enumerate(texts)]
+    assert found[1].problem == "null text"
+
+
+@pytest.mark.parametrize("column, said", [
+    (pa.array([1, 2]), "column 'body' is int64, not text"),
+    (pa.array([b"x", b"y"]).dictionary_encode(), "column 'body' is dictionary<values=binary"),
+    (pa.array([b"x", b"y"]), "column 'body' is binary, not text"),
+])
+def test_a_parquet_column_that_is_not_text_is_one_line(tmp_path: Path, column: Any,
+                                                       said: str) -> None:
+    corpus = tmp_path / "shard.parquet"
+    pq.write_table(pa.table({"body": column}), corpus)
+    with pytest.raises(AttnCliError, match=re.escape(said)):
+        list(documents(corpus, "body", 1024))
