@@ -52,13 +52,22 @@ SETTINGS_KIND = "scan_settings"  # scan.json's "kind", as every JSON attncli wri
 
 
 def _settings(held: dict[str, Any]) -> dict[str, Any]:
-    """scan.json's settings without its kind; one written before it had one held the corpus's
-    kind (.txt, folder, ...) under "kind", now "corpus_kind"."""
+    """scan.json's settings without its kind, the model as held_model holds it; one written
+    before it had one held the corpus's kind (.txt, folder, ...) under "kind", now
+    "corpus_kind"."""
     held = dict(held)
     kind = held.pop("kind", None)
     if kind != SETTINGS_KIND and kind is not None:
         held["corpus_kind"] = kind
+    if isinstance(held.get("model"), str):
+        held["model"] = held_model(held["model"])
     return held
+
+
+def held_model(model: str) -> str:
+    """--model as a scan holds it: a path that exists here resolved, so the same checkpoint
+    named from another folder or through a link resumes the scan; a store's name as given."""
+    return str(Path(model).resolve()) if os.path.exists(model) else model
 
 
 class ScanStore:
@@ -68,6 +77,7 @@ class ScanStore:
     def __init__(self, out: Path, identity: dict[str, Any], layers: int, heads: int,
                  effect: bool = False) -> None:
         self.out, self.effect = out, effect  # effect: the heads table has the effect column
+        identity = _settings(identity)
         check_out(out)
         try:
             self._open(identity)
@@ -95,14 +105,15 @@ class ScanStore:
                                    "deeply)") from None
             if not isinstance(held, dict):
                 raise AttnCliError(f"--out {out}: scan.json holds no scan's settings")
-            written_before = held.get("kind") != SETTINGS_KIND
+            rewrite = held.get("kind") != SETTINGS_KIND or \
+                held.get("model") != identity.get("model")  # written before: as given
             held = _settings(held)
             if held != identity:
                 changed = sorted(k for k in identity.keys() | held.keys()
                                  if identity.get(k) != held.get(k))
                 raise AttnCliError(f"--out {out} holds a scan with other settings "
                                    f"({', '.join(changed)}); give a new --out to start another")
-            if written_before:  # rewritten as this version writes it, its kind said
+            if rewrite:  # as this version writes it: its kind said, its model resolved
                 self._write_settings(manifest, identity)
         elif out.exists() and any(out.iterdir()):
             raise AttnCliError(f"--out {out} is not empty and holds no scan.json: give a new "
