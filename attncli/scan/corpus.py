@@ -9,8 +9,9 @@ it: any bytes a filesystem allows (not UTF-8, a newline, an ESC) give a UTF-8 id
 and path_bytes gives the bytes back.
 
 A document that cannot be read (not UTF-8, not JSON, no such field, longer than max_bytes
-where it cannot be cut, not a regular file) is yielded with its problem, and the scan counts
-it as skipped; a corpus that cannot be read at all is an AttnCliError.
+where it cannot be cut, not a regular file, a link to a kernel file) is yielded with its
+problem, and the scan counts it as skipped; a corpus that cannot be read at all is an
+AttnCliError.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import IO, Any
 from attncli.errors import AttnCliError
 
 KINDS = ("folder", ".txt", ".jsonl", ".parquet")
+SYSTEM_DIRS = ("/dev", "/proc", "/sys")  # the kernel's: no document is read, no scan written
 CHUNK = 1 << 20  # a line longer than max_bytes is passed over in reads of this size
 _STRAY = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
 _ESCAPE = re.compile(r"\\\\|\\x[0-9a-f]{2}")  # what stored_name writes for "\\" and such a byte
@@ -60,6 +62,12 @@ def path_bytes(name: str) -> bytes:
                 else bytes([int(m.group()[2:], 16)])]
         at = m.end()
     return b"".join([*out, name[at:].encode()])
+
+
+def system_dir(path: str) -> str | None:
+    """/dev, /proc or /sys when path lies under it: the kernel's files, whose regular ones are
+    no documents (a process's environment, a log that reading consumes)."""
+    return next((t for t in SYSTEM_DIRS if path == t or path.startswith(t + "/")), None)
 
 
 def corpus_kind(path: Path) -> str:
@@ -170,6 +178,9 @@ def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]
                 continue
             if not stat.S_ISREG(mode):
                 yield Document(doc_id, None, "not a regular file")
+                continue
+            if (top := system_dir(os.path.realpath(path))) is not None:
+                yield Document(doc_id, None, f"a kernel file under {top}")
                 continue
             try:  # O_NONBLOCK: a file swapped for a FIFO since the stat cannot block the scan
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)

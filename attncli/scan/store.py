@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import WRITE_ERRNOS, AttnCliError
+from attncli.scan.corpus import system_dir
 from attncli.scan.damage import set_aside, table_folders, trusted_parts
 from attncli.scan.parts import TABLES, documents_schema, heads_schema, part_name, parts
 from attncli.scan.worker import columns
-
-SYSTEM_DIRS = ("/dev", "/proc", "/sys")  # the kernel's: no scan is written there
 
 
 def check_out(out: Path) -> None:
@@ -31,8 +30,7 @@ def check_out(out: Path) -> None:
     device or a place under /dev, /proc or /sys refused in one line, before any work."""
     shown = str(out)
     for name in (os.path.abspath(out), os.path.realpath(out)):
-        top = next((t for t in SYSTEM_DIRS if name == t or name.startswith(t + "/")), None)
-        if top is not None:
+        if (top := system_dir(name)) is not None:
             raise AttnCliError(f"--out {shown} lies under {top}, where no scan is written")
     try:
         node = os.stat(out)

@@ -105,3 +105,19 @@ def test_a_parquet_column_that_is_not_text_is_one_line(tmp_path: Path, column: A
     pq.write_table(pa.table({"body": column}), corpus)
     with pytest.raises(AttnCliError, match=re.escape(said)):
         list(documents(corpus, "body", 1024))
+
+
+def test_a_link_to_a_kernel_file_is_skipped_unread(tmp_path: Path) -> None:
+    """/proc and /sys files stat as regular, but are the kernel's (a process's environment, a
+    log that a read consumes): a corpus folder's link to one is skipped, never opened; a link
+    to an ordinary file outside the folder is read."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "environ").symlink_to("/proc/self/environ")
+    (corpus / "status").symlink_to("/proc/self/status")
+    (tmp_path / "outside.txt").write_text("the cat sat", encoding="utf-8")
+    (corpus / "outside").symlink_to(tmp_path / "outside.txt")
+    found = {d.id: (d.text, d.problem) for d in documents(corpus, "text", 1024)}
+    assert found == {"environ": (None, "a kernel file under /proc"),
+                     "outside": ("the cat sat", None),
+                     "status": (None, "a kernel file under /proc")}
