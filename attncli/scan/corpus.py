@@ -155,18 +155,34 @@ def _json_line(doc_id: str, raw: bytes, whole: bool, field: str) -> Document:
     return Document(doc_id, record[field])
 
 
-def _walk(root: Path, skip: Path | None) -> Iterator[tuple[str, list[str]]]:
-    """os.walk's folders and file names below root, in name order, skip's folder left out."""
+def _walk(root: Path, skip: Path | None) -> Iterator[tuple[str, list[str], str | None]]:
+    """os.walk's folders and file names below root, in name order, skip's folder left out; a
+    folder that cannot be listed comes with why (and no names), and root's is an error."""
     left_out = skip.resolve() if skip is not None else None
-    for dirpath, dirnames, filenames in os.walk(root):
+    failed: list[OSError] = []  # os.walk's onerror: each folder it could not list
+
+    def unlisted() -> Iterator[tuple[str, list[str], str | None]]:
+        while failed:
+            err = failed.pop(0)
+            if err.filename is None or os.fspath(err.filename) == os.fspath(root):
+                raise AttnCliError(f"cannot read corpus {root}: {err.strerror or err}")
+            yield os.fspath(err.filename), [], err.strerror or type(err).__name__
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed.append):
+        yield from unlisted()
         dirnames[:] = sorted(d for d in dirnames if Path(dirpath, d).resolve() != left_out)
-        yield dirpath, sorted(filenames)
+        yield dirpath, sorted(filenames), None
+    yield from unlisted()
 
 
 def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]:
     """Each file below root in name order; a FIFO, socket or device is never opened."""
     found = 0
-    for dirpath, filenames in _walk(root, skip):
+    for dirpath, filenames, unlisted in _walk(root, skip):
+        if unlisted is not None:
+            found += 1
+            yield Document(stored_name(Path(dirpath).relative_to(root).as_posix()), None,
+                           f"unreadable folder ({unlisted})")
         for name in filenames:
             path = Path(dirpath, name)
             doc_id = stored_name(path.relative_to(root).as_posix())
@@ -235,7 +251,7 @@ def _is_text(kind: Any) -> bool:
 def count_documents(path: Path, kind: str, skip: Path | None = None) -> int:
     """How many documents the corpus holds, for the progress bar (lines counted in chunks)."""
     if kind == "folder":
-        return sum(len(files) for _, files in _walk(path, skip))
+        return sum(len(files) + (unlisted is not None) for _, files, unlisted in _walk(path, skip))
     if kind == ".parquet":
         import pyarrow.parquet as pq
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from attncli.errors import AttnCliError
-from attncli.scan.corpus import documents, path_bytes, stored_name
+from attncli.scan.corpus import count_documents, documents, path_bytes, stored_name
 
 # A file name as the kernel takes it: 1-255 bytes, neither "/" nor NUL, never "." or "..".
 NAME_BYTES = st.binary(min_size=1, max_size=255).filter(
@@ -121,3 +121,35 @@ def test_a_link_to_a_kernel_file_is_skipped_unread(tmp_path: Path) -> None:
     assert found == {"environ": (None, "a kernel file under /proc"),
                      "outside": ("the cat sat", None),
                      "status": (None, "a kernel file under /proc")}
+
+
+def _unlistable(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> None:
+    """os.scandir refuses folders, as it does one without read permission to a user who is not
+    root (a root test run would read a chmod 000 folder)."""
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if Path(os.fsdecode(path)) in folders:
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_a_folder_that_cannot_be_listed_is_a_skipped_document(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subfolder that cannot be listed is counted as skipped, saying why, not passed over
+    unseen; a corpus folder that cannot be listed is one line."""
+    corpus = tmp_path / "corpus"
+    (corpus / "locked").mkdir(parents=True)
+    (corpus / "locked" / "c").write_text("hidden text", encoding="utf-8")
+    (corpus / "a").write_text("the cat sat", encoding="utf-8")
+    (corpus / "z").write_text("a dog ran", encoding="utf-8")
+    _unlistable(monkeypatch, corpus / "locked")
+    found = [(d.id, d.text, d.problem) for d in documents(corpus, "text", 1024)]
+    assert found == [("a", "the cat sat", None), ("z", "a dog ran", None),
+                     ("locked", None, "unreadable folder (Permission denied)")]
+    assert count_documents(corpus, "folder") == len(found)
+    _unlistable(monkeypatch, corpus)
+    with pytest.raises(AttnCliError, match=r"^cannot read corpus .*corpus: Permission denied$"):
+        list(documents(corpus, "text", 1024))
