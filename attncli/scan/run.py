@@ -3,7 +3,6 @@ batches, their results written in parts by this process (the driver), then the s
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
@@ -16,7 +15,7 @@ from attncli.scan.corpus import Document, corpus_kind, count_documents, document
 from attncli.scan.plan import ScanPlan
 from attncli.scan.pool import Batch, run_local
 from attncli.scan.stopping import Stopper
-from attncli.scan.store import ScanStore, check_out, write_atomic
+from attncli.scan.store import ScanStore, check_out, write_summary
 from attncli.scan.summary import summarise
 from attncli.scan.worker import ScanSettings
 from attncli.version import __version__
@@ -95,8 +94,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
                         "this_run": written, "max_tokens": settings.max_tokens,
                         "too_long": settings.too_long, "workers": plan.workers,
                         "ray": plan.ray}
-    write_atomic(plan.out / "summary.json", lambda path: path.write_text(
-        json.dumps(summary, allow_nan=False) + "\n", encoding="utf-8"))
+    write_summary(plan.out, summary)
     return summary
 
 

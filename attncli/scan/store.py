@@ -169,6 +169,16 @@ class ScanStore:
         self.next_part += 1
 
 
+def write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """OUT/summary.json, whole or not at all; one that cannot be written is one line."""
+    target = out / "summary.json"
+    try:
+        write_atomic(target, lambda path: path.write_text(
+            json.dumps(summary, allow_nan=False) + "\n", encoding="utf-8"))
+    except OSError as err:  # a folder in its place, a full disk: the parts stand
+        raise _unwritten(target, err) from None
+
+
 def _unwritten(path: Path, err: OSError) -> AttnCliError:
     """The one line for a part that could not be written: exit 1 where the write itself
     failed (a full disk), as for --save-json; 2 where the folder cannot take it."""
