@@ -13,7 +13,7 @@ from attncli.activity import doing
 from attncli.errors import AttnCliError, escaped
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents, stored_name
 from attncli.scan.plan import ScanPlan
-from attncli.scan.pool import Batch, run_local
+from attncli.scan.pool import Batch, check_workers, run_local
 from attncli.scan.stopping import Stopper
 from attncli.scan.store import ScanStore, check_out, write_summary
 from attncli.scan.summary import summarise
@@ -62,6 +62,10 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         editable(model)
     info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
+    doing("counting the corpus's documents")
+    total = count_documents(plan.corpus, kind, skip=plan.out)
+    if plan.ray in (None, "local"):  # the workers are processes on this machine
+        check_workers(plan.workers, total)
     leave = _join(plan)
     try:
         identity = {"corpus": str(plan.corpus.resolve()), "corpus_kind": kind,
@@ -71,8 +75,6 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads, settings.effect)
         _note_set_aside(store)
         done = store.done()
-        doing("counting the corpus's documents")
-        total = count_documents(plan.corpus, kind, skip=plan.out)
         todo = (d for d in chain([first], stream) if d.id not in done)
         batches = _batches(todo, min(BATCH_DOCS, plan.part_size))
         doing(f"starting {plan.workers} worker(s): each loads the model")
