@@ -20,7 +20,7 @@ from attncli.machine import size_text
 from attncli.scan.worker import ScanSettings, score_in_process, start_process
 
 # A spawned worker once torch and the model are loaded: 0.35 GB resident measured on SmolLM2
-# and on the toy GPT-2 (torch is most of it), rounded up; a larger model's layer adds to it.
+# (ps, two workers mid-scan), rounded up; a larger model's layer adds to it.
 WORKER_BYTES = 400 * 10**6
 
 Batch = list[tuple[str, str | None, str | None, bool]]
