@@ -66,13 +66,16 @@ def ray_target(address: str) -> tuple[str, int] | None:
 
 
 def _check_port(address: str) -> None:
-    """One line for a HOST:PORT whose port is a number no port is, which Ray would retry for
-    JOIN_S and then say only that it did not join."""
+    """One line for a HOST:PORT whose port is no port's number (99999, -5, '1 '), which Ray
+    would retry for JOIN_S and then say only that it did not join."""
     rest = address.removeprefix("ray://").split("/", 1)[0]
     host, colon, port = rest.rpartition(":")
-    if colon and host and re.fullmatch(r"[+-]?[0-9]+", port) and not 0 < int(port) < 65536:
+    if not (colon and host and port) or "]" in port:
+        return  # no port: Ray reads such an address itself
+    number = re.fullmatch(r"[+-]?[0-9]+", port) is not None
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
         raise AttnCliError(f"--ray {address}: the port must be a number from 1 to 65535 "
-                           f"(got {port})")
+                           f"(got {port if number else repr(port)})")
 
 
 def join_ray(address: str, workers: int, logs: bool = False) -> Callable[[], None]:

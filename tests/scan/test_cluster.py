@@ -43,9 +43,11 @@ def test_the_host_and_port_an_address_names(address: str, target: object) -> Non
 @pytest.mark.parametrize("address, port", [
     ("127.0.0.1:99999", "99999"), ("127.0.0.1:0", "0"), ("127.0.0.1:-5", "-5"),
     ("ray://head:70000", "70000"), ("[::1]:65536", "65536"),
+    ("127.0.0.1:1 ", "'1 '"), ("host:port", "'port'"), ("127.0.0.1:６３７９", "'６３７９'"),
 ])
-def test_a_port_out_of_range_is_one_line_at_once(address: str, port: str) -> None:
-    # Ray itself retries such an address for JOIN_S, then says only that it did not join
+def test_a_port_that_is_no_port_number_is_one_line_at_once(address: str, port: str) -> None:
+    # Ray itself retries such an address (a trailing space too) for JOIN_S, then says only that
+    # it did not join
     with pytest.raises(AttnCliError, match=rf"^--ray {re.escape(address)}: the port must be "
                        rf"a number from 1 to 65535 \(got {port}\)$"):
         check_ray(address)
