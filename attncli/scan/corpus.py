@@ -94,7 +94,7 @@ def documents(path: Path, field: str, max_bytes: int,
     if kind == "folder":
         yield from _folder(path, max_bytes, skip)
     elif kind == ".parquet":
-        yield from _parquet(path, field)
+        yield from _parquet(path, field, max_bytes)
     else:
         with open(path, "rb") as file:
             for number, (raw, whole) in enumerate(_lines(file, max_bytes), start=1):
@@ -213,8 +213,9 @@ def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]
         raise AttnCliError(f"corpus {root} holds no files")
 
 
-def _parquet(path: Path, field: str) -> Iterator[Document]:
-    """The field column of a Parquet file, a batch of rows at a time."""
+def _parquet(path: Path, field: str, max_bytes: int) -> Iterator[Document]:
+    """The field column of a Parquet file, a batch of rows at a time, each text cut at
+    max_bytes as a file's is."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -232,10 +233,15 @@ def _parquet(path: Path, field: str) -> Iterator[Document]:
                            f"{table.schema_arrow.field(field).type}, not text")
     row, name = 0, stored_name(path.name)
     for batch in table.iter_batches(batch_size=256, columns=[field]):
-        for value in batch.column(0).to_pylist():
-            yield (Document(f"{name}:{row}", value) if value is not None
-                   else Document(f"{name}:{row}", None, "null text"))
+        column = batch.column(0)
+        if pa.types.is_dictionary(column.type):
+            column = column.dictionary_decode()
+        # As bytes: a writer that does not check UTF-8 leaves bytes Arrow will not decode
+        for value in column.cast(pa.large_binary()).to_pylist():
+            doc_id = f"{name}:{row}"
             row += 1
+            yield (Document(doc_id, None, "null text") if value is None
+                   else _decoded(doc_id, value[:max_bytes], len(value) <= max_bytes))
 
 
 def _is_text(kind: Any) -> bool:

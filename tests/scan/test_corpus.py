@@ -153,3 +153,31 @@ def test_a_folder_that_cannot_be_listed_is_a_skipped_document(
     _unlistable(monkeypatch, corpus)
     with pytest.raises(AttnCliError, match=r"^cannot read corpus .*corpus: Permission denied$"):
         list(documents(corpus, "text", 1024))
+
+
+def test_a_long_parquet_text_is_cut_at_the_byte_limit_as_a_file_is(tmp_path: Path) -> None:
+    """A Parquet document past max_bytes is cut there and marked so, as a folder's file or a
+    line is (--too-long cut then counts it as cut), never handed on whole: a 20 MB row was
+    tokenized whole and skipped for its token records, 'split the text'."""
+    corpus, folder = tmp_path / "shard.parquet", tmp_path / "folder"
+    folder.mkdir()
+    texts = ["short text", "é" * 40 + "x", "ab" * 20]  # 81 bytes, a character across byte 64
+    pq.write_table(pa.table({"text": texts}), corpus)
+    for k, text in enumerate(texts):
+        (folder / f"{k}").write_text(text, encoding="utf-8")
+    got = [(d.text, d.cut_bytes) for d in documents(corpus, "text", 64)]
+    assert got == [(d.text, d.cut_bytes) for d in documents(folder, "text", 64)]
+    assert got == [("short text", False), ("é" * 32, True), ("ab" * 20, False)]
+
+
+def test_a_parquet_text_that_is_not_utf8_is_skipped_as_a_file_is(tmp_path: Path) -> None:
+    """A string column whose writer did not check UTF-8 (Arrow's own reader raises on it) is
+    read as bytes: such a row is skipped, "not UTF-8", and the others are read."""
+    raw = pa.array([b"ok text", b"bad \xff\xfe text", None], pa.binary())
+    unchecked = pa.Array.from_buffers(pa.string(), len(raw), raw.buffers(), raw.null_count)
+    corpus = tmp_path / "shard.parquet"
+    pq.write_table(pa.table({"text": unchecked}), corpus)
+    got = [(d.id, d.text, d.problem) for d in documents(corpus, "text", 1024)]
+    assert got == [("shard.parquet:0", "ok text", None),
+                   ("shard.parquet:1", None, "not UTF-8 (byte 4)"),
+                   ("shard.parquet:2", None, "null text")]
