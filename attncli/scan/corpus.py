@@ -232,7 +232,7 @@ def _parquet(path: Path, field: str, max_bytes: int) -> Iterator[Document]:
         raise AttnCliError(f"{path.name}: column {field!r} is "
                            f"{table.schema_arrow.field(field).type}, not text")
     row, name = 0, stored_name(path.name)
-    for batch in table.iter_batches(batch_size=256, columns=[field]):
+    for batch in _batches_of(table, field, path):
         column = batch.column(0)
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
@@ -252,6 +252,25 @@ def _is_text(kind: Any) -> bool:
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _batches_of(table: Any, field: str, path: Path) -> Iterator[Any]:
+    """table's field column a batch at a time; a part that cannot be read (corrupt pages) is
+    one line naming the row it stopped at (the parts written before it stand)."""
+    import pyarrow as pa
+
+    batches, rows = table.iter_batches(batch_size=256, columns=[field]), 0
+    while True:
+        try:
+            batch = next(batches, None)
+        except (OSError, pa.ArrowException) as err:
+            why = str(err).strip().rstrip(".") or type(err).__name__
+            raise AttnCliError(f"cannot read {path} as Parquet past row {rows:,}: {why}; the "
+                               "parts written before it are kept") from None
+        if batch is None:
+            return
+        rows += batch.num_rows
+        yield batch
 
 
 def count_documents(path: Path, kind: str, skip: Path | None = None) -> int:

@@ -181,3 +181,20 @@ def test_a_parquet_text_that_is_not_utf8_is_skipped_as_a_file_is(tmp_path: Path)
     assert got == [("shard.parquet:0", "ok text", None),
                    ("shard.parquet:1", None, "not UTF-8 (byte 4)"),
                    ("shard.parquet:2", None, "null text")]
+
+
+def test_a_parquet_file_corrupt_past_its_footer_is_one_line(tmp_path: Path) -> None:
+    """Pages that cannot be read (bytes flipped mid-file, the footer whole) end the corpus in
+    one line naming the row, after the rows before them; Arrow raised its own OSError."""
+    corpus = tmp_path / "shard.parquet"
+    pq.write_table(pa.table({"text": [f"the cat sat {k}" for k in range(4000)]}), corpus,
+                   row_group_size=1000, compression="snappy")
+    data = bytearray(corpus.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 200] = bytes(b ^ 0x5A for b in data[middle:middle + 200])
+    corpus.write_bytes(bytes(data))
+    read = []
+    with pytest.raises(AttnCliError, match=r"^cannot read .*shard.parquet as Parquet past row "
+                                           r"[0-9,]+: .*[^.]; the parts written before it are kept$"):
+        read.extend(documents(corpus, "text", 1024))
+    assert [d.id for d in read] == [f"shard.parquet:{k}" for k in range(len(read))]
