@@ -194,7 +194,8 @@ def test_a_parquet_file_corrupt_past_its_footer_is_one_line(tmp_path: Path) -> N
     data[middle:middle + 200] = bytes(b ^ 0x5A for b in data[middle:middle + 200])
     corpus.write_bytes(bytes(data))
     read = []
-    with pytest.raises(AttnCliError, match=r"^cannot read .*shard.parquet as Parquet past row "
-                                           r"[0-9,]+: .*[^.]; the parts written before it are kept$"):
+    with pytest.raises(AttnCliError, match=r"^cannot read .*shard.parquet as Parquet past "
+                                           r"row [0-9,]+: .*[^.]; the parts written before it "
+                                           r"are kept$"):
         read.extend(documents(corpus, "text", 1024))
     assert [d.id for d in read] == [f"shard.parquet:{k}" for k in range(len(read))]
