@@ -17,6 +17,7 @@ from typing import Any
 import attncli.machine as machine
 from attncli.errors import AttnCliError
 from attncli.machine import size_text
+from attncli.scan.plan import MAX_WORKERS
 from attncli.scan.worker import ScanSettings, score_in_process, start_process
 
 # A spawned worker once torch and the model are loaded: 0.35 GB resident measured on SmolLM2
@@ -31,6 +32,13 @@ def usable_cores() -> int:
     """The cores this process may run on."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def default_workers() -> int:
+    """--workers when not given: the usable cores, as many as half the memory available holds
+    (check_workers' measure), at least one."""
+    fit = machine.memory_available() // 2 // WORKER_BYTES
+    return max(1, min(usable_cores(), MAX_WORKERS, fit))
 
 
 def check_workers(workers: int, documents: int) -> None:

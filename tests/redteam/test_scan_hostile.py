@@ -168,3 +168,20 @@ def test_more_workers_than_memory_holds_is_one_line_before_any_starts(
     monkeypatch.setattr("attncli.scan.run.run_local", lambda *a: iter(()))  # no pool started
     assert cli("scan", str(few), "--model", TOY, "--out", str(out), "--workers", "1024",
                "--json").code == 0  # two documents: at most two workers, which fit
+
+
+@pytest.mark.parametrize("cores, memory_workers, default", [(2, 20, 2), (64, 5, 5), (8, 0, 1)])
+def test_the_default_workers_are_the_cores_that_memory_holds(
+        monkeypatch: pytest.MonkeyPatch, cores: int, memory_workers: int, default: int) -> None:
+    """Without --workers, a scan takes the usable cores, but no more workers than half the
+    memory available holds (at least one): a many-core machine with little memory is not
+    refused by its own default."""
+    import attncli.machine as machine
+    from attncli.scan import pool
+
+    monkeypatch.setattr(pool, "usable_cores", lambda: cores)
+    monkeypatch.setattr(machine, "memory_available",
+                        lambda: 2 * memory_workers * pool.WORKER_BYTES + 1)
+    assert pool.default_workers() == default
+    if default > 1:
+        pool.check_workers(default, 10_000)  # the default passes its own check
