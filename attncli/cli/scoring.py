@@ -44,8 +44,8 @@ class Scanning:
     max_tokens: int = of(ScanSettings, "max_tokens")
     too_long: TooLong = of(ScanSettings, "too_long", TooLong)
     workers: int | None = opt(None, min=1, max=MAX_WORKERS, help="Worker processes (or Ray "
-                              "actors), each holding the model [default: the usable cores, as many as half the "
-                              "memory available holds].",
+                              "actors), each holding the model [default: the usable cores, as "
+                              "many as half the memory available holds].",
                               show_default=False)
     ray: str | None = of(ScanPlan, "ray")
     ray_logs: bool = of(ScanPlan, "ray_logs")
