@@ -56,6 +56,13 @@ def _vm_size() -> int:
         return 0
 
 
+def memory_available() -> int:
+    """Bytes the machine's processes together may use now (MemAvailable): an address-space
+    limit is each process's own, so it does not bound several."""
+    free = _meminfo_available()
+    return free if free is not None else UNKNOWN_MEMORY
+
+
 def available_bytes() -> int:
     """Bytes that may be allocated now: the smaller of free memory and the address space left."""
     known = [b for b in (_meminfo_available(), _address_space_left()) if b is not None]

@@ -44,7 +44,8 @@ class Scanning:
     max_tokens: int = of(ScanSettings, "max_tokens")
     too_long: TooLong = of(ScanSettings, "too_long", TooLong)
     workers: int | None = opt(None, min=1, max=MAX_WORKERS, help="Worker processes (or Ray "
-                              "actors), each holding the model [default: the usable cores].",
+                              "actors), each holding the model [default: the usable cores, as "
+                              "many as half the memory available holds].",
                               show_default=False)
     ray: str | None = of(ScanPlan, "ray")
     ray_logs: bool = of(ScanPlan, "ray_logs")
@@ -60,9 +61,10 @@ class Scanning:
 
     def plan(self, corpus: Path, out: Path) -> ScanPlan:
         """Where the corpus is, where the output goes, and how the work is spread (--workers:
-        by default the usable cores; an empty RAY_ADDRESS is no cluster)."""
-        from attncli.scan.pool import usable_cores
+        by default the usable cores, as many as half the memory available holds; an empty
+        RAY_ADDRESS is no cluster)."""
+        from attncli.scan.pool import default_workers
 
-        return ScanPlan(corpus, out, self.field, self.workers or min(usable_cores(), MAX_WORKERS),
+        return ScanPlan(corpus, out, self.field, self.workers or default_workers(),
                         self.ray or None,
                         self.part_size, self.threshold, self.ray_logs)

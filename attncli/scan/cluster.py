@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -40,6 +41,7 @@ def check_ray(address: str = "local") -> None:
     """Ray importable, or one line saying what to install. A cluster on this machine's
     loopback is joined there: Ray otherwise swaps 127.0.0.1 for the machine's own address,
     where a cluster started on loopback does not answer."""
+    _check_port(address)
     target = ray_target(address)
     if target is not None and target[0] in LOOPBACK:
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # read at import
@@ -61,6 +63,19 @@ def ray_target(address: str) -> tuple[str, int] | None:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         return None
     return host, int(port)
+
+
+def _check_port(address: str) -> None:
+    """One line for a HOST:PORT whose port is no port's number (99999, -5, '1 '), which Ray
+    would retry for JOIN_S and then say only that it did not join."""
+    rest = address.removeprefix("ray://").split("/", 1)[0]
+    host, colon, port = rest.rpartition(":")
+    if not (colon and host and port) or "]" in port:
+        return  # no port: Ray reads such an address itself
+    number = re.fullmatch(r"[+-]?[0-9]+", port) is not None
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise AttnCliError(f"--ray {address}: the port must be a number from 1 to 65535 "
+                           f"(got {port if number else repr(port)})")
 
 
 def join_ray(address: str, workers: int, logs: bool = False) -> Callable[[], None]:

@@ -9,8 +9,9 @@ it: any bytes a filesystem allows (not UTF-8, a newline, an ESC) give a UTF-8 id
 and path_bytes gives the bytes back.
 
 A document that cannot be read (not UTF-8, not JSON, no such field, longer than max_bytes
-where it cannot be cut, not a regular file) is yielded with its problem, and the scan counts
-it as skipped; a corpus that cannot be read at all is an AttnCliError.
+where it cannot be cut, not a regular file, a link to a kernel file) is yielded with its
+problem, and the scan counts it as skipped; a corpus that cannot be read at all is an
+AttnCliError.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import IO, Any
 from attncli.errors import AttnCliError
 
 KINDS = ("folder", ".txt", ".jsonl", ".parquet")
+SYSTEM_DIRS = ("/dev", "/proc", "/sys")  # the kernel's: no document is read, no scan written
 CHUNK = 1 << 20  # a line longer than max_bytes is passed over in reads of this size
 _STRAY = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of a byte that is not UTF-8
 _ESCAPE = re.compile(r"\\\\|\\x[0-9a-f]{2}")  # what stored_name writes for "\\" and such a byte
@@ -62,6 +64,12 @@ def path_bytes(name: str) -> bytes:
     return b"".join([*out, name[at:].encode()])
 
 
+def system_dir(path: str) -> str | None:
+    """/dev, /proc or /sys when path lies under it: the kernel's files, whose regular ones are
+    no documents (a process's environment, a log that reading consumes)."""
+    return next((t for t in SYSTEM_DIRS if path == t or path.startswith(t + "/")), None)
+
+
 def corpus_kind(path: Path) -> str:
     """Which of KINDS path is; anything else refused."""
     try:
@@ -86,7 +94,7 @@ def documents(path: Path, field: str, max_bytes: int,
     if kind == "folder":
         yield from _folder(path, max_bytes, skip)
     elif kind == ".parquet":
-        yield from _parquet(path, field)
+        yield from _parquet(path, field, max_bytes)
     else:
         with open(path, "rb") as file:
             for number, (raw, whole) in enumerate(_lines(file, max_bytes), start=1):
@@ -147,18 +155,34 @@ def _json_line(doc_id: str, raw: bytes, whole: bool, field: str) -> Document:
     return Document(doc_id, record[field])
 
 
-def _walk(root: Path, skip: Path | None) -> Iterator[tuple[str, list[str]]]:
-    """os.walk's folders and file names below root, in name order, skip's folder left out."""
+def _walk(root: Path, skip: Path | None) -> Iterator[tuple[str, list[str], str | None]]:
+    """os.walk's folders and file names below root, in name order, skip's folder left out; a
+    folder that cannot be listed comes with why (and no names), and root's is an error."""
     left_out = skip.resolve() if skip is not None else None
-    for dirpath, dirnames, filenames in os.walk(root):
+    failed: list[OSError] = []  # os.walk's onerror: each folder it could not list
+
+    def unlisted() -> Iterator[tuple[str, list[str], str | None]]:
+        while failed:
+            err = failed.pop(0)
+            if err.filename is None or os.fspath(err.filename) == os.fspath(root):
+                raise AttnCliError(f"cannot read corpus {root}: {err.strerror or err}")
+            yield os.fspath(err.filename), [], err.strerror or type(err).__name__
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed.append):
+        yield from unlisted()
         dirnames[:] = sorted(d for d in dirnames if Path(dirpath, d).resolve() != left_out)
-        yield dirpath, sorted(filenames)
+        yield dirpath, sorted(filenames), None
+    yield from unlisted()
 
 
 def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]:
     """Each file below root in name order; a FIFO, socket or device is never opened."""
     found = 0
-    for dirpath, filenames in _walk(root, skip):
+    for dirpath, filenames, unlisted in _walk(root, skip):
+        if unlisted is not None:
+            found += 1
+            yield Document(stored_name(Path(dirpath).relative_to(root).as_posix()), None,
+                           f"unreadable folder ({unlisted})")
         for name in filenames:
             path = Path(dirpath, name)
             doc_id = stored_name(path.relative_to(root).as_posix())
@@ -170,6 +194,9 @@ def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]
                 continue
             if not stat.S_ISREG(mode):
                 yield Document(doc_id, None, "not a regular file")
+                continue
+            if (top := system_dir(os.path.realpath(path))) is not None:
+                yield Document(doc_id, None, f"a kernel file under {top}")
                 continue
             try:  # O_NONBLOCK: a file swapped for a FIFO since the stat cannot block the scan
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -186,8 +213,9 @@ def _folder(root: Path, max_bytes: int, skip: Path | None) -> Iterator[Document]
         raise AttnCliError(f"corpus {root} holds no files")
 
 
-def _parquet(path: Path, field: str) -> Iterator[Document]:
-    """The field column of a Parquet file, a batch of rows at a time."""
+def _parquet(path: Path, field: str, max_bytes: int) -> Iterator[Document]:
+    """The field column of a Parquet file, a batch of rows at a time, each text cut at
+    max_bytes as a file's is."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -200,22 +228,55 @@ def _parquet(path: Path, field: str) -> Iterator[Document]:
         raise AttnCliError(f"{path.name} has no column {field!r} (columns: "
                            f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''}); "
                            "name the text column with --field")
-    if not pa.types.is_string(table.schema_arrow.field(field).type) and \
-            not pa.types.is_large_string(table.schema_arrow.field(field).type):
+    if not _is_text(table.schema_arrow.field(field).type):
         raise AttnCliError(f"{path.name}: column {field!r} is "
                            f"{table.schema_arrow.field(field).type}, not text")
     row, name = 0, stored_name(path.name)
-    for batch in table.iter_batches(batch_size=256, columns=[field]):
-        for value in batch.column(0).to_pylist():
-            yield (Document(f"{name}:{row}", value) if value is not None
-                   else Document(f"{name}:{row}", None, "null text"))
+    for batch in _batches_of(table, field, path):
+        column = batch.column(0)
+        if pa.types.is_dictionary(column.type):
+            column = column.dictionary_decode()
+        # As bytes: a writer that does not check UTF-8 leaves bytes Arrow will not decode
+        for value in column.cast(pa.large_binary()).to_pylist():
+            doc_id = f"{name}:{row}"
             row += 1
+            yield (Document(doc_id, None, "null text") if value is None
+                   else _decoded(doc_id, value[:max_bytes], len(value) <= max_bytes))
+
+
+def _is_text(kind: Any) -> bool:
+    """Whether a Parquet column of this Arrow type holds text: strings, large or not, or a
+    dictionary of them (pandas' category, written as it is)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _batches_of(table: Any, field: str, path: Path) -> Iterator[Any]:
+    """table's field column a batch at a time; a part that cannot be read (corrupt pages) is
+    one line naming the row it stopped at (the parts written before it stand)."""
+    import pyarrow as pa
+
+    batches, rows = table.iter_batches(batch_size=256, columns=[field]), 0
+    while True:
+        try:
+            batch = next(batches, None)
+        except (OSError, pa.ArrowException) as err:
+            why = str(err).strip().rstrip(".") or type(err).__name__
+            raise AttnCliError(f"cannot read {path} as Parquet past row {rows:,}: {why}; the "
+                               "parts written before it are kept") from None
+        if batch is None:
+            return
+        rows += batch.num_rows
+        yield batch
 
 
 def count_documents(path: Path, kind: str, skip: Path | None = None) -> int:
     """How many documents the corpus holds, for the progress bar (lines counted in chunks)."""
     if kind == "folder":
-        return sum(len(files) for _, files in _walk(path, skip))
+        return sum(len(files) + (unlisted is not None) for _, files, unlisted in _walk(path, skip))
     if kind == ".parquet":
         import pyarrow.parquet as pq
 

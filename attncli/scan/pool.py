@@ -14,8 +14,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+import attncli.machine as machine
 from attncli.errors import AttnCliError
+from attncli.machine import size_text
+from attncli.scan.plan import MAX_WORKERS
 from attncli.scan.worker import ScanSettings, score_in_process, start_process
+
+# A spawned worker once torch and the model are loaded: 0.35 GB resident measured on SmolLM2
+# (ps, two workers mid-scan), rounded up; a larger model's layer adds to it.
+WORKER_BYTES = 400 * 10**6
 
 Batch = list[tuple[str, str | None, str | None, bool]]
 Scored = list[dict[str, Any]]
@@ -25,6 +32,27 @@ def usable_cores() -> int:
     """The cores this process may run on."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def default_workers() -> int:
+    """--workers when not given: the usable cores, as many as half the memory available holds
+    (check_workers' measure), at least one."""
+    fit = machine.memory_available() // 2 // WORKER_BYTES
+    return max(1, min(usable_cores(), MAX_WORKERS, fit))
+
+
+def check_workers(workers: int, documents: int) -> None:
+    """Refuse, in one line, more worker processes than half the memory available holds: the
+    pool starts one a batch in flight, so at most as many as there are documents. One worker
+    is a plain run, which the model's own check has let through."""
+    started = min(workers, max(documents, 1))
+    need, free = started * WORKER_BYTES, machine.memory_available()
+    if started > 1 and need > free // 2:
+        most = free // 2 // WORKER_BYTES
+        raise AttnCliError(f"--workers {workers} starts up to {started} processes, each loading "
+                           f"torch and the model (about {size_text(WORKER_BYTES)} each, "
+                           f"{size_text(need)} in all), more than half the {size_text(free)} "
+                           f"available; give --workers {max(most, 1)} or fewer")
 
 
 def _start_orphan_watch(settings: ScanSettings) -> None:

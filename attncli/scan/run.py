@@ -3,7 +3,6 @@ batches, their results written in parts by this process (the driver), then the s
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
@@ -14,9 +13,9 @@ from attncli.activity import doing
 from attncli.errors import AttnCliError, escaped
 from attncli.scan.corpus import Document, corpus_kind, count_documents, documents, stored_name
 from attncli.scan.plan import ScanPlan
-from attncli.scan.pool import Batch, run_local
+from attncli.scan.pool import Batch, check_workers, run_local
 from attncli.scan.stopping import Stopper
-from attncli.scan.store import ScanStore, check_out, write_atomic
+from attncli.scan.store import ScanStore, check_out, write_summary
 from attncli.scan.summary import summarise
 from attncli.scan.worker import ScanSettings
 from attncli.version import __version__
@@ -63,6 +62,10 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         editable(model)
     info, spec, grouped = model.info(), model.spec, model.traits.kv_heads
     del model
+    doing("counting the corpus's documents")
+    total = count_documents(plan.corpus, kind, skip=plan.out)
+    if plan.ray in (None, "local"):  # the workers are processes on this machine
+        check_workers(plan.workers, total)
     leave = _join(plan)
     try:
         identity = {"corpus": str(plan.corpus.resolve()), "corpus_kind": kind,
@@ -72,8 +75,6 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
         store = ScanStore(plan.out, identity, spec.n_layer, spec.num_heads, settings.effect)
         _note_set_aside(store)
         done = store.done()
-        doing("counting the corpus's documents")
-        total = count_documents(plan.corpus, kind, skip=plan.out)
         todo = (d for d in chain([first], stream) if d.id not in done)
         batches = _batches(todo, min(BATCH_DOCS, plan.part_size))
         doing(f"starting {plan.workers} worker(s): each loads the model")
@@ -95,8 +96,7 @@ def run_scan(settings: ScanSettings, plan: ScanPlan,
                         "this_run": written, "max_tokens": settings.max_tokens,
                         "too_long": settings.too_long, "workers": plan.workers,
                         "ray": plan.ray}
-    write_atomic(plan.out / "summary.json", lambda path: path.write_text(
-        json.dumps(summary, allow_nan=False) + "\n", encoding="utf-8"))
+    write_summary(plan.out, summary)
     return summary
 
 

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from attncli.errors import WRITE_ERRNOS, AttnCliError
+from attncli.scan.corpus import system_dir
 from attncli.scan.damage import set_aside, table_folders, trusted_parts
 from attncli.scan.parts import TABLES, documents_schema, heads_schema, part_name, parts
 from attncli.scan.worker import columns
-
-SYSTEM_DIRS = ("/dev", "/proc", "/sys")  # the kernel's: no scan is written there
 
 
 def check_out(out: Path) -> None:
@@ -31,8 +30,7 @@ def check_out(out: Path) -> None:
     device or a place under /dev, /proc or /sys refused in one line, before any work."""
     shown = str(out)
     for name in (os.path.abspath(out), os.path.realpath(out)):
-        top = next((t for t in SYSTEM_DIRS if name == t or name.startswith(t + "/")), None)
-        if top is not None:
+        if (top := system_dir(name)) is not None:
             raise AttnCliError(f"--out {shown} lies under {top}, where no scan is written")
     try:
         node = os.stat(out)
@@ -52,13 +50,22 @@ SETTINGS_KIND = "scan_settings"  # scan.json's "kind", as every JSON attncli wri
 
 
 def _settings(held: dict[str, Any]) -> dict[str, Any]:
-    """scan.json's settings without its kind; one written before it had one held the corpus's
-    kind (.txt, folder, ...) under "kind", now "corpus_kind"."""
+    """scan.json's settings without its kind, the model as held_model holds it; one written
+    before it had one held the corpus's kind (.txt, folder, ...) under "kind", now
+    "corpus_kind"."""
     held = dict(held)
     kind = held.pop("kind", None)
     if kind != SETTINGS_KIND and kind is not None:
         held["corpus_kind"] = kind
+    if isinstance(held.get("model"), str):
+        held["model"] = held_model(held["model"])
     return held
+
+
+def held_model(model: str) -> str:
+    """--model as a scan holds it: a path that exists here resolved, so the same checkpoint
+    named from another folder or through a link resumes the scan; a store's name as given."""
+    return str(Path(model).resolve()) if os.path.exists(model) else model
 
 
 class ScanStore:
@@ -68,6 +75,7 @@ class ScanStore:
     def __init__(self, out: Path, identity: dict[str, Any], layers: int, heads: int,
                  effect: bool = False) -> None:
         self.out, self.effect = out, effect  # effect: the heads table has the effect column
+        identity = _settings(identity)
         check_out(out)
         try:
             self._open(identity)
@@ -95,14 +103,15 @@ class ScanStore:
                                    "deeply)") from None
             if not isinstance(held, dict):
                 raise AttnCliError(f"--out {out}: scan.json holds no scan's settings")
-            written_before = held.get("kind") != SETTINGS_KIND
+            rewrite = held.get("kind") != SETTINGS_KIND or \
+                held.get("model") != identity.get("model")  # written before: as given
             held = _settings(held)
             if held != identity:
                 changed = sorted(k for k in identity.keys() | held.keys()
                                  if identity.get(k) != held.get(k))
                 raise AttnCliError(f"--out {out} holds a scan with other settings "
                                    f"({', '.join(changed)}); give a new --out to start another")
-            if written_before:  # rewritten as this version writes it, its kind said
+            if rewrite:  # as this version writes it: its kind said, its model resolved
                 self._write_settings(manifest, identity)
         elif out.exists() and any(out.iterdir()):
             raise AttnCliError(f"--out {out} is not empty and holds no scan.json: give a new "
@@ -158,6 +167,16 @@ class ScanStore:
             except OSError as err:  # a full disk, a folder taken away: the parts before stand
                 raise _unwritten(target, err) from None
         self.next_part += 1
+
+
+def write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """OUT/summary.json, whole or not at all; one that cannot be written is one line."""
+    target = out / "summary.json"
+    try:
+        write_atomic(target, lambda path: path.write_text(
+            json.dumps(summary, allow_nan=False) + "\n", encoding="utf-8"))
+    except OSError as err:  # a folder in its place, a full disk: the parts stand
+        raise _unwritten(target, err) from None
 
 
 def _unwritten(path: Path, err: OSError) -> AttnCliError:

@@ -106,9 +106,12 @@ class Scorer:
 
     def _tokens(self, doc_id: str, text: str, cut_bytes: bool) -> Ready | dict[str, Any]:
         """doc_id's tokens, cut at max_tokens, checked; or the document, skipped."""
+        import attncli.machine as machine
         from attncli.core.request import Request
+        from attncli.machine import size_text
+        from attncli.models.heads import heads_bytes
 
-        settings = self.settings
+        settings, spec = self.settings, self.model.spec
         if cut_bytes and settings.too_long == "skip":
             return scored_document(doc_id, "skipped", 0, "over the byte limit")
         try:
@@ -132,6 +135,13 @@ class Scorer:
             fix = "shorten the text" if limit is None else f"give --max-tokens {limit} or less"
             return scored_document(doc_id, "skipped", len(ids),
                                    str(err).replace("shorten the text", fix))
+        need = heads_bytes(spec.n_layer, spec.num_heads, len(ids))
+        if need > machine.available_bytes() // 2:  # its pass keeps every layer's N × N weights
+            return scored_document(  # as `heads` checks it; the reason the same for each such
+                doc_id, "skipped", len(ids), f"heads keeps {spec.n_layer} layers' "
+                f"{spec.num_heads} heads of {len(ids):,} × {len(ids):,} weights "
+                f"({size_text(need)}), more than half the memory available; give a smaller "
+                "--max-tokens")
         return Ready(doc_id, ids, status)
 
     def _passes(self, pack: list[Ready]) -> list[dict[str, Any]]:

@@ -140,3 +140,48 @@ def test_a_document_past_the_models_context_names_the_option_that_fits(cli,  # n
     assert run.code == 0, run.err
     reasons = run.json()["scan"]["documents"]["skipped_because"]
     assert [r for r in reasons if r.endswith("give --max-tokens 128 or less")] != [], reasons
+
+
+def test_more_workers_than_memory_holds_is_one_line_before_any_starts(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """Each local worker is a process holding torch and the model: --workers 1024 on a corpus
+    of many documents would start hundreds of them, and the kernel's OOM killer would end the
+    scan, or another program. Refused in one line, before --out is made, naming how many fit;
+    a corpus of fewer documents starts no more workers than it has documents."""
+    import attncli.machine as machine
+    from attncli.scan.pool import WORKER_BYTES
+
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text("\n".join(f"the cat sat on the mat {k}" for k in range(300)),
+                      encoding="utf-8")
+    monkeypatch.setattr(machine, "memory_available", lambda: 20 * WORKER_BYTES)
+    out = tmp_path / "out"
+    cli("scan", str(corpus), "--model", TOY, "--out", str(out), "--workers", "1024"
+        ).assert_usage_error("--workers 1024 starts up to 300 processes, each loading torch "
+                             "and the model")
+    assert "give --workers 10 or fewer" in cli(
+        "scan", str(corpus), "--model", TOY, "--out", str(out), "--workers", "11").err
+    assert not out.exists()
+    few = tmp_path / "few.txt"
+    few.write_text("the cat sat\na dog ran", encoding="utf-8")
+    monkeypatch.setattr(machine, "memory_available", lambda: 4 * WORKER_BYTES)
+    monkeypatch.setattr("attncli.scan.run.run_local", lambda *a: iter(()))  # no pool started
+    assert cli("scan", str(few), "--model", TOY, "--out", str(out), "--workers", "1024",
+               "--json").code == 0  # two documents: at most two workers, which fit
+
+
+@pytest.mark.parametrize("cores, memory_workers, default", [(2, 20, 2), (64, 5, 5), (8, 0, 1)])
+def test_the_default_workers_are_the_cores_that_memory_holds(
+        monkeypatch: pytest.MonkeyPatch, cores: int, memory_workers: int, default: int) -> None:
+    """Without --workers, a scan takes the usable cores, but no more workers than half the
+    memory available holds (at least one): a many-core machine with little memory is not
+    refused by its own default."""
+    import attncli.machine as machine
+    from attncli.scan import pool
+
+    monkeypatch.setattr(pool, "usable_cores", lambda: cores)
+    monkeypatch.setattr(machine, "memory_available",
+                        lambda: 2 * memory_workers * pool.WORKER_BYTES + 1)
+    assert pool.default_workers() == default
+    if default > 1:
+        pool.check_workers(default, 10_000)  # the default passes its own check

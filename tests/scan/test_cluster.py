@@ -6,6 +6,7 @@ or the test's own network namespace is ever a target."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 
 from attncli.errors import AttnCliError
 from attncli.scan import cluster
-from attncli.scan.cluster import check_reachable, join_ray, ray_target
+from attncli.scan.cluster import check_ray, check_reachable, join_ray, ray_target
 from tests.conftest import ROOT
 from tests.scan.test_scan import DOCS, ISOLATED, TOY, _alive
 
@@ -37,6 +38,19 @@ GENEROUS_S = 120  # a bound no healthy run comes near, at any load: the bug was 
 ])
 def test_the_host_and_port_an_address_names(address: str, target: object) -> None:
     assert ray_target(address) == target
+
+
+@pytest.mark.parametrize("address, port", [
+    ("127.0.0.1:99999", "99999"), ("127.0.0.1:0", "0"), ("127.0.0.1:-5", "-5"),
+    ("ray://head:70000", "70000"), ("[::1]:65536", "65536"),
+    ("127.0.0.1:1 ", "'1 '"), ("host:port", "'port'"), ("127.0.0.1:６３７９", "'６３７９'"),
+])
+def test_a_port_that_is_no_port_number_is_one_line_at_once(address: str, port: str) -> None:
+    # Ray itself retries such an address (a trailing space too) for JOIN_S, then says only that
+    # it did not join
+    with pytest.raises(AttnCliError, match=rf"^--ray {re.escape(address)}: the port must be "
+                       rf"a number from 1 to 65535 \(got {port}\)$"):
+        check_ray(address)
 
 
 def _closed_port() -> int:

@@ -409,3 +409,21 @@ def test_a_resume_over_damaged_parts_scans_their_documents_again(cli, tmp_path: 
     assert (summary["documents"]["scored"], summary["this_run"]) == (6, 4)
     assert sorted(_documents(out)["document"]) == sorted(f"docs.txt:{k}" for k in range(1, 7))
     assert len(_rows(out)) == 6 * 3 * 4  # every document's rows, once
+
+
+@POOL
+def test_a_summary_that_cannot_be_written_is_one_line(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """summary.json is written last: where it cannot be (a folder in its place), one line
+    names it, and the parts written stand for the same command to resume."""
+    corpus, out = tmp_path / "docs.txt", tmp_path / "out"
+    corpus.write_text("\n".join(DOCS[:2]), encoding="utf-8")
+    args = ("scan", str(corpus), "--model", TOY, "--out", str(out), "--workers", "1", "--json")
+    assert cli(*args).code == 0
+    (out / "summary.json").unlink()
+    (out / "summary.json").mkdir()
+    cli(*args).assert_usage_error(f"cannot write {out / 'summary.json'}: Is a directory; the "
+                                  "parts before it are kept, and the same command resumes")
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")] == []
+    (out / "summary.json").rmdir()
+    again = cli(*args)
+    assert (again.code, again.json()["scan"]["documents"]["scored"]) == (0, 2)

@@ -244,3 +244,39 @@ def test_a_full_disk_is_a_write_error_naming_the_part_that_failed(
     assert str(caught.value).startswith(f"write error: {out / failing / 'part-00001.parquet'}: "
                                         "No space left on device;"), caught.value
     assert sorted(p.name for p in (out / "documents").iterdir()) == ["part-00000.parquet"]
+
+
+def test_the_same_model_by_another_path_resumes(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model given as a path is held resolved: the same folder named from another working
+    folder, or through a link, is the same scan; a model that is no path here is held as it is,
+    and another model is still refused."""
+    (tmp_path / "models" / "toy").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "models" / "toy")
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    store = ScanStore(out, {**IDENTITY, "model": "models/toy"}, LAYERS, HEADS)
+    store.write([_scored("doc0")])
+    held = json.loads((out / "scan.json").read_text(encoding="utf-8"))
+    assert held["model"] == str((tmp_path / "models" / "toy").resolve())
+    monkeypatch.chdir(tmp_path / "models")
+    for model in ("toy", "./toy/", str(tmp_path / "link")):
+        assert ScanStore(out, {**IDENTITY, "model": model}, LAYERS, HEADS).done() == {"doc0"}
+    with pytest.raises(AttnCliError, match=r"holds a scan with other settings \(model\)"):
+        ScanStore(out, {**IDENTITY, "model": "smollm2"}, LAYERS, HEADS)
+
+
+def test_a_scan_json_holding_a_relative_model_resumes_from_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """scan.json written when the model was held as given: the same command, from the same
+    folder, resumes, and the model is held resolved from then on."""
+    (tmp_path / "toy").mkdir()
+    out = tmp_path / "out"
+    monkeypatch.chdir(tmp_path)
+    store = ScanStore(out, {**IDENTITY, "model": "toy"}, LAYERS, HEADS)
+    store.write([_scored("doc0")])
+    (out / "scan.json").write_text(json.dumps({"kind": SETTINGS_KIND, **IDENTITY,
+                                               "model": "toy"}), encoding="utf-8")
+    assert ScanStore(out, {**IDENTITY, "model": "toy"}, LAYERS, HEADS).done() == {"doc0"}
+    held = json.loads((out / "scan.json").read_text(encoding="utf-8"))
+    assert held["model"] == str((tmp_path / "toy").resolve())

@@ -135,3 +135,25 @@ def test_texts_run_together_equal_their_own_passes_on_smollm2() -> None:
     together = texts_passes(model, texts, model.spec.n_layer)
     for got, want in zip(together, _alone(model, texts), strict=True):
         _same_pass(got, want)
+
+
+def test_a_document_whose_pass_does_not_fit_is_skipped_saying_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document's pass keeps every layer's N × N weights, as `heads` does: one that would
+    need more than half the memory available is skipped, naming its size and the option,
+    before its pass runs, where it ended the whole scan with out of memory (SmolLM2, whose
+    RoPE has no position limit, at --max-tokens 1048576); the others are scored."""
+    import attncli.machine as machine
+    from attncli.models.heads import heads_bytes
+
+    scorer = Scorer(ScanSettings(model=TOY, max_tokens=128))
+    spec = scorer.model.spec
+    monkeypatch.setattr(machine, "available_bytes",
+                        lambda: 2 * heads_bytes(spec.n_layer, spec.num_heads, 40))
+    short, long = "The cat sat on the mat", " ".join(["word"] * 100)
+    got = scorer.score_batch([("short", short, None, False), ("long", long, None, False)])
+    assert [d["status"] for d in got] == ["scored", "skipped"]
+    assert got[1]["reason"].startswith(f"heads keeps {spec.n_layer} layers' {spec.num_heads} "
+                                       "heads of 100 × 100 weights (")
+    assert got[1]["reason"].endswith("), more than half the memory available; give a smaller "
+                                     "--max-tokens")  # no amount: such documents count as one
