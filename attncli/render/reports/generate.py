@@ -66,6 +66,11 @@ def _chosen(result: GenerationResult, view: GenerateView) -> str:
             f"looks, over {AUTO_LOOKS}; --view occlusion for it")
 
 
+def _tokens(count: int) -> str:
+    """"1 token", "2 tokens"."""
+    return f"{count:,} token{'s' * (count != 1)}"
+
+
 def heading(result: GenerationResult) -> str:
     """Which model answered, how it was prompted and why it stopped."""
     prompted = (f"chat template ({result.template.origin})" if result.template.used
@@ -74,11 +79,11 @@ def heading(result: GenerationResult) -> str:
     if result.numerics != "float32":
         turns += f", {result.numerics}'s numerics"
     if result.given_answer:
-        return (f"{result.model.path}: a given answer of {len(result.answer)} tokens, "
+        return (f"{result.model.path}: a given answer of {_tokens(len(result.answer))}, "
                 f"teacher-forced (one pass, no generation), {prompted}{turns}")
     strategy = "sample" if result.sampling.sample else "greedy"
     seed = f", seed {result.sampling.seed}" if result.sampling.sample else ""
-    return (f"{result.model.path}: {len(result.answer)} tokens, "
+    return (f"{result.model.path}: {_tokens(len(result.answer))}, "
             f"{strategy}{seed}, {prompted}{turns}; stopped: {result.stopped}")
 
 

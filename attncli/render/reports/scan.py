@@ -19,7 +19,8 @@ SCORES = ("previous_token", "duplicate_token", "induction")
 def render_documents(scan: Scan) -> Text:
     """What happened to the corpus's documents."""
     docs = scan["documents"]
-    text = Text.assemble((f"{docs['scored']:,} documents scored", "bold"),
+    text = Text.assemble((f"{docs['scored']:,} document{'s' * (docs['scored'] != 1)} scored",
+                          "bold"),
                          f" ({docs['cut']:,} cut at --max-tokens {scan.get('max_tokens', '?')})"
                          if docs["cut"] else "",
                          f" · {docs['tokens']:,} tokens · {docs['skipped']:,} skipped")
