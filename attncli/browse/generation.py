@@ -11,7 +11,7 @@ from attncli.browse.patterns import ExactRow, RowData
 from attncli.browse.source import WEIGHTS, RowInfo, Source
 from attncli.errors import AttnCliError
 from attncli.records.generation import GenerationResult
-from attncli.records.given import ReceiptRow
+from attncli.records.given import ReceiptRow, nats
 from attncli.saved.generate import generation_from_dict
 from attncli.saved.kinds import read_saved
 
@@ -61,7 +61,7 @@ def _marks(result: GenerationResult) -> list[str]:
     receipt = result.receipt
     if receipt is not None:
         largest = receipt.largest
-        out.append(f"receipt: largest difference {largest.difference:+.4f} nat at "
+        out.append(f"receipt: largest difference {nats(largest.difference)} nat at "
                    f"{largest.text!r}, {len(receipt.flagged)} flagged (over "
                    f"{receipt.flag_above} nat), {len(receipt.choices_differ)} where the "
                    "likeliest tokens differ")
@@ -90,8 +90,8 @@ def _row(row: ReceiptRow) -> str:
     """One receipt row: the text, both log-probabilities, their difference, both choices."""
     choices = (f", attncli chose {row.attncli_choice!r}, the runtime {row.runtime_choice!r}"
                if row.attncli_choice is not None and row.runtime_choice is not None else "")
-    return (f"{row.text!r} attncli {row.attncli:.4f}, runtime {row.runtime:.4f} "
-            f"({row.difference:+.4f} nat){choices}")
+    return (f"{row.text!r} attncli {nats(row.attncli, sign=False)}, runtime "
+            f"{nats(row.runtime, sign=False)} ({nats(row.difference)} nat){choices}")
 
 
 def saved_generation(path: str) -> Source:

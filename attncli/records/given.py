@@ -45,6 +45,13 @@ class Occluded:
         return {"by": self.by, "spans": self.spans}
 
 
+def nats(value: float, places: int = 4, sign: bool = True) -> str:
+    """A log-probability or a difference of two, to places decimals; past a million nats (a
+    runtime's -1e308 is a finite number) in powers of ten, not hundreds of digits."""
+    form = "+" if sign else ""
+    return f"{value:{form}.{places}f}" if abs(value) < 1e6 else f"{value:{form}.3e}"
+
+
 @dataclass(frozen=True)
 class ReceiptRow:
     """One token (or span of text, where the tokenizations differ): the log-probabilities of

@@ -326,3 +326,20 @@ def test_an_answer_file_s_line_ending_is_not_part_of_the_answer(
                 "--json")
     assert from_file.code == 0, from_file.err
     assert json.loads(from_file.out)["answer"] == json.loads(given.out)["answer"]
+
+
+def test_a_receipt_of_an_absurd_log_probability_is_drawn_in_powers_of_ten(
+        cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """A runtime's log-probability of -1e300 is a finite number, taken; its difference was
+    drawn with 300 digits (rt7), past any terminal's width."""
+    given = ("generate", "Your journey", "--model", "samples/toy-gpt2", "--raw", "--answer",
+             " starts with")
+    doc = cli(*given, "--json").json()
+    logprobs = tmp_path / "logprobs.json"
+    logprobs.write_text(json.dumps({"logprobs": [
+        {"token": bytes.fromhex(t["bytes"]).decode(), "logprob": -1e300 if k == 0 else -1.0}
+        for k, t in enumerate(doc["answer"])]}))
+    run = cli(*given, "--logprobs", str(logprobs))
+    assert run.code == 0, run.err
+    assert "+1.000e+300 nats" in run.out
+    assert max(len(line) for line in run.out.splitlines()) <= 120

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attncli.errors import escaped
+from attncli.records.given import nats
 from attncli.render.draw.colors import cell_style, has_colour, shade_of
 from attncli.render.draw.palette import depth_of
 
@@ -193,10 +194,10 @@ def render_receipt(receipt: Receipt) -> Text:
     how = ("token by token" if receipt.compared == "tokens" else
            f"by text over {len(rows)} spans (the tokenizations differ)")
     text = Text(f"receipt: the runtime's log-probabilities against attncli's, {how}: largest "
-                f"difference {largest.difference:+.4f} nats at {largest.text!r}")
+                f"difference {nats(largest.difference)} nats at {largest.text!r}")
     flagged = receipt.flagged
     if flagged:
-        shown = ", ".join(f"{rows[k].text!r} ({rows[k].difference:+.2f})" for k in flagged[:5])
+        shown = ", ".join(f"{rows[k].text!r} ({nats(rows[k].difference, 2)})" for k in flagged[:5])
         text.append(f"\nFLAGGED: {len(flagged)} differ by more than {receipt.flag_above} "
                     f"nat: {shown}; the runtime ran another model, or the file was altered",
                     style="bold")
