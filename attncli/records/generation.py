@@ -104,10 +104,15 @@ class GenerationResult:
     def answer_text(self) -> str:
         """The answer's text: its tokens' bytes joined and read as UTF-8, since a token may
         hold part of a character (its label alone is then its bytes written out, \\xf0\\x9f);
-        bytes that are no UTF-8 (a character the answer stopped inside) written out the same."""
-        if any(t.bytes_hex is None for t in self.answer):
-            return "".join(t.text for t in self.answer)
-        data = b"".join(bytes.fromhex(t.bytes_hex or "") for t in self.answer)
+        bytes that are no UTF-8 (a character the answer stopped inside) written out the same;
+        without the stop token that ended it (<|im_end|>, </s>: a runtime prints none, and the
+        steps keep it)."""
+        answer = self.answer
+        if self.stopped == "eos" and answer and answer[-1].id in self.stop_ids:
+            answer = answer[:-1]
+        if any(t.bytes_hex is None for t in answer):
+            return "".join(t.text for t in answer)
+        data = b"".join(bytes.fromhex(t.bytes_hex or "") for t in answer)
         return data.decode("utf-8", "backslashreplace")
 
     def to_dict(self) -> dict[str, Any]:

@@ -466,3 +466,24 @@ def test_the_stream_writes_each_character_once_whole_and_spaces_as_spaces(
         for k, piece in enumerate(pieces):
             write(TokenInfo(k, k, f"label{k}", piece.hex()))
     assert capsys.readouterr().err == "Hi 🦙\n\\x1b[2J\\xc3\n"
+
+
+def test_the_answer_s_text_leaves_out_the_stop_token_that_ended_it(cli) -> None:  # noqa: ANN001
+    """SmolLM2 ends its answer with <|im_end|>: a runtime prints none of it, so the answer
+    line, the stream and the API's answer leave it out; the steps and the JSON keep it (what
+    the model looked at to stop)."""
+    from tests.gguf_fixtures import smollm2
+
+    model = str(smollm2())
+    ask = ("generate", "What is the capital of France?", "--model", model, "--max-new-tokens",
+           "12", "--view", "raw")
+    doc = cli(*ask, "--json").json()
+    assert doc["config"]["stopped"] == "eos" and doc["answer"][-1]["text"] == "<|im_end|>"
+    spelt = "".join(bytes.fromhex(t["bytes"]).decode() for t in doc["answer"][:-1])
+    shown = cli(*ask, "--stream")
+    [line] = [line for line in shown.out.splitlines() if line.startswith("answer: ")]
+    assert line.rstrip() == f"answer: {spelt}"
+    assert shown.err.startswith(f"{spelt}\n")
+    generation = attncli.generate("What is the capital of France?", model, max_new_tokens=12,
+                                  view="raw")
+    assert generation.answer == spelt and generation.to_dict()["answer"] == doc["answer"]

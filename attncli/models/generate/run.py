@@ -84,8 +84,8 @@ def _generate(request: GenerationRequest,
             with whole():  # kept and streamed together: a Ctrl-C lands before or after both
                 steps.append(step)
                 answer.append(info)
-                if on_token is not None:
-                    on_token(info)
+                if on_token is not None and step.token_id not in built.stop_ids:
+                    on_token(info)  # the answer's text: the stop token is no part of it
             if step.token_id in built.stop_ids:
                 stopped = "eos"
     except KeyboardInterrupt:
