@@ -128,12 +128,15 @@ class Headers:
         """describe_gguf(path), from the first description of the same real file."""
         from attncli.models.sources.gguf.describe import describe_gguf
 
+        def check(config: dict[str, Any]) -> object:
+            return _shape(config, path.parent)  # as --model checks it
+
         try:
             key = os.path.realpath(path)
         except (OSError, ValueError):
-            return describe_gguf(path)
+            return describe_gguf(path, check)
         if key not in self.seen:
-            self.seen[key] = describe_gguf(path)
+            self.seen[key] = describe_gguf(path, check)
         return self.seen[key]
 
 

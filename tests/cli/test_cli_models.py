@@ -263,3 +263,19 @@ def test_an_lmstudio_file_with_an_odd_name_is_shown_escaped_and_runs_by_its_mode
     name = os.fsdecode(b"pub\x1b[31m/mod\xffel/tiny.gguf")  # what a shell passes as --model
     assert cli("run", "the 12", "--model", name, "--json").json()["model"]["layers"] == \
         row["layers"]
+
+
+def test_a_gguf_whose_metadata_the_family_refuses_is_listed_unreadable(
+        cli, stores: dict[str, Path]) -> None:  # noqa: ANN001
+    """A GGUF whose header parses but whose config --model refuses (a negative RMSNorm epsilon)
+    was listed as readable, then refused when run (rt7): models checks it as --model does."""
+    from tests.gguf_rewrite import T, rewrite
+
+    lying = stores["qwen"].with_name("eps.gguf")
+    rewrite(stores["qwen"], lying, {"qwen2.attention.layer_norm_rms_epsilon": (T.FLOAT32, -1.0)})
+    doc = cli("models", "--json").json()
+    why = {row["name"]: row["reason"] for row in doc["unreadable"]}
+    ran = cli("run", "the 12", "--model", str(lying))
+    assert why["pub/tiny-qwen/eps.gguf"] == ran.err.strip().removeprefix("attncli: error: ")
+    assert "qwen2.attention.layer_norm_rms_epsilon" in why["pub/tiny-qwen/eps.gguf"]
+    assert "pub/tiny-qwen/tiny-qwen-F16.gguf" in {row["name"] for row in doc["models"]}

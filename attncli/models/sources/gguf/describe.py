@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gguf import LlamaFileType
 
 from attncli.errors import AttnCliError
+from attncli.models.sources.base import config_of
 from attncli.models.sources.gguf.header import GgufHeader, read_header
 from attncli.models.sources.gguf.source import GgufSource, can_dequantize
 from attncli.models.sources.gguf.tokenizer import tokenizer_json
@@ -25,10 +27,17 @@ def quantization(header: GgufHeader) -> str:
         return "unknown"
 
 
-def _problem(header: GgufHeader) -> str | None:
-    """Why attncli cannot read this file, or None."""
+Check = Callable[[dict[str, Any]], object]  # a family's checks of a config, from above
+
+
+def _problem(header: GgufHeader, check: Check | None) -> str | None:
+    """Why attncli cannot read this file, or None; check: the family's checks of its config
+    (what --model refuses before any weight is read)."""
     try:
-        GgufSource(header)
+        source = GgufSource(header)
+        if check is not None:
+            with config_of(source):
+                check(source.config())
         unreadable = sorted({t.qtype.name for t in header.tensors.values()
                              if not can_dequantize(t.qtype)})
         if unreadable:
@@ -41,9 +50,10 @@ def _problem(header: GgufHeader) -> str | None:
     return None
 
 
-def describe_gguf(path: Path) -> dict[str, Any]:
-    """Architecture, layers, heads, kv heads, quantization, size and readability of a GGUF file;
-    a file whose header cannot be read is described as unreadable, with the reason."""
+def describe_gguf(path: Path, check: Check | None = None) -> dict[str, Any]:
+    """Architecture, layers, heads, kv heads, quantization, size and readability of a GGUF file
+    (check: the family's checks of its config); a file whose header cannot be read is described
+    as unreadable, with the reason."""
     try:
         header = read_header(path)
     except AttnCliError as err:
@@ -54,7 +64,7 @@ def describe_gguf(path: Path) -> dict[str, Any]:
     arch = meta.get("general.architecture")
     arch = arch if isinstance(arch, str) else None
     heads = _count(meta.get(f"{arch}.attention.head_count"))
-    reason = _problem(header)
+    reason = _problem(header, check)
     return {"path": str(path), "format": "gguf", "architecture": arch,
             "layers": _count(meta.get(f"{arch}.block_count")), "heads": heads,
             "kv_heads": _count(meta.get(f"{arch}.attention.head_count_kv", heads)),
