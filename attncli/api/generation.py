@@ -28,7 +28,8 @@ class Generation(Shown):
 
     @property
     def answer(self) -> str:
-        """The answer's text."""
+        """The answer's text, as a runtime prints it: without the stop token that ended it
+        (answer_tokens keep it)."""
         return self.record.answer_text
 
     @property
