@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,19 @@ def _frozen_heap() -> None:
         gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def _own_threads() -> Iterator[None]:
+    """torch's thread count as the test found it: one that sets it (a scan worker's Scorer takes
+    one thread) left every later in-process run on it, whose BLAS sums then differ in bits from
+    a fresh process's (test_cli_given's piped run, after tests/scan in the same worker)."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and before is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture(autouse=True)
