@@ -89,11 +89,17 @@ def check_loadable(package: str) -> None:
                            "raise the limit")
 
 
+def fits(need: int, free: int | None = None) -> bool:
+    """Whether need is at most half the memory available (free: as available_bytes() found
+    it): estimates are rough, and the process, its temporaries and the rest of the machine need
+    the other half."""
+    return need <= (available_bytes() if free is None else free) // 2
+
+
 def check_fits(need: int, what: str, hint: str = "") -> None:
-    """Refuse what needs more than half the memory available: estimates are rough, and the
-    process, its temporaries and the rest of the machine need the other half."""
+    """Refuse what needs more than half the memory available (fits)."""
     free = available_bytes()
-    if need > free // 2:
+    if not fits(need, free):
         raise AttnCliError(f"{what} ({size_text(need)}), more than half the {size_text(free)} "
                            f"available{'; ' + hint if hint else ''}")
 

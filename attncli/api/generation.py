@@ -125,7 +125,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
     if logprobs is not None:
         from attncli.models.generate.receipt import read_logprobs
 
-        reported = read_logprobs(typed("generate", "logprobs", logprobs, str))
+        reported = read_logprobs(logprobs)
     sampling = Sampling(max_new_tokens=max_new_tokens, sample=sample, temperature=temperature,
                         top_p=top_p, top_k=top_k, seed=seed)
     request = GenerationRequest(
@@ -140,7 +140,7 @@ def generate(prompt: str | None = None, model: str | os.PathLike[str] | None = N
 
 # generate()'s arguments (model and layers apart) and the types each must have.
 ARGUMENTS: dict[str, Any] = {
-    "prompt": str | None, "messages": list | None, "answer": str | None,
+    "prompt": str | None, "messages": list | None, "answer": str | None, "logprobs": str | None,
     "max_new_tokens": int, "sample": bool, "temperature": float, "top_p": float,
     "top_k": int, "seed": int | None, "system": str | None, "raw": bool,
     "allow_special": bool, "numerics": str, "at": int | str | None, "head": int | None,

@@ -78,7 +78,7 @@ def check_model_fits(source: WeightSource, model: str) -> None:
     streamed, held = run_bytes(source.shapes()), held_bytes(source)
     if held is None:  # float32, every tensor
         held = sum(math.prod(shape) for shape in source.shapes().values()) * FLOAT_BYTES
-    if min(streamed, held) > machine.available_bytes() // 2:
+    if not machine.fits(min(streamed, held)):
         check_fits(streamed, f"--model {model} needs its weights held ({size_text(held)}) or "
                    "one layer's weights as float32 at a time", "free memory, or pick a "
                    "smaller model")

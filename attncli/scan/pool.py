@@ -34,21 +34,24 @@ def usable_cores() -> int:
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
+def _workers_held(free: int) -> int:
+    """How many workers half of free memory holds (the other half for the rest)."""
+    return free // 2 // WORKER_BYTES
+
+
 def default_workers() -> int:
     """--workers when not given: the usable cores, as many as half the memory available holds
     (check_workers' measure), at least one."""
-    fit = machine.memory_available() // 2 // WORKER_BYTES
-    return max(1, min(usable_cores(), MAX_WORKERS, fit))
+    return max(1, min(usable_cores(), MAX_WORKERS, _workers_held(machine.memory_available())))
 
 
 def check_workers(workers: int, documents: int) -> None:
     """Refuse, in one line, more worker processes than half the memory available holds: the
     pool starts one a batch in flight, so at most as many as there are documents. One worker
     is a plain run, which the model's own check has let through."""
-    started = min(workers, max(documents, 1))
-    need, free = started * WORKER_BYTES, machine.memory_available()
-    if started > 1 and need > free // 2:
-        most = free // 2 // WORKER_BYTES
+    started, free = min(workers, max(documents, 1)), machine.memory_available()
+    if started > 1 and started > (most := _workers_held(free)):
+        need = started * WORKER_BYTES
         raise AttnCliError(f"--workers {workers} starts up to {started} processes, each loading "
                            f"torch and the model (about {size_text(WORKER_BYTES)} each, "
                            f"{size_text(need)} in all), more than half the {size_text(free)} "

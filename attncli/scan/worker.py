@@ -136,7 +136,7 @@ class Scorer:
             return scored_document(doc_id, "skipped", len(ids),
                                    str(err).replace("shorten the text", fix))
         need = heads_bytes(spec.n_layer, spec.num_heads, len(ids))
-        if need > machine.available_bytes() // 2:  # its pass keeps every layer's N × N weights
+        if not machine.fits(need):  # its pass keeps every layer's N × N weights
             return scored_document(  # as `heads` checks it; the reason the same for each such
                 doc_id, "skipped", len(ids), f"heads keeps {spec.n_layer} layers' "
                 f"{spec.num_heads} heads of {len(ids):,} × {len(ids):,} weights "

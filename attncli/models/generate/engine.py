@@ -137,9 +137,9 @@ def holds(model: Model, beside: int = 0) -> bool:
     steps, the logits one product); else each step reads each layer again from the file, one
     layer in memory at a time (an 8B's 32 GB of float32 on a 16 GB machine) and the
     unembedding a chunk of rows at a time."""
-    from attncli.machine import available_bytes
+    from attncli.machine import fits
 
-    return weight_bytes(model)[0] + beside <= available_bytes() // 2
+    return fits(weight_bytes(model)[0] + beside)
 
 
 def fill(decoder: DecodeStep, prompt_ids: list[int],

@@ -81,12 +81,13 @@ def _generate(request: GenerationRequest,
                            on_decoder=decoders.append):
             counted("answer tokens", len(steps) + 1, sampling.max_new_tokens)
             info = _info(texts(step.token_id), len(built.ids) + len(answer))
+            stop = step.token_id in built.stop_ids
             with whole():  # kept and streamed together: a Ctrl-C lands before or after both
                 steps.append(step)
                 answer.append(info)
-                if on_token is not None and step.token_id not in built.stop_ids:
+                if on_token is not None and not stop:
                     on_token(info)  # the answer's text: the stop token is no part of it
-            if step.token_id in built.stop_ids:
+            if stop:
                 stopped = "eos"
     except KeyboardInterrupt:
         if not steps:
