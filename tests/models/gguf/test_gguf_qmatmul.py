@@ -6,9 +6,8 @@ reproduce bit for bit) and the product summed in float64. The kernels sum the sa
 products in another order (_qmatmul_body.h: 64 lanes for one token, 16 lanes per 1,024-value
 chunk for several, then a fixed tree): a float32 sum of n terms in a tree of depth k is within
 k·2⁻²⁴·Σ|w·x| of the exact sum, and k ≤ cols/64 + 6 or 64 + 4 + cols/1,024 (cols ≤ 1,280 here:
-at most 4.2·10⁻⁶·Σ|w·x|; AVX2's one-token Q4_K regroups each group's products as
-dl·Σ(q − c)·x + r·Σx, terms within 3× |w·x| in a sum of depth at most 2·cols/256 + 12: under
-3.7·10⁻⁶·Σ|w·x|). So each output is held to 1e-5·Σ|w·x| (+1e-30 for underflow), not to
+at most 4.2·10⁻⁶·Σ|w·x|; one token's Q4_K sums exact integers of x in fixed point, within
+2⁻³⁰ of each block's largest |x|, test_gguf_qmatmul_fixed.py). So each output is held to 1e-5·Σ|w·x| (+1e-30 for underflow), not to
 1e-5·|ref|: where the products cancel, |ref| is far smaller than the sums' rounding. Non-finite
 weights (any scale bits: inf, NaN) give NaN where the reference is NaN, and its infinities.
 """
@@ -210,9 +209,9 @@ def test_rows_split_across_threads_give_the_same_bits(qtype: Q, tokens: int,
 @pytest.mark.parametrize("nibbles", ["ones", "near"])
 def test_q4_k_where_the_scale_and_the_min_cancel(d: float, dmin: float, nibbles: str) -> None:
     # Every group's dl·q and ml nearly cancel (sc = m = 63, q about 1): weights of 0 or a few
-    # hundredths beside products of 63. A kernel that took dl·Σq·x − ml·Σx would round at the
-    # size of the 63s, thousands of times the bound; the factored AVX2 one takes dl·Σ(q − c)·x
-    # + r·Σx with c = round(ml/dl), so its sums' rounding stays at the weights' size.
+    # hundredths beside products of 63. A float32 kernel that took dl·Σq·x − ml·Σx would round
+    # at the size of the 63s, thousands of times the bound; one token's integer kernel takes
+    # both sums exactly, and its float64 difference rounds at 2⁻⁵³ of them.
     rng = np.random.default_rng(abs(int(1000 * d + 10 * dmin)))
     rows, cols = 6, 1024
     blocks = np.zeros((rows * cols // 256, 144), dtype=np.uint8)

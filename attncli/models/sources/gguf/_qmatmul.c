@@ -130,9 +130,70 @@ typedef void (*matvec_fn)(const kind *, const uint8_t *, int64_t, const float *,
 typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const float *,
                           int64_t, float *, int64_t, int64_t, float *);
 
+/* Float32 numerics on integers (_qmatmul_fixed.h): a token's values in fixed point, a block of
+ * 256 at a time as FIX_BYTES: int16 D0[256] (K & 0x7FFF), int16 D1[256] (K >> 15) from FIX_D1,
+ * int64 ΣK over each 16 values from FIX_SUMS, and the float64 s = 2^(E−29) at FIX_SCALE, where
+ * K = x·2^(29−E) rounded to the nearest integer and 2^E just above the block's largest |x|. */
+enum { FIX_D1 = 512, FIX_SUMS = 1024, FIX_SCALE = 1152, FIX_BYTES = 1216 };
+typedef void (*fixed_fn)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
+                         float *y, int64_t r0, int64_t r1);
+
+/* x's cols values (a multiple of 256) into xq's blocks; 0 where a value is inf or NaN. */
+static int fix_rows(const float *x, int64_t cols, uint8_t *xq) {
+    for (int64_t b = 0; b < cols / QK_K; b++, x += QK_K, xq += FIX_BYTES) {
+        float amax = 0.0f;
+        for (int l = 0; l < QK_K; l++) {
+            if (!isfinite(x[l])) return 0;
+            amax = fmaxf(amax, fabsf(x[l]));
+        }
+        int e = 0;
+        frexpf(amax, &e);  /* amax < 2^e (e = 0 for 0) */
+        int16_t d0[QK_K], d1[QK_K];
+        int64_t sums[16];
+        for (int j = 0; j < 16; j++) {
+            int64_t sum = 0;
+            for (int l = 16 * j; l < 16 * j + 16; l++) {
+                /* exact scaling by a power of two, then |K| <= 2^29 rounded to nearest even */
+                const int32_t k = (int32_t)lrintf(ldexpf(x[l], 29 - e));
+                d0[l] = (int16_t)(k & 0x7FFF), d1[l] = (int16_t)(k >> 15);
+                sum += k;
+            }
+            sums[j] = sum;
+        }
+        const double s = ldexp(1.0, e - 29);
+        memcpy(xq, d0, sizeof d0), memcpy(xq + FIX_D1, d1, sizeof d1);
+        memcpy(xq + FIX_SUMS, sums, sizeof sums), memcpy(xq + FIX_SCALE, &s, sizeof s);
+    }
+    return 1;
+}
+
+static inline double fix_scale(const uint8_t *fx) {
+    double s;
+    memcpy(&s, fx + FIX_SCALE, sizeof s);
+    return s;
+}
+
+/* Q4_K and Q5_K's eight six-bit scales and mins as bytes. */
+static inline void fixed_scales_k(const uint8_t *sc, uint8_t *s, uint8_t *m) {
+    for (int j = 0; j < 4; j++) {
+        s[j] = sc[j] & 0x3F, m[j] = sc[4 + j] & 0x3F;
+        s[4 + j] = (uint8_t)((sc[8 + j] & 0xF) | ((sc[j] >> 2) & 0x30));
+        m[4 + j] = (uint8_t)((sc[8 + j] >> 4) | ((sc[4 + j] >> 2) & 0x30));
+    }
+}
+
+/* Σ_g m_g·ΣK_g over a block's 8 groups of 32: exact (|ΣK_g| <= 2^34). */
+static inline int64_t fixed_mins(const uint8_t *fx, const uint8_t *m) {
+    int64_t sums[16], t = 0;
+    memcpy(sums, fx + FIX_SUMS, sizeof sums);
+    for (int g = 0; g < 8; g++) t += m[g] * (sums[2 * g] + sums[2 * g + 1]);
+    return t;
+}
+
 #define LV(name) name##_base
 #include "_qmatmul_body.h"
 #include "_qmatmul_q8.h"
+#include "_qmatmul_fixed.h"
 #undef LV
 #undef LV_MICRO
 #undef MATVEC_REGISTERS
@@ -142,6 +203,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #define LV(name) name##_avx2
 #include "_qmatmul_body.h"
 #include "_qmatmul_q8.h"
+#include "_qmatmul_fixed.h"
 #undef LV
 #undef LV_MICRO
 #undef MATVEC_REGISTERS
@@ -151,6 +213,7 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 #define LV(name) name##_avx512
 #include "_qmatmul_body.h"
 #include "_qmatmul_q8.h"
+#include "_qmatmul_fixed.h"
 #undef LV
 #undef LV_MICRO
 #undef MATVEC_REGISTERS
@@ -161,6 +224,7 @@ static matvec_fn matvec = matvec_base;  /* set when the module loads (choose_lev
 static matmat_fn matmat = matmat_base;
 static matmul_q8_fn matmul_q8 = matmul_q8_base;
 static quantize_fn quantize_rows = quantize_rows_base;
+static fixed_fn (*fixed_kernel)(int) = fixed_kernel_base;
 
 /* 0 the baseline, 1 AVX2 + FMA, 2 AVX-512; -1 the widest this CPU runs. Returns the level. */
 static int choose_level(int level) {
@@ -173,11 +237,14 @@ static int choose_level(int level) {
     vnni = 0;
     matvec = matvec_base, matmat = matmat_base;
     matmul_q8 = matmul_q8_base, quantize_rows = quantize_rows_base;
+    fixed_kernel = fixed_kernel_base;
 #ifdef X86_LEVELS
     if (level == 1) matvec = matvec_avx2, matmat = matmat_avx2;
     if (level == 1) matmul_q8 = matmul_q8_avx2, quantize_rows = quantize_rows_avx2;
     if (level == 2) matvec = matvec_avx512, matmat = matmat_avx512;
     if (level == 2) matmul_q8 = matmul_q8_avx512, quantize_rows = quantize_rows_avx512;
+    if (level == 1) fixed_kernel = fixed_kernel_avx2;
+    if (level == 2) fixed_kernel = fixed_kernel_avx512;
     if (level == 2) vnni = __builtin_cpu_supports("avx512vnni");
 #endif
     return level;
@@ -195,11 +262,14 @@ typedef struct {
     int64_t rows, cols, tokens, parts;
     const uint8_t *xq; /* llama.cpp's numerics: x's rows quantized (xq_bytes each), else NULL */
     int64_t xq_bytes;
+    fixed_fn fixed; /* one token in fixed point (xq its blocks), else NULL */
 } job;
 #define CHUNKS_PER_PART 8 /* enough for a slowed thread's share to move to the others */
 
 static void run_rows(const job *j, int64_t r0, int64_t r1) {
-    if (j->xq) {
+    if (j->fixed) {
+        j->fixed(j->w, j->cols, j->x, j->xq, j->y, r0, r1);
+    } else if (j->xq) {
         matmul_q8(j->t, j->w, j->rows, j->cols, j->xq, j->xq_bytes, j->tokens, j->y, r0, r1);
     } else if (j->tokens == 1) {
         matvec(j->t, j->w, j->cols, j->x, j->y, r0, r1);
@@ -357,8 +427,10 @@ static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
             int64_t work = rows * cols / PART_WORK * tokens; /* fewer parts for small work */
             if (parts > work) parts = work < 1 ? 1 : work;
             job j = {t, (const uint8_t *)w.buf, (const float *)x.buf, (float *)out.buf, rows,
-                     cols, tokens, parts, NULL, 0};
+                     cols, tokens, parts, NULL, 0, NULL};
             int a = q8 ? ACTIVATION[t->index] : -1;
+            /* one token of a type with a fixed-point kernel (float32 numerics): x's blocks */
+            const fixed_fn fixed = !q8 && tokens == 1 && registers ? fixed_kernel(t->index) : NULL;
             uint8_t *xq = NULL;
             if (a >= 0 && cols % ACT_BLOCK[a]) {
                 PyErr_Format(PyExc_ValueError, "%lld columns are not whole Q8 blocks", cols);
@@ -367,9 +439,12 @@ static PyObject *matmul(PyObject *Py_UNUSED(self), PyObject *args) {
                 PyErr_NoMemory();
             } else {
                 j.xq_bytes = a >= 0 ? cols / ACT_BLOCK[a] * ACT_BYTES[a] : 0;
+                /* without the fixed point's few KB, the float32 kernel takes the product */
+                if (fixed) xq = PyMem_RawMalloc((size_t)(cols / QK_K * FIX_BYTES));
                 if (rows > 0 && tokens > 0) {
                     Py_BEGIN_ALLOW_THREADS
-                    if (xq) quantize_rows(a, j.x, cols, tokens, xq, j.xq_bytes), j.xq = xq;
+                    if (xq && a >= 0) quantize_rows(a, j.x, cols, tokens, xq, j.xq_bytes), j.xq = xq;
+                    if (xq && fixed && fix_rows(j.x, cols, xq)) j.xq = xq, j.fixed = fixed;
                     run_job(&j);
                     Py_END_ALLOW_THREADS
                 }

@@ -6,19 +6,16 @@
  * Weights are dequantized to float32 exactly as _dequant.c does (the gguf package's numerics,
  * bit for bit: the same products and sums, each rounded), a chunk of a row at a time, into a
  * buffer the size of the first-level cache, and multiplied with the activations from there; the
- * one-token kernels of the types a decode reads most (AVX2 and AVX-512: Q4_0, Q4_1, Q8_0, Q4_K
- * (each level its own), and in _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16) make the same weights in
- * registers and add them into the same lanes (use_level(level, 0) takes the chunks instead,
- * for the tests).
+ * one-token kernels of the types a decode reads most (AVX2 and AVX-512: Q4_0, Q4_1, Q8_0, and
+ * in _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16) make the same weights in registers and add them
+ * into the same lanes (use_level(level, 0) takes the chunks instead, for the tests). One
+ * token's Q4_K is taken on integers instead (_qmatmul_fixed.h, which says how near it is).
  * Only the order of the dot product's sums differs from a float32 matmul:
  *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
  *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
  *           are added in a fixed tree (lane i + lane i+32, then +16, ...).
  *   matmat: per chunk of KC values, 16 lanes k ≡ i (mod 16) the same way, added in a tree;
  *           the row's chunk sums added in order onto 0.
- *   Q4_K's one-token kernel on AVX2 (matvec_q4_k_blocks) alone factors each group of 32:
- *           dl·Σ(q − c)·x + r·Σx, the same weights' products regrouped (its comment says how,
- *           and why the sums' rounding stays within 3× the per-weight order's bound).
  * Each output depends on its row, its token and the level only: any split of the rows across
  * threads, and any tiling, gives the same bits.
  */
@@ -387,60 +384,11 @@ static ALWAYS_INLINE void LV(dot64)(const float *w, const float *x, int64_t n, f
     for (; k < n; k++) acc[k & 63] = MULADD(w[k], x[k], acc[k & 63]);
 }
 
-#if defined(__AVX512F__)
-/* Q4_K's rows without the buffer: each group of 32 values has one scale and one min, so its
- * 16 possible weights fl(fl(dl·q) − ml) make one vector, and each nibble picks its weight from
- * it (vpermps): the weights dequantize_row's, the lanes and their order dot64's. */
-static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                            int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
-    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    for (int64_t r = r0; r < r1; r++) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        const uint8_t *b = w + r * row_bytes;
-        const float *xb = x;
-        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
-            float dl[8], ml[8];
-            scale_min_k(b + 4, LV(half)(b), LV(half)(b + 2), dl, ml);
-            for (int c = 0; c < 4; c++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c));
-                __m256i lo = _mm256_and_si256(v, mask);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-                __m512 tl = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dl[2 * c]), iota),
-                                          _mm512_set1_ps(ml[2 * c]));
-                __m512 th = _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(dl[2 * c + 1]), iota),
-                                          _mm512_set1_ps(ml[2 * c + 1]));
-                const float *xc = xb + 64 * c;
-                a0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
-                                         _mm256_castsi256_si128(lo)), tl), _mm512_loadu_ps(xc), a0);
-                a1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
-                                         _mm256_extracti128_si256(lo, 1)), tl),
-                                     _mm512_loadu_ps(xc + 16), a1);
-                a2 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
-                                         _mm256_castsi256_si128(hi)), th),
-                                     _mm512_loadu_ps(xc + 32), a2);
-                a3 = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(
-                                         _mm256_extracti128_si256(hi, 1)), th),
-                                     _mm512_loadu_ps(xc + 48), a3);
-            }
-        }
-        float acc[64] __attribute__((aligned(64)));
-        _mm512_store_ps(acc, a0), _mm512_store_ps(acc + 16, a1);
-        _mm512_store_ps(acc + 32, a2), _mm512_store_ps(acc + 48, a3);
-        for (int span = 32; span >= 1; span /= 2)
-            for (int i = 0; i < span; i++) acc[i] += acc[i + span];
-        y[r] = acc[0];
-    }
-}
-#endif
-
 #if defined(__AVX2__) && defined(__FMA__)
 /* The one-token kernels in registers, compiled at AVX2 and again at AVX-512 (the same 8-lane
  * code, with AVX-512's 32 registers; where they ran only at AVX2, an AVX-512 CPU took the chunk
- * path for every type but Q4_K, 1.3 to 2.5 times slower). Their lanes and order of sums are
- * dot64's at both levels, so at AVX-512 too they give the chunk path's bits. Q4_K keeps the
- * level's own kernel: AVX2's factored one, AVX-512's that picks each weight from its 16. */
+ * path, 1.3 to 2.5 times slower). Their lanes and order of sums are dot64's at both levels, so
+ * at AVX-512 too they give the chunk path's bits. */
 /* dot64's 64 lanes held as 8 vectors (lanes 8m..8m+7 in a[m]) added in its fixed tree, lane i
  * + lane i+32, then +16, ... down to +1: the same additions as the scalar tree, in vectors. */
 static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
@@ -532,156 +480,6 @@ static ALWAYS_INLINE void LV(k_scales)(const uint8_t *b, float d, float dmin, __
                             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)m))));
 }
 
-#if !defined(__AVX512F__) /* AVX2's factored Q4_K kernel and what it alone uses */
-/* The 8 lanes of s added: (lane i + lane i+4), then +2, then +1. */
-static ALWAYS_INLINE float LV(tree8)(__m256 s) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
-}
-
-/* Σx over each group of 32 values of x (cols of them), the sum a factored kernel multiplies by
- * a group's offset, made once per call and shared by every row: lane i of 8 sums the values
- * 8m + i in order (m = 0..3), then tree8. */
-static void LV(group_sums)(const float *x, int64_t cols, float *sums) {
-    for (int64_t g = 0; g < cols / 32; g++, x += 32) {
-        __m256 s = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
-        s = _mm256_add_ps(_mm256_add_ps(s, _mm256_loadu_ps(x + 16)), _mm256_loadu_ps(x + 24));
-        sums[g] = LV(tree8)(s);
-    }
-}
-
-/* One Q4_K block's factors (see matvec_q4_k_blocks): its groups' dl, c and r, 8 lanes each;
- * finite is 0 where d or dmin is inf or NaN. */
-typedef struct { __m256 dl, r; __m256i c; int finite; } LV(q4k_factors);
-
-static ALWAYS_INLINE LV(q4k_factors) LV(q4k_factor)(const uint8_t *b) {
-    LV(q4k_factors) f;
-    const float d = LV(half)(b), dmin = LV(half)(b + 2);
-    f.finite = isfinite(d) && isfinite(dmin);
-    __m256 ml;
-    LV(k_scales)(b, d, dmin, &f.dl, &ml);
-    const __m256 zero = _mm256_setzero_ps();
-    /* max(NaN, 0) is 0 (dl = ml = 0); any c serves where dl = 0, r being −ml then */
-    __m256 c = _mm256_round_ps(_mm256_div_ps(ml, f.dl), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    c = _mm256_min_ps(_mm256_max_ps(c, zero), _mm256_set1_ps(15.0f));
-    f.r = _mm256_sub_ps(_mm256_mul_ps(f.dl, c), ml);
-    f.c = _mm256_cvtps_epi32(c);
-    return f;
-}
-
-/* Q4_K's rows on AVX2, factored by group. A group's weights are fl(dl·q − ml): dl = d·sc and
- * ml = dmin·m are exact in float32 (11 + 6 bits), and so is dl·q (+ 4 bits), so each weight
- * is one rounding of dl·q − ml = dl·(q − c) + r, where c = round(ml/dl) clamped to 0..15 and
- * r = fl(dl·c − ml). So the group's share of the product is dl·Σ(q − c)·x + r·Σx: the first
- * sum on small integers (q − c exact in float32), the second made once per call (group_sums).
- * Either |r| ≤ |dl|/2 or r and every dl·(q − c) share a sign, so |dl·(q − c)| + |r| ≤ 3|w|:
- * the sums' rounding stays within 3× what the same sums of the weights themselves would make,
- * where d·q and m cancel as anywhere else (Σq·x − m·Σx would not: its sums' rounding is of
- * Σ(|dl·q| + |ml|)·|x|, unbounded beside Σ|w·x|). Lanes: value
- * 64j + 8m + l (and 64j + 32 + 8m + l) of a block, l = 0..7, in lane l of S (its group's
- * Σ(q − c)·x, m in order), then dl·S into A[j] block after block, r·Σx into R lane g (a
- * block's group g), and (A0 + A1) + (A2 + A3) + R added in tree8's order: a sum of depth at
- * most 2·cols/256 + 12 over terms within 3× the weights' |w·x|. A block whose d or
- * dmin is not finite (every weight of it inf or NaN) is dequantized and added weight by
- * weight, so the result is inf or NaN as the reference's is. */
-static void LV(matvec_q4_k_blocks)(const uint8_t *w, int64_t cols, const float *x,
-                                   const float *sums, float *y, int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
-    const __m256i low4 = _mm256_set1_epi32(0xF);
-    const __m256 zero = _mm256_setzero_ps();
-    for (int64_t r = r0; r < r1; r++) {
-        __m256 A[4] = {zero, zero, zero, zero}, R = zero;
-        float special = 0.0f;
-        const uint8_t *b = w + r * row_bytes;
-        const float *xb = x;
-        LV(q4k_factors) next = LV(q4k_factor)(b);
-        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
-            const LV(q4k_factors) f = next;  /* the next block's made a block ahead */
-            if (i + 1 < blocks) next = LV(q4k_factor)(b + 144);
-            if (!f.finite) {
-                float buf[QK_K];
-                LV(blocks_q4_k)(b, buf, 1);
-                for (int k = 0; k < QK_K; k++) special += buf[k] * xb[k];
-                continue;
-            }
-            R = _mm256_fmadd_ps(f.r, _mm256_loadu_ps(sums + 8 * i), R);
-            /* each group's dl and c broadcast from memory (a load, where a permute is an
-             * operation of the vector units the products need) */
-            float dls[8] __attribute__((aligned(32)));
-            int32_t cs[8] __attribute__((aligned(32)));
-            _mm256_store_ps(dls, f.dl);
-            _mm256_store_si256((__m256i *)cs, f.c);
-            for (int j = 0; j < 4; j++) {
-                const __m256i clo = _mm256_set1_epi32(cs[2 * j]);
-                const __m256i chi = _mm256_set1_epi32(cs[2 * j + 1]);
-                const uint8_t *q = b + 16 + 32 * j;
-                const float *xc = xb + 64 * j;
-                __m256 slo = zero, shi = zero;
-                for (int k = 0; k < 4; k++) {  /* bytes 8k..8k+7: values 8k.. and 32 + 8k.. */
-                    __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * k)));
-                    __m256 lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), clo));
-                    __m256 hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), chi));
-                    slo = _mm256_fmadd_ps(lo, _mm256_loadu_ps(xc + 8 * k), slo);
-                    shi = _mm256_fmadd_ps(hi, _mm256_loadu_ps(xc + 32 + 8 * k), shi);
-                }
-                A[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(dls + 2 * j), slo, A[j]);
-                A[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(dls + 2 * j + 1), shi, A[j]);
-            }
-        }
-        __m256 sum = _mm256_add_ps(_mm256_add_ps(A[0], A[1]), _mm256_add_ps(A[2], A[3]));
-        y[r] = LV(tree8)(_mm256_add_ps(sum, R)) + special;
-    }
-}
-
-/* Weight by weight: each weight fl(fl(dl·q) − ml) made in registers, as blocks_q4_k makes it,
- * and added into dot64's 64 lanes (8 vectors of 8) in dot64's order; where group_sums' buffer
- * cannot be had. */
-static void LV(matvec_q4_k_weights)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                                    int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
-    const __m256i low4 = _mm256_set1_epi32(0xF);
-    for (int64_t r = r0; r < r1; r++) {
-        __m256 a[8];
-        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
-        const uint8_t *b = w + r * row_bytes;
-        const float *xb = x;
-        for (int64_t i = 0; i < blocks; i++, b += 144, xb += QK_K) {
-            float dl[8], ml[8];
-            scale_min_k(b + 4, LV(half)(b), LV(half)(b + 2), dl, ml);
-            for (int c = 0; c < 4; c++) {
-                const __m256 dlo = _mm256_set1_ps(dl[2 * c]), mlo = _mm256_set1_ps(ml[2 * c]);
-                const __m256 dhi = _mm256_set1_ps(dl[2 * c + 1]), mhi = _mm256_set1_ps(ml[2 * c + 1]);
-                const uint8_t *q = b + 16 + 32 * c;
-                const float *xc = xb + 64 * c;
-                for (int m = 0; m < 4; m++) {  /* bytes 8m..8m+7: values 8m.. and 32 + 8m.. */
-                    __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * m)));
-                    __m256 lo = _mm256_sub_ps(_mm256_mul_ps(dlo, _mm256_cvtepi32_ps(
-                                                  _mm256_and_si256(v, low4))), mlo);
-                    __m256 hi = _mm256_sub_ps(_mm256_mul_ps(dhi, _mm256_cvtepi32_ps(
-                                                  _mm256_srli_epi32(v, 4))), mhi);
-                    a[m] = _mm256_fmadd_ps(lo, _mm256_loadu_ps(xc + 8 * m), a[m]);
-                    a[4 + m] = _mm256_fmadd_ps(hi, _mm256_loadu_ps(xc + 32 + 8 * m), a[4 + m]);
-                }
-            }
-        }
-        y[r] = LV(tree8x8)(a);
-    }
-}
-
-static void LV(matvec_q4_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                            int64_t r0, int64_t r1) {
-    float *sums = malloc((size_t)(cols / 32) * sizeof(float));
-    if (!sums) {
-        LV(matvec_q4_k_weights)(w, cols, x, y, r0, r1);
-        return;
-    }
-    LV(group_sums)(x, cols, sums);
-    LV(matvec_q4_k_blocks)(w, cols, x, sums, y, r0, r1);
-    free(sums);
-}
-#endif /* !__AVX512F__: AVX2's Q4_K */
-
 #include "_qmatmul_avx2.h" /* Q6_K, Q5_K, F16 and BF16 one token at a time */
 
 /* The one-token kernel of a type that makes its weights in registers, or NULL (the chunks). */
@@ -692,7 +490,6 @@ static row_fn LV(in_registers)(int qtype) {
     case 2: return LV(matvec_q4_0);
     case 3: return LV(matvec_q4_1);
     case 8: return LV(matvec_q8_0);
-    case 12: return LV(matvec_q4_k);
     case 13: return LV(matvec_q5_k);
     case 14: return LV(matvec_q6_k);
     default: return NULL;

@@ -1,0 +1,146 @@
+/* One token's product on integers, float32 numerics (included once per vector level, after
+ * _qmatmul_q8.h): Q4_K's rows against the token's values in fixed point (fix_rows, in
+ * _qmatmul.c: each block of 256 values as integers K = x·2^(29−E), E the exponent of the block's
+ * largest |x|, |K| <= 2^29, split into two 16-bit digits K = D0 + 2^15·D1).
+ *
+ * A Q4_K group's weights are d·sc·q − dmin·m (sc, m six-bit, q four-bit), so a block adds
+ *   s·(d·Σ_g sc_g·Σ q·K − dmin·Σ_g m_g·ΣK_g),  s = 2^(E−29),
+ * where both sums are exact integers: sc·q (<= 945) by each digit, in pairs of int16 products
+ * summed into int32 lanes (vpdpwssd, or vpmaddwd and an add; every lane's sum is exact, below
+ * 2^30), and the mins' sum in int64 from the block's per-group ΣK. Each lane's int32 sum, times
+ * d·s (exact in float64), is added into float64 lanes block after block; the row's result is
+ * their sum less the mins' float64 sum, rounded once to float32.
+ *
+ * So against dequantize-then-float32-matmul: the weights are exact where the dequantizer rounds
+ * each (fl(dl·q − ml), within 2^-24·|w|), the sums are exact or float64, and each value of x is
+ * exact where it is within 2^-5 of its block's largest (24 bits) and otherwise within 2^-30 of
+ * that largest (x rounded to the integer grid): within BOUND of Σ|w·x| for any block whose
+ * largest value is not 2^14 times its typical one. A block with an inf or NaN d or dmin is
+ * dequantized and added in float32, so its inf or NaN is the reference's; an x with inf or NaN
+ * does not come here (fix_rows refuses it, and the float32 kernel takes the product).
+ */
+
+/* A block whose d or dmin is inf or NaN: dequantized (every weight inf or NaN, as the
+ * reference's) and added in float32. */
+static float LV(block_dot_q4_k)(const uint8_t *b, const float *x) {
+    float buf[QK_K], sum = 0.0f;
+    LV(blocks_q4_k)(b, buf, 1);
+    for (int k = 0; k < QK_K; k++) sum += buf[k] * x[k];
+    return sum;
+}
+
+#if defined(__AVX512F__)
+#define FIXED_DOT(acc, a, b) _mm512_add_epi32(acc, _mm512_madd_epi16(a, b))
+#define FIX(name) LV(name)
+#include "_qmatmul_fixed_avx512.h"
+#undef FIXED_DOT
+#undef FIX
+#if defined(X86_LEVELS)
+#pragma GCC push_options
+#pragma GCC target("avx512vnni")
+#define FIXED_DOT(acc, a, b) _mm512_dpwssd_epi32(acc, a, b)
+#define FIX(name) LV(name##_vnni)
+#include "_qmatmul_fixed_avx512.h"
+#undef FIXED_DOT
+#undef FIX
+#pragma GCC pop_options
+#define FIXED_VNNI 1
+#endif
+
+#elif defined(__AVX2__)
+/* Q4_K in AVX2: 16 values a vector, vpmaddwd pairs into 8 int32 lanes (a lane's 16 pair sums
+ * per block are exact, below 2^30), each lane's sum to float64 times d·s. */
+static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
+                           float *y, int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
+    const __m256i low4 = _mm256_set1_epi16(0xF);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *b = w + r * row_bytes;
+        __m256d F = _mm256_setzero_pd();
+        double mins = 0.0;
+        float special = 0.0f;
+        for (int64_t i = 0; i < blocks; i++, b += 144) {
+            const uint8_t *fx = xq + i * FIX_BYTES;
+            const float d = LV(half)(b), dmin = LV(half)(b + 2);
+            if (!isfinite(d) || !isfinite(dmin)) {
+                special += LV(block_dot_q4_k)(b, x + i * QK_K);
+                continue;
+            }
+            uint8_t sc[8], m[8];
+            fixed_scales_k(b + 4, sc, m);
+            const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
+            __m256i A0 = _mm256_setzero_si256(), A1 = A0;
+            for (int c = 0; c < 4; c++)
+                for (int h = 0; h < 2; h++) {  /* bytes 16h.. of the 32: values 64c + 16h.. */
+                    const __m256i v = _mm256_cvtepu8_epi16(
+                        _mm_loadu_si128((const __m128i *)(b + 16 + 32 * c + 16 * h)));
+                    const __m256i lo = _mm256_mullo_epi16(_mm256_and_si256(v, low4),
+                                                          _mm256_set1_epi16(sc[2 * c]));
+                    const __m256i hi = _mm256_mullo_epi16(_mm256_srli_epi16(v, 4),
+                                                          _mm256_set1_epi16(sc[2 * c + 1]));
+                    const int64_t k = 64 * c + 16 * h;
+#define DIGITS(p, k) _mm256_loadu_si256((const __m256i *)((p) + (k)))
+                    A0 = _mm256_add_epi32(A0, _mm256_madd_epi16(lo, DIGITS(d0, k)));
+                    A1 = _mm256_add_epi32(A1, _mm256_madd_epi16(lo, DIGITS(d1, k)));
+                    A0 = _mm256_add_epi32(A0, _mm256_madd_epi16(hi, DIGITS(d0, k + 32)));
+                    A1 = _mm256_add_epi32(A1, _mm256_madd_epi16(hi, DIGITS(d1, k + 32)));
+#undef DIGITS
+                }
+            const double ds = (double)d * fix_scale(fx);
+            const __m256d low = _mm256_set1_pd(ds), high = _mm256_set1_pd(ds * 32768.0);
+            F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(A0)), low, F);
+            F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A0, 1)), low, F);
+            F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(A1)), high, F);
+            F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A1, 1)), high, F);
+            mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
+        }
+        double lanes[4];
+        _mm256_storeu_pd(lanes, F);
+        y[r] = (float)(((lanes[0] + lanes[2]) + (lanes[1] + lanes[3])) - mins) + special;
+    }
+}
+
+#else
+/* Q4_K in portable C: each block's Σ sc·q·K exact in int64, times d·s in float64. */
+static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
+                           float *y, int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *b = w + r * row_bytes;
+        double sum = 0.0, mins = 0.0;
+        float special = 0.0f;
+        for (int64_t i = 0; i < blocks; i++, b += 144) {
+            const uint8_t *fx = xq + i * FIX_BYTES;
+            const float d = LV(half)(b), dmin = LV(half)(b + 2);
+            if (!isfinite(d) || !isfinite(dmin)) {
+                special += LV(block_dot_q4_k)(b, x + i * QK_K);
+                continue;
+            }
+            uint8_t sc[8], m[8];
+            fixed_scales_k(b + 4, sc, m);
+            const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
+            int64_t q = 0;
+            for (int c = 0; c < 4; c++)
+                for (int l = 0; l < 32; l++) {
+                    const int64_t k = 64 * c + l, byte = b[16 + 32 * c + l];
+                    q += sc[2 * c] * (byte & 0xF) * (d0[k] + 32768 * (int64_t)d1[k]);
+                    q += sc[2 * c + 1] * (byte >> 4) * (d0[k + 32] + 32768 * (int64_t)d1[k + 32]);
+                }
+            sum += (double)d * fix_scale(fx) * (double)q;
+            mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
+        }
+        y[r] = (float)(sum - mins) + special;
+    }
+}
+#endif
+
+/* The fixed-point kernel of the type (KIND's index), or NULL: the float32 kernels take it. */
+static fixed_fn LV(fixed_kernel)(int index) {
+#if defined(FIXED_VNNI)
+    if (index == 8) return vnni ? LV(fixed_q4_k_vnni) : LV(fixed_q4_k);
+#else
+    if (index == 8) return LV(fixed_q4_k);
+#endif
+    return NULL;
+}
+#undef FIXED_VNNI
