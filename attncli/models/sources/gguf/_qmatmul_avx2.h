@@ -25,6 +25,7 @@ static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, floa
         const uint8_t *b = w + r * row_bytes;
         const float *xb = x;
         for (int64_t i = 0; i < blocks; i++, b += 210, xb += QK_K) {
+            PREFETCH(b, 210);
             const float d = LV(half)(b + 208);
             if (!isfinite(d)) {
                 float buf[QK_K] __attribute__((aligned(32))), acc[64] __attribute__((aligned(32)));

@@ -61,6 +61,7 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
         float special = 0.0f;
         for (int64_t i = 0; i < blocks; i++, b += 144) {
             const uint8_t *fx = xq + i * FIX_BYTES;
+            PREFETCH(b, 144);
             const float d = LV(half)(b), dmin = LV(half)(b + 2);
             if (!isfinite(d) || !isfinite(dmin)) {
                 special += LV(block_dot_q4_k)(b, x + i * QK_K);

@@ -2,47 +2,56 @@
  * and as VNNI's vpdpwssd (the same exact int32 lanes). A group's 32 nibbles widen to 32 int16,
  * times the group's scale (<= 945 each); per block every lane of A0 (digit D0) and A1 (D1)
  * adds 8 pairs, |lane| <= 8·2·945·32767 < 2^29, so the two halves' sum stays below 2^30. */
+/* Blocks i0..i1 of one row (b: block i0) into its float64 lanes F, mins and special; the
+ * weights PREFETCH_AHEAD bytes on asked for (_qmatmul.c). */
+static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, const float *x,
+                                         int64_t i0, int64_t i1, __m512d *F, double *mins,
+                                         float *special) {
+    const __m512i low4 = _mm512_set1_epi16(0xF);
+    for (int64_t i = i0; i < i1; i++, b += 144) {
+        const uint8_t *fx = xq + i * FIX_BYTES;
+        PREFETCH(b, 144);
+        const float d = LV(half)(b), dmin = LV(half)(b + 2);
+        if (!isfinite(d) || !isfinite(dmin)) {
+            *special += LV(block_dot_q4_k)(b, x + i * QK_K);
+            continue;
+        }
+        uint8_t sc[8], m[8];
+        fixed_scales_k(b + 4, sc, m);
+        const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
+        __m512i A0 = _mm512_setzero_si512(), A1 = A0;
+        for (int c = 0; c < 4; c++) {
+            const __m512i v = _mm512_cvtepu8_epi16(
+                _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c)));
+            const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(v, low4),
+                                                  _mm512_set1_epi16(sc[2 * c]));
+            const __m512i hi = _mm512_mullo_epi16(_mm512_srli_epi16(v, 4),
+                                                  _mm512_set1_epi16(sc[2 * c + 1]));
+            A0 = FIXED_DOT(A0, lo, _mm512_loadu_si512(d0 + 64 * c));
+            A1 = FIXED_DOT(A1, lo, _mm512_loadu_si512(d1 + 64 * c));
+            A0 = FIXED_DOT(A0, hi, _mm512_loadu_si512(d0 + 64 * c + 32));
+            A1 = FIXED_DOT(A1, hi, _mm512_loadu_si512(d1 + 64 * c + 32));
+        }
+        const double ds = (double)d * fix_scale(fx);
+        const __m256i h0 = _mm256_add_epi32(_mm512_castsi512_si256(A0),
+                                            _mm512_extracti64x4_epi64(A0, 1));
+        const __m256i h1 = _mm256_add_epi32(_mm512_castsi512_si256(A1),
+                                            _mm512_extracti64x4_epi64(A1, 1));
+        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h0), _mm512_set1_pd(ds), *F);
+        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h1), _mm512_set1_pd(ds * 32768.0), *F);
+        *mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
+    }
+}
+
+/* Rows r0..r1, each block after block. */
 static void FIX(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
                             float *y, int64_t r0, int64_t r1) {
     const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
-    const __m512i low4 = _mm512_set1_epi16(0xF);
     for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *b = w + r * row_bytes;
         __m512d F = _mm512_setzero_pd();
         double mins = 0.0;
         float special = 0.0f;
-        for (int64_t i = 0; i < blocks; i++, b += 144) {
-            const uint8_t *fx = xq + i * FIX_BYTES;
-            const float d = LV(half)(b), dmin = LV(half)(b + 2);
-            if (!isfinite(d) || !isfinite(dmin)) {
-                special += LV(block_dot_q4_k)(b, x + i * QK_K);
-                continue;
-            }
-            uint8_t sc[8], m[8];
-            fixed_scales_k(b + 4, sc, m);
-            const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
-            __m512i A0 = _mm512_setzero_si512(), A1 = A0;
-            for (int c = 0; c < 4; c++) {
-                const __m512i v = _mm512_cvtepu8_epi16(
-                    _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c)));
-                const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(v, low4),
-                                                      _mm512_set1_epi16(sc[2 * c]));
-                const __m512i hi = _mm512_mullo_epi16(_mm512_srli_epi16(v, 4),
-                                                      _mm512_set1_epi16(sc[2 * c + 1]));
-                A0 = FIXED_DOT(A0, lo, _mm512_loadu_si512(d0 + 64 * c));
-                A1 = FIXED_DOT(A1, lo, _mm512_loadu_si512(d1 + 64 * c));
-                A0 = FIXED_DOT(A0, hi, _mm512_loadu_si512(d0 + 64 * c + 32));
-                A1 = FIXED_DOT(A1, hi, _mm512_loadu_si512(d1 + 64 * c + 32));
-            }
-            const double ds = (double)d * fix_scale(fx);
-            const __m256i h0 = _mm256_add_epi32(_mm512_castsi512_si256(A0),
-                                                _mm512_extracti64x4_epi64(A0, 1));
-            const __m256i h1 = _mm256_add_epi32(_mm512_castsi512_si256(A1),
-                                                _mm512_extracti64x4_epi64(A1, 1));
-            F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h0), _mm512_set1_pd(ds), F);
-            F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h1), _mm512_set1_pd(ds * 32768.0), F);
-            mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
-        }
+        FIX(q4_k_span)(w + r * row_bytes, xq, x, 0, blocks, &F, &mins, &special);
         double lanes[8];
         _mm512_storeu_pd(lanes, F);
         const double sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
