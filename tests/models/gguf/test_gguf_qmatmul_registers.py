@@ -3,8 +3,8 @@ against the chunk path they replace (a row dequantized a chunk at a time, then d
 at each vector level that has them: the same weights, lanes and order of sums, so the same bits
 (NaN where the chunk path gives NaN), on random blocks with any scale bits (inf, NaN, subnormal
 halves) or sane ones, over odd and even counts of blocks and, for F16 and BF16, rows that end
-past the last 64 values. Q4_K's AVX2 kernel regroups its sums (test_gguf_qmatmul.py holds its
-bound) and is left out; every kernel is also held to the float64 reference's bound here. Q4_0's,
+past the last 64 values. One token's Q4_K and Q6_K are taken on integers instead (their own
+test_gguf_qmatmul_fixed.py); every kernel is also held to the float64 reference's bound here. Q4_0's,
 Q4_1's and Q8_0's kernels fuse every multiply-add, where the chunk path adds a row's last 32
 values after its last whole 64 with a product and a sum (dot64's tail): their bits are compared
 on rows of an even count of blocks only (a model's rows are)."""
@@ -28,7 +28,7 @@ from tests.models.gguf.test_gguf_qmatmul import (
 )
 
 Q = GGMLQuantizationType
-IN_REGISTERS = (Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q5_K, Q.Q6_K)
+IN_REGISTERS = (Q.F16, Q.BF16, Q.Q4_0, Q.Q4_1, Q.Q8_0, Q.Q5_K)
 BLOCK32 = (Q.Q4_0, Q.Q4_1, Q.Q8_0)
 
 
@@ -71,25 +71,17 @@ def test_one_token_in_registers_gives_the_chunk_paths_bits(level: int, qtype: Q,
         qmatmul._native.use_level(-1)  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("qtype", [Q.Q6_K, Q.Q5_K], ids=lambda q: q.name)
 @pytest.mark.parametrize("d", [-1.0, 2.0**-24, 65504.0, float("inf"), float("-inf"), float("nan")])
-def test_q6_k_and_q5_k_at_the_scales_edges(qtype: Q, d: float) -> None:
-    # Q6_K's weights where q = 32 (0 · dl, −0 for a negative dl), the smallest subnormal and the
-    # largest half as d, and d infinite or NaN (Q6_K's kernel then takes the dequantizer's own
-    # dl·(q − 32): inf·0 is NaN); Q5_K's d and dmin alike. Every row's bits as the chunk path's.
+def test_q5_k_at_the_scales_edges(d: float) -> None:
+    # The smallest subnormal and the largest half as d and dmin, and both infinite or NaN
+    # (inf·0 is NaN). Every row's bits as the chunk path's.
+    qtype = Q.Q5_K
     rng = np.random.default_rng(int(abs(d)) % 1000 if np.isfinite(d) else 3)
-    size = 210 if qtype == Q.Q6_K else 176
     rows, cols = 5, 512
-    blocks = rng.integers(0, 256, (rows * cols // 256, size), dtype=np.uint8)
+    blocks = rng.integers(0, 256, (rows * cols // 256, 176), dtype=np.uint8)
     half = np.array([d], np.float16).view(np.uint8)
-    if qtype == Q.Q6_K:
-        blocks[:, 208:210] = half
-        blocks[::2, :192] = 0  # q = 0 | 0 << 4: every value 0 − 32
-        blocks[1::4, :128] = 0x00
-        blocks[1::4, 128:192] = 0xAA  # high bits 2: q = 32, weights 0
-    else:
-        blocks[:, 0:2] = half
-        blocks[:, 2:4] = half
+    blocks[:, 0:2] = half
+    blocks[:, 2:4] = half
     blocks = blocks.reshape(rows, -1)
     x = rng.standard_normal((1, cols)).astype(np.float32)
     native = qmatmul._native

@@ -1,83 +1,8 @@
 /* One-token kernels on AVX2 + FMA (included by _qmatmul_body.h at that level and at AVX-512):
- * Q6_K, Q5_K, F16 and BF16 rows times x with each weight made in registers, the same float32 weight as the
+ * Q5_K, F16 and BF16 rows times x with each weight made in registers, the same float32 weight as the
  * dequantizer's (_dequant.c, the gguf package's) and the same lanes and order of sums as the
  * chunk path (dequantize a chunk, then dot64), so the same bits as it gives.
  */
-
-/* Q6_K: value 128h + 32j + l (j = 0..3) of a block is lane 32·(j & 1) + l, so each lane takes
- * quarter j before quarter j + 2 of a half, as dot64 adds them. Each quarter's 32 six-bit
- * values q are put together a byte each (32 in one vector), and each byte becomes the half
- * 0x64qq = 1024 + q (unpacked beside the byte 0x64), converted exactly by F16C. The weight
- * fl(dl·(q − 32)), dl = fl(d·sc), is exact in float32 (11 + 7 + 6 bits), and so is o = dl·1056
- * (+ 6 bits): one fused dl·(1024 + q) − o is dl·(q − 32) rounded once, the weight itself (a
- * weight of 0 made +0 where the dequantizer's is −0: no sum of the lanes, which start at +0,
- * can tell). A block whose d is inf or NaN (its weights ±inf, or NaN where q = 32: inf·0) is
- * dequantized and added by dot64 itself. */
-static void LV(matvec_q6_k)(const uint8_t *w, int64_t cols, const float *x, float *y,
-                            int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
-    const __m256 k1056 = _mm256_set1_ps(1056.0f);
-    const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
-    const __m256i exponent = _mm256_set1_epi8(0x64);
-    for (int64_t r = r0; r < r1; r++) {
-        __m256 a[8];
-        for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();
-        const uint8_t *b = w + r * row_bytes;
-        const float *xb = x;
-        for (int64_t i = 0; i < blocks; i++, b += 210, xb += QK_K) {
-            PREFETCH(b, 210);
-            const float d = LV(half)(b + 208);
-            if (!isfinite(d)) {
-                float buf[QK_K] __attribute__((aligned(32))), acc[64] __attribute__((aligned(32)));
-                LV(blocks_q6_k)(b, buf, 1);
-                for (int m = 0; m < 8; m++) _mm256_store_ps(acc + 8 * m, a[m]);
-                LV(dot64)(buf, xb, QK_K, acc);
-                for (int m = 0; m < 8; m++) a[m] = _mm256_load_ps(acc + 8 * m);
-                continue;
-            }
-            /* dl[g] = d·sc[g] as blocks_q6_k makes it, and o[g] = dl[g]·1056, both exact */
-            const __m128i sc = _mm_loadu_si128((const __m128i *)(b + 192));
-            float dl[16] __attribute__((aligned(32))), o[16] __attribute__((aligned(32)));
-            const __m256 d8 = _mm256_set1_ps(d);
-            const __m256 dl0 = _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
-            const __m256 dl1 = _mm256_mul_ps(
-                d8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))));
-            _mm256_store_ps(dl, dl0), _mm256_store_ps(dl + 8, dl1);
-            _mm256_store_ps(o, _mm256_mul_ps(dl0, k1056));
-            _mm256_store_ps(o + 8, _mm256_mul_ps(dl1, k1056));
-#pragma GCC unroll 8
-            for (int hj = 0; hj < 8; hj++) {
-                const int h = hj / 4, j = hj % 4;
-                /* quarter j's values: nibble j / 2 of ql[64h + 32(j & 1) + l], and bits
-                 * 2j..2j+1 of qh[32h + l] (bytes shifted in 16-bit lanes, then masked: no bit
-                 * crosses into its neighbour) */
-                const __m256i lo = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32 * (j & 1)));
-                const __m256i hb = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-                const __m256i high = j == 0 ? _mm256_slli_epi16(hb, 4)
-                                     : j == 1 ? _mm256_slli_epi16(hb, 2)
-                                     : j == 2 ? hb : _mm256_srli_epi16(hb, 2);
-                const __m256i q = _mm256_or_si256(
-                    _mm256_and_si256(j < 2 ? lo : _mm256_srli_epi16(lo, 4), low4),
-                    _mm256_and_si256(high, high2));
-                /* halves of l = 0..7 and 16..23 (vlo), 8..15 and 24..31 (vhi) */
-                const __m256i vlo = _mm256_unpacklo_epi8(q, exponent);
-                const __m256i vhi = _mm256_unpackhi_epi8(q, exponent);
-                const __m256 f[4] = {_mm256_cvtph_ps(_mm256_castsi256_si128(vlo)),
-                                     _mm256_cvtph_ps(_mm256_castsi256_si128(vhi)),
-                                     _mm256_cvtph_ps(_mm256_extracti128_si256(vlo, 1)),
-                                     _mm256_cvtph_ps(_mm256_extracti128_si256(vhi, 1))};
-                const float *xj = xb + 128 * h + 32 * j;
-                for (int m = 0; m < 4; m++) { /* l = 8m..8m+7, group 8h + 2j + m / 2 */
-                    const int g = 8 * h + 2 * j + m / 2, lane = 4 * (j & 1) + m;
-                    const __m256 wm = _mm256_fmsub_ps(_mm256_broadcast_ss(dl + g), f[m],
-                                                      _mm256_broadcast_ss(o + g));
-                    a[lane] = _mm256_fmadd_ps(wm, _mm256_loadu_ps(xj + 8 * m), a[lane]);
-                }
-            }
-        }
-        y[r] = LV(tree8x8)(a);
-    }
-}
 
 /* Q5_K: value 64c + l (l < 32, group 2c) is lane l and 64c + 32 + l (group 2c + 1) lane 32 + l,
  * as dot64 adds a block's chunk. Each group's 32 five-bit values q are put together a byte

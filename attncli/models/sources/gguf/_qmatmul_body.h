@@ -7,9 +7,9 @@
  * bit for bit: the same products and sums, each rounded), a chunk of a row at a time, into a
  * buffer the size of the first-level cache, and multiplied with the activations from there; the
  * one-token kernels of the types a decode reads most (AVX2 and AVX-512: Q4_0, Q4_1, Q8_0, and
- * in _qmatmul_avx2.h Q6_K, Q5_K, F16, BF16) make the same weights in registers and add them
- * into the same lanes (use_level(level, 0) takes the chunks instead, for the tests). One
- * token's Q4_K is taken on integers instead (_qmatmul_fixed.h, which says how near it is).
+ * in _qmatmul_avx2.h Q5_K, F16, BF16) make the same weights in registers and add them into the
+ * same lanes (use_level(level, 0) takes the chunks instead, for the tests). One token's Q4_K
+ * and Q6_K are taken on integers instead (_qmatmul_fixed.h, which says how near they are).
  * Only the order of the dot product's sums differs from a float32 matmul:
  *   matvec: lane i (0..63) of a row sums w_k·x_k over k ≡ i (mod 64) in order, one fused
  *           multiply-add each (a product and an add where the level has no FMA); the 64 lanes
@@ -480,7 +480,7 @@ static ALWAYS_INLINE void LV(k_scales)(const uint8_t *b, float d, float dmin, __
                             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)m))));
 }
 
-#include "_qmatmul_avx2.h" /* Q6_K, Q5_K, F16 and BF16 one token at a time */
+#include "_qmatmul_avx2.h" /* Q5_K, F16 and BF16 one token at a time */
 
 /* The one-token kernel of a type that makes its weights in registers, or NULL (the chunks). */
 static row_fn LV(in_registers)(int qtype) {
@@ -491,7 +491,6 @@ static row_fn LV(in_registers)(int qtype) {
     case 3: return LV(matvec_q4_1);
     case 8: return LV(matvec_q8_0);
     case 13: return LV(matvec_q5_k);
-    case 14: return LV(matvec_q6_k);
     default: return NULL;
     }
 }

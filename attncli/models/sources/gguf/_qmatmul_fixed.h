@@ -1,23 +1,25 @@
 /* One token's product on integers, float32 numerics (included once per vector level, after
- * _qmatmul_q8.h): Q4_K's rows against the token's values in fixed point (fix_rows, in
- * _qmatmul.c: each block of 256 values as integers K = x·2^(29−E), E the exponent of the block's
- * largest |x|, |K| <= 2^29, split into two 16-bit digits K = D0 + 2^15·D1).
+ * _qmatmul_q8.h): Q4_K's and Q6_K's rows against the token's values in fixed point (fix_rows,
+ * in _qmatmul.c: each block of 256 values as integers K = x·2^(29−E), E the exponent of the
+ * block's largest |x|, |K| <= 2^29, split into two 16-bit digits K = D0 + 2^15·D1).
  *
  * A Q4_K group's weights are d·sc·q − dmin·m (sc, m six-bit, q four-bit), so a block adds
  *   s·(d·Σ_g sc_g·Σ q·K − dmin·Σ_g m_g·ΣK_g),  s = 2^(E−29),
- * where both sums are exact integers: sc·q (<= 945) by each digit, in pairs of int16 products
- * summed into int32 lanes (vpdpwssd, or vpmaddwd and an add; every lane's sum is exact, below
- * 2^30), and the mins' sum in int64 from the block's per-group ΣK. Each lane's int32 sum, times
- * d·s (exact in float64), is added into float64 lanes block after block; the row's result is
- * their sum less the mins' float64 sum, rounded once to float32.
+ * and a Q6_K block s·d·Σ_g sc_g·Σ (q − 32)·K (sc eight-bit signed, q six-bit). The sums are
+ * exact integers: the int16 weight sc·q or sc·(q − 32) (|·| <= 945 or 4,096) by each digit, in
+ * pairs of products summed into int32 lanes (vpdpwssd, or vpmaddwd and an add; every lane's
+ * sum over a block stays below 2^31, each kernel says why), and Q4_K's mins' sum in int64 from
+ * the block's per-group ΣK. Each lane's sum, times d·s (exact in float64), is added into
+ * float64 lanes block after block; the row's result is their sum (less the mins' float64 sum),
+ * rounded once to float32.
  *
- * So against dequantize-then-float32-matmul: the weights are exact where the dequantizer rounds
- * each (fl(dl·q − ml), within 2^-24·|w|), the sums are exact or float64, and each value of x is
- * exact where it is within 2^-5 of its block's largest (24 bits) and otherwise within 2^-30 of
- * that largest (x rounded to the integer grid): within BOUND of Σ|w·x| for any block whose
- * largest value is not 2^14 times its typical one. A block with an inf or NaN d or dmin is
- * dequantized and added in float32, so its inf or NaN is the reference's; an x with inf or NaN
- * does not come here (fix_rows refuses it, and the float32 kernel takes the product).
+ * So against dequantize-then-float32-matmul: the weights are exact where the dequantizer may
+ * round each (Q4_K's fl(dl·q − ml), within 2^-24·|w|), the sums are exact or float64, and each
+ * value of x is exact where it is within 2^-5 of its block's largest (24 bits) and otherwise
+ * within 2^-30 of that largest (x rounded to the integer grid): within BOUND of Σ|w·x| for any
+ * block whose largest value is not 2^14 times its typical one. A block with an inf or NaN d or
+ * dmin is dequantized and added in float32, so its inf or NaN is the reference's; an x with
+ * inf or NaN does not come here (fix_rows refuses it, and the float32 chunk path takes it).
  */
 
 /* A block whose d or dmin is inf or NaN: dequantized (every weight inf or NaN, as the
@@ -25,6 +27,13 @@
 static float LV(block_dot_q4_k)(const uint8_t *b, const float *x) {
     float buf[QK_K], sum = 0.0f;
     LV(blocks_q4_k)(b, buf, 1);
+    for (int k = 0; k < QK_K; k++) sum += buf[k] * x[k];
+    return sum;
+}
+
+static float LV(block_dot_q6_k)(const uint8_t *b, const float *x) {
+    float buf[QK_K], sum = 0.0f;
+    LV(blocks_q6_k)(b, buf, 1);
     for (int k = 0; k < QK_K; k++) sum += buf[k] * x[k];
     return sum;
 }
@@ -101,6 +110,67 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
     }
 }
 
+
+/* Q6_K in AVX2: each quarter's 32 values a byte each less 32 (the AVX-512 kernel's bytes),
+ * 16 at a time to int16 times their group's scale; a lane of a half's accumulators adds 8
+ * pairs a block, |lane| <= 8·2·4096·32767 < 2^31, each half's lanes to float64 apart. */
+static void LV(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
+                           float *y, int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+    const __m256i k32 = _mm256_set1_epi8(32);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *b = w + r * row_bytes;
+        __m256d F = _mm256_setzero_pd();
+        float special = 0.0f;
+        for (int64_t i = 0; i < blocks; i++, b += 210) {
+            const uint8_t *fx = xq + i * FIX_BYTES;
+            PREFETCH(b, 210);
+            const float d = LV(half)(b + 208);
+            if (!isfinite(d)) {
+                special += LV(block_dot_q6_k)(b, x + i * QK_K);
+                continue;
+            }
+            const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
+            const __m256d low = _mm256_set1_pd((double)d * fix_scale(fx));
+            const __m256d high = _mm256_set1_pd((double)d * fix_scale(fx) * 32768.0);
+            for (int h = 0; h < 2; h++) {
+                const __m256i lo0 = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
+                const __m256i lo1 = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
+                const __m256i hb = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+#define SIX(l, hbits) _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l, low4),             \
+                                                      _mm256_and_si256(hbits, bits45)), k32)
+                const __m256i q[4] = {SIX(lo0, _mm256_slli_epi16(hb, 4)),
+                                      SIX(lo1, _mm256_slli_epi16(hb, 2)),
+                                      SIX(_mm256_srli_epi16(lo0, 4), hb),
+                                      SIX(_mm256_srli_epi16(lo1, 4), _mm256_srli_epi16(hb, 2))};
+#undef SIX
+                __m256i A0 = _mm256_setzero_si256(), A1 = A0;
+                for (int j = 0; j < 4; j++)
+                    for (int g = 0; g < 2; g++) {  /* values 128h + 32j + 16g..: one group */
+                        const __m128i bytes = g ? _mm256_extracti128_si256(q[j], 1)
+                                                : _mm256_castsi256_si128(q[j]);
+                        const __m256i wv = _mm256_mullo_epi16(
+                            _mm256_cvtepi8_epi16(bytes),
+                            _mm256_set1_epi16((int16_t)(int8_t)b[192 + 8 * h + 2 * j + g]));
+                        const int64_t k = 128 * h + 32 * j + 16 * g;
+                        A0 = _mm256_add_epi32(A0, _mm256_madd_epi16(
+                                                      wv, _mm256_loadu_si256((const __m256i *)(d0 + k))));
+                        A1 = _mm256_add_epi32(A1, _mm256_madd_epi16(
+                                                      wv, _mm256_loadu_si256((const __m256i *)(d1 + k))));
+                    }
+                F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(A0)), low, F);
+                F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A0, 1)), low, F);
+                F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(A1)), high, F);
+                F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A1, 1)), high, F);
+            }
+        }
+        double lanes[4];
+        _mm256_storeu_pd(lanes, F);
+        y[r] = (float)((lanes[0] + lanes[2]) + (lanes[1] + lanes[3])) + special;
+    }
+}
+
 #else
 /* Q4_K in portable C: each block's Σ sc·q·K exact in int64, times d·s in float64. */
 static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
@@ -133,14 +203,53 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
         y[r] = (float)(sum - mins) + special;
     }
 }
+
+/* Q6_K in portable C: each block's Σ sc·(q − 32)·K exact in int64, times d·s in float64. */
+static void LV(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
+                           float *y, int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *b = w + r * row_bytes;
+        double sum = 0.0;
+        float special = 0.0f;
+        for (int64_t i = 0; i < blocks; i++, b += 210) {
+            const uint8_t *fx = xq + i * FIX_BYTES;
+            const float d = LV(half)(b + 208);
+            if (!isfinite(d)) {
+                special += LV(block_dot_q6_k)(b, x + i * QK_K);
+                continue;
+            }
+            const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
+            int64_t q = 0;
+            for (int h = 0; h < 2; h++)
+                for (int l = 0; l < 32; l++) {
+                    const uint8_t lo0 = b[64 * h + l], lo1 = b[64 * h + 32 + l];
+                    const uint8_t hb = b[128 + 32 * h + l];
+                    const int six[4] = {(lo0 & 0xF) | ((hb & 3) << 4),
+                                        (lo1 & 0xF) | (((hb >> 2) & 3) << 4),
+                                        (lo0 >> 4) | (((hb >> 4) & 3) << 4),
+                                        (lo1 >> 4) | ((hb >> 6) << 4)};
+                    for (int j = 0; j < 4; j++) {
+                        const int64_t k = 128 * h + 32 * j + l;
+                        q += (int8_t)b[192 + k / 16] * (six[j] - 32) *
+                             (d0[k] + 32768 * (int64_t)d1[k]);
+                    }
+                }
+            sum += (double)d * fix_scale(fx) * (double)q;
+        }
+        y[r] = (float)sum + special;
+    }
+}
 #endif
 
 /* The fixed-point kernel of the type (KIND's index), or NULL: the float32 kernels take it. */
 static fixed_fn LV(fixed_kernel)(int index) {
 #if defined(FIXED_VNNI)
     if (index == 8) return vnni ? LV(fixed_q4_k_vnni) : LV(fixed_q4_k);
+    if (index == 10) return vnni ? LV(fixed_q6_k_vnni) : LV(fixed_q6_k);
 #else
     if (index == 8) return LV(fixed_q4_k);
+    if (index == 10) return LV(fixed_q6_k);
 #endif
     return NULL;
 }

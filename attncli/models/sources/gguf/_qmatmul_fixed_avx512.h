@@ -59,3 +59,74 @@ static void FIX(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, cons
         y[r] = (float)(sum - mins) + special;
     }
 }
+
+/* Q6_K's blocks i0..i1 of one row: each half's 128 six-bit values put together a byte each
+ * (64 at a time), less 32, widened to int16 a quarter at a time and times their groups' scales
+ * (|sc·(q − 32)| <= 128·32); per block a lane of A0 adds 8 pairs, |lane| <= 8·2·4096·32767 <
+ * 2^31, so each half of the lanes goes to float64 apart. */
+static ALWAYS_INLINE void FIX(q6_k_span)(const uint8_t *b, const uint8_t *xq, const float *x,
+                                         int64_t i0, int64_t i1, __m512d *F, float *special) {
+    __m512i pick[8];  /* quarter 4h + j's int16 lanes: scale 8h + 2j (0..15), + 1 (16..31) */
+    for (int hj = 0; hj < 8; hj++)
+        pick[hj] = _mm512_inserti64x4(_mm512_set1_epi16((int16_t)(2 * hj)),
+                                      _mm256_set1_epi16((int16_t)(2 * hj + 1)), 1);
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i k32 = _mm512_set1_epi8(32);
+    for (int64_t i = i0; i < i1; i++, b += 210) {
+        const uint8_t *fx = xq + i * FIX_BYTES;
+        PREFETCH(b, 210);
+        const float d = LV(half)(b + 208);
+        if (!isfinite(d)) {
+            *special += LV(block_dot_q6_k)(b, x + i * QK_K);
+            continue;
+        }
+        const __m512i sc = _mm512_cvtepi8_epi16(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b + 192))));
+        const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
+        __m512i A0 = _mm512_setzero_si512(), A1 = A0;
+        for (int h = 0; h < 2; h++) {
+            /* bytes 0..31: quarter 0 (low nibbles of ql[64h..], qh bits 0-1) or 2 (high
+             * nibbles, bits 4-5); bytes 32..63: quarter 1 (ql[64h + 32..], bits 2-3) or 3 */
+            const __m512i lo = _mm512_loadu_si512(b + 64 * h);
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+            const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(hb),
+                                                  _mm256_srli_epi16(hb, 2), 1);
+            /* 0xEA: (a & b) | c, bit by bit */
+            const __m512i q01 = _mm512_sub_epi8(_mm512_ternarylogic_epi32(
+                lo, low4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45), 0xEA), k32);
+            const __m512i q23 = _mm512_sub_epi8(_mm512_ternarylogic_epi32(
+                _mm512_srli_epi16(lo, 4), low4, _mm512_and_si512(hi, bits45), 0xEA), k32);
+            for (int j = 0; j < 4; j++) {  /* values 128h + 32j..: groups 8h + 2j and + 1 */
+                const __m512i q = j < 2 ? q01 : q23;
+                const __m512i v = _mm512_cvtepi8_epi16(j & 1 ? _mm512_extracti64x4_epi64(q, 1)
+                                                             : _mm512_castsi512_si256(q));
+                const __m512i wv = _mm512_mullo_epi16(
+                    v, _mm512_permutexvar_epi16(pick[4 * h + j], sc));
+                const int64_t k = 128 * h + 32 * j;
+                A0 = FIXED_DOT(A0, wv, _mm512_loadu_si512(d0 + k));
+                A1 = FIXED_DOT(A1, wv, _mm512_loadu_si512(d1 + k));
+            }
+        }
+        const __m512d low = _mm512_set1_pd((double)d * fix_scale(fx));
+        const __m512d high = _mm512_set1_pd((double)d * fix_scale(fx) * 32768.0);
+        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(A0)), low, *F);
+        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(A0, 1)), low, *F);
+        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(A1)), high, *F);
+        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(A1, 1)), high, *F);
+    }
+}
+
+static void FIX(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
+                            float *y, int64_t r0, int64_t r1) {
+    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
+    for (int64_t r = r0; r < r1; r++) {
+        __m512d F = _mm512_setzero_pd();
+        float special = 0.0f;
+        FIX(q6_k_span)(w + r * row_bytes, xq, x, 0, blocks, &F, &special);
+        double lanes[8];
+        _mm512_storeu_pd(lanes, F);
+        const double sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+                           ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+        y[r] = (float)sum + special;
+    }
+}
