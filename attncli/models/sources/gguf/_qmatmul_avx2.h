@@ -21,6 +21,7 @@ static void LV(matvec_q5_k)(const uint8_t *w, int64_t cols, const float *x, floa
         const uint8_t *b = w + r * row_bytes;
         const float *xb = x;
         for (int64_t i = 0; i < blocks; i++, b += 176, xb += QK_K) {
+            PREFETCH(b, 176);
             float dl[8] __attribute__((aligned(32))), ml[8] __attribute__((aligned(32)));
             __m256 dl8, ml8;
             LV(k_scales)(b, LV(half)(b), LV(half)(b + 2), &dl8, &ml8);

@@ -417,7 +417,7 @@ static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
             for (int m = 0; m < 8; m++) a[m] = _mm256_setzero_ps();                             \
             const uint8_t *blk = w + r * row_bytes;                                             \
             for (int64_t i = 0; i < blocks; i++, blk += (BYTES)) {                             \
-                _mm_prefetch((const char *)blk + 512, _MM_HINT_NTA);                           \
+                PREFETCH(blk, (BYTES));                                                         \
                 __m256 q[4];                                                                    \
                 __VA_ARGS__                                                                     \
                 const float *xb = x + 32 * i;                                                   \
