@@ -37,7 +37,7 @@ setup(
                            "attncli/models/sources/gguf/_qmatmul_q8_legacy.h",
                            "attncli/models/sources/gguf/_qmatmul_fixed.h",
                            "attncli/models/sources/gguf/_qmatmul_fixed_avx512.h"],
-                  extra_compile_args=["-O3", "-ffp-contract=off", "-pthread"],
+                  extra_compile_args=["-O3", "-ffp-contract=off", "-fno-math-errno", "-pthread"],
                   extra_link_args=["-pthread"], optional=True),
     ],
     packages=[*find_namespace_packages(include=["attncli*"]), "attncli.samples"],

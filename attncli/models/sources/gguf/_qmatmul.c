@@ -132,14 +132,15 @@ typedef void (*matmat_fn)(const kind *, const uint8_t *, int64_t, int64_t, const
 
 /* Float32 numerics on integers (_qmatmul_fixed.h): a token's values in fixed point, a block of
  * 256 at a time as FIX_BYTES: int16 D0[256] (K & 0x7FFF), int16 D1[256] (K >> 15) from FIX_D1,
- * int64 ΣK over each 16 values from FIX_SUMS, and the float64 s = 2^(E−29) at FIX_SCALE, where
+ * ΣK over each 32 values as float64 (exact: |ΣK| <= 2^34) from FIX_SUMS (Q4_K's mins take them),
+ * and the float64 s = 2^(E−29) at FIX_SCALE, where
  * K = x·2^(29−E) rounded to the nearest integer and 2^E just above the block's largest |x|. */
-enum { FIX_D1 = 512, FIX_SUMS = 1024, FIX_SCALE = 1152, FIX_BYTES = 1216 };
+enum { FIX_D1 = 512, FIX_SUMS = 1024, FIX_SCALE = 1088, FIX_BYTES = 1152 };
 /* One-token kernels ask for the weights PREFETCH_AHEAD bytes past the block they take, a
  * block's bytes at a time: a decode reads them from memory, and the hardware's prefetchers
  * alone kept too few lines in flight (1B shape, Q4_K and Q6_K 2,048 × 8,192: 18.5 and 19.4 ms
  * a step without, 11.0 and 12.8 with). */
-#define PREFETCH_AHEAD 2304
+#define PREFETCH_AHEAD 9216
 #if defined(X86_LEVELS)
 #define PREFETCH(p, bytes)                                                   \
     for (int line = 0; line < (bytes); line += 64)                               \
@@ -150,27 +151,36 @@ enum { FIX_D1 = 512, FIX_SUMS = 1024, FIX_SCALE = 1152, FIX_BYTES = 1216 };
 typedef void (*fixed_fn)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
                          float *y, int64_t r0, int64_t r1);
 
-/* x's cols values (a multiple of 256) into xq's blocks; 0 where a value is inf or NaN. */
+/* x's cols values (a multiple of 256) into xq's blocks; 0 where a value is inf or NaN. The
+ * loops are plain so the compiler vectorises them (setup.py's -fno-math-errno lets lrintf be
+ * one conversion, rounding to nearest even as the CPU's default mode does). */
 static int fix_rows(const float *x, int64_t cols, uint8_t *xq) {
     for (int64_t b = 0; b < cols / QK_K; b++, x += QK_K, xq += FIX_BYTES) {
         float amax = 0.0f;
+        int finite = 1;
         for (int l = 0; l < QK_K; l++) {
-            if (!isfinite(x[l])) return 0;
+            finite &= fabsf(x[l]) <= FLT_MAX;
             amax = fmaxf(amax, fabsf(x[l]));
         }
+        if (!finite) return 0;
         int e = 0;
         frexpf(amax, &e);  /* amax < 2^e (e = 0 for 0) */
+        float scaled[QK_K];
+        if (29 - e >= -126 && 29 - e <= 127) {  /* 2^(29 − e) a float32: an exact product */
+            const float p = from_bits((uint32_t)(127 + 29 - e) << 23);
+            for (int l = 0; l < QK_K; l++) scaled[l] = x[l] * p;
+        } else {
+            for (int l = 0; l < QK_K; l++) scaled[l] = ldexpf(x[l], 29 - e);
+        }
+        int32_t k[QK_K];  /* |K| <= 2^29, rounded to nearest even */
+        for (int l = 0; l < QK_K; l++) k[l] = (int32_t)lrintf(scaled[l]);
         int16_t d0[QK_K], d1[QK_K];
-        int64_t sums[16];
-        for (int j = 0; j < 16; j++) {
-            int64_t sum = 0;
-            for (int l = 16 * j; l < 16 * j + 16; l++) {
-                /* exact scaling by a power of two, then |K| <= 2^29 rounded to nearest even */
-                const int32_t k = (int32_t)lrintf(ldexpf(x[l], 29 - e));
-                d0[l] = (int16_t)(k & 0x7FFF), d1[l] = (int16_t)(k >> 15);
-                sum += k;
-            }
-            sums[j] = sum;
+        for (int l = 0; l < QK_K; l++) d0[l] = (int16_t)(k[l] & 0x7FFF), d1[l] = (int16_t)(k[l] >> 15);
+        double sums[8];
+        for (int g = 0; g < 8; g++) {
+            int32_t low = 0, high = 0;  /* |Σ| <= 2^20: ΣK = Σd0 + 2^15·Σd1, exact */
+            for (int l = 32 * g; l < 32 * g + 32; l++) low += d0[l], high += d1[l];
+            sums[g] = (double)low + 32768.0 * (double)high;
         }
         const double s = ldexp(1.0, e - 29);
         memcpy(xq, d0, sizeof d0), memcpy(xq + FIX_D1, d1, sizeof d1);
@@ -194,11 +204,11 @@ static inline void fixed_scales_k(const uint8_t *sc, uint8_t *s, uint8_t *m) {
     }
 }
 
-/* Σ_g m_g·ΣK_g over a block's 8 groups of 32: exact (|ΣK_g| <= 2^34). */
-static inline int64_t fixed_mins(const uint8_t *fx, const uint8_t *m) {
-    int64_t sums[16], t = 0;
+/* Σ_g m_g·ΣK_g over a block's 8 groups of 32: exact in float64 (|·| <= 8·63·2^34). */
+static inline double fixed_mins(const uint8_t *fx, const uint8_t *m) {
+    double sums[8], t = 0.0;
     memcpy(sums, fx + FIX_SUMS, sizeof sums);
-    for (int g = 0; g < 8; g++) t += m[g] * (sums[2 * g] + sums[2 * g + 1]);
+    for (int g = 0; g < 8; g++) t += m[g] * sums[g];
     return t;
 }
 

@@ -102,7 +102,7 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
             F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A0, 1)), low, F);
             F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(A1)), high, F);
             F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A1, 1)), high, F);
-            mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
+            mins += (double)dmin * fix_scale(fx) * fixed_mins(fx, m);
         }
         double lanes[4];
         _mm256_storeu_pd(lanes, F);
@@ -198,7 +198,7 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
                     q += sc[2 * c + 1] * (byte >> 4) * (d0[k + 32] + 32768 * (int64_t)d1[k + 32]);
                 }
             sum += (double)d * fix_scale(fx) * (double)q;
-            mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
+            mins += (double)dmin * fix_scale(fx) * fixed_mins(fx, m);
         }
         y[r] = (float)(sum - mins) + special;
     }

@@ -2,12 +2,15 @@
  * and as VNNI's vpdpwssd (the same exact int32 lanes). A group's 32 nibbles widen to 32 int16,
  * times the group's scale (<= 945 each); per block every lane of A0 (digit D0) and A1 (D1)
  * adds 8 pairs, |lane| <= 8·2·945·32767 < 2^29, so the two halves' sum stays below 2^30. */
-/* Blocks i0..i1 of one row (b: block i0) into its float64 lanes F, mins and special; the
- * weights PREFETCH_AHEAD bytes on asked for (_qmatmul.c). */
+/* Blocks i0..i1 of one row (b: block i0) into its float64 lanes F (the mins' sum taken off
+ * them, lane g a block's group g) and special; the weights PREFETCH_AHEAD bytes on asked for
+ * (_qmatmul.c). The six-bit scales and mins unpacked four bytes a word (scale_min_k's bits),
+ * each group's scale spread over its 32 int16 lanes by a permute, the mins made float64. */
 static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, const float *x,
-                                         int64_t i0, int64_t i1, __m512d *F, double *mins,
-                                         float *special) {
+                                         int64_t i0, int64_t i1, __m512d *F, float *special) {
     const __m512i low4 = _mm512_set1_epi16(0xF);
+    __m512i spread[8];  /* group g's scale in every int16 lane */
+    for (int g = 0; g < 8; g++) spread[g] = _mm512_set1_epi16((int16_t)g);
     for (int64_t i = i0; i < i1; i++, b += 144) {
         const uint8_t *fx = xq + i * FIX_BYTES;
         PREFETCH(b, 144);
@@ -16,30 +19,41 @@ static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, co
             *special += LV(block_dot_q4_k)(b, x + i * QK_K);
             continue;
         }
-        uint8_t sc[8], m[8];
-        fixed_scales_k(b + 4, sc, m);
+        const uint32_t u0 = u32(b + 4), u1 = u32(b + 8), u2 = u32(b + 12);
+        const uint64_t sc = (u0 & 0x3F3F3F3Fu) |
+                            (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+        const uint64_t m = (u1 & 0x3F3F3F3Fu) |
+                           (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+        const __m512i scales = _mm512_castsi128_si512(
+            _mm_cvtepu8_epi16(_mm_cvtsi64_si128((int64_t)sc)));  /* 8 int16 */
         const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
-        __m512i A0 = _mm512_setzero_si512(), A1 = A0;
+        /* four accumulators (low and high nibbles, each digit): chains of 4 a block */
+        __m512i A0 = _mm512_setzero_si512(), A1 = A0, B0 = A0, B1 = A0;
         for (int c = 0; c < 4; c++) {
             const __m512i v = _mm512_cvtepu8_epi16(
                 _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c)));
-            const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(v, low4),
-                                                  _mm512_set1_epi16(sc[2 * c]));
-            const __m512i hi = _mm512_mullo_epi16(_mm512_srli_epi16(v, 4),
-                                                  _mm512_set1_epi16(sc[2 * c + 1]));
+            const __m512i lo = _mm512_mullo_epi16(
+                _mm512_and_si512(v, low4), _mm512_permutexvar_epi16(spread[2 * c], scales));
+            const __m512i hi = _mm512_mullo_epi16(
+                _mm512_srli_epi16(v, 4), _mm512_permutexvar_epi16(spread[2 * c + 1], scales));
             A0 = FIXED_DOT(A0, lo, _mm512_loadu_si512(d0 + 64 * c));
             A1 = FIXED_DOT(A1, lo, _mm512_loadu_si512(d1 + 64 * c));
-            A0 = FIXED_DOT(A0, hi, _mm512_loadu_si512(d0 + 64 * c + 32));
-            A1 = FIXED_DOT(A1, hi, _mm512_loadu_si512(d1 + 64 * c + 32));
+            B0 = FIXED_DOT(B0, hi, _mm512_loadu_si512(d0 + 64 * c + 32));
+            B1 = FIXED_DOT(B1, hi, _mm512_loadu_si512(d1 + 64 * c + 32));
         }
-        const double ds = (double)d * fix_scale(fx);
+        A0 = _mm512_add_epi32(A0, B0), A1 = _mm512_add_epi32(A1, B1);
+        const double s = fix_scale(fx), ds = (double)d * s;
         const __m256i h0 = _mm256_add_epi32(_mm512_castsi512_si256(A0),
                                             _mm512_extracti64x4_epi64(A0, 1));
         const __m256i h1 = _mm256_add_epi32(_mm512_castsi512_si256(A1),
                                             _mm512_extracti64x4_epi64(A1, 1));
         *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h0), _mm512_set1_pd(ds), *F);
         *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h1), _mm512_set1_pd(ds * 32768.0), *F);
-        *mins += (double)dmin * fix_scale(fx) * (double)fixed_mins(fx, m);
+        /* lane g: m_g·ΣK_g, exact, times −dmin·s */
+        const __m512d mins = _mm512_mul_pd(
+            _mm512_cvtepi64_pd(_mm512_cvtepu8_epi64(_mm_cvtsi64_si128((int64_t)m))),
+            _mm512_loadu_pd((const double *)(fx + FIX_SUMS)));
+        *F = _mm512_fmadd_pd(mins, _mm512_set1_pd(-(double)dmin * s), *F);
     }
 }
 
@@ -49,14 +63,13 @@ static void FIX(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, cons
     const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
     for (int64_t r = r0; r < r1; r++) {
         __m512d F = _mm512_setzero_pd();
-        double mins = 0.0;
         float special = 0.0f;
-        FIX(q4_k_span)(w + r * row_bytes, xq, x, 0, blocks, &F, &mins, &special);
+        FIX(q4_k_span)(w + r * row_bytes, xq, x, 0, blocks, &F, &special);
         double lanes[8];
         _mm512_storeu_pd(lanes, F);
         const double sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
                            ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-        y[r] = (float)(sum - mins) + special;
+        y[r] = (float)sum + special;
     }
 }
 
