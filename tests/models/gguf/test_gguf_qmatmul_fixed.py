@@ -1,7 +1,7 @@
 """One token's Q4_K and Q6_K products on integers (gguf/_qmatmul_fixed.h), at every vector level
-this CPU runs: exact where the numbers allow it, within its stated bound where x's block has an outlier,
-and x's inf or NaN left to the float32 kernel (the reference's inf or NaN). The property tests
-of every kernel (test_gguf_qmatmul.py) hold it to 1e-5·Σ|w·x| as well."""
+this CPU runs: exact where the numbers allow it, within its stated bound where x's block has an
+outlier, and x's inf or NaN left to the float32 kernel (the reference's inf or NaN). The
+property tests of every kernel (test_gguf_qmatmul.py) hold it to 1e-5·Σ|w·x| as well."""
 
 from __future__ import annotations
 

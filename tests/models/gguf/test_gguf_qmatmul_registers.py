@@ -4,10 +4,10 @@ at each vector level that has them: the same weights, lanes and order of sums, s
 (NaN where the chunk path gives NaN), on random blocks with any scale bits (inf, NaN, subnormal
 halves) or sane ones, over odd and even counts of blocks and, for F16 and BF16, rows that end
 past the last 64 values. One token's Q4_K and Q6_K are taken on integers instead (their own
-test_gguf_qmatmul_fixed.py); every kernel is also held to the float64 reference's bound here. Q4_0's,
-Q4_1's and Q8_0's kernels fuse every multiply-add, where the chunk path adds a row's last 32
-values after its last whole 64 with a product and a sum (dot64's tail): their bits are compared
-on rows of an even count of blocks only (a model's rows are)."""
+test_gguf_qmatmul_fixed.py); every kernel is also held to the float64 reference's bound here.
+Q4_0's, Q4_1's and Q8_0's kernels fuse every multiply-add, where the chunk path adds a row's
+last 32 values after its last whole 64 with a product and a sum (dot64's tail): their bits are
+compared on rows of an even count of blocks only (a model's rows are)."""
 
 from __future__ import annotations
 
