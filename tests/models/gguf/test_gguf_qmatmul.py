@@ -185,7 +185,7 @@ def test_a_wide_product_against_torch_float32(qtype: Q, tokens: int) -> None:
 
 
 @pytest.mark.usefixtures("level")
-@pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q8_0, Q.BF16], ids=lambda q: q.name)
+@pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q6_K, Q.Q8_0, Q.BF16], ids=lambda q: q.name)
 @pytest.mark.parametrize("tokens", [1, 7])
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_rows_split_across_threads_give_the_same_bits(qtype: Q, tokens: int,

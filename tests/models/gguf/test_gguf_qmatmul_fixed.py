@@ -9,11 +9,26 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
 
-from tests.models.gguf.test_gguf_qmatmul import assert_within_bound, dequantized, level, product
+from attncli.models.sources.gguf import qmatmul
+from tests.models.gguf.test_gguf_qmatmul import assert_within_bound, dequantized, product
 
 Q = GGMLQuantizationType
-pytestmark = pytest.mark.usefixtures("level")
-__all__ = ["level"]  # the fixture: every vector level this CPU runs
+# (vector level, VNNI's instructions where the CPU has them): AVX-512 with and without
+KERNELS = [(0, True), (1, True), (2, True), (2, False)]
+
+
+@pytest.fixture(autouse=True, params=KERNELS, ids=["baseline", "avx2", "avx512", "avx512-madd"])
+def kernel(request: pytest.FixtureRequest):  # noqa: ANN201
+    """Each kernel this CPU runs: every vector level, and AVX-512 both with VNNI's vpdpwssd
+    (where the CPU has it) and with vpmaddwd and an add."""
+    native = qmatmul._native
+    assert native is not None
+    level, vnni = request.param
+    if native.use_level(level, True, vnni) != level:
+        native.use_level(-1)
+        pytest.skip(f"this CPU cannot run level {level}")
+    yield request.param
+    native.use_level(-1)
 
 
 TYPES = pytest.mark.parametrize("qtype", [Q.Q4_K, Q.Q6_K], ids=lambda q: q.name)
@@ -36,7 +51,7 @@ def k_blocks(rng: np.random.Generator, qtype: Q, rows: int, cols: int, d: float,
 @TYPES
 @pytest.mark.parametrize("seed", range(4))
 def test_small_integers_give_the_exact_product_rounded_once(qtype: Q, seed: int) -> None:
-    # d = 2⁻¹⁰ (Q4_K's dmin 2⁻⁸): every weight a multiple of 2⁻¹⁰ below 4, exact in float32,
+    # d = 2⁻¹⁰ (Q4_K's dmin 2⁻⁸): every weight a multiple of 2⁻¹⁰ below 16, exact in float32,
     # and x integers up to 100: the float64 product is exact, so an integer kernel whose sums
     # are exact gives it rounded once to float32, bit for bit (float32 sums round each add).
     rng = np.random.default_rng(seed)
@@ -52,8 +67,8 @@ def test_small_integers_give_the_exact_product_rounded_once(qtype: Q, seed: int)
 @pytest.mark.parametrize("outlier", [1e3, 1e6, 1e12])
 def test_a_block_with_an_outlier_stays_within_the_fixed_points_bound(qtype: Q,
                                                                     outlier: float) -> None:
-    # Each value of x is on its block's grid of 2^(E−30) (E: the exponent of the block's
-    # largest), so a value beside an outlier may move by half a step: the product within
+    # Each value of x is on its block's grid of 2^(E−29) (E: the exponent of the block's
+    # largest), so a value beside an outlier may move by half a step, 2^(E−30): the product within
     # 1e-5·Σ|w·x| plus, per block, 2^(E−30)·Σ|w| over the block (_qmatmul_fixed.h's bound).
     rng = np.random.default_rng(7)
     rows, cols = 24, 768
@@ -86,7 +101,7 @@ def test_an_inf_or_nan_in_x_gives_the_references_inf_or_nan(qtype: Q, special: f
 
 @TYPES
 def test_tiny_values_keep_their_digits(qtype: Q) -> None:
-    # A block of subnormal float32 values: its grid is 2^(E−30) of their own size, not 0.
+    # A block of subnormal float32 values: its grid is 2^(E−29) of their own size, not 0.
     rng = np.random.default_rng(5)
     rows, cols = 8, 256
     blocks = k_blocks(rng, qtype, rows, cols, 1.0, 0.5)
@@ -115,3 +130,73 @@ def test_the_scales_edges(qtype: Q, d: float) -> None:
     blocks = blocks.reshape(rows, -1)
     x = rng.standard_normal((1, cols)).astype(np.float32)
     assert_within_bound(product(blocks, qtype, cols, x), dequantized(blocks, qtype), x)
+
+
+@TYPES
+@pytest.mark.parametrize("seed", range(3))
+def test_every_digit_counts(qtype: Q, seed: int) -> None:
+    # A block whose largest value is 0.5 puts x on the grid 2⁻²⁹: values n·2⁻²⁹ (|n| < 2²³)
+    # are K = n exactly, both digits in use (the small integers above leave D0 at 0). The
+    # float64 product stays exact (multiples of 2⁻³⁹ below 2⁴⁸), so the kernel gives it rounded
+    # once: a digit misplaced or dropped anywhere shows.
+    rng = np.random.default_rng(seed)
+    rows, cols = 24, 768
+    blocks = k_blocks(rng, qtype, rows, cols, 2.0**-10, 2.0**-8)
+    x = (rng.integers(-(2**23) + 1, 2**23, (1, cols)) * 2.0**-29).astype(np.float32)
+    x[0, ::256] = 0.5
+    weights = dequantized(blocks, qtype).astype(np.float64)
+    exact = (x.astype(np.float64) @ weights.T).astype(np.float32)
+    assert np.array_equal(product(blocks, qtype, cols, x), exact)
+
+
+@TYPES
+def test_the_int32_lanes_at_their_largest(qtype: Q) -> None:
+    # Every weight at its type's largest integer (Q4_K: sc 63 by q 15; Q6_K: sc −128 by
+    # q − 32 = −32, 4,096) against D0 = 32,767 everywhere but each block's largest value: a lane
+    # sums to 2,147,418,112 (Q6_K), 65,535 below int32's largest; still the exact product.
+    rows, cols = 4, 512
+    size = 144 if qtype == Q.Q4_K else 210
+    blocks = np.zeros((rows * cols // 256, size), dtype=np.uint8)
+    if qtype == Q.Q4_K:
+        blocks[:, 0:2] = np.array([2.0**-10], np.float16).view(np.uint8)
+        # scale_min_k's bytes: groups 0..3's scales 63 with groups 4..7's top bits, every min
+        # 0, groups 4..7's low scale bits 15: every scale 63
+        blocks[:, 4:16] = [0xFF] * 4 + [0x00] * 4 + [0x0F] * 4
+        blocks[:, 16:] = 0xFF  # q 15
+    else:
+        blocks[:, 192:208] = 0x80  # sc −128; ql = qh = 0: q − 32 = −32
+        blocks[:, 208:210] = np.array([2.0**-10], np.float16).view(np.uint8)
+    blocks = blocks.reshape(rows, -1)
+    weights = dequantized(blocks, qtype).astype(np.float64)
+    assert np.all(np.abs(weights) == (945 if qtype == Q.Q4_K else 4096) * 2.0**-10)
+    x = np.full((1, cols), 32767 * 2.0**-29, dtype=np.float32)
+    x[0, ::256] = 0.5  # the grid 2⁻²⁹: K = 32,767 (D0 = 32,767, D1 = 0)
+    exact = (x.astype(np.float64) @ weights.T).astype(np.float32)
+    assert np.array_equal(product(blocks, qtype, cols, x), exact)
+
+
+@TYPES
+def test_a_row_of_finite_and_infinite_scales(qtype: Q) -> None:
+    # Blocks with an inf or NaN d beside finite ones in the same row: the finite ones on the
+    # integers, the others dequantized and added in float32, the row the reference's inf or NaN.
+    rng = np.random.default_rng(11)
+    rows, cols = 6, 1024
+    blocks = k_blocks(rng, qtype, rows, cols, 2.0**-12, 2.0**-13).reshape(rows * 4, -1)
+    offset = 0 if qtype == Q.Q4_K else 208
+    blocks[1::8, offset:offset + 2] = np.array([np.inf], np.float16).view(np.uint8)
+    blocks[6::8, offset:offset + 2] = np.array([np.nan], np.float16).view(np.uint8)
+    blocks = blocks.reshape(rows, -1)
+    x = rng.standard_normal((1, cols)).astype(np.float32)
+    assert_within_bound(product(blocks, qtype, cols, x), dequantized(blocks, qtype), x)
+
+
+@TYPES
+def test_values_near_the_largest_float32(qtype: Q) -> None:
+    # A block whose largest value is near 3.4e38 (E = 128): its grid 2⁹⁹, still exact there.
+    rng = np.random.default_rng(13)
+    rows, cols = 6, 512
+    blocks = k_blocks(rng, qtype, rows, cols, 2.0**-24, 2.0**-24)
+    x = rng.standard_normal((1, cols)).astype(np.float32)
+    x[0, :256] *= np.float32(1e37)
+    weights = dequantized(blocks, qtype).astype(np.float64)
+    assert_within_bound(product(blocks, qtype, cols, x), weights, x)

@@ -2,9 +2,9 @@
  * the fly a chunk at a time (never a float32 copy of the matrix).
  *
  * matmul(qtype, blocks, cols, x, out, threads): W (rows, cols) as rows of whole blocks, x
- * (T, cols) float32, out (T, rows) float32. One token takes the matrix × vector kernel (decode);
- * several take the matrix × matrix one (a prompt), which dequantizes a panel of rows once for a
- * tile of tokens. The kernels (_qmatmul_body.h) are compiled once per vector level and the
+ * (T, cols) float32, out (T, rows) float32. One token takes the matrix × vector kernel (decode;
+ * Q4_K and Q6_K on integers, the token in fixed point: _qmatmul_fixed.h); several take the
+ * matrix × matrix one (a prompt), which dequantizes a panel of rows once for a tile of tokens. The kernels (_qmatmul_body.h) are compiled once per vector level and the
  * widest this CPU runs is chosen when the module loads (use_level picks another, for the tests).
  * Rows are split across a pool of threads (pthreads, kept between calls), the GIL released;
  * every size is checked here, from the buffers themselves. Built by setuptools as an optional
@@ -139,14 +139,18 @@ enum { FIX_D1 = 512, FIX_SUMS = 1024, FIX_SCALE = 1088, FIX_BYTES = 1152 };
 /* One-token kernels ask for the weights PREFETCH_AHEAD bytes past the block they take, a
  * block's bytes at a time: a decode reads them from memory, and the hardware's prefetchers
  * alone kept too few lines in flight (1B shape, Q4_K and Q6_K 2,048 × 8,192: 18.5 and 19.4 ms
- * a step without, 11.0 and 12.8 with). */
-#define PREFETCH_AHEAD 9216
+ * a step without, 11.0 and 12.8 with, 2,304 bytes ahead; 1,152 to 9,216 bytes ahead stream
+ * Q4_K at 17.9–18.0 G weights/s, Q6_K at 14.7–15.0). A prefetch is a hint: an address past the
+ * buffer never faults, and it is made as an integer so no pointer points past it. */
+#define PREFETCH_AHEAD 2304
 #if defined(X86_LEVELS)
-#define PREFETCH(p, bytes)                                                   \
-    for (int line = 0; line < (bytes); line += 64)                               \
-        _mm_prefetch((const char *)(p) + PREFETCH_AHEAD + line, _MM_HINT_T0)
+#define PREFETCH(p, bytes)                                                                   \
+    do {                                                                                     \
+        for (int line = 0; line < (bytes); line += 64)                                       \
+            _mm_prefetch((const char *)((uintptr_t)(p) + PREFETCH_AHEAD + line), _MM_HINT_T0); \
+    } while (0)
 #else
-#define PREFETCH(p, bytes) (void)0
+#define PREFETCH(p, bytes) ((void)0)
 #endif
 typedef void (*fixed_fn)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
                          float *y, int64_t r0, int64_t r1);
@@ -515,10 +519,12 @@ static PyObject *kinds(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
 }
 
 static PyObject *use_level(PyObject *Py_UNUSED(self), PyObject *args) {
-    int level, in_registers = 1;
-    if (!PyArg_ParseTuple(args, "i|p", &level, &in_registers)) return NULL;
+    int level, in_registers = 1, with_vnni = 1;
+    if (!PyArg_ParseTuple(args, "i|pp", &level, &in_registers, &with_vnni)) return NULL;
     registers = in_registers;
-    return PyLong_FromLong(choose_level(level));
+    level = choose_level(level);
+    if (!with_vnni) vnni = 0;
+    return PyLong_FromLong(level);
 }
 
 static PyMethodDef methods[] = {
@@ -529,8 +535,9 @@ static PyMethodDef methods[] = {
      "quantize(kind, x, out): float32 x as kind 0 Q8_0, 1 Q8_1 or 2 Q8_K blocks, into out."},
     {"kinds", kinds, METH_NOARGS, "{GGML type number: (values, bytes) per block}."},
     {"use_level", use_level, METH_VARARGS,
-     "use_level(level, registers=True): choose the kernels' vector level (0 baseline, 1 AVX2, "
-     "2 AVX-512; -1 the widest); registers=False: one token through the chunk path."},
+     "use_level(level, registers=True, vnni=True): choose the kernels' vector level (0 "
+     "baseline, 1 AVX2, 2 AVX-512; -1 the widest); registers=False: one token through the "
+     "chunk path; vnni=False: AVX-512 without VNNI's instructions where the CPU has them."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -404,8 +404,7 @@ static ALWAYS_INLINE float LV(tree8x8)(__m256 *a) {
 /* The 32-value types' rows without the buffer: block b's 8-value quarters go to lanes
  * 32·(b & 1) + 8j, as dot64 adds a chunk's values k into lane k mod 64, one fused multiply-add
  * each; the weights the AVX2 dequantizers' (fast_q4_0, fast_q4_1) and blocks_q8_0's products.
- * Each block asks for the bytes 512 ahead, non-temporal (read once a step: a decode's glue keeps
- * more of the caches; SmolLM2's step about 0.7 ms less of 19, the same bits). */
+ * Each block asks for its bytes PREFETCH_AHEAD on (_qmatmul.c). */
 #define MATVEC_BLOCK32(NAME, BYTES, ...)                                                       \
     static void LV(NAME)(const uint8_t *w, int64_t cols, const float *x, float *y, int64_t r0, \
                          int64_t r1) {                                                         \

@@ -8,16 +8,19 @@
  * and a Q6_K block s·d·Σ_g sc_g·Σ (q − 32)·K (sc eight-bit signed, q six-bit). The sums are
  * exact integers: the int16 weight sc·q or sc·(q − 32) (|·| <= 945 or 4,096) by each digit, in
  * pairs of products summed into int32 lanes (vpdpwssd, or vpmaddwd and an add; every lane's
- * sum over a block stays below 2^31, each kernel says why), and Q4_K's mins' sum in int64 from
- * the block's per-group ΣK. Each lane's sum, times d·s (exact in float64), is added into
- * float64 lanes block after block; the row's result is their sum (less the mins' float64 sum),
- * rounded once to float32.
+ * sum over a block stays below 2^31, each kernel says why), and Q4_K's mins' sum exact in
+ * float64 from the block's per-group ΣK. Each lane's sum, times d·s (exact in float64), is
+ * added into float64 lanes block after block (AVX-512 adds the mins' terms, times −dmin·s,
+ * into them too; the other levels sum them apart and take them off at the end); the row's
+ * result is rounded once to float32.
  *
  * So against dequantize-then-float32-matmul: the weights are exact where the dequantizer may
  * round each (Q4_K's fl(dl·q − ml), within 2^-24·|w|), the sums are exact or float64, and each
  * value of x is exact where it is within 2^-5 of its block's largest (24 bits) and otherwise
- * within 2^-30 of that largest (x rounded to the integer grid): within BOUND of Σ|w·x| for any
- * block whose largest value is not 2^14 times its typical one. A block with an inf or NaN d or
+ * within half a step of the grid 2^(E−29), at most 2^-29 of that largest (x rounded to the
+ * integer grid): within BOUND of Σ|w·x| for any block whose largest value is not 2^14 times its
+ * typical one (a value 2^14 times smaller than its block's largest keeps about 15 bits, where
+ * float32 keeps 24). A block with an inf or NaN d or
  * dmin is dequantized and added in float32, so its inf or NaN is the reference's; an x with
  * inf or NaN does not come here (fix_rows refuses it, and the float32 chunk path takes it).
  */

@@ -1,7 +1,8 @@
-/* _qmatmul_fixed.h's Q4_K kernel in AVX-512, included twice: FIXED_DOT as vpmaddwd and an add,
- * and as VNNI's vpdpwssd (the same exact int32 lanes). A group's 32 nibbles widen to 32 int16,
- * times the group's scale (<= 945 each); per block every lane of A0 (digit D0) and A1 (D1)
- * adds 8 pairs, |lane| <= 8·2·945·32767 < 2^29, so the two halves' sum stays below 2^30. */
+/* _qmatmul_fixed.h's kernels in AVX-512, included twice: FIXED_DOT as vpmaddwd and an add,
+ * and as VNNI's vpdpwssd (the same exact int32 lanes). Q4_K: a group's 32 nibbles widen to 32
+ * int16, times the group's scale (<= 945 each); per block each accumulator's lane adds 4
+ * pairs, and A0 + B0 (digit D0; A1 + B1, D1) 8, |lane| <= 8·2·945·32767 < 2^29, so the two
+ * halves' sum stays below 2^30. */
 /* Blocks i0..i1 of one row (b: block i0) into its float64 lanes F (the mins' sum taken off
  * them, lane g a block's group g) and special; the weights PREFETCH_AHEAD bytes on asked for
  * (_qmatmul.c). The six-bit scales and mins unpacked four bytes a word (scale_min_k's bits),

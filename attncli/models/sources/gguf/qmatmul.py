@@ -9,11 +9,12 @@ file's bytes (an 8B Q4_K: 4.9 GB, not 32 GB of float32) and a step reads each of
 The only difference from dequantize-then-float32-matmul is the order of the dot products' sums
 (_qmatmul_body.h says which), except one token's Q4_K and Q6_K, which are taken on integers:
 x in fixed point, 29 bits a block of 256 values, and exact integer sums (_qmatmul_fixed.h),
-faster (a decode's products 1.3 to 1.7 times) and nearer the exact product than float32 sums.
-Each result is within a few float32 roundings of Σ|w·x|, the bound
-tests/models/gguf/test_gguf_qmatmul.py holds every kernel to. The types the kernels take:
-KERNEL_TYPES; the others, a build without a C compiler, or ATTNCLI_FUSED=0 or
-ATTNCLI_QMATMUL=0 in the environment leave every matrix to dequantize-then-matmul.
+faster (a decode's products 1.3 to 1.7 times) and, but for a value far below its block's
+largest (2^14 times: 15 bits kept), nearer the exact product than float32 sums. Each result is
+within a few float32 roundings of Σ|w·x|, the bound tests/models/gguf/test_gguf_qmatmul.py
+holds every kernel to. The types the kernels take: KERNEL_TYPES; the others, a build without a
+C compiler, or ATTNCLI_FUSED=0 or ATTNCLI_QMATMUL=0 in the environment leave every matrix to
+dequantize-then-matmul.
 
 Within llama_cpp_numerics(), the kernels compute as llama.cpp's CPU backend does instead: each
 token's activations quantized to 8 bits (Q8_0, Q8_1 or Q8_K, by the weight's type, as ggml's
