@@ -172,7 +172,7 @@ class GenerationRequest:
                         help="float32: the model's own numbers, as transformers computes them. "
                         "llama.cpp: a GGUF's products on 8-bit activations and the cache in "
                         "float16, as llama.cpp's CPU backend computes (an 8B's answer about "
-                        "2.4x faster; its numbers no longer equal transformers').")
+                        "1.8x faster; its numbers no longer equal transformers').")
     # The view: raw, value, occlusion or auto (decided once the text is known, the one made
     # recorded in the result), and GenerateView's other choices as given.
     view: str = GenerateView.kind
