@@ -48,16 +48,9 @@ def k_blocks(rng: np.random.Generator, qtype: Q, rows: int, cols: int, d: float,
     return blocks.reshape(rows, -1)
 
 
-@TYPES
-@pytest.mark.parametrize("seed", range(4))
-def test_small_integers_give_the_exact_product_rounded_once(qtype: Q, seed: int) -> None:
-    # d = 2⁻¹⁰ (Q4_K's dmin 2⁻⁸): every weight a multiple of 2⁻¹⁰ below 16, exact in float32,
-    # and x integers up to 100: the float64 product is exact, so an integer kernel whose sums
-    # are exact gives it rounded once to float32, bit for bit (float32 sums round each add).
-    rng = np.random.default_rng(seed)
-    rows, cols = 40, 1024
-    blocks = k_blocks(rng, qtype, rows, cols, 2.0**-10, 2.0**-8)
-    x = rng.integers(-100, 101, (1, cols)).astype(np.float32)
+def assert_exact(blocks: np.ndarray, qtype: Q, cols: int, x: np.ndarray) -> None:
+    """The kernel's product equals the float64 product (exact for the cases given) rounded
+    once to float32, bit for bit (float32 sums would round each add)."""
     weights = dequantized(blocks, qtype).astype(np.float64)
     exact = (x.astype(np.float64) @ weights.T).astype(np.float32)  # (1, rows)
     assert np.array_equal(product(blocks, qtype, cols, x), exact)
@@ -133,20 +126,23 @@ def test_the_scales_edges(qtype: Q, d: float) -> None:
 
 
 @TYPES
+@pytest.mark.parametrize("grid", ["integers", "digits"])
 @pytest.mark.parametrize("seed", range(3))
-def test_every_digit_counts(qtype: Q, seed: int) -> None:
-    # A block whose largest value is 0.5 puts x on the grid 2⁻²⁹: values n·2⁻²⁹ (|n| < 2²³)
-    # are K = n exactly, both digits in use (the small integers above leave D0 at 0). The
-    # float64 product stays exact (multiples of 2⁻³⁹ below 2⁴⁸), so the kernel gives it rounded
-    # once: a digit misplaced or dropped anywhere shows.
+def test_the_exact_product_rounded_once(qtype: Q, grid: str, seed: int) -> None:
+    # d = 2⁻¹⁰ (Q4_K's dmin 2⁻⁸): every weight a multiple of 2⁻¹⁰ below 16, exact in float32.
+    # integers: x up to 100, K = x·2²² (D0 = 0); digits: a block whose largest value is 0.5
+    # puts x on the grid 2⁻²⁹, values n·2⁻²⁹ (|n| < 2²³) are K = n, both digits in use. Either
+    # way the float64 product is exact (multiples of 2⁻³⁹ below 2⁴⁸): a digit misplaced or
+    # dropped anywhere shows.
     rng = np.random.default_rng(seed)
     rows, cols = 24, 768
     blocks = k_blocks(rng, qtype, rows, cols, 2.0**-10, 2.0**-8)
-    x = (rng.integers(-(2**23) + 1, 2**23, (1, cols)) * 2.0**-29).astype(np.float32)
-    x[0, ::256] = 0.5
-    weights = dequantized(blocks, qtype).astype(np.float64)
-    exact = (x.astype(np.float64) @ weights.T).astype(np.float32)
-    assert np.array_equal(product(blocks, qtype, cols, x), exact)
+    if grid == "integers":
+        x = rng.integers(-100, 101, (1, cols)).astype(np.float32)
+    else:
+        x = (rng.integers(-(2**23) + 1, 2**23, (1, cols)) * 2.0**-29).astype(np.float32)
+        x[0, ::256] = 0.5
+    assert_exact(blocks, qtype, cols, x)
 
 
 @TYPES
@@ -171,8 +167,7 @@ def test_the_int32_lanes_at_their_largest(qtype: Q) -> None:
     assert np.all(np.abs(weights) == (945 if qtype == Q.Q4_K else 4096) * 2.0**-10)
     x = np.full((1, cols), 32767 * 2.0**-29, dtype=np.float32)
     x[0, ::256] = 0.5  # the grid 2⁻²⁹: K = 32,767 (D0 = 32,767, D1 = 0)
-    exact = (x.astype(np.float64) @ weights.T).astype(np.float32)
-    assert np.array_equal(product(blocks, qtype, cols, x), exact)
+    assert_exact(blocks, qtype, cols, x)
 
 
 @TYPES

@@ -41,6 +41,24 @@ static float LV(block_dot_q6_k)(const uint8_t *b, const float *x) {
     return sum;
 }
 
+/* A Q4_K block's d and dmin; 1 (its product added to special) where either is inf or NaN. */
+static ALWAYS_INLINE int LV(q4_k_special)(const uint8_t *b, const float *x, float *d,
+                                          float *dmin, float *special) {
+    *d = LV(half)(b), *dmin = LV(half)(b + 2);
+    if (isfinite(*d) && isfinite(*dmin)) return 0;
+    *special += LV(block_dot_q4_k)(b, x);
+    return 1;
+}
+
+/* A Q6_K block's d; 1 (its product added to special) where it is inf or NaN. */
+static ALWAYS_INLINE int LV(q6_k_special)(const uint8_t *b, const float *x, float *d,
+                                          float *special) {
+    *d = LV(half)(b + 208);
+    if (isfinite(*d)) return 0;
+    *special += LV(block_dot_q6_k)(b, x);
+    return 1;
+}
+
 #if defined(__AVX512F__)
 #define FIXED_DOT(acc, a, b) _mm512_add_epi32(acc, _mm512_madd_epi16(a, b))
 #define FIX(name) LV(name)
@@ -74,11 +92,8 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
         for (int64_t i = 0; i < blocks; i++, b += 144) {
             const uint8_t *fx = xq + i * FIX_BYTES;
             PREFETCH(b, 144);
-            const float d = LV(half)(b), dmin = LV(half)(b + 2);
-            if (!isfinite(d) || !isfinite(dmin)) {
-                special += LV(block_dot_q4_k)(b, x + i * QK_K);
-                continue;
-            }
+            float d, dmin;
+            if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, &special)) continue;
             uint8_t sc[8], m[8];
             fixed_scales_k(b + 4, sc, m);
             const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
@@ -129,11 +144,8 @@ static void LV(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const
         for (int64_t i = 0; i < blocks; i++, b += 210) {
             const uint8_t *fx = xq + i * FIX_BYTES;
             PREFETCH(b, 210);
-            const float d = LV(half)(b + 208);
-            if (!isfinite(d)) {
-                special += LV(block_dot_q6_k)(b, x + i * QK_K);
-                continue;
-            }
+            float d;
+            if (LV(q6_k_special)(b, x + i * QK_K, &d, &special)) continue;
             const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
             const __m256d low = _mm256_set1_pd((double)d * fix_scale(fx));
             const __m256d high = _mm256_set1_pd((double)d * fix_scale(fx) * 32768.0);
@@ -185,11 +197,8 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
         float special = 0.0f;
         for (int64_t i = 0; i < blocks; i++, b += 144) {
             const uint8_t *fx = xq + i * FIX_BYTES;
-            const float d = LV(half)(b), dmin = LV(half)(b + 2);
-            if (!isfinite(d) || !isfinite(dmin)) {
-                special += LV(block_dot_q4_k)(b, x + i * QK_K);
-                continue;
-            }
+            float d, dmin;
+            if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, &special)) continue;
             uint8_t sc[8], m[8];
             fixed_scales_k(b + 4, sc, m);
             const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
@@ -217,11 +226,8 @@ static void LV(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const
         float special = 0.0f;
         for (int64_t i = 0; i < blocks; i++, b += 210) {
             const uint8_t *fx = xq + i * FIX_BYTES;
-            const float d = LV(half)(b + 208);
-            if (!isfinite(d)) {
-                special += LV(block_dot_q6_k)(b, x + i * QK_K);
-                continue;
-            }
+            float d;
+            if (LV(q6_k_special)(b, x + i * QK_K, &d, &special)) continue;
             const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
             int64_t q = 0;
             for (int h = 0; h < 2; h++)

@@ -3,6 +3,15 @@
  * int16, times the group's scale (<= 945 each); per block each accumulator's lane adds 4
  * pairs, and A0 + B0 (digit D0; A1 + B1, D1) 8, |lane| <= 8·2·945·32767 < 2^29, so the two
  * halves' sum stays below 2^30. */
+/* A row's float64 lanes added in a fixed tree, rounded once, and its special blocks' sum. */
+static ALWAYS_INLINE float FIX(row_result)(__m512d F, float special) {
+    double lanes[8];
+    _mm512_storeu_pd(lanes, F);
+    const double sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+                       ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+    return (float)sum + special;
+}
+
 /* Blocks i0..i1 of one row (b: block i0) into its float64 lanes F (the mins' sum taken off
  * them, lane g a block's group g) and special; the weights PREFETCH_AHEAD bytes on asked for
  * (_qmatmul.c). The six-bit scales and mins unpacked four bytes a word (scale_min_k's bits),
@@ -15,11 +24,8 @@ static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, co
     for (int64_t i = i0; i < i1; i++, b += 144) {
         const uint8_t *fx = xq + i * FIX_BYTES;
         PREFETCH(b, 144);
-        const float d = LV(half)(b), dmin = LV(half)(b + 2);
-        if (!isfinite(d) || !isfinite(dmin)) {
-            *special += LV(block_dot_q4_k)(b, x + i * QK_K);
-            continue;
-        }
+        float d, dmin;
+        if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, special)) continue;
         const uint32_t u0 = u32(b + 4), u1 = u32(b + 8), u2 = u32(b + 12);
         const uint64_t sc = (u0 & 0x3F3F3F3Fu) |
                             (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
@@ -58,22 +64,6 @@ static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, co
     }
 }
 
-/* Rows r0..r1, each block after block. */
-static void FIX(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
-                            float *y, int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 144;
-    for (int64_t r = r0; r < r1; r++) {
-        __m512d F = _mm512_setzero_pd();
-        float special = 0.0f;
-        FIX(q4_k_span)(w + r * row_bytes, xq, x, 0, blocks, &F, &special);
-        double lanes[8];
-        _mm512_storeu_pd(lanes, F);
-        const double sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
-                           ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-        y[r] = (float)sum + special;
-    }
-}
-
 /* Q6_K's blocks i0..i1 of one row: each half's 128 six-bit values put together a byte each
  * (64 at a time), less 32, widened to int16 a quarter at a time and times their groups' scales
  * (|sc·(q − 32)| <= 128·32); per block a lane of A0 adds 8 pairs, |lane| <= 8·2·4096·32767 <
@@ -89,11 +79,8 @@ static ALWAYS_INLINE void FIX(q6_k_span)(const uint8_t *b, const uint8_t *xq, co
     for (int64_t i = i0; i < i1; i++, b += 210) {
         const uint8_t *fx = xq + i * FIX_BYTES;
         PREFETCH(b, 210);
-        const float d = LV(half)(b + 208);
-        if (!isfinite(d)) {
-            *special += LV(block_dot_q6_k)(b, x + i * QK_K);
-            continue;
-        }
+        float d;
+        if (LV(q6_k_special)(b, x + i * QK_K, &d, special)) continue;
         const __m512i sc = _mm512_cvtepi8_epi16(
             _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b + 192))));
         const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
@@ -130,17 +117,18 @@ static ALWAYS_INLINE void FIX(q6_k_span)(const uint8_t *b, const uint8_t *xq, co
     }
 }
 
-static void FIX(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq,
-                            float *y, int64_t r0, int64_t r1) {
-    const int64_t blocks = cols / QK_K, row_bytes = blocks * 210;
-    for (int64_t r = r0; r < r1; r++) {
-        __m512d F = _mm512_setzero_pd();
-        float special = 0.0f;
-        FIX(q6_k_span)(w + r * row_bytes, xq, x, 0, blocks, &F, &special);
-        double lanes[8];
-        _mm512_storeu_pd(lanes, F);
-        const double sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
-                           ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-        y[r] = (float)sum + special;
+/* Rows r0..r1 of a type, each block after block (SPAN: its blocks' kernel, BYTES a block). */
+#define FIXED_ROWS(NAME, SPAN, BYTES)                                                         \
+    static void FIX(NAME)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq, \
+                          float *y, int64_t r0, int64_t r1) {                                \
+        const int64_t blocks = cols / QK_K;                                                   \
+        for (int64_t r = r0; r < r1; r++) {                                                   \
+            __m512d F = _mm512_setzero_pd();                                                  \
+            float special = 0.0f;                                                             \
+            FIX(SPAN)(w + r * blocks * (BYTES), xq, x, 0, blocks, &F, &special);              \
+            y[r] = FIX(row_result)(F, special);                                               \
+        }                                                                                     \
     }
-}
+FIXED_ROWS(fixed_q4_k, q4_k_span, 144)
+FIXED_ROWS(fixed_q6_k, q6_k_span, 210)
+#undef FIXED_ROWS
