@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml setup.py $(LOCK) attncli/long/_fused.c attncli/models/l
 		attncli/models/sources/gguf/_dequant.c attncli/models/sources/gguf/_qmatmul.c \
 		attncli/models/sources/gguf/_qmatmul_body.h attncli/models/sources/gguf/_qmatmul_q8.h \
 		attncli/models/sources/gguf/_qmatmul_avx2.h \
+		attncli/models/sources/gguf/_qmatmul_q8_legacy.h \
+		attncli/models/sources/gguf/_qmatmul_fixed.h \
+		attncli/models/sources/gguf/_qmatmul_fixed_avx512.h \
 		attncli/models/sources/gguf/_half.h
 	$(PYTHON) -m venv $(VENV)
 	@if [ -n "$(CPU_TORCH)" ] && $(PY) -m pip install -q uv && $(VENV)/bin/uv pip install -q \

@@ -7,7 +7,7 @@ products in another order (_qmatmul_body.h: 64 lanes for one token, 16 lanes per
 chunk for several, then a fixed tree): a float32 sum of n terms in a tree of depth k is within
 k·2⁻²⁴·Σ|w·x| of the exact sum, and k ≤ cols/64 + 6 or 64 + 4 + cols/1,024 (cols ≤ 1,280 here:
 at most 4.2·10⁻⁶·Σ|w·x|; one token's Q4_K and Q6_K sum exact integers of x in fixed point,
-within 2⁻³⁰ of each block's largest |x|, test_gguf_qmatmul_fixed.py). So each output is held to
+within 2⁻²⁹ of each block's largest |x|, test_gguf_qmatmul_fixed.py). So each output is held to
 1e-5·Σ|w·x| (+1e-30 for underflow), not to 1e-5·|ref|: where the products cancel, |ref| is far
 smaller than the sums' rounding. Non-finite weights (any scale bits: inf, NaN) give NaN where
 the reference is NaN, and its infinities.

@@ -187,11 +187,12 @@ def test_a_row_of_finite_and_infinite_scales(qtype: Q) -> None:
 
 @TYPES
 def test_values_near_the_largest_float32(qtype: Q) -> None:
-    # A block whose largest value is near 3.4e38 (E = 128): its grid 2⁹⁹, still exact there.
+    # A block whose largest value is 3e38 (E = 128, beside FLT_MAX's 3.4e38): its grid 2⁹⁹.
     rng = np.random.default_rng(13)
     rows, cols = 6, 512
     blocks = k_blocks(rng, qtype, rows, cols, 2.0**-24, 2.0**-24)
     x = rng.standard_normal((1, cols)).astype(np.float32)
     x[0, :256] *= np.float32(1e37)
+    x[0, 7] = np.float32(3e38)
     weights = dequantized(blocks, qtype).astype(np.float64)
     assert_within_bound(product(blocks, qtype, cols, x), weights, x)

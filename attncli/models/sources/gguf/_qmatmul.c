@@ -4,8 +4,8 @@
  * matmul(qtype, blocks, cols, x, out, threads): W (rows, cols) as rows of whole blocks, x
  * (T, cols) float32, out (T, rows) float32. One token takes the matrix × vector kernel (decode;
  * Q4_K and Q6_K on integers, the token in fixed point: _qmatmul_fixed.h); several take the
- * matrix × matrix one (a prompt), which dequantizes a panel of rows once for a tile of tokens. The kernels (_qmatmul_body.h) are compiled once per vector level and the
- * widest this CPU runs is chosen when the module loads (use_level picks another, for the tests).
+ * matrix × matrix one (a prompt), which dequantizes a panel of rows once for a tile of tokens.
+ * The kernels (_qmatmul_body.h) are compiled once per vector level and the widest this CPU runs is chosen when the module loads (use_level picks another, for the tests).
  * Rows are split across a pool of threads (pthreads, kept between calls), the GIL released;
  * every size is checked here, from the buffers themselves. Built by setuptools as an optional
  * extension: without it, qmatmul.py dequantizes as before.
@@ -123,7 +123,8 @@ typedef void (*quantize_fn)(int, const float *, int64_t, int64_t, uint8_t *, int
 typedef void (*row_fn)(const uint8_t *w, int64_t cols, const float *x, float *y, int64_t r0,
                        int64_t r1); /* a type's one-token kernel: rows r0..r1 */
 /* 1: one token's product takes its type's kernel that makes the weights in registers where the
- * level has one; 0: every type's chunk path (use_level's second argument, for the tests). */
+ * level has one, or Q4_K's and Q6_K's on integers (_qmatmul_fixed.h); 0: every type's chunk
+ * path (use_level's second argument, for the tests). */
 static int registers = 1;
 typedef void (*matvec_fn)(const kind *, const uint8_t *, int64_t, const float *, float *,
                           int64_t, int64_t);

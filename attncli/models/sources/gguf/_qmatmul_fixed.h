@@ -169,10 +169,10 @@ static void LV(fixed_q6_k)(const uint8_t *w, int64_t cols, const float *x, const
                             _mm256_cvtepi8_epi16(bytes),
                             _mm256_set1_epi16((int16_t)(int8_t)b[192 + 8 * h + 2 * j + g]));
                         const int64_t k = 128 * h + 32 * j + 16 * g;
-                        A0 = _mm256_add_epi32(A0, _mm256_madd_epi16(
-                                                      wv, _mm256_loadu_si256((const __m256i *)(d0 + k))));
-                        A1 = _mm256_add_epi32(A1, _mm256_madd_epi16(
-                                                      wv, _mm256_loadu_si256((const __m256i *)(d1 + k))));
+                        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(d0 + k));
+                        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(d1 + k));
+                        A0 = _mm256_add_epi32(A0, _mm256_madd_epi16(wv, x0));
+                        A1 = _mm256_add_epi32(A1, _mm256_madd_epi16(wv, x1));
                     }
                 F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(A0)), low, F);
                 F = _mm256_fmadd_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(A0, 1)), low, F);
