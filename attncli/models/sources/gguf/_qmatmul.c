@@ -5,7 +5,8 @@
  * (T, cols) float32, out (T, rows) float32. One token takes the matrix × vector kernel (decode;
  * Q4_K and Q6_K on integers, the token in fixed point: _qmatmul_fixed.h); several take the
  * matrix × matrix one (a prompt), which dequantizes a panel of rows once for a tile of tokens.
- * The kernels (_qmatmul_body.h) are compiled once per vector level and the widest this CPU runs is chosen when the module loads (use_level picks another, for the tests).
+ * The kernels (_qmatmul_body.h) are compiled once per vector level and the widest this CPU runs
+ * is chosen when the module loads (use_level picks another, for the tests).
  * Rows are split across a pool of threads (pthreads, kept between calls), the GIL released;
  * every size is checked here, from the buffers themselves. Built by setuptools as an optional
  * extension: without it, qmatmul.py dequantizes as before.
@@ -108,6 +109,15 @@ static inline void scale_min_k(const uint8_t *sc, float d, float dmin, float *dl
     }
 }
 
+/* The same six-bit scales (s) and mins (m) as integers, byte g of each word group g's: the 12
+ * bytes taken four a word, as the vector kernels unpack them. */
+static inline void scale_min_k_words(const uint8_t *sc, uint64_t *s, uint64_t *m) {
+    const uint32_t u0 = u32(sc), u1 = u32(sc + 4), u2 = u32(sc + 8);
+    *s = (u0 & 0x3F3F3F3Fu) | (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
+    *m = (u1 & 0x3F3F3F3Fu) |
+         (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+}
+
 /* llama.cpp's numerics (_qmatmul_q8.h): each weight type's activation type (-1: float32). */
 enum { A_Q8_0 = 0, A_Q8_1 = 1, A_Q8_K = 2 };
 static const int ACTIVATION[KINDS] = {-1, -1, -1, A_Q8_0, A_Q8_0, A_Q8_1, A_Q8_0, A_Q8_1,
@@ -200,20 +210,12 @@ static inline double fix_scale(const uint8_t *fx) {
     return s;
 }
 
-/* Q4_K and Q5_K's eight six-bit scales and mins as bytes. */
-static inline void fixed_scales_k(const uint8_t *sc, uint8_t *s, uint8_t *m) {
-    for (int j = 0; j < 4; j++) {
-        s[j] = sc[j] & 0x3F, m[j] = sc[4 + j] & 0x3F;
-        s[4 + j] = (uint8_t)((sc[8 + j] & 0xF) | ((sc[j] >> 2) & 0x30));
-        m[4 + j] = (uint8_t)((sc[8 + j] >> 4) | ((sc[4 + j] >> 2) & 0x30));
-    }
-}
-
-/* Σ_g m_g·ΣK_g over a block's 8 groups of 32: exact in float64 (|·| <= 8·63·2^34). */
-static inline double fixed_mins(const uint8_t *fx, const uint8_t *m) {
+/* Σ_g m_g·ΣK_g over a block's 8 groups of 32 (m: scale_min_k_words' mins): exact in float64
+ * (|·| <= 8·63·2^34). */
+static inline double fixed_mins(const uint8_t *fx, uint64_t m) {
     double sums[8], t = 0.0;
     memcpy(sums, fx + FIX_SUMS, sizeof sums);
-    for (int g = 0; g < 8; g++) t += m[g] * sums[g];
+    for (int g = 0; g < 8; g++) t += (double)((m >> (8 * g)) & 0xFF) * sums[g];
     return t;
 }
 

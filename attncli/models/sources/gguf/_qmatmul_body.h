@@ -467,12 +467,8 @@ MATVEC_BLOCK32(matvec_q8_0, 34, {
  * its halves d and dmin first), the same products. */
 static ALWAYS_INLINE void LV(k_scales)(const uint8_t *b, float d, float dmin, __m256 *dl,
                                        __m256 *ml) {
-    /* the eight six-bit scales and mins, four bytes a word */
-    const uint32_t u0 = u32(b + 4), u1 = u32(b + 8), u2 = u32(b + 12);
-    const uint64_t s = (u0 & 0x3F3F3F3Fu) |
-                       (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-    const uint64_t m = (u1 & 0x3F3F3F3Fu) |
-                       (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+    uint64_t s, m;  /* the eight six-bit scales and mins, four bytes a word */
+    scale_min_k_words(b + 4, &s, &m);
     *dl = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(
                             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((int64_t)s))));
     *ml = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(

@@ -25,28 +25,24 @@
  * inf or NaN does not come here (fix_rows refuses it, and the float32 chunk path takes it).
  */
 
-/* A block whose d or dmin is inf or NaN: dequantized (every weight inf or NaN, as the
- * reference's) and added in float32. */
-static float LV(block_dot_q4_k)(const uint8_t *b, const float *x) {
+/* A block whose scale is inf or NaN (KIND's index: Q4_K 8, Q6_K 10): dequantized, every weight
+ * inf or NaN as the reference's, and added in float32. */
+static float LV(block_dot)(int index, const uint8_t *b, const float *x) {
     float buf[QK_K], sum = 0.0f;
-    LV(blocks_q4_k)(b, buf, 1);
+    LV(DEQUANT)[index](b, buf, 1);
     for (int k = 0; k < QK_K; k++) sum += buf[k] * x[k];
     return sum;
 }
 
-static float LV(block_dot_q6_k)(const uint8_t *b, const float *x) {
-    float buf[QK_K], sum = 0.0f;
-    LV(blocks_q6_k)(b, buf, 1);
-    for (int k = 0; k < QK_K; k++) sum += buf[k] * x[k];
-    return sum;
-}
+/* Group g's six-bit scale from scale_min_k_words' word sc. */
+#define SCALE(g) ((int16_t)((sc >> (8 * (g))) & 0xFF))
 
 /* A Q4_K block's d and dmin; 1 (its product added to special) where either is inf or NaN. */
 static ALWAYS_INLINE int LV(q4_k_special)(const uint8_t *b, const float *x, float *d,
                                           float *dmin, float *special) {
     *d = LV(half)(b), *dmin = LV(half)(b + 2);
     if (isfinite(*d) && isfinite(*dmin)) return 0;
-    *special += LV(block_dot_q4_k)(b, x);
+    *special += LV(block_dot)(8, b, x);
     return 1;
 }
 
@@ -55,7 +51,7 @@ static ALWAYS_INLINE int LV(q6_k_special)(const uint8_t *b, const float *x, floa
                                           float *special) {
     *d = LV(half)(b + 208);
     if (isfinite(*d)) return 0;
-    *special += LV(block_dot_q6_k)(b, x);
+    *special += LV(block_dot)(10, b, x);
     return 1;
 }
 
@@ -94,8 +90,8 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
             PREFETCH(b, 144);
             float d, dmin;
             if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, &special)) continue;
-            uint8_t sc[8], m[8];
-            fixed_scales_k(b + 4, sc, m);
+            uint64_t sc, m;
+            scale_min_k_words(b + 4, &sc, &m);
             const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
             __m256i A0 = _mm256_setzero_si256(), A1 = A0;
             for (int c = 0; c < 4; c++)
@@ -103,9 +99,9 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
                     const __m256i v = _mm256_cvtepu8_epi16(
                         _mm_loadu_si128((const __m128i *)(b + 16 + 32 * c + 16 * h)));
                     const __m256i lo = _mm256_mullo_epi16(_mm256_and_si256(v, low4),
-                                                          _mm256_set1_epi16(sc[2 * c]));
+                                                          _mm256_set1_epi16(SCALE(2 * c)));
                     const __m256i hi = _mm256_mullo_epi16(_mm256_srli_epi16(v, 4),
-                                                          _mm256_set1_epi16(sc[2 * c + 1]));
+                                                          _mm256_set1_epi16(SCALE(2 * c + 1)));
                     const int64_t k = 64 * c + 16 * h;
 #define DIGITS(p, k) _mm256_loadu_si256((const __m256i *)((p) + (k)))
                     A0 = _mm256_add_epi32(A0, _mm256_madd_epi16(lo, DIGITS(d0, k)));
@@ -199,15 +195,15 @@ static void LV(fixed_q4_k)(const uint8_t *w, int64_t cols, const float *x, const
             const uint8_t *fx = xq + i * FIX_BYTES;
             float d, dmin;
             if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, &special)) continue;
-            uint8_t sc[8], m[8];
-            fixed_scales_k(b + 4, sc, m);
+            uint64_t sc, m;
+            scale_min_k_words(b + 4, &sc, &m);
             const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
             int64_t q = 0;
             for (int c = 0; c < 4; c++)
                 for (int l = 0; l < 32; l++) {
                     const int64_t k = 64 * c + l, byte = b[16 + 32 * c + l];
-                    q += sc[2 * c] * (byte & 0xF) * (d0[k] + 32768 * (int64_t)d1[k]);
-                    q += sc[2 * c + 1] * (byte >> 4) * (d0[k + 32] + 32768 * (int64_t)d1[k + 32]);
+                    q += SCALE(2 * c) * (byte & 0xF) * (d0[k] + 32768 * (int64_t)d1[k]);
+                    q += SCALE(2 * c + 1) * (byte >> 4) * (d0[k + 32] + 32768 * (int64_t)d1[k + 32]);
                 }
             sum += (double)d * fix_scale(fx) * (double)q;
             mins += (double)dmin * fix_scale(fx) * fixed_mins(fx, m);
@@ -263,3 +259,4 @@ static fixed_fn LV(fixed_kernel)(int index) {
     return NULL;
 }
 #undef FIXED_VNNI
+#undef SCALE

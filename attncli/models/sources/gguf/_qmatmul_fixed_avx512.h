@@ -26,11 +26,8 @@ static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, co
         PREFETCH(b, 144);
         float d, dmin;
         if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, special)) continue;
-        const uint32_t u0 = u32(b + 4), u1 = u32(b + 8), u2 = u32(b + 12);
-        const uint64_t sc = (u0 & 0x3F3F3F3Fu) |
-                            (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-        const uint64_t m = (u1 & 0x3F3F3F3Fu) |
-                           (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+        uint64_t sc, m;
+        scale_min_k_words(b + 4, &sc, &m);
         const __m512i scales = _mm512_castsi128_si512(
             _mm_cvtepu8_epi16(_mm_cvtsi64_si128((int64_t)sc)));  /* 8 int16 */
         const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);

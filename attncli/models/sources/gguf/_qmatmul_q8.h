@@ -206,12 +206,8 @@ static float LV(dot_q4_k)(const uint8_t *w, const uint8_t *x, int64_t n) {
     float sum = 0.0f;
     const __m256i low4 = _mm256_set1_epi8(0xF);
     for (int64_t b = 0; b < n; b++, w += 144, x += Q8K_BYTES) {
-        /* scale_min_k's eight six-bit scales and mins, four bytes a word */
-        const uint32_t u0 = u32(w + 4), u1 = u32(w + 8), u2 = u32(w + 12);
-        const uint64_t s = (u0 & 0x3F3F3F3Fu) |
-                           (uint64_t)((u2 & 0x0F0F0F0Fu) | ((u0 >> 2) & 0x30303030u)) << 32;
-        const uint64_t m = (u1 & 0x3F3F3F3Fu) |
-                           (uint64_t)(((u2 >> 4) & 0x0F0F0F0Fu) | ((u1 >> 2) & 0x30303030u)) << 32;
+        uint64_t s, m;  /* scale_min_k's eight six-bit scales and mins, four bytes a word */
+        scale_min_k_words(w + 4, &s, &m);
         const __m128i s16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((int64_t)s));  /* 8 × int16 */
         const __m256i scales = _mm256_broadcastsi128_si256(s16);
         const __m256i bsums = _mm256_loadu_si256((const __m256i *)(x + 4 + QK_K));
