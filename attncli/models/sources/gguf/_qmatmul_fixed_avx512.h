@@ -12,20 +12,22 @@ static ALWAYS_INLINE float FIX(row_result)(__m512d F, float special) {
     return (float)sum + special;
 }
 
-/* Blocks i0..i1 of one row (b: block i0) into its float64 lanes F (the mins' sum taken off
- * them, lane g a block's group g) and special; the weights PREFETCH_AHEAD bytes on asked for
+/* One Q4_K row's product (b: its first block): block after block into float64 lanes F (the
+ * mins' sum taken off them, lane g a block's group g), a block with an inf or NaN scale apart; the weights PREFETCH_AHEAD bytes on asked for
  * (_qmatmul.c). The six-bit scales and mins unpacked four bytes a word (scale_min_k's bits),
  * each group's scale spread over its 32 int16 lanes by a permute, the mins made float64. */
-static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, const float *x,
-                                         int64_t i0, int64_t i1, __m512d *F, float *special) {
+static ALWAYS_INLINE float FIX(q4_k_row)(const uint8_t *b, const uint8_t *xq, const float *x,
+                                         int64_t blocks) {
+    __m512d F = _mm512_setzero_pd();
+    float special = 0.0f;
     const __m512i low4 = _mm512_set1_epi16(0xF);
     __m512i spread[8];  /* group g's scale in every int16 lane */
     for (int g = 0; g < 8; g++) spread[g] = _mm512_set1_epi16((int16_t)g);
-    for (int64_t i = i0; i < i1; i++, b += 144) {
+    for (int64_t i = 0; i < blocks; i++, b += 144) {
         const uint8_t *fx = xq + i * FIX_BYTES;
         PREFETCH(b, 144);
         float d, dmin;
-        if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, special)) continue;
+        if (LV(q4_k_special)(b, x + i * QK_K, &d, &dmin, &special)) continue;
         uint64_t sc, m;
         scale_min_k_words(b + 4, &sc, &m);
         const __m512i scales = _mm512_castsi128_si512(
@@ -51,33 +53,36 @@ static ALWAYS_INLINE void FIX(q4_k_span)(const uint8_t *b, const uint8_t *xq, co
                                             _mm512_extracti64x4_epi64(A0, 1));
         const __m256i h1 = _mm256_add_epi32(_mm512_castsi512_si256(A1),
                                             _mm512_extracti64x4_epi64(A1, 1));
-        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h0), _mm512_set1_pd(ds), *F);
-        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h1), _mm512_set1_pd(ds * 32768.0), *F);
+        F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h0), _mm512_set1_pd(ds), F);
+        F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(h1), _mm512_set1_pd(ds * 32768.0), F);
         /* lane g: m_g·ΣK_g, exact, times −dmin·s */
         const __m512d mins = _mm512_mul_pd(
             _mm512_cvtepi64_pd(_mm512_cvtepu8_epi64(_mm_cvtsi64_si128((int64_t)m))),
             _mm512_loadu_pd((const double *)(fx + FIX_SUMS)));
-        *F = _mm512_fmadd_pd(mins, _mm512_set1_pd(-(double)dmin * s), *F);
+        F = _mm512_fmadd_pd(mins, _mm512_set1_pd(-(double)dmin * s), F);
     }
+    return FIX(row_result)(F, special);
 }
 
-/* Q6_K's blocks i0..i1 of one row: each half's 128 six-bit values put together a byte each
+/* One Q6_K row's product: each half's 128 six-bit values put together a byte each
  * (64 at a time), less 32, widened to int16 a quarter at a time and times their groups' scales
  * (|sc·(q − 32)| <= 128·32); per block a lane of A0 adds 8 pairs, |lane| <= 8·2·4096·32767 <
  * 2^31, so each half of the lanes goes to float64 apart. */
-static ALWAYS_INLINE void FIX(q6_k_span)(const uint8_t *b, const uint8_t *xq, const float *x,
-                                         int64_t i0, int64_t i1, __m512d *F, float *special) {
+static ALWAYS_INLINE float FIX(q6_k_row)(const uint8_t *b, const uint8_t *xq, const float *x,
+                                         int64_t blocks) {
+    __m512d F = _mm512_setzero_pd();
+    float special = 0.0f;
     __m512i pick[8];  /* quarter 4h + j's int16 lanes: scale 8h + 2j (0..15), + 1 (16..31) */
     for (int hj = 0; hj < 8; hj++)
         pick[hj] = _mm512_inserti64x4(_mm512_set1_epi16((int16_t)(2 * hj)),
                                       _mm256_set1_epi16((int16_t)(2 * hj + 1)), 1);
     const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
     const __m512i k32 = _mm512_set1_epi8(32);
-    for (int64_t i = i0; i < i1; i++, b += 210) {
+    for (int64_t i = 0; i < blocks; i++, b += 210) {
         const uint8_t *fx = xq + i * FIX_BYTES;
         PREFETCH(b, 210);
         float d;
-        if (LV(q6_k_special)(b, x + i * QK_K, &d, special)) continue;
+        if (LV(q6_k_special)(b, x + i * QK_K, &d, &special)) continue;
         const __m512i sc = _mm512_cvtepi8_epi16(
             _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b + 192))));
         const int16_t *d0 = (const int16_t *)fx, *d1 = (const int16_t *)(fx + FIX_D1);
@@ -107,25 +112,22 @@ static ALWAYS_INLINE void FIX(q6_k_span)(const uint8_t *b, const uint8_t *xq, co
         }
         const __m512d low = _mm512_set1_pd((double)d * fix_scale(fx));
         const __m512d high = _mm512_set1_pd((double)d * fix_scale(fx) * 32768.0);
-        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(A0)), low, *F);
-        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(A0, 1)), low, *F);
-        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(A1)), high, *F);
-        *F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(A1, 1)), high, *F);
+        F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(A0)), low, F);
+        F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(A0, 1)), low, F);
+        F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(A1)), high, F);
+        F = _mm512_fmadd_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(A1, 1)), high, F);
     }
+    return FIX(row_result)(F, special);
 }
 
-/* Rows r0..r1 of a type, each block after block (SPAN: its blocks' kernel, BYTES a block). */
-#define FIXED_ROWS(NAME, SPAN, BYTES)                                                         \
+/* Rows r0..r1 of a type (ROW: its one row's kernel, BYTES a block). */
+#define FIXED_ROWS(NAME, ROW, BYTES)                                                          \
     static void FIX(NAME)(const uint8_t *w, int64_t cols, const float *x, const uint8_t *xq, \
                           float *y, int64_t r0, int64_t r1) {                                \
         const int64_t blocks = cols / QK_K;                                                   \
-        for (int64_t r = r0; r < r1; r++) {                                                   \
-            __m512d F = _mm512_setzero_pd();                                                  \
-            float special = 0.0f;                                                             \
-            FIX(SPAN)(w + r * blocks * (BYTES), xq, x, 0, blocks, &F, &special);              \
-            y[r] = FIX(row_result)(F, special);                                               \
-        }                                                                                     \
+        for (int64_t r = r0; r < r1; r++)                                                     \
+            y[r] = FIX(ROW)(w + r * blocks * (BYTES), xq, x, blocks);                         \
     }
-FIXED_ROWS(fixed_q4_k, q4_k_span, 144)
-FIXED_ROWS(fixed_q6_k, q6_k_span, 210)
+FIXED_ROWS(fixed_q4_k, q4_k_row, 144)
+FIXED_ROWS(fixed_q6_k, q6_k_row, 210)
 #undef FIXED_ROWS
